@@ -1,0 +1,107 @@
+package fabric
+
+import "math/rand/v2"
+
+// Fabric is a cluster as seen from one process: Size nodes, of which Local
+// are hosted here (all of them in the simulator, one per process on
+// hardware). It is the execution environment of the algorithms: Run starts
+// their threads.
+//
+// A Fabric is not safe for concurrent use by several goroutines outside the
+// threads it runs.
+type Fabric interface {
+	// Backend names the backend: "sim" or "ibv".
+	Backend() string
+	// Size is the number of nodes in the cluster.
+	Size() int
+	// Local lists the nodes hosted by this process.
+	Local() []Node
+	// Run starts main as the first thread (core 0) of every local node and
+	// returns when every thread started by the run has returned. It returns
+	// the first error a thread returned (or a panic it raised, as an
+	// error), ErrDeadlock when every remaining thread waits on something
+	// that can no longer happen, or ErrTimeLimit.
+	Run(main func(th Thread) error) error
+	// Close releases every resource of every local node.
+	Close() error
+}
+
+// Node is one machine: cores, one RDMA device, and the out-of-band channel
+// to the other nodes. Owned by its Fabric.
+type Node interface {
+	ID() int
+	// Cores is the number of cores threads can be bound to.
+	Cores() int
+	// Device is the node's RDMA device, already opened.
+	Device() Device
+	// OOB is the out-of-band channel (TCP on hardware) used for connection
+	// setup; it must be called from a thread of this node.
+	OOB() OOB
+	// NewMutex returns a lock for threads of this node.
+	NewMutex() Mutex
+	// NewSignal returns a Waitable that threads of this node notify.
+	NewSignal() Signal
+	// Payload reports whether real bytes move. In size-only mode the NIC
+	// moves only the first and last SizeOnlyWindow bytes of each message
+	// (headers and trailers that protocols use) and the rest of a
+	// destination buffer keeps whatever it held.
+	Payload() bool
+}
+
+// SizeOnlyWindow is the number of bytes at the head and at the tail of every
+// message that the NIC still moves in size-only mode.
+const SizeOnlyWindow = 64
+
+// Thread is a thread of execution bound to one core of one node. Algorithm
+// code gets its clock, CPU work, waiting and randomness only from here.
+//
+// A Thread may only be used by the function it was passed to.
+type Thread interface {
+	Name() string
+	Node() Node
+	Core() int
+	// Now is this thread's clock.
+	Now() Time
+	// Compute spends cycles of CPU work on this thread's core.
+	Compute(cycles int64)
+	// Busy spends d of CPU work.
+	Busy(d Duration)
+	// Sync makes everything that happened in the cluster up to Now()
+	// visible to this thread (memory written by the NIC). Verbs calls,
+	// Wait, locks and OOB calls synchronize implicitly. A no-op on hardware.
+	Sync()
+	// Wait returns when one of on was signaled after this thread's last
+	// synchronization, or when deadline passes. It may return early for no
+	// reason (on hardware it returns at once: callers busy-poll), so callers
+	// loop: poll, and Wait only when the poll found nothing.
+	Wait(deadline Time, on ...Waitable)
+	// Spawn starts another thread of this node on core.
+	Spawn(name string, core int, fn func(Thread) error)
+	// Rand is this thread's private, seeded random source.
+	Rand() *rand.Rand
+}
+
+// Mutex is a lock shared by threads of one node. In the simulator a
+// contended lock costs a hand-off as on a real CPU.
+type Mutex interface {
+	Lock()
+	Unlock()
+}
+
+// Signal is a Waitable that threads notify, for handing work between threads
+// of one node.
+type Signal interface {
+	Notify()
+	Waitable
+}
+
+// OOB is the out-of-band channel between nodes, used for connection setup.
+// Every call must be made by exactly one thread on every node, with the same
+// key, in the same order.
+type OOB interface {
+	// AllGather contributes data and returns every node's contribution,
+	// indexed by node id. The returned slices belong to the caller.
+	AllGather(key string, data []byte) ([][]byte, error)
+	// Barrier returns when every node has reached it.
+	Barrier(key string) error
+}

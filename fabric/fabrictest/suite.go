@@ -1,0 +1,772 @@
+package fabrictest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Case is one conformance check: body runs as the main thread of each of
+// the two nodes.
+type Case struct {
+	Name string
+	Body func(th fabric.Thread) error
+}
+
+const wait = 50 * fabric.Millisecond
+
+// Run runs every case against fresh two-node clusters from f.
+func Run(t *testing.T, f Factory) {
+	for _, c := range Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			fab := f(t, 2)
+			if err := fab.Run(c.Body); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Cases lists the conformance checks.
+func Cases() []Case {
+	return []Case{
+		{"RCSendRecv", sendRecv(fabric.RC, []int{1, 100, 4096, 4097, 10000, 0})},
+		{"UCSendRecv", sendRecv(fabric.UC, []int{1, 4096, 9000})},
+		{"UDSendRecvGRH", udSendRecv},
+		{"SendImm", sendImm(fabric.RC)},
+		{"UDSendImm", sendImm(fabric.UD)},
+		{"RCWrite", write(fabric.RC, false)},
+		{"UCWrite", write(fabric.UC, false)},
+		{"WriteImm", write(fabric.RC, true)},
+		{"Read", read},
+		{"InlineSend", inlineSend},
+		{"UnsignaledSends", unsignaled},
+		{"PostSendWrongState", postWrongState},
+		{"IllegalTransition", illegalTransition},
+		{"UnregisteredLKey", badLocal(false)},
+		{"OutOfBoundsSGE", badLocal(true)},
+		{"RKeyMismatch", rkeyMismatch},
+		{"ReadNotPermitted", readNotPermitted},
+		{"RCNoReceiveRNR", rnrExceeded},
+		{"RCReceiveArrivesLate", rnrRecovers},
+		{"UDNoReceiveDropped", udNoRecv},
+		{"CQOverrun", cqOverrun},
+		{"UDAboveMTU", udAboveMTU},
+		{"SendQueueFull", sendQueueFull},
+		{"InlineTooLarge", inlineTooLarge},
+		{"RecvTooSmall", recvTooSmall},
+		{"ErrorStateFlushes", errorFlush},
+		{"MemoryRegionLifecycle", mrLifecycle},
+	}
+}
+
+// fill writes a pattern that depends on seed into b.
+func fill(b []byte, seed int) {
+	for i := range b {
+		b[i] = byte(i*7 + seed*13 + i>>8)
+	}
+}
+
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	fill(b, seed)
+	return b
+}
+
+// both connects and runs sender on node 0 and receiver on node 1.
+func both(o Options, sender, receiver func(th fabric.Thread, c *Conn) error) func(fabric.Thread) error {
+	return func(th fabric.Thread) error {
+		me := th.Node().ID()
+		c, err := Connect(th, 1-me, o)
+		if err != nil {
+			return err
+		}
+		if me == 0 {
+			return sender(th, c)
+		}
+		return receiver(th, c)
+	}
+}
+
+func postRecvs(c *Conn, n, size int) error {
+	wrs := make([]fabric.RecvWR, n)
+	for i := range wrs {
+		wrs[i] = fabric.RecvWR{ID: uint64(100 + i), Local: c.MR.SGE(i*size, size)}
+	}
+	_, err := c.QP.PostRecv(wrs)
+	return err
+}
+
+func sendRecv(typ fabric.QPType, sizes []int) func(fabric.Thread) error {
+	const slot = 16 << 10
+	return both(Options{Type: typ, MRBytes: len(sizes) * slot},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("recvs-posted"); err != nil {
+				return err
+			}
+			for i, n := range sizes {
+				fill(c.MR.Bytes()[i*slot:i*slot+n], i)
+				wr := fabric.SendWR{ID: uint64(i), Op: fabric.OpSend, Local: c.MR.SGE(i*slot, n), Flags: fabric.Signaled}
+				if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+					return err
+				}
+			}
+			wcs, err := Await(th, c.SCQ, len(sizes), wait)
+			if err != nil {
+				return err
+			}
+			for i, wc := range wcs {
+				if err := Expect(wc, uint64(i), fabric.StatusSuccess, fabric.OpSend); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if err := postRecvs(c, len(sizes), slot); err != nil {
+				return err
+			}
+			if err := c.Node.OOB().Barrier("recvs-posted"); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.RCQ, len(sizes), wait)
+			if err != nil {
+				return err
+			}
+			for i, wc := range wcs {
+				if err := Expect(wc, uint64(100+i), fabric.StatusSuccess, fabric.OpRecv); err != nil {
+					return err
+				}
+				if wc.Bytes != sizes[i] || wc.QPN != c.QP.QPN() {
+					return fmt.Errorf("receive %d: %d bytes on QPN %#x, want %d on %#x", i, wc.Bytes, wc.QPN, sizes[i], c.QP.QPN())
+				}
+				th.Sync()
+				if got := c.MR.Bytes()[i*slot : i*slot+sizes[i]]; !bytes.Equal(got, pattern(sizes[i], i)) {
+					return fmt.Errorf("receive %d: payload differs from what was sent", i)
+				}
+			}
+			return nil
+		})
+}
+
+func udSendRecv(th fabric.Thread) error {
+	const n = 1000
+	return both(Options{Type: fabric.UD},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			fill(c.MR.Bytes()[:n], 5)
+			wr := fabric.SendWR{ID: 7, Op: fabric.OpSend, Local: c.MR.SGE(0, n), Flags: fabric.Signaled,
+				AH: c.AH, RemoteQPN: c.Peer.QPN, QKey: c.Peer.QKey}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			return Expect(wcs[0], 7, fabric.StatusSuccess, fabric.OpSend)
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if err := postRecvs(c, 1, fabric.GRHBytes+4096); err != nil {
+				return err
+			}
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.RCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			wc := wcs[0]
+			if err := Expect(wc, 100, fabric.StatusSuccess, fabric.OpRecv); err != nil {
+				return err
+			}
+			if wc.Bytes != fabric.GRHBytes+n {
+				return fmt.Errorf("UD receive of %d bytes, want %d (payload plus the 40-byte GRH)", wc.Bytes, fabric.GRHBytes+n)
+			}
+			if wc.SrcQP != c.Peer.QPN {
+				return fmt.Errorf("UD receive from QPN %#x, want %#x", wc.SrcQP, c.Peer.QPN)
+			}
+			th.Sync()
+			if !bytes.Equal(c.MR.Bytes()[fabric.GRHBytes:fabric.GRHBytes+n], pattern(n, 5)) {
+				return errors.New("UD payload does not start right after the 40-byte GRH")
+			}
+			return nil
+		})(th)
+}
+
+func sendImm(typ fabric.QPType) func(fabric.Thread) error {
+	return both(Options{Type: typ},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			wr := fabric.SendWR{ID: 1, Op: fabric.OpSendImm, Imm: 0xdeadbeef, Local: c.MR.SGE(0, 16), Flags: fabric.Signaled,
+				AH: c.AH, RemoteQPN: c.Peer.QPN, QKey: c.Peer.QKey}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			_, err := Await(th, c.SCQ, 1, wait)
+			return err
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if err := postRecvs(c, 1, 8192); err != nil {
+				return err
+			}
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.RCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if !wcs[0].HasImm || wcs[0].Imm != 0xdeadbeef {
+				return fmt.Errorf("send with immediate: completion %+v lacks immediate 0xdeadbeef", wcs[0])
+			}
+			return nil
+		})
+}
+
+func write(typ fabric.QPType, imm bool) func(fabric.Thread) error {
+	const n = 10000
+	return both(Options{Type: typ},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			fill(c.MR.Bytes()[:n], 9)
+			wr := fabric.SendWR{ID: 3, Op: fabric.OpWrite, Local: c.MR.SGE(0, n), Flags: fabric.Signaled,
+				RemoteAddr: c.Peer.Addr + 100, RKey: c.Peer.RKey}
+			if imm {
+				wr.Op, wr.Imm = fabric.OpWriteImm, 42
+			}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if err := Expect(wcs[0], 3, fabric.StatusSuccess, wr.Op); err != nil {
+				return err
+			}
+			return c.Node.OOB().Barrier("written")
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if imm {
+				if err := postRecvs(c, 1, 64); err != nil {
+					return err
+				}
+			}
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			if imm {
+				wcs, err := Await(th, c.RCQ, 1, wait)
+				if err != nil {
+					return err
+				}
+				wc := wcs[0]
+				if wc.Op != fabric.OpRecvWriteImm || wc.Imm != 42 || !wc.HasImm || wc.Bytes != n {
+					return fmt.Errorf("write with immediate: completion %+v, want RECV_RDMA_WITH_IMM imm 42 bytes %d", wc, n)
+				}
+			}
+			if err := c.Node.OOB().Barrier("written"); err != nil {
+				return err
+			}
+			if !bytes.Equal(c.MR.Bytes()[100:100+n], pattern(n, 9)) {
+				return errors.New("RDMA Write: target memory differs from the source")
+			}
+			return nil
+		})
+}
+
+func read(th fabric.Thread) error {
+	const n = 20000
+	return both(Options{},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("filled"); err != nil {
+				return err
+			}
+			wr := fabric.SendWR{ID: 4, Op: fabric.OpRead, Local: c.MR.SGE(50, n), Flags: fabric.Signaled,
+				RemoteAddr: c.Peer.Addr + 10, RKey: c.Peer.RKey}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if err := Expect(wcs[0], 4, fabric.StatusSuccess, fabric.OpRead); err != nil {
+				return err
+			}
+			if wcs[0].Bytes != n {
+				return fmt.Errorf("RDMA Read completion reports %d bytes, want %d", wcs[0].Bytes, n)
+			}
+			th.Sync()
+			if !bytes.Equal(c.MR.Bytes()[50:50+n], pattern(n, 11)) {
+				return errors.New("RDMA Read: local memory differs from the remote source")
+			}
+			return c.Node.OOB().Barrier("done")
+		},
+		func(th fabric.Thread, c *Conn) error {
+			fill(c.MR.Bytes()[10:10+n], 11)
+			if err := c.Node.OOB().Barrier("filled"); err != nil {
+				return err
+			}
+			return c.Node.OOB().Barrier("done")
+		})(th)
+}
+
+func inlineSend(th fabric.Thread) error {
+	return both(Options{MaxInline: 64},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			b := c.MR.Bytes()[:32]
+			fill(b, 3)
+			wr := fabric.SendWR{ID: 1, Op: fabric.OpSend, Local: c.MR.SGE(0, 32), Flags: fabric.Signaled | fabric.Inline}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			fill(b, 4) // allowed: inline data was copied by PostSend
+			_, err := Await(th, c.SCQ, 1, wait)
+			return err
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if err := postRecvs(c, 1, 64); err != nil {
+				return err
+			}
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			if _, err := Await(th, c.RCQ, 1, wait); err != nil {
+				return err
+			}
+			th.Sync()
+			if !bytes.Equal(c.MR.Bytes()[:32], pattern(32, 3)) {
+				return errors.New("inline send delivered bytes written after PostSend returned")
+			}
+			return nil
+		})(th)
+}
+
+func unsignaled(th fabric.Thread) error {
+	const k = 10
+	return both(Options{},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			wrs := make([]fabric.SendWR, k)
+			for i := range wrs {
+				wrs[i] = fabric.SendWR{ID: uint64(i), Op: fabric.OpSend, Local: c.MR.SGE(0, 8)}
+			}
+			wrs[k-1].Flags = fabric.Signaled
+			if _, err := c.QP.PostSend(wrs); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if wcs[0].ID != k-1 {
+				return fmt.Errorf("first completion is for wr %d, want only the signaled wr %d", wcs[0].ID, k-1)
+			}
+			return Quiet(th, c.SCQ, fabric.Millisecond)
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if err := postRecvs(c, k, 64); err != nil {
+				return err
+			}
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			_, err := Await(th, c.RCQ, k, wait)
+			return err
+		})(th)
+}
+
+func postWrongState(th fabric.Thread) error {
+	n := th.Node()
+	pd, _ := n.Device().AllocPD()
+	cq, _ := n.Device().CreateCQ(16)
+	mr, _ := pd.RegMR(64, fabric.AccessLocalWrite)
+	qp, err := pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: cq, RecvCQ: cq, Caps: fabric.QPCaps{MaxSendWR: 4, MaxRecvWR: 4}})
+	if err != nil {
+		return err
+	}
+	wr := []fabric.SendWR{{Op: fabric.OpSend, Local: mr.SGE(0, 8)}}
+	if _, err := qp.PostSend(wr); !errors.Is(err, fabric.ErrBadState) {
+		return fmt.Errorf("PostSend in RESET: got %v, want ErrBadState", err)
+	}
+	if _, err := qp.PostRecv([]fabric.RecvWR{{Local: mr.SGE(0, 8)}}); !errors.Is(err, fabric.ErrBadState) {
+		return fmt.Errorf("PostRecv in RESET: got %v, want ErrBadState", err)
+	}
+	if err := qp.Modify(fabric.StateInit, fabric.QPAttr{}); err != nil {
+		return err
+	}
+	if _, err := qp.PostSend(wr); !errors.Is(err, fabric.ErrBadState) {
+		return fmt.Errorf("PostSend in INIT: got %v, want ErrBadState", err)
+	}
+	if _, err := qp.PostRecv([]fabric.RecvWR{{Local: mr.SGE(0, 8)}}); err != nil {
+		return fmt.Errorf("PostRecv in INIT must be allowed: %v", err)
+	}
+	return nil
+}
+
+func illegalTransition(th fabric.Thread) error {
+	n := th.Node()
+	pd, _ := n.Device().AllocPD()
+	cq, _ := n.Device().CreateCQ(16)
+	qp, err := pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: cq, RecvCQ: cq, Caps: fabric.QPCaps{MaxSendWR: 4, MaxRecvWR: 4}})
+	if err != nil {
+		return err
+	}
+	if err := qp.Modify(fabric.StateRTS, fabric.QPAttr{}); !errors.Is(err, fabric.ErrBadTransition) {
+		return fmt.Errorf("RESET->RTS: got %v, want ErrBadTransition", err)
+	}
+	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{}); !errors.Is(err, fabric.ErrBadTransition) {
+		return fmt.Errorf("RESET->RTR: got %v, want ErrBadTransition", err)
+	}
+	if qp.State() != fabric.StateReset {
+		return fmt.Errorf("failed transitions left the QP in %v", qp.State())
+	}
+	if err := qp.Modify(fabric.StateError, fabric.QPAttr{}); err != nil || qp.State() != fabric.StateError {
+		return fmt.Errorf("any state -> ERROR must work: %v, state %v", err, qp.State())
+	}
+	if err := qp.Modify(fabric.StateReset, fabric.QPAttr{}); err != nil || qp.State() != fabric.StateReset {
+		return fmt.Errorf("ERROR -> RESET must work: %v, state %v", err, qp.State())
+	}
+	return nil
+}
+
+// badLocal posts a send whose SGE is not registered (or out of bounds).
+func badLocal(outOfBounds bool) func(fabric.Thread) error {
+	return both(Options{},
+		func(th fabric.Thread, c *Conn) error {
+			sge := c.MR.SGE(0, 64)
+			if outOfBounds {
+				sge = c.MR.SGE(c.MR.Len()-10, 64)
+			} else {
+				sge.LKey ^= 0x5a5a00
+			}
+			wrs := []fabric.SendWR{{ID: 1, Op: fabric.OpSend, Local: sge, Flags: fabric.Signaled},
+				{ID: 2, Op: fabric.OpSend, Local: c.MR.SGE(0, 8), Flags: fabric.Signaled}}
+			if _, err := c.QP.PostSend(wrs); err != nil {
+				return nil // rejecting at post time is also conformant
+			}
+			wcs, err := Await(th, c.SCQ, 2, wait)
+			if err != nil {
+				return err
+			}
+			if err := Expect(wcs[0], 1, fabric.StatusLocalProtection, fabric.OpSend); err != nil {
+				return err
+			}
+			if wcs[1].Status != fabric.StatusFlushed {
+				return fmt.Errorf("request after a failed one: %v, want flushed", wcs[1])
+			}
+			if c.QP.State() != fabric.StateError {
+				return fmt.Errorf("QP in %v after a local protection error, want ERROR", c.QP.State())
+			}
+			return nil
+		},
+		func(th fabric.Thread, c *Conn) error { return nil })
+}
+
+func rkeyMismatch(th fabric.Thread) error {
+	return both(Options{},
+		func(th fabric.Thread, c *Conn) error {
+			wr := fabric.SendWR{ID: 9, Op: fabric.OpWrite, Local: c.MR.SGE(0, 64), Flags: fabric.Signaled,
+				RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey ^ 0x777700}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if err := Expect(wcs[0], 9, fabric.StatusRemoteAccess, fabric.OpWrite); err != nil {
+				return err
+			}
+			// Out of bounds with the right key fails the same way; the QP
+			// is in error now, so use a fresh connection for it.
+			return nil
+		},
+		func(th fabric.Thread, c *Conn) error { return nil })(th)
+}
+
+func readNotPermitted(th fabric.Thread) error {
+	return both(Options{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite},
+		func(th fabric.Thread, c *Conn) error {
+			wr := fabric.SendWR{ID: 5, Op: fabric.OpRead, Local: c.MR.SGE(0, 64), Flags: fabric.Signaled,
+				RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			return Expect(wcs[0], 5, fabric.StatusRemoteAccess, fabric.OpRead)
+		},
+		func(th fabric.Thread, c *Conn) error { return nil })(th)
+}
+
+func rnrExceeded(th fabric.Thread) error {
+	return both(Options{RNRRetry: 2, MinRNRTimer: 1},
+		func(th fabric.Thread, c *Conn) error {
+			wr := fabric.SendWR{ID: 6, Op: fabric.OpSend, Local: c.MR.SGE(0, 64), Flags: fabric.Signaled}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if err := Expect(wcs[0], 6, fabric.StatusRNRRetryExceeded, fabric.OpSend); err != nil {
+				return err
+			}
+			if c.QP.State() != fabric.StateError {
+				return fmt.Errorf("QP in %v after RNR retries ran out, want ERROR", c.QP.State())
+			}
+			return c.Node.OOB().Barrier("done")
+		},
+		func(th fabric.Thread, c *Conn) error { return c.Node.OOB().Barrier("done") })(th)
+}
+
+func rnrRecovers(th fabric.Thread) error {
+	return both(Options{RNRRetry: 7, MinRNRTimer: 1},
+		func(th fabric.Thread, c *Conn) error {
+			wr := fabric.SendWR{ID: 6, Op: fabric.OpSend, Local: c.MR.SGE(0, 64), Flags: fabric.Signaled}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			return Expect(wcs[0], 6, fabric.StatusSuccess, fabric.OpSend)
+		},
+		func(th fabric.Thread, c *Conn) error {
+			th.Busy(200 * fabric.Microsecond) // the send arrives before any receive
+			if err := postRecvs(c, 1, 64); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.RCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			return Expect(wcs[0], 100, fabric.StatusSuccess, fabric.OpRecv)
+		})(th)
+}
+
+func udNoRecv(th fabric.Thread) error {
+	return both(Options{Type: fabric.UD},
+		func(th fabric.Thread, c *Conn) error {
+			wr := fabric.SendWR{ID: 1, Op: fabric.OpSend, Local: c.MR.SGE(0, 64), Flags: fabric.Signaled,
+				AH: c.AH, RemoteQPN: c.Peer.QPN, QKey: c.Peer.QKey}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if err := Expect(wcs[0], 1, fabric.StatusSuccess, fabric.OpSend); err != nil {
+				return err
+			}
+			return c.Node.OOB().Barrier("sent")
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("sent"); err != nil {
+				return err
+			}
+			if err := postRecvs(c, 1, 4096+fabric.GRHBytes); err != nil {
+				return err
+			}
+			// The datagram arrived before any receive: it is gone.
+			return Quiet(th, c.RCQ, fabric.Millisecond)
+		})(th)
+}
+
+func cqOverrun(th fabric.Thread) error {
+	return both(Options{CQDepth: 2},
+		func(th fabric.Thread, c *Conn) error {
+			wrs := make([]fabric.SendWR, 4)
+			for i := range wrs {
+				wrs[i] = fabric.SendWR{ID: uint64(i), Op: fabric.OpWrite, Local: c.MR.SGE(0, 8), Flags: fabric.Signaled,
+					RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey}
+			}
+			if _, err := c.QP.PostSend(wrs); err != nil {
+				return err
+			}
+			th.Busy(fabric.Millisecond)
+			_, err := Await(th, c.SCQ, 4, wait)
+			if !errors.Is(err, fabric.ErrCQOverrun) {
+				return fmt.Errorf("4 completions on a CQ of depth 2: got %v, want ErrCQOverrun", err)
+			}
+			return nil
+		},
+		func(th fabric.Thread, c *Conn) error { return nil })(th)
+}
+
+func udAboveMTU(th fabric.Thread) error {
+	return both(Options{Type: fabric.UD, MRBytes: 16384},
+		func(th fabric.Thread, c *Conn) error {
+			mtu := c.Node.Device().Attr().MTU
+			wr := fabric.SendWR{ID: 1, Op: fabric.OpSend, Local: c.MR.SGE(0, mtu+1), Flags: fabric.Signaled,
+				AH: c.AH, RemoteQPN: c.Peer.QPN, QKey: c.Peer.QKey}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				if errors.Is(err, fabric.ErrMsgTooLarge) {
+					return nil
+				}
+				return fmt.Errorf("UD above MTU: got %v, want ErrMsgTooLarge", err)
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if wcs[0].Status != fabric.StatusLocalLength {
+				return fmt.Errorf("UD above MTU completed with %v, want a post error or local length error", wcs[0].Status)
+			}
+			return nil
+		},
+		func(th fabric.Thread, c *Conn) error { return nil })(th)
+}
+
+func sendQueueFull(th fabric.Thread) error {
+	return both(Options{SendWR: 4},
+		func(th fabric.Thread, c *Conn) error {
+			wrs := make([]fabric.SendWR, 6)
+			for i := range wrs {
+				wrs[i] = fabric.SendWR{ID: uint64(i), Op: fabric.OpWrite, Local: c.MR.SGE(0, 8), Flags: fabric.Signaled,
+					RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey}
+			}
+			n, err := c.QP.PostSend(wrs)
+			if !errors.Is(err, fabric.ErrQueueFull) || n != 4 {
+				return fmt.Errorf("6 requests on a queue of 4: posted %d, err %v; want 4 and ErrQueueFull", n, err)
+			}
+			if _, err := Await(th, c.SCQ, 4, wait); err != nil {
+				return err
+			}
+			if _, err := c.QP.PostSend(wrs[4:]); err != nil {
+				return fmt.Errorf("after completions were polled the queue must accept again: %v", err)
+			}
+			_, err = Await(th, c.SCQ, 2, wait)
+			return err
+		},
+		func(th fabric.Thread, c *Conn) error { return nil })(th)
+}
+
+func inlineTooLarge(th fabric.Thread) error {
+	return both(Options{MaxInline: 64},
+		func(th fabric.Thread, c *Conn) error {
+			wr := fabric.SendWR{Op: fabric.OpWrite, Local: c.MR.SGE(0, 65), Flags: fabric.Inline | fabric.Signaled,
+				RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); !errors.Is(err, fabric.ErrInlineTooLarge) {
+				return fmt.Errorf("65 inline bytes on a QP with max inline 64: got %v, want ErrInlineTooLarge", err)
+			}
+			return nil
+		},
+		func(th fabric.Thread, c *Conn) error { return nil })(th)
+}
+
+func recvTooSmall(th fabric.Thread) error {
+	return both(Options{},
+		func(th fabric.Thread, c *Conn) error {
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			wr := fabric.SendWR{ID: 1, Op: fabric.OpSend, Local: c.MR.SGE(0, 200), Flags: fabric.Signaled}
+			if _, err := c.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			return Expect(wcs[0], 1, fabric.StatusRemoteInvalid, fabric.OpSend)
+		},
+		func(th fabric.Thread, c *Conn) error {
+			if err := postRecvs(c, 1, 100); err != nil {
+				return err
+			}
+			if err := c.Node.OOB().Barrier("posted"); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.RCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			return Expect(wcs[0], 100, fabric.StatusLocalLength, fabric.OpRecv)
+		})(th)
+}
+
+func errorFlush(th fabric.Thread) error {
+	return both(Options{},
+		func(th fabric.Thread, c *Conn) error { return nil },
+		func(th fabric.Thread, c *Conn) error {
+			if err := postRecvs(c, 3, 64); err != nil {
+				return err
+			}
+			if err := c.QP.Modify(fabric.StateError, fabric.QPAttr{}); err != nil {
+				return err
+			}
+			wcs, err := Await(th, c.RCQ, 3, wait)
+			if err != nil {
+				return err
+			}
+			for i, wc := range wcs {
+				if err := Expect(wc, uint64(100+i), fabric.StatusFlushed, fabric.OpRecv); err != nil {
+					return err
+				}
+			}
+			// Requests posted in ERROR complete at once, flushed.
+			if _, err := c.QP.PostSend([]fabric.SendWR{{ID: 8, Op: fabric.OpSend, Local: c.MR.SGE(0, 8)}}); err != nil {
+				return err
+			}
+			wcs, err = Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			return Expect(wcs[0], 8, fabric.StatusFlushed, fabric.OpSend)
+		})(th)
+}
+
+func mrLifecycle(th fabric.Thread) error {
+	n := th.Node()
+	pd, err := n.Device().AllocPD()
+	if err != nil {
+		return err
+	}
+	if _, err := pd.RegMR(0, fabric.AccessLocalWrite); err == nil {
+		return errors.New("RegMR of 0 bytes succeeded")
+	}
+	mr, err := pd.RegMR(4096, fabric.AccessLocalWrite|fabric.AccessRemoteRead)
+	if err != nil {
+		return err
+	}
+	if len(mr.Bytes()) != 4096 || mr.Len() != 4096 {
+		return fmt.Errorf("RegMR(4096) gave %d bytes", len(mr.Bytes()))
+	}
+	if s := mr.SGE(10, 20); s.Addr != mr.Addr()+10 || s.Length != 20 || s.LKey != mr.LKey() {
+		return fmt.Errorf("SGE(10, 20) = %+v", s)
+	}
+	if err := pd.Dealloc(); !errors.Is(err, fabric.ErrBusy) {
+		return fmt.Errorf("Dealloc with a live MR: got %v, want ErrBusy", err)
+	}
+	if err := mr.Dereg(); err != nil {
+		return err
+	}
+	if err := mr.Dereg(); !errors.Is(err, fabric.ErrClosed) {
+		return fmt.Errorf("second Dereg: got %v, want ErrClosed", err)
+	}
+	return pd.Dealloc()
+}

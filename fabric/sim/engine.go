@@ -1,0 +1,234 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Config describes a simulated cluster.
+type Config struct {
+	// Nodes is the cluster size (at least 1).
+	Nodes int
+	// Profile is the hardware profile; nil selects DefaultProfile.
+	Profile *Profile
+	// Seed seeds every random source of the run (split per component).
+	Seed uint64
+	// SizeOnly selects size-only mode: the NIC moves only the first and
+	// last fabric.SizeOnlyWindow bytes of each message. The zero value is
+	// payload mode, in which every byte moves.
+	SizeOnly bool
+	// TimeLimit bounds a Run in simulated time; 0 means 100 simulated
+	// seconds. A run that reaches it fails with fabric.ErrTimeLimit.
+	TimeLimit fabric.Duration
+}
+
+// Cluster is a simulated InfiniBand cluster; it implements fabric.Fabric.
+// See the package comment for its concurrency rules.
+type Cluster struct {
+	cfg   Config
+	prof  *Profile
+	q     eventQueue
+	now   fabric.Time
+	limit fabric.Time
+
+	nodes []*node
+	net   *network
+
+	cur     *thread // baton holder; nil when the driver holds it
+	driver  *thread // the goroutine that called Run
+	threads []*thread
+	live    int
+	runErr  error
+	stop    error // set when the run must stop (deadlock, limit, failure)
+	abort   bool  // threads receiving the baton must exit
+
+	sigCounter uint64 // counts Waitable signals; orders them against syncs
+	trace      uint64 // FNV-1a hash of every fired event
+	events     uint64 // fired events
+
+	freePkts []*packet
+	pktID    uint64
+	stats    Stats
+	oob      oobState
+}
+
+var _ fabric.Fabric = (*Cluster)(nil)
+
+// New builds a cluster. It fails on an invalid configuration with an error
+// that names the field.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Nodes < 1 {
+		return nil, fmt.Errorf("sim: Nodes must be at least 1, got %d", cfg.Nodes)
+	}
+	if cfg.Nodes > 1<<15 {
+		return nil, fmt.Errorf("sim: Nodes must be at most %d, got %d", 1<<15, cfg.Nodes)
+	}
+	if cfg.Profile == nil {
+		cfg.Profile = DefaultProfile()
+	}
+	if err := cfg.Profile.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.TimeLimit < 0 {
+		return nil, fmt.Errorf("sim: TimeLimit must not be negative, got %v", cfg.TimeLimit)
+	}
+	if cfg.TimeLimit == 0 {
+		cfg.TimeLimit = 100 * fabric.Second
+	}
+	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037}
+	c.driver = &thread{c: c, name: "driver", wake: make(chan struct{})}
+	c.net = newNetwork(c)
+	for i := 0; i < cfg.Nodes; i++ {
+		c.nodes = append(c.nodes, newNode(c, i))
+	}
+	return c, nil
+}
+
+// Backend implements fabric.Fabric.
+func (c *Cluster) Backend() string { return "sim" }
+
+// Size implements fabric.Fabric.
+func (c *Cluster) Size() int { return len(c.nodes) }
+
+// Local implements fabric.Fabric: every node is local in the simulator.
+func (c *Cluster) Local() []fabric.Node {
+	out := make([]fabric.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n
+	}
+	return out
+}
+
+// Node returns node i.
+func (c *Cluster) Node(i int) fabric.Node { return c.nodes[i] }
+
+// Profile returns the cluster's hardware profile.
+func (c *Cluster) Profile() *Profile { return c.prof }
+
+// Now is the cluster's global simulated time.
+func (c *Cluster) Now() fabric.Time { return c.now }
+
+// TraceHash is a hash of every event fired so far (time, kind, argument)
+// and of every packet delivered. Two runs with the same configuration and
+// seed have the same hash.
+func (c *Cluster) TraceHash() uint64 { return c.trace }
+
+// Events is the number of events fired so far.
+func (c *Cluster) Events() uint64 { return c.events }
+
+// Close implements fabric.Fabric.
+func (c *Cluster) Close() error {
+	for _, n := range c.nodes {
+		n.close()
+	}
+	return nil
+}
+
+// rng returns a random source for a named component, derived from the
+// run's seed, so that components never share a stream.
+func (c *Cluster) rng(component string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(component))
+	return rand.New(rand.NewPCG(c.cfg.Seed, h.Sum64()))
+}
+
+func (c *Cluster) schedule(at fabric.Time, h handler, arg uint64, p *packet) {
+	if at < c.now {
+		panic(fmt.Sprintf("sim: event scheduled in the past (%v < %v)", at, c.now))
+	}
+	c.q.push(at, h, arg, p)
+}
+
+func (c *Cluster) mix(v uint64) {
+	c.trace = (c.trace ^ v) * 1099511628211
+}
+
+// Run implements fabric.Fabric: it starts main on core 0 of every node and
+// runs the event loop until every thread has returned.
+func (c *Cluster) Run(main func(th fabric.Thread) error) error {
+	if c.cur != nil || c.live != 0 {
+		return errors.New("sim: Run called while a run is in progress")
+	}
+	c.runErr, c.stop, c.abort = nil, nil, false
+	c.limit = c.now.Add(c.cfg.TimeLimit)
+	for _, n := range c.nodes {
+		c.spawn(n, fmt.Sprintf("n%d/main", n.id), 0, c.now, main)
+	}
+	c.driver.loop()
+	if c.stop != nil {
+		c.abortAll()
+	}
+	c.threads = c.threads[:0]
+	if c.runErr != nil {
+		return c.runErr
+	}
+	return c.stop
+}
+
+// Advance fires every event up to d from now, with no threads: tests use it
+// to drive verbs issued from the test goroutine, step by step.
+func (c *Cluster) Advance(d fabric.Duration) {
+	if c.live != 0 {
+		panic("sim: Advance during a Run")
+	}
+	end := c.now.Add(d)
+	for {
+		at, ok := c.q.peek()
+		if !ok || at > end {
+			break
+		}
+		ev := c.q.pop()
+		c.fire(&ev)
+	}
+	c.now = end
+}
+
+func (c *Cluster) fire(ev *event) {
+	c.now = ev.at
+	c.events++
+	c.mix(uint64(ev.at))
+	c.mix(ev.arg ^ uint64(kindOf(ev.h))<<56)
+	ev.h.handle(ev.arg, ev.p)
+}
+
+func (c *Cluster) abortAll() {
+	c.abort = true
+	for _, th := range c.threads {
+		if !th.done {
+			c.cur = th
+			th.wake <- struct{}{}
+			<-c.driver.wake
+		}
+	}
+	c.cur = nil
+	c.abort = false
+	c.live = 0
+}
+
+// blocked describes the threads still waiting, for deadlock reports.
+func (c *Cluster) blocked() string {
+	var s []string
+	for _, th := range c.threads {
+		if !th.done {
+			s = append(s, fmt.Sprintf("%s (waiting since %v on %s)", th.name, th.waitSince, th.waitOn))
+		}
+	}
+	sort.Strings(s)
+	return strings.Join(s, "; ")
+}
+
+// fail records the first error of the run.
+func (c *Cluster) fail(err error) {
+	if c.runErr == nil {
+		c.runErr = err
+	}
+	if c.stop == nil {
+		c.stop = err
+	}
+}

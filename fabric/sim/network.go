@@ -1,0 +1,274 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Faults are seeded fault probabilities for one direction of one link.
+// The zero value is a healthy link.
+type Faults struct {
+	Loss      float64 // probability a packet is lost
+	Duplicate float64 // probability a packet is delivered twice
+	Reorder   float64 // probability a packet is held back by ReorderDelay
+	// ReorderDelay is how long a reordered packet is held back; 0 means
+	// 2 microseconds, enough for several later packets to overtake it.
+	ReorderDelay fabric.Duration
+}
+
+func (f Faults) validate() error {
+	for _, v := range []struct {
+		name string
+		p    float64
+	}{{"Loss", f.Loss}, {"Duplicate", f.Duplicate}, {"Reorder", f.Reorder}} {
+		if !(v.p >= 0 && v.p <= 1) {
+			return fmt.Errorf("sim: fault %s must be a probability in [0, 1], got %v", v.name, v.p)
+		}
+	}
+	if f.ReorderDelay < 0 {
+		return fmt.Errorf("sim: fault ReorderDelay must not be negative, got %v", f.ReorderDelay)
+	}
+	return nil
+}
+
+func (f Faults) any() bool { return f.Loss > 0 || f.Duplicate > 0 || f.Reorder > 0 }
+
+// Verdict is a Filter's decision about a packet.
+type Verdict uint8
+
+// Verdicts.
+const (
+	Pass      Verdict = iota // deliver normally
+	Drop                     // lose the packet
+	Hold                     // keep it until the test calls Release or DropHeld
+	Duplicate                // deliver it twice
+)
+
+// Filter inspects every packet as it leaves the switch towards its
+// destination. Tests use it to lose a chosen packet or to hold packets and
+// deliver them by hand in any order.
+type Filter func(PacketInfo) Verdict
+
+// port is one direction of one link: its transmitter and its faults.
+type port struct {
+	freeAt fabric.Time
+	faults Faults
+	rng    *rand.Rand
+}
+
+// network holds the links of every node and the switch between them.
+type network struct {
+	c        *Cluster
+	up, down []port // node -> switch, switch -> node
+	rate     float64
+	prop     fabric.Duration
+	swLat    fabric.Duration
+	rxLat    fabric.Duration
+	filter   Filter
+	held     []*packet
+}
+
+const (
+	evSwitch  uint64 = iota + 1
+	evDeliver        // a packet reaches its destination NIC
+	evDirect         // a packet built outside the transmit engine (a responder's last NAK) leaves
+)
+
+func newNetwork(c *Cluster) *network {
+	p := c.prof
+	n := &network{c: c, rate: p.DataRateBps(), prop: ns(p.Link.PropagationNS), swLat: ns(p.Switch.LatencyNS),
+		rxLat: ns(p.NIC.RxLatencyNS)}
+	n.up = make([]port, c.cfg.Nodes)
+	n.down = make([]port, c.cfg.Nodes)
+	for i := range n.up {
+		n.up[i].rng = c.rng(fmt.Sprintf("link/%d/up", i))
+		n.down[i].rng = c.rng(fmt.Sprintf("link/%d/down", i))
+	}
+	return n
+}
+
+// serialization is the time a packet of wire bytes occupies a link.
+func (n *network) serialization(wire int) fabric.Duration {
+	return fabric.Duration(float64(wire)*8e12/n.rate + 0.5)
+}
+
+// SetFaults sets the fault probabilities of node's link, both directions.
+func (c *Cluster) SetFaults(node int, f Faults) error {
+	if node < 0 || node >= len(c.nodes) {
+		return fmt.Errorf("sim: SetFaults: no node %d (cluster has %d)", node, len(c.nodes))
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	c.net.up[node].faults = f
+	c.net.down[node].faults = f
+	return nil
+}
+
+// SetFilter installs a filter on every packet leaving the switch; nil
+// removes it.
+func (c *Cluster) SetFilter(f Filter) { c.net.filter = f }
+
+// Held lists the packets a Filter has held, oldest first.
+func (c *Cluster) Held() []PacketInfo {
+	out := make([]PacketInfo, len(c.net.held))
+	for i, p := range c.net.held {
+		out[i] = p.info()
+	}
+	return out
+}
+
+// Release delivers a held packet now (plus the receiving NIC's latency).
+func (c *Cluster) Release(id uint64) error {
+	p, err := c.net.unhold(id)
+	if err != nil {
+		return err
+	}
+	c.schedule(c.now.Add(c.net.rxLat), c.net, evDeliver, p)
+	return nil
+}
+
+// DropHeld loses a held packet.
+func (c *Cluster) DropHeld(id uint64) error {
+	p, err := c.net.unhold(id)
+	if err != nil {
+		return err
+	}
+	c.stats.PacketsLost++
+	c.freePacket(p)
+	return nil
+}
+
+func (n *network) unhold(id uint64) (*packet, error) {
+	for i, p := range n.held {
+		if p.id == id {
+			n.held = append(n.held[:i], n.held[i+1:]...)
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("sim: no held packet with id %d", id)
+}
+
+// transmit puts p on its source node's uplink at the cluster's current time,
+// which the NIC guarantees is no earlier than the uplink is free. It returns
+// when the link is free again.
+func (n *network) transmit(p *packet) fabric.Time {
+	c := n.c
+	up := &n.up[p.src]
+	start := c.now
+	if up.freeAt > start {
+		start = up.freeAt
+	}
+	ser := n.serialization(p.wire)
+	up.freeAt = start.Add(ser)
+	c.stats.PacketsSent++
+	c.stats.WireBytes += int64(p.wire)
+	if up.faults.any() && n.lossy(up, p) {
+		return up.freeAt
+	}
+	// Cut-through: the switch forwards once the header has arrived.
+	c.schedule(start.Add(n.prop+n.swLat), n, evSwitch, p)
+	return up.freeAt
+}
+
+// lossy applies a port's random loss; true means the packet is gone.
+func (n *network) lossy(pt *port, p *packet) bool {
+	if pt.faults.Loss > 0 && pt.rng.Float64() < pt.faults.Loss {
+		n.c.stats.PacketsLost++
+		n.c.freePacket(p)
+		return true
+	}
+	return false
+}
+
+func (n *network) handle(kind uint64, p *packet) {
+	switch kind {
+	case evSwitch:
+		n.forward(p)
+	case evDirect:
+		n.transmit(p)
+	case evDeliver:
+		n.c.mix(p.id)
+		n.c.nodes[p.dst].nic.receive(p)
+	}
+}
+
+// forward sends p out of the switch port towards its destination.
+func (n *network) forward(p *packet) {
+	c := n.c
+	dn := &n.down[p.dst]
+	start := c.now
+	if dn.freeAt > start {
+		start = dn.freeAt
+	}
+	ser := n.serialization(p.wire)
+	dn.freeAt = start.Add(ser)
+	arrive := dn.freeAt.Add(n.prop + n.rxLat)
+	if n.filter != nil {
+		switch n.filter(p.info()) {
+		case Drop:
+			c.stats.PacketsLost++
+			c.freePacket(p)
+			return
+		case Hold:
+			n.held = append(n.held, p)
+			return
+		case Duplicate:
+			c.stats.PacketsDuplicated++
+			c.schedule(arrive, n, evDeliver, c.clonePacket(p))
+		}
+	}
+	if dn.faults.any() {
+		if n.lossy(dn, p) {
+			return
+		}
+		if dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate {
+			c.stats.PacketsDuplicated++
+			c.schedule(arrive.Add(ser), n, evDeliver, c.clonePacket(p))
+		}
+		if dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
+			d := dn.faults.ReorderDelay
+			if d == 0 {
+				d = 2 * fabric.Microsecond
+			}
+			c.stats.PacketsReordered++
+			arrive = arrive.Add(d)
+		}
+	}
+	c.schedule(arrive, n, evDeliver, p)
+}
+
+// Stats counts what happened in the network and the NICs.
+type Stats struct {
+	PacketsSent       int64
+	WireBytes         int64
+	PacketsLost       int64
+	PacketsDuplicated int64
+	PacketsReordered  int64
+	UDDropsNoRecv     int64 // UD messages dropped: no receive posted
+	UDDropsQKey       int64 // UD messages dropped: wrong Q_Key
+	UCDrops           int64 // UC messages dropped (no receive, PSN gap)
+	RCRetransmits     int64 // RC packets sent again (timeouts, NAKs)
+	RNRNaks           int64
+	CQOverruns        int64 // completions lost to full CQs
+}
+
+// Stats returns the counters so far.
+func (c *Cluster) Stats() Stats { return c.stats }
+
+// kindOf gives the trace hash a stable id per handler type.
+func kindOf(h handler) uint8 {
+	switch h.(type) {
+	case *thread:
+		return 1
+	case *network:
+		return 2
+	case *nic:
+		return 3
+	case *qp:
+		return 4
+	}
+	return 9
+}

@@ -1,0 +1,175 @@
+package sim
+
+import (
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// nic is a node's network adapter. It owns the node's queue pairs and
+// memory regions, and one transmit engine that serves queue pairs with
+// something to send in round-robin order, one packet at a time, as fast as
+// the uplink allows.
+type nic struct {
+	c    *Cluster
+	node *node
+
+	qps      []*qp // by qpn - qpnBase
+	mrs      []*mr // by key>>8 - 1
+	nextAddr uint64
+
+	ready       []*qp // queue pairs with output, FIFO
+	readyHead   int
+	stepPending bool
+	txLat       fabric.Duration
+}
+
+const (
+	qpnBase  = 0x100
+	addrBase = 0x7f0000000000
+	pageSize = 4096
+)
+
+const evStep uint64 = 1
+
+func newNIC(c *Cluster, n *node) *nic {
+	return &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(c.prof.NIC.TxLatencyNS)}
+}
+
+func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
+	idx := len(n.mrs) + 1
+	key := uint32(idx)<<8 | uint32(idx*151+n.node.id*7)&0xff
+	m := &mr{sigbase: sigbase{c: n.c}, nic: n, pd: p, key: key, addr: n.nextAddr, buf: make([]byte, length), access: access}
+	n.nextAddr += (uint64(length) + 2*pageSize - 1) / pageSize * pageSize // a guard page between regions
+	n.mrs = append(n.mrs, m)
+	return m
+}
+
+// lookupMR returns the live region with key, or nil.
+func (n *nic) lookupMR(key uint32) *mr {
+	i := int(key>>8) - 1
+	if i < 0 || i >= len(n.mrs) {
+		return nil
+	}
+	m := n.mrs[i]
+	if m == nil || m.key != key {
+		return nil
+	}
+	return m
+}
+
+// localBuf resolves a local SGE for pd with the access needed; ok is false
+// on a protection error.
+func (n *nic) localBuf(p *pd, s fabric.SGE, need fabric.Access) (*mr, []byte, bool) {
+	if s.Length == 0 {
+		return nil, nil, true
+	}
+	m := n.lookupMR(s.LKey)
+	if m == nil || m.pd != p || m.access&need != need || s.Addr < m.addr || s.Addr+uint64(s.Length) > m.addr+uint64(len(m.buf)) {
+		return nil, nil, false
+	}
+	off := s.Addr - m.addr
+	return m, m.buf[off : off+uint64(s.Length)], true
+}
+
+// findByAddr finds the region containing [addr, addr+n) (inline sends name
+// memory by address only).
+func (n *nic) findByAddr(addr uint64, length int) []byte {
+	for _, m := range n.mrs {
+		if m != nil && addr >= m.addr && addr+uint64(length) <= m.addr+uint64(len(m.buf)) {
+			off := addr - m.addr
+			return m.buf[off : off+uint64(length)]
+		}
+	}
+	return nil
+}
+
+// remoteBuf resolves an incoming RDMA access; nil on any violation.
+func (n *nic) remoteBuf(q *qp, rkey uint32, addr uint64, length uint32, need fabric.Access) (*mr, []byte) {
+	m := n.lookupMR(rkey)
+	if m == nil || m.pd != q.pd || m.access&need != need || q.attr.Access&need != need {
+		return nil, nil
+	}
+	if addr < m.addr || addr+uint64(length) > m.addr+uint64(len(m.buf)) {
+		return nil, nil
+	}
+	off := addr - m.addr
+	return m, m.buf[off : off+uint64(length)]
+}
+
+func (n *nic) lookupQP(qpn uint32) *qp {
+	i := int(qpn) - qpnBase
+	if i < 0 || i >= len(n.qps) {
+		return nil
+	}
+	return n.qps[i]
+}
+
+// activate puts q on the transmit ring if it has output, and makes sure the
+// transmit engine will run.
+func (n *nic) activate(q *qp) {
+	if q.inReady || !q.hasOutput() {
+		return
+	}
+	q.inReady = true
+	n.ready = append(n.ready, q)
+	n.kick()
+}
+
+func (n *nic) kick() {
+	if n.stepPending {
+		return
+	}
+	n.stepPending = true
+	at := n.c.now
+	if f := n.c.net.up[n.node.id].freeAt; f > at {
+		at = f
+	}
+	n.c.schedule(at, n, evStep, nil)
+}
+
+func (n *nic) handle(_ uint64, _ *packet) {
+	n.stepPending = false
+	for n.readyHead < len(n.ready) {
+		q := n.ready[n.readyHead]
+		n.ready[n.readyHead] = nil
+		n.readyHead++
+		q.inReady = false
+		p := q.nextPacket()
+		if p == nil {
+			continue
+		}
+		free := n.c.net.transmit(p)
+		q.sent(free)
+		if q.hasOutput() {
+			q.inReady = true
+			n.ready = append(n.ready, q)
+		}
+		break
+	}
+	if n.readyHead == len(n.ready) {
+		n.ready, n.readyHead = n.ready[:0], 0
+		return
+	}
+	if n.readyHead > 1024 && n.readyHead*2 > len(n.ready) {
+		k := copy(n.ready, n.ready[n.readyHead:])
+		n.ready, n.readyHead = n.ready[:k], 0
+	}
+	n.kick()
+}
+
+// receive hands an arriving packet to its queue pair.
+func (n *nic) receive(p *packet) {
+	q := n.lookupQP(p.dstQPN)
+	switch {
+	case q == nil || q.destroyed || q.state == fabric.StateReset || q.state == fabric.StateInit:
+		if p.qpType == fabric.UD {
+			n.c.stats.UDDropsNoRecv++
+		}
+	case q.state == fabric.StateError:
+	case q.typ != p.qpType:
+	case q.typ != fabric.UD && (p.src != q.destNode || p.srcQPN != q.attr.Dest.QPN):
+		// not from the connected peer: silently dropped, as on hardware
+	default:
+		q.receive(p)
+	}
+	n.c.freePacket(p)
+}

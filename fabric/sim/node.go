@@ -1,0 +1,133 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// node is a simulated host: cores, one NIC (the device) and its OOB
+// endpoint.
+type node struct {
+	c        *Cluster
+	id       int
+	nic      *nic
+	dev      *device
+	oobCalls int
+}
+
+var _ fabric.Node = (*node)(nil)
+
+func newNode(c *Cluster, id int) *node {
+	n := &node{c: c, id: id}
+	n.nic = newNIC(c, n)
+	n.dev = &device{c: c, n: n}
+	return n
+}
+
+func (n *node) ID() int                { return n.id }
+func (n *node) Cores() int             { return n.c.prof.Host.Cores }
+func (n *node) Device() fabric.Device  { return n.dev }
+func (n *node) OOB() fabric.OOB        { return (*oob)(n) }
+func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c} }
+func (n *node) NewSignal() fabric.Signal {
+	return &signalObj{sigbase{c: n.c}}
+}
+func (n *node) Payload() bool { return !n.c.cfg.SizeOnly }
+
+func (n *node) close() {
+	for _, q := range n.nic.qps {
+		if q != nil {
+			q.destroyed = true
+		}
+	}
+}
+
+func lidOf(node int) uint16 { return uint16(node + 1) }
+
+func gidOf(node int) fabric.GID {
+	var g fabric.GID
+	g[0], g[1] = 0xfe, 0x80
+	g[14], g[15] = byte(node>>8), byte(node)
+	return g
+}
+
+// resolve maps an address to a node id.
+func (c *Cluster) resolve(a fabric.Address) (int, error) {
+	if a.UseGID {
+		for i := range c.nodes {
+			if gidOf(i) == a.GID {
+				return i, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: no port with GID %x in this %d-node cluster", fabric.ErrInvalidArg, a.GID, len(c.nodes))
+	}
+	if a.LID == 0 || int(a.LID) > len(c.nodes) {
+		return 0, fmt.Errorf("%w: no port with LID %d (LIDs are 1..%d)", fabric.ErrInvalidArg, a.LID, len(c.nodes))
+	}
+	return int(a.LID) - 1, nil
+}
+
+// oob implements fabric.OOB for a node: an all-gather among the nodes
+// whose cost is one out-of-band round trip after the last contribution.
+type oob node
+
+type oobRound struct {
+	key     string
+	data    [][]byte
+	from    []bool
+	arrived int
+	waiters []*thread
+	ready   fabric.Time
+	done    bool
+}
+
+type oobState struct{ rounds []*oobRound }
+
+func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
+	n := (*node)(o)
+	c := n.c
+	th := c.cur
+	if th == nil || th.node != n {
+		return nil, fmt.Errorf("sim: OOB.AllGather(%q) must be called from a thread of node %d", key, n.id)
+	}
+	th.Sync()
+	r := n.oobCalls
+	n.oobCalls++
+	for len(c.oob.rounds) <= r {
+		c.oob.rounds = append(c.oob.rounds, nil)
+	}
+	round := c.oob.rounds[r]
+	if round == nil {
+		round = &oobRound{key: key, data: make([][]byte, len(c.nodes)), from: make([]bool, len(c.nodes))}
+		c.oob.rounds[r] = round
+	}
+	if round.key != key {
+		return nil, fmt.Errorf("sim: out-of-band call %d: node %d exchanges %q but another node exchanged %q (nodes must make the same calls in the same order)",
+			r, n.id, key, round.key)
+	}
+	round.data[n.id] = append([]byte(nil), data...)
+	round.from[n.id] = true
+	round.arrived++
+	if round.arrived == len(c.nodes) {
+		round.done = true
+		round.ready = c.now.Add(ns(c.prof.OOB.RTTUS * 1000))
+		for _, w := range round.waiters {
+			w.wakeAt(round.ready)
+		}
+		th.wakeAt(round.ready)
+	} else {
+		round.waiters = append(round.waiters, th)
+	}
+	th.park(fmt.Sprintf("out-of-band exchange %q", key))
+	out := make([][]byte, len(round.data))
+	for i, d := range round.data {
+		out[i] = append([]byte(nil), d...)
+	}
+	return out, nil
+}
+
+func (o *oob) Barrier(key string) error {
+	_, err := o.AllGather(key, nil)
+	return err
+}

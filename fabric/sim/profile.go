@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Profile is a hardware profile: the numbers the model is built from. Each
+// number's source is given in docs/model.md. Profiles are data files
+// (profiles/*.yaml, or any path); Validate rejects a missing or impossible
+// value with a message naming the field.
+type Profile struct {
+	Name        string        `yaml:"name"`
+	Description string        `yaml:"description"`
+	Link        LinkProfile   `yaml:"link"`
+	Switch      SwitchProfile `yaml:"switch"`
+	NIC         NICProfile    `yaml:"nic"`
+	Host        HostProfile   `yaml:"host"`
+	OOB         OOBProfile    `yaml:"oob"`
+
+	source string // "builtin" or the file path
+}
+
+// LinkProfile describes one 4X port and its cable.
+type LinkProfile struct {
+	Lanes         int     `yaml:"lanes"`          // lanes per port (4 for 4X)
+	LaneGbaud     float64 `yaml:"lane_gbaud"`     // signalling rate per lane, Gbaud
+	Encoding      string  `yaml:"encoding"`       // "64b/66b" or "8b/10b"
+	MTU           int     `yaml:"mtu"`            // active path MTU, bytes (256..4096)
+	PropagationNS float64 `yaml:"propagation_ns"` // cable delay per link, ns
+}
+
+// SwitchProfile describes the single switch.
+type SwitchProfile struct {
+	LatencyNS float64 `yaml:"latency_ns"` // port-to-port cut-through latency, ns
+}
+
+// NICProfile describes the NIC (and its PCIe path, lumped into latencies).
+type NICProfile struct {
+	TxLatencyNS float64 `yaml:"tx_latency_ns"` // doorbell to first bit on the wire, ns
+	RxLatencyNS float64 `yaml:"rx_latency_ns"` // last bit in to data and completion in host memory, ns
+	MaxQP       int     `yaml:"max_qp"`
+	MaxQPWR     int     `yaml:"max_qp_wr"`
+	MaxCQE      int     `yaml:"max_cqe"`
+	MaxInlineRC int     `yaml:"max_inline_rc"` // bytes
+	MaxInlineUD int     `yaml:"max_inline_ud"` // bytes
+	MaxRdAtomic int     `yaml:"max_rd_atomic"` // outstanding RDMA Reads per QP
+	MaxMRBytes  int64   `yaml:"max_mr_bytes"`
+	LocalAckNS  float64 `yaml:"ack_delay_ns"` // responder delay before an ACK leaves, ns
+}
+
+// HostProfile describes a node's CPU and the CPU cost of verbs calls.
+type HostProfile struct {
+	Cores         int     `yaml:"cores"`
+	GHz           float64 `yaml:"ghz"`
+	PostSendNS    float64 `yaml:"post_send_ns"`    // CPU time per posted send WR
+	PostRecvNS    float64 `yaml:"post_recv_ns"`    // CPU time per posted receive WR
+	PollEmptyNS   float64 `yaml:"poll_empty_ns"`   // CPU time of a poll that finds nothing
+	PollPerCQENS  float64 `yaml:"poll_per_cqe_ns"` // CPU time per completion returned
+	LockNS        float64 `yaml:"lock_ns"`         // uncontended lock acquire
+	LockHandoffNS float64 `yaml:"lock_handoff_ns"` // contended lock passed to a waiting thread
+}
+
+// OOBProfile describes the out-of-band network used for connection setup.
+type OOBProfile struct {
+	RTTUS float64 `yaml:"rtt_us"` // round trip of a small TCP exchange, us
+}
+
+//go:embed profiles/*.yaml
+var builtinFS embed.FS
+
+// DefaultProfileName is the profile used when none is given.
+const DefaultProfileName = "edr-cx4"
+
+// BuiltinProfiles lists the names of the profiles compiled into the binary.
+func BuiltinProfiles() []string {
+	ents, _ := builtinFS.ReadDir("profiles")
+	var names []string
+	for _, e := range ents {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DefaultProfile returns a fresh copy of the default profile.
+func DefaultProfile() *Profile {
+	p, err := LoadProfile(DefaultProfileName)
+	if err != nil {
+		panic("sim: built-in default profile is invalid: " + err.Error())
+	}
+	return p
+}
+
+// LoadProfile loads a built-in profile by name, or a YAML file when
+// nameOrPath contains a path separator or ends in .yaml/.yml.
+func LoadProfile(nameOrPath string) (*Profile, error) {
+	if strings.ContainsRune(nameOrPath, os.PathSeparator) || strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml") {
+		data, err := os.ReadFile(nameOrPath)
+		if err != nil {
+			return nil, fmt.Errorf("sim: profile %q: %w", nameOrPath, err)
+		}
+		p, err := ParseProfile(data)
+		if err != nil {
+			return nil, fmt.Errorf("sim: profile %s: %w", nameOrPath, err)
+		}
+		p.source = nameOrPath
+		return p, nil
+	}
+	data, err := builtinFS.ReadFile("profiles/" + nameOrPath + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("sim: unknown profile %q: built-in profiles are %s, or give a path to a .yaml file",
+			nameOrPath, strings.Join(BuiltinProfiles(), ", "))
+	}
+	p, err := ParseProfile(data)
+	if err != nil {
+		return nil, fmt.Errorf("sim: built-in profile %s: %w", nameOrPath, err)
+	}
+	p.source = "builtin"
+	return p, nil
+}
+
+// ParseProfile decodes and validates a YAML profile. Unknown fields are
+// rejected so that a typo does not silently leave a default in place.
+func ParseProfile(data []byte) (*Profile, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Source is "builtin" or the path the profile was loaded from.
+func (p *Profile) Source() string { return p.source }
+
+// Validate checks every field and names the first one that is missing or
+// impossible.
+func (p *Profile) Validate() error {
+	var errs []error
+	bad := func(field string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("profile field %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	pos := func(field string, v float64) {
+		if !(v > 0) || math.IsInf(v, 0) {
+			bad(field, "must be a positive number, got %v (missing?)", v)
+		}
+	}
+	nonneg := func(field string, v float64) {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			bad(field, "must be zero or positive, got %v", v)
+		}
+	}
+	if p.Name == "" {
+		bad("name", "missing")
+	}
+	pos("link.lanes", float64(p.Link.Lanes))
+	pos("link.lane_gbaud", p.Link.LaneGbaud)
+	if _, ok := encodings[p.Link.Encoding]; !ok {
+		bad("link.encoding", "must be \"64b/66b\" or \"8b/10b\", got %q", p.Link.Encoding)
+	}
+	switch p.Link.MTU {
+	case 256, 512, 1024, 2048, 4096:
+	default:
+		bad("link.mtu", "must be one of 256, 512, 1024, 2048, 4096 bytes, got %d", p.Link.MTU)
+	}
+	nonneg("link.propagation_ns", p.Link.PropagationNS)
+	nonneg("switch.latency_ns", p.Switch.LatencyNS)
+	nonneg("nic.tx_latency_ns", p.NIC.TxLatencyNS)
+	nonneg("nic.rx_latency_ns", p.NIC.RxLatencyNS)
+	nonneg("nic.ack_delay_ns", p.NIC.LocalAckNS)
+	pos("nic.max_qp", float64(p.NIC.MaxQP))
+	pos("nic.max_qp_wr", float64(p.NIC.MaxQPWR))
+	pos("nic.max_cqe", float64(p.NIC.MaxCQE))
+	nonneg("nic.max_inline_rc", float64(p.NIC.MaxInlineRC))
+	nonneg("nic.max_inline_ud", float64(p.NIC.MaxInlineUD))
+	pos("nic.max_rd_atomic", float64(p.NIC.MaxRdAtomic))
+	pos("nic.max_mr_bytes", float64(p.NIC.MaxMRBytes))
+	pos("host.cores", float64(p.Host.Cores))
+	pos("host.ghz", p.Host.GHz)
+	if p.Host.GHz > 10 {
+		bad("host.ghz", "%v GHz is not a plausible clock (did you mean MHz?)", p.Host.GHz)
+	}
+	nonneg("host.post_send_ns", p.Host.PostSendNS)
+	nonneg("host.post_recv_ns", p.Host.PostRecvNS)
+	nonneg("host.poll_empty_ns", p.Host.PollEmptyNS)
+	nonneg("host.poll_per_cqe_ns", p.Host.PollPerCQENS)
+	nonneg("host.lock_ns", p.Host.LockNS)
+	nonneg("host.lock_handoff_ns", p.Host.LockHandoffNS)
+	nonneg("oob.rtt_us", p.OOB.RTTUS)
+	return errors.Join(errs...)
+}
+
+var encodings = map[string]float64{"64b/66b": 64.0 / 66.0, "8b/10b": 0.8}
+
+// DataRateBps is the port's data rate after line encoding, in bits/s.
+func (p *Profile) DataRateBps() float64 {
+	return float64(p.Link.Lanes) * p.Link.LaneGbaud * 1e9 * encodings[p.Link.Encoding]
+}
+
+func ns(v float64) fabric.Duration { return fabric.Duration(math.Round(v * 1000)) }
+
+func (p *Profile) cycles(n int64) fabric.Duration {
+	return fabric.Duration(math.Round(float64(n) * 1000 / p.Host.GHz))
+}
+
+func (h *HostProfile) lockCost() fabric.Duration    { return ns(h.LockNS) }
+func (h *HostProfile) handoffCost() fabric.Duration { return ns(h.LockHandoffNS) }

@@ -1,0 +1,389 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// sqe is a send-queue entry.
+type sqe struct {
+	wr      fabric.SendWR
+	buf     []byte // local bytes (source, or destination for a read)
+	mr      *mr    // region of buf (nil for inline or empty)
+	length  int
+	npkts   int
+	psn     uint32 // first PSN, once assigned
+	rdGot   int    // read responses received
+	bad     fabric.Status
+	done    bool
+	destN   int    // UD: destination node
+	destQPN uint32 // UD: destination QPN
+}
+
+// rqe is a receive-queue entry.
+type rqe struct {
+	id  uint64
+	mr  *mr
+	buf []byte
+	bad bool
+}
+
+// readCtx is an RDMA Read the responder is answering.
+type readCtx struct {
+	mr    *mr
+	buf   []byte
+	psn   uint32
+	npkts int
+	idx   int
+}
+
+// qp implements fabric.QP with the RC, UC and UD transports.
+type qp struct {
+	c         *Cluster
+	nic       *nic
+	pd        *pd
+	qpn       uint32
+	typ       fabric.QPType
+	state     fabric.QPState
+	scq, rcq  *cq
+	caps      fabric.QPCaps
+	attr      fabric.QPAttr
+	destNode  int
+	mtu       int
+	destroyed bool
+	inReady   bool
+
+	// Send queue: a ring of caps.MaxSendWR entries indexed by counters.
+	// sqFree <= sqHead <= sqTx <= sqVisible <= sqTail.
+	sq        []sqe
+	sqFree    uint64 // oldest slot not yet released
+	sqHead    uint64 // oldest entry not yet completed
+	sqTx      uint64 // next entry to transmit
+	sqVisible uint64 // entries whose doorbell the NIC has processed
+	sqTail    uint64 // next slot to post into
+	txPkt     int    // next packet of sq[sqTx]
+	nextPSN   uint32
+	rdOut     int // RDMA Reads in flight
+
+	// RC requester reliability.
+	retries    int
+	rnrRetries int
+	timerGen   uint64
+	timerOn    bool
+	rnrUntil   fabric.Time
+
+	// Receive queue ring.
+	rq     []rqe
+	rqHead uint64
+	rqTail uint64
+
+	// Responder.
+	ePSN     uint32
+	nakSent  bool
+	inMsg    bool // a multi-packet send or write is in progress
+	msgRecv  bool // the message in progress consumed a receive
+	msgRQE   rqe
+	msgMR    *mr
+	msgBuf   []byte
+	msgOff   int
+	dropMsg  bool // UC: dropping the rest of a message
+	ackOn    bool
+	ackPSN   uint32
+	nakCode  nakCode
+	reads    []readCtx
+	readHead int
+}
+
+var _ fabric.QP = (*qp)(nil)
+
+func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
+	c := p.c
+	c.enter(0)
+	prof := &c.prof.NIC
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	scq, ok1 := init.SendCQ.(*cq)
+	rcq, ok2 := init.RecvCQ.(*cq)
+	if !ok1 || !ok2 || scq == nil || rcq == nil {
+		return nil, fmt.Errorf("%w: CreateQP needs a send CQ and a receive CQ of this simulator", fabric.ErrInvalidArg)
+	}
+	if scq.dead || rcq.dead {
+		return nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
+	}
+	if init.Type != fabric.RC && init.Type != fabric.UC && init.Type != fabric.UD {
+		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
+	}
+	caps := init.Caps
+	if caps.MaxSendWR < 1 || caps.MaxSendWR > prof.MaxQPWR || caps.MaxRecvWR < 1 || caps.MaxRecvWR > prof.MaxQPWR {
+		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d (nic.max_qp_wr)",
+			fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, prof.MaxQPWR)
+	}
+	maxInline := prof.MaxInlineRC
+	if init.Type == fabric.UD {
+		maxInline = prof.MaxInlineUD
+	}
+	if caps.MaxInline < 0 || caps.MaxInline > maxInline {
+		return nil, fmt.Errorf("%w: max inline %d bytes outside 0..%d for %v", fabric.ErrLimit, caps.MaxInline, maxInline, init.Type)
+	}
+	n := p.nic
+	live := 0
+	for _, q := range n.qps {
+		if q != nil && !q.destroyed {
+			live++
+		}
+	}
+	if live >= prof.MaxQP || qpnBase+len(n.qps) >= 1<<24 {
+		return nil, fmt.Errorf("%w: node %d already has %d queue pairs (nic.max_qp)", fabric.ErrLimit, n.node.id, live)
+	}
+	q := &qp{c: c, nic: n, pd: p, qpn: uint32(qpnBase + len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
+		sq: make([]sqe, caps.MaxSendWR), rq: make([]rqe, caps.MaxRecvWR), mtu: c.prof.Link.MTU}
+	n.qps = append(n.qps, q)
+	p.users++
+	scq.users++
+	rcq.users++
+	return q, nil
+}
+
+func (q *qp) QPN() uint32           { return q.qpn }
+func (q *qp) Type() fabric.QPType   { return q.typ }
+func (q *qp) State() fabric.QPState { return q.state }
+func (q *qp) String() string        { return fmt.Sprintf("%v QP %#x on node %d", q.typ, q.qpn, q.nic.node.id) }
+
+func (q *qp) Info() fabric.QPInfo {
+	id := q.nic.node.id
+	return fabric.QPInfo{Node: uint32(id), LID: lidOf(id), GID: gidOf(id), QPN: q.qpn, PSN: q.nextPSN, QKey: q.attr.QKey}
+}
+
+func (q *qp) Destroy() error {
+	q.c.enter(0)
+	if q.destroyed {
+		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
+	}
+	q.destroyed = true
+	q.state = fabric.StateReset
+	q.timerGen++
+	q.pd.users--
+	q.scq.users--
+	q.rcq.users--
+	q.nic.qps[q.qpn-qpnBase] = nil
+	return nil
+}
+
+func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
+	c := q.c
+	c.enter(0)
+	if q.destroyed {
+		return fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	from := q.state
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %v from %v to %v: %s", fabric.ErrBadTransition, q, from, to, why)
+	}
+	switch to {
+	case fabric.StateReset:
+		q.reset()
+		return nil
+	case fabric.StateError:
+		q.enterError()
+		return nil
+	case fabric.StateInit:
+		if from != fabric.StateReset && from != fabric.StateInit {
+			return bad("INIT is reached from RESET")
+		}
+		q.attr.Access, q.attr.QKey = a.Access, a.QKey
+	case fabric.StateRTR:
+		if from != fabric.StateInit {
+			return bad("RTR is reached from INIT")
+		}
+		if q.typ != fabric.UD {
+			n, err := c.resolve(a.Dest)
+			if err != nil {
+				return bad(err.Error())
+			}
+			if a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24 {
+				return bad(fmt.Sprintf("destination QPN %#x is not a valid queue pair number", a.Dest.QPN))
+			}
+			mtu := a.PathMTU
+			if mtu == 0 {
+				mtu = c.prof.Link.MTU
+			}
+			switch mtu {
+			case 256, 512, 1024, 2048, 4096:
+			default:
+				return bad(fmt.Sprintf("path MTU %d is not one of 256..4096", mtu))
+			}
+			if mtu > c.prof.Link.MTU {
+				return bad(fmt.Sprintf("path MTU %d above the port's active MTU %d", mtu, c.prof.Link.MTU))
+			}
+			if a.MinRNRTimer > 31 {
+				return bad(fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer))
+			}
+			q.destNode, q.mtu = n, mtu
+			q.attr.Dest, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest, a.MinRNRTimer, a.MaxDestRdAtomic
+			q.ePSN = a.RemotePSN & psnMask
+		}
+	case fabric.StateRTS:
+		if from != fabric.StateRTR {
+			return bad("RTS is reached from RTR")
+		}
+		if a.RetryCnt > 7 || a.RNRRetry > 7 {
+			return bad(fmt.Sprintf("retry_cnt %d and rnr_retry %d must be 0..7", a.RetryCnt, a.RNRRetry))
+		}
+		if a.Timeout > 31 {
+			return bad(fmt.Sprintf("timeout code %d outside 0..31", a.Timeout))
+		}
+		if a.MaxRdAtomic > c.prof.NIC.MaxRdAtomic {
+			return bad(fmt.Sprintf("max_rd_atomic %d above the device's %d", a.MaxRdAtomic, c.prof.NIC.MaxRdAtomic))
+		}
+		q.attr.SendPSN, q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.SendPSN, a.Timeout, a.RetryCnt, a.RNRRetry
+		q.attr.MaxRdAtomic = a.MaxRdAtomic
+		if q.attr.MaxRdAtomic == 0 {
+			q.attr.MaxRdAtomic = 1
+		}
+		q.nextPSN = a.SendPSN & psnMask
+		q.retries, q.rnrRetries = int(a.RetryCnt), int(a.RNRRetry)
+	default:
+		return fmt.Errorf("%w: unknown state %v", fabric.ErrInvalidArg, to)
+	}
+	q.state = to
+	q.nic.activate(q)
+	return nil
+}
+
+// reset discards every queued request without completions.
+func (q *qp) reset() {
+	q.state = fabric.StateReset
+	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.sqTail, q.txPkt = 0, 0, 0, 0, 0, 0
+	q.rqHead, q.rqTail = 0, 0
+	q.reads, q.readHead, q.rdOut = q.reads[:0], 0, 0
+	q.ackOn, q.nakSent, q.inMsg, q.timerOn = false, false, false, false
+	q.timerGen++
+}
+
+func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
+	c := q.c
+	t := c.enter(0)
+	if q.destroyed {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.state != fabric.StateRTS && q.state != fabric.StateError {
+		return 0, fmt.Errorf("%w: %v is in %v; PostSend needs RTS", fabric.ErrBadState, q, q.state)
+	}
+	n := 0
+	var err error
+	for ; n < len(wrs); n++ {
+		if err = q.postOne(&wrs[n]); err != nil {
+			break
+		}
+		if th := c.cur; th != nil {
+			th.Busy(ns(c.prof.Host.PostSendNS))
+			t = th.local
+		}
+	}
+	switch {
+	case q.state == fabric.StateError:
+		q.flushSends()
+	case n > 0: // one doorbell for the whole batch
+		c.schedule(t.Add(q.nic.txLat), q, qpDoorbell|q.sqTail, nil)
+	}
+	return n, err
+}
+
+func (q *qp) postOne(wr *fabric.SendWR) error {
+	if q.sqTail-q.sqFree >= uint64(len(q.sq)) {
+		return fmt.Errorf("%w: %v send queue holds %d requests; poll completions (unsignaled requests are released by a later signaled one)",
+			fabric.ErrQueueFull, q, len(q.sq))
+	}
+	e := sqe{wr: *wr, length: int(wr.Local.Length)}
+	switch wr.Op {
+	case fabric.OpSend, fabric.OpSendImm:
+	case fabric.OpWrite, fabric.OpWriteImm:
+		if q.typ == fabric.UD {
+			return fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", fabric.ErrInvalidWR, wr.Op)
+		}
+	case fabric.OpRead:
+		if q.typ != fabric.RC {
+			return fmt.Errorf("%w: RDMA Read needs an RC queue pair, not %v", fabric.ErrInvalidWR, q.typ)
+		}
+		if wr.Flags&fabric.Inline != 0 {
+			return fmt.Errorf("%w: RDMA Read cannot be inline", fabric.ErrInvalidWR)
+		}
+	default:
+		return fmt.Errorf("%w: opcode %v cannot be posted to a send queue", fabric.ErrInvalidWR, wr.Op)
+	}
+	if q.typ == fabric.UD {
+		a, ok := wr.AH.(*ah)
+		if !ok || a == nil || a.dead {
+			return fmt.Errorf("%w: UD send needs a live address handle of this simulator", fabric.ErrInvalidWR)
+		}
+		if a.pd != q.pd {
+			return fmt.Errorf("%w: address handle from another protection domain", fabric.ErrInvalidWR)
+		}
+		if e.length > q.c.prof.Link.MTU {
+			return fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, e.length, q.c.prof.Link.MTU)
+		}
+		e.destN, e.destQPN = a.node, wr.RemoteQPN
+	} else if e.length > 1<<31 {
+		return fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, e.length)
+	}
+	if wr.Flags&fabric.Inline != 0 {
+		if e.length > q.caps.MaxInline {
+			return fmt.Errorf("%w: %d bytes inline, queue pair allows %d", fabric.ErrInlineTooLarge, e.length, q.caps.MaxInline)
+		}
+		src := q.nic.findByAddr(wr.Local.Addr, e.length)
+		if src == nil && e.length > 0 {
+			e.bad = fabric.StatusLocalProtection
+		} else {
+			e.buf = append([]byte(nil), src...)
+		}
+	} else {
+		need := fabric.Access(0)
+		if wr.Op == fabric.OpRead {
+			need = fabric.AccessLocalWrite
+		}
+		m, buf, ok := q.nic.localBuf(q.pd, wr.Local, need)
+		if !ok {
+			e.bad = fabric.StatusLocalProtection
+		}
+		e.mr, e.buf = m, buf
+	}
+	e.npkts = 1
+	if e.length > q.mtu {
+		e.npkts = (e.length + q.mtu - 1) / q.mtu
+	}
+	if q.typ != fabric.UD {
+		e.psn = q.nextPSN
+		q.nextPSN = (q.nextPSN + uint32(e.npkts)) & psnMask
+	}
+	q.sq[q.sqTail%uint64(len(q.sq))] = e
+	q.sqTail++
+	return nil
+}
+
+func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
+	c := q.c
+	c.enter(0)
+	if q.destroyed {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.state == fabric.StateReset {
+		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)
+	}
+	for i := range wrs {
+		if q.rqTail-q.rqHead >= uint64(len(q.rq)) {
+			return i, fmt.Errorf("%w: %v receive queue holds %d buffers", fabric.ErrQueueFull, q, len(q.rq))
+		}
+		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
+		q.rq[q.rqTail%uint64(len(q.rq))] = rqe{id: wrs[i].ID, mr: m, buf: buf, bad: !ok}
+		q.rqTail++
+		if th := c.cur; th != nil {
+			th.Busy(ns(c.prof.Host.PostRecvNS))
+		}
+	}
+	if q.state == fabric.StateError {
+		q.flushRecvs()
+	}
+	return len(wrs), nil
+}

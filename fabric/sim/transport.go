@@ -1,0 +1,633 @@
+package sim
+
+import (
+	"encoding/binary"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Event kinds of a qp, in the top byte of an event's argument.
+const (
+	qpDoorbell uint64 = 1 << 56
+	qpTxDone   uint64 = 2 << 56
+	qpTimer    uint64 = 3 << 56
+	qpRNR      uint64 = 4 << 56
+	valMask    uint64 = 1<<56 - 1
+)
+
+const psnMask = 1<<24 - 1
+
+// psnDiff is a-b in 24-bit sequence space, wraparound-safe.
+func psnDiff(a, b uint32) int32 { return int32((a-b)<<8) >> 8 }
+
+func (q *qp) handle(arg uint64, _ *packet) {
+	if q.destroyed {
+		return
+	}
+	kind, v := arg&^valMask, arg&valMask
+	switch kind {
+	case qpDoorbell:
+		if q.state == fabric.StateRTS && v > q.sqVisible && v <= q.sqTail {
+			q.sqVisible = v
+		}
+	case qpTxDone:
+		for q.sqHead < v && q.sqHead < q.sqTx {
+			q.complete(q.sqHead, fabric.StatusSuccess)
+			q.sqHead++
+		}
+	case qpTimer:
+		if v == q.timerGen&valMask && q.timerOn {
+			q.timeout()
+		}
+	}
+	q.nic.activate(q)
+}
+
+func (q *qp) outstanding() bool { return q.sqHead < q.sqTx || q.txPkt > 0 }
+
+// hasOutput reports whether the transmit engine can take a packet from q now.
+func (q *qp) hasOutput() bool {
+	if q.destroyed || q.state < fabric.StateRTR || q.state == fabric.StateError {
+		return false
+	}
+	if q.ackOn || q.readHead < len(q.reads) {
+		return true
+	}
+	if q.state != fabric.StateRTS || q.sqTx >= q.sqVisible || q.c.now < q.rnrUntil {
+		return false
+	}
+	e := &q.sq[q.sqTx%uint64(len(q.sq))]
+	return !(e.wr.Op == fabric.OpRead && q.rdOut >= q.attr.MaxRdAtomic)
+}
+
+// nextPacket builds the next packet q sends: a pending ACK/NAK first, then
+// RDMA Read responses, then the send queue.
+func (q *qp) nextPacket() *packet {
+	if !q.hasOutput() {
+		return nil
+	}
+	if q.ackOn {
+		q.ackOn = false
+		p := q.newPacket(q.destNode, q.attr.Dest.QPN)
+		p.op, p.psn, p.nak = pAck, q.ackPSN, q.nakCode
+		if q.nakCode != 0 {
+			p.op = pNak
+			p.rnrCode = q.attr.MinRNRTimer
+		}
+		q.nakCode = 0
+		p.setWire()
+		return p
+	}
+	if q.readHead < len(q.reads) {
+		return q.readResponse()
+	}
+	e := &q.sq[q.sqTx%uint64(len(q.sq))]
+	if e.bad != fabric.StatusSuccess {
+		q.fail(q.sqTx, e.bad)
+		return nil
+	}
+	var p *packet
+	if q.typ == fabric.UD {
+		p = q.newPacket(e.destN, e.destQPN)
+		p.qkey = e.wr.QKey
+	} else {
+		p = q.newPacket(q.destNode, q.attr.Dest.QPN)
+	}
+	p.psn = (e.psn + uint32(q.txPkt)) & psnMask
+	p.first, p.last = q.txPkt == 0, q.txPkt == e.npkts-1
+	switch e.wr.Op {
+	case fabric.OpSend, fabric.OpSendImm:
+		p.op = pSend
+	case fabric.OpWrite, fabric.OpWriteImm:
+		p.op = pWrite
+		if p.first {
+			p.raddr, p.rkey, p.dmaLen = e.wr.RemoteAddr, e.wr.RKey, uint32(e.length)
+		}
+	case fabric.OpRead:
+		p.op, p.first, p.last = pReadReq, true, true
+		p.raddr, p.rkey, p.dmaLen = e.wr.RemoteAddr, e.wr.RKey, uint32(e.length)
+	}
+	if p.op != pReadReq {
+		off := q.txPkt * q.mtu
+		p.n = min(q.mtu, e.length-off)
+		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
+		if p.last && e.wr.Op.HasImm() {
+			p.hasImm, p.imm = true, e.wr.Imm
+		}
+	}
+	p.setWire()
+	q.txPkt++
+	if p.op == pReadReq || q.txPkt == e.npkts {
+		q.sqTx++
+		q.txPkt = 0
+		if p.op == pReadReq {
+			q.rdOut++
+		}
+	}
+	if q.typ == fabric.RC && !q.timerOn {
+		q.armTimer()
+	}
+	return p
+}
+
+func (q *qp) newPacket(dst int, dstQPN uint32) *packet {
+	p := q.c.newPacket()
+	p.src, p.dst, p.srcQPN, p.dstQPN, p.qpType = q.nic.node.id, dst, q.qpn, dstQPN, q.typ
+	p.srcLID = lidOf(q.nic.node.id)
+	return p
+}
+
+// sent is called once a packet from q is on the wire; free is when its
+// last bit has left. Unreliable sends complete then.
+func (q *qp) sent(free fabric.Time) {
+	if q.typ != fabric.RC && q.sqHead < q.sqTx {
+		q.c.schedule(free, q, qpTxDone|q.sqTx, nil)
+	}
+}
+
+func (q *qp) readResponse() *packet {
+	r := &q.reads[q.readHead]
+	p := q.newPacket(q.destNode, q.attr.Dest.QPN)
+	p.op, p.psn = pReadResp, (r.psn+uint32(r.idx))&psnMask
+	p.first, p.last = r.idx == 0, r.idx == r.npkts-1
+	off := r.idx * q.mtu
+	p.n = min(q.mtu, len(r.buf)-off)
+	p.loadPayload(r.buf, off, len(r.buf), !q.c.cfg.SizeOnly)
+	p.setWire()
+	r.idx++
+	if r.idx == r.npkts {
+		q.readHead++
+		if q.readHead == len(q.reads) {
+			q.reads, q.readHead = q.reads[:0], 0
+		}
+	}
+	return p
+}
+
+// complete retires send entry i with status st. Errors always produce a
+// completion; successes only when signaled. A completion releases every
+// slot up to i.
+func (q *qp) complete(i uint64, st fabric.Status) {
+	e := &q.sq[i%uint64(len(q.sq))]
+	if e.done {
+		return
+	}
+	e.done = true
+	if st != fabric.StatusSuccess || e.wr.Flags&fabric.Signaled != 0 {
+		n := e.length
+		if st != fabric.StatusSuccess {
+			n = 0
+		}
+		q.scq.push(fabric.WC{ID: e.wr.ID, Status: st, Op: e.wr.Op, Bytes: n, QPN: q.qpn})
+		q.sqFree = i + 1
+	}
+	e.buf, e.mr = nil, nil
+}
+
+// fail completes entry i with an error and moves q to the error state.
+func (q *qp) fail(i uint64, st fabric.Status) {
+	q.complete(i, st)
+	if q.sqHead <= i {
+		q.sqHead = i + 1
+	}
+	q.enterError()
+}
+
+func (q *qp) enterError() {
+	q.state = fabric.StateError
+	q.stopTimer()
+	q.flushSends()
+	q.flushRecvs()
+	q.reads, q.readHead, q.ackOn, q.inMsg, q.rdOut = q.reads[:0], 0, false, false, 0
+}
+
+func (q *qp) flushSends() {
+	for i := q.sqHead; i < q.sqTail; i++ {
+		q.complete(i, fabric.StatusFlushed)
+	}
+	q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, 0
+	q.sqFree = q.sqTail
+}
+
+func (q *qp) flushRecvs() {
+	for ; q.rqHead < q.rqTail; q.rqHead++ {
+		e := &q.rq[q.rqHead%uint64(len(q.rq))]
+		q.rcq.push(fabric.WC{ID: e.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv, QPN: q.qpn})
+	}
+}
+
+func (q *qp) armTimer() {
+	q.timerGen++
+	if q.attr.Timeout == 0 {
+		q.timerOn = false
+		return
+	}
+	q.timerOn = true
+	q.c.schedule(q.c.now.Add(fabric.AckTimeout(q.attr.Timeout)), q, qpTimer|q.timerGen&valMask, nil)
+}
+
+func (q *qp) stopTimer() {
+	q.timerOn = false
+	q.timerGen++
+}
+
+// timeout handles the local ACK timer: retransmit from the oldest
+// unacknowledged packet, or fail after retry_cnt attempts.
+func (q *qp) timeout() {
+	q.timerOn = false
+	if !q.outstanding() {
+		return
+	}
+	if q.retries == 0 {
+		q.fail(q.sqHead, fabric.StatusRetryExceeded)
+		return
+	}
+	q.retries--
+	e := &q.sq[q.sqHead%uint64(len(q.sq))]
+	q.goBack(e.psn)
+	q.armTimer()
+}
+
+// goBack rewinds transmission to the entry holding psn (go-back-N).
+func (q *qp) goBack(psn uint32) {
+	for i := q.sqHead; i < q.sqTx || (i == q.sqTx && q.txPkt > 0); i++ {
+		e := &q.sq[i%uint64(len(q.sq))]
+		d := psnDiff(psn, e.psn)
+		if d < 0 || d >= int32(e.npkts) {
+			continue
+		}
+		for j := i; j < q.sqTx; j++ {
+			if f := &q.sq[j%uint64(len(q.sq))]; f.wr.Op == fabric.OpRead {
+				q.rdOut--
+				f.rdGot = 0
+			}
+		}
+		q.sqTx, q.txPkt = i, int(d)
+		if e.wr.Op == fabric.OpRead {
+			q.txPkt = 0
+		}
+		q.c.stats.RCRetransmits++
+		return
+	}
+}
+
+// progress resets the retry counters and the timer after the peer
+// acknowledged something.
+func (q *qp) progress() {
+	q.retries, q.rnrRetries = int(q.attr.RetryCnt), int(q.attr.RNRRetry)
+	if q.outstanding() {
+		q.armTimer()
+	} else {
+		q.stopTimer()
+	}
+}
+
+// ackThrough completes every entry whose last PSN is at or before a.
+func (q *qp) ackThrough(a uint32) {
+	moved := false
+	for q.sqHead < q.sqTx {
+		e := &q.sq[q.sqHead%uint64(len(q.sq))]
+		if psnDiff(e.psn+uint32(e.npkts)-1, a) > 0 {
+			break
+		}
+		if e.wr.Op == fabric.OpRead && e.rdGot < e.npkts {
+			// ACK beyond a read whose data did not all arrive: implicit NAK.
+			q.goBack(e.psn)
+			break
+		}
+		q.complete(q.sqHead, fabric.StatusSuccess)
+		q.sqHead++
+		moved = true
+	}
+	if moved {
+		q.progress()
+	}
+}
+
+// requesterRecv handles ACKs, NAKs and read responses on an RC requester.
+func (q *qp) requesterRecv(p *packet) {
+	switch p.op {
+	case pAck:
+		q.ackThrough(p.psn)
+	case pNak:
+		q.ackThrough((p.psn - 1) & psnMask)
+		if q.state == fabric.StateError || !q.outstanding() {
+			return
+		}
+		switch p.nak {
+		case nakSeq:
+			q.goBack(p.psn)
+		case nakRNR:
+			q.c.stats.RNRNaks++
+			if q.attr.RNRRetry < 7 {
+				if q.rnrRetries == 0 {
+					q.fail(q.sqHead, fabric.StatusRNRRetryExceeded)
+					return
+				}
+				q.rnrRetries--
+			}
+			q.rnrUntil = q.c.now.Add(fabric.RNRTimerDuration(p.rnrCode))
+			q.c.schedule(q.rnrUntil, q, qpRNR, nil)
+			q.goBack(p.psn)
+			q.armTimer()
+		case nakRemoteAccess:
+			q.fail(q.sqHead, fabric.StatusRemoteAccess)
+		case nakInvalid:
+			q.fail(q.sqHead, fabric.StatusRemoteInvalid)
+		}
+	case pReadResp:
+		q.ackThrough((p.psn - 1) & psnMask)
+		if q.sqHead >= q.sqTx {
+			return
+		}
+		e := &q.sq[q.sqHead%uint64(len(q.sq))]
+		if e.wr.Op != fabric.OpRead {
+			return
+		}
+		want := (e.psn + uint32(e.rdGot)) & psnMask
+		if d := psnDiff(p.psn, want); d != 0 {
+			if d > 0 {
+				q.goBack(e.psn) // a response was lost
+			}
+			return
+		}
+		if e.buf != nil {
+			p.storePayload(e.buf[e.rdGot*q.mtu:])
+			e.mr.signal()
+		}
+		e.rdGot++
+		if e.rdGot == e.npkts {
+			q.rdOut--
+			q.complete(q.sqHead, fabric.StatusSuccess)
+			q.sqHead++
+		}
+		q.progress()
+	}
+}
+
+// receive handles a packet addressed to q.
+func (q *qp) receive(p *packet) {
+	switch {
+	case q.typ == fabric.UD:
+		q.udReceive(p)
+	case p.op == pAck || p.op == pNak || p.op == pReadResp:
+		if q.typ == fabric.RC && q.state == fabric.StateRTS {
+			q.requesterRecv(p)
+		}
+	case q.typ == fabric.UC:
+		q.ucReceive(p)
+	default:
+		q.rcReceive(p)
+	}
+}
+
+func (q *qp) ack(psn uint32) {
+	if q.ackOn && q.nakCode != 0 {
+		return // a pending NAK already acknowledges everything before it
+	}
+	q.ackOn, q.ackPSN, q.nakCode = true, psn&psnMask, 0
+	q.nic.activate(q)
+}
+
+func (q *qp) nak(code nakCode, psn uint32) {
+	q.ackOn, q.ackPSN, q.nakCode = true, psn&psnMask, code
+	q.nic.activate(q)
+}
+
+// takeRecv consumes the next receive for an incoming message. It returns
+// false (and has answered the requester) when there is none or it is bad.
+func (q *qp) takeRecv(p *packet) bool {
+	if q.rqHead == q.rqTail {
+		q.nak(nakRNR, p.psn)
+		return false
+	}
+	e := q.rq[q.rqHead%uint64(len(q.rq))]
+	q.rqHead++
+	if e.bad {
+		q.rcq.push(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv, QPN: q.qpn})
+		q.responderError(nakInvalid, p.psn)
+		return false
+	}
+	q.msgRQE, q.msgRecv = e, true
+	return true
+}
+
+// responderError answers with a NAK and moves the responder to error.
+func (q *qp) responderError(code nakCode, psn uint32) {
+	p := q.newPacket(q.destNode, q.attr.Dest.QPN)
+	p.op, p.psn, p.nak = pNak, psn&psnMask, code
+	p.setWire()
+	q.c.schedule(q.c.now, q.c.net, evDirect, p)
+	q.enterError()
+}
+
+func (q *qp) rcReceive(p *packet) {
+	d := psnDiff(p.psn, q.ePSN)
+	if d < 0 { // duplicate: answer again, never deliver twice
+		if p.op == pReadReq {
+			q.respondRead(p)
+		} else {
+			q.ack(q.ePSN - 1)
+		}
+		return
+	}
+	if d > 0 { // a gap: one NAK until the sequence recovers
+		if !q.nakSent {
+			q.nakSent = true
+			q.nak(nakSeq, q.ePSN)
+		}
+		return
+	}
+	q.nakSent = false
+	switch p.op {
+	case pSend:
+		if !q.deliverSend(p, true) {
+			return
+		}
+	case pWrite:
+		if !q.deliverWrite(p, true) {
+			return
+		}
+	case pReadReq:
+		if !q.respondRead(p) {
+			return
+		}
+		npk := (int(p.dmaLen) + q.mtu - 1) / q.mtu
+		q.ePSN = (q.ePSN + uint32(max(npk, 1))) & psnMask
+		return
+	}
+	q.ePSN = (q.ePSN + 1) & psnMask
+	if p.last {
+		q.ack(p.psn)
+	}
+}
+
+// deliverSend places one send packet into the current receive buffer.
+// reliable selects RC behaviour (NAKs) over UC (silent drops).
+func (q *qp) deliverSend(p *packet, reliable bool) bool {
+	if p.first {
+		if !reliable && q.rqHead == q.rqTail {
+			q.c.stats.UCDrops++
+			q.dropMsg = true
+			return false
+		}
+		if !q.takeRecv(p) {
+			return false
+		}
+		q.inMsg, q.msgOff = true, 0
+	} else if !q.inMsg {
+		return false
+	}
+	if q.msgOff+p.n > len(q.msgRQE.buf) {
+		q.rcq.push(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv, QPN: q.qpn})
+		q.inMsg, q.msgRecv = false, false
+		if reliable {
+			q.responderError(nakInvalid, p.psn)
+		} else {
+			q.dropMsg = true
+		}
+		return false
+	}
+	if p.n > 0 {
+		p.storePayload(q.msgRQE.buf[q.msgOff:])
+		q.msgRQE.mr.signal()
+	}
+	q.msgOff += p.n
+	if p.last {
+		q.rcq.push(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: q.msgOff,
+			Imm: p.imm, HasImm: p.hasImm, QPN: q.qpn, SrcQP: p.srcQPN})
+		q.inMsg, q.msgRecv = false, false
+	}
+	return true
+}
+
+// deliverWrite places one RDMA Write packet.
+func (q *qp) deliverWrite(p *packet, reliable bool) bool {
+	if p.first {
+		m, buf := q.nic.remoteBuf(q, p.rkey, p.raddr, p.dmaLen, fabric.AccessRemoteWrite)
+		if buf == nil && p.dmaLen > 0 || m == nil && p.dmaLen > 0 {
+			if reliable {
+				q.responderError(nakRemoteAccess, p.psn)
+			} else {
+				q.dropMsg = true
+			}
+			return false
+		}
+		q.msgMR, q.msgBuf, q.msgOff, q.inMsg = m, buf, 0, true
+	} else if !q.inMsg {
+		return false
+	}
+	if q.msgOff+p.n > len(q.msgBuf) {
+		if reliable {
+			q.responderError(nakInvalid, p.psn)
+		}
+		return false
+	}
+	if p.last && p.hasImm {
+		if !reliable && q.rqHead == q.rqTail {
+			q.c.stats.UCDrops++
+			q.inMsg = false
+			return false
+		}
+		if !q.takeRecv(p) {
+			return false
+		}
+	}
+	if p.n > 0 {
+		p.storePayload(q.msgBuf[q.msgOff:])
+		q.msgMR.signal()
+	}
+	q.msgOff += p.n
+	if p.last {
+		if p.hasImm {
+			q.rcq.push(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: q.msgOff,
+				Imm: p.imm, HasImm: true, QPN: q.qpn, SrcQP: p.srcQPN})
+			q.msgRecv = false
+		}
+		q.inMsg = false
+	}
+	return true
+}
+
+// respondRead queues the responses to an RDMA Read request.
+func (q *qp) respondRead(p *packet) bool {
+	m, buf := q.nic.remoteBuf(q, p.rkey, p.raddr, p.dmaLen, fabric.AccessRemoteRead)
+	if m == nil && p.dmaLen > 0 {
+		q.responderError(nakRemoteAccess, p.psn)
+		return false
+	}
+	npk := max((int(p.dmaLen)+q.mtu-1)/q.mtu, 1)
+	q.reads = append(q.reads, readCtx{mr: m, buf: buf, psn: p.psn, npkts: npk})
+	q.nic.activate(q)
+	return true
+}
+
+func (q *qp) ucReceive(p *packet) {
+	if d := psnDiff(p.psn, q.ePSN); d != 0 {
+		if q.inMsg {
+			q.c.stats.UCDrops++
+			q.inMsg = false
+			if q.msgRecv { // give the receive back: the message never completed
+				q.rqHead--
+				q.msgRecv = false
+			}
+		}
+		if !p.first {
+			q.dropMsg = true
+			q.ePSN = (p.psn + 1) & psnMask
+			return
+		}
+	}
+	q.ePSN = (p.psn + 1) & psnMask
+	if p.first {
+		q.dropMsg = false
+	} else if q.dropMsg {
+		return
+	}
+	switch p.op {
+	case pSend:
+		q.deliverSend(p, false)
+	case pWrite:
+		q.deliverWrite(p, false)
+	}
+}
+
+func (q *qp) udReceive(p *packet) {
+	if p.qkey != q.attr.QKey {
+		q.c.stats.UDDropsQKey++
+		return
+	}
+	if q.state != fabric.StateRTR && q.state != fabric.StateRTS {
+		return
+	}
+	if q.rqHead == q.rqTail {
+		q.c.stats.UDDropsNoRecv++
+		return
+	}
+	e := q.rq[q.rqHead%uint64(len(q.rq))]
+	q.rqHead++
+	wc := fabric.WC{ID: e.id, Op: fabric.OpRecv, QPN: q.qpn, SrcQP: p.srcQPN, SrcLID: p.srcLID}
+	switch {
+	case e.bad:
+		wc.Status = fabric.StatusLocalProtection
+	case len(e.buf) < fabric.GRHBytes+p.n:
+		wc.Status = fabric.StatusLocalLength
+	default:
+		writeGRH(e.buf[:fabric.GRHBytes], p)
+		p.storePayload(e.buf[fabric.GRHBytes:])
+		e.mr.signal()
+		wc.Bytes = fabric.GRHBytes + p.n
+		wc.Imm, wc.HasImm = p.imm, p.hasImm
+	}
+	q.rcq.push(wc)
+}
+
+// writeGRH fills the 40-byte global route header of a UD receive.
+func writeGRH(b []byte, p *packet) {
+	binary.BigEndian.PutUint32(b[0:], 6<<28) // IP version 6, class 0, flow 0
+	binary.BigEndian.PutUint16(b[4:], uint16(p.wire-hdrLRH))
+	b[6], b[7] = 0x1b, 1 // next header: IBA transport; hop limit
+	s, d := gidOf(p.src), gidOf(p.dst)
+	copy(b[8:24], s[:])
+	copy(b[24:40], d[:])
+}

@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// device implements fabric.Device for a node's NIC.
+type device struct {
+	c *Cluster
+	n *node
+}
+
+func (d *device) Attr() fabric.DeviceAttr {
+	p := d.c.prof
+	return fabric.DeviceAttr{
+		Name: fmt.Sprintf("sim%d", d.n.id), LinkLayer: "InfiniBand", LID: lidOf(d.n.id), GID: gidOf(d.n.id),
+		MTU: p.Link.MTU, MaxQP: p.NIC.MaxQP, MaxQPWR: p.NIC.MaxQPWR, MaxCQE: p.NIC.MaxCQE, MaxSGE: 1,
+		MaxInline: p.NIC.MaxInlineRC, MaxMRBytes: p.NIC.MaxMRBytes, RateGbps: p.DataRateBps() / 1e9,
+	}
+}
+
+func (d *device) AllocPD() (fabric.PD, error) {
+	d.c.enter(0)
+	return &pd{c: d.c, nic: d.n.nic}, nil
+}
+
+func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
+	d.c.enter(0)
+	if depth < 1 || depth > d.c.prof.NIC.MaxCQE {
+		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d (nic.max_cqe)", fabric.ErrLimit, depth, d.c.prof.NIC.MaxCQE)
+	}
+	return &cq{sigbase: sigbase{c: d.c}, nic: d.n.nic, depth: depth}, nil
+}
+
+// pd implements fabric.PD.
+type pd struct {
+	c     *Cluster
+	nic   *nic
+	users int
+	dead  bool
+}
+
+func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
+	p.c.enter(0)
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if length < 1 || int64(length) > p.c.prof.NIC.MaxMRBytes {
+		return nil, fmt.Errorf("%w: memory region of %d bytes outside 1..%d (nic.max_mr_bytes)", fabric.ErrInvalidArg, length, p.c.prof.NIC.MaxMRBytes)
+	}
+	if access&(fabric.AccessRemoteWrite) != 0 && access&fabric.AccessLocalWrite == 0 {
+		return nil, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
+	}
+	m := p.nic.newMR(p, length, access)
+	p.users++
+	return m, nil
+}
+
+func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
+	p.c.enter(0)
+	n, err := p.c.resolve(dest)
+	if err != nil {
+		return nil, err
+	}
+	p.users++
+	return &ah{pd: p, dest: dest, node: n}, nil
+}
+
+func (p *pd) Dealloc() error {
+	p.c.enter(0)
+	if p.dead {
+		return fmt.Errorf("%w: protection domain deallocated twice", fabric.ErrClosed)
+	}
+	if p.users > 0 {
+		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs or address handles", fabric.ErrBusy, p.users)
+	}
+	p.dead = true
+	return nil
+}
+
+// mr implements fabric.MR. Its memory is an ordinary Go slice; untouched
+// pages of a large region cost no resident memory.
+type mr struct {
+	sigbase
+	nic    *nic
+	pd     *pd
+	key    uint32
+	addr   uint64
+	buf    []byte
+	access fabric.Access
+	dead   bool
+	busy   int // outstanding work requests naming this region
+}
+
+func (m *mr) Bytes() []byte  { return m.buf }
+func (m *mr) Addr() uint64   { return m.addr }
+func (m *mr) Len() int       { return len(m.buf) }
+func (m *mr) LKey() uint32   { return m.key }
+func (m *mr) RKey() uint32   { return m.key }
+func (m *mr) String() string { return fmt.Sprintf("MR(node %d, key %#x)", m.nic.node.id, m.key) }
+func (m *mr) SGE(off, n int) fabric.SGE {
+	return fabric.SGE{Addr: m.addr + uint64(off), Length: uint32(n), LKey: m.key}
+}
+
+func (m *mr) Dereg() error {
+	m.c.enter(0)
+	if m.dead {
+		return fmt.Errorf("%w: memory region %#x deregistered twice", fabric.ErrClosed, m.key)
+	}
+	m.dead = true
+	m.pd.users--
+	m.nic.mrs[m.key>>8-1] = nil
+	m.buf = nil
+	return nil
+}
+
+// cq implements fabric.CQ.
+type cq struct {
+	sigbase
+	nic     *nic
+	depth   int
+	buf     []fabric.WC // queue: buf[head:]
+	head    int
+	overrun bool
+	lost    int64
+	dead    bool
+	users   int
+}
+
+func (q *cq) Depth() int { return q.depth }
+func (q *cq) String() string {
+	return fmt.Sprintf("CQ(node %d, %d/%d entries)", q.nic.node.id, q.len(), q.depth)
+}
+func (q *cq) len() int { return len(q.buf) - q.head }
+
+func (q *cq) push(wc fabric.WC) {
+	if q.dead {
+		return
+	}
+	if q.len() >= q.depth {
+		q.overrun = true
+		q.lost++
+		q.c.stats.CQOverruns++
+		q.signal()
+		return
+	}
+	if q.head > 0 && len(q.buf) == cap(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		q.buf = q.buf[:n]
+		q.head = 0
+	}
+	q.buf = append(q.buf, wc)
+	q.signal()
+}
+
+func (q *cq) Poll(wcs []fabric.WC) (int, error) {
+	c := q.c
+	c.enter(0)
+	if q.dead {
+		return 0, fmt.Errorf("%w: completion queue destroyed", fabric.ErrClosed)
+	}
+	n := copy(wcs, q.buf[q.head:])
+	q.head += n
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+	cost := ns(c.prof.Host.PollEmptyNS)
+	if n > 0 {
+		cost = ns(c.prof.Host.PollPerCQENS) * fabric.Duration(n)
+	}
+	if th := c.cur; th != nil {
+		th.Busy(cost)
+	}
+	if q.overrun {
+		return n, fmt.Errorf("%w: %d completions lost on a CQ of depth %d; size the CQ for every outstanding request",
+			fabric.ErrCQOverrun, q.lost, q.depth)
+	}
+	return n, nil
+}
+
+func (q *cq) Destroy() error {
+	q.c.enter(0)
+	if q.dead {
+		return fmt.Errorf("%w: completion queue destroyed twice", fabric.ErrClosed)
+	}
+	if q.users > 0 {
+		return fmt.Errorf("%w: completion queue still used by %d queue pairs", fabric.ErrBusy, q.users)
+	}
+	q.dead = true
+	return nil
+}
+
+// ah implements fabric.AH.
+type ah struct {
+	pd   *pd
+	dest fabric.Address
+	node int
+	dead bool
+}
+
+func (a *ah) Dest() fabric.Address { return a.dest }
+
+func (a *ah) Destroy() error {
+	if a.dead {
+		return fmt.Errorf("%w: address handle destroyed twice", fabric.ErrClosed)
+	}
+	a.dead = true
+	a.pd.users--
+	return nil
+}

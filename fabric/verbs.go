@@ -1,0 +1,234 @@
+package fabric
+
+import "fmt"
+
+// Access is the set of permissions of a memory region or a queue pair.
+type Access uint8
+
+// Access flags, as in ibv_access_flags.
+const (
+	AccessLocalWrite Access = 1 << iota
+	AccessRemoteWrite
+	AccessRemoteRead
+)
+
+// QPType is the transport of a queue pair.
+type QPType uint8
+
+// Transports.
+const (
+	RC QPType = iota + 1 // reliable connection: acknowledged, exactly once, in order
+	UC                   // unreliable connection: in order, no acknowledgement, no RDMA Read
+	UD                   // unreliable datagram: one MTU per message, any destination
+)
+
+func (t QPType) String() string {
+	switch t {
+	case RC:
+		return "RC"
+	case UC:
+		return "UC"
+	case UD:
+		return "UD"
+	}
+	return fmt.Sprintf("QPType(%d)", uint8(t))
+}
+
+// QPState is a queue pair's state. Legal transitions:
+// Reset->Init->RTR->RTS, any->Error, any->Reset.
+type QPState uint8
+
+// States.
+const (
+	StateReset QPState = iota
+	StateInit
+	StateRTR
+	StateRTS
+	StateError
+)
+
+func (s QPState) String() string {
+	switch s {
+	case StateReset:
+		return "RESET"
+	case StateInit:
+		return "INIT"
+	case StateRTR:
+		return "RTR"
+	case StateRTS:
+		return "RTS"
+	case StateError:
+		return "ERROR"
+	}
+	return fmt.Sprintf("QPState(%d)", uint8(s))
+}
+
+// DeviceAttr describes a device and its active port.
+type DeviceAttr struct {
+	Name       string
+	LinkLayer  string // "InfiniBand" or "Ethernet"
+	LID        uint16 // port LID (InfiniBand)
+	GID        GID    // port GID (RoCE addressing)
+	MTU        int    // active path MTU in bytes
+	MaxQP      int
+	MaxQPWR    int // maximum work requests per queue
+	MaxCQE     int // maximum completion queue depth
+	MaxSGE     int // scatter/gather elements per work request
+	MaxInline  int // maximum inline bytes
+	MaxMRBytes int64
+	RateGbps   float64 // data rate of the port after encoding, 10^9 bit/s
+}
+
+// Device is an opened RDMA device (a device context). Owned by its Node; the
+// node closes it.
+type Device interface {
+	Attr() DeviceAttr
+	// AllocPD allocates a protection domain.
+	AllocPD() (PD, error)
+	// CreateCQ creates a completion queue holding at most depth entries.
+	// A completion arriving at a full queue is an overrun: it is lost and
+	// every later Poll reports ErrCQOverrun.
+	CreateCQ(depth int) (CQ, error)
+}
+
+// PD is a protection domain. Memory regions, queue pairs and address handles
+// of one PD may be used together only.
+type PD interface {
+	// RegMR allocates length bytes of memory that the backend owns (outside
+	// the Go heap on hardware) and registers it with the given access.
+	// The memory stays valid until Dereg.
+	RegMR(length int, access Access) (MR, error)
+	// CreateQP creates a queue pair in StateReset.
+	CreateQP(init QPInit) (QP, error)
+	// CreateAH creates an address handle for UD sends to dest.
+	CreateAH(dest Address) (AH, error)
+	// Dealloc frees the protection domain; it fails while objects remain.
+	Dealloc() error
+}
+
+// MR is a registered memory region.
+//
+// Ownership: Bytes is readable and writable by the CPU at any time, but a
+// range named by a posted work request belongs to the NIC until its
+// completion (package comment). In the simulator, bytes written by the NIC
+// become visible to a thread after the thread's next synchronizing call
+// (a verb, Wait or Sync).
+type MR interface {
+	Bytes() []byte // the region's memory; valid until Dereg
+	Addr() uint64  // virtual address of Bytes()[0], for SGEs and remote access
+	Len() int
+	LKey() uint32
+	RKey() uint32
+	// SGE returns the element for bytes [off, off+n) of this region.
+	SGE(off, n int) SGE
+	// Dereg deregisters and frees the region.
+	Dereg() error
+	Waitable
+}
+
+// CQ is a completion queue.
+type CQ interface {
+	// Poll moves up to len(wcs) completions into wcs and returns how many.
+	// It never blocks. After an overrun it returns ErrCQOverrun along with
+	// whatever completions remain.
+	Poll(wcs []WC) (int, error)
+	Depth() int
+	Destroy() error
+	Waitable
+}
+
+// QPCaps are the limits requested for a queue pair.
+type QPCaps struct {
+	MaxSendWR int // send queue depth
+	MaxRecvWR int // receive queue depth
+	MaxInline int // largest inline send in bytes
+}
+
+// QPInit holds the arguments of PD.CreateQP.
+type QPInit struct {
+	Type   QPType
+	SendCQ CQ
+	RecvCQ CQ
+	Caps   QPCaps
+}
+
+// QPAttr carries the attributes used by QP.Modify. Each transition reads the
+// fields listed beside them; others are ignored.
+type QPAttr struct {
+	// Reset -> Init
+	Access Access // remote access allowed on this QP (RC, UC)
+	QKey   uint32 // UD
+
+	// Init -> RTR (RC, UC)
+	Dest            Address // remote port and queue pair
+	RemotePSN       uint32  // expected first PSN from the peer
+	PathMTU         int     // bytes; 0 means the port's active MTU
+	MinRNRTimer     uint8   // IB encoding 0..31 (see RNRTimerDuration)
+	MaxDestRdAtomic int     // incoming RDMA Reads allowed in flight
+
+	// RTR -> RTS
+	SendPSN     uint32 // first PSN we send
+	Timeout     uint8  // local ACK timeout, 4.096 us * 2^Timeout (0 = infinite)
+	RetryCnt    uint8  // 0..7 transport retries
+	RNRRetry    uint8  // 0..7, 7 = infinite
+	MaxRdAtomic int    // outgoing RDMA Reads in flight
+}
+
+// QP is a queue pair.
+type QP interface {
+	QPN() uint32
+	Type() QPType
+	State() QPState
+	// Modify moves the queue pair to state using attr (see QPAttr).
+	Modify(state QPState, attr QPAttr) error
+	// PostSend appends wrs to the send queue in order, without blocking. It
+	// returns how many were posted; on error, wrs[n] is the first rejected
+	// request (as ibv_post_send's bad_wr) and none after it was posted.
+	PostSend(wrs []SendWR) (int, error)
+	// PostRecv appends receive buffers, with the same contract as PostSend.
+	PostRecv(wrs []RecvWR) (int, error)
+	// Info is what a peer needs to connect to this queue pair.
+	Info() QPInfo
+	// Destroy frees the queue pair. Outstanding requests are discarded.
+	Destroy() error
+}
+
+// AH is an address handle for UD sends.
+type AH interface {
+	Dest() Address
+	Destroy() error
+}
+
+// Waitable is something a Thread can wait on: a completion queue (new
+// completions), a memory region (the NIC wrote into it) or a Signal.
+// Backends accept only their own Waitables.
+type Waitable interface {
+	waitableMarker()
+}
+
+// WaitableBase is embedded by backend types to make them Waitable.
+type WaitableBase struct{}
+
+func (WaitableBase) waitableMarker() {}
+
+// RNRTimerDuration decodes the IB min_rnr_timer encoding (0..31) into a
+// Duration, following the table of the InfiniBand specification (value 0
+// means 655.36 ms).
+func RNRTimerDuration(code uint8) Duration {
+	us := [...]float64{655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48,
+		0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96,
+		61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52}
+	return Duration(us[code&31] * float64(Millisecond))
+}
+
+// AckTimeout decodes the IB local ACK timeout encoding: 4.096 us * 2^code;
+// 0 means infinite (returns 0).
+func AckTimeout(code uint8) Duration {
+	if code == 0 {
+		return 0
+	}
+	if code > 31 {
+		code = 31
+	}
+	return Duration(4096) * Nanosecond * Duration(1) << code
+}
