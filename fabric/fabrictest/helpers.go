@@ -29,7 +29,7 @@ type Conn struct {
 	PD       fabric.PD
 	SCQ, RCQ fabric.CQ
 	QP       fabric.QP
-	MR       fabric.MR    // local buffer, registered with every access
+	MR       fabric.MR     // local buffer, registered with every access
 	Peer     fabric.QPInfo // the other side, with its MR
 	AH       fabric.AH     // UD only
 }
