@@ -40,18 +40,20 @@ type Cluster struct {
 	nodes []*node
 	net   *network
 
-	cur     *thread // baton holder; nil when the driver holds it
-	driver  *thread // the goroutine that called Run
-	threads []*thread
-	live    int
-	runErr  error
-	stop    error // set when the run must stop (deadlock, limit, failure)
-	abort   bool  // threads receiving the baton must exit
+	cur      *thread // the running thread; nil when the driver runs
+	handover *thread // the thread to resume next, chosen by a yielding thread
+	threads  []*thread
+	live     int
+	runErr   error
+	stop     error // set when the run must stop (deadlock, limit, failure)
+	abort    bool  // threads receiving the baton must exit
 
 	sigCounter uint64 // counts Waitable signals; orders them against syncs
 	trace      uint64 // FNV-1a hash of every fired event
 	events     uint64 // fired events
+	handoffs   uint64 // baton passes between goroutines
 
+	timers   timerHeap
 	freePkts []*packet
 	pktID    uint64
 	stats    Stats
@@ -82,7 +84,6 @@ func New(cfg Config) (*Cluster, error) {
 		cfg.TimeLimit = 100 * fabric.Second
 	}
 	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037}
-	c.driver = &thread{c: c, name: "driver", wake: make(chan struct{})}
 	c.net = newNetwork(c)
 	for i := 0; i < cfg.Nodes; i++ {
 		c.nodes = append(c.nodes, newNode(c, i))
@@ -152,7 +153,7 @@ func (c *Cluster) mix(v uint64) {
 // Run implements fabric.Fabric: it starts main on core 0 of every node and
 // runs the event loop until every thread has returned.
 func (c *Cluster) Run(main func(th fabric.Thread) error) error {
-	if c.cur != nil || c.live != 0 {
+	if c.cur != nil || c.live != 0 || c.abort {
 		return errors.New("sim: Run called while a run is in progress")
 	}
 	c.runErr, c.stop, c.abort = nil, nil, false
@@ -160,8 +161,8 @@ func (c *Cluster) Run(main func(th fabric.Thread) error) error {
 	for _, n := range c.nodes {
 		c.spawn(n, fmt.Sprintf("n%d/main", n.id), 0, c.now, main)
 	}
-	c.driver.loop()
-	if c.stop != nil {
+	c.drive()
+	if c.stop != nil || c.live > 0 {
 		c.abortAll()
 	}
 	c.threads = c.threads[:0]
@@ -183,6 +184,9 @@ func (c *Cluster) Advance(d fabric.Duration) {
 		if !ok || at > end {
 			break
 		}
+		if c.timers.peek() != nil {
+			panic("sim: Advance with threads waiting")
+		}
 		ev := c.q.pop()
 		c.fire(&ev)
 	}
@@ -197,16 +201,19 @@ func (c *Cluster) fire(ev *event) {
 	ev.h.handle(ev.arg, ev.p)
 }
 
+// abortAll unwinds every thread that has not returned (running its
+// deferred calls) and discards the rest of the run's threads.
 func (c *Cluster) abortAll() {
 	c.abort = true
 	for _, th := range c.threads {
 		if !th.done {
 			c.cur = th
-			th.wake <- struct{}{}
-			<-c.driver.wake
+			th.stop()
+			th.done = true
+			c.timers.clear(th)
 		}
 	}
-	c.cur = nil
+	c.cur, c.handover = nil, nil
 	c.abort = false
 	c.live = 0
 }
@@ -231,4 +238,16 @@ func (c *Cluster) fail(err error) {
 	if c.stop == nil {
 		c.stop = err
 	}
+}
+
+// Handoffs is the number of times the baton passed between goroutines.
+func Handoffs(c *Cluster) uint64 { return c.handoffs }
+
+// nextAt is the time of the next event or deadline.
+func (c *Cluster) nextAt() (fabric.Time, bool) {
+	at, ok := c.q.peek()
+	if tm := c.timers.peek(); tm != nil && (!ok || tm.tAt < at) {
+		return tm.tAt, true
+	}
+	return at, ok
 }

@@ -45,6 +45,14 @@ func (q *eventQueue) peek() (fabric.Time, bool) {
 	return q.h[0].at, true
 }
 
+// peekEvent returns the earliest event, or nil.
+func (q *eventQueue) peekEvent() *event {
+	if len(q.h) == 0 {
+		return nil
+	}
+	return &q.h[0]
+}
+
 func (q *eventQueue) pop() event {
 	h := q.h
 	top := h[0]

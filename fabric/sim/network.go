@@ -250,7 +250,7 @@ type Stats struct {
 	UDDropsNoRecv     int64 // UD messages dropped: no receive posted
 	UDDropsQKey       int64 // UD messages dropped: wrong Q_Key
 	UCDrops           int64 // UC messages dropped (no receive, PSN gap)
-	RCRetransmits     int64 // RC packets sent again (timeouts, NAKs)
+	RCRetransmits     int64 // RC go-back-N rewinds (ACK timeouts, NAKs, missing read responses); each resends every unacknowledged packet
 	RNRNaks           int64
 	CQOverruns        int64 // completions lost to full CQs
 }

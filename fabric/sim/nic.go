@@ -170,6 +170,7 @@ func (n *nic) receive(p *packet) {
 		// not from the connected peer: silently dropped, as on hardware
 	default:
 		q.receive(p)
+		n.activate(q) // an ACK or response may have opened the send window
 	}
 	n.c.freePacket(p)
 }

@@ -69,8 +69,9 @@ type qp struct {
 	// RC requester reliability.
 	retries    int
 	rnrRetries int
-	timerGen   uint64
-	timerOn    bool
+	timerOn    bool        // the local ACK timer is running
+	timerAt    fabric.Time // when it expires
+	timerEv    bool        // a timer event is queued (at or before timerAt)
 	rnrUntil   fabric.Time
 
 	// Receive queue ring.
@@ -163,7 +164,7 @@ func (q *qp) Destroy() error {
 	}
 	q.destroyed = true
 	q.state = fabric.StateReset
-	q.timerGen++
+	q.timerOn = false
 	q.pd.users--
 	q.scq.users--
 	q.rcq.users--
@@ -259,7 +260,6 @@ func (q *qp) reset() {
 	q.rqHead, q.rqTail = 0, 0
 	q.reads, q.readHead, q.rdOut = q.reads[:0], 0, 0
 	q.ackOn, q.nakSent, q.inMsg, q.timerOn = false, false, false, false
-	q.timerGen++
 }
 
 func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {

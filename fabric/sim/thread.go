@@ -3,17 +3,20 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
-	"runtime"
 	"runtime/debug"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
-// thread is a simulated thread. Its goroutine runs only while it holds the
-// baton (Cluster.cur == thread). It keeps its own clock, local, which may run
-// ahead of the cluster's clock while the thread only computes; it catches
-// up (sync) before it observes or changes shared state.
+// thread is a simulated thread: a coroutine (iter.Pull) that runs only
+// while the cluster resumes it, so exactly one piece of code runs at a time
+// and switching between threads costs a coroutine switch, not a scheduler
+// round trip. It keeps its own clock, local, which may run ahead of the
+// cluster's clock while the thread only computes; it catches up (sync)
+// before it observes or changes shared state. While it catches up it fires
+// network events itself, and yields only when another thread's turn comes.
 type thread struct {
 	c     *Cluster
 	node  *node
@@ -21,137 +24,181 @@ type thread struct {
 	core  int
 	local fabric.Time
 	gen   uint64 // wake events carry the generation they were made for
-	wake  chan struct{}
 	rng   *rand.Rand
 
-	done, exiting bool
-	syncTick      uint64 // Cluster.sigCounter at the last synchronization
-	waitSince     fabric.Time
-	waitOn        any
+	next  func() (struct{}, bool) // resume the coroutine
+	stop  func()                  // abort it
+	yield func(struct{}) bool     // inside the coroutine: give control back
+
+	done      bool
+	syncTick  uint64 // Cluster.sigCounter at the last synchronization
+	waitSince fabric.Time
+	waitOn    any
 
 	busy, idle fabric.Duration // CPU work and time spent waiting
+
+	tIdx int         // position in the timer heap, -1 when no deadline is armed
+	tAt  fabric.Time // armed deadline
+	tSeq uint64
 }
 
 var _ fabric.Thread = (*thread)(nil)
 
 func (th *thread) handle(uint64, *packet) {}
 
+// errAbort unwinds a thread's coroutine when the run is aborted.
+type errAbort struct{}
+
 func (c *Cluster) spawn(n *node, name string, core int, start fabric.Time, fn func(fabric.Thread) error) {
-	th := &thread{c: c, node: n, name: name, core: core, local: start, wake: make(chan struct{}),
-		rng: c.rng("thread/" + name)}
+	th := &thread{c: c, node: n, name: name, core: core, local: start, rng: c.rng("thread/" + name), tIdx: -1}
+	th.next, th.stop = iter.Pull(func(yield func(struct{}) bool) {
+		th.yield = yield
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(errAbort); !ok {
+					panic(r)
+				}
+			}
+		}()
+		err := th.call(fn)
+		th.done = true
+		c.live--
+		if err != nil {
+			c.fail(fmt.Errorf("%s: %w", th.name, err))
+		}
+	})
 	c.threads = append(c.threads, th)
 	c.live++
 	c.schedule(start, th, th.gen, nil)
-	go th.run(fn)
-}
-
-func (th *thread) run(fn func(fabric.Thread) error) {
-	c := th.c
-	completed := false
-	defer func() {
-		if completed {
-			return
-		}
-		// Reached through runtime.Goexit: an abort by the driver, or
-		// t.FailNow (or similar) called inside a simulated thread.
-		if !c.abort {
-			c.live--
-			c.fail(fmt.Errorf("sim: thread %s exited through runtime.Goexit (t.FailNow inside a thread? return an error instead)", th.name))
-		}
-		th.done = true
-		c.cur = nil
-		c.driver.wake <- struct{}{}
-	}()
-	<-th.wake
-	if c.abort {
-		runtime.Goexit()
-	}
-	err := th.call(fn)
-	completed = true
-	th.done = true
-	c.live--
-	if err != nil {
-		c.fail(fmt.Errorf("%s: %w", th.name, err))
-	}
-	th.exiting = true
-	if c.live == 0 || c.stop != nil {
-		th.handTo(c.driver)
-		return
-	}
-	th.loop()
 }
 
 func (th *thread) call(fn func(fabric.Thread) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if _, ok := r.(errAbort); ok {
+				panic(r)
+			}
 			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
 		}
 	}()
 	return fn(th)
 }
 
-// loop fires events as the baton holder until this thread's own wake event
-// fires (it returns and the thread goes on) or another thread's does (the
-// baton passes to it and this goroutine blocks until its own turn).
+// step fires the next event or deadline. It returns the thread whose turn
+// it is (nil when the event was a network event) and stop when the run
+// cannot go on.
+func (c *Cluster) step() (w *thread, stop bool) {
+	ev, tm := c.q.peekEvent(), c.timers.peek()
+	if c.stop == nil {
+		switch {
+		case ev == nil && tm == nil && c.live > 0:
+			c.stop = fmt.Errorf("%w: %s", fabric.ErrDeadlock, c.blocked())
+		case ev == nil && tm == nil:
+			c.stop = errors.New("sim: event queue empty")
+		case ev != nil && ev.at > c.limit && (tm == nil || tm.tAt > c.limit), ev == nil && tm.tAt > c.limit:
+			c.stop = fmt.Errorf("%w: %v simulated; still running: %s", fabric.ErrTimeLimit, c.cfg.TimeLimit, c.blocked())
+		}
+	}
+	if c.stop != nil {
+		return nil, true
+	}
+	if tm != nil && (ev == nil || tm.tAt < ev.at || tm.tAt == ev.at && tm.tSeq < ev.seq) {
+		// A Wait deadline passed.
+		c.timers.clear(tm)
+		c.now = tm.tAt
+		c.events++
+		c.mix(uint64(tm.tAt))
+		w = tm
+	} else {
+		e := c.q.pop()
+		c.fire(&e)
+		var ok bool
+		if w, ok = e.h.(*thread); !ok || e.arg != w.gen {
+			return nil, false
+		}
+		c.timers.clear(w)
+	}
+	w.gen++
+	return w, false
+}
+
+// loop fires events until this thread's own turn comes (it returns and the
+// thread goes on), handing over to another thread whose turn comes first.
 func (th *thread) loop() {
 	c := th.c
 	for {
-		if c.stop == nil {
-			at, ok := c.q.peek()
-			switch {
-			case !ok && c.live > 0:
-				c.stop = fmt.Errorf("%w: %s", fabric.ErrDeadlock, c.blocked())
-			case !ok:
-				c.stop = errors.New("sim: event queue empty")
-			case at > c.limit:
-				c.stop = fmt.Errorf("%w: %v simulated; still running: %s", fabric.ErrTimeLimit, c.cfg.TimeLimit, c.blocked())
-			}
-		}
-		if c.stop != nil {
-			if th != c.driver {
-				th.handTo(c.driver)
-			}
+		w, stop := c.step()
+		switch {
+		case stop:
+			th.suspend()
+			return
+		case w == nil:
+		case w == th:
+			return
+		default:
+			c.handover = w
+			th.suspend()
 			return
 		}
-		ev := c.q.pop()
-		c.fire(&ev)
-		w, ok := ev.h.(*thread)
-		if !ok || ev.arg != w.gen {
-			continue
-		}
-		w.gen++
-		if w == th {
-			return
-		}
-		th.handTo(w)
-		return
 	}
 }
 
-// handTo passes the baton to another thread and, unless this thread is
-// exiting, blocks until the baton comes back.
-func (th *thread) handTo(to *thread) {
-	c := th.c
-	c.cur = to
-	if to == c.driver {
+// suspend gives control back to the driver until this thread is resumed.
+func (th *thread) suspend() {
+	if !th.yield(struct{}{}) {
+		panic(errAbort{})
+	}
+}
+
+// drive is the run's scheduler: it fires events and resumes threads whose
+// turn has come until every thread has returned or the run must stop.
+func (c *Cluster) drive() {
+	for c.live > 0 && c.stop == nil {
+		w := c.handover
+		c.handover = nil
+		if w == nil {
+			var stop bool
+			if w, stop = c.step(); stop {
+				return
+			}
+			if w == nil {
+				continue
+			}
+		}
+		c.handoffs++
+		c.cur = w
+		if _, ok := w.next(); !ok {
+			w.done = true
+		}
 		c.cur = nil
 	}
-	to.wake <- struct{}{}
-	if th.exiting {
-		return
-	}
-	<-th.wake
-	if c.abort && th != c.driver {
-		runtime.Goexit()
-	}
 }
 
-// syncTo brings the cluster's clock to at, firing every earlier event.
+// syncTo brings the cluster's clock to at, firing every earlier event. It
+// queues a wake-up for itself only when another thread's turn comes first.
 func (th *thread) syncTo(at fabric.Time) {
 	c := th.c
-	if next, ok := c.q.peek(); (!ok || next > at) && at <= c.limit {
-		c.now = at // nothing happens before at: no need to queue a wake
-	} else {
+	for at <= c.limit {
+		next, ok := c.nextAt()
+		if !ok || next > at {
+			c.now = at
+			th.local = at
+			th.syncTick = c.sigCounter
+			return
+		}
+		w, stop := c.step()
+		if stop {
+			th.suspend()
+			return
+		}
+		if w != nil && w != th {
+			c.schedule(at, th, th.gen, nil)
+			c.handover = w
+			th.suspend()
+			break
+		}
+	}
+	if c.now < at { // beyond the time limit: let the loop stop the run
 		c.schedule(at, th, th.gen, nil)
 		th.loop()
 	}
@@ -216,7 +263,8 @@ func (th *thread) Wait(deadline fabric.Time, on ...fabric.Waitable) {
 		s.waiters = append(s.waiters, waiter{th, th.gen})
 	}
 	if deadline != fabric.Forever {
-		th.wakeAt(deadline)
+		th.c.q.seq++
+		th.c.timers.set(th, deadline, th.c.q.seq)
 	}
 	var what any = "nothing (deadline only)"
 	if len(on) > 0 {
@@ -264,7 +312,7 @@ func sigOf(w fabric.Waitable) *sigbase {
 	return s.sig()
 }
 
-// current returns the thread holding the baton, or nil for the driver.
+// current returns the running thread, or nil outside any thread.
 func (c *Cluster) current() *thread { return c.cur }
 
 // enter is called at the start of every verb: the calling thread catches up

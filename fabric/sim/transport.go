@@ -36,7 +36,13 @@ func (q *qp) handle(arg uint64, _ *packet) {
 			q.sqHead++
 		}
 	case qpTimer:
-		if v == q.timerGen&valMask && q.timerOn {
+		q.timerEv = false
+		switch {
+		case !q.timerOn:
+		case q.c.now < q.timerAt: // re-armed since: sleep on
+			q.timerEv = true
+			q.c.schedule(q.timerAt, q, qpTimer, nil)
+		default:
 			q.timeout()
 		}
 	}
@@ -60,11 +66,18 @@ func (q *qp) hasOutput() bool {
 	return !(e.wr.Op == fabric.OpRead && q.rdOut >= q.attr.MaxRdAtomic)
 }
 
-// nextPacket builds the next packet q sends: a pending ACK/NAK first, then
-// RDMA Read responses, then the send queue.
+// nextPacket builds the next packet q sends: queued RDMA Read responses
+// first, then a pending ACK/NAK, then the send queue. Responses leave in
+// PSN order, as on hardware: an ACK (or NAK) is generated for a request
+// that came after every queued read, so it must not overtake their
+// responses, or the requester would take it as an implicit NAK of the read
+// and ask for it again, forever if reads and sends keep alternating.
 func (q *qp) nextPacket() *packet {
 	if !q.hasOutput() {
 		return nil
+	}
+	if q.readHead < len(q.reads) {
+		return q.readResponse()
 	}
 	if q.ackOn {
 		q.ackOn = false
@@ -77,9 +90,6 @@ func (q *qp) nextPacket() *packet {
 		q.nakCode = 0
 		p.setWire()
 		return p
-	}
-	if q.readHead < len(q.reads) {
-		return q.readResponse()
 	}
 	e := &q.sq[q.sqTx%uint64(len(q.sq))]
 	if e.bad != fabric.StatusSuccess {
@@ -216,20 +226,22 @@ func (q *qp) flushRecvs() {
 	}
 }
 
+// armTimer (re)starts the local ACK timer. Re-arming only moves the
+// deadline; at most one timer event per queue pair is ever queued.
 func (q *qp) armTimer() {
-	q.timerGen++
 	if q.attr.Timeout == 0 {
 		q.timerOn = false
 		return
 	}
 	q.timerOn = true
-	q.c.schedule(q.c.now.Add(fabric.AckTimeout(q.attr.Timeout)), q, qpTimer|q.timerGen&valMask, nil)
+	q.timerAt = q.c.now.Add(fabric.AckTimeout(q.attr.Timeout))
+	if !q.timerEv {
+		q.timerEv = true
+		q.c.schedule(q.timerAt, q, qpTimer, nil)
+	}
 }
 
-func (q *qp) stopTimer() {
-	q.timerOn = false
-	q.timerGen++
-}
+func (q *qp) stopTimer() { q.timerOn = false }
 
 // timeout handles the local ACK timer: retransmit from the oldest
 // unacknowledged packet, or fail after retry_cnt attempts.

@@ -1,0 +1,293 @@
+package perftest
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// stall is how long a loop may see no completion before it reports the
+// run as stuck instead of waiting forever.
+const stall = fabric.Second
+
+// target is one queue pair a sender drives.
+type target struct {
+	qp     fabric.QP
+	local  fabric.SGE
+	remote fabric.QPInfo
+	ah     fabric.AH
+	posted int
+	done   int
+	last   fabric.Time // time of the previous completion
+}
+
+func (m *mesh) targets(size int) []target {
+	var ts []target
+	for p := range m.qps {
+		for k, qp := range m.qps[p] {
+			t := target{qp: qp, local: m.slot(p, k, size), remote: m.remote[p][k]}
+			if m.ahs != nil {
+				t.ah = m.ahs[p]
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+func meshFor(th fabric.Thread, peers []int, cfg *Config) (*mesh, error) {
+	slot := cfg.Size
+	if cfg.Conn == fabric.UD {
+		slot += fabric.GRHBytes
+	}
+	if cfg.Test == "write_lat" {
+		slot *= 2 // an outgoing half and an incoming half
+	}
+	nq := max(len(peers), 1) * cfg.QPs
+	depth := min((cfg.TxDepth+cfg.RxDepth)*nq+16, th.Node().Device().Attr().MaxCQE)
+	inline := min(cfg.Inline, cfg.Size)
+	return connectMesh(th, peers, meshOpts{typ: cfg.Conn, qps: cfg.QPs, slotBytes: slot, sendWR: cfg.TxDepth,
+		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth})
+}
+
+// bandwidth runs send_bw, write_bw or read_bw between this node and peer.
+func bandwidth(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult, error) {
+	m, err := meshFor(th, []int{peer}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	send := cfg.Test == "send_bw"
+	var rx *receiver
+	if send && !client {
+		if rx, err = newReceiver(m, cfg); err != nil {
+			return nil, err
+		}
+	}
+	oob := th.Node().OOB()
+	if err := oob.Barrier("bw-ready"); err != nil {
+		return nil, err
+	}
+	var r *nodeResult
+	if client {
+		op := map[string]fabric.Opcode{"send_bw": fabric.OpSend, "write_bw": fabric.OpWrite, "read_bw": fabric.OpRead}[cfg.Test]
+		r, err = sendLoop(th, m, cfg, op)
+	} else if rx != nil {
+		_, err = rx.run(th, cfg.Iters*cfg.QPs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, oob.Barrier("bw-done")
+}
+
+// allToAll has every node send to every other node while a second thread
+// receives; each node reports what it received.
+func allToAll(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
+	me := th.Node().ID()
+	var peers []int
+	for i := 0; i < nodes; i++ {
+		if i != me {
+			peers = append(peers, i)
+		}
+	}
+	m, err := meshFor(th, peers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rx, err := newReceiver(m, cfg)
+	if err != nil {
+		return nil, err
+	}
+	oob := th.Node().OOB()
+	if err := oob.Barrier("a2a-ready"); err != nil {
+		return nil, err
+	}
+	var got *nodeResult
+	var finished atomic.Bool
+	doneSig := th.Node().NewSignal()
+	th.Spawn("receiver", min(1, th.Node().Cores()-1), func(rt fabric.Thread) error {
+		defer func() { finished.Store(true); doneSig.Notify() }()
+		r, err := rx.run(rt, cfg.Iters*cfg.QPs*len(peers))
+		got = r
+		return err
+	})
+	if _, err := sendLoop(th, m, cfg, fabric.OpSend); err != nil {
+		return nil, err
+	}
+	for !finished.Load() {
+		th.Wait(fabric.Forever, doneSig)
+	}
+	return got, oob.Barrier("a2a-done")
+}
+
+// sendLoop keeps up to TxDepth requests outstanding on every target until
+// each has carried Iters messages, signaling one request in CQMod.
+func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeResult, error) {
+	ts := m.targets(cfg.Size)
+	for i := range ts {
+		ts[i].last = th.Now()
+	}
+	total := cfg.Iters * len(ts)
+	wrs := make([]fabric.SendWR, 0, cfg.TxDepth)
+	wcs := make([]fabric.WC, 64)
+	var segs []segment
+	inline := cfg.Size <= cfg.Inline && op != fabric.OpRead
+	r := &nodeResult{ok: true, start: th.Now()}
+	completed, lastProgress := 0, th.Now()
+	for completed < total {
+		for i := range ts {
+			t := &ts[i]
+			room := min(cfg.TxDepth-(t.posted-t.done), cfg.Iters-t.posted)
+			if room <= 0 {
+				continue
+			}
+			wrs = wrs[:0]
+			for j := 0; j < room; j++ {
+				idx := t.posted + j
+				wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: t.local,
+					RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, AH: t.ah, RemoteQPN: t.remote.QPN, QKey: qkey}
+				if (idx+1)%cfg.CQMod == 0 || idx+1 == cfg.Iters {
+					wr.Flags |= fabric.Signaled
+				}
+				if inline {
+					wr.Flags |= fabric.Inline
+				}
+				wrs = append(wrs, wr)
+			}
+			n, err := t.qp.PostSend(wrs)
+			t.posted += n
+			if err != nil {
+				return nil, err
+			}
+		}
+		n, err := m.scq.Poll(wcs)
+		if err != nil {
+			return nil, err
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != fabric.StatusSuccess {
+				return nil, &fabric.CompletionError{WC: wc, Node: m.node.ID()}
+			}
+			t := &ts[wc.ID>>32]
+			idx := int(wc.ID&0xffffffff) + 1
+			completed += idx - t.done
+			segs = append(segs, segment{t.last, th.Now(), int64(idx-t.done) * int64(cfg.Size)})
+			t.done, t.last = idx, th.Now()
+		}
+		now := th.Now()
+		if n > 0 {
+			lastProgress = now
+			continue
+		}
+		if now.Sub(lastProgress) > stall {
+			return nil, fmt.Errorf("perftest: node %d: no send completion for %v (%d of %d done)", m.node.ID(), stall, completed, total)
+		}
+		th.Wait(lastProgress.Add(stall+1), m.scq)
+	}
+	r.end = th.Now()
+	r.bytes, r.msgs = int64(total)*int64(cfg.Size), int64(total)
+	r.peak = peakRate(segs, r.start, r.end)
+	return r, nil
+}
+
+// receiver keeps RxDepth receives posted on every queue pair of a mesh.
+type receiver struct {
+	m    *mesh
+	cfg  *Config
+	qps  []fabric.QP
+	sges []fabric.SGE
+	wrs  []fabric.RecvWR
+}
+
+func newReceiver(m *mesh, cfg *Config) (*receiver, error) {
+	rx := &receiver{m: m, cfg: cfg}
+	for p := range m.qps {
+		for k, qp := range m.qps[p] {
+			rx.qps = append(rx.qps, qp)
+			rx.sges = append(rx.sges, m.slot(p, k, m.slotBytes))
+		}
+	}
+	for i := range rx.qps {
+		if err := rx.post(i, cfg.RxDepth); err != nil {
+			return nil, err
+		}
+	}
+	return rx, nil
+}
+
+func (rx *receiver) post(i, n int) error {
+	rx.wrs = rx.wrs[:0]
+	for j := 0; j < n; j++ {
+		rx.wrs = append(rx.wrs, fabric.RecvWR{ID: uint64(i), Local: rx.sges[i]})
+	}
+	_, err := rx.qps[i].PostRecv(rx.wrs)
+	return err
+}
+
+// run receives until expected messages arrived (or, for UD, until the
+// senders have clearly stopped) and reposts every consumed receive.
+func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
+	m := rx.m
+	ud := rx.cfg.Conn == fabric.UD
+	idle := stall
+	if ud {
+		idle = fabric.Millisecond // datagrams that found no receive are gone
+	}
+	wcs := make([]fabric.WC, 64)
+	repost := make([]int, len(rx.qps))
+	var segs []segment
+	r := &nodeResult{ok: true}
+	got, last := 0, th.Now()
+	var prevBytes int64
+	for got < expected {
+		n, err := m.rcq.Poll(wcs)
+		if err != nil {
+			return nil, err
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != fabric.StatusSuccess {
+				return nil, &fabric.CompletionError{WC: wc, Node: m.node.ID()}
+			}
+			if got == 0 {
+				r.start = th.Now()
+			}
+			got++
+			b := wc.Bytes
+			if ud {
+				b -= fabric.GRHBytes
+			}
+			r.bytes += int64(b)
+			repost[wc.ID]++
+		}
+		now := th.Now()
+		if n > 0 {
+			if got > n {
+				segs = append(segs, segment{last, now, r.bytes - prevBytes})
+			}
+			prevBytes = r.bytes
+			for i, k := range repost {
+				if k > 0 {
+					if err := rx.post(i, k); err != nil {
+						return nil, err
+					}
+					repost[i] = 0
+				}
+			}
+			last = now
+			continue
+		}
+		if now.Sub(last) > idle {
+			if ud {
+				break
+			}
+			return nil, fmt.Errorf("perftest: node %d: no receive for %v (%d of %d arrived)", m.node.ID(), idle, got, expected)
+		}
+		th.Wait(last.Add(idle+1), m.rcq)
+	}
+	r.end = last
+	r.msgs = int64(got)
+	r.dropped = int64(expected - got)
+	r.peak = peakRate(segs, r.start, r.end)
+	return r, nil
+}

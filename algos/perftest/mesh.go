@@ -1,0 +1,141 @@
+package perftest
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// mesh is one node's queue pairs to a set of peers: qps per peer, all on
+// one protection domain, one send CQ, one receive CQ and one memory region
+// holding a slot of slotBytes per queue pair.
+type mesh struct {
+	node      fabric.Node
+	pd        fabric.PD
+	scq, rcq  fabric.CQ
+	mr        fabric.MR
+	slotBytes int
+	peers     []int
+	qps       [][]fabric.QP     // [peer index][k]
+	remote    [][]fabric.QPInfo // the peer's matching queue pair and slot
+	psn       [][]uint32        // our first PSN per queue pair
+	ahs       []fabric.AH       // UD: per peer
+}
+
+type meshOpts struct {
+	typ       fabric.QPType
+	qps       int
+	slotBytes int
+	sendWR    int
+	recvWR    int
+	inline    int
+	cqDepth   int
+}
+
+const qkey = 0x1ee7
+
+// slot returns the SGE of queue pair k of peer index p.
+func (m *mesh) slot(p, k, n int) fabric.SGE {
+	return m.mr.SGE((p*len(m.qps[p])+k)*m.slotBytes, n)
+}
+
+// connectMesh builds queue pairs to every peer and connects them through
+// one out-of-band all-gather. Every node of the cluster must call it (a
+// node with no peers passes none).
+func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
+	n := th.Node()
+	dev := n.Device()
+	m := &mesh{node: n, slotBytes: o.slotBytes, peers: peers}
+	var err error
+	if m.pd, err = dev.AllocPD(); err != nil {
+		return nil, err
+	}
+	if m.scq, err = dev.CreateCQ(o.cqDepth); err != nil {
+		return nil, err
+	}
+	if m.rcq, err = dev.CreateCQ(o.cqDepth); err != nil {
+		return nil, err
+	}
+	total := max(len(peers)*o.qps*o.slotBytes, 1)
+	if m.mr, err = m.pd.RegMR(total, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead); err != nil {
+		return nil, err
+	}
+	// Wire format: per (peer, k): peer id (4 bytes) then a QPInfo.
+	var blob []byte
+	for pi, peer := range peers {
+		m.qps = append(m.qps, nil)
+		m.psn = append(m.psn, nil)
+		for k := 0; k < o.qps; k++ {
+			qp, err := m.pd.CreateQP(fabric.QPInit{Type: o.typ, SendCQ: m.scq, RecvCQ: m.rcq,
+				Caps: fabric.QPCaps{MaxSendWR: o.sendWR, MaxRecvWR: o.recvWR, MaxInline: o.inline}})
+			if err != nil {
+				return nil, err
+			}
+			if err := qp.Modify(fabric.StateInit, fabric.QPAttr{QKey: qkey,
+				Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
+				return nil, err
+			}
+			m.qps[pi] = append(m.qps[pi], qp)
+			info := qp.Info()
+			info.PSN = uint32(th.Rand().IntN(1 << 24))
+			m.psn[pi] = append(m.psn[pi], info.PSN)
+			s := m.slot(pi, k, m.slotBytes)
+			info.Addr, info.RKey, info.Bytes = s.Addr, m.mr.RKey(), uint64(m.slotBytes)
+			enc, _ := info.MarshalBinary()
+			blob = binary.BigEndian.AppendUint32(blob, uint32(peer))
+			blob = append(blob, enc...)
+		}
+	}
+	all, err := n.OOB().AllGather("perftest-mesh", blob)
+	if err != nil {
+		return nil, err
+	}
+	const rec = 4 + fabric.QPInfoWireBytes
+	for pi, peer := range peers {
+		b := all[peer]
+		var mine []fabric.QPInfo
+		for len(b) >= rec {
+			if int(binary.BigEndian.Uint32(b)) == n.ID() {
+				var info fabric.QPInfo
+				if err := info.UnmarshalBinary(b[4:rec]); err != nil {
+					return nil, fmt.Errorf("perftest: from node %d: %w", peer, err)
+				}
+				mine = append(mine, info)
+			}
+			b = b[rec:]
+		}
+		if len(mine) != o.qps {
+			return nil, fmt.Errorf("perftest: node %d offered %d queue pairs to node %d, want %d (do both run the same -q?)",
+				peer, len(mine), n.ID(), o.qps)
+		}
+		m.remote = append(m.remote, mine)
+		if o.typ == fabric.UD {
+			ah, err := m.pd.CreateAH(mine[0].Address())
+			if err != nil {
+				return nil, err
+			}
+			m.ahs = append(m.ahs, ah)
+		}
+		for k, qp := range m.qps[pi] {
+			if err := connect(qp, m.psn[pi][k], mine[k], o.typ); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func connect(qp fabric.QP, psn uint32, peer fabric.QPInfo, typ fabric.QPType) error {
+	if typ == fabric.UD {
+		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{}); err != nil {
+			return err
+		}
+		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: psn})
+	}
+	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Address(), RemotePSN: peer.PSN,
+		MinRNRTimer: 12, MaxDestRdAtomic: 16}); err != nil {
+		return err
+	}
+	return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: psn, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
+}

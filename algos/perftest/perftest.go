@@ -1,0 +1,256 @@
+// Package perftest runs perftest-style microbenchmarks (ib_send_bw,
+// ib_write_bw, ib_read_bw, ib_send_lat, ib_write_lat, and an all-to-all
+// bandwidth test) over any fabric backend. Flags, defaults and reported
+// columns follow perftest so that numbers from the simulator and from a
+// real cluster can be compared directly.
+//
+// Bandwidth tests pair node 2i (client) with node 2i+1 (server) and report
+// the mean over pairs; the all-to-all test has every node send to every
+// other node. Latency tests report one-way latency as half the round trip.
+package perftest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Tests lists the supported test names.
+var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "alltoall_bw"}
+
+// Config is one benchmark run. Zero values take perftest's defaults.
+type Config struct {
+	Test    string        // one of Tests
+	Size    int           // message size in bytes (-s); default 65536 for bandwidth, 2 for latency
+	Iters   int           // messages per queue pair (-n); default 5000 (bandwidth), 1000 (latency)
+	QPs     int           // queue pairs per peer (-q); default 1
+	Conn    fabric.QPType // transport (-c); default RC
+	TxDepth int           // outstanding sends per queue pair (-t); default 128
+	RxDepth int           // receives posted per queue pair (-r); default 512
+	CQMod   int           // signal one send in CQMod (-Q); default 100
+	Inline  int           // largest inline message (-I); default 220 (perftest's write default)
+}
+
+// ErrConfig reports an invalid benchmark configuration.
+var ErrConfig = errors.New("perftest: invalid configuration")
+
+func (c *Config) bandwidth() bool { return strings.HasSuffix(c.Test, "_bw") }
+
+// Normalize fills defaults and checks the configuration for a cluster of
+// nodes nodes, naming the offending flag.
+func (c *Config) Normalize(nodes int) error {
+	known := false
+	for _, t := range Tests {
+		known = known || t == c.Test
+	}
+	if !known {
+		return fmt.Errorf("%w: unknown test %q; choose one of %s", ErrConfig, c.Test, strings.Join(Tests, ", "))
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if c.bandwidth() {
+		def(&c.Size, 65536)
+		def(&c.Iters, 5000)
+	} else {
+		def(&c.Size, 2)
+		def(&c.Iters, 1000)
+	}
+	def(&c.QPs, 1)
+	def(&c.TxDepth, 128)
+	def(&c.RxDepth, 512)
+	def(&c.CQMod, 100)
+	if c.Inline == 0 {
+		c.Inline = 220
+	}
+	if c.Conn == 0 {
+		c.Conn = fabric.RC
+	}
+	switch {
+	case c.Size < 1:
+		return fmt.Errorf("%w: -s %d: message size must be at least 1 byte", ErrConfig, c.Size)
+	case c.Size > 1<<30:
+		return fmt.Errorf("%w: -s %d: message size above 1 GiB", ErrConfig, c.Size)
+	case c.Iters < 1:
+		return fmt.Errorf("%w: -n %d: need at least one iteration", ErrConfig, c.Iters)
+	case c.QPs < 1 || c.QPs > 1<<16:
+		return fmt.Errorf("%w: -q %d: queue pairs per peer must be 1..65536", ErrConfig, c.QPs)
+	case c.TxDepth < 1 || c.RxDepth < 1 || c.CQMod < 1:
+		return fmt.Errorf("%w: -t, -r and -Q must be positive", ErrConfig)
+	case c.Inline < 0:
+		return fmt.Errorf("%w: -I %d: inline size must not be negative", ErrConfig, c.Inline)
+	case nodes < 2:
+		return fmt.Errorf("%w: --nodes %d: every test needs at least 2 nodes", ErrConfig, nodes)
+	case c.Test != "alltoall_bw" && nodes%2 != 0:
+		return fmt.Errorf("%w: --nodes %d: %s pairs nodes (client 2i, server 2i+1); use an even count", ErrConfig, nodes, c.Test)
+	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw":
+		return fmt.Errorf("%w: -c UD: %s needs RDMA operations, which UD does not have; use RC or UC", ErrConfig, c.Test)
+	case c.Conn == fabric.UC && (c.Test == "read_bw"):
+		return fmt.Errorf("%w: -c UC: RDMA Read needs RC", ErrConfig)
+	case c.Conn == fabric.UD && c.Size > 4096:
+		return fmt.Errorf("%w: -s %d with -c UD: a UD message is at most one MTU (4096 bytes)", ErrConfig, c.Size)
+	case !c.bandwidth() && c.QPs != 1:
+		return fmt.Errorf("%w: -q %d: latency tests use one queue pair", ErrConfig, c.QPs)
+	case c.TxDepth > 32768 || c.RxDepth > 32768:
+		return fmt.Errorf("%w: -t %d / -r %d above the usual device limit of 32768 work requests", ErrConfig, c.TxDepth, c.RxDepth)
+	}
+	if c.CQMod > c.TxDepth {
+		c.CQMod = c.TxDepth
+	}
+	return nil
+}
+
+// Result is one benchmark's outcome in the microbenchmark record of
+// docs/results.md. Bandwidth is in Gb/s (10^9 bit/s), as perftest's
+// --report_gbits; latencies are one-way, in microseconds.
+type Result struct {
+	Test        string  `json:"test"`
+	Backend     string  `json:"backend"`
+	Profile     string  `json:"profile,omitempty"`
+	Nodes       int     `json:"nodes"`
+	Conn        string  `json:"conn"`
+	Bytes       int     `json:"bytes"`
+	Iterations  int     `json:"iterations"`
+	QPs         int     `json:"qps"`
+	BWPeakGbps  float64 `json:"bw_peak_gbps"`
+	BWAvgGbps   float64 `json:"bw_avg_gbps"`
+	MsgRateMpps float64 `json:"msg_rate_mpps"`
+	TMinUS      float64 `json:"t_min_us,omitempty"`
+	TTypicalUS  float64 `json:"t_typical_us,omitempty"`
+	TAvgUS      float64 `json:"t_avg_us,omitempty"`
+	TP99US      float64 `json:"t_p99_us,omitempty"`
+	TMaxUS      float64 `json:"t_max_us,omitempty"`
+	// Messages a UD receiver never saw (no receive posted in time).
+	Dropped int64 `json:"dropped,omitempty"`
+	// DurationUS is the measured interval, slowest node, microseconds.
+	DurationUS float64 `json:"duration_us"`
+}
+
+// nodeResult is what one measuring node reports.
+type nodeResult struct {
+	ok      bool
+	bytes   int64
+	msgs    int64
+	start   fabric.Time
+	end     fabric.Time
+	peak    float64 // bytes per second
+	lat     []fabric.Duration
+	dropped int64
+}
+
+// Run runs cfg on f. cfg must have been normalized for f.Size() nodes.
+func Run(f fabric.Fabric, cfg Config) (*Result, error) {
+	if err := cfg.Normalize(f.Size()); err != nil {
+		return nil, err
+	}
+	res := make([]nodeResult, f.Size())
+	err := f.Run(func(th fabric.Thread) error {
+		r, err := runNode(th, f.Size(), &cfg)
+		if r != nil {
+			res[th.Node().ID()] = *r
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return summarize(f, &cfg, res), nil
+}
+
+func runNode(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
+	me := th.Node().ID()
+	switch cfg.Test {
+	case "alltoall_bw":
+		return allToAll(th, nodes, cfg)
+	case "send_lat", "write_lat":
+		return latency(th, me^1, me%2 == 0, cfg)
+	default:
+		return bandwidth(th, me^1, me%2 == 0, cfg)
+	}
+}
+
+func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
+	out := &Result{Test: cfg.Test, Backend: f.Backend(), Nodes: f.Size(), Conn: cfg.Conn.String(), Bytes: cfg.Size,
+		Iterations: cfg.Iters, QPs: cfg.QPs}
+	var bw, peak, rate float64
+	var lats []fabric.Duration
+	n := 0
+	for _, r := range res {
+		if !r.ok {
+			continue
+		}
+		n++
+		d := r.end.Sub(r.start).Seconds()
+		if d > 0 {
+			bw += float64(r.bytes) * 8 / d / 1e9
+			rate += float64(r.msgs) / d / 1e6
+		}
+		peak += r.peak * 8 / 1e9
+		out.DurationUS = math.Max(out.DurationUS, r.end.Sub(r.start).Seconds()*1e6)
+		lats = append(lats, r.lat...)
+		out.Dropped += r.dropped
+	}
+	if n > 0 {
+		out.BWAvgGbps, out.BWPeakGbps, out.MsgRateMpps = bw/float64(n), math.Max(peak/float64(n), bw/float64(n)), rate/float64(n)
+	}
+	if len(lats) > 0 {
+		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+		var sum fabric.Duration
+		for _, l := range lats {
+			sum += l
+		}
+		us := func(d fabric.Duration) float64 { return d.Microseconds() }
+		out.TMinUS, out.TMaxUS = us(lats[0]), us(lats[len(lats)-1])
+		out.TTypicalUS = us(lats[len(lats)/2])
+		out.TAvgUS = us(sum) / float64(len(lats))
+		out.TP99US = us(lats[min(len(lats)-1, len(lats)*99/100)])
+	}
+	return out
+}
+
+// segment is a batch of bytes known to have completed during (from, to]:
+// one signaled completion covers the CQMod requests since the previous one
+// of its queue pair.
+type segment struct {
+	from, to fabric.Time
+	bytes    int64
+}
+
+// peakRate is perftest's "BW peak": the best rate over twenty equal slices
+// of the run, each batch's bytes spread evenly over the interval in which
+// they completed (completions arrive in bursts; counting a burst at one
+// instant would report rates above the line rate).
+func peakRate(segs []segment, start, end fabric.Time) float64 {
+	const tiles = 20
+	w := end.Sub(start) / tiles
+	if w <= 0 || len(segs) == 0 {
+		return 0
+	}
+	var sum [tiles]float64
+	for _, s := range segs {
+		d := s.to.Sub(s.from)
+		if d <= 0 {
+			d = 1
+			s.from = s.to - 1
+		}
+		for k := 0; k < tiles; k++ {
+			a := start.Add(w * fabric.Duration(k))
+			b := a.Add(w)
+			lo, hi := max(a, s.from), min(b, s.to)
+			if hi > lo {
+				sum[k] += float64(s.bytes) * float64(hi-lo) / float64(d)
+			}
+		}
+	}
+	best := 0.0
+	for _, v := range sum {
+		best = math.Max(best, v/w.Seconds())
+	}
+	return best
+}

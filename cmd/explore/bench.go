@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// benchFlags are the flags shared by bench and overview.
+type benchFlags struct {
+	cfg     perftest.Config
+	conn    string
+	nodes   int
+	profile string
+	seed    uint64
+	jsonOut bool
+	all     bool
+	payload bool
+	backend string
+}
+
+func benchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench TEST",
+		Short: "perftest-style microbenchmark: " + strings.Join(perftest.Tests, ", "),
+		Long: `bench runs one microbenchmark in the style of perftest (ib_send_bw, ib_write_bw,
+ib_read_bw, ib_send_lat, ib_write_lat) plus alltoall_bw, in which every node sends
+to every other node. Flags and columns follow perftest; bandwidth is in Gb/s.
+
+Bandwidth tests pair node 2i (client) with node 2i+1 (server) and report the mean
+over pairs. The "bound" column is the link's payload rate after line encoding and
+per-packet headers for that message size.`,
+		Example: `  explore bench send_bw -s 65536 --profile edr-cx4
+  explore bench read_bw -a
+  explore bench send_lat -s 8 --json
+  explore bench alltoall_bw --nodes 8 -s 4096`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.cfg.Test = args[0]
+			return runBench(cmd.OutOrStdout(), &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVarP(&f.cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bandwidth, 2 for latency)")
+	fl.IntVarP(&f.cfg.Iters, "iters", "n", 0, "messages per queue pair (default 5000 for bandwidth, 1000 for latency)")
+	fl.IntVarP(&f.cfg.QPs, "qp", "q", 1, "queue pairs per peer")
+	fl.StringVarP(&f.conn, "connection", "c", "RC", "transport: RC, UC or UD")
+	fl.IntVarP(&f.cfg.TxDepth, "tx-depth", "t", 128, "outstanding sends per queue pair")
+	fl.IntVarP(&f.cfg.RxDepth, "rx-depth", "r", 512, "receives posted per queue pair")
+	fl.IntVarP(&f.cfg.CQMod, "cq-mod", "Q", 100, "signal one send in this many")
+	fl.IntVarP(&f.cfg.Inline, "inline-size", "I", 220, "largest message sent inline")
+	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 bytes to 1 MiB (powers of two)")
+	addCommonFlags(cmd, &f)
+	return cmd
+}
+
+func addCommonFlags(cmd *cobra.Command, f *benchFlags) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.nodes, "nodes", 2, "cluster size")
+	fl.StringVar(&f.profile, "profile", sim.DefaultProfileName, "hardware profile: a built-in name ("+strings.Join(sim.BuiltinProfiles(), ", ")+") or a .yaml path")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the simulated run")
+	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON record per line instead of a table")
+	fl.BoolVar(&f.payload, "payload", false, "move every payload byte (default: size-only, headers and trailers only)")
+	fl.StringVar(&f.backend, "backend", "sim", "backend: sim (ibv needs a build with -tags ibverbs)")
+}
+
+func parseConn(s string) (fabric.QPType, error) {
+	switch strings.ToUpper(s) {
+	case "RC":
+		return fabric.RC, nil
+	case "UC":
+		return fabric.UC, nil
+	case "UD":
+		return fabric.UD, nil
+	}
+	return 0, fmt.Errorf("-c %q: transport must be RC, UC or UD", s)
+}
+
+// benchRow is one finished benchmark with what the table shows beside it.
+type benchRow struct {
+	res   *perftest.Result
+	bound float64
+	wall  time.Duration
+	stats sim.Stats
+}
+
+func runBench(w io.Writer, f *benchFlags) error {
+	if f.backend != "sim" {
+		return fmt.Errorf("--backend %q: only the simulator is available in this build (the ibverbs backend is built with -tags ibverbs)", f.backend)
+	}
+	conn, err := parseConn(f.conn)
+	if err != nil {
+		return err
+	}
+	f.cfg.Conn = conn
+	prof, err := sim.LoadProfile(f.profile)
+	if err != nil {
+		return err
+	}
+	sizes := []int{f.cfg.Size}
+	if f.all {
+		sizes = nil
+		for s := 2; s <= 1<<20; s *= 2 {
+			if conn == fabric.UD && s > prof.Link.MTU {
+				break
+			}
+			sizes = append(sizes, s)
+		}
+	}
+	var rows []benchRow
+	for _, s := range sizes {
+		cfg := f.cfg
+		cfg.Size = s
+		if err := cfg.Normalize(f.nodes); err != nil {
+			return err
+		}
+		row, err := benchOnce(cfg, f, prof)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+		if f.jsonOut {
+			if err := json.NewEncoder(w).Encode(row.res); err != nil {
+				return err
+			}
+		}
+	}
+	if !f.jsonOut {
+		return printBench(w, f, prof, rows)
+	}
+	return nil
+}
+
+func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow, error) {
+	c, err := sim.New(sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload})
+	if err != nil {
+		return benchRow{}, err
+	}
+	defer c.Close()
+	t0 := time.Now()
+	res, err := perftest.Run(c, cfg)
+	if err != nil {
+		return benchRow{}, err
+	}
+	res.Profile = prof.Name
+	if prof.Source() != "builtin" {
+		res.Profile = "file:" + prof.Source()
+	}
+	op := map[string]fabric.Opcode{"write_bw": fabric.OpWrite, "write_lat": fabric.OpWrite, "read_bw": fabric.OpRead}[cfg.Test]
+	return benchRow{res: res, bound: sim.GoodputBound(prof, cfg.Conn, op, cfg.Size), wall: time.Since(t0), stats: c.Stats()}, nil
+}
+
+func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) error {
+	r0 := rows[0].res
+	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, %d QP(s) per peer, seed %d\n",
+		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, r0.QPs, f.seed)
+	t := tablewriter.NewWriter(w)
+	if strings.HasSuffix(r0.Test, "_lat") {
+		t.Header("#bytes", "#iterations", "t_min[usec]", "t_typical[usec]", "t_avg[usec]", "t_99%[usec]", "t_max[usec]")
+		for _, r := range rows {
+			x := r.res
+			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.TMinUS), f2(x.TTypicalUS), f2(x.TAvgUS), f2(x.TP99US), f2(x.TMaxUS))
+		}
+	} else {
+		t.Header("#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "bound[Gb/sec]", "avg/bound")
+		for _, r := range rows {
+			x := r.res
+			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.BWPeakGbps), f2(x.BWAvgGbps),
+				fmt.Sprintf("%.3f", x.MsgRateMpps), f2(r.bound), fmt.Sprintf("%.1f%%", 100*x.BWAvgGbps/r.bound))
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	var wall time.Duration
+	var pkts int64
+	for _, r := range rows {
+		wall += r.wall
+		pkts += r.stats.PacketsSent
+	}
+	fmt.Fprintf(w, "simulated %d packets in %.2fs of wall time (%.2f M packets/s)\n", pkts, wall.Seconds(), float64(pkts)/wall.Seconds()/1e6)
+	return nil
+}
+
+func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+func profilesCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "profiles",
+		Short: "List the built-in hardware profiles",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			t := tablewriter.NewWriter(w)
+			t.Header("profile", "data rate[Gb/s]", "MTU", "switch[ns]", "NIC tx+rx[ns]", "cores", "GHz", "description")
+			for _, name := range sim.BuiltinProfiles() {
+				p, err := sim.LoadProfile(name)
+				if err != nil {
+					return err
+				}
+				t.Append(p.Name, f2(p.DataRateBps()/1e9), fmt.Sprint(p.Link.MTU), fmt.Sprint(p.Switch.LatencyNS),
+					fmt.Sprint(p.NIC.TxLatencyNS+p.NIC.RxLatencyNS), fmt.Sprint(p.Host.Cores), fmt.Sprint(p.Host.GHz), p.Description)
+			}
+			if err := t.Render(); err != nil {
+				return err
+			}
+			fmt.Fprintln(w, "Sources for every number: docs/model.md. Load your own with --profile path/to/profile.yaml.")
+			return nil
+		},
+	}
+}
+
+var _ = os.Stdout

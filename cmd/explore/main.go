@@ -1,0 +1,27 @@
+// Command explore is the rdmashuffle command-line tool: microbenchmarks on
+// the simulated (or real) fabric, and the experiments built on them.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:   "explore",
+		Short: "Explore RDMA data-shuffling designs on a simulated InfiniBand cluster",
+		Long: `explore runs perftest-style microbenchmarks and experiments on a deterministic
+simulated InfiniBand cluster (the default) or, in builds with the ibverbs tag, on
+real hardware.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(benchCmd(), overviewCmd(), profilesCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "explore:", err)
+		os.Exit(2)
+	}
+}

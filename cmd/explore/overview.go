@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// overviewCmd is what `make run` shows: the simulated cluster's basic
+// numbers, the first thing a user checks against their own hardware.
+func overviewCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "overview",
+		Short: "Run the standard microbenchmarks on the default simulated cluster and print a summary",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runOverview(cmd.OutOrStdout(), &f)
+		},
+	}
+	addCommonFlags(cmd, &f)
+	cmd.Flags().Lookup("nodes").DefValue = "8"
+	f.nodes = 8
+	return cmd
+}
+
+func runOverview(w io.Writer, f *benchFlags) error {
+	prof, err := sim.LoadProfile(f.profile)
+	if err != nil {
+		return err
+	}
+	if f.nodes < 2 {
+		return fmt.Errorf("--nodes %d: the overview needs at least 2 nodes", f.nodes)
+	}
+	fmt.Fprintf(w, "rdmashuffle overview: simulated %s cluster (%s)\n", prof.Name, prof.Description)
+	fmt.Fprintf(w, "link data rate %.2f Gb/s after %s encoding, MTU %d, seed %d\n\n", prof.DataRateBps()/1e9, prof.Link.Encoding, prof.Link.MTU, f.seed)
+	type item struct {
+		label string
+		cfg   perftest.Config
+		nodes int
+	}
+	pair := 2
+	items := []item{
+		{"send latency, 8 B (RC, inline)", perftest.Config{Test: "send_lat", Size: 8, Iters: 1000}, pair},
+		{"write latency, 8 B (RC, inline)", perftest.Config{Test: "write_lat", Size: 8, Iters: 1000}, pair},
+		{"send bandwidth, 4 KiB (UD)", perftest.Config{Test: "send_bw", Size: 4096, Iters: 5000, Conn: fabric.UD}, pair},
+		{"send bandwidth, 64 KiB (RC)", perftest.Config{Test: "send_bw", Size: 65536, Iters: 2000}, pair},
+		{"write bandwidth, 64 KiB (RC)", perftest.Config{Test: "write_bw", Size: 65536, Iters: 2000}, pair},
+		{"read bandwidth, 64 KiB (RC)", perftest.Config{Test: "read_bw", Size: 65536, Iters: 2000}, pair},
+		{"write message rate, 32 B, 16 QPs", perftest.Config{Test: "write_bw", Size: 32, Iters: 2000, QPs: 16}, pair},
+		{fmt.Sprintf("all-to-all, %d nodes, 4 KiB (RC)", f.nodes), perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 2000}, f.nodes},
+	}
+	t := tablewriter.NewWriter(w)
+	t.Header("benchmark", "nodes", "result", "bound", "of bound", "sim wall[s]")
+	var pkts int64
+	t0 := time.Now()
+	for _, it := range items {
+		cfg := it.cfg
+		if err := cfg.Normalize(it.nodes); err != nil {
+			return err
+		}
+		ff := *f
+		ff.nodes = it.nodes
+		row, err := benchOnce(cfg, &ff, prof)
+		if err != nil {
+			return fmt.Errorf("%s: %w", it.label, err)
+		}
+		pkts += row.stats.PacketsSent
+		r := row.res
+		var result, bound, frac string
+		if cfg.Test == "send_lat" || cfg.Test == "write_lat" {
+			result = fmt.Sprintf("%.3f us one-way (p99 %.3f)", r.TTypicalUS, r.TP99US)
+			bound, frac = "-", "-"
+		} else if cfg.Size < 256 {
+			result = fmt.Sprintf("%.2f M msg/s", r.MsgRateMpps)
+			bound, frac = "-", "-"
+		} else {
+			result = fmt.Sprintf("%.2f Gb/s", r.BWAvgGbps)
+			bound = fmt.Sprintf("%.2f Gb/s", row.bound)
+			frac = fmt.Sprintf("%.1f%%", 100*r.BWAvgGbps/row.bound)
+		}
+		t.Append(it.label, fmt.Sprint(it.nodes), result, bound, frac, fmt.Sprintf("%.2f", row.wall.Seconds()))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	el := time.Since(t0)
+	fmt.Fprintf(w, "\nsimulated %d packets in %.2fs of wall time (%.2f M packets/s).\n", pkts, el.Seconds(), float64(pkts)/el.Seconds()/1e6)
+	fmt.Fprintln(w, "Bandwidth is payload only (Gb/s = 10^9 bit/s); the bound counts encoding and every packet header.")
+	fmt.Fprintln(w, "Next: explore bench --help, explore profiles, docs/architecture.md.")
+	return nil
+}
