@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
 	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
@@ -165,7 +163,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	r0 := rows[0].res
 	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, %d QP(s) per peer, seed %d\n",
 		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, r0.QPs, f.seed)
-	t := tablewriter.NewWriter(w)
+	t := newTable(w)
 	if strings.HasSuffix(r0.Test, "_lat") {
 		t.Header("#bytes", "#iterations", "t_min[usec]", "t_typical[usec]", "t_avg[usec]", "t_99%[usec]", "t_max[usec]")
 		for _, r := range rows {
@@ -202,7 +200,7 @@ func profilesCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
-			t := tablewriter.NewWriter(w)
+			t := newTable(w)
 			t.Header("profile", "data rate[Gb/s]", "MTU", "switch[ns]", "NIC tx+rx[ns]", "cores", "GHz", "description")
 			for _, name := range sim.BuiltinProfiles() {
 				p, err := sim.LoadProfile(name)
@@ -221,4 +219,3 @@ func profilesCmd() *cobra.Command {
 	}
 }
 
-var _ = os.Stdout

@@ -5,7 +5,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
 	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
@@ -57,7 +56,7 @@ func runOverview(w io.Writer, f *benchFlags) error {
 		{"write message rate, 32 B, 16 QPs", perftest.Config{Test: "write_bw", Size: 32, Iters: 2000, QPs: 16}, pair},
 		{fmt.Sprintf("all-to-all, %d nodes, 4 KiB (RC)", f.nodes), perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 2000}, f.nodes},
 	}
-	t := tablewriter.NewWriter(w)
+	t := newTable(w)
 	t.Header("benchmark", "nodes", "result", "bound", "of bound", "sim wall[s]")
 	var pkts int64
 	t0 := time.Now()

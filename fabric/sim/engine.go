@@ -158,6 +158,14 @@ func (c *Cluster) Run(main func(th fabric.Thread) error) error {
 	}
 	c.runErr, c.stop, c.abort = nil, nil, false
 	c.limit = c.now.Add(c.cfg.TimeLimit)
+	// Out-of-band calls are matched by their position in the run. A failed
+	// run can leave nodes at different positions (one waited in a Barrier
+	// the others never reached), so every run starts the sequence afresh;
+	// after a successful run every node is at the same position anyway.
+	c.oob = oobState{}
+	for _, n := range c.nodes {
+		n.oobCalls = 0
+	}
 	for _, n := range c.nodes {
 		c.spawn(n, fmt.Sprintf("n%d/main", n.id), 0, c.now, main)
 	}

@@ -52,10 +52,20 @@ const (
 type Filter func(PacketInfo) Verdict
 
 // port is one direction of one link: its transmitter and its faults.
+// Packets leaving a switch port arrive in the order they left, so they
+// wait in a FIFO with only its head in the event queue.
 type port struct {
 	freeAt fabric.Time
 	faults Faults
 	rng    *rand.Rand
+	fifo   []arrival
+	head   int
+}
+
+// arrival is a packet on its way down a link and when it will be delivered.
+type arrival struct {
+	at fabric.Time
+	p  *packet
 }
 
 // network holds the links of every node and the switch between them.
@@ -74,6 +84,7 @@ const (
 	evSwitch  uint64 = iota + 1
 	evDeliver        // a packet reaches its destination NIC
 	evDirect         // a packet built outside the transmit engine (a responder's last NAK) leaves
+	evPort           // the head of a switch port's FIFO arrives; the port is arg>>8
 )
 
 func newNetwork(c *Cluster) *network {
@@ -184,7 +195,7 @@ func (n *network) lossy(pt *port, p *packet) bool {
 }
 
 func (n *network) handle(kind uint64, p *packet) {
-	switch kind {
+	switch kind & 0xff {
 	case evSwitch:
 		n.forward(p)
 	case evDirect:
@@ -192,6 +203,22 @@ func (n *network) handle(kind uint64, p *packet) {
 	case evDeliver:
 		n.c.mix(p.id)
 		n.c.nodes[p.dst].nic.receive(p)
+	case evPort:
+		dn := &n.down[kind>>8]
+		a := dn.fifo[dn.head]
+		dn.fifo[dn.head] = arrival{}
+		dn.head++
+		if dn.head == len(dn.fifo) {
+			dn.fifo, dn.head = dn.fifo[:0], 0
+		} else {
+			if dn.head >= 256 && dn.head*2 >= len(dn.fifo) {
+				k := copy(dn.fifo, dn.fifo[dn.head:])
+				dn.fifo, dn.head = dn.fifo[:k], 0
+			}
+			n.c.schedule(dn.fifo[dn.head].at, n, evPort|kind&^0xff, nil)
+		}
+		n.c.mix(a.p.id)
+		n.c.nodes[a.p.dst].nic.receive(a.p)
 	}
 }
 
@@ -234,10 +261,14 @@ func (n *network) forward(p *packet) {
 				d = 2 * fabric.Microsecond
 			}
 			c.stats.PacketsReordered++
-			arrive = arrive.Add(d)
+			c.schedule(arrive.Add(d), n, evDeliver, p)
+			return
 		}
 	}
-	c.schedule(arrive, n, evDeliver, p)
+	dn.fifo = append(dn.fifo, arrival{arrive, p})
+	if len(dn.fifo)-dn.head == 1 {
+		c.schedule(arrive, n, evPort|uint64(p.dst)<<8, nil)
+	}
 }
 
 // Stats counts what happened in the network and the NICs.

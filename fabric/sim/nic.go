@@ -19,6 +19,7 @@ type nic struct {
 	ready       []*qp // queue pairs with output, FIFO
 	readyHead   int
 	stepPending bool
+	inStep      bool // handle is running: kick must not re-enter it
 	txLat       fabric.Duration
 }
 
@@ -115,19 +116,25 @@ func (n *nic) activate(q *qp) {
 }
 
 func (n *nic) kick() {
-	if n.stepPending {
+	if n.stepPending || n.inStep {
 		return
 	}
 	n.stepPending = true
 	at := n.c.now
 	if f := n.c.net.up[n.node.id].freeAt; f > at {
 		at = f
+	} else {
+		// The link is idle: transmit now rather than through an event.
+		n.handle(evStep, nil)
+		return
 	}
 	n.c.schedule(at, n, evStep, nil)
 }
 
 func (n *nic) handle(_ uint64, _ *packet) {
 	n.stepPending = false
+	n.inStep = true
+	defer func() { n.inStep = false }()
 	for n.readyHead < len(n.ready) {
 		q := n.ready[n.readyHead]
 		n.ready[n.readyHead] = nil
@@ -153,6 +160,7 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		k := copy(n.ready, n.ready[n.readyHead:])
 		n.ready, n.readyHead = n.ready[:k], 0
 	}
+	n.inStep = false
 	n.kick()
 }
 

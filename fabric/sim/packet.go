@@ -174,19 +174,27 @@ func (p *packet) loadPayload(src []byte, msgOff, msgLen int, payload bool) {
 		add(0, w)
 		add(msgLen-w, msgLen)
 	}
-	if cap(p.data) < p.n {
-		p.data = make([]byte, p.n)
-	}
-	p.data = p.data[:p.n]
+	// data holds the segments back to back: all of the payload in payload
+	// mode, at most 2*SizeOnlyWindow bytes in size-only mode.
+	total := 0
 	for _, s := range p.segs[:p.nseg] {
-		copy(p.data[s.off:s.off+s.n], src[msgOff+s.off:msgOff+s.off+s.n])
+		total += s.n
+	}
+	if cap(p.data) < total {
+		p.data = make([]byte, total)
+	}
+	p.data = p.data[:0]
+	for _, s := range p.segs[:p.nseg] {
+		p.data = append(p.data, src[msgOff+s.off:msgOff+s.off+s.n]...)
 	}
 }
 
 // storePayload writes the packet's moving bytes into dst, which
 // corresponds to the packet's payload offset 0.
 func (p *packet) storePayload(dst []byte) {
+	k := 0
 	for _, s := range p.segs[:p.nseg] {
-		copy(dst[s.off:s.off+s.n], p.data[s.off:s.off+s.n])
+		copy(dst[s.off:s.off+s.n], p.data[k:k+s.n])
+		k += s.n
 	}
 }

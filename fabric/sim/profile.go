@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -21,7 +22,7 @@ import (
 // value with a message naming the field.
 type Profile struct {
 	Name        string        `yaml:"name"`
-	Description string        `yaml:"description"`
+	Description string        `yaml:"description,omitempty"` // the only optional field
 	Link        LinkProfile   `yaml:"link"`
 	Switch      SwitchProfile `yaml:"switch"`
 	NIC         NICProfile    `yaml:"nic"`
@@ -131,7 +132,10 @@ func LoadProfile(nameOrPath string) (*Profile, error) {
 }
 
 // ParseProfile decodes and validates a YAML profile. Unknown fields are
-// rejected so that a typo does not silently leave a default in place.
+// rejected so that a typo does not silently leave a default in place, and
+// so are missing ones (every field but description is required): zero is a
+// legitimate value of several fields, so Validate alone cannot tell a
+// forgotten latency from a zero one.
 func ParseProfile(data []byte) (*Profile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -139,10 +143,42 @@ func ParseProfile(data []byte) (*Profile, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	if missing := missingFields(raw, reflect.TypeOf(p), ""); len(missing) > 0 {
+		errs := make([]error, len(missing))
+		for i, f := range missing {
+			errs[i] = fmt.Errorf("profile field %s: missing", f)
+		}
+		return nil, errors.Join(errs...)
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// missingFields lists, as dotted YAML paths, the required fields of struct
+// type t that the decoded document m leaves out or sets to null. Fields
+// tagged omitempty are optional.
+func missingFields(m map[string]any, t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" || opts == "omitempty" {
+			continue
+		}
+		v := m[name]
+		if ft := t.Field(i).Type; ft.Kind() == reflect.Struct {
+			sub, _ := v.(map[string]any) // a missing section lacks every field
+			out = append(out, missingFields(sub, ft, prefix+name+".")...)
+		} else if v == nil {
+			out = append(out, prefix+name)
+		}
+	}
+	return out
 }
 
 // Source is "builtin" or the path the profile was loaded from.

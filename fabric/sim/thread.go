@@ -369,8 +369,14 @@ func (m *mutex) Unlock() {
 	next.wakeAt(m.c.now.Add(m.c.prof.Host.handoffCost()))
 }
 
+func (m *mutex) String() string {
+	return fmt.Sprintf("a Mutex (held: %v, %d waiting)", m.held, len(m.queue))
+}
+
 // signalObj is a fabric.Signal.
 type signalObj struct{ sigbase }
+
+func (s *signalObj) String() string { return "a Signal" }
 
 func (s *signalObj) Notify() {
 	if th := s.c.cur; th != nil {

@@ -1,0 +1,80 @@
+package fabric_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+func TestQPInfoRoundTrip(t *testing.T) {
+	in := fabric.QPInfo{Node: 7, LID: 0x1234, QPN: 0xabcdef, PSN: 0x123456, QKey: 0x11111111,
+		Addr: 0x7f00_0000_1000, RKey: 0xdeadbeef, Bytes: 1 << 40}
+	in.GID[0], in.GID[15] = 0xfe, 0x42
+	b, err := in.MarshalBinary()
+	if err != nil || len(b) != fabric.QPInfoWireBytes {
+		t.Fatalf("MarshalBinary: %d bytes, %v", len(b), err)
+	}
+	var out fabric.QPInfo
+	if err := out.UnmarshalBinary(b); err != nil || out != in {
+		t.Fatalf("round trip: %+v, %v; want %+v", out, err, in)
+	}
+}
+
+func TestQPInfoRejects(t *testing.T) {
+	good, _ := fabric.QPInfo{QPN: 5}.MarshalBinary()
+	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"short", good[:10]},
+		{"long", append(append([]byte(nil), good...), 0)},
+		{"magic", mod(func(b []byte) []byte { b[0] ^= 0xff; return b })},
+		{"version", mod(func(b []byte) []byte { b[2] = 99; return b })},
+		{"qpn-over-24-bits", mod(func(b []byte) []byte { b[3+22] = 1; return b })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q fabric.QPInfo
+			if err := q.UnmarshalBinary(tc.b); !errors.Is(err, fabric.ErrBadQPInfo) {
+				t.Fatalf("got %v, want ErrBadQPInfo", err)
+			}
+		})
+	}
+}
+
+func FuzzQPInfo(f *testing.F) {
+	good, _ := fabric.QPInfo{Node: 1, LID: 2, QPN: 3, PSN: 4}.MarshalBinary()
+	f.Add(good)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var q fabric.QPInfo
+		if err := q.UnmarshalBinary(b); err != nil {
+			return
+		}
+		again, _ := q.MarshalBinary()
+		var r fabric.QPInfo
+		if err := r.UnmarshalBinary(again); err != nil || r != q {
+			t.Fatalf("re-encoding a decoded QPInfo changed it: %+v vs %+v (%v)", q, r, err)
+		}
+	})
+}
+
+func TestTimeUnits(t *testing.T) {
+	if fabric.AckTimeout(14) != 67108864*fabric.Nanosecond {
+		t.Errorf("AckTimeout(14) = %v, want 67.108864ms", fabric.AckTimeout(14))
+	}
+	if fabric.AckTimeout(0) != 0 {
+		t.Errorf("AckTimeout(0) must be infinite (0)")
+	}
+	if fabric.RNRTimerDuration(12) != 640*fabric.Microsecond || fabric.RNRTimerDuration(0) != 655360*fabric.Microsecond {
+		t.Errorf("RNR timer table wrong: 12 -> %v, 0 -> %v", fabric.RNRTimerDuration(12), fabric.RNRTimerDuration(0))
+	}
+	if got := fabric.Time(1500).Add(fabric.Forever.Sub(0)); got != fabric.Forever {
+		t.Errorf("Time.Add must saturate at Forever, got %v", got)
+	}
+	if s := (1500 * fabric.Nanosecond).String(); s != "1.500us" {
+		t.Errorf("Duration.String = %q", s)
+	}
+}
