@@ -218,4 +218,3 @@ func profilesCmd() *cobra.Command {
 		},
 	}
 }
-
