@@ -179,8 +179,16 @@ func (n *network) transmit(p *packet) fabric.Time {
 	if up.faults.any() && n.lossy(up, p) {
 		return up.freeAt
 	}
-	// Cut-through: the switch forwards once the header has arrived.
-	c.schedule(start.Add(n.prop+n.swLat), n, evSwitch, p)
+	// Cut-through: the switch forwards once the header has arrived. Every
+	// uplink has the same delay to the switch, so packets put on the wire
+	// now reach it in the order they are sent: the switch can decide at
+	// once. A packet that must wait for its uplink (a NAK sent outside the
+	// transmit engine) is decided when it gets there.
+	if at := start.Add(n.prop + n.swLat); start == c.now {
+		n.forward(p, at)
+	} else {
+		c.schedule(at, n, evSwitch, p)
+	}
 	return up.freeAt
 }
 
@@ -197,7 +205,7 @@ func (n *network) lossy(pt *port, p *packet) bool {
 func (n *network) handle(kind uint64, p *packet) {
 	switch kind & 0xff {
 	case evSwitch:
-		n.forward(p)
+		n.forward(p, n.c.now)
 	case evDirect:
 		n.transmit(p)
 	case evDeliver:
@@ -222,11 +230,12 @@ func (n *network) handle(kind uint64, p *packet) {
 	}
 }
 
-// forward sends p out of the switch port towards its destination.
-func (n *network) forward(p *packet) {
+// forward sends p, whose header reaches the switch at at, out of the switch
+// port towards its destination.
+func (n *network) forward(p *packet, at fabric.Time) {
 	c := n.c
 	dn := &n.down[p.dst]
-	start := c.now
+	start := at
 	if dn.freeAt > start {
 		start = dn.freeAt
 	}
