@@ -96,7 +96,8 @@ type Device interface {
 type PD interface {
 	// RegMR allocates length bytes of memory that the backend owns (outside
 	// the Go heap on hardware) and registers it with the given access.
-	// The memory stays valid until Dereg.
+	// The memory stays valid until Dereg; the caller must not deregister a
+	// region that a posted request still names.
 	RegMR(length int, access Access) (MR, error)
 	// CreateQP creates a queue pair in StateReset.
 	CreateQP(init QPInit) (QP, error)
@@ -130,7 +131,8 @@ type MR interface {
 type CQ interface {
 	// Poll moves up to len(wcs) completions into wcs and returns how many.
 	// It never blocks. After an overrun it returns ErrCQOverrun along with
-	// whatever completions remain.
+	// whatever completions remain. wcs belongs to the caller; polling a
+	// completion hands the request's buffer back to the caller.
 	Poll(wcs []WC) (int, error)
 	Depth() int
 	Destroy() error
@@ -184,8 +186,14 @@ type QP interface {
 	// PostSend appends wrs to the send queue in order, without blocking. It
 	// returns how many were posted; on error, wrs[n] is the first rejected
 	// request (as ibv_post_send's bad_wr) and none after it was posted.
+	// Ownership: wrs is the caller's again when PostSend returns; the bytes
+	// each request names belong to the NIC until its completion is polled
+	// (unsignaled: until a later signaled request of this QP completes),
+	// except inline requests, whose bytes were copied.
 	PostSend(wrs []SendWR) (int, error)
 	// PostRecv appends receive buffers, with the same contract as PostSend.
+	// Ownership: each buffer belongs to the NIC until its completion (success
+	// or flush) is polled; only then may the CPU read what arrived.
 	PostRecv(wrs []RecvWR) (int, error)
 	// Info is what a peer needs to connect to this queue pair.
 	Info() QPInfo
