@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,12 @@ per-packet headers for that message size.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.cfg.Test = args[0]
+			for _, name := range []string{"size", "iters", "qp", "tx-depth", "rx-depth", "cq-mod"} {
+				fl := cmd.Flags().Lookup(name)
+				if v, _ := strconv.Atoi(fl.Value.String()); fl.Changed && v < 1 {
+					return fmt.Errorf("-%s %d: must be at least 1", fl.Shorthand, v)
+				}
+			}
 			return runBench(cmd.OutOrStdout(), &f)
 		},
 	}

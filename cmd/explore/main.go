@@ -10,6 +10,13 @@ import (
 )
 
 func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "explore:", err)
+		os.Exit(2)
+	}
+}
+
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "explore",
 		Short: "Explore RDMA data-shuffling designs on a simulated InfiniBand cluster",
@@ -20,8 +27,5 @@ real hardware.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(benchCmd(), overviewCmd(), profilesCmd())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "explore:", err)
-		os.Exit(2)
-	}
+	return root
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestBenchJSON(t *testing.T) {
+	out, err := run(t, "bench", "send_bw", "-s", "65536", "-n", "200", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &rec); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, out)
+	}
+	for _, f := range []string{"test", "backend", "profile", "nodes", "bytes", "iterations", "qps", "bw_peak_gbps", "bw_avg_gbps", "msg_rate_mpps"} {
+		if _, ok := rec[f]; !ok {
+			t.Errorf("record lacks %q: %s", f, out)
+		}
+	}
+	if rec["profile"] != "edr-cx4" || rec["backend"] != "sim" {
+		t.Errorf("profile/backend = %v/%v", rec["profile"], rec["backend"])
+	}
+}
+
+func TestBenchTableAndSweep(t *testing.T) {
+	out, err := run(t, "bench", "write_lat", "-s", "8", "-n", "50")
+	if err != nil || !strings.Contains(out, "t_typical[usec]") {
+		t.Fatalf("latency table: %v\n%s", err, out)
+	}
+	out, err = run(t, "bench", "send_bw", "-a", "-c", "UD", "-n", "50", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(strings.TrimSpace(out), "\n") + 1; n != 12 { // 2 B .. 4 KiB
+		t.Errorf("-a with UD gave %d records, want 12 (2 B to the 4096-byte MTU)", n)
+	}
+}
+
+func TestProfileFromFile(t *testing.T) {
+	data, err := os.ReadFile("../../fabric/sim/profiles/edr-cx4.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mine.yaml")
+	os.WriteFile(path, bytes.Replace(data, []byte("latency_ns: 90"), []byte("latency_ns: 300"), 1), 0o644)
+	out, err := run(t, "bench", "send_lat", "-n", "20", "--profile", path, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"profile":"file:`+path) {
+		t.Errorf("a file profile must be named as file:<path>: %s", out)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	data, err := os.ReadFile("../../fabric/sim/profiles/edr-cx4.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, bytes.Replace(data, []byte("mtu: 4096"), []byte("mtu: 3000"), 1), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "nope"}, "unknown test"},
+		{[]string{"bench", "send_bw", "-c", "XX"}, "RC, UC or UD"},
+		{[]string{"bench", "send_bw", "--nodes", "3"}, "even count"},
+		{[]string{"bench", "send_bw", "--nodes", "1"}, "at least 2 nodes"},
+		{[]string{"bench", "send_bw", "-s", "0"}, "-s 0"},
+		{[]string{"bench", "read_bw", "-c", "UD"}, "UD does not have"},
+		{[]string{"bench", "send_bw", "-c", "UD", "-s", "8192"}, "one MTU"},
+		{[]string{"bench", "send_bw", "--profile", "nope"}, "unknown profile"},
+		{[]string{"bench", "send_bw", "--profile", bad}, "link.mtu"},
+		{[]string{"bench", "send_bw", "--backend", "ibv"}, "-tags ibverbs"},
+		{[]string{"bench"}, "accepts 1 arg"},
+		{[]string{"overview", "--nodes", "1"}, "at least 2 nodes"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := run(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	out, err := run(t, "profiles")
+	if err != nil || !strings.Contains(out, "edr-cx4") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
