@@ -75,7 +75,8 @@ type Thread interface {
 	// reason (on hardware it returns at once: callers busy-poll), so callers
 	// loop: poll, and Wait only when the poll found nothing.
 	Wait(deadline Time, on ...Waitable)
-	// Spawn starts another thread of this node on core.
+	// Spawn starts another thread of this node on core. A core outside
+	// 0..Cores()-1 fails the run with an error wrapping ErrInvalidArg.
 	Spawn(name string, core int, fn func(Thread) error)
 	// Rand is this thread's private, seeded random source.
 	Rand() *rand.Rand

@@ -139,7 +139,10 @@ type CQ interface {
 	Waitable
 }
 
-// QPCaps are the limits requested for a queue pair.
+// QPCaps are the limits requested for a queue pair. A work queue slot is
+// taken by PostSend or PostRecv and free again once the request's
+// completion (for an unsignaled send, a later one) has been polled.
+// Providers may round the depths up; backends enforce the requested ones.
 type QPCaps struct {
 	MaxSendWR int // send queue depth
 	MaxRecvWR int // receive queue depth

@@ -34,8 +34,9 @@ type Status uint8
 
 // Statuses. Any status other than StatusSuccess moves the queue pair to
 // StateError and flushes every outstanding request of that queue pair with
-// StatusFlushed (except UD receive length errors, which affect only that
-// receive).
+// StatusFlushed (except receive length errors on UD and UC queue pairs,
+// which affect only that receive; on UC some providers instead drop the
+// message silently, without a completion).
 const (
 	StatusSuccess          Status = iota
 	StatusLocalLength             // local length error: message longer than the receive buffer, or UD above MTU
@@ -65,7 +66,9 @@ type SendFlags uint8
 const (
 	// Signaled asks for a completion on success. Unsignaled requests
 	// complete silently; their send-queue slots are released only when a
-	// later signaled request on the same queue pair completes.
+	// later signaled request on the same queue pair completes and that
+	// completion has been polled (every slot is freed by polling, as in
+	// libibverbs providers).
 	Signaled SendFlags = 1 << iota
 	// Inline copies the payload into the work request during PostSend; no
 	// lkey is needed and the buffer is free again when PostSend returns.
@@ -89,13 +92,14 @@ type SendWR struct {
 	Op    Opcode // OpSend, OpSendImm, OpWrite, OpWriteImm or OpRead
 	Local SGE    // source (send, write) or destination (read) buffer
 	Flags SendFlags
-	Imm   uint32 // immediate data for OpSendImm and OpWriteImm
+	Imm   uint32 // immediate data for OpSendImm and OpWriteImm (a value; backends convert to the wire's big-endian imm_data)
 
 	// RDMA operations: the remote buffer.
 	RemoteAddr uint64
 	RKey       uint32
 
-	// UD only: destination.
+	// UD only: destination. A QKey with the high bit set (a controlled
+	// Q_Key) sends the sending queue pair's own Q_Key instead.
 	AH        AH
 	RemoteQPN uint32
 	QKey      uint32
@@ -104,7 +108,10 @@ type SendWR struct {
 // RecvWR is a receive work request: one buffer to be filled by an incoming
 // send (or consumed by a write with immediate, which writes nothing into it).
 // For UD the first 40 bytes receive the global route header (GRH); the
-// payload follows.
+// payload follows. The GRH bytes are defined only for globally routed
+// traffic (RoCE, or Address.UseGID): on InfiniBand hardware with LID
+// routing they are reserved but not written, so designs must not read
+// them (the simulator always writes a GRH).
 type RecvWR struct {
 	ID    uint64
 	Local SGE

@@ -56,6 +56,8 @@ func Cases() []Case {
 		{"CQOverrun", cqOverrun},
 		{"UDAboveMTU", udAboveMTU},
 		{"SendQueueFull", sendQueueFull},
+		{"SlotsFreedByPoll", slotsFreedByPoll},
+		{"ErrorBehindOutstanding", errorBehindOutstanding},
 		{"InlineTooLarge", inlineTooLarge},
 		{"RecvTooSmall", recvTooSmall},
 		{"ErrorStateFlushes", errorFlush},
@@ -663,6 +665,114 @@ func sendQueueFull(th fabric.Thread) error {
 			return err
 		},
 		func(th fabric.Thread, c *Conn) error { return nil })(th)
+}
+
+// slotsFreedByPoll: a work queue slot is free again once its completion
+// (for an unsignaled send, a later one) has been polled, not before; this
+// is what libibverbs providers do, so a design that posts before polling
+// must fail in every backend.
+func slotsFreedByPoll(th fabric.Thread) error {
+	return both(Options{SendWR: 2, RecvWR: 2},
+		func(th fabric.Thread, c *Conn) error {
+			oob := c.Node.OOB()
+			wrs := []fabric.SendWR{{ID: 1, Op: fabric.OpSend, Local: c.MR.SGE(0, 8)},
+				{ID: 2, Op: fabric.OpSend, Local: c.MR.SGE(0, 8), Flags: fabric.Signaled}}
+			if err := oob.Barrier("posted"); err != nil {
+				return err
+			}
+			if _, err := c.QP.PostSend(wrs); err != nil {
+				return err
+			}
+			th.Wait(th.Now().Add(wait), c.SCQ) // the completion arrives; it is not polled
+			if _, err := c.QP.PostSend(wrs[:1]); !errors.Is(err, fabric.ErrQueueFull) {
+				return fmt.Errorf("PostSend on a queue of 2 with 2 requests whose completion was not polled: %v, want ErrQueueFull", err)
+			}
+			wcs, err := Await(th, c.SCQ, 1, wait)
+			if err != nil {
+				return err
+			}
+			if err := Expect(wcs[0], 2, fabric.StatusSuccess, fabric.OpSend); err != nil {
+				return err
+			}
+			if err := oob.Barrier("sent"); err != nil {
+				return err
+			}
+			if err := oob.Barrier("reposted"); err != nil {
+				return err
+			}
+			if _, err := c.QP.PostSend(wrs); err != nil {
+				return fmt.Errorf("PostSend after the signaled completion was polled: %v", err)
+			}
+			_, err = Await(th, c.SCQ, 1, wait)
+			return err
+		},
+		func(th fabric.Thread, c *Conn) error {
+			oob := c.Node.OOB()
+			if err := postRecvs(c, 2, 64); err != nil {
+				return err
+			}
+			if err := oob.Barrier("posted"); err != nil {
+				return err
+			}
+			if err := oob.Barrier("sent"); err != nil {
+				return err
+			}
+			if err := postRecvs(c, 1, 64); !errors.Is(err, fabric.ErrQueueFull) {
+				return fmt.Errorf("PostRecv on a queue of 2 whose receives were consumed but not polled: %v, want ErrQueueFull", err)
+			}
+			if _, err := Await(th, c.RCQ, 2, wait); err != nil {
+				return err
+			}
+			if err := postRecvs(c, 2, 64); err != nil {
+				return fmt.Errorf("PostRecv after the completions were polled: %v", err)
+			}
+			if err := oob.Barrier("reposted"); err != nil {
+				return err
+			}
+			_, err := Await(th, c.RCQ, 2, wait)
+			return err
+		})(th)
+}
+
+// errorBehindOutstanding: a request that fails locally while an earlier one
+// may still be waiting for its acknowledgement. Every signaled request
+// completes exactly once, in order: the earlier one succeeds (or is flushed,
+// if the backend fails it with the queue pair), the bad one reports the
+// local protection error and the later one is flushed.
+func errorBehindOutstanding(th fabric.Thread) error {
+	return both(Options{},
+		func(th fabric.Thread, c *Conn) error {
+			bad := c.MR.SGE(0, 64)
+			bad.LKey ^= 0x5a5a00
+			wrs := []fabric.SendWR{
+				{ID: 1, Op: fabric.OpWrite, Local: c.MR.SGE(0, 10000), Flags: fabric.Signaled, RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey},
+				{ID: 2, Op: fabric.OpWrite, Local: bad, Flags: fabric.Signaled, RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey},
+				{ID: 3, Op: fabric.OpWrite, Local: c.MR.SGE(0, 8), Flags: fabric.Signaled, RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey},
+			}
+			n, err := c.QP.PostSend(wrs)
+			if err != nil && n != 1 {
+				return fmt.Errorf("PostSend: posted %d, %v", n, err)
+			}
+			want := []fabric.Status{fabric.StatusSuccess, fabric.StatusLocalProtection, fabric.StatusFlushed}[:max(n, 1)]
+			wcs, err := Await(th, c.SCQ, len(want), wait)
+			if err != nil {
+				return err
+			}
+			for i, wc := range wcs {
+				ok := wc.ID == uint64(i+1) && wc.Status == want[i]
+				if i == 0 && n > 1 && wc.ID == 1 && wc.Status == fabric.StatusFlushed {
+					ok = true
+				}
+				if !ok {
+					return fmt.Errorf("completion %d: %v, want id=%d %v (completions %v)", i, wc, i+1, want[i], wcs)
+				}
+			}
+			if err := Quiet(th, c.SCQ, fabric.Millisecond); err != nil {
+				return err
+			}
+			return c.Node.OOB().Barrier("done")
+		},
+		func(th fabric.Thread, c *Conn) error { return c.Node.OOB().Barrier("done") })(th)
 }
 
 func inlineTooLarge(th fabric.Thread) error {

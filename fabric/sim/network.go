@@ -289,7 +289,7 @@ type Stats struct {
 	PacketsReordered  int64
 	UDDropsNoRecv     int64 // UD messages dropped: no receive posted
 	UDDropsQKey       int64 // UD messages dropped: wrong Q_Key
-	UCDrops           int64 // UC messages dropped (no receive, PSN gap)
+	UCDrops           int64 // UC messages dropped (no receive, bad rkey, lost packets; a message lost whole is not seen)
 	RCRetransmits     int64 // RC go-back-N rewinds (ACK timeouts, NAKs, missing read responses); each resends every unacknowledged packet
 	RNRNaks           int64
 	CQOverruns        int64 // completions lost to full CQs

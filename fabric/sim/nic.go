@@ -64,10 +64,13 @@ func (n *nic) localBuf(p *pd, s fabric.SGE, need fabric.Access) (*mr, []byte, bo
 		return nil, nil, true
 	}
 	m := n.lookupMR(s.LKey)
-	if m == nil || m.pd != p || m.access&need != need || s.Addr < m.addr || s.Addr+uint64(s.Length) > m.addr+uint64(len(m.buf)) {
+	if m == nil || m.pd != p || m.access&need != need {
 		return nil, nil, false
 	}
-	off := s.Addr - m.addr
+	off, ok := m.offset(s.Addr, uint64(s.Length))
+	if !ok {
+		return nil, nil, false
+	}
 	return m, m.buf[off : off+uint64(s.Length)], true
 }
 
@@ -75,8 +78,10 @@ func (n *nic) localBuf(p *pd, s fabric.SGE, need fabric.Access) (*mr, []byte, bo
 // memory by address only).
 func (n *nic) findByAddr(addr uint64, length int) []byte {
 	for _, m := range n.mrs {
-		if m != nil && addr >= m.addr && addr+uint64(length) <= m.addr+uint64(len(m.buf)) {
-			off := addr - m.addr
+		if m == nil {
+			continue
+		}
+		if off, ok := m.offset(addr, uint64(length)); ok {
 			return m.buf[off : off+uint64(length)]
 		}
 	}
@@ -89,10 +94,10 @@ func (n *nic) remoteBuf(q *qp, rkey uint32, addr uint64, length uint32, need fab
 	if m == nil || m.pd != q.pd || m.access&need != need || q.attr.Access&need != need {
 		return nil, nil
 	}
-	if addr < m.addr || addr+uint64(length) > m.addr+uint64(len(m.buf)) {
+	off, ok := m.offset(addr, uint64(length))
+	if !ok {
 		return nil, nil
 	}
-	off := addr - m.addr
 	return m, m.buf[off : off+uint64(length)]
 }
 

@@ -15,6 +15,7 @@ type sqe struct {
 	npkts   int
 	psn     uint32 // first PSN, once assigned
 	rdGot   int    // read responses received
+	rdGap   bool   // a missing read response was detected and the read asked for again
 	bad     fabric.Status
 	done    bool
 	destN   int    // UD: destination node
@@ -55,9 +56,11 @@ type qp struct {
 	inReady   bool
 
 	// Send queue: a ring of caps.MaxSendWR entries indexed by counters.
-	// sqFree <= sqHead <= sqTx <= sqVisible <= sqTail.
+	// sqFree <= sqHead <= sqTx <= sqVisible <= sqTail. The counters only
+	// grow, even across RESET, so that a stale event or completion that
+	// names an old counter value finds nothing to do.
 	sq        []sqe
-	sqFree    uint64 // oldest slot not yet released
+	sqFree    uint64 // oldest slot not yet released (by polling a completion)
 	sqHead    uint64 // oldest entry not yet completed
 	sqTx      uint64 // next entry to transmit
 	sqVisible uint64 // entries whose doorbell the NIC has processed
@@ -72,23 +75,27 @@ type qp struct {
 	timerOn    bool        // the local ACK timer is running
 	timerAt    fabric.Time // when it expires
 	timerEv    bool        // a timer event is queued (at or before timerAt)
+	timerEvAt  fabric.Time // when that event fires; events at other times are stale
 	rnrUntil   fabric.Time
 
-	// Receive queue ring.
+	// Receive queue ring: rqFree <= rqHead <= rqTail, counters that only grow.
 	rq     []rqe
-	rqHead uint64
+	rqFree uint64 // oldest slot not yet released (by polling its completion)
+	rqHead uint64 // next receive to take
 	rqTail uint64
 
 	// Responder.
 	ePSN     uint32
 	nakSent  bool
 	inMsg    bool // a multi-packet send or write is in progress
-	msgRecv  bool // the message in progress consumed a receive
+	msgRecv  bool // msgRQE holds a receive taken for the message in progress (UC: or for the next one)
 	msgRQE   rqe
+	msgIdx   uint64 // receive queue index of msgRQE
 	msgMR    *mr
 	msgBuf   []byte
 	msgOff   int
 	dropMsg  bool // UC: dropping the rest of a message
+	ucMid    bool // UC: the last packet that arrived was not the last of its message
 	ackOn    bool
 	ackPSN   uint32
 	nakCode  nakCode
@@ -221,6 +228,9 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			if a.MinRNRTimer > 31 {
 				return bad(fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer))
 			}
+			if a.MaxDestRdAtomic < 0 {
+				return bad(fmt.Sprintf("max_dest_rd_atomic %d is negative", a.MaxDestRdAtomic))
+			}
 			q.destNode, q.mtu = n, mtu
 			q.attr.Dest, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest, a.MinRNRTimer, a.MaxDestRdAtomic
 			q.ePSN = a.RemotePSN & psnMask
@@ -235,8 +245,8 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		if a.Timeout > 31 {
 			return bad(fmt.Sprintf("timeout code %d outside 0..31", a.Timeout))
 		}
-		if a.MaxRdAtomic > c.prof.NIC.MaxRdAtomic {
-			return bad(fmt.Sprintf("max_rd_atomic %d above the device's %d", a.MaxRdAtomic, c.prof.NIC.MaxRdAtomic))
+		if a.MaxRdAtomic < 0 || a.MaxRdAtomic > c.prof.NIC.MaxRdAtomic {
+			return bad(fmt.Sprintf("max_rd_atomic %d outside 0..%d (the device's limit)", a.MaxRdAtomic, c.prof.NIC.MaxRdAtomic))
 		}
 		q.attr.SendPSN, q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.SendPSN, a.Timeout, a.RetryCnt, a.RNRRetry
 		q.attr.MaxRdAtomic = a.MaxRdAtomic
@@ -253,13 +263,27 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	return nil
 }
 
-// reset discards every queued request without completions.
+// reset discards every queued request without completions and forgets
+// the connection's transport state. The queue counters keep growing (see
+// qp), so doorbells, transmit completions and CQ entries of the old
+// connection stay harmless.
 func (q *qp) reset() {
 	q.state = fabric.StateReset
-	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.sqTail, q.txPkt = 0, 0, 0, 0, 0, 0
-	q.rqHead, q.rqTail = 0, 0
+	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0
+	q.rqFree, q.rqHead = q.rqTail, q.rqTail
 	q.reads, q.readHead, q.rdOut = q.reads[:0], 0, 0
-	q.ackOn, q.nakSent, q.inMsg, q.timerOn = false, false, false, false
+	q.ackOn, q.nakSent, q.nakCode, q.inMsg, q.timerOn = false, false, 0, false, false
+	q.msgRecv, q.dropMsg, q.ucMid, q.rnrUntil = false, false, false, 0
+}
+
+// release frees the slots of the send (or receive) queue before free: a
+// completion that covers them has been polled (or lost to a CQ overrun).
+func (q *qp) release(free uint64, recv bool) {
+	if recv {
+		q.rqFree = max(q.rqFree, free)
+	} else {
+		q.sqFree = max(q.sqFree, free)
+	}
 }
 
 func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
@@ -293,7 +317,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 
 func (q *qp) postOne(wr *fabric.SendWR) error {
 	if q.sqTail-q.sqFree >= uint64(len(q.sq)) {
-		return fmt.Errorf("%w: %v send queue holds %d requests; poll completions (unsignaled requests are released by a later signaled one)",
+		return fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
 			fabric.ErrQueueFull, q, len(q.sq))
 	}
 	e := sqe{wr: *wr, length: int(wr.Local.Length)}
@@ -372,8 +396,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)
 	}
 	for i := range wrs {
-		if q.rqTail-q.rqHead >= uint64(len(q.rq)) {
-			return i, fmt.Errorf("%w: %v receive queue holds %d buffers", fabric.ErrQueueFull, q, len(q.rq))
+		if q.rqTail-q.rqFree >= uint64(len(q.rq)) {
+			return i, fmt.Errorf("%w: %v receive queue holds %d buffers; a receive's slot is free again once its completion has been polled",
+				fabric.ErrQueueFull, q, len(q.rq))
 		}
 		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		q.rq[q.rqTail%uint64(len(q.rq))] = rqe{id: wrs[i].ID, mr: m, buf: buf, bad: !ok}

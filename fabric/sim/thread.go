@@ -241,8 +241,9 @@ func (th *thread) Busy(d fabric.Duration) {
 }
 
 func (th *thread) Spawn(name string, core int, fn func(fabric.Thread) error) {
-	if core < 0 || core >= th.node.Cores() {
-		panic(fmt.Sprintf("sim: Spawn %q on core %d: node has cores 0..%d", name, core, th.node.Cores()-1))
+	if core < 0 || core >= th.node.Cores() { // fail the run (Spawn has no error result), do not panic
+		th.c.fail(fmt.Errorf("%s: %w: Spawn %q on core %d: node has cores 0..%d", th.name, fabric.ErrInvalidArg, name, core, th.node.Cores()-1))
+		return
 	}
 	th.c.spawn(th.node, fmt.Sprintf("n%d/%s", th.node.id, name), core, th.local, fn)
 }

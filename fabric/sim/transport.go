@@ -36,11 +36,14 @@ func (q *qp) handle(arg uint64, _ *packet) {
 			q.sqHead++
 		}
 	case qpTimer:
+		if !q.timerEv || q.c.now != q.timerEvAt {
+			break // superseded by an earlier timer event (see armTimer)
+		}
 		q.timerEv = false
 		switch {
 		case !q.timerOn:
 		case q.c.now < q.timerAt: // re-armed since: sleep on
-			q.timerEv = true
+			q.timerEv, q.timerEvAt = true, q.timerAt
 			q.c.schedule(q.timerAt, q, qpTimer, nil)
 		default:
 			q.timeout()
@@ -63,6 +66,11 @@ func (q *qp) hasOutput() bool {
 		return false
 	}
 	e := &q.sq[q.sqTx%uint64(len(q.sq))]
+	if e.bad != fabric.StatusSuccess {
+		// Fail it only once every earlier request has completed, so that
+		// completions stay in order and none is lost to the flush.
+		return q.sqHead == q.sqTx
+	}
 	return !(e.wr.Op == fabric.OpRead && q.rdOut >= q.attr.MaxRdAtomic)
 }
 
@@ -100,6 +108,9 @@ func (q *qp) nextPacket() *packet {
 	if q.typ == fabric.UD {
 		p = q.newPacket(e.destN, e.destQPN)
 		p.qkey = e.wr.QKey
+		if p.qkey&0x80000000 != 0 { // a controlled Q_Key: use the QP's own (IBA 10.2.5)
+			p.qkey = q.attr.QKey
+		}
 	} else {
 		p = q.newPacket(q.destNode, q.attr.Dest.QPN)
 	}
@@ -175,8 +186,8 @@ func (q *qp) readResponse() *packet {
 }
 
 // complete retires send entry i with status st. Errors always produce a
-// completion; successes only when signaled. A completion releases every
-// slot up to i.
+// completion; successes only when signaled. Polling the completion releases
+// every slot up to i.
 func (q *qp) complete(i uint64, st fabric.Status) {
 	e := &q.sq[i%uint64(len(q.sq))]
 	if e.done {
@@ -188,8 +199,7 @@ func (q *qp) complete(i uint64, st fabric.Status) {
 		if st != fabric.StatusSuccess {
 			n = 0
 		}
-		q.scq.push(fabric.WC{ID: e.wr.ID, Status: st, Op: e.wr.Op, Bytes: n, QPN: q.qpn})
-		q.sqFree = i + 1
+		q.scq.push(fabric.WC{ID: e.wr.ID, Status: st, Op: e.wr.Op, Bytes: n, QPN: q.qpn}, q, i+1, false)
 	}
 	e.buf, e.mr = nil, nil
 }
@@ -216,14 +226,23 @@ func (q *qp) flushSends() {
 		q.complete(i, fabric.StatusFlushed)
 	}
 	q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, 0
-	q.sqFree = q.sqTail
 }
 
 func (q *qp) flushRecvs() {
+	if q.msgRecv { // taken by a message that will never complete now
+		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv})
+	}
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		e := &q.rq[q.rqHead%uint64(len(q.rq))]
-		q.rcq.push(fabric.WC{ID: e.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv, QPN: q.qpn})
+		q.rcq.push(fabric.WC{ID: e.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv, QPN: q.qpn}, q, q.rqHead+1, true)
 	}
+}
+
+// recvDone completes msgRQE, the receive taken for the current message.
+func (q *qp) recvDone(wc fabric.WC) {
+	wc.QPN = q.qpn
+	q.rcq.push(wc, q, q.msgIdx+1, true)
+	q.msgRecv = false
 }
 
 // armTimer (re)starts the local ACK timer. Re-arming only moves the
@@ -235,8 +254,11 @@ func (q *qp) armTimer() {
 	}
 	q.timerOn = true
 	q.timerAt = q.c.now.Add(fabric.AckTimeout(q.attr.Timeout))
-	if !q.timerEv {
-		q.timerEv = true
+	// A queued event later than the new deadline (left by a connection
+	// with a longer timeout) would fire late: queue an earlier one, and
+	// the old one becomes stale.
+	if !q.timerEv || q.timerAt < q.timerEvAt {
+		q.timerEv, q.timerEvAt = true, q.timerAt
 		q.c.schedule(q.timerAt, q, qpTimer, nil)
 	}
 }
@@ -271,7 +293,7 @@ func (q *qp) goBack(psn uint32) {
 		for j := i; j < q.sqTx; j++ {
 			if f := &q.sq[j%uint64(len(q.sq))]; f.wr.Op == fabric.OpRead {
 				q.rdOut--
-				f.rdGot = 0
+				f.rdGot, f.rdGap = 0, false
 			}
 		}
 		q.sqTx, q.txPkt = i, int(d)
@@ -304,7 +326,7 @@ func (q *qp) ackThrough(a uint32) {
 		}
 		if e.wr.Op == fabric.OpRead && e.rdGot < e.npkts {
 			// ACK beyond a read whose data did not all arrive: implicit NAK.
-			q.goBack(e.psn)
+			q.readGap(e)
 			break
 		}
 		q.complete(q.sqHead, fabric.StatusSuccess)
@@ -314,6 +336,19 @@ func (q *qp) ackThrough(a uint32) {
 	if moved {
 		q.progress()
 	}
+}
+
+// readGap asks again for the read e, the oldest outstanding request, whose
+// responses did not all arrive. Only once per loss: the rest of the
+// original responses, still arriving out of sequence, are ignored, or each
+// would ask for the whole read again. If the repeated request is lost too,
+// the ACK timer recovers.
+func (q *qp) readGap(e *sqe) {
+	if e.rdGap {
+		return
+	}
+	q.goBack(e.psn)
+	e.rdGap = true
 }
 
 // requesterRecv handles ACKs, NAKs and read responses on an RC requester.
@@ -359,10 +394,11 @@ func (q *qp) requesterRecv(p *packet) {
 		want := (e.psn + uint32(e.rdGot)) & psnMask
 		if d := psnDiff(p.psn, want); d != 0 {
 			if d > 0 {
-				q.goBack(e.psn) // a response was lost
+				q.readGap(e) // a response was lost
 			}
 			return
 		}
+		e.rdGap = false
 		if e.buf != nil {
 			p.storePayload(e.buf[e.rdGot*q.mtu:])
 			e.mr.signal()
@@ -407,20 +443,31 @@ func (q *qp) nak(code nakCode, psn uint32) {
 }
 
 // takeRecv consumes the next receive for an incoming message. It returns
-// false (and has answered the requester) when there is none or it is bad.
+// false (and, on RC, has answered the requester) when there is none or it
+// is bad.
 func (q *qp) takeRecv(p *packet) bool {
+	if q.msgRecv && q.typ == fabric.UC {
+		return true // the receive of a message lost in transit, used again
+	}
 	if q.rqHead == q.rqTail {
+		// Like a sequence NAK, one per episode: the packets behind this
+		// one are dropped silently until it is retried, so that no
+		// sequence NAK replaces this one before it leaves.
+		q.nakSent = true
 		q.nak(nakRNR, p.psn)
 		return false
 	}
-	e := q.rq[q.rqHead%uint64(len(q.rq))]
+	q.msgRQE, q.msgIdx, q.msgRecv = q.rq[q.rqHead%uint64(len(q.rq))], q.rqHead, true
 	q.rqHead++
-	if e.bad {
-		q.rcq.push(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv, QPN: q.qpn})
-		q.responderError(nakInvalid, p.psn)
+	if q.msgRQE.bad {
+		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+		if q.typ == fabric.RC {
+			q.responderError(nakInvalid, p.psn)
+		} else {
+			q.enterError() // UC has no NAKs
+		}
 		return false
 	}
-	q.msgRQE, q.msgRecv = e, true
 	return true
 }
 
@@ -443,7 +490,7 @@ func (q *qp) rcReceive(p *packet) {
 		}
 		return
 	}
-	if d > 0 { // a gap: one NAK until the sequence recovers
+	if d > 0 { // a gap: one NAK (sequence or RNR) until the sequence recovers
 		if !q.nakSent {
 			q.nakSent = true
 			q.nak(nakSeq, q.ePSN)
@@ -478,7 +525,7 @@ func (q *qp) rcReceive(p *packet) {
 // reliable selects RC behaviour (NAKs) over UC (silent drops).
 func (q *qp) deliverSend(p *packet, reliable bool) bool {
 	if p.first {
-		if !reliable && q.rqHead == q.rqTail {
+		if !reliable && !q.msgRecv && q.rqHead == q.rqTail {
 			q.c.stats.UCDrops++
 			q.dropMsg = true
 			return false
@@ -491,8 +538,8 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		return false
 	}
 	if q.msgOff+p.n > len(q.msgRQE.buf) {
-		q.rcq.push(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv, QPN: q.qpn})
-		q.inMsg, q.msgRecv = false, false
+		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
+		q.inMsg = false
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
 		} else {
@@ -506,9 +553,9 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 	}
 	q.msgOff += p.n
 	if p.last {
-		q.rcq.push(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: q.msgOff,
-			Imm: p.imm, HasImm: p.hasImm, QPN: q.qpn, SrcQP: p.srcQPN})
-		q.inMsg, q.msgRecv = false, false
+		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: q.msgOff,
+			Imm: p.imm, HasImm: p.hasImm, SrcQP: p.srcQPN})
+		q.inMsg = false
 	}
 	return true
 }
@@ -521,6 +568,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 			if reliable {
 				q.responderError(nakRemoteAccess, p.psn)
 			} else {
+				q.c.stats.UCDrops++
 				q.dropMsg = true
 			}
 			return false
@@ -536,7 +584,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.last && p.hasImm {
-		if !reliable && q.rqHead == q.rqTail {
+		if !reliable && !q.msgRecv && q.rqHead == q.rqTail {
 			q.c.stats.UCDrops++
 			q.inMsg = false
 			return false
@@ -552,9 +600,8 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 	q.msgOff += p.n
 	if p.last {
 		if p.hasImm {
-			q.rcq.push(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: q.msgOff,
-				Imm: p.imm, HasImm: true, QPN: q.qpn, SrcQP: p.srcQPN})
-			q.msgRecv = false
+			q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: q.msgOff,
+				Imm: p.imm, HasImm: true, SrcQP: p.srcQPN})
 		}
 		q.inMsg = false
 	}
@@ -576,21 +623,24 @@ func (q *qp) respondRead(p *packet) bool {
 
 func (q *qp) ucReceive(p *packet) {
 	if d := psnDiff(p.psn, q.ePSN); d != 0 {
-		if q.inMsg {
+		// Packets were lost. The message in progress is gone, and so is
+		// this packet's message unless the packet starts it; a gap inside
+		// a message already being dropped adds nothing, and a message lost
+		// whole leaves no trace to count.
+		if q.inMsg || !p.first && !q.ucMid {
 			q.c.stats.UCDrops++
-			q.inMsg = false
-			if q.msgRecv { // give the receive back: the message never completed
-				q.rqHead--
-				q.msgRecv = false
-			}
 		}
+		// A receive the lost message took (msgRecv) stays taken and
+		// receives the next message, as hardware reuses the WQE.
+		q.inMsg = false
 		if !p.first {
-			q.dropMsg = true
+			q.dropMsg, q.ucMid = true, !p.last
 			q.ePSN = (p.psn + 1) & psnMask
 			return
 		}
 	}
 	q.ePSN = (p.psn + 1) & psnMask
+	q.ucMid = !p.last
 	if p.first {
 		q.dropMsg = false
 	} else if q.dropMsg {
@@ -631,13 +681,17 @@ func (q *qp) udReceive(p *packet) {
 		wc.Bytes = fabric.GRHBytes + p.n
 		wc.Imm, wc.HasImm = p.imm, p.hasImm
 	}
-	q.rcq.push(wc)
+	q.rcq.push(wc, q, q.rqHead, true)
+	if e.bad { // unlike a short buffer (documented choice), a bad one is a QP error
+		q.enterError()
+	}
 }
 
 // writeGRH fills the 40-byte global route header of a UD receive.
 func writeGRH(b []byte, p *packet) {
 	binary.BigEndian.PutUint32(b[0:], 6<<28) // IP version 6, class 0, flow 0
-	binary.BigEndian.PutUint16(b[4:], uint16(p.wire-hdrLRH))
+	// Payload length: the bytes after the GRH up to and including the ICRC.
+	binary.BigEndian.PutUint16(b[4:], uint16(p.wire-hdrLRH-hdrVCRC))
 	b[6], b[7] = 0x1b, 1 // next header: IBA transport; hop limit
 	s, d := gidOf(p.src), gidOf(p.dst)
 	copy(b[8:24], s[:])

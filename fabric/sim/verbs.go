@@ -60,6 +60,9 @@ func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
 
 func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 	p.c.enter(0)
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
 	n, err := p.c.resolve(dest)
 	if err != nil {
 		return nil, err
@@ -104,6 +107,17 @@ func (m *mr) SGE(off, n int) fabric.SGE {
 	return fabric.SGE{Addr: m.addr + uint64(off), Length: uint32(n), LKey: m.key}
 }
 
+// offset returns where [addr, addr+n) starts in the region, and false when
+// the range does not lie inside it. The check cannot overflow: addr+n may
+// wrap around 2^64 for addresses a peer or a caller made up.
+func (m *mr) offset(addr, n uint64) (uint64, bool) {
+	size := uint64(len(m.buf))
+	if addr < m.addr || addr-m.addr > size || n > size-(addr-m.addr) {
+		return 0, false
+	}
+	return addr - m.addr, true
+}
+
 func (m *mr) Dereg() error {
 	m.c.enter(0)
 	if m.dead {
@@ -121,7 +135,7 @@ type cq struct {
 	sigbase
 	nic     *nic
 	depth   int
-	buf     []fabric.WC // queue: buf[head:]
+	buf     []cqe // queue: buf[head:]
 	head    int
 	overrun bool
 	lost    int64
@@ -135,7 +149,19 @@ func (q *cq) String() string {
 }
 func (q *cq) len() int { return len(q.buf) - q.head }
 
-func (q *cq) push(wc fabric.WC) {
+// cqe is a queued completion and the work queue slots that polling it
+// frees: as with libibverbs providers, a slot is free again only once its
+// completion (for unsignaled sends, a later one) has been polled.
+type cqe struct {
+	wc   fabric.WC
+	qp   *qp
+	free uint64 // qp's slots before this counter value are released
+	recv bool   // receive queue, else send queue
+}
+
+// push queues wc, which releases q's slots before free (of its receive
+// queue when recv) once it is polled.
+func (q *cq) push(wc fabric.WC, qp *qp, free uint64, recv bool) {
 	if q.dead {
 		return
 	}
@@ -143,6 +169,7 @@ func (q *cq) push(wc fabric.WC) {
 		q.overrun = true
 		q.lost++
 		q.c.stats.CQOverruns++
+		qp.release(free, recv) // the completion is lost; do not wedge the queue pair too
 		q.signal()
 		return
 	}
@@ -151,7 +178,7 @@ func (q *cq) push(wc fabric.WC) {
 		q.buf = q.buf[:n]
 		q.head = 0
 	}
-	q.buf = append(q.buf, wc)
+	q.buf = append(q.buf, cqe{wc: wc, qp: qp, free: free, recv: recv})
 	q.signal()
 }
 
@@ -161,7 +188,11 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 	if q.dead {
 		return 0, fmt.Errorf("%w: completion queue destroyed", fabric.ErrClosed)
 	}
-	n := copy(wcs, q.buf[q.head:])
+	n := min(len(wcs), q.len())
+	for i, e := range q.buf[q.head : q.head+n] {
+		wcs[i] = e.wc
+		e.qp.release(e.free, e.recv)
+	}
 	q.head += n
 	if q.head == len(q.buf) {
 		q.buf, q.head = q.buf[:0], 0
