@@ -78,6 +78,10 @@ type network struct {
 	rxLat    fabric.Duration
 	filter   Filter
 	held     []*packet
+	sw       swtch
+	pcieNS   float64 // ns per byte of DMA
+	rxPkt    fabric.Duration
+	missCost fabric.Duration
 }
 
 const (
@@ -85,6 +89,7 @@ const (
 	evDeliver        // a packet reaches its destination NIC
 	evDirect         // a packet built outside the transmit engine (a responder's last NAK) leaves
 	evPort           // the head of a switch port's FIFO arrives; the port is arg>>8
+	evOutFree        // a switch output may be able to send again; the port is arg>>8
 )
 
 func newNetwork(c *Cluster) *network {
@@ -97,6 +102,10 @@ func newNetwork(c *Cluster) *network {
 		n.up[i].rng = c.rng(fmt.Sprintf("link/%d/up", i))
 		n.down[i].rng = c.rng(fmt.Sprintf("link/%d/down", i))
 	}
+	n.sw = newSwitch(c.cfg.Nodes, p)
+	n.pcieNS = 1 / p.PCIe.GBps
+	n.rxPkt = ns(p.NIC.RxPacketNS)
+	n.missCost = ns(p.NIC.QPCacheMissNS)
 	return n
 }
 
@@ -162,36 +171,6 @@ func (n *network) unhold(id uint64) (*packet, error) {
 	return nil, fmt.Errorf("sim: no held packet with id %d", id)
 }
 
-// transmit puts p on its source node's uplink at the cluster's current time,
-// which the NIC guarantees is no earlier than the uplink is free. It returns
-// when the link is free again.
-func (n *network) transmit(p *packet) fabric.Time {
-	c := n.c
-	up := &n.up[p.src]
-	start := c.now
-	if up.freeAt > start {
-		start = up.freeAt
-	}
-	ser := n.serialization(p.wire)
-	up.freeAt = start.Add(ser)
-	c.stats.PacketsSent++
-	c.stats.WireBytes += int64(p.wire)
-	if up.faults.any() && n.lossy(up, p) {
-		return up.freeAt
-	}
-	// Cut-through: the switch forwards once the header has arrived. Every
-	// uplink has the same delay to the switch, so packets put on the wire
-	// now reach it in the order they are sent: the switch can decide at
-	// once. A packet that must wait for its uplink (a NAK sent outside the
-	// transmit engine) is decided when it gets there.
-	if at := start.Add(n.prop + n.swLat); start == c.now {
-		n.forward(p, at)
-	} else {
-		c.schedule(at, n, evSwitch, p)
-	}
-	return up.freeAt
-}
-
 // lossy applies a port's random loss; true means the packet is gone.
 func (n *network) lossy(pt *port, p *packet) bool {
 	if pt.faults.Loss > 0 && pt.rng.Float64() < pt.faults.Loss {
@@ -205,9 +184,12 @@ func (n *network) lossy(pt *port, p *packet) bool {
 func (n *network) handle(kind uint64, p *packet) {
 	switch kind & 0xff {
 	case evSwitch:
-		n.forward(p, n.c.now)
+		n.arrive(p)
+	case evOutFree:
+		n.sw.out[kind>>8].evAt = 0
+		n.serve(int(kind >> 8))
 	case evDirect:
-		n.transmit(p)
+		n.transmit(p, n.c.now)
 	case evDeliver:
 		n.c.mix(p.id)
 		n.c.nodes[p.dst].nic.receive(p)
@@ -227,56 +209,6 @@ func (n *network) handle(kind uint64, p *packet) {
 		}
 		n.c.mix(a.p.id)
 		n.c.nodes[a.p.dst].nic.receive(a.p)
-	}
-}
-
-// forward sends p, whose header reaches the switch at at, out of the switch
-// port towards its destination.
-func (n *network) forward(p *packet, at fabric.Time) {
-	c := n.c
-	dn := &n.down[p.dst]
-	start := at
-	if dn.freeAt > start {
-		start = dn.freeAt
-	}
-	ser := n.serialization(p.wire)
-	dn.freeAt = start.Add(ser)
-	arrive := dn.freeAt.Add(n.prop + n.rxLat)
-	if n.filter != nil {
-		switch n.filter(p.info()) {
-		case Drop:
-			c.stats.PacketsLost++
-			c.freePacket(p)
-			return
-		case Hold:
-			n.held = append(n.held, p)
-			return
-		case Duplicate:
-			c.stats.PacketsDuplicated++
-			c.schedule(arrive, n, evDeliver, c.clonePacket(p))
-		}
-	}
-	if dn.faults.any() {
-		if n.lossy(dn, p) {
-			return
-		}
-		if dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate {
-			c.stats.PacketsDuplicated++
-			c.schedule(arrive.Add(ser), n, evDeliver, c.clonePacket(p))
-		}
-		if dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
-			d := dn.faults.ReorderDelay
-			if d == 0 {
-				d = 2 * fabric.Microsecond
-			}
-			c.stats.PacketsReordered++
-			c.schedule(arrive.Add(d), n, evDeliver, p)
-			return
-		}
-	}
-	dn.fifo = append(dn.fifo, arrival{arrive, p})
-	if len(dn.fifo)-dn.head == 1 {
-		c.schedule(arrive, n, evPort|uint64(p.dst)<<8, nil)
 	}
 }
 

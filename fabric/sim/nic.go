@@ -21,6 +21,15 @@ type nic struct {
 	stepPending bool
 	inStep      bool // handle is running: kick must not re-enter it
 	txLat       fabric.Duration
+
+	// Performance model.
+	cache         qpCache         // queue-pair contexts on the NIC
+	puFree        []fabric.Time   // when each processing unit is free
+	wqeCost       fabric.Duration // processing one work request
+	pcieRFree     fabric.Time     // DMA reads (payload fetch) are busy until
+	rxFree        fabric.Time     // the receive pipeline is busy until
+	creditBlocked bool            // the uplink has no credit; the switch wakes us
+	maxBlocks     int             // credit needed before sending any packet
 }
 
 const (
@@ -32,7 +41,28 @@ const (
 const evStep uint64 = 1
 
 func newNIC(c *Cluster, n *node) *nic {
-	return &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(c.prof.NIC.TxLatencyNS)}
+	p := c.prof
+	return &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(p.NIC.TxLatencyNS),
+		cache: qpCache{cap: p.NIC.QPCacheEntries}, puFree: make([]fabric.Time, p.NIC.ProcessingUnits),
+		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p)}
+}
+
+// creditReturned tells a NIC waiting for uplink credit when some returns.
+func (n *nic) creditReturned(at fabric.Time) {
+	if n.creditBlocked && !n.stepPending {
+		n.stepPending = true
+		n.c.schedule(at, n, evStep, nil)
+	}
+}
+
+// dmaRead fetches bytes of payload over PCIe, starting no earlier than
+// notBefore (when the data became available); reads are serialized, and a
+// read may run ahead of the link (the NIC prefetches). It returns when the
+// data is on the NIC.
+func (n *nic) dmaRead(bytes int, notBefore fabric.Time) fabric.Time {
+	start := max(n.pcieRFree, notBefore)
+	n.pcieRFree = start.Add(fabric.Duration(float64(bytes)*n.c.net.pcieNS*1000 + 0.5))
+	return n.pcieRFree
 }
 
 func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
@@ -140,16 +170,36 @@ func (n *nic) handle(_ uint64, _ *packet) {
 	n.stepPending = false
 	n.inStep = true
 	defer func() { n.inStep = false }()
+	now := n.c.now
+	cr := &n.c.net.sw.in[n.node.id].cr
+	if cr.avail(now) < n.maxBlocks {
+		// No room in the switch's input buffer: wait for credit.
+		n.creditBlocked = true
+		if t, ok := cr.next(); ok {
+			n.stepPending = true
+			n.c.schedule(t, n, evStep, nil)
+		}
+		return
+	}
+	n.creditBlocked = false
 	for n.readyHead < len(n.ready) {
 		q := n.ready[n.readyHead]
 		n.ready[n.readyHead] = nil
 		n.readyHead++
 		q.inReady = false
+		if at := q.gate(now); at > now {
+			q.readyAt(at) // its work request is still being processed
+			continue
+		}
 		p := q.nextPacket()
 		if p == nil {
 			continue
 		}
-		free := n.c.net.transmit(p)
+		dma := now
+		if p.n > 0 && !p.noDMA {
+			dma = n.dmaRead(p.n, p.dataAt)
+		}
+		free := n.c.net.transmit(p, dma)
 		q.sent(free)
 		if q.hasOutput() {
 			q.inReady = true

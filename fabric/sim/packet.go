@@ -41,6 +41,10 @@ const (
 	hdrVCRC  = 2
 	hdrBase  = hdrLRH + hdrBTH + hdrICRC + hdrVCRC
 	pktAlign = 4
+	// maxHeaderBytes bounds every packet's headers and padding.
+	maxHeaderBytes = hdrBase + hdrRETH + hdrDETH + hdrImm + pktAlign
+	// creditBlock is the unit of InfiniBand link-level flow control.
+	creditBlock = 64
 )
 
 // span is a byte range [off, off+n) of a packet's payload that carries real
@@ -71,6 +75,8 @@ type packet struct {
 	segs           [2]span
 	nseg           int
 	held           bool
+	noDMA          bool        // payload travels in the work request (inline)
+	dataAt         fabric.Time // when the payload could first be fetched
 }
 
 // PacketInfo is a read-only description of a packet, for filters and

@@ -27,6 +27,8 @@ type Profile struct {
 	Switch      SwitchProfile `yaml:"switch"`
 	NIC         NICProfile    `yaml:"nic"`
 	Host        HostProfile   `yaml:"host"`
+	PCIe        PCIeProfile   `yaml:"pcie"`
+	Setup       SetupProfile  `yaml:"setup"`
 	OOB         OOBProfile    `yaml:"oob"`
 
 	source string // "builtin" or the file path
@@ -41,9 +43,11 @@ type LinkProfile struct {
 	PropagationNS float64 `yaml:"propagation_ns"` // cable delay per link, ns
 }
 
-// SwitchProfile describes the single switch.
+// SwitchProfile describes the single switch: input-queued, one data
+// virtual lane, link-level credits in 64-byte blocks.
 type SwitchProfile struct {
-	LatencyNS float64 `yaml:"latency_ns"` // port-to-port cut-through latency, ns
+	LatencyNS        float64 `yaml:"latency_ns"`         // port-to-port cut-through latency, ns
+	InputBufferBytes int     `yaml:"input_buffer_bytes"` // buffer of one input port for the data VL, bytes
 }
 
 // NICProfile describes the NIC (and its PCIe path, lumped into latencies).
@@ -58,6 +62,14 @@ type NICProfile struct {
 	MaxRdAtomic int     `yaml:"max_rd_atomic"` // outstanding RDMA Reads per QP
 	MaxMRBytes  int64   `yaml:"max_mr_bytes"`
 	LocalAckNS  float64 `yaml:"ack_delay_ns"` // responder delay before an ACK leaves, ns
+
+	// Performance model.
+	ProcessingUnits int     `yaml:"processing_units"` // send-side engines; a QP is served by one
+	WQENS           float64 `yaml:"wqe_ns"`           // time a processing unit spends on one work request, ns
+	RxPacketNS      float64 `yaml:"rx_packet_ns"`     // receive pipeline time per packet, ns
+	RxBufferBytes   int     `yaml:"rx_buffer_bytes"`  // port buffer for arriving packets (credits to the switch), bytes
+	QPCacheEntries  int     `yaml:"qp_cache_entries"` // queue-pair contexts held on the NIC (LRU)
+	QPCacheMissNS   float64 `yaml:"qp_cache_miss_ns"` // fetching a context from host memory, ns
 }
 
 // HostProfile describes a node's CPU and the CPU cost of verbs calls.
@@ -70,6 +82,25 @@ type HostProfile struct {
 	PollPerCQENS  float64 `yaml:"poll_per_cqe_ns"` // CPU time per completion returned
 	LockNS        float64 `yaml:"lock_ns"`         // uncontended lock acquire
 	LockHandoffNS float64 `yaml:"lock_handoff_ns"` // contended lock passed to a waiting thread
+	MemcpyGBps    float64 `yaml:"memcpy_gbps"`     // one core's copy bandwidth, GB/s (10^9 bytes/s)
+	HashTupleNS   float64 `yaml:"hash_tuple_ns"`   // hashing one tuple's key and choosing its buffer, ns
+}
+
+// PCIeProfile describes the NIC's host interface.
+type PCIeProfile struct {
+	GBps  float64 `yaml:"gbps"`   // effective DMA bandwidth per direction after TLP overhead, GB/s
+	RTTNS float64 `yaml:"rtt_ns"` // round trip of a DMA read (WQE fetch), ns
+}
+
+// SetupProfile holds the costs of control-path verbs, charged to the
+// calling thread.
+type SetupProfile struct {
+	RegMRUS        float64 `yaml:"reg_mr_us"`          // fixed cost of registering a region, us
+	RegMRPerPageNS float64 `yaml:"reg_mr_per_page_ns"` // pinning and mapping one 4 KiB page, ns
+	DeregMRUS      float64 `yaml:"dereg_mr_us"`        // deregistering a region, us
+	CreateQPUS     float64 `yaml:"create_qp_us"`
+	ModifyQPUS     float64 `yaml:"modify_qp_us"` // each state transition
+	CreateCQUS     float64 `yaml:"create_cq_us"`
 }
 
 // OOBProfile describes the out-of-band network used for connection setup.
@@ -238,6 +269,29 @@ func (p *Profile) Validate() error {
 	nonneg("host.lock_ns", p.Host.LockNS)
 	nonneg("host.lock_handoff_ns", p.Host.LockHandoffNS)
 	nonneg("oob.rtt_us", p.OOB.RTTUS)
+	pos("switch.input_buffer_bytes", float64(p.Switch.InputBufferBytes))
+	pos("nic.processing_units", float64(p.NIC.ProcessingUnits))
+	pos("nic.wqe_ns", p.NIC.WQENS)
+	nonneg("nic.rx_packet_ns", p.NIC.RxPacketNS)
+	pos("nic.rx_buffer_bytes", float64(p.NIC.RxBufferBytes))
+	pos("nic.qp_cache_entries", float64(p.NIC.QPCacheEntries))
+	nonneg("nic.qp_cache_miss_ns", p.NIC.QPCacheMissNS)
+	pos("host.memcpy_gbps", p.Host.MemcpyGBps)
+	nonneg("host.hash_tuple_ns", p.Host.HashTupleNS)
+	pos("pcie.gbps", p.PCIe.GBps)
+	nonneg("pcie.rtt_ns", p.PCIe.RTTNS)
+	nonneg("setup.reg_mr_us", p.Setup.RegMRUS)
+	nonneg("setup.reg_mr_per_page_ns", p.Setup.RegMRPerPageNS)
+	nonneg("setup.dereg_mr_us", p.Setup.DeregMRUS)
+	nonneg("setup.create_qp_us", p.Setup.CreateQPUS)
+	nonneg("setup.modify_qp_us", p.Setup.ModifyQPUS)
+	nonneg("setup.create_cq_us", p.Setup.CreateCQUS)
+	if mtuPkt := p.Link.MTU + maxHeaderBytes; p.Switch.InputBufferBytes > 0 && p.Switch.InputBufferBytes < mtuPkt {
+		bad("switch.input_buffer_bytes", "%d bytes cannot hold one MTU packet (%d bytes)", p.Switch.InputBufferBytes, mtuPkt)
+	}
+	if mtuPkt := p.Link.MTU + maxHeaderBytes; p.NIC.RxBufferBytes > 0 && p.NIC.RxBufferBytes < mtuPkt {
+		bad("nic.rx_buffer_bytes", "%d bytes cannot hold one MTU packet (%d bytes)", p.NIC.RxBufferBytes, mtuPkt)
+	}
 	return errors.Join(errs...)
 }
 

@@ -18,8 +18,9 @@ type sqe struct {
 	rdGap   bool   // a missing read response was detected and the read asked for again
 	bad     fabric.Status
 	done    bool
-	destN   int    // UD: destination node
-	destQPN uint32 // UD: destination QPN
+	procAt  fabric.Time // when the NIC has processed this request
+	destN   int         // UD: destination node
+	destQPN uint32      // UD: destination QPN
 }
 
 // rqe is a receive-queue entry.
@@ -37,6 +38,7 @@ type readCtx struct {
 	psn   uint32
 	npkts int
 	idx   int
+	at    fabric.Time // when the request was accepted
 }
 
 // qp implements fabric.QP with the RC, UC and UD transports.
@@ -54,6 +56,10 @@ type qp struct {
 	mtu       int
 	destroyed bool
 	inReady   bool
+
+	// Performance model.
+	cache   cacheLink   // membership in the NIC's context cache
+	readyEv fabric.Time // a pending re-activation, 0 if none
 
 	// Send queue: a ring of caps.MaxSendWR entries indexed by counters.
 	// sqFree <= sqHead <= sqTx <= sqVisible <= sqTail. The counters only
@@ -170,6 +176,7 @@ func (q *qp) Destroy() error {
 		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
 	}
 	q.destroyed = true
+	q.nic.cache.evict(q)
 	q.state = fabric.StateReset
 	q.timerOn = false
 	q.pd.users--

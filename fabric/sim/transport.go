@@ -12,6 +12,7 @@ const (
 	qpTxDone   uint64 = 2 << 56
 	qpTimer    uint64 = 3 << 56
 	qpRNR      uint64 = 4 << 56
+	qpReady    uint64 = 5 << 56 // a work request has been processed by the NIC
 	valMask    uint64 = 1<<56 - 1
 )
 
@@ -26,8 +27,13 @@ func (q *qp) handle(arg uint64, _ *packet) {
 	}
 	kind, v := arg&^valMask, arg&valMask
 	switch kind {
+	case qpReady:
+		if q.readyEv <= q.c.now {
+			q.readyEv = 0
+		}
 	case qpDoorbell:
 		if q.state == fabric.StateRTS && v > q.sqVisible && v <= q.sqTail {
+			q.process(q.sqVisible, v)
 			q.sqVisible = v
 		}
 	case qpTxDone:
@@ -50,6 +56,43 @@ func (q *qp) handle(arg uint64, _ *packet) {
 		}
 	}
 	q.nic.activate(q)
+}
+
+// gate returns when the packet q sends next may leave: at once for ACKs,
+// read responses and later packets of a message; for the first packet of a
+// work request, once the NIC has processed the request (see process).
+func (q *qp) gate(now fabric.Time) fabric.Time {
+	if q.ackOn || q.readHead < len(q.reads) || q.txPkt > 0 || q.state != fabric.StateRTS || q.sqTx >= q.sqVisible {
+		return now
+	}
+	return q.sq[q.sqTx%uint64(len(q.sq))].procAt
+}
+
+// process runs newly visible work requests through the NIC: each takes a
+// processing unit (units are shared by the QPs mapped to them) for the
+// profile's per-request time, plus a fetch over PCIe when the QP's context
+// is not in the NIC's cache. Processing runs ahead of the wire, so it only
+// limits the rate of small messages.
+func (q *qp) process(from, to uint64) {
+	n := q.nic
+	pu := &n.puFree[int(q.qpn)%len(n.puFree)]
+	for i := from; i < to; i++ {
+		d := n.wqeCost
+		if n.cache.touch(q) {
+			d += n.c.net.missCost
+		}
+		*pu = max(*pu, n.c.now).Add(d)
+		q.sq[i%uint64(len(q.sq))].procAt = *pu
+	}
+}
+
+// readyAt re-activates q at t, when its work request has been processed.
+func (q *qp) readyAt(t fabric.Time) {
+	if q.readyEv != 0 && q.readyEv <= t {
+		return
+	}
+	q.readyEv = t
+	q.c.schedule(t, q, qpReady, nil)
 }
 
 func (q *qp) outstanding() bool { return q.sqHead < q.sqTx || q.txPkt > 0 }
@@ -132,6 +175,7 @@ func (q *qp) nextPacket() *packet {
 		off := q.txPkt * q.mtu
 		p.n = min(q.mtu, e.length-off)
 		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
+		p.noDMA, p.dataAt = e.wr.Flags&fabric.Inline != 0, e.procAt
 		if p.last && e.wr.Op.HasImm() {
 			p.hasImm, p.imm = true, e.wr.Imm
 		}
@@ -174,6 +218,7 @@ func (q *qp) readResponse() *packet {
 	off := r.idx * q.mtu
 	p.n = min(q.mtu, len(r.buf)-off)
 	p.loadPayload(r.buf, off, len(r.buf), !q.c.cfg.SizeOnly)
+	p.dataAt = r.at
 	p.setWire()
 	r.idx++
 	if r.idx == r.npkts {
@@ -616,7 +661,7 @@ func (q *qp) respondRead(p *packet) bool {
 		return false
 	}
 	npk := max((int(p.dmaLen)+q.mtu-1)/q.mtu, 1)
-	q.reads = append(q.reads, readCtx{mr: m, buf: buf, psn: p.psn, npkts: npk})
+	q.reads = append(q.reads, readCtx{mr: m, buf: buf, psn: p.psn, npkts: npk, at: q.c.now})
 	q.nic.activate(q)
 	return true
 }

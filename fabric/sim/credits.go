@@ -1,0 +1,59 @@
+package sim
+
+import "github.com/rdmashuffle/rdmashuffle/fabric"
+
+// credits is one side of InfiniBand link-level flow control: a sender may
+// put a packet on a link only while the receiving buffer has room for it,
+// counted in 64-byte blocks. Blocks come back when the receiver has moved
+// the packet on, plus the time the flow-control packet takes to travel
+// back. Returns are recorded with the time they become visible (always in
+// non-decreasing order, because a buffer drains in order) and applied
+// lazily, so credit traffic costs no events.
+type credits struct {
+	cap  int // blocks
+	used int
+	ret  []creditReturn
+	head int
+}
+
+type creditReturn struct {
+	at     fabric.Time
+	blocks int
+}
+
+func blocksOf(wire int) int { return (wire + creditBlock - 1) / creditBlock }
+
+func newCredits(bytes int) credits { return credits{cap: bytes / creditBlock} }
+
+// avail applies every return visible at now and reports the free blocks.
+func (c *credits) avail(now fabric.Time) int {
+	for c.head < len(c.ret) && c.ret[c.head].at <= now {
+		c.used -= c.ret[c.head].blocks
+		c.head++
+	}
+	if c.head == len(c.ret) {
+		c.ret, c.head = c.ret[:0], 0
+	} else if c.head >= 256 && 2*c.head >= len(c.ret) {
+		k := copy(c.ret, c.ret[c.head:])
+		c.ret, c.head = c.ret[:k], 0
+	}
+	return c.cap - c.used
+}
+
+func (c *credits) take(blocks int) { c.used += blocks }
+
+// give schedules the return of blocks at time at.
+func (c *credits) give(at fabric.Time, blocks int) {
+	if n := len(c.ret); n > c.head && c.ret[n-1].at > at {
+		at = c.ret[n-1].at // keep the queue ordered; a buffer drains in order
+	}
+	c.ret = append(c.ret, creditReturn{at, blocks})
+}
+
+// next is when the next pending return becomes visible.
+func (c *credits) next() (fabric.Time, bool) {
+	if c.head < len(c.ret) {
+		return c.ret[c.head].at, true
+	}
+	return 0, false
+}

@@ -1,0 +1,239 @@
+package sim
+
+import "github.com/rdmashuffle/rdmashuffle/fabric"
+
+// swtch is the single switch: input-queued, one data virtual lane,
+// link-level credit flow control on every link.
+//
+// A NIC may put a packet on its uplink only while the switch input buffer
+// at the other end has room for it (credits, in 64-byte blocks). Packets
+// wait in their input buffer in arrival order; only the head of an input
+// competes for its output port, which serves competing inputs first come,
+// first served. An output sends only while the destination NIC's receive
+// buffer has room, and that buffer drains at the pace of the NIC's receive
+// pipeline. So an oversubscribed output fills the input buffers that feed
+// it, packets for idle outputs wait behind them (head-of-line blocking),
+// and the stall propagates back to the senders' uplinks: incast and
+// all-to-all contention emerge from buffers and credits, not from a factor.
+type swtch struct {
+	in  []swIn
+	out []swOut
+	// work lists outputs to serve; handled iteratively so that one
+	// departure freeing the next head does not recurse.
+	work []int
+}
+
+// swIn is one input port's buffer (fed by one node's uplink).
+type swIn struct {
+	q    []*packet
+	head int
+	cr   credits // the upstream NIC's view of this buffer
+}
+
+// swOut is one output port (to one node's downlink).
+type swOut struct {
+	freeAt  fabric.Time
+	waiting []int // inputs whose head packet wants this port, in request order
+	wHead   int
+	queued  bool        // in swtch.work
+	evAt    fabric.Time // pending wake-up, 0 if none
+	cr      credits     // the destination NIC's receive buffer
+}
+
+func newSwitch(nodes int, p *Profile) swtch {
+	s := swtch{in: make([]swIn, nodes), out: make([]swOut, nodes)}
+	for i := range s.in {
+		s.in[i].cr = newCredits(p.Switch.InputBufferBytes)
+		s.out[i].cr = newCredits(p.NIC.RxBufferBytes)
+	}
+	return s
+}
+
+// maxPacketBlocks is the credit a NIC needs before it may send any packet.
+func maxPacketBlocks(p *Profile) int { return blocksOf(p.Link.MTU + maxHeaderBytes) }
+
+// transmit puts p on its source node's uplink no earlier than notBefore
+// (its payload's DMA) and no earlier than the uplink is free. The caller
+// has checked the uplink's credits. It returns when the link is free again.
+func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
+	c := n.c
+	up := &n.up[p.src]
+	start := max(c.now, up.freeAt, notBefore)
+	ser := n.serialization(p.wire)
+	up.freeAt = start.Add(ser)
+	c.stats.PacketsSent++
+	c.stats.WireBytes += int64(p.wire)
+	b := blocksOf(p.wire)
+	in := &n.sw.in[p.src]
+	in.cr.take(b)
+	if up.faults.any() && n.lossy(up, p) {
+		in.cr.give(up.freeAt.Add(n.prop), b) // never reached the buffer
+		return up.freeAt
+	}
+	// Cut-through: the switch can forward once the header has arrived.
+	c.schedule(start.Add(n.prop+n.swLat), n, evSwitch, p)
+	return up.freeAt
+}
+
+// arrive queues a packet in its input buffer.
+func (n *network) arrive(p *packet) {
+	in := &n.sw.in[p.src]
+	in.q = append(in.q, p)
+	if len(in.q)-in.head == 1 {
+		n.request(p.dst, p.src)
+	}
+	n.drain()
+}
+
+// request makes input i a contender for output o.
+func (n *network) request(o, i int) {
+	out := &n.sw.out[o]
+	out.waiting = append(out.waiting, i)
+	n.enqueue(o)
+}
+
+func (n *network) enqueue(o int) {
+	if out := &n.sw.out[o]; !out.queued {
+		out.queued = true
+		n.sw.work = append(n.sw.work, o)
+	}
+}
+
+// drain serves every output with pending work.
+func (n *network) drain() {
+	for len(n.sw.work) > 0 {
+		o := n.sw.work[len(n.sw.work)-1]
+		n.sw.work = n.sw.work[:len(n.sw.work)-1]
+		n.sw.out[o].queued = false
+		n.serve(o)
+	}
+}
+
+// serve sends from output o while it is free, has contenders and has
+// credit at the destination NIC.
+func (n *network) serve(o int) {
+	c := n.c
+	out := &n.sw.out[o]
+	for out.wHead < len(out.waiting) {
+		if out.freeAt > c.now {
+			n.wakeOut(o, out.freeAt)
+			break
+		}
+		i := out.waiting[out.wHead]
+		in := &n.sw.in[i]
+		p := in.q[in.head]
+		b := blocksOf(p.wire)
+		if out.cr.avail(c.now) < b {
+			if t, ok := out.cr.next(); ok {
+				n.wakeOut(o, t)
+			}
+			break
+		}
+		out.wHead++
+		if out.wHead == len(out.waiting) {
+			out.waiting, out.wHead = out.waiting[:0], 0
+		}
+		in.q[in.head] = nil
+		in.head++
+		if in.head == len(in.q) {
+			in.q, in.head = in.q[:0], 0
+		} else {
+			if in.head >= 256 && 2*in.head >= len(in.q) {
+				k := copy(in.q, in.q[in.head:])
+				in.q, in.head = in.q[:k], 0
+			}
+			n.request(in.q[in.head].dst, i)
+		}
+		n.forward(p, o, b)
+	}
+	n.drain()
+}
+
+// wakeOut makes sure output o is served again at t.
+func (n *network) wakeOut(o int, t fabric.Time) {
+	out := &n.sw.out[o]
+	if out.evAt != 0 && out.evAt <= t {
+		return
+	}
+	out.evAt = t
+	n.c.schedule(t, n, evOutFree|uint64(o)<<8, nil)
+}
+
+// forward sends p from its input buffer out of port o now. The input
+// buffer's credit goes back to the sending NIC as the packet leaves; the
+// destination NIC's receive pipeline takes it in order, and its buffer's
+// credit goes back to the switch once the pipeline has moved it on.
+func (n *network) forward(p *packet, o, b int) {
+	c := n.c
+	out := &n.sw.out[o]
+	ser := n.serialization(p.wire)
+	out.freeAt = c.now.Add(ser)
+	left := out.freeAt.Add(n.prop)
+	n.sw.in[p.src].cr.give(left, b)
+	c.nodes[p.src].nic.creditReturned(left)
+	arrive := left // the tail reaches the NIC
+	dn := &n.down[o]
+	dup := false
+	if n.filter != nil {
+		switch n.filter(p.info()) {
+		case Drop:
+			c.stats.PacketsLost++
+			c.freePacket(p)
+			return
+		case Hold:
+			n.held = append(n.held, p)
+			return
+		case Duplicate:
+			dup = true
+		}
+	}
+	if dn.faults.any() {
+		if n.lossy(dn, p) {
+			return
+		}
+		dup = dup || dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate
+	}
+	// The receive pipeline: one packet at a time, in arrival order; a
+	// context-cache miss stalls it for a fetch over PCIe, and the payload
+	// must be written to host memory at PCIe speed.
+	nc := c.nodes[o].nic
+	start := max(arrive, nc.rxFree)
+	svc := n.rxPkt
+	if q := nc.lookupQP(p.dstQPN); q != nil && nc.cache.touch(q) {
+		svc += n.missCost
+	}
+	if dma := fabric.Duration(float64(p.n)*n.pcieNS*1000 + 0.5); dma > svc {
+		svc = dma
+	}
+	nc.rxFree = start.Add(svc)
+	out.cr.take(b)
+	out.cr.give(nc.rxFree.Add(n.prop), b)
+	deliver := start.Add(max(svc, n.rxLat))
+	if dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
+		d := dn.faults.ReorderDelay
+		if d == 0 {
+			d = 2 * fabric.Microsecond
+		}
+		c.stats.PacketsReordered++
+		c.schedule(deliver.Add(d), n, evDeliver, p)
+		return
+	}
+	n.toPort(o, deliver, p)
+	if dup { // the copy arrives right behind the original
+		c.stats.PacketsDuplicated++
+		n.toPort(o, deliver.Add(ser), c.clonePacket(p))
+	}
+}
+
+// toPort queues p for delivery to node o's NIC at t (times on one port
+// never decrease).
+func (n *network) toPort(o int, t fabric.Time, p *packet) {
+	dn := &n.down[o]
+	if k := len(dn.fifo); k > dn.head && dn.fifo[k-1].at > t {
+		t = dn.fifo[k-1].at
+	}
+	dn.fifo = append(dn.fifo, arrival{t, p})
+	if len(dn.fifo)-dn.head == 1 {
+		n.c.schedule(t, n, evPort|uint64(o)<<8, nil)
+	}
+}
