@@ -2,18 +2,20 @@ package sim
 
 import "github.com/rdmashuffle/rdmashuffle/fabric"
 
-// swtch is the single switch: input-queued, one data virtual lane,
-// link-level credit flow control on every link.
+// swtch is the single switch: input-buffered with virtual output queues,
+// one data virtual lane, link-level credit flow control on every link.
 //
 // A NIC may put a packet on its uplink only while the switch input buffer
-// at the other end has room for it (credits, in 64-byte blocks). Packets
-// wait in their input buffer in arrival order; only the head of an input
-// competes for its output port, which serves competing inputs first come,
-// first served. An output sends only while the destination NIC's receive
-// buffer has room, and that buffer drains at the pace of the NIC's receive
+// at the other end has room for it (credits, in 64-byte blocks); the buffer
+// is shared by all destinations. Inside, packets wait per output (so a
+// packet for an idle output never waits behind one for a busy output), and
+// each output serves the inputs that have packets for it in round-robin
+// order. An output sends only while the destination NIC's receive buffer
+// has room, and that buffer drains at the pace of the NIC's receive
 // pipeline. So an oversubscribed output fills the input buffers that feed
-// it, packets for idle outputs wait behind them (head-of-line blocking),
-// and the stall propagates back to the senders' uplinks: incast and
+// it; once an input buffer is full its uplink stops for every destination
+// (head-of-line blocking across the link, InfiniBand's congestion
+// spreading), and the stall propagates to the senders: incast and
 // all-to-all contention emerge from buffers and credits, not from a factor.
 type swtch struct {
 	in  []swIn
@@ -23,17 +25,40 @@ type swtch struct {
 	work []int
 }
 
-// swIn is one input port's buffer (fed by one node's uplink).
+// swIn is one input port's buffer (fed by one node's uplink), kept as one
+// queue per output.
 type swIn struct {
+	voq []pktQueue // by output port; allocated on first use
+	cr  credits    // the upstream NIC's view of this buffer
+}
+
+// pktQueue is a FIFO of packets.
+type pktQueue struct {
 	q    []*packet
 	head int
-	cr   credits // the upstream NIC's view of this buffer
+}
+
+func (f *pktQueue) len() int       { return len(f.q) - f.head }
+func (f *pktQueue) push(p *packet) { f.q = append(f.q, p) }
+func (f *pktQueue) peek() *packet  { return f.q[f.head] }
+
+func (f *pktQueue) pop() *packet {
+	p := f.q[f.head]
+	f.q[f.head] = nil
+	f.head++
+	if f.head == len(f.q) {
+		f.q, f.head = f.q[:0], 0
+	} else if f.head >= 256 && 2*f.head >= len(f.q) {
+		k := copy(f.q, f.q[f.head:])
+		f.q, f.head = f.q[:k], 0
+	}
+	return p
 }
 
 // swOut is one output port (to one node's downlink).
 type swOut struct {
 	freeAt  fabric.Time
-	waiting []int // inputs whose head packet wants this port, in request order
+	waiting []int // inputs with packets for this port, in round-robin order
 	wHead   int
 	queued  bool        // in swtch.work
 	evAt    fabric.Time // pending wake-up, 0 if none
@@ -78,8 +103,12 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 // arrive queues a packet in its input buffer.
 func (n *network) arrive(p *packet) {
 	in := &n.sw.in[p.src]
-	in.q = append(in.q, p)
-	if len(in.q)-in.head == 1 {
+	if in.voq == nil {
+		in.voq = make([]pktQueue, len(n.sw.out))
+	}
+	v := &in.voq[p.dst]
+	v.push(p)
+	if v.len() == 1 {
 		n.request(p.dst, p.src)
 	}
 	n.drain()
@@ -120,8 +149,8 @@ func (n *network) serve(o int) {
 			break
 		}
 		i := out.waiting[out.wHead]
-		in := &n.sw.in[i]
-		p := in.q[in.head]
+		v := &n.sw.in[i].voq[o]
+		p := v.peek()
 		b := blocksOf(p.wire)
 		if out.cr.avail(c.now) < b {
 			if t, ok := out.cr.next(); ok {
@@ -132,17 +161,13 @@ func (n *network) serve(o int) {
 		out.wHead++
 		if out.wHead == len(out.waiting) {
 			out.waiting, out.wHead = out.waiting[:0], 0
+		} else if out.wHead >= 256 && 2*out.wHead >= len(out.waiting) {
+			k := copy(out.waiting, out.waiting[out.wHead:])
+			out.waiting, out.wHead = out.waiting[:k], 0
 		}
-		in.q[in.head] = nil
-		in.head++
-		if in.head == len(in.q) {
-			in.q, in.head = in.q[:0], 0
-		} else {
-			if in.head >= 256 && 2*in.head >= len(in.q) {
-				k := copy(in.q, in.q[in.head:])
-				in.q, in.head = in.q[:k], 0
-			}
-			n.request(in.q[in.head].dst, i)
+		v.pop()
+		if v.len() > 0 { // back of the round-robin line
+			out.waiting = append(out.waiting, i)
 		}
 		n.forward(p, o, b)
 	}
