@@ -225,10 +225,27 @@ type Stats struct {
 	RCRetransmits     int64 // RC go-back-N rewinds (ACK timeouts, NAKs, missing read responses); each resends every unacknowledged packet
 	RNRNaks           int64
 	CQOverruns        int64 // completions lost to full CQs
+	QPCacheHits       int64 // NIC queue-pair context lookups that hit, all nodes
+	QPCacheMisses     int64 // lookups that had to fetch the context over PCIe
+}
+
+// QPCacheMissRate is the fraction of context lookups that missed.
+func (s Stats) QPCacheMissRate() float64 {
+	if t := s.QPCacheHits + s.QPCacheMisses; t > 0 {
+		return float64(s.QPCacheMisses) / float64(t)
+	}
+	return 0
 }
 
 // Stats returns the counters so far.
-func (c *Cluster) Stats() Stats { return c.stats }
+func (c *Cluster) Stats() Stats {
+	s := c.stats
+	for _, n := range c.nodes {
+		s.QPCacheHits += n.nic.cache.hits
+		s.QPCacheMisses += n.nic.cache.misses
+	}
+	return s
+}
 
 // kindOf gives the trace hash a stable id per handler type.
 func kindOf(h handler) uint8 {
