@@ -28,6 +28,7 @@ type nic struct {
 	wqeCost       fabric.Duration // processing one work request
 	pcieRFree     fabric.Time     // DMA reads (payload fetch) are busy until
 	rxFree        fabric.Time     // the receive pipeline is busy until
+	fetchFree     fabric.Time     // the context-fetch engine is busy until
 	creditBlocked bool            // the uplink has no credit; the switch wakes us
 	maxBlocks     int             // credit needed before sending any packet
 }
@@ -53,6 +54,19 @@ func (n *nic) creditReturned(at fabric.Time) {
 		n.stepPending = true
 		n.c.schedule(at, n, evStep, nil)
 	}
+}
+
+// contextAt returns when q's context is on the NIC for a use at time at:
+// at once on a cache hit; on a miss, after a fetch over PCIe. Fetches are
+// served one at a time by the NIC's context-fetch engine, shared by the
+// send and receive sides, so a NIC that thrashes its cache is limited to
+// about one operation per fetch, whatever its processing units could do.
+func (n *nic) contextAt(q *qp, at fabric.Time) fabric.Time {
+	if !n.cache.touch(q) {
+		return at
+	}
+	n.fetchFree = max(n.fetchFree, at).Add(n.c.net.missCost)
+	return n.fetchFree
 }
 
 // dmaRead fetches bytes of payload over PCIe, starting no earlier than

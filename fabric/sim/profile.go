@@ -95,9 +95,10 @@ type PCIeProfile struct {
 // SetupProfile holds the costs of control-path verbs, charged to the
 // calling thread.
 type SetupProfile struct {
-	RegMRUS        float64 `yaml:"reg_mr_us"`          // fixed cost of registering a region, us
-	RegMRPerPageNS float64 `yaml:"reg_mr_per_page_ns"` // pinning and mapping one 4 KiB page, ns
-	DeregMRUS      float64 `yaml:"dereg_mr_us"`        // deregistering a region, us
+	RegMRUS        float64 `yaml:"reg_mr_us"`            // fixed cost of registering a region, us
+	RegMRPerPageNS float64 `yaml:"reg_mr_per_page_ns"`   // pinning and mapping one 4 KiB page, ns
+	DeregMRUS      float64 `yaml:"dereg_mr_us"`          // fixed cost of deregistering a region, us
+	DeregPerPageNS float64 `yaml:"dereg_mr_per_page_ns"` // unpinning one 4 KiB page, ns
 	CreateQPUS     float64 `yaml:"create_qp_us"`
 	ModifyQPUS     float64 `yaml:"modify_qp_us"` // each state transition
 	CreateCQUS     float64 `yaml:"create_cq_us"`
@@ -238,7 +239,7 @@ func (p *Profile) Validate() error {
 	pos("link.lanes", float64(p.Link.Lanes))
 	pos("link.lane_gbaud", p.Link.LaneGbaud)
 	if _, ok := encodings[p.Link.Encoding]; !ok {
-		bad("link.encoding", "must be \"64b/66b\" or \"8b/10b\", got %q", p.Link.Encoding)
+		bad("link.encoding", "must be \"8b/10b\", \"64b/66b\" or \"rs-fec\", got %q", p.Link.Encoding)
 	}
 	switch p.Link.MTU {
 	case 256, 512, 1024, 2048, 4096:
@@ -283,6 +284,7 @@ func (p *Profile) Validate() error {
 	nonneg("setup.reg_mr_us", p.Setup.RegMRUS)
 	nonneg("setup.reg_mr_per_page_ns", p.Setup.RegMRPerPageNS)
 	nonneg("setup.dereg_mr_us", p.Setup.DeregMRUS)
+	nonneg("setup.dereg_mr_per_page_ns", p.Setup.DeregPerPageNS)
 	nonneg("setup.create_qp_us", p.Setup.CreateQPUS)
 	nonneg("setup.modify_qp_us", p.Setup.ModifyQPUS)
 	nonneg("setup.create_cq_us", p.Setup.CreateCQUS)
@@ -295,7 +297,11 @@ func (p *Profile) Validate() error {
 	return errors.Join(errs...)
 }
 
-var encodings = map[string]float64{"64b/66b": 64.0 / 66.0, "8b/10b": 0.8}
+// encodings maps a line code to the fraction of the signalling rate that
+// carries data. "rs-fec" is HDR's chain (64b/66b, 256b/257b transcoding,
+// RS(544,514) forward error correction): 53.125 Gb/s of signal per lane
+// carry 50 Gb/s of data.
+var encodings = map[string]float64{"64b/66b": 64.0 / 66.0, "8b/10b": 0.8, "rs-fec": 50 / 53.125}
 
 // DataRateBps is the port's data rate after line encoding, in bits/s.
 func (p *Profile) DataRateBps() float64 {

@@ -223,17 +223,14 @@ func (n *network) forward(p *packet, o, b int) {
 	// must be written to host memory at PCIe speed.
 	nc := c.nodes[o].nic
 	start := max(arrive, nc.rxFree)
-	svc := n.rxPkt
-	if q := nc.lookupQP(p.dstQPN); q != nil && nc.cache.touch(q) {
-		svc += n.missCost
+	if q := nc.lookupQP(p.dstQPN); q != nil {
+		start = nc.contextAt(q, start)
 	}
-	if dma := fabric.Duration(float64(p.n)*n.pcieNS*1000 + 0.5); dma > svc {
-		svc = dma
-	}
+	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
 	nc.rxFree = start.Add(svc)
 	out.cr.take(b)
 	out.cr.give(nc.rxFree.Add(n.prop), b)
-	deliver := start.Add(max(svc, n.rxLat))
+	deliver := max(start.Add(svc), arrive.Add(n.rxLat))
 	if dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
 		d := dn.faults.ReorderDelay
 		if d == 0 {

@@ -70,18 +70,14 @@ func (q *qp) gate(now fabric.Time) fabric.Time {
 
 // process runs newly visible work requests through the NIC: each takes a
 // processing unit (units are shared by the QPs mapped to them) for the
-// profile's per-request time, plus a fetch over PCIe when the QP's context
-// is not in the NIC's cache. Processing runs ahead of the wire, so it only
-// limits the rate of small messages.
+// profile's per-request time, after the QP's context is on the NIC (see
+// nic.contextAt). Processing runs ahead of the wire, so it only limits the
+// rate of small messages.
 func (q *qp) process(from, to uint64) {
 	n := q.nic
 	pu := &n.puFree[int(q.qpn)%len(n.puFree)]
 	for i := from; i < to; i++ {
-		d := n.wqeCost
-		if n.cache.touch(q) {
-			d += n.c.net.missCost
-		}
-		*pu = max(*pu, n.c.now).Add(d)
+		*pu = n.contextAt(q, max(*pu, n.c.now)).Add(n.wqeCost)
 		q.sq[i%uint64(len(q.sq))].procAt = *pu
 	}
 }
