@@ -135,30 +135,36 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 	inline := cfg.Size <= cfg.Inline && op != fabric.OpRead
 	r := &nodeResult{ok: true, start: th.Now()}
 	completed, lastProgress := 0, th.Now()
+	batch, passes := cfg.TxDepth, 1
+	if cfg.Interleave {
+		batch, passes = 1, cfg.TxDepth
+	}
 	for completed < total {
-		for i := range ts {
-			t := &ts[i]
-			room := min(cfg.TxDepth-(t.posted-t.done), cfg.Iters-t.posted)
-			if room <= 0 {
-				continue
-			}
-			wrs = wrs[:0]
-			for j := 0; j < room; j++ {
-				idx := t.posted + j
-				wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: t.local,
-					RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, AH: t.ah, RemoteQPN: t.remote.QPN, QKey: qkey}
-				if (idx+1)%cfg.CQMod == 0 || idx+1 == cfg.Iters {
-					wr.Flags |= fabric.Signaled
+		for pass := 0; pass < passes; pass++ {
+			for i := range ts {
+				t := &ts[i]
+				room := min(cfg.TxDepth-(t.posted-t.done), cfg.Iters-t.posted, batch)
+				if room <= 0 {
+					continue
 				}
-				if inline {
-					wr.Flags |= fabric.Inline
+				wrs = wrs[:0]
+				for j := 0; j < room; j++ {
+					idx := t.posted + j
+					wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: t.local,
+						RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, AH: t.ah, RemoteQPN: t.remote.QPN, QKey: qkey}
+					if (idx+1)%cfg.CQMod == 0 || idx+1 == cfg.Iters {
+						wr.Flags |= fabric.Signaled
+					}
+					if inline {
+						wr.Flags |= fabric.Inline
+					}
+					wrs = append(wrs, wr)
 				}
-				wrs = append(wrs, wr)
-			}
-			n, err := t.qp.PostSend(wrs)
-			t.posted += n
-			if err != nil {
-				return nil, err
+				n, err := t.qp.PostSend(wrs)
+				t.posted += n
+				if err != nil {
+					return nil, err
+				}
 			}
 		}
 		n, err := m.scq.Poll(wcs)

@@ -33,6 +33,12 @@ type Config struct {
 	RxDepth int           // receives posted per queue pair (-r); default 512
 	CQMod   int           // signal one send in CQMod (-Q); default 100
 	Inline  int           // largest inline message (-I); default 220 (perftest's write default)
+	// Interleave posts one request per queue pair in turn, as a shuffle
+	// spreading tuples over destinations does (and as the rc-swarm
+	// benchmark of Kalia et al. does). perftest instead fills each queue
+	// pair's window before moving to the next, which keeps few queue pairs
+	// active at once.
+	Interleave bool
 }
 
 // ErrConfig reports an invalid benchmark configuration.

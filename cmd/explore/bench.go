@@ -66,6 +66,7 @@ per-packet headers for that message size.`,
 	fl.IntVarP(&f.cfg.CQMod, "cq-mod", "Q", 100, "signal one send in this many")
 	fl.IntVarP(&f.cfg.Inline, "inline-size", "I", 220, "largest message sent inline")
 	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 bytes to 1 MiB (powers of two)")
+	fl.BoolVar(&f.cfg.Interleave, "interleave", false, "post one request per queue pair in turn (as a shuffle does), not a window per queue pair (perftest)")
 	addCommonFlags(cmd, &f)
 	return cmd
 }
