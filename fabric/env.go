@@ -66,6 +66,11 @@ type Thread interface {
 	Compute(cycles int64)
 	// Busy spends d of CPU work.
 	Busy(d Duration)
+	// Charge accounts for CPU work the caller has really done (copied n
+	// bytes, hashed n tuples): the simulator advances the clock by the
+	// profile's cost of it; on hardware the work already took its time and
+	// Charge does nothing. Compute, by contrast, burns time on both.
+	Charge(work Work, n int)
 	// Sync makes everything that happened in the cluster up to Now()
 	// visible to this thread (memory written by the NIC). Verbs calls,
 	// Wait, locks and OOB calls synchronize implicitly. A no-op on hardware.
@@ -106,3 +111,12 @@ type OOB interface {
 	// Barrier returns when every node has reached it.
 	Barrier(key string) error
 }
+
+// Work names a kind of CPU work whose cost a backend knows (Thread.Charge).
+type Work uint8
+
+// Kinds of work.
+const (
+	WorkCopy      Work = iota + 1 // memcpy, per byte
+	WorkHashTuple                 // hash a tuple's key and pick its buffer, per tuple
+)

@@ -225,6 +225,7 @@ type Stats struct {
 	RCRetransmits     int64 // RC go-back-N rewinds (ACK timeouts, NAKs, missing read responses); each resends every unacknowledged packet
 	RNRNaks           int64
 	CQOverruns        int64 // completions lost to full CQs
+	LockHandoffs      int64 // a thread took a QP's or CQ's lock from another thread
 	QPCacheHits       int64 // NIC queue-pair context lookups that hit, all nodes
 	QPCacheMisses     int64 // lookups that had to fetch the context over PCIe
 }

@@ -316,3 +316,15 @@ func (p *Profile) cycles(n int64) fabric.Duration {
 
 func (h *HostProfile) lockCost() fabric.Duration    { return ns(h.LockNS) }
 func (h *HostProfile) handoffCost() fabric.Duration { return ns(h.LockHandoffNS) }
+
+func pages(bytes int) float64 { return float64((bytes + pageSize - 1) / pageSize) }
+
+// regCost is the CPU time of registering a region of bytes.
+func (s *SetupProfile) regCost(bytes int) fabric.Duration {
+	return ns(s.RegMRUS*1000 + s.RegMRPerPageNS*pages(bytes))
+}
+
+// deregCost is the CPU time of deregistering a region of bytes.
+func (s *SetupProfile) deregCost(bytes int) fabric.Duration {
+	return ns(s.DeregMRUS*1000 + s.DeregPerPageNS*pages(bytes))
+}

@@ -59,6 +59,8 @@ type qp struct {
 
 	// Performance model.
 	cache   cacheLink   // membership in the NIC's context cache
+	postLk  lockState   // serializes PostSend across threads
+	recvLk  lockState   // serializes PostRecv across threads
 	readyEv fabric.Time // a pending re-activation, 0 if none
 
 	// Send queue: a ring of caps.MaxSendWR entries indexed by counters.
@@ -113,7 +115,7 @@ var _ fabric.QP = (*qp)(nil)
 
 func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	c := p.c
-	c.enter(0)
+	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
 	prof := &c.prof.NIC
 	if p.dead {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
@@ -188,7 +190,7 @@ func (q *qp) Destroy() error {
 
 func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	c := q.c
-	c.enter(0)
+	c.enter(ns(c.prof.Setup.ModifyQPUS * 1000))
 	if q.destroyed {
 		return fmt.Errorf("%w: %v", fabric.ErrClosed, q)
 	}
@@ -302,6 +304,11 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if q.state != fabric.StateRTS && q.state != fabric.StateError {
 		return 0, fmt.Errorf("%w: %v is in %v; PostSend needs RTS", fabric.ErrBadState, q, q.state)
 	}
+	c.acquire(&q.postLk)
+	defer c.release(&q.postLk)
+	if th := c.cur; th != nil {
+		t = th.local
+	}
 	n := 0
 	var err error
 	for ; n < len(wrs); n++ {
@@ -402,6 +409,8 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	if q.state == fabric.StateReset {
 		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)
 	}
+	c.acquire(&q.recvLk)
+	defer c.release(&q.recvLk)
 	for i := range wrs {
 		if q.rqTail-q.rqFree >= uint64(len(q.rq)) {
 			return i, fmt.Errorf("%w: %v receive queue holds %d buffers; a receive's slot is free again once its completion has been polled",

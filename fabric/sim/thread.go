@@ -233,6 +233,18 @@ func (th *thread) Compute(cycles int64) {
 	}
 }
 
+func (th *thread) Charge(w fabric.Work, n int) {
+	h := &th.c.prof.Host
+	switch w {
+	case fabric.WorkCopy:
+		th.Busy(fabric.Duration(float64(n)*1000/h.MemcpyGBps + 0.5))
+	case fabric.WorkHashTuple:
+		th.Busy(ns(h.HashTupleNS * float64(n)))
+	default:
+		panic(fmt.Sprintf("sim: Charge of unknown work kind %d", w))
+	}
+}
+
 func (th *thread) Busy(d fabric.Duration) {
 	if d > 0 {
 		th.local = th.local.Add(d)
@@ -384,4 +396,35 @@ func (s *signalObj) Notify() {
 		th.Sync()
 	}
 	s.signal()
+}
+
+// lockState is a provider-internal lock, such as the spinlock that
+// ibv_post_send takes on a queue pair and ibv_poll_cq on a completion queue:
+// threads sharing one object serialize on it, and taking it from another
+// thread costs a cache-line hand-off.
+type lockState struct {
+	free   fabric.Time // when the last holder released it
+	holder *thread
+}
+
+// acquire takes l for the running thread (no-op outside threads); the
+// caller's critical section ends at release.
+func (c *Cluster) acquire(l *lockState) {
+	th := c.cur
+	if th == nil {
+		return
+	}
+	if l.holder != nil && l.holder != th {
+		start := max(th.local, l.free).Add(c.prof.Host.handoffCost())
+		th.Busy(start.Sub(th.local))
+		c.stats.LockHandoffs++
+	}
+	l.holder = th
+}
+
+// release ends the running thread's critical section on l.
+func (c *Cluster) release(l *lockState) {
+	if th := c.cur; th != nil {
+		l.free = th.local
+	}
 }

@@ -27,7 +27,7 @@ func (d *device) AllocPD() (fabric.PD, error) {
 }
 
 func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
-	d.c.enter(0)
+	d.c.enter(ns(d.c.prof.Setup.CreateCQUS * 1000))
 	if depth < 1 || depth > d.c.prof.NIC.MaxCQE {
 		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d (nic.max_cqe)", fabric.ErrLimit, depth, d.c.prof.NIC.MaxCQE)
 	}
@@ -43,7 +43,7 @@ type pd struct {
 }
 
 func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
-	p.c.enter(0)
+	p.c.enter(p.c.prof.Setup.regCost(length))
 	if p.dead {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
 	}
@@ -119,7 +119,7 @@ func (m *mr) offset(addr, n uint64) (uint64, bool) {
 }
 
 func (m *mr) Dereg() error {
-	m.c.enter(0)
+	m.c.enter(m.c.prof.Setup.deregCost(len(m.buf)))
 	if m.dead {
 		return fmt.Errorf("%w: memory region %#x deregistered twice", fabric.ErrClosed, m.key)
 	}
@@ -133,6 +133,7 @@ func (m *mr) Dereg() error {
 // cq implements fabric.CQ.
 type cq struct {
 	sigbase
+	pollLk  lockState // serializes Poll across threads
 	nic     *nic
 	depth   int
 	buf     []cqe // queue: buf[head:]
@@ -188,6 +189,8 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 	if q.dead {
 		return 0, fmt.Errorf("%w: completion queue destroyed", fabric.ErrClosed)
 	}
+	c.acquire(&q.pollLk)
+	defer c.release(&q.pollLk)
 	n := min(len(wcs), q.len())
 	for i, e := range q.buf[q.head : q.head+n] {
 		wcs[i] = e.wc
