@@ -112,8 +112,15 @@ func allToAll(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 		got = r
 		return err
 	})
-	if _, err := sendLoop(th, m, cfg, fabric.OpSend); err != nil {
-		return nil, err
+	if cfg.Schedule == ScheduleSpread {
+		if _, err := sendLoop(th, m, cfg, fabric.OpSend); err != nil {
+			return nil, err
+		}
+	} else {
+		order, phaseEnd := scheduleOrder(th, nodes, peers, cfg)
+		if err := orderedSend(th, m, cfg, order, phaseEnd); err != nil {
+			return nil, err
+		}
 	}
 	for !finished.Load() {
 		th.Wait(fabric.Forever, doneSig)
@@ -137,9 +144,10 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 	completed, lastProgress := 0, th.Now()
 	batch, passes := cfg.TxDepth, 1
 	if cfg.Interleave {
-		batch, passes = 1, cfg.TxDepth
+		batch = 1 // one request per queue pair per round
 	}
 	for completed < total {
+		posted := 0
 		for pass := 0; pass < passes; pass++ {
 			for i := range ts {
 				t := &ts[i]
@@ -162,6 +170,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 				}
 				n, err := t.qp.PostSend(wrs)
 				t.posted += n
+				posted += n
 				if err != nil {
 					return nil, err
 				}
@@ -182,8 +191,8 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 			t.done, t.last = idx, th.Now()
 		}
 		now := th.Now()
-		if n > 0 {
-			lastProgress = now
+		if n > 0 || posted > 0 { // more to do before waiting
+			lastProgress = max(lastProgress, now)
 			continue
 		}
 		if now.Sub(lastProgress) > stall {
@@ -243,7 +252,10 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 	wcs := make([]fabric.WC, 64)
 	repost := make([]int, len(rx.qps))
 	var segs []segment
-	r := &nodeResult{ok: true}
+	// The interval starts when receiving starts (the senders start at the
+	// same barrier), not at the first completion, which would drop the
+	// first messages' transfer time but count their bytes.
+	r := &nodeResult{ok: true, start: th.Now()}
 	got, last := 0, th.Now()
 	var prevBytes int64
 	for got < expected {
@@ -254,9 +266,6 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 		for _, wc := range wcs[:n] {
 			if wc.Status != fabric.StatusSuccess {
 				return nil, &fabric.CompletionError{WC: wc, Node: m.node.ID()}
-			}
-			if got == 0 {
-				r.start = th.Now()
 			}
 			got++
 			b := wc.Bytes
@@ -295,5 +304,72 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 	r.msgs = int64(got)
 	r.dropped = int64(expected - got)
 	r.peak = peakRate(segs, r.start, r.end)
+	return r, nil
+}
+
+// incast has every node but 0 send to node 0 at once; node 0 reports what
+// it received.
+func incast(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
+	me := th.Node().ID()
+	peers := []int{0}
+	if me == 0 {
+		peers = peers[:0]
+		for i := 1; i < nodes; i++ {
+			peers = append(peers, i)
+		}
+	}
+	m, err := meshFor(th, peers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var rx *receiver
+	if me == 0 {
+		if rx, err = newReceiver(m, cfg); err != nil {
+			return nil, err
+		}
+	}
+	oob := th.Node().OOB()
+	if err := oob.Barrier("incast-ready"); err != nil {
+		return nil, err
+	}
+	var r *nodeResult
+	if me == 0 {
+		r, err = rx.run(th, cfg.Iters*cfg.QPs*(nodes-1))
+	} else {
+		_, err = sendLoop(th, m, cfg, fabric.OpSend)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, oob.Barrier("incast-done")
+}
+
+// regMR times memory registration and deregistration of Size bytes, Iters
+// times, on every node; node 0 reports registration times as latencies.
+func regMR(th fabric.Thread, cfg *Config) (*nodeResult, error) {
+	pd, err := th.Node().Device().AllocPD()
+	if err != nil {
+		return nil, err
+	}
+	r := &nodeResult{ok: th.Node().ID() == 0, start: th.Now()}
+	for i := 0; i < cfg.Iters; i++ {
+		t0 := th.Now()
+		mr, err := pd.RegMR(cfg.Size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead)
+		if err != nil {
+			return nil, err
+		}
+		th.Sync()
+		r.lat = append(r.lat, th.Now().Sub(t0))
+		if err := mr.Dereg(); err != nil {
+			return nil, err
+		}
+	}
+	r.end = th.Now()
+	if err := pd.Dealloc(); err != nil {
+		return nil, err
+	}
+	if !r.ok {
+		return nil, nil
+	}
 	return r, nil
 }

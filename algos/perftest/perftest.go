@@ -20,7 +20,7 @@ import (
 )
 
 // Tests lists the supported test names.
-var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "alltoall_bw"}
+var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "alltoall_bw", "incast_bw", "reg_mr"}
 
 // Config is one benchmark run. Zero values take perftest's defaults.
 type Config struct {
@@ -39,6 +39,13 @@ type Config struct {
 	// pair's window before moving to the next, which keeps few queue pairs
 	// active at once.
 	Interleave bool
+	// alltoall_bw only: Schedule (ScheduleSpread, ScheduleRandom or
+	// ScheduleRR), messages in flight per node for the ordered schedules
+	// (Window, default 2) and messages per round-robin phase (Burst,
+	// default 8, as in seed 004).
+	Schedule string
+	Window   int
+	Burst    int
 }
 
 // ErrConfig reports an invalid benchmark configuration.
@@ -61,10 +68,14 @@ func (c *Config) Normalize(nodes int) error {
 			*v = d
 		}
 	}
-	if c.bandwidth() {
+	switch {
+	case c.Test == "reg_mr":
+		def(&c.Size, 1<<20)
+		def(&c.Iters, 3)
+	case c.bandwidth():
 		def(&c.Size, 65536)
 		def(&c.Iters, 5000)
-	} else {
+	default:
 		def(&c.Size, 2)
 		def(&c.Iters, 1000)
 	}
@@ -72,6 +83,8 @@ func (c *Config) Normalize(nodes int) error {
 	def(&c.TxDepth, 128)
 	def(&c.RxDepth, 512)
 	def(&c.CQMod, 100)
+	def(&c.Window, 2)
+	def(&c.Burst, 8)
 	if c.Inline == 0 {
 		c.Inline = 220
 	}
@@ -93,15 +106,21 @@ func (c *Config) Normalize(nodes int) error {
 		return fmt.Errorf("%w: -I %d: inline size must not be negative", ErrConfig, c.Inline)
 	case nodes < 2:
 		return fmt.Errorf("%w: --nodes %d: every test needs at least 2 nodes", ErrConfig, nodes)
-	case c.Test != "alltoall_bw" && nodes%2 != 0:
+	case c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "reg_mr" && nodes%2 != 0:
 		return fmt.Errorf("%w: --nodes %d: %s pairs nodes (client 2i, server 2i+1); use an even count", ErrConfig, nodes, c.Test)
-	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw":
+	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw":
 		return fmt.Errorf("%w: -c UD: %s needs RDMA operations, which UD does not have; use RC or UC", ErrConfig, c.Test)
 	case c.Conn == fabric.UC && (c.Test == "read_bw"):
 		return fmt.Errorf("%w: -c UC: RDMA Read needs RC", ErrConfig)
 	case c.Conn == fabric.UD && c.Size > 4096:
 		return fmt.Errorf("%w: -s %d with -c UD: a UD message is at most one MTU (4096 bytes)", ErrConfig, c.Size)
-	case !c.bandwidth() && c.QPs != 1:
+	case c.Schedule != ScheduleSpread && c.Schedule != ScheduleRandom && c.Schedule != ScheduleRR:
+		return fmt.Errorf("%w: --schedule %q: choose random or rr (or leave it empty)", ErrConfig, c.Schedule)
+	case c.Schedule != ScheduleSpread && c.Test != "alltoall_bw":
+		return fmt.Errorf("%w: --schedule applies to alltoall_bw only", ErrConfig)
+	case c.Window < 1 || c.Burst < 1:
+		return fmt.Errorf("%w: --window and --burst must be at least 1", ErrConfig)
+	case !c.bandwidth() && c.QPs != 1 && c.Test != "reg_mr":
 		return fmt.Errorf("%w: -q %d: latency tests use one queue pair", ErrConfig, c.QPs)
 	case c.TxDepth > 32768 || c.RxDepth > 32768:
 		return fmt.Errorf("%w: -t %d / -r %d above the usual device limit of 32768 work requests", ErrConfig, c.TxDepth, c.RxDepth)
@@ -174,6 +193,10 @@ func runNode(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 	switch cfg.Test {
 	case "alltoall_bw":
 		return allToAll(th, nodes, cfg)
+	case "incast_bw":
+		return incast(th, nodes, cfg)
+	case "reg_mr":
+		return regMR(th, cfg)
 	case "send_lat", "write_lat":
 		return latency(th, me^1, me%2 == 0, cfg)
 	default:

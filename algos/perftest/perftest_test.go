@@ -17,6 +17,11 @@ func TestQuick(t *testing.T) {
 		{Test: "send_lat", Size: 8, Iters: 100},
 		{Test: "write_lat", Size: 8, Iters: 100},
 		{Test: "alltoall_bw", Size: 4096, Iters: 100},
+		{Test: "alltoall_bw", Size: 65536, Iters: 16, Schedule: perftest.ScheduleRandom},
+		{Test: "alltoall_bw", Size: 65536, Iters: 16, Schedule: perftest.ScheduleRR, Burst: 4},
+		{Test: "incast_bw", Size: 4096, Iters: 100},
+		{Test: "read_bw", Size: 32, Iters: 50, QPs: 64, Interleave: true},
+		{Test: "reg_mr", Size: 1 << 20},
 	} {
 		c, err := sim.New(sim.Config{Nodes: 4, Seed: 1})
 		if err != nil {

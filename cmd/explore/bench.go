@@ -17,15 +17,16 @@ import (
 
 // benchFlags are the flags shared by bench and overview.
 type benchFlags struct {
-	cfg     perftest.Config
-	conn    string
-	nodes   int
-	profile string
-	seed    uint64
-	jsonOut bool
-	all     bool
-	payload bool
-	backend string
+	cfg      perftest.Config
+	conn     string
+	nodes    int
+	profile  string
+	seed     uint64
+	jsonOut  bool
+	all      bool
+	sweepQPs bool
+	payload  bool
+	backend  string
 }
 
 func benchCmd() *cobra.Command {
@@ -65,7 +66,11 @@ per-packet headers for that message size.`,
 	fl.IntVarP(&f.cfg.RxDepth, "rx-depth", "r", 512, "receives posted per queue pair")
 	fl.IntVarP(&f.cfg.CQMod, "cq-mod", "Q", 100, "signal one send in this many")
 	fl.IntVarP(&f.cfg.Inline, "inline-size", "I", 220, "largest message sent inline")
-	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 bytes to 1 MiB (powers of two)")
+	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 bytes to 1 MiB (powers of two; reg_mr: 4 KiB to 1 GiB)")
+	fl.StringVar(&f.cfg.Schedule, "schedule", "", "alltoall_bw: random (whole messages, random targets) or rr (round-robin phases with a barrier); default spreads over every queue pair")
+	fl.IntVar(&f.cfg.Window, "window", 2, "alltoall_bw with --schedule: messages in flight per node")
+	fl.IntVar(&f.cfg.Burst, "burst", 8, "alltoall_bw --schedule rr: messages per target and phase")
+	fl.BoolVar(&f.sweepQPs, "sweep-qps", false, "run every queue-pair count from 1 to 4096 (powers of two)")
 	fl.BoolVar(&f.cfg.Interleave, "interleave", false, "post one request per queue pair in turn (as a shuffle does), not a window per queue pair (perftest)")
 	addCommonFlags(cmd, &f)
 	return cmd
@@ -117,17 +122,35 @@ func runBench(w io.Writer, f *benchFlags) error {
 	sizes := []int{f.cfg.Size}
 	if f.all {
 		sizes = nil
-		for s := 2; s <= 1<<20; s *= 2 {
+		lo, hi := 2, 1<<20
+		if f.cfg.Test == "reg_mr" {
+			lo, hi = 4096, 1<<30
+		}
+		for s := lo; s <= hi; s *= 2 {
 			if conn == fabric.UD && s > prof.Link.MTU {
 				break
 			}
 			sizes = append(sizes, s)
 		}
 	}
-	var rows []benchRow
+	qps := []int{f.cfg.QPs}
+	if f.sweepQPs {
+		qps = nil
+		for q := 1; q <= 4096; q *= 2 {
+			qps = append(qps, q)
+		}
+	}
+	type point struct{ size, qps int }
+	var points []point
 	for _, s := range sizes {
+		for _, q := range qps {
+			points = append(points, point{s, q})
+		}
+	}
+	var rows []benchRow
+	for _, pt := range points {
 		cfg := f.cfg
-		cfg.Size = s
+		cfg.Size, cfg.QPs = pt.size, pt.qps
 		if err := cfg.Normalize(f.nodes); err != nil {
 			return err
 		}
@@ -169,20 +192,20 @@ func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow,
 
 func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) error {
 	r0 := rows[0].res
-	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, %d QP(s) per peer, seed %d\n",
-		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, r0.QPs, f.seed)
+	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, seed %d\n",
+		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, f.seed)
 	t := newTable(w)
-	if strings.HasSuffix(r0.Test, "_lat") {
+	if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
 		t.Header("#bytes", "#iterations", "t_min[usec]", "t_typical[usec]", "t_avg[usec]", "t_99%[usec]", "t_max[usec]")
 		for _, r := range rows {
 			x := r.res
 			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.TMinUS), f2(x.TTypicalUS), f2(x.TAvgUS), f2(x.TP99US), f2(x.TMaxUS))
 		}
 	} else {
-		t.Header("#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "bound[Gb/sec]", "avg/bound")
+		t.Header("#bytes", "#qps", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "bound[Gb/sec]", "avg/bound")
 		for _, r := range rows {
 			x := r.res
-			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.BWPeakGbps), f2(x.BWAvgGbps),
+			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.QPs), fmt.Sprint(x.Iterations), f2(x.BWPeakGbps), f2(x.BWAvgGbps),
 				fmt.Sprintf("%.3f", x.MsgRateMpps), f2(r.bound), fmt.Sprintf("%.1f%%", 100*x.BWAvgGbps/r.bound))
 		}
 	}
