@@ -146,10 +146,23 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 	if cfg.Interleave {
 		batch = 1 // one request per queue pair per round
 	}
+	// open lists the targets that may have room: all at first, then those
+	// whose completions freed some (a sender with thousands of queue pairs
+	// must not scan them all on every poll).
+	open := make([]int, len(ts))
+	for i := range open {
+		open[i] = i
+	}
+	isOpen := make([]bool, len(ts))
 	for completed < total {
 		posted := 0
+		cur := open
+		open = open[len(open):]
+		for _, i := range cur {
+			isOpen[i] = false
+		}
 		for pass := 0; pass < passes; pass++ {
-			for i := range ts {
+			for _, i := range cur {
 				t := &ts[i]
 				room := min(cfg.TxDepth-(t.posted-t.done), cfg.Iters-t.posted, batch)
 				if room <= 0 {
@@ -174,6 +187,10 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 				if err != nil {
 					return nil, err
 				}
+				if t.posted < cfg.Iters && t.posted-t.done < cfg.TxDepth && !isOpen[i] {
+					isOpen[i] = true // interleaved: more room next round
+					open = append(open, i)
+				}
 			}
 		}
 		n, err := m.scq.Poll(wcs)
@@ -189,6 +206,10 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 			completed += idx - t.done
 			segs = append(segs, segment{t.last, th.Now(), int64(idx-t.done) * int64(cfg.Size)})
 			t.done, t.last = idx, th.Now()
+			if i := int(wc.ID >> 32); !isOpen[i] && t.posted < cfg.Iters {
+				isOpen[i] = true
+				open = append(open, i)
+			}
 		}
 		now := th.Now()
 		if n > 0 || posted > 0 { // more to do before waiting
@@ -251,6 +272,7 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 	}
 	wcs := make([]fabric.WC, 64)
 	repost := make([]int, len(rx.qps))
+	var dirty []int // queue pairs with receives to repost
 	var segs []segment
 	// The interval starts when receiving starts (the senders start at the
 	// same barrier), not at the first completion, which would drop the
@@ -273,6 +295,9 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 				b -= fabric.GRHBytes
 			}
 			r.bytes += int64(b)
+			if repost[wc.ID] == 0 {
+				dirty = append(dirty, int(wc.ID))
+			}
 			repost[wc.ID]++
 		}
 		now := th.Now()
@@ -281,14 +306,14 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 				segs = append(segs, segment{last, now, r.bytes - prevBytes})
 			}
 			prevBytes = r.bytes
-			for i, k := range repost {
-				if k > 0 {
-					if err := rx.post(i, k); err != nil {
-						return nil, err
-					}
-					repost[i] = 0
+			for _, i := range dirty {
+				if err := rx.post(i, repost[i]); err != nil {
+					return nil, err
 				}
+				repost[i] = 0
 			}
+			dirty = dirty[:0]
+
 			last = now
 			continue
 		}

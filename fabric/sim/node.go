@@ -77,6 +77,7 @@ type oobRound struct {
 	data    [][]byte
 	from    []bool
 	arrived int
+	read    int // nodes that have copied the result
 	waiters []*thread
 	ready   fabric.Time
 	done    bool
@@ -123,6 +124,9 @@ func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
 	out := make([][]byte, len(round.data))
 	for i, d := range round.data {
 		out[i] = append([]byte(nil), d...)
+	}
+	if round.read++; round.read == len(round.data) {
+		round.data = nil // every node has its copy
 	}
 	return out, nil
 }

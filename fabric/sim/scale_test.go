@@ -1,0 +1,53 @@
+package sim_test
+
+import (
+	"fmt"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// BenchmarkScale runs all-to-all shuffles of 4 KiB RC sends at growing
+// cluster sizes and lengths and reports, per run: simulated time, packets,
+// packets per wall-second, the Go heap in use at the end of the run (the
+// model's live state) and the process's peak resident memory so far. Queue
+// depths are small (-t 16 -r 16) so that 256 nodes (65,280 queue pairs)
+// fit. docs/performance.md shows the results.
+func BenchmarkScale(b *testing.B) {
+	for _, tc := range []struct{ nodes, iters int }{
+		{16, 200}, {16, 400}, {64, 50}, {64, 100}, {256, 10}, {256, 20},
+	} {
+		b.Run(fmt.Sprintf("nodes=%d/iters=%d", tc.nodes, tc.iters), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+				c, err := sim.New(sim.Config{Nodes: tc.nodes, Seed: 1, SizeOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				r, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: tc.iters, TxDepth: 16, RxDepth: 16, CQMod: 8})
+				if err != nil {
+					b.Fatal(err)
+				}
+				wall := time.Since(t0)
+				runtime.GC() // live state only
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				var ru syscall.Rusage
+				syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+				pk := c.Stats().PacketsSent
+				b.ReportMetric(c.Now().Seconds()*1e3, "sim-ms")
+				b.ReportMetric(float64(pk), "packets")
+				b.ReportMetric(float64(pk)/wall.Seconds(), "packets/s")
+				b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(ru.Maxrss)/1024, "maxrss-MiB")
+				b.ReportMetric(r.BWAvgGbps, "Gb/s")
+				c.Close()
+			}
+		})
+	}
+}
