@@ -1,0 +1,68 @@
+package flowctl
+
+import "fmt"
+
+// Count tracks one UD source's messages for end-of-stream detection. Every
+// message carries the sender's running count; the last one is flagged as
+// the end and carries the total. UD may deliver the end before earlier
+// messages, so the source is finished only when everything announced has
+// arrived. A duplicate (same sequence number twice) is detected when the
+// sender numbers its messages, which Add checks.
+type Count struct {
+	got   uint64
+	total uint64 // announced total, valid when ended
+	ended bool
+	seen  map[uint64]struct{} // sequence numbers, when tracked
+}
+
+// NewCount returns a counter; trackSeq makes it remember sequence numbers
+// to detect duplicates (costing memory per message until the end).
+func NewCount(trackSeq bool) *Count {
+	c := &Count{}
+	if trackSeq {
+		c.seen = map[uint64]struct{}{}
+	}
+	return c
+}
+
+// Add records a message with sequence number seq (1-based, the sender's
+// running count). last marks the end of the stream; its seq is the total.
+// It returns an error for a duplicate or for a message beyond the
+// announced total.
+func (c *Count) Add(seq uint64, last bool) error {
+	if seq == 0 {
+		return fmt.Errorf("flowctl: message sequence numbers start at 1")
+	}
+	if c.seen != nil {
+		if _, dup := c.seen[seq]; dup {
+			return fmt.Errorf("flowctl: duplicate message %d", seq)
+		}
+		c.seen[seq] = struct{}{}
+	}
+	if last {
+		if c.ended {
+			return fmt.Errorf("flowctl: second end-of-stream (totals %d and %d)", c.total, seq)
+		}
+		c.ended, c.total = true, seq
+	}
+	c.got++
+	if c.ended && (c.got > c.total || seq > c.total) {
+		return fmt.Errorf("flowctl: message %d beyond the announced total %d", seq, c.total)
+	}
+	return nil
+}
+
+// Done reports whether the end arrived and every announced message with it.
+func (c *Count) Done() bool { return c.ended && c.got == c.total }
+
+// Missing is how many announced messages have not arrived (0 before the
+// end was seen).
+func (c *Count) Missing() uint64 {
+	if !c.ended || c.got >= c.total {
+		return 0
+	}
+	return c.total - c.got
+}
+
+// Received is the number of messages received.
+func (c *Count) Received() uint64 { return c.got }
