@@ -26,6 +26,6 @@ real hardware.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(benchCmd(), overviewCmd(), profilesCmd())
+	root.AddCommand(benchCmd(), overviewCmd(), profilesCmd(), runCmd())
 	return root
 }

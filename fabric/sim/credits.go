@@ -6,9 +6,11 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // put a packet on a link only while the receiving buffer has room for it,
 // counted in 64-byte blocks. Blocks come back when the receiver has moved
 // the packet on, plus the time the flow-control packet takes to travel
-// back. Returns are recorded with the time they become visible (always in
-// non-decreasing order, because a buffer drains in order) and applied
-// lazily, so credit traffic costs no events.
+// back. Returns are recorded with the time they become visible, kept in
+// time order, and applied lazily, so credit traffic costs no events. A
+// switch input buffer drains out of order (a small packet to an idle output
+// leaves before a large one that started earlier to a busy output), so a
+// return may be recorded before a later one already queued.
 type credits struct {
 	cap  int // blocks
 	used int
@@ -42,12 +44,13 @@ func (c *credits) avail(now fabric.Time) int {
 
 func (c *credits) take(blocks int) { c.used += blocks }
 
-// give schedules the return of blocks at time at.
+// give schedules the return of blocks at time at, in its place in time
+// order (usually the end).
 func (c *credits) give(at fabric.Time, blocks int) {
-	if n := len(c.ret); n > c.head && c.ret[n-1].at > at {
-		at = c.ret[n-1].at // keep the queue ordered; a buffer drains in order
-	}
 	c.ret = append(c.ret, creditReturn{at, blocks})
+	for i := len(c.ret) - 1; i > c.head && c.ret[i-1].at > at; i-- {
+		c.ret[i], c.ret[i-1] = c.ret[i-1], c.ret[i]
+	}
 }
 
 // next is when the next pending return becomes visible.

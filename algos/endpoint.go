@@ -1,0 +1,176 @@
+package algos
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// State says whether a buffer is the last of its stream (seed 000 §4.2).
+type State uint8
+
+// States.
+const (
+	MoreData State = iota
+	Depleted
+)
+
+func (s State) String() string {
+	if s == Depleted {
+		return "Depleted"
+	}
+	return "MoreData"
+}
+
+// Buffer is a registered send buffer lent to the caller by Acquire until it
+// is handed back with PutData. The caller writes payload into Data[:N]
+// (payload mode) and describes it in Tuples and Sum, which travel in the
+// message header, so that a receiver can check integrity in size-only mode
+// too. Not safe for concurrent use.
+type Buffer struct {
+	Data   []byte // payload area of the registered buffer; len is the capacity
+	N      int    // payload bytes used
+	Tuples uint64 // tuples in the payload
+	Sum    uint64 // checksum of the tuples (see TupleSum)
+	id     int
+}
+
+// Delivery is one received buffer, lent to the caller by GetData until it
+// is handed back with Release.
+type Delivery struct {
+	State  State // Depleted: the source has nothing more after this buffer
+	Src    int   // sending node
+	Data   []byte
+	N      int
+	Tuples uint64
+	Sum    uint64
+	End    bool // no buffer: every source has ended (Release not needed)
+	id     int
+}
+
+// Endpoint is one end of the shuffle's communication: it owns registered
+// memory and queue pairs and moves buffers between nodes. Endpoint i of
+// every node talks to endpoint i of every node (the endpoint index is the
+// Tag of its Config). All methods are safe for concurrent use by threads of
+// its node (a shared endpoint serializes them internally); blocking methods
+// wait through the thread, never the Go runtime.
+type Endpoint interface {
+	// Acquire returns a free send buffer, waiting until one is free.
+	Acquire(th fabric.Thread) (*Buffer, error)
+	// PutData sends b to every node in dests (a transmission group) and
+	// takes b back; st = Depleted tells those nodes this endpoint has no
+	// more data for them. It waits for credit when a destination has none.
+	PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
+	// GetData returns the next received buffer, waiting for one; when every
+	// source has ended it returns a Delivery with End set.
+	GetData(th fabric.Thread) (Delivery, error)
+	// Release hands a received buffer back (and re-credits its sender).
+	Release(th fabric.Thread, d Delivery) error
+	// Close finishes the stream's bookkeeping (send/receive parity) and
+	// frees every resource. Call it once, from one thread.
+	Close(th fabric.Thread) error
+	// Info describes the endpoint's resources.
+	Info() EndpointInfo
+}
+
+// EndpointInfo describes what an endpoint uses.
+type EndpointInfo struct {
+	QPs             int   // queue pairs created, credit-return ones included
+	RegisteredBytes int64 // registered memory
+	CreditWrites    int64 // credit write-backs sent
+	CreditStalls    int64 // times a PutData had to wait for credit
+}
+
+// Config configures an endpoint.
+type Config struct {
+	Nodes       int             // cluster size
+	Tag         int             // endpoint index: endpoint Tag talks to endpoint Tag of every node
+	MsgBytes    int             // message (buffer) size including the header
+	Buffers     int             // per thread: send buffers per destination, and receives per source
+	Threads     int             // threads sharing the endpoint (pools scale with it); 0 means 1
+	CreditEvery int             // receives per credit write-back
+	Timeout     fabric.Duration // longest wait for progress before an error
+}
+
+// ErrConfig reports an invalid endpoint configuration.
+var ErrConfig = errors.New("algos: invalid configuration")
+
+func (c *Config) check(maxMsg int) error {
+	switch {
+	case c.Nodes < 1:
+		return fmt.Errorf("%w: %d nodes", ErrConfig, c.Nodes)
+	case c.MsgBytes < HeaderBytes+TupleBytes:
+		return fmt.Errorf("%w: message of %d bytes cannot hold the %d-byte header and one tuple", ErrConfig, c.MsgBytes, HeaderBytes)
+	case maxMsg > 0 && c.MsgBytes > maxMsg:
+		return fmt.Errorf("%w: message of %d bytes above this design's limit of %d (the MTU for UD)", ErrConfig, c.MsgBytes, maxMsg)
+	case c.Buffers < 1:
+		return fmt.Errorf("%w: %d buffers per destination", ErrConfig, c.Buffers)
+	case c.CreditEvery < 1:
+		return fmt.Errorf("%w: credit write-back every %d receives", ErrConfig, c.CreditEvery)
+	case c.CreditEvery > c.Buffers:
+		return fmt.Errorf("%w: credit every %d receives needs at least that many buffers per source, not %d (seed 001 §7.1.1)",
+			ErrConfig, c.CreditEvery, c.Buffers)
+	case c.Threads < 0:
+		return fmt.Errorf("%w: %d threads", ErrConfig, c.Threads)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 100 * fabric.Millisecond
+	}
+	if c.Threads == 0 {
+		c.Threads = 1
+	}
+	return nil
+}
+
+// HeaderBytes is the size of the header at the start of every message.
+// Layout (little-endian): magic (1), flags (1), source node (2), payload
+// bytes (4), sequence number (8), tuples (8), checksum (8).
+const HeaderBytes = 32
+
+const (
+	headerMagic  = 0xa5
+	flagDepleted = 1
+	flagParity   = 2 // an empty message sent only to consume credit at the end
+)
+
+type header struct {
+	flags  uint8
+	src    int
+	n      int
+	seq    uint64
+	tuples uint64
+	sum    uint64
+}
+
+func (h *header) put(b []byte) {
+	b[0], b[1] = headerMagic, h.flags
+	binary.LittleEndian.PutUint16(b[2:], uint16(h.src))
+	binary.LittleEndian.PutUint32(b[4:], uint32(h.n))
+	binary.LittleEndian.PutUint64(b[8:], h.seq)
+	binary.LittleEndian.PutUint64(b[16:], h.tuples)
+	binary.LittleEndian.PutUint64(b[24:], h.sum)
+}
+
+// ErrBadMessage reports a received message whose header is malformed.
+var ErrBadMessage = errors.New("algos: malformed message")
+
+func (h *header) get(b []byte, max int) error {
+	if len(b) < HeaderBytes {
+		return fmt.Errorf("%w: %d bytes, shorter than the header", ErrBadMessage, len(b))
+	}
+	if b[0] != headerMagic {
+		return fmt.Errorf("%w: magic %#x", ErrBadMessage, b[0])
+	}
+	h.flags = b[1]
+	h.src = int(binary.LittleEndian.Uint16(b[2:]))
+	h.n = int(binary.LittleEndian.Uint32(b[4:]))
+	h.seq = binary.LittleEndian.Uint64(b[8:])
+	h.tuples = binary.LittleEndian.Uint64(b[16:])
+	h.sum = binary.LittleEndian.Uint64(b[24:])
+	if h.n < 0 || h.n > max {
+		return fmt.Errorf("%w: payload of %d bytes in a %d-byte buffer", ErrBadMessage, h.n, max)
+	}
+	return nil
+}

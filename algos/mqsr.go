@@ -1,0 +1,509 @@
+package algos
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/flowctl"
+)
+
+// mqsr is the MQ/SR endpoint (seed 000 §4.4.1, seed 001 Algorithm 3): RDMA
+// Send/Receive over one RC queue pair per destination node, one send and
+// one receive completion queue per endpoint, and the stateless credit
+// protocol: a receiver writes the absolute count of receives it has posted
+// for a source into that source's memory with an inline RDMA Write every
+// CreditEvery receives; a sender sends while it has sent fewer messages
+// than that count. At the end, each receiver writes a final credit when it
+// sees a source's Depleted message, and the source pads with empty
+// messages until every credited receive is matched (send/receive parity).
+type mqsr struct {
+	cfg  Config
+	node fabric.Node
+	me   int
+	n    int
+	mu   fabric.Mutex // nil for an endpoint used by one thread
+	pd   fabric.PD
+	scq  fabric.CQ
+	rcq  fabric.CQ
+	mr   fabric.MR
+	qps  []fabric.QP
+	wcs  []fabric.WC
+	info EndpointInfo
+
+	// Layout of mr: send buffers, receive buffers, credit words written by
+	// the receivers (one per destination), scratch words for inline credit
+	// writes (one per source), and a parity header.
+	sendOff, recvOff, creditOff, scratchOff, parityOff int
+
+	// Send side.
+	bufs        []Buffer
+	free        []int
+	outstanding []int // completions pending per send buffer
+	cs          []flowctl.CreditSender
+	depleted    []bool
+	signaled    int // signaled sends (data, credit, parity) not yet completed
+
+	// Receive side.
+	cr         []*flowctl.CreditReceiver
+	remote     []fabric.QPInfo // per source: where its credit word for us is
+	closedSrc  []bool
+	doneCount  int
+	ready      []Delivery
+	readyHead  int
+	unsignaled []int // credit writes posted unsignaled, per queue pair
+}
+
+const (
+	wrSend   = 1 << 48
+	wrCredit = 2 << 48
+	wrParity = 3 << 48
+	wrKind   = 0xff << 48
+	finalBit = 1 << 63
+
+	creditSignalEvery = 16
+)
+
+// OpenMQSR opens an MQ/SR endpoint on the calling thread's node. Every node
+// must open endpoint cfg.Tag at the same time (it exchanges queue-pair
+// information and ends with a barrier). shared makes it safe for several
+// threads.
+func OpenMQSR(th fabric.Thread, cfg Config, shared bool) (Endpoint, error) {
+	if err := cfg.check(0); err != nil {
+		return nil, err
+	}
+	node := th.Node()
+	e := &mqsr{cfg: cfg, node: node, me: node.ID(), n: cfg.Nodes, wcs: make([]fabric.WC, 32)}
+	if shared {
+		e.mu = node.NewMutex()
+	}
+	if err := e.setup(th); err != nil {
+		return nil, fmt.Errorf("algos: open MQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+	}
+	return e, nil
+}
+
+func (e *mqsr) setup(th fabric.Thread) error {
+	// A shared endpoint has a pool per sharing thread: every thread keeps
+	// one partly filled buffer per destination.
+	e.cfg.Buffers *= e.cfg.Threads
+	n, b, msg := e.n, e.cfg.Buffers, e.cfg.MsgBytes
+	dev := e.node.Device()
+	var err error
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return err
+	}
+	depth := min(n*n*b+4*n+64, dev.Attr().MaxCQE)
+	if e.scq, err = dev.CreateCQ(depth); err != nil {
+		return err
+	}
+	if e.rcq, err = dev.CreateCQ(n*b + 16); err != nil {
+		return err
+	}
+	e.sendOff, e.recvOff = 0, n*b*msg
+	e.creditOff = 2 * n * b * msg
+	e.scratchOff = e.creditOff + 8*n
+	e.parityOff = e.scratchOff + 8*n
+	size := e.parityOff + HeaderBytes
+	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
+		return err
+	}
+	e.info.RegisteredBytes = int64(size)
+	for i := 0; i < n*b; i++ {
+		off := e.sendOff + i*msg
+		e.bufs = append(e.bufs, Buffer{Data: e.mr.Bytes()[off+HeaderBytes : off+msg], id: i})
+		e.free = append(e.free, i)
+	}
+	e.outstanding = make([]int, n*b)
+	e.cs = make([]flowctl.CreditSender, n)
+	e.depleted = make([]bool, n)
+	e.closedSrc = make([]bool, n)
+	e.unsignaled = make([]int, n)
+	var blob []byte
+	for j := 0; j < n; j++ {
+		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
+			// Send queue: data sends (at most b, the credit), parity
+			// messages (at most b), and up to creditSignalEvery credit
+			// writes awaiting a signaled one, twice over.
+			Caps: fabric.QPCaps{MaxSendWR: 2*b + 2*creditSignalEvery + 8, MaxRecvWR: b, MaxInline: HeaderBytes}})
+		if err != nil {
+			return err
+		}
+		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
+			return err
+		}
+		e.qps = append(e.qps, qp)
+		// Receives for source j, posted before anyone is told about them:
+		// the sender starts with b credits.
+		for k := 0; k < b; k++ {
+			if err := e.postRecv(j, k); err != nil {
+				return err
+			}
+		}
+		cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
+		if err != nil {
+			return err
+		}
+		cr.Posted(b) // known to the sender by configuration
+		e.cr = append(e.cr, cr)
+		e.cs[j].Update(uint64(b))
+		info := qp.Info()
+		info.PSN = uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
+		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.creditOff+8*j), e.mr.RKey(), 8
+		enc, _ := info.MarshalBinary()
+		blob = append(blob, enc...)
+	}
+	e.info.QPs = n
+	all, err := e.node.OOB().AllGather(fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob)
+	if err != nil {
+		return err
+	}
+	e.remote = make([]fabric.QPInfo, n)
+	for j := 0; j < n; j++ {
+		if len(all[j]) != n*fabric.QPInfoWireBytes {
+			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)",
+				j, len(all[j]), n*fabric.QPInfoWireBytes)
+		}
+		off := e.me * fabric.QPInfoWireBytes
+		if err := e.remote[j].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
+			return fmt.Errorf("from node %d: %w", j, err)
+		}
+		r := e.remote[j]
+		mine := uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
+		if err := e.qps[j].Modify(fabric.StateRTR, fabric.QPAttr{Dest: r.Address(), RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 1}); err != nil {
+			return err
+		}
+		if err := e.qps[j].Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}); err != nil {
+			return err
+		}
+	}
+	return e.node.OOB().Barrier(fmt.Sprintf("mqsr/%d/up", e.cfg.Tag))
+}
+
+func (e *mqsr) recvSlot(src, k int) int { return src*e.cfg.Buffers + k }
+
+func (e *mqsr) postRecv(src, k int) error {
+	slot := e.recvSlot(src, k)
+	off := e.recvOff + slot*e.cfg.MsgBytes
+	_, err := e.qps[src].PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(off, e.cfg.MsgBytes)}})
+	return err
+}
+
+func (e *mqsr) lock() {
+	if e.mu != nil {
+		e.mu.Lock()
+	}
+}
+
+func (e *mqsr) unlock() {
+	if e.mu != nil {
+		e.mu.Unlock()
+	}
+}
+
+// wait releases the lock, waits for w (or the deadline) and takes it again;
+// it fails when the deadline has passed.
+func (e *mqsr) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
+	if th.Now() >= deadline {
+		return fmt.Errorf("algos: MQ/SR endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
+	}
+	e.unlock()
+	th.Wait(deadline, w)
+	e.lock()
+	return nil
+}
+
+// reap polls send completions and frees send buffers whose every
+// destination has completed.
+func (e *mqsr) reap() (int, error) {
+	n, err := e.scq.Poll(e.wcs)
+	if err != nil {
+		return 0, err
+	}
+	for _, wc := range e.wcs[:n] {
+		if wc.Status != fabric.StatusSuccess {
+			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
+		}
+		e.signaled--
+		if wc.ID&wrKind == wrSend {
+			i := int(wc.ID &^ wrKind)
+			if e.outstanding[i]--; e.outstanding[i] == 0 {
+				e.free = append(e.free, i)
+			}
+		}
+	}
+	return n, nil
+}
+
+func (e *mqsr) Acquire(th fabric.Thread) (*Buffer, error) {
+	e.lock()
+	defer e.unlock()
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for len(e.free) == 0 {
+		n, err := e.reap()
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		if err := e.wait(th, deadline, e.scq, "waiting for a free send buffer"); err != nil {
+			return nil, err
+		}
+	}
+	i := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	b := &e.bufs[i]
+	b.N, b.Tuples, b.Sum = 0, 0, 0
+	return b, nil
+}
+
+// refresh reads the credit word destination d writes into our memory.
+func (e *mqsr) refresh(th fabric.Thread, d int) (final bool) {
+	th.Sync()
+	v := binary.LittleEndian.Uint64(e.mr.Bytes()[e.creditOff+8*d:])
+	e.cs[d].Update(v &^ finalBit)
+	return v&finalBit != 0
+}
+
+func (e *mqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	if b == nil || b.id < 0 || b.id >= len(e.bufs) || &e.bufs[b.id] != b {
+		return fmt.Errorf("%w: PutData with a buffer this endpoint did not lend", ErrConfig)
+	}
+	if b.N < 0 || b.N > len(b.Data) {
+		return fmt.Errorf("%w: buffer holds %d bytes, capacity %d", ErrConfig, b.N, len(b.Data))
+	}
+	e.lock()
+	defer e.unlock()
+	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}
+	if st == Depleted {
+		h.flags = flagDepleted
+	}
+	off := e.sendOff + b.id*e.cfg.MsgBytes
+	h.put(e.mr.Bytes()[off:])
+	// The buffer is busy until every destination's send has completed;
+	// count them all now, because waiting for credit below lets other
+	// threads reap completions of the sends already posted.
+	e.outstanding[b.id] += len(dests)
+	for i, d := range dests {
+		if err := e.sendTo(th, b, off, d, st); err != nil {
+			e.outstanding[b.id] -= len(dests) - i // never posted
+			return err
+		}
+	}
+	if len(dests) == 0 {
+		e.free = append(e.free, b.id)
+	}
+	return nil
+}
+
+// sendTo posts b to destination d once d has credit.
+func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
+	if d < 0 || d >= e.n {
+		return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
+	}
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.cs[d].Available() == 0 {
+		if e.refresh(th, d); e.cs[d].Available() > 0 {
+			break
+		}
+		e.info.CreditStalls++
+		if err := e.wait(th, deadline, e.mr, fmt.Sprintf("waiting for credit from node %d", d)); err != nil {
+			return err
+		}
+	}
+	if err := e.cs[d].Consume(); err != nil {
+		return err
+	}
+	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
+	if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
+		return err
+	}
+	e.signaled++
+	if st == Depleted {
+		e.depleted[d] = true
+	}
+	return nil
+}
+
+func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) {
+	e.lock()
+	defer e.unlock()
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for {
+		if e.readyHead < len(e.ready) {
+			d := e.ready[e.readyHead]
+			e.ready[e.readyHead] = Delivery{}
+			if e.readyHead++; e.readyHead == len(e.ready) {
+				e.ready, e.readyHead = e.ready[:0], 0
+			}
+			return d, nil
+		}
+		if e.doneCount == e.n {
+			return Delivery{End: true}, nil
+		}
+		n, err := e.rcq.Poll(e.wcs)
+		if err != nil {
+			return Delivery{}, err
+		}
+		for _, wc := range e.wcs[:n] {
+			if err := e.received(th, wc); err != nil {
+				return Delivery{}, err
+			}
+		}
+		if n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		if err := e.wait(th, deadline, e.rcq, fmt.Sprintf("receiving (%d of %d sources ended)", e.doneCount, e.n)); err != nil {
+			return Delivery{}, err
+		}
+	}
+}
+
+// received handles one receive completion.
+func (e *mqsr) received(th fabric.Thread, wc fabric.WC) error {
+	if wc.Status != fabric.StatusSuccess {
+		return &fabric.CompletionError{WC: wc, Node: e.me}
+	}
+	slot := int(wc.ID)
+	src := slot / e.cfg.Buffers
+	off := e.recvOff + slot*e.cfg.MsgBytes
+	buf := e.mr.Bytes()[off : off+e.cfg.MsgBytes]
+	var h header
+	if err := h.get(buf[:wc.Bytes], e.cfg.MsgBytes-HeaderBytes); err != nil {
+		return fmt.Errorf("from node %d: %w", src, err)
+	}
+	if h.src != src {
+		return fmt.Errorf("%w: message on node %d's connection claims to be from node %d", ErrBadMessage, src, h.src)
+	}
+	if h.flags&flagParity != 0 {
+		return nil // consumed a credited receive; nothing to deliver
+	}
+	if e.closedSrc[src] {
+		return fmt.Errorf("%w: data from node %d after its end of stream", ErrBadMessage, src)
+	}
+	d := Delivery{Src: src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
+	if h.flags&flagDepleted != 0 {
+		d.State = Depleted
+		e.closedSrc[src] = true
+		e.doneCount++
+		// Every receive posted for src is credited now: the source pads
+		// with empty messages up to this count.
+		e.cr[src].Flush()
+		final := e.cr[src].Close()
+		if err := e.writeCredit(src, final|finalBit); err != nil {
+			return err
+		}
+	}
+	e.ready = append(e.ready, d)
+	return nil
+}
+
+// writeCredit writes an absolute credit value into source src's memory
+// with an inline RDMA Write.
+func (e *mqsr) writeCredit(src int, v uint64) error {
+	off := e.scratchOff + 8*src
+	binary.LittleEndian.PutUint64(e.mr.Bytes()[off:], v)
+	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Local: e.mr.SGE(off, 8), Flags: fabric.Inline,
+		RemoteAddr: e.remote[src].Addr, RKey: e.remote[src].RKey}
+	// Unsignaled writes hold their send-queue slots until a later signaled
+	// request of the same queue pair completes: signal every 16th.
+	if e.unsignaled[src]++; e.unsignaled[src] == creditSignalEvery || v&finalBit != 0 {
+		wr.Flags |= fabric.Signaled
+		e.signaled++
+		e.unsignaled[src] = 0
+	}
+	e.info.CreditWrites++
+	_, err := e.qps[src].PostSend([]fabric.SendWR{wr})
+	return err
+}
+
+func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
+	if d.End {
+		return nil
+	}
+	e.lock()
+	defer e.unlock()
+	if d.id < 0 || d.id >= e.n*e.cfg.Buffers || d.Src != d.id/e.cfg.Buffers {
+		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+	}
+	if e.closedSrc[d.Src] {
+		return nil // the stream from d.Src has ended: no more receives for it
+	}
+	if _, err := e.reap(); err != nil { // frees send-queue slots of credit writes
+		return err
+	}
+	if err := e.postRecv(d.Src, d.id%e.cfg.Buffers); err != nil {
+		return err
+	}
+	if v, ok := e.cr[d.Src].Posted(1); ok {
+		return e.writeCredit(d.Src, v)
+	}
+	return nil
+}
+
+func (e *mqsr) Info() EndpointInfo { return e.info }
+
+// Close pads every stream this endpoint ended with empty messages until
+// send/receive parity, waits for every send to complete, meets the other
+// nodes' endpoints at a barrier (so that no queue pair disappears while a
+// peer still sends) and frees everything.
+func (e *mqsr) Close(th fabric.Thread) error {
+	e.lock()
+	defer e.unlock()
+	parity := header{flags: flagParity, src: e.me}
+	parity.put(e.mr.Bytes()[e.parityOff:])
+	for d := 0; d < e.n; d++ {
+		if !e.depleted[d] {
+			continue
+		}
+		deadline := th.Now().Add(e.cfg.Timeout)
+		for !e.refresh(th, d) {
+			if _, err := e.reap(); err != nil {
+				return err
+			}
+			if err := e.wait(th, deadline, e.mr, fmt.Sprintf("waiting for node %d's final credit", d)); err != nil {
+				return err
+			}
+		}
+		for e.cs[d].Owed() > 0 {
+			e.cs[d].Consume()
+			wr := fabric.SendWR{ID: wrParity, Op: fabric.OpSend, Local: e.mr.SGE(e.parityOff, HeaderBytes), Flags: fabric.Inline}
+			if e.cs[d].Owed() == 0 {
+				wr.Flags |= fabric.Signaled
+				e.signaled++
+			}
+			if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+		}
+	}
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.signaled > 0 {
+		n, err := e.reap()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := e.wait(th, deadline, e.scq, "waiting for the last sends to complete"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := e.node.OOB().Barrier(fmt.Sprintf("mqsr/%d/down", e.cfg.Tag)); err != nil {
+		return err
+	}
+	for _, qp := range e.qps {
+		if err := qp.Destroy(); err != nil {
+			return err
+		}
+	}
+	for _, err := range []error{e.scq.Destroy(), e.rcq.Destroy(), e.mr.Dereg(), e.pd.Dealloc()} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

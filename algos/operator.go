@@ -1,0 +1,153 @@
+package algos
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// vector is how many tuples the SHUFFLE operator takes from its input per
+// step (vector-at-a-time processing); CPU cost is charged per vector.
+const vector = 1024
+
+// ShuffleInput is what one thread of the SHUFFLE operator sends: tuples
+// [From, To) of its node's fragment.
+type ShuffleInput struct {
+	Rel      Relation
+	From, To int64
+}
+
+// Shuffle runs the SHUFFLE operator (seed 000 Algorithm 1) for one thread:
+// it hashes every input tuple to its transmission group, appends it to
+// that group's output buffer, sends full buffers, and at the end flushes
+// every partly filled buffer. The end of stream goes to every receiver:
+// with an endpoint per thread (last == nil) every thread's final buffers
+// carry it; with a shared endpoint, last reports whether the calling thread
+// is the last to have flushed (it is called once, after the flush), and
+// that thread alone ends every stream. It returns what it sent to each
+// node.
+func Shuffle(th fabric.Thread, ep Endpoint, in ShuffleInput, g Groups, last func() bool) ([]Tally, error) {
+	payload := th.Node().Payload()
+	out := make([]*Buffer, g.Len())
+	for i := range out {
+		b, err := ep.Acquire(th)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	nodes := 0
+	for i := 0; i < g.Len(); i++ {
+		for _, m := range g.Members(i) {
+			nodes = max(nodes, m+1)
+		}
+	}
+	sent := make([]Tally, nodes)
+	account := func(b *Buffer, grp int) {
+		for _, m := range g.Members(grp) {
+			sent[m].Add(Tally{b.Tuples, b.Sum})
+		}
+	}
+	for j := in.From; j < in.To; {
+		k := min(int64(vector), in.To-j)
+		th.Charge(fabric.WorkHashTuple, int(k))
+		th.Charge(fabric.WorkCopy, int(k)*TupleBytes)
+		for end := j + k; j < end; j++ {
+			a, bv := in.Rel.Tuple(j)
+			grp := g.Of(a)
+			b := out[grp]
+			if b.N+TupleBytes > len(b.Data) {
+				account(b, grp)
+				if err := ep.PutData(th, b, g.Members(grp), MoreData); err != nil {
+					return nil, err
+				}
+				nb, err := ep.Acquire(th)
+				if err != nil {
+					return nil, err
+				}
+				out[grp], b = nb, nb
+			}
+			if payload {
+				binary.LittleEndian.PutUint64(b.Data[b.N:], a)
+				binary.LittleEndian.PutUint64(b.Data[b.N+8:], bv)
+			}
+			b.N += TupleBytes
+			b.Tuples++
+			b.Sum += TupleSum(a, bv)
+		}
+	}
+	st := Depleted
+	if last != nil {
+		st = MoreData // a shared endpoint: the stream ends below, once
+	}
+	for grp, b := range out {
+		account(b, grp)
+		if err := ep.PutData(th, b, g.Members(grp), st); err != nil {
+			return nil, err
+		}
+	}
+	// With a shared endpoint, the thread that finishes its flush last ends
+	// every stream with an empty Depleted buffer: only then are all the
+	// other threads' buffers already posted ahead of it.
+	if last != nil && last() {
+		for grp := 0; grp < g.Len(); grp++ {
+			b, err := ep.Acquire(th)
+			if err != nil {
+				return nil, err
+			}
+			if err := ep.PutData(th, b, g.Members(grp), Depleted); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return sent, nil
+}
+
+// ReceiveStats is what one thread of the RECEIVE operator saw.
+type ReceiveStats struct {
+	From    []Tally // per source node
+	Corrupt int     // buffers whose payload did not match their header
+}
+
+// Receive runs the RECEIVE operator (seed 000 Algorithm 2) for one thread:
+// it takes every buffer the endpoint delivers, copies the tuples out,
+// releases the buffer at once, and then spends cyclesPerTuple of
+// processing on each tuple (the receiving fragment's work). In payload
+// mode it recomputes every buffer's checksum from its tuples.
+func Receive(th fabric.Thread, ep Endpoint, nodes int, cyclesPerTuple int64) (ReceiveStats, error) {
+	st := ReceiveStats{From: make([]Tally, nodes)}
+	payload := th.Node().Payload()
+	var scratch []byte
+	for {
+		d, err := ep.GetData(th)
+		if err != nil {
+			return st, err
+		}
+		if d.End {
+			return st, nil
+		}
+		if d.Src < 0 || d.Src >= nodes {
+			return st, fmt.Errorf("%w: source node %d in a %d-node cluster", ErrBadMessage, d.Src, nodes)
+		}
+		th.Charge(fabric.WorkCopy, d.N)
+		if payload {
+			scratch = append(scratch[:0], d.Data[:d.N]...)
+		}
+		tuples, sum := d.Tuples, d.Sum
+		if err := ep.Release(th, d); err != nil {
+			return st, err
+		}
+		if payload {
+			var s uint64
+			for i := 0; i+TupleBytes <= len(scratch); i += TupleBytes {
+				s += TupleSum(binary.LittleEndian.Uint64(scratch[i:]), binary.LittleEndian.Uint64(scratch[i+8:]))
+			}
+			if s != sum || uint64(len(scratch)/TupleBytes) != tuples {
+				st.Corrupt++
+			}
+		}
+		st.From[d.Src].Add(Tally{tuples, sum})
+		th.Compute(cyclesPerTuple * int64(tuples))
+	}
+}

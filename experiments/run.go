@@ -1,0 +1,278 @@
+package experiments
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// RunConfig is one shuffle: a design, a cluster and a workload.
+type RunConfig struct {
+	Design         string // e.g. "MEMQ/SR"
+	Nodes          int
+	Threads        int // sending threads per node, and as many receiving threads
+	Pattern        algos.Pattern
+	Profile        string // built-in profile name or YAML path
+	MsgBytes       int
+	Buffers        int // per thread (endpoint) per destination
+	CreditEvery    int
+	BytesPerNode   int64 // payload each node sends
+	CyclesPerTuple int64 // receiving fragment's work per tuple
+	Seed           uint64
+	Payload        bool // move real bytes (checks content, slower)
+	Timeout        fabric.Duration
+}
+
+// Record is the run record of docs/results.md.
+type Record struct {
+	Experiment     string  `json:"experiment"`
+	Backend        string  `json:"backend"`
+	Profile        string  `json:"profile"`
+	Design         string  `json:"design"`
+	Pattern        string  `json:"pattern"`
+	Nodes          int     `json:"nodes"`
+	Threads        int     `json:"threads"`
+	MsgBytes       int     `json:"msg_bytes"`
+	Buffers        int     `json:"buffers"`
+	CreditEvery    int     `json:"credit_every"`
+	Seed           uint64  `json:"seed"`
+	BytesPerNode   int64   `json:"bytes_per_node"`
+	ThroughputGiBs float64 `json:"throughput_gibps"`
+	ResponseS      float64 `json:"response_s"`
+	SetupMS        float64 `json:"setup_ms"`
+	QPsPerNode     int     `json:"qps_per_node"`
+	RegisteredPer  int64   `json:"registered_bytes_per_node"`
+	Integrity      string  `json:"integrity"`
+	TuplesSent     uint64  `json:"tuples_sent"`
+	TuplesReceived uint64  `json:"tuples_received"`
+	CreditWrites   int64   `json:"credit_writes"`
+	CreditStalls   int64   `json:"credit_stalls"`
+	QPCacheMiss    float64 `json:"qp_cache_miss_rate"`
+	SimEvents      uint64  `json:"sim_events"`
+	WallS          float64 `json:"wall_s"`
+}
+
+// Designs lists the designs Run knows.
+var Designs = []string{"SEMQ/SR", "MEMQ/SR"}
+
+func (c *RunConfig) normalize(cores int) error {
+	if c.Pattern == "" {
+		c.Pattern = algos.Repartition
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Threads, 2)
+	def(&c.Buffers, 2)
+	def(&c.CreditEvery, 2)
+	def(&c.MsgBytes, 64<<10)
+	if c.BytesPerNode == 0 {
+		c.BytesPerNode = 64 << 20
+	}
+	known := false
+	for _, d := range Designs {
+		known = known || d == c.Design
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("unknown design %q: this build has %s (the other designs are not built yet)", c.Design, strings.Join(Designs, ", "))
+	case c.Nodes < 1:
+		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
+	case c.Threads < 1 || 2*c.Threads > cores:
+		return fmt.Errorf("--threads %d: each node runs that many sending and receiving threads on its %d cores; use 1..%d", c.Threads, cores, cores/2)
+	case c.BytesPerNode < 0:
+		return fmt.Errorf("--bytes-per-node %d: must not be negative", c.BytesPerNode)
+	case c.CyclesPerTuple < 0:
+		return fmt.Errorf("--cycles-per-tuple %d: must not be negative", c.CyclesPerTuple)
+	}
+	return nil
+}
+
+// Run runs one shuffle on a simulated cluster and checks that every node
+// received exactly the tuples sent to it.
+func Run(cfg RunConfig) (*Record, error) {
+	prof, err := sim.LoadProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.normalize(prof.Host.Cores); err != nil {
+		return nil, err
+	}
+	groups, err := algos.NewGroups(cfg.Pattern, cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	shared := strings.HasPrefix(cfg.Design, "SE")
+	n, t := cfg.Nodes, cfg.Threads
+	sent := make([][]algos.Tally, n)    // per sending node, per destination
+	got := make([][]algos.Tally, n)     // per receiving node, per source
+	corrupt := make([]int, n)           // per receiving node
+	setup := make([]fabric.Duration, n) // per node
+	resp := make([]fabric.Duration, n)  // per node: start to last receive
+	infos := make([]algos.EndpointInfo, n)
+	tuplesPerNode := cfg.BytesPerNode / algos.TupleBytes
+	t0 := time.Now()
+	err = c.Run(func(th fabric.Thread) error {
+		me := th.Node().ID()
+		begin := th.Now()
+		neps := t
+		if shared {
+			neps = 1
+		}
+		eps := make([]algos.Endpoint, neps)
+		for k := range eps {
+			ec := algos.Config{Nodes: n, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
+			if shared {
+				ec.Threads = t
+			}
+			ep, err := algos.OpenMQSR(th, ec, shared)
+			if err != nil {
+				return err
+			}
+			eps[k] = ep
+		}
+		setup[me] = th.Now().Sub(begin)
+		if err := th.Node().OOB().Barrier("start"); err != nil {
+			return err
+		}
+		start := th.Now()
+		sent[me] = make([]algos.Tally, n)
+		got[me] = make([]algos.Tally, n)
+		var running atomic.Int32
+		var end fabric.Time
+		done := th.Node().NewSignal()
+		mu := th.Node().NewMutex()
+		finished := 0
+		last := func() bool { // for a shared endpoint: the last sender ends the stream
+			mu.Lock()
+			defer mu.Unlock()
+			finished++
+			return finished == t
+		}
+		if !shared {
+			last = nil
+		}
+		rel := algos.Relation{Seed: cfg.Seed, Node: me, Tuples: tuplesPerNode}
+		var firstErr atomic.Value
+		for k := 0; k < t; k++ {
+			ep := eps[min(k, neps-1)]
+			from, to := tuplesPerNode*int64(k)/int64(t), tuplesPerNode*int64(k+1)/int64(t)
+			running.Add(2)
+			th.Spawn(fmt.Sprintf("shuffle%d", k), 2*k%th.Node().Cores(), func(st fabric.Thread) error {
+				defer func() { running.Add(-1); done.Notify() }()
+				s, err := algos.Shuffle(st, ep, algos.ShuffleInput{Rel: rel, From: from, To: to}, groups, last)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return err
+				}
+				mu.Lock()
+				for d := range s {
+					sent[me][d].Add(s[d])
+				}
+				mu.Unlock()
+				return nil
+			})
+			th.Spawn(fmt.Sprintf("receive%d", k), (2*k+1)%th.Node().Cores(), func(rt fabric.Thread) error {
+				defer func() { running.Add(-1); done.Notify() }()
+				r, err := algos.Receive(rt, ep, n, cfg.CyclesPerTuple)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return err
+				}
+				mu.Lock()
+				for s := range r.From {
+					got[me][s].Add(r.From[s])
+				}
+				corrupt[me] += r.Corrupt
+				if rt.Now() > end {
+					end = rt.Now()
+				}
+				mu.Unlock()
+				return nil
+			})
+		}
+		for running.Load() > 0 && firstErr.Load() == nil {
+			th.Wait(fabric.Forever, done)
+		}
+		if e := firstErr.Load(); e != nil {
+			return e.(error)
+		}
+		resp[me] = end.Sub(start)
+		for _, ep := range eps {
+			i := ep.Info()
+			infos[me].QPs += i.QPs
+			infos[me].RegisteredBytes += i.RegisteredBytes
+			infos[me].CreditWrites += i.CreditWrites
+			infos[me].CreditStalls += i.CreditStalls
+			if err := ep.Close(th); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),
+		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
+		BytesPerNode: cfg.BytesPerNode, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
+		QPCacheMiss: c.Stats().QPCacheMissRate()}
+	if prof.Source() != "builtin" {
+		rec.Profile = "file:" + prof.Source()
+	}
+	rec.Integrity = integrity(sent, got, corrupt)
+	var recvBytes float64
+	for i := 0; i < n; i++ {
+		rec.ResponseS = max(rec.ResponseS, resp[i].Seconds())
+		rec.SetupMS = max(rec.SetupMS, setup[i].Seconds()*1e3)
+		for j := 0; j < n; j++ {
+			rec.TuplesSent += sent[i][j].Tuples
+			rec.TuplesReceived += got[i][j].Tuples
+			recvBytes += float64(got[i][j].Tuples * algos.TupleBytes)
+		}
+		rec.QPsPerNode = max(rec.QPsPerNode, infos[i].QPs)
+		rec.RegisteredPer = max(rec.RegisteredPer, infos[i].RegisteredBytes)
+		rec.CreditWrites += infos[i].CreditWrites
+		rec.CreditStalls += infos[i].CreditStalls
+	}
+	if rec.ResponseS > 0 {
+		rec.ThroughputGiBs = recvBytes / float64(n) / rec.ResponseS / (1 << 30)
+	}
+	return rec, nil
+}
+
+// integrity compares what every node sent to each destination with what
+// each destination received from it.
+func integrity(sent, got [][]algos.Tally, corrupt []int) string {
+	for i := range corrupt {
+		if corrupt[i] > 0 {
+			return "corrupt"
+		}
+	}
+	for s := range sent {
+		for d := range sent[s] {
+			a, b := sent[s][d], got[d][s]
+			switch {
+			case b.Tuples < a.Tuples:
+				return "missing"
+			case b.Tuples > a.Tuples:
+				return "duplicate"
+			case a.Sum != b.Sum:
+				return "corrupt"
+			}
+		}
+	}
+	return "ok"
+}

@@ -1,0 +1,1131 @@
+package sim
+
+// Tests of the performance model (docs/model.md §1 and §3): credits and
+// buffers, the queue-pair context cache, the throughput limits that must
+// emerge from PCIe, the link and the cache, provider locks, Thread.Charge,
+// the control-path costs, and determinism under faults.
+//
+// White-box (package sim): the credit test drives verbs from the test
+// goroutine and fires events one at a time (mtHarness.step, a copy of what
+// Advance does) so that it can inspect the switch and the NICs after every
+// single event. Everything is simulated time; nothing here sleeps or reads
+// the wall clock.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// mtProfile loads a built-in profile and lets the caller change it.
+func mtProfile(t testing.TB, name string, edit func(p *Profile)) *Profile {
+	t.Helper()
+	p, err := LoadProfile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(p)
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func mtCluster(t testing.TB, cfg Config) *Cluster {
+	t.Helper()
+	if cfg.TimeLimit == 0 {
+		cfg.TimeLimit = 10 * fabric.Second
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// ---------------------------------------------------------------------------
+// 1. Credits and buffers.
+
+// mtNode is one node's verbs objects for the credit workloads: one PD, one
+// CQ for everything, one region (the source of every write and the target
+// of every peer's writes) and an RC queue pair per peer.
+type mtNode struct {
+	pd  fabric.PD
+	cq  fabric.CQ
+	mr  fabric.MR
+	qps map[int]fabric.QP // by peer
+}
+
+// mtHarness drives a cluster from the test goroutine, one event at a time,
+// checking the credit invariants after each.
+type mtHarness struct {
+	t     *testing.T
+	c     *Cluster
+	nodes []*mtNode
+
+	posted    int64 // send work requests posted
+	completed int64 // successful completions polled
+	events    int64
+
+	maxIn, maxOut []int // highest credit use seen per input port / NIC receive buffer
+	maxPktBlocks  int   // largest packet seen in a switch input buffer, in blocks
+}
+
+func newHarness(t *testing.T, c *Cluster, mrBytes int) *mtHarness {
+	t.Helper()
+	h := &mtHarness{t: t, c: c, maxIn: make([]int, c.Size()), maxOut: make([]int, c.Size())}
+	acc := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
+	for i := 0; i < c.Size(); i++ {
+		dev := c.Node(i).Device()
+		n := &mtNode{qps: map[int]fabric.QP{}}
+		var err error
+		if n.pd, err = dev.AllocPD(); err != nil {
+			t.Fatal(err)
+		}
+		if n.cq, err = dev.CreateCQ(1 << 16); err != nil {
+			t.Fatal(err)
+		}
+		if n.mr, err = n.pd.RegMR(mrBytes, acc); err != nil {
+			t.Fatal(err)
+		}
+		h.nodes = append(h.nodes, n)
+	}
+	return h
+}
+
+// connect creates and connects an RC queue pair between nodes a and b.
+func (h *mtHarness) connect(a, b int) {
+	t := h.t
+	t.Helper()
+	acc := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
+	for _, s := range [][2]int{{a, b}, {b, a}} {
+		n := h.nodes[s[0]]
+		qp, err := n.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: n.cq, RecvCQ: n.cq,
+			Caps: fabric.QPCaps{MaxSendWR: 1024, MaxRecvWR: 16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: acc}); err != nil {
+			t.Fatal(err)
+		}
+		n.qps[s[1]] = qp
+	}
+	for _, s := range [][2]int{{a, b}, {b, a}} {
+		qp, peer := h.nodes[s[0]].qps[s[1]], h.nodes[s[1]].qps[s[0]]
+		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Info().Address(), RemotePSN: 100,
+			MaxDestRdAtomic: 16, MinRNRTimer: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: 100, Timeout: 14, RetryCnt: 7,
+			RNRRetry: 7, MaxRdAtomic: 16}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// write posts one signaled RDMA Write of size bytes from src to dst.
+func (h *mtHarness) write(src, dst, size int, id uint64) {
+	h.t.Helper()
+	s, d := h.nodes[src], h.nodes[dst]
+	wr := fabric.SendWR{ID: id, Op: fabric.OpWrite, Flags: fabric.Signaled, Local: s.mr.SGE(0, size),
+		RemoteAddr: d.mr.Addr(), RKey: d.mr.RKey()}
+	if _, err := s.qps[dst].PostSend([]fabric.SendWR{wr}); err != nil {
+		h.t.Fatal(err)
+	}
+	h.posted++
+}
+
+// poll drains node i's CQ and returns the IDs of its completions.
+func (h *mtHarness) poll(i int) ([]uint64, error) {
+	var ids []uint64
+	wcs := make([]fabric.WC, 64)
+	for {
+		n, err := h.nodes[i].cq.Poll(wcs)
+		if err != nil {
+			return ids, err
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != fabric.StatusSuccess {
+				return ids, fmt.Errorf("node %d: %v", i, &fabric.CompletionError{WC: wc, Node: i})
+			}
+			ids = append(ids, wc.ID)
+			h.completed++
+		}
+		if n < len(wcs) {
+			return ids, nil
+		}
+	}
+}
+
+// step fires the next event (as Advance does) and checks the invariants.
+// It reports false when no event is left.
+func (h *mtHarness) step() (bool, error) {
+	c := h.c
+	if c.q.len() == 0 {
+		return false, nil
+	}
+	ev := c.q.pop()
+	c.fire(&ev)
+	h.events++
+	return true, h.check()
+}
+
+// creditsInUse is what the sender on a link believes the buffer holds at
+// now: blocks taken minus the returns visible by now. It does not change
+// the credits (avail would apply the returns).
+func creditsInUse(cr *credits, now fabric.Time) int {
+	u := cr.used
+	for _, r := range cr.ret[cr.head:] {
+		if r.at <= now {
+			u -= r.blocks
+		}
+	}
+	return u
+}
+
+// check verifies, at the current event, for every switch input buffer and
+// every NIC receive buffer:
+//   - the credits in use never exceed the buffer's capacity (the sender on
+//     the link never sent more than the buffer holds);
+//   - the packets actually queued in an input buffer never occupy more
+//     blocks than the credits in use account for (so, with the first rule,
+//     the buffer never holds more than its capacity). A NIC's receive
+//     buffer holds a packet from its arrival until its pipeline moves it
+//     on, a sub-interval of [forward, return) during which its credit is
+//     in use, so the first rule bounds it too;
+//   - pending returns are ordered by time (credits applies them lazily in
+//     order, so an out-of-order return would be applied late or early).
+func (h *mtHarness) check() error {
+	c := h.c
+	now := c.now
+	for i := range c.net.sw.in {
+		in := &c.net.sw.in[i]
+		u := creditsInUse(&in.cr, now)
+		if u > in.cr.cap || u < 0 {
+			return fmt.Errorf("at %v: switch input %d: %d credit blocks in use, capacity %d", now, i, u, in.cr.cap)
+		}
+		occ := 0
+		for o := range in.voq {
+			for _, p := range in.voq[o].q[in.voq[o].head:] {
+				b := blocksOf(p.wire)
+				occ += b
+				h.maxPktBlocks = max(h.maxPktBlocks, b)
+			}
+		}
+		if occ > u {
+			return fmt.Errorf("at %v: switch input %d holds %d blocks of packets but only %d credit blocks are in use", now, i, occ, u)
+		}
+		h.maxIn[i] = max(h.maxIn[i], u)
+		if err := retOrdered(&in.cr); err != nil {
+			return fmt.Errorf("at %v: switch input %d: %v", now, i, err)
+		}
+	}
+	for o := range c.net.sw.out {
+		out := &c.net.sw.out[o]
+		u := creditsInUse(&out.cr, now)
+		if u > out.cr.cap || u < 0 {
+			return fmt.Errorf("at %v: NIC %d receive buffer: %d credit blocks in use, capacity %d", now, o, u, out.cr.cap)
+		}
+		h.maxOut[o] = max(h.maxOut[o], u)
+		if err := retOrdered(&out.cr); err != nil {
+			return fmt.Errorf("at %v: NIC %d receive buffer: %v", now, o, err)
+		}
+	}
+	return nil
+}
+
+func retOrdered(cr *credits) error {
+	r := cr.ret[cr.head:]
+	for k := 1; k < len(r); k++ {
+		if r[k].at < r[k-1].at {
+			return fmt.Errorf("credit returns out of order: %v after %v", r[k].at, r[k-1].at)
+		}
+	}
+	return nil
+}
+
+// quiet checks the state once no event is left: every credit taken has
+// been returned, no packet is left in the switch, and no NIC waits.
+func (h *mtHarness) quiet() error {
+	c := h.c
+	var errs []error
+	left := func(what string, cr *credits) {
+		u := cr.used
+		for _, r := range cr.ret[cr.head:] {
+			u -= r.blocks
+		}
+		if u != 0 {
+			errs = append(errs, fmt.Errorf("%s: %d credit blocks never returned", what, u))
+		}
+	}
+	for i := range c.net.sw.in {
+		in := &c.net.sw.in[i]
+		left(fmt.Sprintf("switch input %d", i), &in.cr)
+		for o := range in.voq {
+			if n := in.voq[o].len(); n > 0 {
+				errs = append(errs, fmt.Errorf("switch input %d still holds %d packets for output %d", i, n, o))
+			}
+		}
+	}
+	for o := range c.net.sw.out {
+		out := &c.net.sw.out[o]
+		left(fmt.Sprintf("NIC %d receive buffer", o), &out.cr)
+		if n := len(out.waiting) - out.wHead; n > 0 {
+			errs = append(errs, fmt.Errorf("switch output %d still has %d contenders", o, n))
+		}
+	}
+	for i, n := range c.nodes {
+		if n.nic.creditBlocked {
+			errs = append(errs, fmt.Errorf("NIC %d still waits for credit", i))
+		}
+		if k := len(n.nic.ready) - n.nic.readyHead; k > 0 {
+			errs = append(errs, fmt.Errorf("NIC %d still has %d queue pairs ready to send", i, k))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TestModelCreditsBoundBuffers runs an 8-into-1 incast and a random
+// all-to-all of large RDMA Writes and checks the credit invariants after
+// every event, then that every credit came back.
+func TestModelCreditsBoundBuffers(t *testing.T) {
+	const kib = 1024
+	cases := []struct {
+		name    string
+		profile string
+		nodes   int
+		faults  Faults
+		// incast: every node but the last writes msgs messages of size to
+		// the last one, all posted at once.
+		incast bool
+		// all-to-all: every node writes msgs messages of random sizes in
+		// [size/4, size] to random other nodes, window in flight at a time.
+		msgs, size, window int
+		// the workload must fill these buffers to within one packet of
+		// capacity, or it did not test back-pressure
+		fillIn, fillRx bool
+	}{
+		// FDR: PCIe (6.6 GB/s) drains the receiver's buffer slower than
+		// the link fills it, so the NIC's buffer fills first, then the
+		// switch's input buffers behind it.
+		{name: "incast-fdr", profile: "fdr-cx3", nodes: 9, incast: true, msgs: 8, size: 256 * kib, fillIn: true, fillRx: true},
+		// EDR: PCIe is faster than the link; the oversubscribed output
+		// backs up into the input buffers.
+		{name: "incast-edr", profile: "edr-cx4", nodes: 9, incast: true, msgs: 8, size: 256 * kib, fillIn: true},
+		{name: "alltoall-random-fdr", profile: "fdr-cx3", nodes: 8, msgs: 24, size: 512 * kib, window: 2, fillIn: true},
+		{name: "alltoall-random-edr", profile: "edr-cx4", nodes: 8, msgs: 24, size: 512 * kib, window: 2, fillIn: true},
+		// Lost, duplicated and reordered packets must not leak credits.
+		{name: "alltoall-random-faults", profile: "edr-cx4", nodes: 8, msgs: 12, size: 256 * kib, window: 2,
+			faults: Faults{Loss: 0.002, Duplicate: 0.002, Reorder: 0.002}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mtCluster(t, Config{Nodes: tc.nodes, Seed: 3, SizeOnly: true, Profile: mtProfile(t, tc.profile, nil)})
+			h := newHarness(t, c, tc.size)
+			for a := 0; a < tc.nodes; a++ {
+				for b := a + 1; b < tc.nodes; b++ {
+					if !tc.incast || b == tc.nodes-1 {
+						h.connect(a, b)
+					}
+				}
+			}
+			if tc.faults.any() {
+				for i := 0; i < tc.nodes; i++ {
+					if err := c.SetFaults(i, tc.faults); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			rng := rand.New(rand.NewPCG(11, 12))
+			total := int64(0)
+			// next[i] lists node i's messages still to post, as (dst, size).
+			next := make([][][2]int, tc.nodes)
+			if tc.incast {
+				for i := 0; i < tc.nodes-1; i++ {
+					for k := 0; k < tc.msgs; k++ {
+						h.write(i, tc.nodes-1, tc.size, uint64(k))
+						total++
+					}
+				}
+			} else {
+				for i := range next {
+					for k := 0; k < tc.msgs; k++ {
+						dst := rng.IntN(tc.nodes - 1)
+						if dst >= i {
+							dst++
+						}
+						next[i] = append(next[i], [2]int{dst, tc.size/4 + rng.IntN(tc.size*3/4+1)})
+					}
+					total += int64(tc.msgs)
+					for k := 0; k < tc.window; k++ {
+						m := next[i][0]
+						next[i] = next[i][1:]
+						h.write(i, m[0], m[1], 0)
+					}
+				}
+			}
+			for {
+				more, err := h.step()
+				if err != nil {
+					t.Fatalf("after %d events: %v", h.events, err)
+				}
+				for i := range h.nodes {
+					ids, err := h.poll(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for range ids {
+						if len(next[i]) > 0 {
+							m := next[i][0]
+							next[i] = next[i][1:]
+							h.write(i, m[0], m[1], 0)
+							more = true
+						}
+					}
+				}
+				if !more {
+					break
+				}
+			}
+			if h.completed != total {
+				t.Fatalf("%d of %d writes completed", h.completed, total)
+			}
+			if err := h.quiet(); err != nil {
+				t.Fatal(err)
+			}
+			st := c.Stats()
+			if h.maxPktBlocks > maxPacketBlocks(c.prof) {
+				t.Errorf("a packet of %d blocks was sent; NICs only wait for %d (maxPacketBlocks)", h.maxPktBlocks, maxPacketBlocks(c.prof))
+			}
+			if !tc.faults.any() {
+				// A lossless fabric never retransmits.
+				if st.RCRetransmits != 0 || st.PacketsLost != 0 {
+					t.Errorf("lossless run: %d retransmits, %d packets lost", st.RCRetransmits, st.PacketsLost)
+				}
+				// Every work request is looked up once when the NIC
+				// processes it, and every packet once when it arrives.
+				if got, want := st.QPCacheHits+st.QPCacheMisses, st.PacketsSent+h.posted; got != want {
+					t.Errorf("cache lookups %d (hits %d + misses %d), want packets %d + work requests %d = %d",
+						got, st.QPCacheHits, st.QPCacheMisses, st.PacketsSent, h.posted, want)
+				}
+			} else if st.PacketsLost == 0 || st.RCRetransmits == 0 {
+				t.Errorf("the faults did nothing: %+v", st)
+			}
+			fullIn, fullRx := 0, 0
+			for i := range h.maxIn {
+				if h.maxIn[i] > c.net.sw.in[i].cr.cap-maxPacketBlocks(c.prof) {
+					fullIn++
+				}
+				if h.maxOut[i] > c.net.sw.out[i].cr.cap-maxPacketBlocks(c.prof) {
+					fullRx++
+				}
+			}
+			t.Logf("%d events, %v simulated; most credit blocks in use: inputs %v (cap %d), NIC buffers %v (cap %d); %+v",
+				h.events, c.Now(), h.maxIn, c.net.sw.in[0].cr.cap, h.maxOut, c.net.sw.out[0].cr.cap, st)
+			if tc.fillIn && fullIn == 0 {
+				t.Errorf("no switch input buffer came within one packet of full: back-pressure not exercised")
+			}
+			if tc.fillRx && fullRx == 0 {
+				t.Errorf("no NIC receive buffer came within one packet of full: back-pressure not exercised")
+			}
+		})
+	}
+}
+
+// TestModelCreditReturnsOutOfOrder: an input buffer with one queue per
+// output drains out of order (a small packet to an idle output leaves
+// before a large one to a busy output that started earlier), so credit
+// returns are not recorded in time order. Each must become visible when its
+// own packet left, not behind the others.
+func TestModelCreditReturnsOutOfOrder(t *testing.T) {
+	cr := newCredits(64 * 100)
+	cr.take(65) // a 4 KiB packet to output A, leaves at 1000
+	cr.take(1)  // an ACK to output B, leaves at 500
+	cr.give(1000, 65)
+	cr.give(500, 1)
+	for _, s := range []struct {
+		at   fabric.Time
+		free int
+	}{{499, 34}, {500, 35}, {999, 35}, {1000, 100}} {
+		if got := cr.avail(s.at); got != s.free {
+			t.Errorf("at %d: %d blocks free, want %d", s.at, got, s.free)
+		}
+	}
+	if _, ok := cr.next(); ok {
+		t.Errorf("returns left after all were applied")
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 2. The queue-pair context cache.
+
+// lruRef is a reference LRU: most recently used first.
+type lruRef struct {
+	cap   int
+	order []*qp
+}
+
+func (r *lruRef) touch(q *qp) bool {
+	if i := slices.Index(r.order, q); i >= 0 {
+		r.order = slices.Insert(slices.Delete(r.order, i, i+1), 0, q)
+		return false
+	}
+	if len(r.order) == r.cap {
+		r.order = r.order[:r.cap-1]
+	}
+	r.order = slices.Insert(r.order, 0, q)
+	return true
+}
+
+func (r *lruRef) evict(q *qp) {
+	if i := slices.Index(r.order, q); i >= 0 {
+		r.order = slices.Delete(r.order, i, i+1)
+	}
+}
+
+// cacheOrder walks the cache from most to least recently used and checks
+// the list's links, its count and every entry's cached flag.
+func cacheOrder(c *qpCache) ([]*qp, error) {
+	var out []*qp
+	var prev *qp
+	for q := c.head; q != nil; q = q.cache.next {
+		if q.cache.prev != prev {
+			return nil, fmt.Errorf("broken back link at entry %d", len(out))
+		}
+		if !q.cache.cached {
+			return nil, fmt.Errorf("entry %d in the list is not marked cached", len(out))
+		}
+		out = append(out, q)
+		prev = q
+		if len(out) > c.cap+1 {
+			return nil, fmt.Errorf("list longer than the capacity %d (a cycle?)", c.cap)
+		}
+	}
+	if c.tail != prev {
+		return nil, errors.New("tail is not the last entry")
+	}
+	if len(out) != c.n {
+		return nil, fmt.Errorf("list holds %d entries, count says %d", len(out), c.n)
+	}
+	if c.n > c.cap {
+		return nil, fmt.Errorf("%d entries above the capacity %d", c.n, c.cap)
+	}
+	return out, nil
+}
+
+func qpNames(qs []*qp, names map[*qp]string) string {
+	var s []string
+	for _, q := range qs {
+		s = append(s, names[q])
+	}
+	return strings.Join(s, "")
+}
+
+// TestModelQPCacheLRU: scripted sequences of touches and evictions on a
+// cache of 3, with the expected misses and the order (most recent first).
+func TestModelQPCacheLRU(t *testing.T) {
+	cases := []struct {
+		name  string
+		ops   string // lower case: touch; upper case: evict (destroy)
+		miss  string // per touch: m (miss) or h (hit)
+		order string // after all ops, most recent first
+	}{
+		{"cold", "abc", "mmm", "cba"},
+		{"hit-moves-to-front", "abca", "mmmh", "acb"},
+		{"evicts-least-recent", "abcd", "mmmm", "dcb"},
+		{"touch-protects", "abcad", "mmmhm", "dac"},
+		{"cyclic-over-capacity-always-misses", "abcdabcd", "mmmmmmmm", "dcb"},
+		{"cyclic-within-capacity-always-hits", "abcabcabc", "mmmhhhhhh", "cba"},
+		{"tail-touched", "abcab", "mmmhh", "bac"},
+		{"evict-middle", "abcB", "mmm", "ca"},
+		{"evict-head-and-tail", "abcCA", "mmm", "b"},
+		{"evict-not-cached", "abcdA", "mmmm", "dcb"},
+		{"evict-frees-a-slot", "abcBd", "mmmm", "dca"},
+		{"evict-then-touch-misses", "abAa", "mmm", "ab"},
+		{"evict-all", "abcABC", "mmm", ""},
+		{"evict-all-then-refill", "abcCBAcba", "mmmmmm", "abc"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &qpCache{cap: 3}
+			qs := map[rune]*qp{}
+			names := map[*qp]string{}
+			for _, r := range "abcd" {
+				q := &qp{}
+				qs[r], names[q] = q, string(r)
+			}
+			var miss []byte
+			touches := 0
+			for _, op := range tc.ops {
+				if op >= 'a' {
+					touches++
+					if c.touch(qs[op]) {
+						miss = append(miss, 'm')
+					} else {
+						miss = append(miss, 'h')
+					}
+				} else {
+					c.evict(qs[op-'A'+'a'])
+				}
+				if _, err := cacheOrder(c); err != nil {
+					t.Fatalf("after %q: %v", op, err)
+				}
+			}
+			order, _ := cacheOrder(c)
+			if string(miss) != tc.miss || qpNames(order, names) != tc.order {
+				t.Errorf("ops %q: misses %q, order %q; want %q, %q", tc.ops, miss, qpNames(order, names), tc.miss, tc.order)
+			}
+			if c.hits+c.misses != int64(touches) || c.misses != int64(strings.Count(tc.miss, "m")) {
+				t.Errorf("hits %d + misses %d, want %d touches with %d misses", c.hits, c.misses, touches, strings.Count(tc.miss, "m"))
+			}
+		})
+	}
+}
+
+// TestModelQPCacheMatchesReference compares the cache with a reference LRU
+// over long random sequences of touches and evictions.
+func TestModelQPCacheMatchesReference(t *testing.T) {
+	for _, capacity := range []int{1, 2, 5, 16} {
+		t.Run(fmt.Sprint("cap=", capacity), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(capacity), 99))
+			c := &qpCache{cap: capacity}
+			ref := &lruRef{cap: capacity}
+			qs := make([]*qp, 3*capacity+1)
+			for i := range qs {
+				qs[i] = &qp{qpn: uint32(i)}
+			}
+			touches, misses := 0, 0
+			for step := 0; step < 5000; step++ {
+				q := qs[rng.IntN(len(qs))]
+				if rng.IntN(8) == 0 {
+					c.evict(q)
+					ref.evict(q)
+				} else {
+					touches++
+					got, want := c.touch(q), ref.touch(q)
+					if want {
+						misses++
+					}
+					if got != want {
+						t.Fatalf("step %d: touch of qp %d: miss %v, reference says %v", step, q.qpn, got, want)
+					}
+				}
+				order, err := cacheOrder(c)
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				if !slices.Equal(order, ref.order) {
+					t.Fatalf("step %d: order differs from the reference LRU", step)
+				}
+				for _, q := range qs {
+					if q.cache.cached != slices.Contains(ref.order, q) {
+						t.Fatalf("step %d: qp %d cached flag %v", step, q.qpn, q.cache.cached)
+					}
+				}
+			}
+			if c.hits+c.misses != int64(touches) || c.misses != int64(misses) {
+				t.Errorf("hits %d + misses %d; want %d lookups, %d misses", c.hits, c.misses, touches, misses)
+			}
+		})
+	}
+}
+
+// TestModelQPCacheDestroyEvicts: destroying a queue pair drops its context
+// from its NIC's cache, and the freed entry is used again.
+func TestModelQPCacheDestroyEvicts(t *testing.T) {
+	p := mtProfile(t, "fdr-cx3", func(p *Profile) { p.NIC.QPCacheEntries = 4 })
+	c := mtCluster(t, Config{Nodes: 2, Seed: 1, Profile: p})
+	h := newHarness(t, c, 4096)
+	h.connect(0, 1)
+	nic := c.nodes[0].nic
+	q := h.nodes[0].qps[1].(*qp)
+	h.write(0, 1, 64, 1)
+	for {
+		more, err := h.step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
+	}
+	if !q.cache.cached || nic.cache.n != 1 {
+		t.Fatalf("after a write, the requester's context is not cached (cached %v, %d entries)", q.cache.cached, nic.cache.n)
+	}
+	if err := q.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	order, err := cacheOrder(&nic.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.cache.cached || len(order) != 0 {
+		t.Fatalf("after Destroy: cached %v, %d entries left", q.cache.cached, len(order))
+	}
+	// Four new queue pairs fill the cache without evicting anything.
+	before := nic.cache.misses
+	for i := 0; i < 4; i++ {
+		h.connect(0, 1)
+		h.write(0, 1, 64, 2)
+		for {
+			more, err := h.step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	if order, err := cacheOrder(&nic.cache); err != nil || len(order) != 4 || nic.cache.misses-before != 4 {
+		t.Fatalf("after four new queue pairs: %d entries (%v), %d misses; want 4 and 4", len(order), err, nic.cache.misses-before)
+	}
+}
+
+// TestModelQPCacheCapacityKnee: with a cache of 16 contexts, RDMA Reads
+// spread over 16 queue pairs in turn miss only on first use, and over 17
+// they thrash (a cyclic access pattern one larger than an LRU misses on
+// nearly every lookup), and the rate collapses to about one read per
+// context fetch. Every lookup is counted once as a hit or a miss: one when
+// the NIC processes a work request and one per arriving packet.
+func TestModelQPCacheCapacityKnee(t *testing.T) {
+	const iters = 20
+	rate := map[int]float64{}
+	for _, q := range []int{8, 16, 17, 32} {
+		p := mtProfile(t, "fdr-cx3", func(p *Profile) { p.NIC.QPCacheEntries = 16 })
+		c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+		r, err := perftest.Run(c, perftest.Config{Test: "read_bw", Size: 32, Iters: iters, QPs: q, Interleave: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := c.Stats()
+		rate[q] = r.MsgRateMpps
+		t.Logf("%d QPs: %.2f M reads/s, %d hits, %d misses", q, r.MsgRateMpps, st.QPCacheHits, st.QPCacheMisses)
+		if got, want := st.QPCacheHits+st.QPCacheMisses, st.PacketsSent+int64(iters*q); got != want {
+			t.Errorf("%d QPs: %d lookups counted, want %d packets + %d work requests", q, got, st.PacketsSent, iters*q)
+		}
+		for i, n := range c.nodes {
+			if _, err := cacheOrder(&n.nic.cache); err != nil {
+				t.Errorf("%d QPs: node %d: %v", q, i, err)
+			}
+		}
+		switch {
+		case q <= 16 && st.QPCacheMisses != int64(2*q):
+			t.Errorf("%d QPs fit a cache of 16: %d misses, want only the %d first uses", q, st.QPCacheMisses, 2*q)
+		case q > 16 && st.QPCacheMissRate() < 0.6:
+			t.Errorf("%d QPs exceed a cache of 16: miss rate %.2f, want thrashing", q, st.QPCacheMissRate())
+		}
+	}
+	if rate[17] > rate[16]/5 {
+		t.Errorf("one queue pair beyond the cache: %.2f M reads/s against %.2f within it; want a collapse", rate[17], rate[16])
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 3. Throughput limits emerge from the mechanisms (docs/model.md §3).
+
+// payloadBound is the link's rate for MTU-sized RDMA Write packets, Gb/s.
+func payloadBound(p *Profile) float64 {
+	return p.DataRateBps() / 1e9 * float64(p.Link.MTU) / float64(p.Link.MTU+hdrBase)
+}
+
+// TestModelWriteBandwidthLimits: a large-message write_bw on fdr-cx3 is
+// held by PCIe Gen3 x8 (52.8 Gb/s), below the link; given a faster bus it
+// rises to the link's bound, so PCIe was the limit. On edr-cx4 the link
+// is the limit and a faster bus changes nothing.
+func TestModelWriteBandwidthLimits(t *testing.T) {
+	cases := []struct {
+		profile    string
+		pcie       float64 // 0: the profile's
+		lo, hi     float64 // expected Gb/s
+		pcieBound  bool
+		linkBoundL float64
+	}{
+		{profile: "fdr-cx3", lo: 52.4, hi: 52.8, pcieBound: true},
+		{profile: "fdr-cx3", pcie: 13, lo: 53.8, hi: 54.2},
+		{profile: "edr-cx4", lo: 98.8, hi: 99.4},
+		{profile: "edr-cx4", pcie: 26, lo: 98.8, hi: 99.4},
+	}
+	got := map[string]float64{}
+	for _, tc := range cases {
+		name := fmt.Sprintf("%s/pcie=%v", tc.profile, tc.pcie)
+		t.Run(name, func(t *testing.T) {
+			p := mtProfile(t, tc.profile, func(p *Profile) {
+				if tc.pcie > 0 {
+					p.PCIe.GBps = tc.pcie
+				}
+			})
+			c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+			r, err := perftest.Run(c, perftest.Config{Test: "write_bw", Size: 1 << 20, Iters: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			link, bus := payloadBound(p), p.PCIe.GBps*8
+			got[name] = r.BWAvgGbps
+			t.Logf("%.2f Gb/s; link payload bound %.2f, PCIe %.2f", r.BWAvgGbps, link, bus)
+			if r.BWAvgGbps < tc.lo || r.BWAvgGbps > tc.hi {
+				t.Errorf("write_bw -s 1M: %.2f Gb/s, want %.1f..%.1f", r.BWAvgGbps, tc.lo, tc.hi)
+			}
+			if r.BWAvgGbps > min(link, bus)*1.0001 {
+				t.Errorf("%.3f Gb/s is above min(link %.3f, PCIe %.3f)", r.BWAvgGbps, link, bus)
+			}
+			if tc.pcieBound != (bus < link) {
+				t.Errorf("profile: PCIe %.2f vs link %.2f does not match the case", bus, link)
+			}
+		})
+	}
+	if a, b := got["fdr-cx3/pcie=0"], got["fdr-cx3/pcie=13"]; a > 0 && b-a < 1 {
+		t.Errorf("fdr-cx3: a faster bus gave %.2f -> %.2f Gb/s; PCIe should be the limit", a, b)
+	}
+	if a, b := got["edr-cx4/pcie=0"], got["edr-cx4/pcie=26"]; a > 0 && math.Abs(b-a) > 0.1 {
+		t.Errorf("edr-cx4: a faster bus changed %.2f -> %.2f Gb/s; the link should be the limit", a, b)
+	}
+}
+
+// TestModelMessageRateVersusQPs: on fdr-cx3 (128 contexts), 32-byte RDMA
+// Reads spread one per queue pair in turn (--interleave) run at the
+// posting rate with 64 queue pairs and collapse with 512; perftest's own
+// order (fill one queue pair's window, then the next) keeps few queue
+// pairs active and does not collapse.
+func TestModelMessageRateVersusQPs(t *testing.T) {
+	cases := []struct {
+		qps        int
+		interleave bool
+		lo, hi     float64 // M reads/s
+	}{
+		{64, true, 11, 14},
+		{512, true, 0.5, 1.5},
+		{64, false, 11, 14},
+		{512, false, 11, 14},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("q=%d/interleave=%v", tc.qps, tc.interleave), func(t *testing.T) {
+			c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: mtProfile(t, "fdr-cx3", nil)})
+			r, err := perftest.Run(c, perftest.Config{Test: "read_bw", Size: 32, Iters: 20, QPs: tc.qps, Interleave: tc.interleave})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := c.Stats()
+			t.Logf("%.2f M reads/s, cache miss rate %.3f", r.MsgRateMpps, st.QPCacheMissRate())
+			if r.MsgRateMpps < tc.lo || r.MsgRateMpps > tc.hi {
+				t.Errorf("read_bw -s 32 -q %d interleave=%v: %.2f M reads/s, want %.1f..%.1f",
+					tc.qps, tc.interleave, r.MsgRateMpps, tc.lo, tc.hi)
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 4. Provider locks and Charge.
+
+// mtPairRun runs a 2-node cluster in which each node creates nq RC queue
+// pairs (send depth sq) on one CQ, connected pairwise, then calls body on
+// node 0's main thread with its queue pairs and the peer's region.
+func mtPairRun(t *testing.T, c *Cluster, nq, sq int, body func(th fabric.Thread, qps []fabric.QP, mr fabric.MR, remote fabric.MR) error) error {
+	t.Helper()
+	qps := make([][]fabric.QP, 2)
+	mrs := make([]fabric.MR, 2)
+	acc := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
+	return c.Run(func(th fabric.Thread) error {
+		me := th.Node().ID()
+		dev := th.Node().Device()
+		pd, err := dev.AllocPD()
+		if err != nil {
+			return err
+		}
+		cq, err := dev.CreateCQ(4 * sq * nq)
+		if err != nil {
+			return err
+		}
+		if mrs[me], err = pd.RegMR(1<<16, acc); err != nil {
+			return err
+		}
+		for k := 0; k < nq; k++ {
+			q, err := pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: cq, RecvCQ: cq,
+				Caps: fabric.QPCaps{MaxSendWR: sq, MaxRecvWR: 16}})
+			if err != nil {
+				return err
+			}
+			if err := q.Modify(fabric.StateInit, fabric.QPAttr{Access: acc}); err != nil {
+				return err
+			}
+			qps[me] = append(qps[me], q)
+		}
+		if err := th.Node().OOB().Barrier("created"); err != nil {
+			return err
+		}
+		for k, q := range qps[me] {
+			peer := qps[1-me][k]
+			if err := q.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Info().Address(), RemotePSN: 0,
+				MaxDestRdAtomic: 16, MinRNRTimer: 1}); err != nil {
+				return err
+			}
+			if err := q.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: 0, Timeout: 14, RetryCnt: 7,
+				RNRRetry: 7, MaxRdAtomic: 16}); err != nil {
+				return err
+			}
+		}
+		if err := th.Node().OOB().Barrier("connected"); err != nil {
+			return err
+		}
+		if me == 0 {
+			return body(th, qps[0], mrs[0], mrs[1])
+		}
+		return nil
+	})
+}
+
+// TestModelProviderLocks: two threads posting to one shared queue pair
+// serialize on its lock and pay a hand-off each time the lock changes
+// hands; with a queue pair each they post in parallel at the posting cost.
+func TestModelProviderLocks(t *testing.T) {
+	const m = 64 // posts per thread
+	type outcome struct {
+		span     fabric.Duration
+		handoffs int64
+	}
+	res := map[bool]outcome{}
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprint("shared=", shared), func(t *testing.T) {
+			p := mtProfile(t, "fdr-cx3", nil)
+			c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+			nq := 2
+			if shared {
+				nq = 1
+			}
+			var start, end [2]fabric.Time
+			err := mtPairRun(t, c, nq, 4*m, func(th fabric.Thread, qps []fabric.QP, mr, remote fabric.MR) error {
+				for w := 0; w < 2; w++ {
+					qp := qps[w%len(qps)]
+					th.Spawn(fmt.Sprint("poster", w), 1+w, func(th fabric.Thread) error {
+						start[w] = th.Now()
+						for i := 0; i < m; i++ {
+							wr := fabric.SendWR{ID: uint64(w<<16 | i), Op: fabric.OpWrite, Local: mr.SGE(0, 64),
+								RemoteAddr: remote.Addr(), RKey: remote.RKey()}
+							if _, err := qp.PostSend([]fabric.SendWR{wr}); err != nil {
+								return err
+							}
+						}
+						end[w] = th.Now()
+						return nil
+					})
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if start[0] != start[1] {
+				t.Fatalf("the posting threads started at %v and %v", start[0], start[1])
+			}
+			o := outcome{max(end[0], end[1]).Sub(start[0]), c.Stats().LockHandoffs}
+			res[shared] = o
+			post, handoff := ns(p.Host.PostSendNS), ns(p.Host.LockHandoffNS)
+			t.Logf("%d posts per thread: %v, %d lock hand-offs", m, o.span, o.handoffs)
+			if !shared {
+				// No contention: each thread pays exactly the posting cost.
+				for w := range end {
+					if d := end[w].Sub(start[w]); d != m*post {
+						t.Errorf("thread %d: %v for %d posts, want %v", w, d, m, m*post)
+					}
+				}
+				if o.handoffs != 0 {
+					t.Errorf("%d lock hand-offs with a queue pair per thread", o.handoffs)
+				}
+				return
+			}
+			// Shared: the posts are serialized, and every hand-off costs a
+			// cache-line transfer on the critical path.
+			if o.handoffs < 1 || o.handoffs > 2*m-1 {
+				t.Errorf("%d hand-offs, want 1..%d", o.handoffs, 2*m-1)
+			}
+			if want := 2*m*post + fabric.Duration(o.handoffs)*handoff; o.span < want {
+				t.Errorf("%v for %d serialized posts with %d hand-offs, want at least %v", o.span, 2*m, o.handoffs, want)
+			}
+		})
+	}
+	if s, p := res[true], res[false]; s.span <= 2*p.span {
+		t.Errorf("a shared queue pair took %v, a queue pair per thread %v: want more than twice as long", s.span, p.span)
+	}
+}
+
+// TestModelCharge: Charge advances only the calling thread's clock, by the
+// bytes over the profile's memcpy rate or by tuples times the hash cost.
+func TestModelCharge(t *testing.T) {
+	cases := []struct {
+		profile string
+		work    fabric.Work
+		n       int
+		want    fabric.Duration
+	}{
+		{"fdr-cx3", fabric.WorkCopy, 6000, fabric.Microsecond}, // 6 GB/s
+		{"fdr-cx3", fabric.WorkCopy, 6 << 20, 1048576 * fabric.Nanosecond},
+		{"fdr-cx3", fabric.WorkCopy, 0, 0},
+		{"fdr-cx3", fabric.WorkCopy, 1, 167 * fabric.Picosecond}, // 1/6 ns, rounded
+		{"edr-cx4", fabric.WorkCopy, 7000, fabric.Microsecond},   // 7 GB/s
+		{"hdr-cx6", fabric.WorkCopy, 1e9, 100 * fabric.Millisecond},
+		{"fdr-cx3", fabric.WorkHashTuple, 1000, 1500 * fabric.Nanosecond},
+		{"fdr-cx3", fabric.WorkHashTuple, 1, 1500 * fabric.Picosecond},
+	}
+	for _, tc := range cases {
+		c := mtCluster(t, Config{Nodes: 1, Seed: 1, Profile: mtProfile(t, tc.profile, nil)})
+		err := c.Run(func(th fabric.Thread) error {
+			var other fabric.Time
+			th.Spawn("bystander", 1, func(o fabric.Thread) error { other = o.Now(); return nil })
+			t0 := th.Now()
+			th.Charge(tc.work, tc.n)
+			if d := th.Now().Sub(t0); d != tc.want {
+				return fmt.Errorf("%s: Charge(%d, %d) took %v, want %v", tc.profile, tc.work, tc.n, d, tc.want)
+			}
+			th.Sync() // let the bystander run
+			if other != t0 {
+				return fmt.Errorf("another thread's clock moved to %v (from %v)", other, t0)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 5. Control-path costs.
+
+// TestModelSetupCosts: every control-path verb costs its caller exactly
+// the profile's figure in simulated time; registration and deregistration
+// grow with the pages of the region.
+func TestModelSetupCosts(t *testing.T) {
+	odd := func(p *Profile) { // distinct values, so that a mixed-up field shows
+		p.Setup = SetupProfile{RegMRUS: 3, RegMRPerPageNS: 7, DeregMRUS: 11, DeregPerPageNS: 13,
+			CreateQPUS: 17, ModifyQPUS: 19, CreateCQUS: 23}
+	}
+	for _, tc := range []struct {
+		profile string
+		edit    func(*Profile)
+	}{{"fdr-cx3", nil}, {"edr-cx4", nil}, {"qdr-cx3", odd}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			p := mtProfile(t, tc.profile, tc.edit)
+			s := p.Setup
+			us := func(v float64) fabric.Duration { return fabric.Duration(math.Round(v * 1e6)) }
+			nsd := func(v float64) fabric.Duration { return fabric.Duration(math.Round(v * 1e3)) }
+			c := mtCluster(t, Config{Nodes: 1, Seed: 1, Profile: p})
+			err := c.Run(func(th fabric.Thread) error {
+				var errs []error
+				cost := func(what string, want fabric.Duration, f func() error) {
+					t0 := th.Now()
+					if err := f(); err != nil {
+						errs = append(errs, fmt.Errorf("%s: %w", what, err))
+						return
+					}
+					th.Sync()
+					if d := th.Now().Sub(t0); d != want {
+						errs = append(errs, fmt.Errorf("%s took %v, want %v", what, d, want))
+					}
+				}
+				dev := th.Node().Device()
+				var pd fabric.PD
+				var cq fabric.CQ
+				cost("AllocPD", 0, func() (err error) { pd, err = dev.AllocPD(); return })
+				cost("CreateCQ", us(s.CreateCQUS), func() (err error) { cq, err = dev.CreateCQ(64); return })
+				acc := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
+				var mrs []fabric.MR
+				for _, size := range []int{1, 4096, 4097, 8192, 255 * 4096, 64 << 20} {
+					pages := (size + 4095) / 4096
+					var mr fabric.MR
+					cost(fmt.Sprintf("RegMR(%d bytes, %d pages)", size, pages), us(s.RegMRUS)+nsd(float64(pages)*s.RegMRPerPageNS),
+						func() (err error) { mr, err = pd.RegMR(size, acc); return })
+					mrs = append(mrs, mr)
+				}
+				var qp fabric.QP
+				cost("CreateQP", us(s.CreateQPUS), func() (err error) {
+					qp, err = pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: cq, RecvCQ: cq,
+						Caps: fabric.QPCaps{MaxSendWR: 4, MaxRecvWR: 4}})
+					return
+				})
+				if qp != nil { // connected to itself (loopback)
+					cost("Modify INIT", us(s.ModifyQPUS), func() error { return qp.Modify(fabric.StateInit, fabric.QPAttr{Access: acc}) })
+					cost("Modify RTR", us(s.ModifyQPUS), func() error {
+						return qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: qp.Info().Address(), MaxDestRdAtomic: 1})
+					})
+					cost("Modify RTS", us(s.ModifyQPUS), func() error { return qp.Modify(fabric.StateRTS, fabric.QPAttr{Timeout: 14}) })
+					cost("Modify ERROR", us(s.ModifyQPUS), func() error { return qp.Modify(fabric.StateError, fabric.QPAttr{}) })
+					cost("Modify RESET", us(s.ModifyQPUS), func() error { return qp.Modify(fabric.StateReset, fabric.QPAttr{}) })
+					cost("Destroy QP", 0, qp.Destroy)
+				}
+				for _, mr := range mrs {
+					if mr == nil {
+						continue
+					}
+					pages := (mr.Len() + 4095) / 4096
+					cost(fmt.Sprintf("Dereg(%d pages)", pages), us(s.DeregMRUS)+nsd(float64(pages)*s.DeregPerPageNS), mr.Dereg)
+				}
+				return errors.Join(errs...)
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			// The figures docs/model.md quotes (explore bench reg_mr).
+			if tc.profile == "fdr-cx3" {
+				if got := s.regCost(4096); got != 21*fabric.Microsecond {
+					t.Errorf("fdr-cx3: registering 4 KiB costs %v, docs/model.md says 21 us", got)
+				}
+				if got := s.regCost(512 << 20); got != 131092*fabric.Microsecond {
+					t.Errorf("fdr-cx3: registering 512 MiB costs %v, want 131.092 ms", got)
+				}
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 6. Determinism with the performance model under faults.
+
+// TestModelDeterminismUnderFaults: an all-to-all with the performance
+// model on and lossy, duplicating, reordering links gives the same trace,
+// statistics and result for the same seed, and a different trace for
+// another seed.
+func TestModelDeterminismUnderFaults(t *testing.T) {
+	type run struct {
+		hash  uint64
+		now   fabric.Time
+		stats Stats
+		bw    float64
+	}
+	do := func(seed uint64, schedule string) run {
+		c := mtCluster(t, Config{Nodes: 4, Seed: seed, SizeOnly: true, Profile: mtProfile(t, "fdr-cx3", nil)})
+		for i := 0; i < 4; i++ {
+			if err := c.SetFaults(i, Faults{Loss: 0.003, Duplicate: 0.003, Reorder: 0.003}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 65536, Iters: 8, TxDepth: 4, Schedule: schedule})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		return run{c.TraceHash(), c.Now(), c.Stats(), r.BWAvgGbps}
+	}
+	for _, schedule := range []string{perftest.ScheduleSpread, perftest.ScheduleRandom} {
+		a, b, other := do(5, schedule), do(5, schedule), do(6, schedule)
+		t.Logf("schedule %q: %+v", schedule, a)
+		if a != b {
+			t.Errorf("schedule %q: same seed, different runs:\n%+v\n%+v", schedule, a, b)
+		}
+		if a.stats.PacketsLost == 0 || a.stats.RCRetransmits == 0 || a.stats.PacketsDuplicated == 0 || a.stats.PacketsReordered == 0 {
+			t.Errorf("schedule %q: the faults were not exercised: %+v", schedule, a.stats)
+		}
+		if other.hash == a.hash {
+			t.Errorf("schedule %q: seeds 5 and 6 gave the same trace", schedule)
+		}
+	}
+}
