@@ -18,39 +18,23 @@ import (
 // sees a source's Depleted message, and the source pads with empty
 // messages until every credited receive is matched (send/receive parity).
 type mqsr struct {
-	cfg  Config
-	node fabric.Node
-	me   int
-	n    int
-	mu   fabric.Mutex // nil for an endpoint used by one thread
-	pd   fabric.PD
-	scq  fabric.CQ
-	rcq  fabric.CQ
-	mr   fabric.MR
-	qps  []fabric.QP
-	wcs  []fabric.WC
-	info EndpointInfo
+	srBase
+	pd  fabric.PD
+	rcq fabric.CQ
+	mr  fabric.MR
+	qps []fabric.QP
 
 	// Layout of mr: send buffers, receive buffers, credit words written by
 	// the receivers (one per destination), scratch words for inline credit
 	// writes (one per source), and a parity header.
 	sendOff, recvOff, creditOff, scratchOff, parityOff int
 
-	// Send side.
-	bufs        []Buffer
-	free        []int
-	outstanding []int // completions pending per send buffer
-	cs          []flowctl.CreditSender
-	depleted    []bool
-	signaled    int // signaled sends (data, credit, parity) not yet completed
+	depleted []bool // sent Depleted to each destination
 
 	// Receive side.
 	cr         []*flowctl.CreditReceiver
 	remote     []fabric.QPInfo // per source: where its credit word for us is
 	closedSrc  []bool
-	doneCount  int
-	ready      []Delivery
-	readyHead  int
 	unsignaled []int // credit writes posted unsignaled, per queue pair
 }
 
@@ -66,17 +50,13 @@ const (
 
 // OpenMQSR opens an MQ/SR endpoint on the calling thread's node. Every node
 // must open endpoint cfg.Tag at the same time (it exchanges queue-pair
-// information and ends with a barrier). shared makes it safe for several
-// threads.
-func OpenMQSR(th fabric.Thread, cfg Config, shared bool) (Endpoint, error) {
+// information and ends with a barrier).
+func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
-	node := th.Node()
-	e := &mqsr{cfg: cfg, node: node, me: node.ID(), n: cfg.Nodes, wcs: make([]fabric.WC, 32)}
-	if shared {
-		e.mu = node.NewMutex()
-	}
+	e := &mqsr{}
+	e.init("MQ/SR", th, cfg)
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open MQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, err)
 	}
@@ -109,13 +89,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
-	for i := 0; i < n*b; i++ {
-		off := e.sendOff + i*msg
-		e.bufs = append(e.bufs, Buffer{Data: e.mr.Bytes()[off+HeaderBytes : off+msg], id: i})
-		e.free = append(e.free, i)
-	}
-	e.outstanding = make([]int, n*b)
-	e.cs = make([]flowctl.CreditSender, n)
+	e.initPool(e.mr.Bytes()[e.sendOff:e.recvOff], n*b, msg)
 	e.depleted = make([]bool, n)
 	e.closedSrc = make([]bool, n)
 	e.unsignaled = make([]int, n)
@@ -189,76 +163,6 @@ func (e *mqsr) postRecv(src, k int) error {
 	return err
 }
 
-func (e *mqsr) lock() {
-	if e.mu != nil {
-		e.mu.Lock()
-	}
-}
-
-func (e *mqsr) unlock() {
-	if e.mu != nil {
-		e.mu.Unlock()
-	}
-}
-
-// wait releases the lock, waits for w (or the deadline) and takes it again;
-// it fails when the deadline has passed.
-func (e *mqsr) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
-	if th.Now() >= deadline {
-		return fmt.Errorf("algos: MQ/SR endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
-	}
-	e.unlock()
-	th.Wait(deadline, w)
-	e.lock()
-	return nil
-}
-
-// reap polls send completions and frees send buffers whose every
-// destination has completed.
-func (e *mqsr) reap() (int, error) {
-	n, err := e.scq.Poll(e.wcs)
-	if err != nil {
-		return 0, err
-	}
-	for _, wc := range e.wcs[:n] {
-		if wc.Status != fabric.StatusSuccess {
-			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
-		}
-		e.signaled--
-		if wc.ID&wrKind == wrSend {
-			i := int(wc.ID &^ wrKind)
-			if e.outstanding[i]--; e.outstanding[i] == 0 {
-				e.free = append(e.free, i)
-			}
-		}
-	}
-	return n, nil
-}
-
-func (e *mqsr) Acquire(th fabric.Thread) (*Buffer, error) {
-	e.lock()
-	defer e.unlock()
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for len(e.free) == 0 {
-		n, err := e.reap()
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 {
-			deadline = th.Now().Add(e.cfg.Timeout)
-			continue
-		}
-		if err := e.wait(th, deadline, e.scq, "waiting for a free send buffer"); err != nil {
-			return nil, err
-		}
-	}
-	i := e.free[len(e.free)-1]
-	e.free = e.free[:len(e.free)-1]
-	b := &e.bufs[i]
-	b.N, b.Tuples, b.Sum = 0, 0, 0
-	return b, nil
-}
-
 // refresh reads the credit word destination d writes into our memory.
 func (e *mqsr) refresh(th fabric.Thread, d int) (final bool) {
 	th.Sync()
@@ -268,11 +172,8 @@ func (e *mqsr) refresh(th fabric.Thread, d int) (final bool) {
 }
 
 func (e *mqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
-	if b == nil || b.id < 0 || b.id >= len(e.bufs) || &e.bufs[b.id] != b {
-		return fmt.Errorf("%w: PutData with a buffer this endpoint did not lend", ErrConfig)
-	}
-	if b.N < 0 || b.N > len(b.Data) {
-		return fmt.Errorf("%w: buffer holds %d bytes, capacity %d", ErrConfig, b.N, len(b.Data))
+	if err := e.checkBuffer(b); err != nil {
+		return err
 	}
 	e.lock()
 	defer e.unlock()
@@ -332,12 +233,7 @@ func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) {
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for {
-		if e.readyHead < len(e.ready) {
-			d := e.ready[e.readyHead]
-			e.ready[e.readyHead] = Delivery{}
-			if e.readyHead++; e.readyHead == len(e.ready) {
-				e.ready, e.readyHead = e.ready[:0], 0
-			}
+		if d, ok := e.popReady(); ok {
 			return d, nil
 		}
 		if e.doneCount == e.n {
@@ -443,8 +339,6 @@ func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
 	}
 	return nil
 }
-
-func (e *mqsr) Info() EndpointInfo { return e.info }
 
 // Close pads every stream this endpoint ended with empty messages until
 // send/receive parity, waits for every send to complete, meets the other

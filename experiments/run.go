@@ -58,7 +58,7 @@ type Record struct {
 }
 
 // Designs lists the designs Run knows.
-var Designs = []string{"SEMQ/SR", "MEMQ/SR"}
+var Designs = []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR"}
 
 func (c *RunConfig) normalize(cores int) error {
 	if c.Pattern == "" {
@@ -72,6 +72,9 @@ func (c *RunConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
+	if strings.Contains(c.Design, "SQ/") {
+		def(&c.MsgBytes, 4096) // one MTU: UD's limit
+	}
 	def(&c.MsgBytes, 64<<10)
 	if c.BytesPerNode == 0 {
 		c.BytesPerNode = 64 << 20
@@ -137,7 +140,11 @@ func Run(cfg RunConfig) (*Record, error) {
 			if shared {
 				ec.Threads = t
 			}
-			ep, err := algos.OpenMQSR(th, ec, shared)
+			open := algos.OpenMQSR
+			if strings.Contains(cfg.Design, "SQ/") {
+				open = algos.OpenSQSR
+			}
+			ep, err := open(th, ec)
 			if err != nil {
 				return err
 			}

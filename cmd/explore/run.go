@@ -56,7 +56,7 @@ Designs in this build: ` + strings.Join(experiments.Designs, ", ") + `.`,
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending threads per node (and as many receiving threads)")
 	fl.StringVar(&pattern, "pattern", "repartition", "repartition or broadcast")
 	fl.StringVar(&cfg.Profile, "profile", sim.DefaultProfileName, "hardware profile: a built-in name or a .yaml path")
-	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 64<<10, "message (buffer) size in bytes, header included")
+	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 0, "message (buffer) size in bytes, header included (default 4096 for UD designs, 65536 for RC)")
 	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")
 	fl.IntVar(&cfg.CreditEvery, "credit-every", 2, "receives posted per credit write-back")
 	fl.Int64Var(&cfg.BytesPerNode, "bytes-per-node", 64<<20, "payload bytes each node sends")

@@ -231,7 +231,11 @@ func (c *Cluster) blocked() string {
 	var s []string
 	for _, th := range c.threads {
 		if !th.done {
-			s = append(s, fmt.Sprintf("%s (waiting since %v on %s)", th.name, th.waitSince, th.waitOn))
+			if th.waitOn == nil {
+				s = append(s, fmt.Sprintf("%s (running, at %v)", th.name, th.local))
+			} else {
+				s = append(s, fmt.Sprintf("%s (waiting since %v on %s)", th.name, th.waitSince, th.waitOn))
+			}
 		}
 	}
 	sort.Strings(s)

@@ -19,7 +19,8 @@ type nic struct {
 	ready       []*qp // queue pairs with output, FIFO
 	readyHead   int
 	stepPending bool
-	inStep      bool // handle is running: kick must not re-enter it
+	inStep      bool        // handle is running: kick must not re-enter it
+	stepAt      fabric.Time // when the queued step fires
 	txLat       fabric.Duration
 
 	// Performance model.
@@ -50,8 +51,10 @@ func newNIC(c *Cluster, n *node) *nic {
 
 // creditReturned tells a NIC waiting for uplink credit when some returns.
 func (n *nic) creditReturned(at fabric.Time) {
-	if n.creditBlocked && !n.stepPending {
-		n.stepPending = true
+	// Returns can arrive out of order (the switch drains per output), so an
+	// earlier one may come after a later step was queued: queue another.
+	if n.creditBlocked && (!n.stepPending || at < n.stepAt) {
+		n.stepPending, n.stepAt = true, at
 		n.c.schedule(at, n, evStep, nil)
 	}
 }
@@ -172,6 +175,7 @@ func (n *nic) kick() {
 	at := n.c.now
 	if f := n.c.net.up[n.node.id].freeAt; f > at {
 		at = f
+		n.stepAt = at
 	} else {
 		// The link is idle: transmit now rather than through an event.
 		n.handle(evStep, nil)
@@ -190,7 +194,7 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		// No room in the switch's input buffer: wait for credit.
 		n.creditBlocked = true
 		if t, ok := cr.next(); ok {
-			n.stepPending = true
+			n.stepPending, n.stepAt = true, t
 			n.c.schedule(t, n, evStep, nil)
 		}
 		return

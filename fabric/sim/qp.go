@@ -278,6 +278,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 // connection stay harmless.
 func (q *qp) reset() {
 	q.state = fabric.StateReset
+	q.nic.cache.evict(q)
 	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0
 	q.rqFree, q.rqHead = q.rqTail, q.rqTail
 	q.reads, q.readHead, q.rdOut = q.reads[:0], 0, 0

@@ -43,7 +43,11 @@ type pd struct {
 }
 
 func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
-	p.c.enter(p.c.prof.Setup.regCost(length))
+	pinned := length
+	if length < 1 || int64(length) > p.c.prof.NIC.MaxMRBytes {
+		pinned = 0 // rejected before any page is pinned: the fixed cost only
+	}
+	p.c.enter(p.c.prof.Setup.regCost(pinned))
 	if p.dead {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
 	}

@@ -1,0 +1,459 @@
+package algos
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/flowctl"
+)
+
+// sqsr is the SQ/SR endpoint (seed 000 §4.4.2): RDMA Send/Receive over one
+// UD queue pair for all destinations, messages of at most one MTU, and the
+// stateless credit protocol. The papers leave open how credit travels back
+// over UD; here each endpoint has a second UD queue pair that only carries
+// credit messages (16 bytes, inline), so an endpoint costs 2 queue pairs,
+// whatever the cluster size. The end of a stream is detected by counting
+// (seed 001 §5.3): every message carries its running number per
+// destination and the last one is flagged, so the receiver knows the total
+// and waits for every message, in whatever order UD delivers them. A
+// stream that stays incomplete for the endpoint's timeout fails with an
+// error naming the source and how many messages are missing. Receivers
+// repeat their credit when a connection has been quiet (a credit message
+// can be lost too; absolute values make repeats harmless). There is no
+// send/receive parity step: receives are not per connection on UD, and the
+// leftovers are flushed when the endpoint closes.
+type sqsr struct {
+	srBase
+	pd    fabric.PD
+	rcq   fabric.CQ // data receives
+	ccq   fabric.CQ // credit receives
+	mr    fabric.MR
+	qp    fabric.QP // data
+	cqp   fabric.QP // credit
+	ahs   []fabric.AH
+	peers []udPeer
+
+	sendOff, recvOff, crecvOff, csendOff int
+	recvBytes                            int // GRH + message
+	creditSlots                          int
+
+	seq        []uint64 // messages sent per destination
+	cr         []*flowctl.CreditReceiver
+	counts     []*flowctl.Count
+	doneSrc    []bool
+	unsignaled int
+}
+
+type udPeer struct{ data, credit fabric.QPInfo }
+
+const (
+	udQKey       = 0x5d5d0001
+	creditBytes  = 16
+	creditMagic  = 0xc5
+	resendQuiet  = 50 * fabric.Microsecond
+	creditSignal = 16
+)
+
+// OpenSQSR opens an SQ/SR endpoint on the calling thread's node; every node
+// must open endpoint cfg.Tag at the same time. MsgBytes must fit in one MTU.
+func OpenSQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
+	if err := cfg.check(th.Node().Device().Attr().MTU); err != nil {
+		return nil, err
+	}
+	e := &sqsr{}
+	e.init("SQ/SR", th, cfg)
+	if err := e.setup(th); err != nil {
+		return nil, fmt.Errorf("algos: open SQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+	}
+	return e, nil
+}
+
+func (e *sqsr) setup(th fabric.Thread) error {
+	e.cfg.Buffers *= e.cfg.Threads
+	n, b, msg := e.n, e.cfg.Buffers, e.cfg.MsgBytes
+	dev := e.node.Device()
+	attr := dev.Attr()
+	var err error
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return err
+	}
+	sendWR := min(n*n*b+2*creditSignal+8, attr.MaxQPWR)
+	e.creditSlots = n*(b+2) + 8
+	if e.scq, err = dev.CreateCQ(min(sendWR+64, attr.MaxCQE)); err != nil {
+		return err
+	}
+	if e.rcq, err = dev.CreateCQ(n*b + 16); err != nil {
+		return err
+	}
+	if e.ccq, err = dev.CreateCQ(e.creditSlots + 16); err != nil {
+		return err
+	}
+	e.recvBytes = fabric.GRHBytes + msg
+	e.sendOff = 0
+	e.recvOff = n * b * msg
+	e.crecvOff = e.recvOff + n*b*e.recvBytes
+	e.csendOff = e.crecvOff + e.creditSlots*(fabric.GRHBytes+creditBytes)
+	size := e.csendOff + creditBytes
+	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite); err != nil {
+		return err
+	}
+	e.info.RegisteredBytes = int64(size)
+	e.initPool(e.mr.Bytes()[e.sendOff:e.recvOff], n*b, msg)
+	mk := func(sendWR, recvWR int, rcq fabric.CQ) (fabric.QP, error) {
+		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.UD, SendCQ: e.scq, RecvCQ: rcq,
+			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: creditBytes}})
+		if err != nil {
+			return nil, err
+		}
+		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{QKey: udQKey}); err != nil {
+			return nil, err
+		}
+		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{}); err != nil {
+			return nil, err
+		}
+		return qp, qp.Modify(fabric.StateRTS, fabric.QPAttr{})
+	}
+	if e.qp, err = mk(sendWR, n*b, e.rcq); err != nil {
+		return err
+	}
+	if e.cqp, err = mk(2*creditSignal+8, e.creditSlots, e.ccq); err != nil {
+		return err
+	}
+	e.info.QPs = 2
+	for i := 0; i < n*b; i++ {
+		if err := e.postData(i); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < e.creditSlots; i++ {
+		if err := e.postCredit(i); err != nil {
+			return err
+		}
+	}
+	e.seq = make([]uint64, n)
+	e.doneSrc = make([]bool, n)
+	for j := 0; j < n; j++ {
+		cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
+		if err != nil {
+			return err
+		}
+		e.cr = append(e.cr, cr)
+		e.counts = append(e.counts, flowctl.NewCount(false))
+	}
+	// Every source starts with b credits: the receives posted above, b per
+	// source (the receive queue is shared, the accounting is per source).
+	for j := 0; j < n; j++ {
+		e.cs[j].Update(uint64(b))
+		e.cr[j].Posted(b)
+	}
+	d, _ := e.qp.Info().MarshalBinary()
+	c, _ := e.cqp.Info().MarshalBinary()
+	all, err := e.node.OOB().AllGather(fmt.Sprintf("sqsr/%d", e.cfg.Tag), append(d, c...))
+	if err != nil {
+		return err
+	}
+	e.peers = make([]udPeer, n)
+	for j := 0; j < n; j++ {
+		if len(all[j]) != 2*fabric.QPInfoWireBytes {
+			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same design everywhere?)", j, len(all[j]), 2*fabric.QPInfoWireBytes)
+		}
+		if err := e.peers[j].data.UnmarshalBinary(all[j][:fabric.QPInfoWireBytes]); err != nil {
+			return fmt.Errorf("from node %d: %w", j, err)
+		}
+		if err := e.peers[j].credit.UnmarshalBinary(all[j][fabric.QPInfoWireBytes:]); err != nil {
+			return fmt.Errorf("from node %d: %w", j, err)
+		}
+		ah, err := e.pd.CreateAH(e.peers[j].data.Address())
+		if err != nil {
+			return err
+		}
+		e.ahs = append(e.ahs, ah)
+	}
+	return e.node.OOB().Barrier(fmt.Sprintf("sqsr/%d/up", e.cfg.Tag))
+}
+
+func (e *sqsr) postData(slot int) error {
+	off := e.recvOff + slot*e.recvBytes
+	_, err := e.qp.PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(off, e.recvBytes)}})
+	return err
+}
+
+func (e *sqsr) postCredit(slot int) error {
+	sz := fabric.GRHBytes + creditBytes
+	_, err := e.cqp.PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(e.crecvOff+slot*sz, sz)}})
+	return err
+}
+
+// drainCredit applies every credit message that has arrived.
+func (e *sqsr) drainCredit(th fabric.Thread) (int, error) {
+	n, err := e.ccq.Poll(e.wcs)
+	if err != nil {
+		return 0, err
+	}
+	sz := fabric.GRHBytes + creditBytes
+	for _, wc := range e.wcs[:n] {
+		if wc.Status != fabric.StatusSuccess {
+			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
+		}
+		slot := int(wc.ID)
+		m := e.mr.Bytes()[e.crecvOff+slot*sz+fabric.GRHBytes:]
+		src := int(binary.LittleEndian.Uint16(m[2:]))
+		if m[0] != creditMagic || src >= e.n || wc.Bytes != sz {
+			return 0, fmt.Errorf("%w: credit message of %d bytes, magic %#x, source %d", ErrBadMessage, wc.Bytes, m[0], src)
+		}
+		e.cs[src].Update(binary.LittleEndian.Uint64(m[8:]))
+		if err := e.postCredit(slot); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	if err := e.checkBuffer(b); err != nil {
+		return err
+	}
+	e.lock()
+	defer e.unlock()
+	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}
+	if st == Depleted {
+		h.flags = flagDepleted
+	}
+	for i, d := range dests {
+		if d < 0 || d >= e.n {
+			return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
+		}
+		// One header serves every member of the group, so the members
+		// must have received the same number of messages (true when every
+		// node belongs to one group, as in repartition and broadcast).
+		if i == 0 {
+			h.seq = e.seq[d] + 1
+		} else if e.seq[d]+1 != h.seq {
+			return fmt.Errorf("%w: SQ/SR needs transmission groups that do not overlap (node %d)", ErrConfig, d)
+		}
+	}
+	// Reserve the numbers now: waiting for credit below lets other
+	// threads of a shared endpoint send in between.
+	for _, d := range dests {
+		e.seq[d]++
+	}
+	off := e.sendOff + b.id*e.cfg.MsgBytes
+	h.put(e.mr.Bytes()[off:])
+	e.outstanding[b.id] += len(dests)
+	for i, d := range dests {
+		if err := e.sendTo(th, b, off, d); err != nil {
+			e.outstanding[b.id] -= len(dests) - i
+			return err
+		}
+	}
+	if len(dests) == 0 {
+		e.free = append(e.free, b.id)
+	}
+	return nil
+}
+
+func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.cs[d].Available() == 0 {
+		n, err := e.drainCredit(th)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		e.info.CreditStalls++
+		if err := e.wait(th, deadline, e.ccq, fmt.Sprintf("waiting for credit from node %d", d)); err != nil {
+			return err
+		}
+	}
+	if err := e.cs[d].Consume(); err != nil {
+		return err
+	}
+	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled,
+		AH: e.ahs[d], RemoteQPN: e.peers[d].data.QPN, QKey: udQKey}
+	if _, err := e.qp.PostSend([]fabric.SendWR{wr}); err != nil {
+		return err
+	}
+	e.signaled++
+	return nil
+}
+
+func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
+	e.lock()
+	defer e.unlock()
+	deadline := th.Now().Add(e.cfg.Timeout)
+	quiet := th.Now()
+	for {
+		if d, ok := e.popReady(); ok {
+			return d, nil
+		}
+		if e.doneCount == e.n {
+			return Delivery{End: true}, nil
+		}
+		n, err := e.rcq.Poll(e.wcs)
+		if err != nil {
+			return Delivery{}, err
+		}
+		for _, wc := range e.wcs[:n] {
+			if err := e.received(wc); err != nil {
+				return Delivery{}, err
+			}
+		}
+		if n > 0 {
+			deadline, quiet = th.Now().Add(e.cfg.Timeout), th.Now()
+			continue
+		}
+		if th.Now().Sub(quiet) >= resendQuiet {
+			if err := e.resendCredit(); err != nil {
+				return Delivery{}, err
+			}
+			quiet = th.Now()
+		}
+		if th.Now() >= deadline {
+			return Delivery{}, e.incomplete()
+		}
+		e.unlock()
+		th.Wait(min(deadline, quiet.Add(resendQuiet)), e.rcq)
+		e.lock()
+	}
+}
+
+// incomplete describes the sources whose streams did not finish.
+func (e *sqsr) incomplete() error {
+	msg := ""
+	for s := 0; s < e.n; s++ {
+		if e.doneSrc[s] {
+			continue
+		}
+		c := e.counts[s]
+		if m := c.Missing(); m > 0 {
+			msg += fmt.Sprintf("; node %d: %d of %d messages missing", s, m, m+c.Received())
+		} else {
+			msg += fmt.Sprintf("; node %d: no end of stream after %d messages", s, c.Received())
+		}
+	}
+	return fmt.Errorf("algos: SQ/SR endpoint %d on node %d: streams incomplete after %v without progress (UD messages lost?)%s",
+		e.cfg.Tag, e.me, e.cfg.Timeout, msg)
+}
+
+func (e *sqsr) received(wc fabric.WC) error {
+	if wc.Status != fabric.StatusSuccess {
+		return &fabric.CompletionError{WC: wc, Node: e.me}
+	}
+	slot := int(wc.ID)
+	off := e.recvOff + slot*e.recvBytes
+	buf := e.mr.Bytes()[off+fabric.GRHBytes : off+e.recvBytes]
+	var h header
+	if err := h.get(buf[:wc.Bytes-fabric.GRHBytes], e.cfg.MsgBytes-HeaderBytes); err != nil {
+		return err
+	}
+	if h.src < 0 || h.src >= e.n {
+		return fmt.Errorf("%w: source node %d", ErrBadMessage, h.src)
+	}
+	if err := e.counts[h.src].Add(h.seq, h.flags&flagDepleted != 0); err != nil {
+		return fmt.Errorf("from node %d: %w", h.src, err)
+	}
+	d := Delivery{Src: h.src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
+	if e.counts[h.src].Done() {
+		d.State = Depleted
+		e.doneSrc[h.src] = true
+		e.doneCount++
+	}
+	e.ready = append(e.ready, d)
+	return nil
+}
+
+// sendCredit sends an absolute credit value to source src's credit queue
+// pair.
+func (e *sqsr) sendCredit(src int, v uint64) error {
+	m := e.mr.Bytes()[e.csendOff:]
+	m[0], m[1] = creditMagic, 0
+	binary.LittleEndian.PutUint16(m[2:], uint16(e.me))
+	binary.LittleEndian.PutUint64(m[8:], v)
+	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, creditBytes), Flags: fabric.Inline,
+		AH: e.ahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
+	if e.unsignaled++; e.unsignaled == creditSignal {
+		wr.Flags |= fabric.Signaled
+		e.signaled++
+		e.unsignaled = 0
+	}
+	e.info.CreditWrites++
+	_, err := e.cqp.PostSend([]fabric.SendWR{wr})
+	return err
+}
+
+// resendCredit repeats the credit of every source still sending.
+func (e *sqsr) resendCredit() error {
+	if _, err := e.reap(); err != nil {
+		return err
+	}
+	for s := 0; s < e.n; s++ {
+		if !e.doneSrc[s] {
+			if v, ok := e.cr[s].Flush(); ok {
+				if err := e.sendCredit(s, v); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
+	if d.End {
+		return nil
+	}
+	e.lock()
+	defer e.unlock()
+	if d.id < 0 || d.id >= e.n*e.cfg.Buffers || d.Src < 0 || d.Src >= e.n {
+		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+	}
+	if _, err := e.reap(); err != nil {
+		return err
+	}
+	if err := e.postData(d.id); err != nil {
+		return err
+	}
+	if e.doneSrc[d.Src] {
+		return nil
+	}
+	if v, ok := e.cr[d.Src].Posted(1); ok {
+		return e.sendCredit(d.Src, v)
+	}
+	return nil
+}
+
+// Close waits for every send to complete, meets the other nodes' endpoints
+// at a barrier and frees everything.
+func (e *sqsr) Close(th fabric.Thread) error {
+	e.lock()
+	defer e.unlock()
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.signaled > 0 {
+		n, err := e.reap()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := e.wait(th, deadline, e.scq, "waiting for the last sends to complete"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := e.node.OOB().Barrier(fmt.Sprintf("sqsr/%d/down", e.cfg.Tag)); err != nil {
+		return err
+	}
+	for _, ah := range e.ahs {
+		if err := ah.Destroy(); err != nil {
+			return err
+		}
+	}
+	for _, err := range []error{e.qp.Destroy(), e.cqp.Destroy(), e.scq.Destroy(), e.rcq.Destroy(), e.ccq.Destroy(), e.mr.Dereg(), e.pd.Dealloc()} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package algos
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/flowctl"
+)
+
+// srBase is what the Send/Receive endpoints share: the lock of a shared
+// endpoint, waiting with a deadline, the pool of send buffers and their
+// reclamation from send completions, per-destination credit, and the queue
+// of deliveries polled but not yet handed out.
+type srBase struct {
+	design string // for error messages: "MQ/SR", "SQ/SR"
+	cfg    Config
+	node   fabric.Node
+	me     int
+	n      int
+	mu     fabric.Mutex // every method holds it (threads of a node share endpoints)
+	scq    fabric.CQ
+	wcs    []fabric.WC
+	info   EndpointInfo
+
+	bufs        []Buffer
+	free        []int
+	outstanding []int // completions pending per send buffer
+	signaled    int   // signaled sends not yet completed
+	cs          []flowctl.CreditSender
+
+	ready     []Delivery
+	readyHead int
+	doneCount int // sources whose stream has ended
+}
+
+func (e *srBase) init(design string, th fabric.Thread, cfg Config) {
+	e.design, e.cfg, e.node = design, cfg, th.Node()
+	e.me, e.n = e.node.ID(), cfg.Nodes
+	e.wcs = make([]fabric.WC, 32)
+	e.cs = make([]flowctl.CreditSender, cfg.Nodes)
+	// Even an endpoint per thread is used by two threads, the sending
+	// fragment's and the receiving fragment's.
+	e.mu = e.node.NewMutex()
+}
+
+// initPool makes count send buffers of msg bytes from mem, each with room
+// for the header in front.
+func (e *srBase) initPool(mem []byte, count, msg int) {
+	for i := 0; i < count; i++ {
+		e.bufs = append(e.bufs, Buffer{Data: mem[i*msg+HeaderBytes : (i+1)*msg], id: i})
+		e.free = append(e.free, i)
+	}
+	e.outstanding = make([]int, count)
+}
+
+func (e *srBase) lock()   { e.mu.Lock() }
+func (e *srBase) unlock() { e.mu.Unlock() }
+
+// wait releases the lock, waits for w (or the deadline) and takes it again;
+// it fails when the deadline has already passed.
+func (e *srBase) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
+	if th.Now() >= deadline {
+		return fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while %s", e.design, e.cfg.Tag, e.me, e.cfg.Timeout, what)
+	}
+	e.unlock()
+	th.Wait(deadline, w)
+	e.lock()
+	return nil
+}
+
+// reap polls send completions and frees send buffers whose every
+// destination has completed.
+func (e *srBase) reap() (int, error) {
+	n, err := e.scq.Poll(e.wcs)
+	if err != nil {
+		return 0, err
+	}
+	for _, wc := range e.wcs[:n] {
+		if wc.Status != fabric.StatusSuccess {
+			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
+		}
+		e.signaled--
+		if wc.ID&wrKind == wrSend {
+			i := int(wc.ID &^ wrKind)
+			if e.outstanding[i]--; e.outstanding[i] == 0 {
+				e.free = append(e.free, i)
+			}
+		}
+	}
+	return n, nil
+}
+
+func (e *srBase) Acquire(th fabric.Thread) (*Buffer, error) {
+	e.lock()
+	defer e.unlock()
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for len(e.free) == 0 {
+		n, err := e.reap()
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		if err := e.wait(th, deadline, e.scq, "waiting for a free send buffer"); err != nil {
+			return nil, err
+		}
+	}
+	i := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	b := &e.bufs[i]
+	b.N, b.Tuples, b.Sum = 0, 0, 0
+	return b, nil
+}
+
+// checkBuffer rejects a buffer this endpoint did not lend.
+func (e *srBase) checkBuffer(b *Buffer) error {
+	if b == nil || b.id < 0 || b.id >= len(e.bufs) || &e.bufs[b.id] != b {
+		return fmt.Errorf("%w: PutData with a buffer this endpoint did not lend", ErrConfig)
+	}
+	if b.N < 0 || b.N > len(b.Data) {
+		return fmt.Errorf("%w: buffer holds %d bytes, capacity %d", ErrConfig, b.N, len(b.Data))
+	}
+	return nil
+}
+
+// popReady hands out the oldest polled delivery, if any.
+func (e *srBase) popReady() (Delivery, bool) {
+	if e.readyHead == len(e.ready) {
+		return Delivery{}, false
+	}
+	d := e.ready[e.readyHead]
+	e.ready[e.readyHead] = Delivery{}
+	if e.readyHead++; e.readyHead == len(e.ready) {
+		e.ready, e.readyHead = e.ready[:0], 0
+	}
+	return d, true
+}
+
+func (e *srBase) Info() EndpointInfo { return e.info }
