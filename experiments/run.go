@@ -26,6 +26,8 @@ type RunConfig struct {
 	Seed           uint64
 	Payload        bool // move real bytes (checks content, slower)
 	Timeout        fabric.Duration
+	// Faults on every link (seeded): for testing how designs behave.
+	Faults sim.Faults
 }
 
 // Record is the run record of docs/results.md.
@@ -117,6 +119,11 @@ func Run(cfg RunConfig) (*Record, error) {
 		return nil, err
 	}
 	defer c.Close()
+	for i := 0; i < cfg.Nodes; i++ {
+		if err := c.SetFaults(i, cfg.Faults); err != nil {
+			return nil, err
+		}
+	}
 	shared := strings.HasPrefix(cfg.Design, "SE")
 	n, t := cfg.Nodes, cfg.Threads
 	sent := make([][]algos.Tally, n)    // per sending node, per destination
