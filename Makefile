@@ -22,6 +22,7 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzQPInfo -fuzztime 30s ./fabric/
 	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s ./fabric/sim/
+	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s ./algos/
 
 build:
 	$(GO) build -o bin/explore ./cmd/explore
