@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -92,7 +93,34 @@ func runOverview(w io.Writer, f *benchFlags) error {
 	}
 	el := time.Since(t0)
 	fmt.Fprintf(w, "\nsimulated %d packets in %.2fs of wall time (%.2f M packets/s).\n", pkts, el.Seconds(), float64(pkts)/el.Seconds()/1e6)
+	if err := overviewShuffle(w, f); err != nil {
+		return err
+	}
 	fmt.Fprintln(w, "Bandwidth is payload only (Gb/s = 10^9 bit/s); the bound counts encoding and every packet header.")
-	fmt.Fprintln(w, "Next: explore bench --help, explore profiles, docs/architecture.md.")
+	fmt.Fprintln(w, "Next: explore bench --help, explore run --help, explore profiles, docs/architecture.md.")
+	return nil
+}
+
+// overviewShuffle runs the shuffle designs built so far on one
+// configuration and prints one row each.
+func overviewShuffle(w io.Writer, f *benchFlags) error {
+	const threads, mib = 4, 32
+	fmt.Fprintf(w, "\nShuffle designs: %d nodes, repartition of 16-byte tuples, %d sending and %d receiving threads per node, %d MiB per node\n",
+		f.nodes, threads, threads, mib)
+	t := newTable(w)
+	t.Header("design", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity", "sim wall[s]")
+	for _, d := range experiments.Designs {
+		rec, err := experiments.Run(experiments.RunConfig{Design: d, Nodes: f.nodes, Threads: threads, Profile: f.profile,
+			BytesPerNode: mib << 20, Seed: f.seed})
+		if err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		t.Append(d, fmt.Sprintf("%.2f", rec.ThroughputGiBs), fmt.Sprintf("%.3f", rec.ResponseS*1e3), fmt.Sprintf("%.2f", rec.SetupMS),
+			fmt.Sprint(rec.QPsPerNode), fmt.Sprintf("%.1f MiB", float64(rec.RegisteredPer)/(1<<20)), rec.Integrity, fmt.Sprintf("%.2f", rec.WallS))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "Defaults as in seed 001: 4 KiB messages for UD (SQ), 64 KiB for RC (MQ), double buffering, credit every 2 receives.")
 	return nil
 }
