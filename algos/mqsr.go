@@ -374,19 +374,7 @@ func (e *mqsr) Close(th fabric.Thread) error {
 			}
 		}
 	}
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for e.signaled > 0 {
-		n, err := e.reap()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			if err := e.wait(th, deadline, e.scq, "waiting for the last sends to complete"); err != nil {
-				return err
-			}
-		}
-	}
-	if err := e.node.OOB().Barrier(fmt.Sprintf("mqsr/%d/down", e.cfg.Tag)); err != nil {
+	if err := e.quiesce(th, "mqsr"); err != nil {
 		return err
 	}
 	for _, qp := range e.qps {

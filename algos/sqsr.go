@@ -430,19 +430,7 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 func (e *sqsr) Close(th fabric.Thread) error {
 	e.lock()
 	defer e.unlock()
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for e.signaled > 0 {
-		n, err := e.reap()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			if err := e.wait(th, deadline, e.scq, "waiting for the last sends to complete"); err != nil {
-				return err
-			}
-		}
-	}
-	if err := e.node.OOB().Barrier(fmt.Sprintf("sqsr/%d/down", e.cfg.Tag)); err != nil {
+	if err := e.quiesce(th, "sqsr"); err != nil {
 		return err
 	}
 	for _, ah := range e.ahs {

@@ -139,3 +139,22 @@ func (e *srBase) popReady() (Delivery, bool) {
 }
 
 func (e *srBase) Info() EndpointInfo { return e.info }
+
+// quiesce waits until every signaled send has completed, then meets the
+// other nodes' endpoints at a barrier, so that no queue pair disappears
+// while a peer still sends to it. Called with the lock held.
+func (e *srBase) quiesce(th fabric.Thread, name string) error {
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.signaled > 0 {
+		n, err := e.reap()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := e.wait(th, deadline, e.scq, "waiting for the last sends to complete"); err != nil {
+				return err
+			}
+		}
+	}
+	return e.node.OOB().Barrier(fmt.Sprintf("%s/%d/down", name, e.cfg.Tag))
+}
