@@ -318,7 +318,7 @@ func (h *mtHarness) quiet() error {
 	for o := range c.net.sw.out {
 		out := &c.net.sw.out[o]
 		left(fmt.Sprintf("NIC %d receive buffer", o), &out.cr)
-		if n := len(out.waiting) - out.wHead; n > 0 {
+		if n := out.waiting.len(); n > 0 {
 			errs = append(errs, fmt.Errorf("switch output %d still has %d contenders", o, n))
 		}
 	}
@@ -326,7 +326,7 @@ func (h *mtHarness) quiet() error {
 		if n.nic.creditBlocked {
 			errs = append(errs, fmt.Errorf("NIC %d still waits for credit", i))
 		}
-		if k := len(n.nic.ready) - n.nic.readyHead; k > 0 {
+		if k := n.nic.ready.len(); k > 0 {
 			errs = append(errs, fmt.Errorf("NIC %d still has %d queue pairs ready to send", i, k))
 		}
 	}

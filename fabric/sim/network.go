@@ -58,8 +58,7 @@ type port struct {
 	freeAt fabric.Time
 	faults Faults
 	rng    *rand.Rand
-	fifo   []arrival
-	head   int
+	fifo   fifo[arrival]
 }
 
 // arrival is a packet on its way down a link and when it will be delivered.
@@ -195,17 +194,9 @@ func (n *network) handle(kind uint64, p *packet) {
 		n.c.nodes[p.dst].nic.receive(p)
 	case evPort:
 		dn := &n.down[kind>>8]
-		a := dn.fifo[dn.head]
-		dn.fifo[dn.head] = arrival{}
-		dn.head++
-		if dn.head == len(dn.fifo) {
-			dn.fifo, dn.head = dn.fifo[:0], 0
-		} else {
-			if dn.head >= 256 && dn.head*2 >= len(dn.fifo) {
-				k := copy(dn.fifo, dn.fifo[dn.head:])
-				dn.fifo, dn.head = dn.fifo[:k], 0
-			}
-			n.c.schedule(dn.fifo[dn.head].at, n, evPort|kind&^0xff, nil)
+		a := dn.fifo.pop()
+		if dn.fifo.len() > 0 {
+			n.c.schedule(dn.fifo.peek().at, n, evPort|kind&^0xff, nil)
 		}
 		n.c.mix(a.p.id)
 		n.c.nodes[a.p.dst].nic.receive(a.p)

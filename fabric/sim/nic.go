@@ -16,8 +16,7 @@ type nic struct {
 	mrs      []*mr // by key>>8 - 1
 	nextAddr uint64
 
-	ready       []*qp // queue pairs with output, FIFO
-	readyHead   int
+	ready       fifo[*qp] // queue pairs with output
 	stepPending bool
 	inStep      bool        // handle is running: kick must not re-enter it
 	stepAt      fabric.Time // when the queued step fires
@@ -163,7 +162,7 @@ func (n *nic) activate(q *qp) {
 		return
 	}
 	q.inReady = true
-	n.ready = append(n.ready, q)
+	n.ready.push(q)
 	n.kick()
 }
 
@@ -200,10 +199,8 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		return
 	}
 	n.creditBlocked = false
-	for n.readyHead < len(n.ready) {
-		q := n.ready[n.readyHead]
-		n.ready[n.readyHead] = nil
-		n.readyHead++
+	for n.ready.len() > 0 {
+		q := n.ready.pop()
 		q.inReady = false
 		if at := q.gate(now); at > now {
 			q.readyAt(at) // its work request is still being processed
@@ -221,17 +218,12 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		q.sent(free)
 		if q.hasOutput() {
 			q.inReady = true
-			n.ready = append(n.ready, q)
+			n.ready.push(q)
 		}
 		break
 	}
-	if n.readyHead == len(n.ready) {
-		n.ready, n.readyHead = n.ready[:0], 0
+	if n.ready.len() == 0 {
 		return
-	}
-	if n.readyHead > 1024 && n.readyHead*2 > len(n.ready) {
-		k := copy(n.ready, n.ready[n.readyHead:])
-		n.ready, n.readyHead = n.ready[:k], 0
 	}
 	n.inStep = false
 	n.kick()

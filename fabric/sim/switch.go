@@ -28,38 +28,14 @@ type swtch struct {
 // swIn is one input port's buffer (fed by one node's uplink), kept as one
 // queue per output.
 type swIn struct {
-	voq []pktQueue // by output port; allocated on first use
-	cr  credits    // the upstream NIC's view of this buffer
-}
-
-// pktQueue is a FIFO of packets.
-type pktQueue struct {
-	q    []*packet
-	head int
-}
-
-func (f *pktQueue) len() int       { return len(f.q) - f.head }
-func (f *pktQueue) push(p *packet) { f.q = append(f.q, p) }
-func (f *pktQueue) peek() *packet  { return f.q[f.head] }
-
-func (f *pktQueue) pop() *packet {
-	p := f.q[f.head]
-	f.q[f.head] = nil
-	f.head++
-	if f.head == len(f.q) {
-		f.q, f.head = f.q[:0], 0
-	} else if f.head >= 256 && 2*f.head >= len(f.q) {
-		k := copy(f.q, f.q[f.head:])
-		f.q, f.head = f.q[:k], 0
-	}
-	return p
+	voq []fifo[*packet] // by output port; allocated on first use
+	cr  credits         // the upstream NIC's view of this buffer
 }
 
 // swOut is one output port (to one node's downlink).
 type swOut struct {
 	freeAt  fabric.Time
-	waiting []int // inputs with packets for this port, in round-robin order
-	wHead   int
+	waiting fifo[int]   // inputs with packets for this port, in round-robin order
 	queued  bool        // in swtch.work
 	evAt    fabric.Time // pending wake-up, 0 if none
 	cr      credits     // the destination NIC's receive buffer
@@ -104,7 +80,7 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 func (n *network) arrive(p *packet) {
 	in := &n.sw.in[p.src]
 	if in.voq == nil {
-		in.voq = make([]pktQueue, len(n.sw.out))
+		in.voq = make([]fifo[*packet], len(n.sw.out))
 	}
 	v := &in.voq[p.dst]
 	v.push(p)
@@ -117,7 +93,7 @@ func (n *network) arrive(p *packet) {
 // request makes input i a contender for output o.
 func (n *network) request(o, i int) {
 	out := &n.sw.out[o]
-	out.waiting = append(out.waiting, i)
+	out.waiting.push(i)
 	n.enqueue(o)
 }
 
@@ -143,12 +119,12 @@ func (n *network) drain() {
 func (n *network) serve(o int) {
 	c := n.c
 	out := &n.sw.out[o]
-	for out.wHead < len(out.waiting) {
+	for out.waiting.len() > 0 {
 		if out.freeAt > c.now {
 			n.wakeOut(o, out.freeAt)
 			break
 		}
-		i := out.waiting[out.wHead]
+		i := out.waiting.peek()
 		v := &n.sw.in[i].voq[o]
 		p := v.peek()
 		b := blocksOf(p.wire)
@@ -158,16 +134,10 @@ func (n *network) serve(o int) {
 			}
 			break
 		}
-		out.wHead++
-		if out.wHead == len(out.waiting) {
-			out.waiting, out.wHead = out.waiting[:0], 0
-		} else if out.wHead >= 256 && 2*out.wHead >= len(out.waiting) {
-			k := copy(out.waiting, out.waiting[out.wHead:])
-			out.waiting, out.wHead = out.waiting[:k], 0
-		}
+		out.waiting.pop()
 		v.pop()
 		if v.len() > 0 { // back of the round-robin line
-			out.waiting = append(out.waiting, i)
+			out.waiting.push(i)
 		}
 		n.forward(p, o, b)
 	}
@@ -251,11 +221,11 @@ func (n *network) forward(p *packet, o, b int) {
 // never decrease).
 func (n *network) toPort(o int, t fabric.Time, p *packet) {
 	dn := &n.down[o]
-	if k := len(dn.fifo); k > dn.head && dn.fifo[k-1].at > t {
-		t = dn.fifo[k-1].at
+	if dn.fifo.len() > 0 && dn.fifo.last().at > t {
+		t = dn.fifo.last().at
 	}
-	dn.fifo = append(dn.fifo, arrival{t, p})
-	if len(dn.fifo)-dn.head == 1 {
+	dn.fifo.push(arrival{t, p})
+	if dn.fifo.len() == 1 {
 		n.c.schedule(t, n, evPort|uint64(o)<<8, nil)
 	}
 }
