@@ -31,6 +31,15 @@ type mqsr struct {
 
 	depleted []bool // sent Depleted to each destination
 
+	// MQ/WR (write with immediate, the poll-CQ variant): the sender writes
+	// into the receiver's slots in ring order; the receiver's credit counts
+	// slots released in that order.
+	write     bool
+	ring      []fabric.QPInfo // per destination: its slots for us (address, rkey)
+	nextSlot  []uint64        // per destination: slots written so far
+	released  [][]bool        // per source: released slots not yet credited
+	relHead   []int           // per source: the next slot in ring order
+
 	// Receive side.
 	cr         []*flowctl.CreditReceiver
 	remote     []fabric.QPInfo // per source: where its credit word for us is
@@ -51,14 +60,33 @@ const (
 // OpenMQSR opens an MQ/SR endpoint on the calling thread's node. Every node
 // must open endpoint cfg.Tag at the same time (it exchanges queue-pair
 // information and ends with a barrier).
-func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
+func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, false) }
+
+// OpenMQWR opens an MQ/WR endpoint, the RDMA Write design of seed 001 in
+// its poll-the-CQ variant: the sender writes each buffer straight into a
+// slot of the receiver's memory with an RDMA Write with immediate (the
+// immediate names the slot), which completes a zero-length receive at the
+// receiver. Slots of a connection are used in ring order, and the credit
+// is the number of slots released in that order, written back as for
+// MQ/SR; a send therefore costs one RDMA Write plus 1/CreditEvery credit
+// writes (the paper's variant spends a second write per transfer to
+// return the slot). The receives consumed by the writes are reposted as
+// they complete. There is no parity step: the zero-length receives left at
+// the end are flushed when the endpoint closes.
+func OpenMQWR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, true) }
+
+func openMQ(th fabric.Thread, cfg Config, write bool) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
-	e := &mqsr{}
-	e.init("MQ/SR", th, cfg)
+	e := &mqsr{write: write}
+	name := "MQ/SR"
+	if write {
+		name = "MQ/WR"
+	}
+	e.init(name, th, cfg)
 	if err := e.setup(th); err != nil {
-		return nil, fmt.Errorf("algos: open MQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+		return nil, fmt.Errorf("algos: open %s endpoint %d on node %d: %w", name, cfg.Tag, e.me, err)
 	}
 	return e, nil
 }
@@ -93,6 +121,11 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	e.depleted = make([]bool, n)
 	e.closedSrc = make([]bool, n)
 	e.unsignaled = make([]int, n)
+	e.nextSlot = make([]uint64, n)
+	e.relHead = make([]int, n)
+	for j := 0; j < n; j++ {
+		e.released = append(e.released, make([]bool, b))
+	}
 	var blob []byte
 	for j := 0; j < n; j++ {
 		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
@@ -126,6 +159,9 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.creditOff+8*j), e.mr.RKey(), 8
 		enc, _ := info.MarshalBinary()
 		blob = append(blob, enc...)
+		ring := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.recvOff+j*b*msg), RKey: e.mr.RKey(), Bytes: uint64(b * msg)}
+		enc, _ = ring.MarshalBinary()
+		blob = append(blob, enc...)
 	}
 	e.info.QPs = n
 	all, err := e.node.OOB().AllGather(fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob)
@@ -133,13 +169,18 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.remote = make([]fabric.QPInfo, n)
+	e.ring = make([]fabric.QPInfo, n)
 	for j := 0; j < n; j++ {
-		if len(all[j]) != n*fabric.QPInfoWireBytes {
+		const rec = 2 * fabric.QPInfoWireBytes
+		if len(all[j]) != n*rec {
 			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)",
-				j, len(all[j]), n*fabric.QPInfoWireBytes)
+				j, len(all[j]), n*rec)
 		}
-		off := e.me * fabric.QPInfoWireBytes
+		off := e.me * rec
 		if err := e.remote[j].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
+			return fmt.Errorf("from node %d: %w", j, err)
+		}
+		if err := e.ring[j].UnmarshalBinary(all[j][off+fabric.QPInfoWireBytes : off+rec]); err != nil {
 			return fmt.Errorf("from node %d: %w", j, err)
 		}
 		r := e.remote[j]
@@ -158,6 +199,10 @@ func (e *mqsr) recvSlot(src, k int) int { return src*e.cfg.Buffers + k }
 
 func (e *mqsr) postRecv(src, k int) error {
 	slot := e.recvSlot(src, k)
+	if e.write { // a write with immediate consumes a receive but fills no buffer
+		_, err := e.qps[src].PostRecv([]fabric.RecvWR{{ID: uint64(src)}})
+		return err
+	}
 	off := e.recvOff + slot*e.cfg.MsgBytes
 	_, err := e.qps[src].PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(off, e.cfg.MsgBytes)}})
 	return err
@@ -218,6 +263,12 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 		return err
 	}
 	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
+	if e.write {
+		slot := e.nextSlot[d] % uint64(e.cfg.Buffers)
+		e.nextSlot[d]++
+		wr.Op, wr.Imm = fabric.OpWriteImm, uint32(slot)
+		wr.RemoteAddr, wr.RKey = e.ring[d].Addr+slot*uint64(e.cfg.MsgBytes), e.ring[d].RKey
+	}
 	if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
 		return err
 	}
@@ -264,6 +315,16 @@ func (e *mqsr) received(th fabric.Thread, wc fabric.WC) error {
 		return &fabric.CompletionError{WC: wc, Node: e.me}
 	}
 	slot := int(wc.ID)
+	if e.write {
+		src := int(wc.ID)
+		if int(wc.Imm) >= e.cfg.Buffers || !wc.HasImm {
+			return fmt.Errorf("%w: write from node %d names slot %d of %d", ErrBadMessage, src, wc.Imm, e.cfg.Buffers)
+		}
+		slot = e.recvSlot(src, int(wc.Imm))
+		if err := e.postRecv(src, 0); err != nil { // the next write's receive
+			return err
+		}
+	}
 	src := slot / e.cfg.Buffers
 	off := e.recvOff + slot*e.cfg.MsgBytes
 	buf := e.mr.Bytes()[off : off+e.cfg.MsgBytes]
@@ -331,10 +392,22 @@ func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
 	if _, err := e.reap(); err != nil { // frees send-queue slots of credit writes
 		return err
 	}
-	if err := e.postRecv(d.Src, d.id%e.cfg.Buffers); err != nil {
+	k := 1
+	if e.write {
+		// Credit only slots released in ring order: the sender reuses
+		// them in that order.
+		rel := e.released[d.Src]
+		rel[d.id%e.cfg.Buffers] = true
+		k = 0
+		for rel[e.relHead[d.Src]] {
+			rel[e.relHead[d.Src]] = false
+			e.relHead[d.Src] = (e.relHead[d.Src] + 1) % e.cfg.Buffers
+			k++
+		}
+	} else if err := e.postRecv(d.Src, d.id%e.cfg.Buffers); err != nil {
 		return err
 	}
-	if v, ok := e.cr[d.Src].Posted(1); ok {
+	if v, ok := e.cr[d.Src].Posted(k); ok {
 		return e.writeCredit(d.Src, v)
 	}
 	return nil
@@ -350,7 +423,7 @@ func (e *mqsr) Close(th fabric.Thread) error {
 	parity := header{flags: flagParity, src: e.me}
 	parity.put(e.mr.Bytes()[e.parityOff:])
 	for d := 0; d < e.n; d++ {
-		if !e.depleted[d] {
+		if !e.depleted[d] || e.write { // MQ/WR has no parity step
 			continue
 		}
 		deadline := th.Now().Add(e.cfg.Timeout)

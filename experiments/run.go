@@ -60,7 +60,7 @@ type Record struct {
 }
 
 // Designs lists the designs Run knows.
-var Designs = []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR"}
+var Designs = []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR"}
 
 func (c *RunConfig) normalize(cores int) error {
 	if c.Pattern == "" {
@@ -148,8 +148,11 @@ func Run(cfg RunConfig) (*Record, error) {
 				ec.Threads = t
 			}
 			open := algos.OpenMQSR
-			if strings.Contains(cfg.Design, "SQ/") {
+			switch {
+			case strings.Contains(cfg.Design, "SQ/"):
 				open = algos.OpenSQSR
+			case strings.HasSuffix(cfg.Design, "/WR"):
+				open = algos.OpenMQWR
 			}
 			ep, err := open(th, ec)
 			if err != nil {
