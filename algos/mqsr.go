@@ -34,11 +34,11 @@ type mqsr struct {
 	// MQ/WR (write with immediate, the poll-CQ variant): the sender writes
 	// into the receiver's slots in ring order; the receiver's credit counts
 	// slots released in that order.
-	write     bool
-	ring      []fabric.QPInfo // per destination: its slots for us (address, rkey)
-	nextSlot  []uint64        // per destination: slots written so far
-	released  [][]bool        // per source: released slots not yet credited
-	relHead   []int           // per source: the next slot in ring order
+	write    bool
+	ring     []fabric.QPInfo // per destination: its slots for us (address, rkey)
+	nextSlot []uint64        // per destination: slots written so far
+	released [][]bool        // per source: released slots not yet credited
+	relHead  []int           // per source: the next slot in ring order
 
 	// Receive side.
 	cr         []*flowctl.CreditReceiver
