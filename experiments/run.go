@@ -60,7 +60,7 @@ type Record struct {
 }
 
 // Designs lists the designs Run knows.
-var Designs = []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR"}
+var Designs = []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"}
 
 func (c *RunConfig) normalize(cores int) error {
 	if c.Pattern == "" {
@@ -153,6 +153,8 @@ func Run(cfg RunConfig) (*Record, error) {
 				open = algos.OpenSQSR
 			case strings.HasSuffix(cfg.Design, "/WR"):
 				open = algos.OpenMQWR
+			case strings.HasSuffix(cfg.Design, "/RD"):
+				open = algos.OpenMQRD
 			}
 			ep, err := open(th, ec)
 			if err != nil {
