@@ -75,10 +75,14 @@ type Thread interface {
 	// visible to this thread (memory written by the NIC). Verbs calls,
 	// Wait, locks and OOB calls synchronize implicitly. A no-op on hardware.
 	Sync()
-	// Wait returns when one of on was signaled after this thread's last
-	// synchronization, or when deadline passes. It may return early for no
+	// Wait returns when one of on has something the thread has not
+	// observed, or when deadline passes: a completion queue, a completion
+	// since this thread last polled it; a memory region or a Signal, a
+	// change since the thread's last Sync (or return from Wait). So the
+	// pattern "poll (or Sync and read); if nothing, Wait" never misses an
+	// event, whatever other calls come between. It may return early for no
 	// reason (on hardware it returns at once: callers busy-poll), so callers
-	// loop: poll, and Wait only when the poll found nothing.
+	// loop.
 	Wait(deadline Time, on ...Waitable)
 	// Spawn starts another thread of this node on core. A core outside
 	// 0..Cores()-1 fails the run with an error wrapping ErrInvalidArg.

@@ -466,3 +466,48 @@ func TestRunTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitAfterOtherVerbs: a completion that lands between a thread's poll
+// and its Wait, while the thread makes other calls (here: taking and
+// releasing a lock, posting a receive), must end the Wait at once.
+func TestWaitAfterOtherVerbs(t *testing.T) {
+	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
+	var waited fabric.Duration
+	err := c.Run(func(th fabric.Thread) error {
+		me := th.Node().ID()
+		conn, err := fabrictest.Connect(th, 1-me, fabrictest.Options{})
+		if err != nil {
+			return err
+		}
+		if me == 1 {
+			th.Busy(20 * fabric.Microsecond) // after node 0 has looked
+			wr := fabric.SendWR{ID: 1, Op: fabric.OpWrite, Local: conn.MR.SGE(0, 8), Flags: fabric.Signaled,
+				RemoteAddr: conn.Peer.Addr, RKey: conn.Peer.RKey}
+			_, err := conn.QP.PostSend([]fabric.SendWR{wr})
+			return err
+		}
+		mu := th.Node().NewMutex()
+		var wcs [1]fabric.WC
+		if n, _ := conn.SCQ.Poll(wcs[:]); n != 0 {
+			return fmt.Errorf("unexpected completion")
+		}
+		th.Sync() // memory observed: the write has not landed yet
+		if conn.MR.Bytes()[0] != 0 {
+			return fmt.Errorf("write landed too early for this test")
+		}
+		// Meanwhile node 1's write lands in our memory; we were busy.
+		th.Busy(50 * fabric.Microsecond)
+		mu.Lock()
+		mu.Unlock()
+		start := th.Now()
+		th.Wait(start.Add(fabric.Second), conn.MR)
+		waited = th.Now().Sub(start)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited > fabric.Microsecond {
+		t.Fatalf("Wait slept %v for a write that had already landed", waited)
+	}
+}

@@ -92,7 +92,7 @@ func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
 	if th == nil || th.node != n {
 		return nil, fmt.Errorf("sim: OOB.AllGather(%q) must be called from a thread of node %d", key, n.id)
 	}
-	th.Sync()
+	th.syncTo(th.local)
 	r := n.oobCalls
 	n.oobCalls++
 	for len(c.oob.rounds) <= r {

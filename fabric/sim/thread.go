@@ -30,8 +30,12 @@ type thread struct {
 	stop  func()                  // abort it
 	yield func(struct{}) bool     // inside the coroutine: give control back
 
-	done      bool
-	syncTick  uint64 // Cluster.sigCounter at the last synchronization
+	done bool
+	// What this thread has observed, as Cluster.sigCounter values: memory
+	// (Sync, or a return from Wait) and each completion queue it polled.
+	// Wait returns at once for a Waitable signaled since its observation.
+	memTick   uint64
+	cqTick    map[*sigbase]uint64
 	waitSince fabric.Time
 	waitOn    any
 
@@ -183,7 +187,6 @@ func (th *thread) syncTo(at fabric.Time) {
 		if !ok || next > at {
 			c.now = at
 			th.local = at
-			th.syncTick = c.sigCounter
 			return
 		}
 		w, stop := c.step()
@@ -203,7 +206,6 @@ func (th *thread) syncTo(at fabric.Time) {
 		th.loop()
 	}
 	th.local = c.now
-	th.syncTick = c.sigCounter
 }
 
 // park blocks the thread until something schedules its wake event.
@@ -215,7 +217,6 @@ func (th *thread) park(on any) {
 		th.idle += th.c.now.Sub(th.local)
 		th.local = th.c.now
 	}
-	th.syncTick = th.c.sigCounter
 }
 
 func (th *thread) wakeAt(at fabric.Time) { th.c.schedule(at, th, th.gen, nil) }
@@ -225,7 +226,18 @@ func (th *thread) Node() fabric.Node { return th.node }
 func (th *thread) Core() int         { return th.core }
 func (th *thread) Now() fabric.Time  { return th.local }
 func (th *thread) Rand() *rand.Rand  { return th.rng }
-func (th *thread) Sync()             { th.syncTo(th.local) }
+func (th *thread) Sync() {
+	th.syncTo(th.local)
+	th.memTick = th.c.sigCounter
+}
+
+// observedCQ records that the thread has just polled a completion queue.
+func (th *thread) observedCQ(s *sigbase) {
+	if th.cqTick == nil {
+		th.cqTick = map[*sigbase]uint64{}
+	}
+	th.cqTick[s] = th.c.sigCounter
+}
 
 func (th *thread) Compute(cycles int64) {
 	if cycles > 0 {
@@ -261,10 +273,17 @@ func (th *thread) Spawn(name string, core int, fn func(fabric.Thread) error) {
 }
 
 func (th *thread) Wait(deadline fabric.Time, on ...fabric.Waitable) {
-	prev := th.syncTick
-	th.Sync()
+	th.syncTo(th.local)
+	defer func() { th.memTick = th.c.sigCounter }()
 	for _, w := range on {
-		if sigOf(w).last > prev {
+		s := sigOf(w)
+		seen := th.memTick // memory and signals: observed at the last Sync
+		if t, ok := th.cqTick[s]; ok {
+			seen = t // a completion queue: observed when last polled
+		} else if s.isCQ {
+			seen = 0 // never polled: poll first
+		}
+		if s.last > seen {
 			return
 		}
 	}
@@ -295,6 +314,7 @@ type waiter struct {
 // sigbase makes a model object Waitable.
 type sigbase struct {
 	fabric.WaitableBase
+	isCQ    bool // observed by polling, not by reading memory
 	c       *Cluster
 	last    uint64 // sigCounter value of the latest signal
 	waiters []waiter
@@ -354,7 +374,7 @@ func (m *mutex) Lock() {
 	if th == nil {
 		panic("sim: Mutex.Lock outside a simulated thread")
 	}
-	th.Sync()
+	th.syncTo(th.local)
 	if !m.held {
 		m.held = true
 		th.Busy(m.c.prof.Host.lockCost())
@@ -369,7 +389,7 @@ func (m *mutex) Unlock() {
 	if th == nil {
 		panic("sim: Mutex.Unlock outside a simulated thread")
 	}
-	th.Sync()
+	th.syncTo(th.local)
 	if !m.held {
 		panic("sim: Unlock of an unlocked Mutex")
 	}
@@ -393,7 +413,7 @@ func (s *signalObj) String() string { return "a Signal" }
 
 func (s *signalObj) Notify() {
 	if th := s.c.cur; th != nil {
-		th.Sync()
+		th.syncTo(th.local)
 	}
 	s.signal()
 }

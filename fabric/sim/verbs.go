@@ -31,7 +31,7 @@ func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 	if depth < 1 || depth > d.c.prof.NIC.MaxCQE {
 		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d (nic.max_cqe)", fabric.ErrLimit, depth, d.c.prof.NIC.MaxCQE)
 	}
-	return &cq{sigbase: sigbase{c: d.c}, nic: d.n.nic, depth: depth}, nil
+	return &cq{sigbase: sigbase{c: d.c, isCQ: true}, nic: d.n.nic, depth: depth}, nil
 }
 
 // pd implements fabric.PD.
@@ -195,6 +195,9 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 	}
 	c.acquire(&q.pollLk)
 	defer c.release(&q.pollLk)
+	if th := c.cur; th != nil {
+		th.observedCQ(&q.sigbase)
+	}
 	n := min(len(wcs), q.len())
 	for i, e := range q.buf[q.head : q.head+n] {
 		wcs[i] = e.wc
