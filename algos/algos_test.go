@@ -59,7 +59,7 @@ func FuzzHeader(f *testing.F) {
 
 func TestGroups(t *testing.T) {
 	g, err := NewGroups(Repartition, 4)
-	if err != nil || g.Len() != 4 || g.Of(10) != 2 || len(g.Members(2)) != 1 || g.Members(2)[0] != 2 {
+	if err != nil || g.Len() != 4 || g.Of(10) != 2 || g.Of(1<<40+7) != 3 || len(g.Members(2)) != 1 || g.Members(2)[0] != 2 {
 		t.Fatalf("repartition groups wrong: %v %v", g, err)
 	}
 	g, err = NewGroups(Broadcast, 3)
@@ -115,6 +115,17 @@ func TestConfigCheck(t *testing.T) {
 	} {
 		if err := c.check(4096); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: got %v, want ErrConfig", c, err)
+		}
+	}
+}
+
+func TestGroupsModulo(t *testing.T) {
+	for _, n := range []int{2, 3, 5, 7, 8, 13, 16, 100, 1000} {
+		g, _ := NewGroups(Repartition, n)
+		for _, key := range []uint64{0, 1, 2, 99, 1<<32 - 1, 1 << 32, 0xdeadbeefcafef00d, ^uint64(0)} {
+			if got, want := g.Of(key), int(uint32(key)%uint32(n)); got != want {
+				t.Fatalf("n=%d key=%#x: group %d, want %d", n, key, got, want)
+			}
 		}
 	}
 }

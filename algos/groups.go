@@ -41,12 +41,12 @@ func NewGroups(p Pattern, nodes int) (Groups, error) {
 // Len is the number of groups.
 func (g Groups) Len() int { return len(g.members) }
 
-// Of returns the group of a key.
+// Of returns the group of a key: the low 32 bits of the key modulo the
+// number of groups (seed 001 repartitions by modulo; a 32-bit division is
+// cheaper than a 64-bit one, and measured faster here than a
+// multiply-based remainder). Partitioner.Scatter computes the same.
 func (g Groups) Of(key uint64) int {
-	if len(g.members) == 1 {
-		return 0
-	}
-	return int(key % uint64(len(g.members)))
+	return int(uint32(key) % uint32(len(g.members)))
 }
 
 // Members lists a group's nodes.

@@ -49,33 +49,31 @@ func Shuffle(th fabric.Thread, ep Endpoint, in ShuffleInput, g Groups, last func
 			sent[m].Add(Tally{b.Tuples, b.Sum})
 		}
 	}
+	part := Partitioner{Groups: g, Out: out, Payload: payload, Checksum: true}
+	vec := make([]byte, vector*TupleBytes)
 	for j := in.From; j < in.To; {
 		k := min(int64(vector), in.To-j)
+		in.Rel.FillVector(vec[:k*TupleBytes], j)
 		th.Charge(fabric.WorkHashTuple, int(k))
 		th.Charge(fabric.WorkCopy, int(k)*TupleBytes)
-		for end := j + k; j < end; j++ {
-			a, bv := in.Rel.Tuple(j)
-			grp := g.Of(a)
+		for i := 0; ; {
+			next, grp := part.Scatter(vec[:k*TupleBytes], i)
+			if grp < 0 {
+				break
+			}
 			b := out[grp]
-			if b.N+TupleBytes > len(b.Data) {
-				account(b, grp)
-				if err := ep.PutData(th, b, g.Members(grp), MoreData); err != nil {
-					return nil, err
-				}
-				nb, err := ep.Acquire(th)
-				if err != nil {
-					return nil, err
-				}
-				out[grp], b = nb, nb
+			account(b, grp)
+			if err := ep.PutData(th, b, g.Members(grp), MoreData); err != nil {
+				return nil, err
 			}
-			if payload {
-				binary.LittleEndian.PutUint64(b.Data[b.N:], a)
-				binary.LittleEndian.PutUint64(b.Data[b.N+8:], bv)
+			nb, err := ep.Acquire(th)
+			if err != nil {
+				return nil, err
 			}
-			b.N += TupleBytes
-			b.Tuples++
-			b.Sum += TupleSum(a, bv)
+			out[grp] = nb
+			i = next
 		}
+		j += k
 	}
 	st := Depleted
 	if last != nil {
