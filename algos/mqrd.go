@@ -348,36 +348,14 @@ func (e *mqrd) readDone(slot int) error {
 }
 
 func (e *mqrd) GetData(th fabric.Thread) (Delivery, error) {
-	e.lock()
-	defer e.unlock()
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for {
-		if d, ok := e.popReady(); ok {
-			return d, nil
-		}
-		if e.doneCount == e.n {
-			return Delivery{End: true}, nil
-		}
+	return e.getData(th, receiving{on: []fabric.Waitable{e.mr, e.scq}, progress: func() (int, error) {
 		n, err := e.poll()
 		if err != nil {
-			return Delivery{}, err
+			return 0, err
 		}
 		started, err := e.scan(th)
-		if err != nil {
-			return Delivery{}, err
-		}
-		if n+started > 0 {
-			deadline = th.Now().Add(e.cfg.Timeout)
-			continue
-		}
-		if th.Now() >= deadline {
-			return Delivery{}, fmt.Errorf("algos: MQ/RD endpoint %d on node %d: no progress for %v while receiving (%d of %d sources ended)",
-				e.cfg.Tag, e.me, e.cfg.Timeout, e.doneCount, e.n)
-		}
-		e.unlock()
-		th.Wait(deadline, e.mr, e.scq)
-		e.lock()
-	}
+		return n + started, err
+	}})
 }
 
 func (e *mqrd) Release(th fabric.Thread, d Delivery) error {

@@ -280,33 +280,18 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 }
 
 func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) {
-	e.lock()
-	defer e.unlock()
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for {
-		if d, ok := e.popReady(); ok {
-			return d, nil
-		}
-		if e.doneCount == e.n {
-			return Delivery{End: true}, nil
-		}
+	return e.getData(th, receiving{on: []fabric.Waitable{e.rcq}, progress: func() (int, error) {
 		n, err := e.rcq.Poll(e.wcs)
 		if err != nil {
-			return Delivery{}, err
+			return 0, err
 		}
 		for _, wc := range e.wcs[:n] {
 			if err := e.received(th, wc); err != nil {
-				return Delivery{}, err
+				return 0, err
 			}
 		}
-		if n > 0 {
-			deadline = th.Now().Add(e.cfg.Timeout)
-			continue
-		}
-		if err := e.wait(th, deadline, e.rcq, fmt.Sprintf("receiving (%d of %d sources ended)", e.doneCount, e.n)); err != nil {
-			return Delivery{}, err
-		}
-	}
+		return n, nil
+	}})
 }
 
 // received handles one receive completion.

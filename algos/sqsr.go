@@ -281,43 +281,37 @@ func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
 }
 
 func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
-	e.lock()
-	defer e.unlock()
-	deadline := th.Now().Add(e.cfg.Timeout)
 	quiet := th.Now()
-	for {
-		if d, ok := e.popReady(); ok {
-			return d, nil
-		}
-		if e.doneCount == e.n {
-			return Delivery{End: true}, nil
-		}
-		n, err := e.rcq.Poll(e.wcs)
-		if err != nil {
-			return Delivery{}, err
-		}
-		for _, wc := range e.wcs[:n] {
-			if err := e.received(wc); err != nil {
-				return Delivery{}, err
+	return e.getData(th, receiving{
+		on: []fabric.Waitable{e.rcq},
+		progress: func() (int, error) {
+			n, err := e.rcq.Poll(e.wcs)
+			if err != nil {
+				return 0, err
 			}
-		}
-		if n > 0 {
-			deadline, quiet = th.Now().Add(e.cfg.Timeout), th.Now()
-			continue
-		}
-		if th.Now().Sub(quiet) >= resendQuiet {
-			if err := e.resendCredit(); err != nil {
-				return Delivery{}, err
+			for _, wc := range e.wcs[:n] {
+				if err := e.received(wc); err != nil {
+					return 0, err
+				}
 			}
-			quiet = th.Now()
-		}
-		if th.Now() >= deadline {
-			return Delivery{}, e.incomplete()
-		}
-		e.unlock()
-		th.Wait(min(deadline, quiet.Add(resendQuiet)), e.rcq)
-		e.lock()
-	}
+			if n > 0 {
+				quiet = th.Now()
+			}
+			return n, nil
+		},
+		// A quiet connection gets its credit repeated: a credit message
+		// may have been lost.
+		idle: func(now fabric.Time) (fabric.Time, error) {
+			if now.Sub(quiet) >= resendQuiet {
+				if err := e.resendCredit(); err != nil {
+					return 0, err
+				}
+				quiet = now
+			}
+			return quiet.Add(resendQuiet), nil
+		},
+		stuck: e.incomplete,
+	})
 }
 
 // incomplete describes the sources whose streams did not finish.

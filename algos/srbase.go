@@ -158,3 +158,59 @@ func (e *srBase) quiesce(th fabric.Thread, name string) error {
 	}
 	return e.node.OOB().Barrier(fmt.Sprintf("%s/%d/down", name, e.cfg.Tag))
 }
+
+// receiving is how a design finds new deliveries for getData.
+type receiving struct {
+	// progress polls for deliveries and reports how much it did.
+	progress func() (int, error)
+	// idle, if set, runs when progress found nothing; it returns when the
+	// wait should end at the latest (or Forever).
+	idle func(now fabric.Time) (fabric.Time, error)
+	// stuck, if set, describes a timeout better than the default.
+	stuck func() error
+	// on are the waitables that signal new work.
+	on []fabric.Waitable
+}
+
+// getData is GetData for every design: it hands out polled deliveries,
+// reports the end once every source has ended, and otherwise makes
+// progress or waits, failing after cfg.Timeout without progress.
+func (e *srBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
+	e.lock()
+	defer e.unlock()
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for {
+		if d, ok := e.popReady(); ok {
+			return d, nil
+		}
+		if e.doneCount == e.n {
+			return Delivery{End: true}, nil
+		}
+		n, err := r.progress()
+		if err != nil {
+			return Delivery{}, err
+		}
+		if n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		until := deadline
+		if r.idle != nil {
+			t, err := r.idle(th.Now())
+			if err != nil {
+				return Delivery{}, err
+			}
+			until = min(until, t)
+		}
+		if th.Now() >= deadline {
+			if r.stuck != nil {
+				return Delivery{}, r.stuck()
+			}
+			return Delivery{}, fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while receiving (%d of %d sources ended)",
+				e.design, e.cfg.Tag, e.me, e.cfg.Timeout, e.doneCount, e.n)
+		}
+		e.unlock()
+		th.Wait(until, r.on...)
+		e.lock()
+	}
+}
