@@ -92,6 +92,7 @@ type Config struct {
 	Threads     int             // threads sharing the endpoint (pools scale with it); 0 means 1
 	CreditEvery int             // receives per credit write-back
 	Timeout     fabric.Duration // longest wait for progress before an error
+	Notify      Notify          // MQ/WR only: how receivers learn of a write (default NotifyCQ)
 }
 
 // ErrConfig reports an invalid endpoint configuration.

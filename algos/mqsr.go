@@ -27,15 +27,17 @@ type mqsr struct {
 	// Layout of mr: send buffers, receive buffers, credit words written by
 	// the receivers (one per destination), scratch words for inline credit
 	// writes (one per source), and a parity header.
-	sendOff, recvOff, creditOff, scratchOff, parityOff int
+	sendOff, recvOff, creditOff, scratchOff, parityOff, noticeOff int
 
 	depleted []bool // sent Depleted to each destination
 
-	// MQ/WR (write with immediate, the poll-CQ variant): the sender writes
-	// into the receiver's slots in ring order; the receiver's credit counts
-	// slots released in that order.
+	// MQ/WR: the sender writes into the receiver's slots in ring order; the
+	// receiver's credit counts slots released in that order.
 	write    bool
+	notify   Notify
 	ring     []fabric.QPInfo // per destination: its slots for us (address, rkey)
+	notices  []fabric.QPInfo // per destination: its notice words for us (poll-buffers, poll-queue)
+	recvNext []uint64        // per source: messages taken (poll-buffers, poll-queue)
 	nextSlot []uint64        // per destination: slots written so far
 	released [][]bool        // per source: released slots not yet credited
 	relHead  []int           // per source: the next slot in ring order
@@ -62,6 +64,17 @@ const (
 // information and ends with a barrier).
 func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, false) }
 
+// Notify is how an MQ/WR receiver learns that a buffer has arrived (seed
+// 001 §5.4).
+type Notify string
+
+// The three notification variants.
+const (
+	NotifyCQ      Notify = "cq"      // RDMA Write with immediate; poll the completion queue (default)
+	NotifyBuffers Notify = "buffers" // a seal word per buffer, written after the data; poll the seals
+	NotifyQueue   Notify = "queue"   // a descriptor in a ring, written after the data; poll the ring
+)
+
 // OpenMQWR opens an MQ/WR endpoint, the RDMA Write design of seed 001 in
 // its poll-the-CQ variant: the sender writes each buffer straight into a
 // slot of the receiver's memory with an RDMA Write with immediate (the
@@ -72,17 +85,28 @@ func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th
 // writes (the paper's variant spends a second write per transfer to
 // return the slot). The receives consumed by the writes are reposted as
 // they complete. There is no parity step: the zero-length receives left at
-// the end are flushed when the endpoint closes.
+// the end are flushed when the endpoint closes. Config.Notify selects the
+// other two variants: after the data the sender writes an 8-byte seal
+// (NotifyBuffers) or a 16-byte descriptor into a ring (NotifyQueue) with an
+// inline RDMA Write, which RC places after the data; the receiver polls
+// that memory instead of a completion queue and needs no receives.
 func OpenMQWR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, true) }
 
 func openMQ(th fabric.Thread, cfg Config, write bool) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
-	e := &mqsr{write: write}
+	e := &mqsr{write: write, notify: cfg.Notify}
 	name := "MQ/SR"
 	if write {
 		name = "MQ/WR"
+		switch e.notify {
+		case "":
+			e.notify = NotifyCQ
+		case NotifyCQ, NotifyBuffers, NotifyQueue:
+		default:
+			return nil, fmt.Errorf("%w: MQ/WR notification %q: choose %s, %s or %s", ErrConfig, cfg.Notify, NotifyCQ, NotifyBuffers, NotifyQueue)
+		}
 	}
 	e.init(name, th, cfg)
 	if err := e.setup(th); err != nil {
@@ -112,7 +136,8 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	e.creditOff = 2 * n * b * msg
 	e.scratchOff = e.creditOff + 8*n
 	e.parityOff = e.scratchOff + 8*n
-	size := e.parityOff + HeaderBytes
+	e.noticeOff = e.parityOff + HeaderBytes
+	size := e.noticeOff + n*b*descBytes + n*descBytes // notice rings, then a scratch notice per destination
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 		return err
 	}
@@ -122,6 +147,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	e.closedSrc = make([]bool, n)
 	e.unsignaled = make([]int, n)
 	e.nextSlot = make([]uint64, n)
+	e.recvNext = make([]uint64, n)
 	e.relHead = make([]int, n)
 	for j := 0; j < n; j++ {
 		e.released = append(e.released, make([]bool, b))
@@ -162,6 +188,9 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		ring := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.recvOff+j*b*msg), RKey: e.mr.RKey(), Bytes: uint64(b * msg)}
 		enc, _ = ring.MarshalBinary()
 		blob = append(blob, enc...)
+		notice := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.noticeOff+j*b*descBytes), RKey: e.mr.RKey(), Bytes: uint64(b * descBytes)}
+		enc, _ = notice.MarshalBinary()
+		blob = append(blob, enc...)
 	}
 	e.info.QPs = n
 	all, err := e.node.OOB().AllGather(fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob)
@@ -170,8 +199,9 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	}
 	e.remote = make([]fabric.QPInfo, n)
 	e.ring = make([]fabric.QPInfo, n)
+	e.notices = make([]fabric.QPInfo, n)
 	for j := 0; j < n; j++ {
-		const rec = 2 * fabric.QPInfoWireBytes
+		const rec = 3 * fabric.QPInfoWireBytes
 		if len(all[j]) != n*rec {
 			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)",
 				j, len(all[j]), n*rec)
@@ -180,7 +210,10 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		if err := e.remote[j].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
 			return fmt.Errorf("from node %d: %w", j, err)
 		}
-		if err := e.ring[j].UnmarshalBinary(all[j][off+fabric.QPInfoWireBytes : off+rec]); err != nil {
+		if err := e.ring[j].UnmarshalBinary(all[j][off+fabric.QPInfoWireBytes : off+2*fabric.QPInfoWireBytes]); err != nil {
+			return fmt.Errorf("from node %d: %w", j, err)
+		}
+		if err := e.notices[j].UnmarshalBinary(all[j][off+2*fabric.QPInfoWireBytes : off+rec]); err != nil {
 			return fmt.Errorf("from node %d: %w", j, err)
 		}
 		r := e.remote[j]
@@ -200,6 +233,9 @@ func (e *mqsr) recvSlot(src, k int) int { return src*e.cfg.Buffers + k }
 func (e *mqsr) postRecv(src, k int) error {
 	slot := e.recvSlot(src, k)
 	if e.write { // a write with immediate consumes a receive but fills no buffer
+		if e.notify != NotifyCQ {
+			return nil // the poll variants consume no receives
+		}
 		_, err := e.qps[src].PostRecv([]fabric.RecvWR{{ID: uint64(src)}})
 		return err
 	}
@@ -263,13 +299,18 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 		return err
 	}
 	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
+	var notice []fabric.SendWR
 	if e.write {
 		slot := e.nextSlot[d] % uint64(e.cfg.Buffers)
 		e.nextSlot[d]++
 		wr.Op, wr.Imm = fabric.OpWriteImm, uint32(slot)
 		wr.RemoteAddr, wr.RKey = e.ring[d].Addr+slot*uint64(e.cfg.MsgBytes), e.ring[d].RKey
+		if e.notify != NotifyCQ {
+			wr.Op = fabric.OpWrite
+			notice = e.notice(d, slot, HeaderBytes+b.N)
+		}
 	}
-	if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
+	if _, err := e.qps[d].PostSend(append([]fabric.SendWR{wr}, notice...)); err != nil {
 		return err
 	}
 	e.signaled++
@@ -279,7 +320,63 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 	return nil
 }
 
+// notice builds the inline write that tells destination d about the
+// message just written into its slot: the message's number (its seal) at
+// the slot's notice word, or a descriptor in the next ring entry.
+func (e *mqsr) notice(d int, slot uint64, n int) []fabric.SendWR {
+	seq := e.nextSlot[d]
+	m := e.mr.Bytes()[e.noticeOff+e.n*e.cfg.Buffers*descBytes+d*descBytes:]
+	binary.LittleEndian.PutUint64(m, seq)
+	binary.LittleEndian.PutUint32(m[8:], uint32(slot))
+	binary.LittleEndian.PutUint32(m[12:], uint32(n))
+	k := slot // poll-buffers: the slot's own word
+	if e.notify == NotifyQueue {
+		k = (seq - 1) % uint64(e.cfg.Buffers)
+	}
+	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Local: e.mr.SGE(e.noticeOff+e.n*e.cfg.Buffers*descBytes+d*descBytes, descBytes),
+		Flags: fabric.Inline, RemoteAddr: e.notices[d].Addr + k*descBytes, RKey: e.notices[d].RKey}
+	if e.unsignaled[d]++; e.unsignaled[d] == creditSignalEvery {
+		wr.Flags |= fabric.Signaled
+		e.signaled++
+		e.unsignaled[d] = 0
+	}
+	return []fabric.SendWR{wr}
+}
+
+// scanNotices takes every message whose notice has arrived, in order per
+// source (the poll-buffers and poll-queue variants).
+func (e *mqsr) scanNotices(th fabric.Thread) (int, error) {
+	th.Sync()
+	got := 0
+	for s := 0; s < e.n; s++ {
+		for !e.closedSrc[s] {
+			want := e.recvNext[s] + 1
+			k := e.recvNext[s] % uint64(e.cfg.Buffers) // the slot, and the ring entry
+			m := e.mr.Bytes()[e.noticeOff+(s*e.cfg.Buffers+int(k))*descBytes:]
+			if binary.LittleEndian.Uint64(m) != want {
+				break
+			}
+			slot := k
+			if e.notify == NotifyQueue {
+				slot = uint64(binary.LittleEndian.Uint32(m[8:]))
+				if slot >= uint64(e.cfg.Buffers) {
+					return got, fmt.Errorf("%w: notice from node %d names slot %d", ErrBadMessage, s, slot)
+				}
+			}
+			e.recvNext[s]++
+			if err := e.deliver(s, e.recvSlot(s, int(slot)), e.cfg.MsgBytes); err != nil {
+				return got, err
+			}
+			got++
+		}
+	}
+	return got, nil
+}
+
 func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) {
+	if e.write && e.notify != NotifyCQ {
+		return e.getData(th, receiving{on: []fabric.Waitable{e.mr}, progress: func() (int, error) { return e.scanNotices(th) }})
+	}
 	return e.getData(th, receiving{on: []fabric.Waitable{e.rcq}, progress: func() (int, error) {
 		n, err := e.rcq.Poll(e.wcs)
 		if err != nil {
@@ -310,11 +407,16 @@ func (e *mqsr) received(th fabric.Thread, wc fabric.WC) error {
 			return err
 		}
 	}
-	src := slot / e.cfg.Buffers
+	return e.deliver(slot/e.cfg.Buffers, slot, wc.Bytes)
+}
+
+// deliver queues the message in receive slot slot (from src, n bytes
+// long at most) for GetData.
+func (e *mqsr) deliver(src, slot, n int) error {
 	off := e.recvOff + slot*e.cfg.MsgBytes
 	buf := e.mr.Bytes()[off : off+e.cfg.MsgBytes]
 	var h header
-	if err := h.get(buf[:wc.Bytes], e.cfg.MsgBytes-HeaderBytes); err != nil {
+	if err := h.get(buf[:n], e.cfg.MsgBytes-HeaderBytes); err != nil {
 		return fmt.Errorf("from node %d: %w", src, err)
 	}
 	if h.src != src {

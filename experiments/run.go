@@ -28,6 +28,8 @@ type RunConfig struct {
 	Timeout        fabric.Duration
 	// Faults on every link (seeded): for testing how designs behave.
 	Faults sim.Faults
+	// Notify selects the MQ/WR notification variant (default poll-CQ).
+	Notify algos.Notify
 }
 
 // Record is the run record of docs/results.md.
@@ -36,6 +38,7 @@ type Record struct {
 	Backend        string  `json:"backend"`
 	Profile        string  `json:"profile"`
 	Design         string  `json:"design"`
+	Notify         string  `json:"notify,omitempty"`
 	Pattern        string  `json:"pattern"`
 	Nodes          int     `json:"nodes"`
 	Threads        int     `json:"threads"`
@@ -94,6 +97,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--threads %d: each node runs that many sending and receiving threads on its %d cores; use 1..%d", c.Threads, cores, cores/2)
 	case c.BytesPerNode < 0:
 		return fmt.Errorf("--bytes-per-node %d: must not be negative", c.BytesPerNode)
+	case c.Notify != "" && !strings.HasSuffix(c.Design, "/WR"):
+		return fmt.Errorf("--notify applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR), not %s", c.Design)
 	case c.CyclesPerTuple < 0:
 		return fmt.Errorf("--cycles-per-tuple %d: must not be negative", c.CyclesPerTuple)
 	}
@@ -143,7 +148,8 @@ func Run(cfg RunConfig) (*Record, error) {
 		}
 		eps := make([]algos.Endpoint, neps)
 		for k := range eps {
-			ec := algos.Config{Nodes: n, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
+			ec := algos.Config{Nodes: n, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery,
+				Timeout: cfg.Timeout, Notify: cfg.Notify}
 			if shared {
 				ec.Threads = t
 			}
@@ -244,7 +250,7 @@ func Run(cfg RunConfig) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),
+	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate()}

@@ -85,3 +85,25 @@ func TestRunBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteNotifyVariants(t *testing.T) {
+	for _, design := range []string{"SEMQ/WR", "MEMQ/WR"} {
+		for _, v := range []algos.Notify{algos.NotifyCQ, algos.NotifyBuffers, algos.NotifyQueue} {
+			for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast} {
+				t.Run(fmt.Sprintf("%s/%s/%s", design, v, pat), func(t *testing.T) {
+					rec, err := Run(RunConfig{Design: design, Notify: v, Nodes: 4, Threads: 2, Pattern: pat, Profile: "edr-cx4",
+						MsgBytes: 4096, BytesPerNode: 256 << 10, Seed: 3, Payload: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if rec.Integrity != "ok" || rec.TuplesReceived != rec.TuplesSent {
+						t.Fatalf("integrity %s: sent %d received %d", rec.Integrity, rec.TuplesSent, rec.TuplesReceived)
+					}
+				})
+			}
+		}
+	}
+	if _, err := Run(RunConfig{Design: "MEMQ/WR", Notify: "smoke", Nodes: 2, Profile: "edr-cx4"}); err == nil || !strings.Contains(err.Error(), "smoke") {
+		t.Fatalf("unknown variant: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ func runCmd() *cobra.Command {
 	var pattern string
 	var jsonOut bool
 	var timeoutMS float64
+	var notify string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -34,6 +35,7 @@ Designs in this build: ` + strings.Join(experiments.Designs, ", ") + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Pattern = algos.Pattern(pattern)
+			cfg.Notify = algos.Notify(notify)
 			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
 			rec, err := experiments.Run(cfg)
 			if err != nil {
@@ -52,6 +54,7 @@ Designs in this build: ` + strings.Join(experiments.Designs, ", ") + `.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Design, "design", "MEMQ/SR", "endpoint design: "+strings.Join(experiments.Designs, ", "))
+	fl.StringVar(&notify, "notify", "", "RDMA Write designs: how receivers learn of a write: cq (write with immediate, default), buffers (a seal per buffer) or queue (a descriptor ring)")
 	fl.IntVar(&cfg.Nodes, "nodes", 8, "cluster size")
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending threads per node (and as many receiving threads)")
 	fl.StringVar(&pattern, "pattern", "repartition", "repartition or broadcast")
