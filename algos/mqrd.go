@@ -172,11 +172,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 func (e *mqrd) notify(d, i int, raddr uint64, rkey uint32, n int) error {
 	wr := fabric.SendWR{ID: wrNotice, Op: fabric.OpWrite, Local: e.mr.SGE(e.scratchOff+i*descBytes, n), Flags: fabric.Inline,
 		RemoteAddr: raddr, RKey: rkey}
-	if e.unsig[d]++; e.unsig[d] == creditSignalEvery {
-		wr.Flags |= fabric.Signaled
-		e.signaled++
-		e.unsig[d] = 0
-	}
+	e.signalSome(&wr, &e.unsig[d], false)
 	_, err := e.qps[d].PostSend([]fabric.SendWR{wr})
 	return err
 }
@@ -257,10 +253,7 @@ func (e *mqrd) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 	}
 	e.lock()
 	defer e.unlock()
-	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}
-	if st == Depleted {
-		h.flags = flagDepleted
-	}
+	h := e.headerFor(b, st)
 	h.put(e.mr.Bytes()[e.sendOff+b.id*e.cfg.MsgBytes:])
 	if len(dests) == 0 {
 		e.free = append(e.free, b.id)
@@ -393,15 +386,5 @@ func (e *mqrd) Close(th fabric.Thread) error {
 	if err := e.node.OOB().Barrier(fmt.Sprintf("mqrd/%d/down", e.cfg.Tag)); err != nil {
 		return err
 	}
-	for _, qp := range e.qps {
-		if err := qp.Destroy(); err != nil {
-			return err
-		}
-	}
-	for _, err := range []error{e.scq.Destroy(), e.rcq.Destroy(), e.mr.Dereg(), e.pd.Dealloc()} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
 }

@@ -258,10 +258,7 @@ func (e *mqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 	}
 	e.lock()
 	defer e.unlock()
-	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}
-	if st == Depleted {
-		h.flags = flagDepleted
-	}
+	h := e.headerFor(b, st)
 	off := e.sendOff + b.id*e.cfg.MsgBytes
 	h.put(e.mr.Bytes()[off:])
 	// The buffer is busy until every destination's send has completed;
@@ -335,11 +332,7 @@ func (e *mqsr) notice(d int, slot uint64, n int) []fabric.SendWR {
 	}
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Local: e.mr.SGE(e.noticeOff+e.n*e.cfg.Buffers*descBytes+d*descBytes, descBytes),
 		Flags: fabric.Inline, RemoteAddr: e.notices[d].Addr + k*descBytes, RKey: e.notices[d].RKey}
-	if e.unsignaled[d]++; e.unsignaled[d] == creditSignalEvery {
-		wr.Flags |= fabric.Signaled
-		e.signaled++
-		e.unsignaled[d] = 0
-	}
+	e.signalSome(&wr, &e.unsignaled[d], false)
 	return []fabric.SendWR{wr}
 }
 
@@ -454,11 +447,7 @@ func (e *mqsr) writeCredit(src int, v uint64) error {
 		RemoteAddr: e.remote[src].Addr, RKey: e.remote[src].RKey}
 	// Unsignaled writes hold their send-queue slots until a later signaled
 	// request of the same queue pair completes: signal every 16th.
-	if e.unsignaled[src]++; e.unsignaled[src] == creditSignalEvery || v&finalBit != 0 {
-		wr.Flags |= fabric.Signaled
-		e.signaled++
-		e.unsignaled[src] = 0
-	}
+	e.signalSome(&wr, &e.unsignaled[src], v&finalBit != 0)
 	e.info.CreditWrites++
 	_, err := e.qps[src].PostSend([]fabric.SendWR{wr})
 	return err
@@ -537,15 +526,5 @@ func (e *mqsr) Close(th fabric.Thread) error {
 	if err := e.quiesce(th, "mqsr"); err != nil {
 		return err
 	}
-	for _, qp := range e.qps {
-		if err := qp.Destroy(); err != nil {
-			return err
-		}
-	}
-	for _, err := range []error{e.scq.Destroy(), e.rcq.Destroy(), e.mr.Dereg(), e.pd.Dealloc()} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
 }

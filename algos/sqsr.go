@@ -48,11 +48,10 @@ type sqsr struct {
 type udPeer struct{ data, credit fabric.QPInfo }
 
 const (
-	udQKey       = 0x5d5d0001
-	creditBytes  = 16
-	creditMagic  = 0xc5
-	resendQuiet  = 50 * fabric.Microsecond
-	creditSignal = 16
+	udQKey      = 0x5d5d0001
+	creditBytes = 16
+	creditMagic = 0xc5
+	resendQuiet = 50 * fabric.Microsecond
 )
 
 // OpenSQSR opens an SQ/SR endpoint on the calling thread's node; every node
@@ -78,7 +77,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	if e.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
-	sendWR := min(n*n*b+2*creditSignal+8, attr.MaxQPWR)
+	sendWR := min(n*n*b+2*creditSignalEvery+8, attr.MaxQPWR)
 	e.creditSlots = n*(b+2) + 8
 	if e.scq, err = dev.CreateCQ(min(sendWR+64, attr.MaxCQE)); err != nil {
 		return err
@@ -117,7 +116,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	if e.qp, err = mk(sendWR, n*b, e.rcq); err != nil {
 		return err
 	}
-	if e.cqp, err = mk(2*creditSignal+8, e.creditSlots, e.ccq); err != nil {
+	if e.cqp, err = mk(2*creditSignalEvery+8, e.creditSlots, e.ccq); err != nil {
 		return err
 	}
 	e.info.QPs = 2
@@ -216,10 +215,7 @@ func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 	}
 	e.lock()
 	defer e.unlock()
-	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}
-	if st == Depleted {
-		h.flags = flagDepleted
-	}
+	h := e.headerFor(b, st)
 	for i, d := range dests {
 		if d < 0 || d >= e.n {
 			return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
@@ -368,11 +364,7 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	binary.LittleEndian.PutUint64(m[8:], v)
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, creditBytes), Flags: fabric.Inline,
 		AH: e.ahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
-	if e.unsignaled++; e.unsignaled == creditSignal {
-		wr.Flags |= fabric.Signaled
-		e.signaled++
-		e.unsignaled = 0
-	}
+	e.signalSome(&wr, &e.unsignaled, false)
 	e.info.CreditWrites++
 	_, err := e.cqp.PostSend([]fabric.SendWR{wr})
 	return err
@@ -432,10 +424,5 @@ func (e *sqsr) Close(th fabric.Thread) error {
 			return err
 		}
 	}
-	for _, err := range []error{e.qp.Destroy(), e.cqp.Destroy(), e.scq.Destroy(), e.rcq.Destroy(), e.ccq.Destroy(), e.mr.Dereg(), e.pd.Dealloc()} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return release([]fabric.QP{e.qp, e.cqp}, e.scq.Destroy, e.rcq.Destroy, e.ccq.Destroy, e.mr.Dereg, e.pd.Dealloc)
 }

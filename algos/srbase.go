@@ -214,3 +214,40 @@ func (e *srBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
 		e.lock()
 	}
 }
+
+// signalSome marks wr signaled when it is the creditSignalEvery-th
+// unsignaled request counted by *count, or when force is set: unsignaled
+// requests hold their send-queue slots until a later signaled one of the
+// same queue pair completes.
+func (e *srBase) signalSome(wr *fabric.SendWR, count *int, force bool) {
+	if *count++; *count == creditSignalEvery || force {
+		wr.Flags |= fabric.Signaled
+		e.signaled++
+		*count = 0
+	}
+}
+
+// headerFor is the header of b sent with state st.
+func (e *srBase) headerFor(b *Buffer, st State) header {
+	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}
+	if st == Depleted {
+		h.flags = flagDepleted
+	}
+	return h
+}
+
+// release destroys qps, then runs every other release in order, stopping
+// at the first error.
+func release(qps []fabric.QP, rest ...func() error) error {
+	for _, qp := range qps {
+		if err := qp.Destroy(); err != nil {
+			return err
+		}
+	}
+	for _, f := range rest {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
