@@ -47,6 +47,7 @@ type Record struct {
 	CreditEvery    int     `json:"credit_every"`
 	Seed           uint64  `json:"seed"`
 	BytesPerNode   int64   `json:"bytes_per_node"`
+	CyclesPerTuple int64   `json:"cycles_per_tuple"`
 	ThroughputGiBs float64 `json:"throughput_gibps"`
 	ResponseS      float64 `json:"response_s"`
 	SetupMS        float64 `json:"setup_ms"`
@@ -252,7 +253,7 @@ func Run(cfg RunConfig) (*Record, error) {
 	}
 	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
-		BytesPerNode: cfg.BytesPerNode, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
+		BytesPerNode: cfg.BytesPerNode, CyclesPerTuple: cfg.CyclesPerTuple, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate()}
 	if prof.Source() != "builtin" {
 		rec.Profile = "file:" + prof.Source()
