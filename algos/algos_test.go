@@ -2,6 +2,8 @@ package algos
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -66,8 +68,14 @@ func TestGroups(t *testing.T) {
 	if err != nil || g.Len() != 1 || g.Of(12345) != 0 || len(g.Members(0)) != 3 {
 		t.Fatalf("broadcast groups wrong: %v %v", g, err)
 	}
-	if _, err := NewGroups("sideways", 3); !errors.Is(err, ErrConfig) {
-		t.Fatalf("unknown pattern: %v", err)
+	g, err = NewGroups("multicast:2", 3)
+	if err != nil || g.Len() != 3 || g.Of(5) != 2 || fmt.Sprint(g.Members(2)) != "[2 0]" {
+		t.Fatalf("multicast groups wrong: %v %v", g, err)
+	}
+	for _, bad := range []Pattern{"sideways", "multicast", "multicast:0", "multicast:4", "multicast:x", "multicast:-1"} {
+		if _, err := NewGroups(bad, 3); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "multicast:K") {
+			t.Errorf("pattern %q: %v", bad, err)
+		}
 	}
 }
 

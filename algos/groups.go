@@ -1,6 +1,10 @@
 package algos
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Pattern is a shuffle's communication pattern (seed 000 §4.1).
 type Pattern string
@@ -9,6 +13,13 @@ type Pattern string
 const (
 	Repartition Pattern = "repartition" // each tuple to one node, by modulo on its key
 	Broadcast   Pattern = "broadcast"   // every tuple to every node
+	// Multicast is the prefix of "multicast:K": each tuple goes to K
+	// consecutive nodes, group i being nodes i, i+1, ..., i+K-1 (modulo the
+	// cluster size), chosen by modulo on the key as for repartition. It
+	// stands for the paper's multicast transmission groups (a replicated
+	// join input, say); K = 1 is repartition and K = nodes is broadcast
+	// with nodes groups.
+	Multicast Pattern = "multicast"
 )
 
 // Groups are the transmission groups of a pattern: a tuple goes to every
@@ -33,9 +44,34 @@ func NewGroups(p Pattern, nodes int) (Groups, error) {
 		}
 		g.members = [][]int{all}
 	default:
-		return g, fmt.Errorf("%w: pattern %q: choose %s or %s", ErrConfig, p, Repartition, Broadcast)
+		k, err := multicastFanout(p, nodes)
+		if err != nil {
+			return g, err
+		}
+		for i := 0; i < nodes; i++ {
+			m := make([]int, k)
+			for j := range m {
+				m[j] = (i + j) % nodes
+			}
+			g.members = append(g.members, m)
+		}
 	}
 	return g, nil
+}
+
+// multicastFanout parses "multicast:K" and checks 1 <= K <= nodes.
+func multicastFanout(p Pattern, nodes int) (int, error) {
+	bad := fmt.Errorf("%w: pattern %q: choose %s, %s or %s:K (each tuple to K nodes, 1 <= K <= %d)",
+		ErrConfig, p, Repartition, Broadcast, Multicast, nodes)
+	rest, ok := strings.CutPrefix(string(p), string(Multicast)+":")
+	if !ok {
+		return 0, bad
+	}
+	k, err := strconv.Atoi(rest)
+	if err != nil || k < 1 || k > nodes {
+		return 0, bad
+	}
+	return k, nil
 }
 
 // Len is the number of groups.
@@ -47,6 +83,21 @@ func (g Groups) Len() int { return len(g.members) }
 // multiply-based remainder). Partitioner.Scatter computes the same.
 func (g Groups) Of(key uint64) int {
 	return int(uint32(key) % uint32(len(g.members)))
+}
+
+// Overlapping reports whether some node belongs to more than one group
+// (multicast): its end of stream cannot ride on a group's last buffer.
+func (g Groups) Overlapping() bool {
+	seen := map[int]bool{}
+	for _, m := range g.members {
+		for _, d := range m {
+			if seen[d] {
+				return true
+			}
+			seen[d] = true
+		}
+	}
+	return false
 }
 
 // Members lists a group's nodes.

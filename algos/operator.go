@@ -75,9 +75,13 @@ func Shuffle(th fabric.Thread, ep Endpoint, in ShuffleInput, g Groups, last func
 		}
 		j += k
 	}
+	// When groups overlap (multicast), a node's stream ends only after its
+	// last group's buffer, so the streams end with separate empty buffers,
+	// one per node.
+	overlap := g.Overlapping()
 	st := Depleted
-	if last != nil {
-		st = MoreData // a shared endpoint: the stream ends below, once
+	if last != nil || overlap {
+		st = MoreData // the streams end below, once per node
 	}
 	for grp, b := range out {
 		account(b, grp)
@@ -88,15 +92,26 @@ func Shuffle(th fabric.Thread, ep Endpoint, in ShuffleInput, g Groups, last func
 	// With a shared endpoint, the thread that finishes its flush last ends
 	// every stream with an empty Depleted buffer: only then are all the
 	// other threads' buffers already posted ahead of it.
-	if last != nil && last() {
+	if last == nil && !overlap || last != nil && !last() {
+		return sent, nil
+	}
+	ends := make([][]int, 0, nodes)
+	if overlap {
+		for d := 0; d < nodes; d++ {
+			ends = append(ends, []int{d})
+		}
+	} else {
 		for grp := 0; grp < g.Len(); grp++ {
-			b, err := ep.Acquire(th)
-			if err != nil {
-				return nil, err
-			}
-			if err := ep.PutData(th, b, g.Members(grp), Depleted); err != nil {
-				return nil, err
-			}
+			ends = append(ends, g.Members(grp))
+		}
+	}
+	for _, dests := range ends {
+		b, err := ep.Acquire(th)
+		if err != nil {
+			return nil, err
+		}
+		if err := ep.PutData(th, b, dests, Depleted); err != nil {
+			return nil, err
 		}
 	}
 	return sent, nil

@@ -100,6 +100,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--bytes-per-node %d: must not be negative", c.BytesPerNode)
 	case c.Notify != "" && !strings.HasSuffix(c.Design, "/WR"):
 		return fmt.Errorf("--notify applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR), not %s", c.Design)
+	case strings.Contains(c.Design, "SQ/") && strings.HasPrefix(string(c.Pattern), string(algos.Multicast)):
+		return fmt.Errorf("--pattern %s with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", c.Pattern, c.Design)
 	case c.CyclesPerTuple < 0:
 		return fmt.Errorf("--cycles-per-tuple %d: must not be negative", c.CyclesPerTuple)
 	}

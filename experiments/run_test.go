@@ -12,7 +12,10 @@ import (
 
 func TestRunIntegrity(t *testing.T) {
 	for _, design := range Designs {
-		for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast} {
+		for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast, "multicast:3"} {
+			if strings.Contains(design, "SQ/") && pat != algos.Repartition && pat != algos.Broadcast {
+				continue // rejected: see TestRunRejects
+			}
 			for _, seed := range []uint64{1, 2} {
 				t.Run(fmt.Sprintf("%s/%s/seed=%d", design, pat, seed), func(t *testing.T) {
 					rec, err := Run(RunConfig{Design: design, Nodes: 4, Threads: 2, Pattern: pat, Profile: "edr-cx4",
@@ -71,6 +74,8 @@ func TestRunBadInput(t *testing.T) {
 		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Threads: 100}, "--threads 100"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 2, MsgBytes: 8192}, "MTU"},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Pattern: "sideways"}, "pattern"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 4, Pattern: "multicast:2"}, "two transmission groups"},
+		{RunConfig{Design: "MEMQ/SR", Nodes: 4, Pattern: "multicast:5"}, "multicast:K"},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Buffers: 1, CreditEvery: 2}, "credit every 2"},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Profile: "nope"}, "unknown profile"},
 	} {

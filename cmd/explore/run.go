@@ -57,7 +57,7 @@ Designs in this build: ` + strings.Join(experiments.Designs, ", ") + `.`,
 	fl.StringVar(&notify, "notify", "", "RDMA Write designs: how receivers learn of a write: cq (write with immediate, default), buffers (a seal per buffer) or queue (a descriptor ring)")
 	fl.IntVar(&cfg.Nodes, "nodes", 8, "cluster size")
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending threads per node (and as many receiving threads)")
-	fl.StringVar(&pattern, "pattern", "repartition", "repartition or broadcast")
+	fl.StringVar(&pattern, "pattern", "repartition", "repartition, broadcast, or multicast:K (each tuple to K consecutive nodes)")
 	fl.StringVar(&cfg.Profile, "profile", sim.DefaultProfileName, "hardware profile: a built-in name or a .yaml path")
 	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 0, "message (buffer) size in bytes, header included (default 4096 for UD designs, 65536 for RC)")
 	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")
