@@ -271,11 +271,11 @@ func (h *mtHarness) wakeInTime(i int, nic *nic) error {
 		return nil // credit comes back with a later forward, which wakes the NIC
 	}
 	step := fabric.Forever
-	for k := range h.c.q.h {
-		if e := &h.c.q.h[k]; e.h == handler(nic) && e.arg == evStep {
-			step = min(step, e.at)
+	h.c.q.each(func(at fabric.Time, eh handler, arg uint64) {
+		if eh == handler(nic) && arg == evStep {
+			step = min(step, at)
 		}
-	}
+	})
 	if step > enough {
 		return fmt.Errorf("waits for credit that is back at %v, but its next step is at %v", enough, step)
 	}

@@ -92,21 +92,22 @@ func (th *thread) call(fn func(fabric.Thread) error) (err error) {
 // it is (nil when the event was a network event) and stop when the run
 // cannot go on.
 func (c *Cluster) step() (w *thread, stop bool) {
-	ev, tm := c.q.peekEvent(), c.timers.peek()
+	evAt, evSeq, ev := c.q.peekKey()
+	tm := c.timers.peek()
 	if c.stop == nil {
 		switch {
-		case ev == nil && tm == nil && c.live > 0:
+		case !ev && tm == nil && c.live > 0:
 			c.stop = fmt.Errorf("%w: %s", fabric.ErrDeadlock, c.blocked())
-		case ev == nil && tm == nil:
+		case !ev && tm == nil:
 			c.stop = errors.New("sim: event queue empty")
-		case ev != nil && ev.at > c.limit && (tm == nil || tm.tAt > c.limit), ev == nil && tm.tAt > c.limit:
+		case ev && evAt > c.limit && (tm == nil || tm.tAt > c.limit), !ev && tm.tAt > c.limit:
 			c.stop = fmt.Errorf("%w: %v simulated; still running: %s", fabric.ErrTimeLimit, c.cfg.TimeLimit, c.blocked())
 		}
 	}
 	if c.stop != nil {
 		return nil, true
 	}
-	if tm != nil && (ev == nil || tm.tAt < ev.at || tm.tAt == ev.at && tm.tSeq < ev.seq) {
+	if tm != nil && (!ev || tm.tAt < evAt || tm.tAt == evAt && tm.tSeq < evSeq) {
 		// A Wait deadline passed.
 		c.timers.clear(tm)
 		c.now = tm.tAt
