@@ -1,0 +1,399 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+const testSpec = `name: t
+base: {profile: edr-cx4, threads: 1, bytes-per-node: 1048576}
+vary:
+  design: [MESQ/SR, MEMQ/SR]
+  nodes: [2, 3]
+  seed: [1, 2]
+`
+
+func mustParse(t testing.TB, spec string) *Sweep {
+	t.Helper()
+	s, err := ParseSweep([]byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestParseSweepPoints(t *testing.T) {
+	s := mustParse(t, testSpec)
+	pts := s.Points()
+	if len(pts) != 8 || s.Len() != 8 {
+		t.Fatalf("%d points, want 8", len(pts))
+	}
+	want := []string{ // last key varies fastest
+		"design=MESQ/SR nodes=2 seed=1", "design=MESQ/SR nodes=2 seed=2", "design=MESQ/SR nodes=3 seed=1", "design=MESQ/SR nodes=3 seed=2",
+		"design=MEMQ/SR nodes=2 seed=1", "design=MEMQ/SR nodes=2 seed=2", "design=MEMQ/SR nodes=3 seed=1", "design=MEMQ/SR nodes=3 seed=2",
+	}
+	for i, p := range pts {
+		if p.Index != i || p.Key != want[i] {
+			t.Errorf("point %d: %d %q, want %q", i, p.Index, p.Key, want[i])
+		}
+	}
+	c := pts[5].Config
+	if c.Design != "MEMQ/SR" || c.Nodes != 2 || c.Seed != 2 || c.Threads != 1 || c.BytesPerNode != 1<<20 ||
+		c.Buffers != 2 || c.Timeout != 100*fabric.Millisecond || c.Pattern != algos.Repartition {
+		t.Errorf("point 5 config %+v", c)
+	}
+	// Keys are in canonical order whatever the order in vary.
+	s2 := mustParse(t, "name: t\nvary: {seed: [1], design: [MEMQ/SR]}\n")
+	if k := s2.Points()[0].Key; k != "design=MEMQ/SR seed=1" {
+		t.Errorf("key %q not canonical", k)
+	}
+	if k := mustParse(t, "name: t\n").Points()[0].Key; k != "base" {
+		t.Errorf("no vary: key %q", k)
+	}
+	// Equal values written differently are the same point.
+	if _, err := ParseSweep([]byte("name: t\nvary: {timeout-ms: [1, 1.0]}\n")); err == nil || !strings.Contains(err.Error(), "timeout-ms=1 given twice") {
+		t.Errorf("duplicate value: %v", err)
+	}
+}
+
+func TestParseSweepErrors(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"", "empty"},
+		{"[1, 2]", "want a mapping"},
+		{"name: t\nbsae: {}\n", `line 2: unknown key "bsae": valid keys are name, base, vary`},
+		{"name: t\nbase: {nodez: 2}\n", `line 2: base: unknown parameter "nodez": valid keys are design, notify, nodes`},
+		{"name: t\nvary:\n  nodes: [2, x]\n", `line 3: vary.nodes: "x": want an integer >= 1`},
+		{"name: t\nvary:\n  nodes: [2, 2.5]\n", `vary.nodes: 2.5: want an integer`},
+		{"name: t\nbase: {design: XX/YY}\n", `base.design: "XX/YY": want one of SESQ/SR`},
+		{"name: t\nbase: {pattern: sideways}\n", `pattern: "sideways": want repartition or broadcast`},
+		{"name: t\nbase: {payload: 3}\n", `payload: 3: want true or false`},
+		{"name: t\nbase: {timeout-ms: -1}\n", `timeout-ms: -1: want a number`},
+		{"name: t\nbase: {seed: -1}\n", `seed: -1: want an integer >= 0`},
+		{"name: t\nbase: {nodes: [2]}\n", "base.nodes: want a single value"},
+		{"name: t\nbase: {nodes: }\n", "base.nodes: want a single value"},
+		{"name: t\nvary: {nodes: 2}\n", "vary.nodes: want a non-empty list"},
+		{"name: t\nvary: {nodes: []}\n", "vary.nodes: want a non-empty list"},
+		{"name: t\nbase: {nodes: 2}\nvary: {nodes: [2, 4]}\n", "line 2: nodes is both in base and in vary"},
+		{"name: t\nbase: {nodes: 2, nodes: 3}\n", "base.nodes given twice"},
+		{"name: t\nname: u\n", "line 2: name given twice"},
+		{"base: {nodes: 2}\n", "name is required"},
+		{"name: ../x\n", `sweep name "../x"`},
+		{"name: t\nbase: [1]\n", "base: want a mapping"},
+		{"name: t\nvary: {seed: [1, 2], seed: [3]}\n", "seed given twice"},
+		{"name: t\n  bad: indent\n", "sweep spec: yaml"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			_, err := ParseSweep([]byte(tc.spec))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSetParam(t *testing.T) {
+	for _, tc := range []struct {
+		key   string
+		value any
+		check func(RunConfig) bool
+		err   string
+	}{
+		{"nodes", 4, func(c RunConfig) bool { return c.Nodes == 4 }, ""},
+		{"nodes", uint64(4), func(c RunConfig) bool { return c.Nodes == 4 }, ""},
+		{"nodes", 4.0, func(c RunConfig) bool { return c.Nodes == 4 }, ""},
+		{"nodes", 0, nil, "nodes: 0: want an integer >= 1"},
+		{"nodes", "4", nil, `nodes: "4": want an integer`},
+		{"bytes-per-node", int64(1) << 40, func(c RunConfig) bool { return c.BytesPerNode == 1<<40 }, ""},
+		{"seed", uint64(7), func(c RunConfig) bool { return c.Seed == 7 }, ""},
+		{"pattern", algos.Broadcast, func(c RunConfig) bool { return c.Pattern == algos.Broadcast }, ""},
+		{"notify", "queue", func(c RunConfig) bool { return c.Notify == algos.NotifyQueue }, ""},
+		{"notify", "smoke", nil, `notify: "smoke": want cq, buffers or queue`},
+		{"timeout-ms", 0.5, func(c RunConfig) bool { return c.Timeout == fabric.Millisecond/2 }, ""},
+		{"payload", true, func(c RunConfig) bool { return c.Payload }, ""},
+		{"profile", "", nil, `profile: "": want a built-in profile name`},
+		{"colour", 1, nil, `unknown parameter "colour": valid keys are design`},
+	} {
+		t.Run(fmt.Sprintf("%s=%v", tc.key, tc.value), func(t *testing.T) {
+			c := DefaultConfig()
+			err := SetParam(&c, tc.key, tc.value)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !tc.check(c) {
+				t.Fatalf("err %v, config %+v", err, c)
+			}
+		})
+	}
+	// Every parameter round-trips through its canonical text.
+	c := DefaultConfig()
+	for _, k := range Params() {
+		if ParamString(c, k) == "" && k != "notify" {
+			t.Errorf("%s has no canonical text", k)
+		}
+	}
+}
+
+func TestNewSweep(t *testing.T) {
+	base := DefaultConfig()
+	base.BytesPerNode = 1 << 20
+	s, err := NewSweep("fig", base, Vary("nodes", 2, 4), Vary("design", "MESQ/SR", "MEMQ/SR"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Points()[1]; p.Key != "design=MEMQ/SR nodes=2" || p.Config.BytesPerNode != 1<<20 {
+		t.Errorf("point 1: %+v", p)
+	}
+	if got := s.Varied(); strings.Join(got, ",") != "design,nodes" {
+		t.Errorf("Varied() = %v", got)
+	}
+	for _, tc := range []struct {
+		vary []Axis
+		want string
+	}{
+		{[]Axis{Vary("nodes")}, "nodes has no values"},
+		{[]Axis{Vary("nodes", 2), Vary("nodes", 4)}, "nodes given twice"},
+		{[]Axis{Vary("nodes", 2, -1)}, "nodes: -1"},
+		{[]Axis{Vary("seed", make([]any, 1001)...), Vary("nodes", make([]any, 1001)...)}, "seed: no value"},
+	} {
+		if _, err := NewSweep("fig", base, tc.vary...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+	big := make([]any, 1001)
+	for i := range big {
+		big[i] = i + 1
+	}
+	if _, err := NewSweep("fig", base, Vary("seed", big...), Vary("nodes", big...)); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a million-point sweep: %v", err)
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Shard
+		err  string
+	}{
+		{"1/3", Shard{1, 3}, ""},
+		{"3/3", Shard{3, 3}, ""},
+		{"3/2", Shard{}, "1 <= i <= N"},
+		{"0/3", Shard{}, "1 <= i <= N"},
+		{"a/b", Shard{}, "whole numbers"},
+		{"2", Shard{}, "want i/N"},
+	} {
+		got, err := ParseShard(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: got %v, want %q", tc.in, err, tc.err)
+			}
+		} else if err != nil || got != tc.want {
+			t.Errorf("%s: %v %v", tc.in, got, err)
+		}
+	}
+	sel := 0
+	for i := 0; i < 9; i++ {
+		for k := 1; k <= 3; k++ {
+			if (Shard{k, 3}).Has(i) {
+				sel++
+			}
+		}
+	}
+	if sel != 9 {
+		t.Errorf("shards 1..3 of 3 select %d of 9 points", sel)
+	}
+}
+
+// TestRunSweepDeterministic: the same sweep with one and two workers gives
+// byte-identical files. Run it with -race: the simulated clusters of
+// parallel points must share nothing.
+func TestRunSweepDeterministic(t *testing.T) {
+	s := mustParse(t, testSpec)
+	dir := t.TempDir()
+	var files [][]byte
+	for _, jobs := range []int{1, 2} {
+		out := filepath.Join(dir, fmt.Sprintf("jobs%d.jsonl", jobs))
+		rep, err := RunSweep(context.Background(), s, SweepOptions{Jobs: jobs, Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Ran != 8 || rep.Failed != 0 || len(rep.Results) != 8 {
+			t.Fatalf("report %+v", rep)
+		}
+		for _, r := range rep.Results {
+			if r.Integrity != "ok" || r.WallS != 0 || r.Wall <= 0 {
+				t.Errorf("point %d: integrity %s wall_s %v wall %v", r.Point, r.Integrity, r.WallS, r.Wall)
+			}
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, b)
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Fatalf("Jobs=1 and Jobs=2 differ:\n%s\n%s", files[0], files[1])
+	}
+	if n := bytes.Count(files[0], []byte("\n")); n != 8 || !bytes.HasPrefix(files[0], []byte(`{"point":0,"key":"design=MESQ/SR nodes=2 seed=1","experiment":"run"`)) {
+		t.Fatalf("%d lines:\n%s", n, files[0])
+	}
+}
+
+// fakeRun is a Run that fails for seed 13 and counts its calls.
+func fakeRun(calls *atomic.Int32) func(RunConfig) (*Record, error) {
+	return func(c RunConfig) (*Record, error) {
+		calls.Add(1)
+		if c.Seed == 13 {
+			return nil, errors.New("unlucky")
+		}
+		return &Record{Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed, BytesPerNode: c.BytesPerNode,
+			Pattern: string(c.Pattern), Buffers: c.Buffers, CreditEvery: c.CreditEvery, Integrity: "ok", ThroughputGiBs: float64(c.Nodes), WallS: 1}, nil
+	}
+}
+
+func TestRunSweepResumeAndFailures(t *testing.T) {
+	s := mustParse(t, "name: t\nvary: {nodes: [2, 4], seed: [1, 13, 3]}\n")
+	out := filepath.Join(t.TempDir(), "sub", "t.jsonl")
+	var calls atomic.Int32
+	var warnings []string
+	opts := SweepOptions{Out: out, Run: fakeRun(&calls), Warn: func(w string) { warnings = append(warnings, w) }}
+	rep, err := RunSweep(context.Background(), s, opts)
+	if !errors.Is(err, ErrPointsFailed) || !strings.Contains(err.Error(), "2 of 6") {
+		t.Fatalf("err %v, want 2 of 6 points failed", err)
+	}
+	if rep.Ran != 6 || rep.Failed != 2 || calls.Load() != 6 {
+		t.Fatalf("report %+v, %d calls", rep, calls.Load())
+	}
+	full, _ := os.ReadFile(out)
+	if !bytes.Contains(full, []byte(`{"point":1,"key":"nodes=2 seed=13","error":"unlucky"}`)) {
+		t.Fatalf("failed point not recorded:\n%s", full)
+	}
+	// A killed run: two good lines and half of the third.
+	lines := bytes.SplitAfter(full, []byte("\n"))
+	cut := append(append(bytes.Clone(lines[0]), lines[2]...), lines[3][:20]...)
+	os.WriteFile(out, cut, 0o644)
+	calls.Store(0)
+	rep, err = RunSweep(context.Background(), s, opts)
+	if !errors.Is(err, ErrPointsFailed) {
+		t.Fatal(err)
+	}
+	// Points 0 and 2 are done; 1 (failed before), 3, 4 (failed) and 5 run.
+	if rep.Skipped != 2 || rep.Ran != 4 || calls.Load() != 4 {
+		t.Errorf("resume: skipped %d ran %d calls %d, want 2, 4, 4", rep.Skipped, rep.Ran, calls.Load())
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "t.jsonl:3: ignoring a truncated last line") {
+		t.Errorf("warnings %q", warnings)
+	}
+	again, _ := os.ReadFile(out)
+	if !bytes.Equal(again, full) {
+		t.Errorf("resumed file differs:\n%s\nwant\n%s", again, full)
+	}
+	// A file from another spec is refused.
+	other := mustParse(t, "name: t\nbase: {threads: 3}\nvary: {nodes: [2, 4], seed: [1, 13, 3]}\n")
+	if _, err := RunSweep(context.Background(), other, opts); err == nil || !strings.Contains(err.Error(), "threads is 2 in the file but 3 in the spec") {
+		t.Errorf("other spec: %v", err)
+	}
+	// A bad line in the middle is an error, not a warning.
+	os.WriteFile(out, append([]byte("garbage\n"), full...), 0o644)
+	if _, err := RunSweep(context.Background(), s, opts); err == nil || !strings.Contains(err.Error(), "t.jsonl:1: not a sweep result") {
+		t.Errorf("bad line: %v", err)
+	}
+}
+
+func TestRunSweepValidatesFirst(t *testing.T) {
+	s := mustParse(t, "name: t\nbase: {bytes-per-node: 1048576}\nvary: {nodes: [2], threads: [1, 100]}\n")
+	out := filepath.Join(t.TempDir(), "t.jsonl")
+	_, err := RunSweep(context.Background(), s, SweepOptions{Out: out})
+	if err == nil || !strings.Contains(err.Error(), "point 1 (nodes=2 threads=100): --threads 100") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("an invalid sweep created its output file")
+	}
+	s = mustParse(t, "name: t\nbase: {bytes-per-node: 1048576, buffers: 1}\nvary: {design: [MESQ/SR, MEMQ/SR]}\n")
+	if _, err := RunSweep(context.Background(), s, SweepOptions{}); err == nil || !strings.Contains(err.Error(), "credit every 2") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	s := mustParse(t, "name: t\nvary: {nodes: [2, 4], seed: [1, 2, 3]}\n")
+	dir := t.TempDir()
+	var calls atomic.Int32
+	var shards []string
+	for i := 1; i <= 3; i++ {
+		out := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
+		if _, err := RunSweep(context.Background(), s, SweepOptions{Out: out, Shard: Shard{i, 3}, Run: fakeRun(&calls)}); err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, out)
+	}
+	whole := filepath.Join(dir, "whole.jsonl")
+	if _, err := RunSweep(context.Background(), s, SweepOptions{Out: whole, Run: fakeRun(&calls)}); err != nil {
+		t.Fatal(err)
+	}
+	merged := filepath.Join(dir, "merged.jsonl")
+	rep, err := Merge(merged, s, nil, append(shards, shards[0])...) // a duplicate input is fine
+	if err != nil || len(rep.Missing) != 0 || len(rep.Results) != 6 {
+		t.Fatalf("merge: %v %+v", err, rep)
+	}
+	a, _ := os.ReadFile(whole)
+	b, _ := os.ReadFile(merged)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("merged shards differ from the whole run:\n%s\n%s", b, a)
+	}
+	rep, err = Merge(merged, s, nil, shards[0], shards[2])
+	if err != nil || len(rep.Missing) != 2 || rep.Missing[0].Key != "nodes=2 seed=2" {
+		t.Fatalf("missing: %v %+v", err, rep.Missing)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, bytes.Replace(a, []byte(`"nodes":2,`), []byte(`"nodes":5,`), 1), 0o644)
+	if _, err := Merge(merged, s, nil, whole, bad); err == nil || !strings.Contains(err.Error(), "point 0 (nodes=2 seed=1) differs between") {
+		t.Errorf("conflict: %v", err)
+	}
+	other := mustParse(t, "name: u\nvary: {nodes: [2, 8]}\n")
+	if _, err := Merge(merged, other, nil, whole); err == nil || !strings.Contains(err.Error(), "is not a point of sweep u") {
+		t.Errorf("other spec: %v", err)
+	}
+	if _, err := Merge(merged, nil, nil, filepath.Join(dir, "nope.jsonl")); err == nil || !strings.Contains(err.Error(), "nope.jsonl") {
+		t.Errorf("missing input: %v", err)
+	}
+}
+
+// FuzzParseSweep: ParseSweep never panics, and what it accepts has points
+// with distinct keys.
+func FuzzParseSweep(f *testing.F) {
+	f.Add([]byte(testSpec))
+	f.Add([]byte("name: x\nbase: {payload: true, timeout-ms: 0.5, notify: queue, design: MEMQ/WR}\n"))
+	f.Add([]byte("name: x\nvary: &a {nodes: [2]}\nbase: *a\n"))
+	f.Add([]byte("name: [x]\n"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSweep(data)
+		if err != nil {
+			return
+		}
+		if s.Len() > 10000 {
+			return
+		}
+		seen := map[string]bool{}
+		for _, p := range s.Points() {
+			if seen[p.Key] {
+				t.Fatalf("key %q twice", p.Key)
+			}
+			seen[p.Key] = true
+		}
+	})
+}
