@@ -66,11 +66,13 @@ var params = []param{
 		get: func(c *RunConfig) string { return string(c.Notify) }},
 	intParam("nodes", 1, func(c *RunConfig) *int { return &c.Nodes }),
 	intParam("threads", 1, func(c *RunConfig) *int { return &c.Threads }),
-	{key: "pattern", expect: fmt.Sprintf("%s or %s", algos.Repartition, algos.Broadcast),
+	{key: "pattern", expect: fmt.Sprintf("%s, %s or %s:K", algos.Repartition, algos.Broadcast, algos.Multicast),
 		kind: asString,
 		set: func(c *RunConfig, v any) error {
+			// algos.NewGroups is the judge; multicast:K's K is checked
+			// against the node count by Validate.
 			p := algos.Pattern(v.(string))
-			if p != algos.Repartition && p != algos.Broadcast {
+			if _, err := algos.NewGroups(p, 1); err != nil && !strings.HasPrefix(string(p), string(algos.Multicast)+":") {
 				return errBadValue
 			}
 			c.Pattern = p
@@ -554,16 +556,19 @@ func scalar(n *yaml.Node, what string) (any, error) {
 }
 
 // Validate reports what Run would reject in cfg without running the full
-// shuffle: a run of the same design and endpoint settings on at most two
-// nodes with one tuple per node (milliseconds). Sweeps call it on every
-// distinct configuration before starting, so that a bad value fails the
-// sweep at once rather than after hours.
+// shuffle: it builds the pattern's groups on cfg.Nodes nodes, then runs the
+// same design and endpoint settings on at most two nodes with one tuple per
+// node (milliseconds). Sweeps call it on every distinct configuration
+// before starting, so that a bad value fails the sweep at once rather than
+// after hours.
 func Validate(cfg RunConfig) error {
 	if cfg.Nodes < 1 {
 		return fmt.Errorf("nodes %d: need at least 1", cfg.Nodes)
 	}
-	if _, err := algos.NewGroups(cfg.Pattern, cfg.Nodes); err != nil && cfg.Pattern != "" {
-		return err
+	if cfg.Pattern != "" {
+		if _, err := algos.NewGroups(cfg.Pattern, cfg.Nodes); err != nil {
+			return err
+		}
 	}
 	probe := cfg
 	probe.Nodes = min(cfg.Nodes, 2)
@@ -571,6 +576,10 @@ func Validate(cfg RunConfig) error {
 	probe.CyclesPerTuple = 0
 	probe.Payload = false
 	probe.Faults = sim.Faults{}
+	if strings.HasPrefix(string(cfg.Pattern), string(algos.Multicast)+":") {
+		// still multicast (some designs reject it), with K <= probe.Nodes
+		probe.Pattern = algos.Pattern(fmt.Sprintf("%s:%d", algos.Multicast, probe.Nodes))
+	}
 	_, err := Run(probe)
 	return err
 }
@@ -588,6 +597,11 @@ func ValidatePoints(pts []Point) error {
 	for _, p := range pts {
 		if p.Config.Nodes < 1 {
 			return fmt.Errorf("point %d (%s): nodes %d: need at least 1", p.Index, p.Key, p.Config.Nodes)
+		}
+		if p.Config.Pattern != "" {
+			if _, err := algos.NewGroups(p.Config.Pattern, p.Config.Nodes); err != nil {
+				return fmt.Errorf("point %d (%s): %w", p.Index, p.Key, err)
+			}
 		}
 		k := validateKey(p.Config)
 		if seen[k] {

@@ -75,7 +75,7 @@ func TestParseSweepErrors(t *testing.T) {
 		{"name: t\nvary:\n  nodes: [2, x]\n", `line 3: vary.nodes: "x": want an integer >= 1`},
 		{"name: t\nvary:\n  nodes: [2, 2.5]\n", `vary.nodes: 2.5: want an integer`},
 		{"name: t\nbase: {design: XX/YY}\n", `base.design: "XX/YY": want one of SESQ/SR`},
-		{"name: t\nbase: {pattern: sideways}\n", `pattern: "sideways": want repartition or broadcast`},
+		{"name: t\nbase: {pattern: sideways}\n", `pattern: "sideways": want repartition, broadcast or multicast:K`},
 		{"name: t\nbase: {payload: 3}\n", `payload: 3: want true or false`},
 		{"name: t\nbase: {timeout-ms: -1}\n", `timeout-ms: -1: want a number`},
 		{"name: t\nbase: {seed: -1}\n", `seed: -1: want an integer >= 0`},
@@ -321,6 +321,15 @@ func TestRunSweepValidatesFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("an invalid sweep created its output file")
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{"vary: {nodes: [2, 4], pattern: [multicast:3]}", "point 0 (nodes=2 pattern=multicast:3): algos: invalid configuration: pattern \"multicast:3\""},
+		{"base: {pattern: multicast:2}\nvary: {design: [MEMQ/SR, MESQ/SR]}", "point 1 (design=MESQ/SR): --pattern multicast:2 with MESQ/SR"},
+	} {
+		_, err := RunSweep(context.Background(), mustParse(t, "name: t\n"+tc.spec), SweepOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
 	}
 	s = mustParse(t, "name: t\nbase: {bytes-per-node: 1048576, buffers: 1}\nvary: {design: [MESQ/SR, MEMQ/SR]}\n")
 	if _, err := RunSweep(context.Background(), s, SweepOptions{}); err == nil || !strings.Contains(err.Error(), "credit every 2") {
