@@ -74,7 +74,7 @@ func TestParseSweepErrors(t *testing.T) {
 		{"name: t\nbase: {nodez: 2}\n", `line 2: base: unknown parameter "nodez": valid keys are design, notify, nodes`},
 		{"name: t\nvary:\n  nodes: [2, x]\n", `line 3: vary.nodes: "x": want an integer >= 1`},
 		{"name: t\nvary:\n  nodes: [2, 2.5]\n", `vary.nodes: 2.5: want an integer`},
-		{"name: t\nbase: {design: XX/YY}\n", `base.design: "XX/YY": want one of SESQ/SR`},
+		{"name: t\nbase: {design: \"\"}\n", `base.design: "": want a design name`},
 		{"name: t\nbase: {pattern: sideways}\n", `pattern: "sideways": want repartition, broadcast or multicast:K`},
 		{"name: t\nbase: {payload: 3}\n", `payload: 3: want true or false`},
 		{"name: t\nbase: {timeout-ms: -1}\n", `timeout-ms: -1: want a number`},
@@ -324,6 +324,7 @@ func TestRunSweepValidatesFirst(t *testing.T) {
 	}
 	for _, tc := range []struct{ spec, want string }{
 		{"vary: {nodes: [2, 4], pattern: [multicast:3]}", "point 0 (nodes=2 pattern=multicast:3): algos: invalid configuration: pattern \"multicast:3\""},
+		{"vary: {design: [MEMQ/SR, XX/YY]}", `point 1 (design=XX/YY): unknown design "XX/YY"`},
 		{"base: {pattern: multicast:2}\nvary: {design: [MEMQ/SR, MESQ/SR]}", "point 1 (design=MESQ/SR): --pattern multicast:2 with MESQ/SR"},
 	} {
 		_, err := RunSweep(context.Background(), mustParse(t, "name: t\n"+tc.spec), SweepOptions{})
