@@ -63,8 +63,23 @@ type Record struct {
 	WallS          float64 `json:"wall_s"`
 }
 
-// Designs lists the designs Run knows.
+// Designs lists the eight endpoint designs of seed 001.
 var Designs = []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"}
+
+// Baselines lists the baselines seed 001 compares the designs with:
+// qperf-like RC traffic that moves no tuples (the network's ceiling),
+// TCP over IPoIB, and MVAPICH-style MPI.
+var Baselines = []string{"qperf", "IPoIB", "MPI"}
+
+// AllDesigns is Designs followed by Baselines: everything Run accepts.
+var AllDesigns = append(append([]string{}, Designs...), Baselines...)
+
+// sharedEndpoint reports whether a design has one endpoint per node that
+// every thread shares: the SE designs, and the baselines whose library or
+// kernel is per node.
+func sharedEndpoint(design string) bool {
+	return strings.HasPrefix(design, "SE") || design == "IPoIB" || design == "MPI"
+}
 
 func (c *RunConfig) normalize(cores int) error {
 	if c.Pattern == "" {
@@ -78,20 +93,25 @@ func (c *RunConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
-	if strings.Contains(c.Design, "SQ/") {
+	switch {
+	case strings.Contains(c.Design, "SQ/"):
 		def(&c.MsgBytes, 4096) // one MTU: UD's limit
+	case c.Design == "IPoIB":
+		def(&c.MsgBytes, algos.IPoIBMsgBytes)
+	case c.Design == "MPI":
+		def(&c.MsgBytes, algos.MPIMsgBytes)
 	}
 	def(&c.MsgBytes, 64<<10)
 	if c.BytesPerNode == 0 {
 		c.BytesPerNode = 64 << 20
 	}
 	known := false
-	for _, d := range Designs {
+	for _, d := range AllDesigns {
 		known = known || d == c.Design
 	}
 	switch {
 	case !known:
-		return fmt.Errorf("unknown design %q: this build has %s (the other designs are not built yet)", c.Design, strings.Join(Designs, ", "))
+		return fmt.Errorf("unknown design %q: choose one of %s", c.Design, strings.Join(AllDesigns, ", "))
 	case c.Nodes < 1:
 		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
 	case c.Threads < 1 || 2*c.Threads > cores:
@@ -102,6 +122,10 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--notify applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR), not %s", c.Design)
 	case strings.Contains(c.Design, "SQ/") && strings.HasPrefix(string(c.Pattern), string(algos.Multicast)):
 		return fmt.Errorf("--pattern %s with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", c.Pattern, c.Design)
+	case c.Design == "qperf" && c.Nodes < 2:
+		return fmt.Errorf("--nodes %d: the qperf baseline sends between distinct nodes; use at least 2", c.Nodes)
+	case c.Design == "qperf" && c.Pattern != algos.Repartition:
+		return fmt.Errorf("--pattern %s: the qperf baseline is all-to-all traffic (a repartition ceiling, as in seed 001); use repartition", c.Pattern)
 	case c.CyclesPerTuple < 0:
 		return fmt.Errorf("--cycles-per-tuple %d: must not be negative", c.CyclesPerTuple)
 	}
@@ -118,6 +142,9 @@ func Run(cfg RunConfig) (*Record, error) {
 	if err := cfg.normalize(prof.Host.Cores); err != nil {
 		return nil, err
 	}
+	if cfg.Design == "qperf" {
+		return runQperf(cfg, prof)
+	}
 	groups, err := algos.NewGroups(cfg.Pattern, cfg.Nodes)
 	if err != nil {
 		return nil, err
@@ -132,7 +159,7 @@ func Run(cfg RunConfig) (*Record, error) {
 			return nil, err
 		}
 	}
-	shared := strings.HasPrefix(cfg.Design, "SE")
+	shared := sharedEndpoint(cfg.Design)
 	n, t := cfg.Nodes, cfg.Threads
 	sent := make([][]algos.Tally, n)    // per sending node, per destination
 	got := make([][]algos.Tally, n)     // per receiving node, per source
@@ -158,6 +185,14 @@ func Run(cfg RunConfig) (*Record, error) {
 			}
 			open := algos.OpenMQSR
 			switch {
+			case cfg.Design == "IPoIB":
+				open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
+					return algos.OpenIPoIB(th, c, algos.DefaultIPoIBCosts)
+				}
+			case cfg.Design == "MPI":
+				open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
+					return algos.OpenMPI(th, c, algos.DefaultMPICosts)
+				}
 			case strings.Contains(cfg.Design, "SQ/"):
 				open = algos.OpenSQSR
 			case strings.HasSuffix(cfg.Design, "/WR"):

@@ -1,0 +1,492 @@
+package algos
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// MPICosts are the MPI baseline's software costs (seed 001 §7.1 used
+// MVAPICH2 with MPI_Send and MPI_Irecv). Cycles are spent on the calling
+// thread's core while it holds the library's lock, so threads serialize on
+// them, as in an MPI library that supports MPI_THREAD_MULTIPLE with one
+// global lock. docs/model.md gives the source of each default.
+type MPICosts struct {
+	CallCycles  int64 // one MPI call's bookkeeping (request, progress engine entry)
+	MatchCycles int64 // matching an incoming message against posted receives
+	// EagerBytes is the eager threshold: messages up to this size (header
+	// included) are copied into the receiver's pre-registered buffers;
+	// larger ones use the RDMA Write rendezvous (RTS, CTS, data, FIN).
+	EagerBytes int
+}
+
+// DefaultMPICosts are the defaults documented in docs/model.md.
+var DefaultMPICosts = MPICosts{CallCycles: 600, MatchCycles: 300, EagerBytes: 16 << 10}
+
+// MPIMsgBytes is the MPI baseline's default message size, 64 KB as in seed
+// 001 §7.1.
+const MPIMsgBytes = 64 << 10
+
+// Message kinds of the MPI baseline, in the top byte of the header's
+// sequence field.
+const (
+	mpiRTS   = 1 // request to send: the header describes the data
+	mpiCTS   = 2 // clear to send: names the receive buffer to write into
+	mpiFIN   = 3 // the data is in the receive buffer
+	mpiEager = 4 // header and data in one send
+
+	mpiKindShift = 56
+	mpiSlotMask  = 1<<24 - 1
+)
+
+// Send work request identifiers.
+const (
+	wrMPIDone = 1 << 48 // completes one destination of send buffer id (eager send or FIN)
+	wrMPICtl  = 2 << 48 // RTS or CTS, signaled now and then to free send-queue slots
+)
+
+// mpiPending is a message announced but not yet matched with a receive
+// buffer (MPI's unexpected queue), or matched and waiting for its data.
+type mpiPending struct {
+	state uint8 // of the receive buffer: recvFree, recvAwaiting or recvLent
+	src   int
+	kind  int // mpiRTS or mpiEager
+	h     header
+	req   int    // the sender's buffer (rendezvous)
+	eager []byte // copied payload of an unexpected eager message
+}
+
+// States of a receive buffer.
+const (
+	recvFree     = iota // posted as MPI_Irecv
+	recvAwaiting        // matched with a rendezvous; waiting for its FIN
+	recvLent            // delivered; lent to the caller until Release
+)
+
+// mpi is the MPI baseline endpoint, in the style of MVAPICH2 over RC: one
+// process-wide library per node (a shared endpoint whose every call holds
+// one lock), one RC queue pair per peer, MPI_Send (blocking) per
+// destination of a buffer (MPI_Isend to every member and MPI_Waitall for a
+// group), and MPI_Irecv(MPI_ANY_SOURCE) buffers posted by the receiving
+// threads. Messages above the eager threshold use the RDMA Write
+// rendezvous: the sender's RTS is matched against a posted receive buffer
+// (or queued as unexpected, in arrival order), the receiver answers with a
+// CTS naming that buffer, the sender writes the data straight into it and
+// sends a FIN. Smaller messages go eagerly into pre-posted control slots
+// and are copied into a receive buffer (or, unexpected, into a temporary
+// copy first). Registered memory: the user buffers (MVAPICH registers them
+// once, through its registration cache) and the control slots. Broadcast
+// is a send to every member, not MPI_Ibcast's tree: the root sends every
+// copy.
+type mpi struct {
+	srBase
+	costs MPICosts
+	pd    fabric.PD
+	rcq   fabric.CQ
+	mr    fabric.MR
+	qps   []fabric.QP
+	peers []fabric.QPInfo // per peer: its receive buffers (address, rkey)
+
+	msg        int // bytes per user buffer (header included)
+	slotBytes  int // bytes per control slot
+	slotsPer   int // control slots per peer
+	recvOff    int
+	ctlOff     int
+	scratchOff int
+	remaining  []int // per send buffer: destinations not yet complete
+	freeRecv   []int // receive buffers posted as MPI_Irecv
+	pending    []mpiPending
+	unexpected []mpiPending
+	closedSrc  []bool
+	unsignaled []int // per queue pair: unsignaled control sends
+}
+
+// OpenMPI opens the MPI baseline endpoint on the calling thread's node;
+// cfg.Threads threads share it (one MPI process per node). Every node must
+// open endpoint cfg.Tag at the same time.
+func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
+	if err := cfg.check(0); err != nil {
+		return nil, err
+	}
+	if costs.CallCycles < 0 || costs.MatchCycles < 0 || costs.EagerBytes < HeaderBytes {
+		return nil, fmt.Errorf("%w: MPI costs must not be negative and the eager threshold must hold a %d-byte header: %+v", ErrConfig, HeaderBytes, costs)
+	}
+	e := &mpi{costs: costs}
+	e.init("MPI", th, cfg)
+	if err := e.setup(th); err != nil {
+		return nil, fmt.Errorf("algos: open MPI endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+	}
+	return e, nil
+}
+
+func (e *mpi) setup(th fabric.Thread) error {
+	n, t := e.n, e.cfg.Threads
+	e.msg = e.cfg.MsgBytes
+	// Every sending thread holds at most one buffer per group plus the one
+	// in flight; the pools match MQ/SR's for the same configuration.
+	count := e.cfg.Buffers * t * n
+	// A thread has at most one blocking send per peer in flight, so at
+	// most an RTS or eager message, a FIN and a CTS per thread and peer sit
+	// unprocessed in our control slots.
+	e.slotsPer = 3*t + 2
+	e.slotBytes = min(e.costs.EagerBytes, e.msg)
+	dev := e.node.Device()
+	var err error
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return err
+	}
+	if e.scq, err = dev.CreateCQ(min(n*(4*t+2*creditSignalEvery+8), dev.Attr().MaxCQE)); err != nil {
+		return err
+	}
+	if e.rcq, err = dev.CreateCQ(min(n*e.slotsPer+16, dev.Attr().MaxCQE)); err != nil {
+		return err
+	}
+	e.recvOff = count * e.msg
+	e.ctlOff = 2 * count * e.msg
+	e.scratchOff = e.ctlOff + n*e.slotsPer*e.slotBytes
+	size := e.scratchOff + HeaderBytes
+	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
+		return err
+	}
+	e.info.RegisteredBytes = int64(size)
+	e.initPool(e.mr.Bytes()[:e.recvOff], count, e.msg)
+	e.remaining = make([]int, count)
+	e.pending = make([]mpiPending, count)
+	for i := count - 1; i >= 0; i-- {
+		e.freeRecv = append(e.freeRecv, i)
+	}
+	e.closedSrc = make([]bool, n)
+	e.unsignaled = make([]int, n)
+	var blob []byte
+	for j := 0; j < n; j++ {
+		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
+			Caps: fabric.QPCaps{MaxSendWR: 4*t + 2*creditSignalEvery + 8, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes}})
+		if err != nil {
+			return err
+		}
+		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
+			return err
+		}
+		e.qps = append(e.qps, qp)
+		for k := 0; k < e.slotsPer; k++ {
+			if err := e.postSlot(j, k); err != nil {
+				return err
+			}
+		}
+		info := qp.Info()
+		info.PSN = uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
+		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.recvOff), e.mr.RKey(), uint64(count*e.msg)
+		enc, _ := info.MarshalBinary()
+		blob = append(blob, enc...)
+	}
+	e.info.QPs = n
+	all, err := e.node.OOB().AllGather(fmt.Sprintf("mpi/%d", e.cfg.Tag), blob)
+	if err != nil {
+		return err
+	}
+	e.peers = make([]fabric.QPInfo, n)
+	for j := 0; j < n; j++ {
+		if len(all[j]) != n*fabric.QPInfoWireBytes {
+			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)",
+				j, len(all[j]), n*fabric.QPInfoWireBytes)
+		}
+		off := e.me * fabric.QPInfoWireBytes
+		if err := e.peers[j].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
+			return fmt.Errorf("from node %d: %w", j, err)
+		}
+		r := e.peers[j]
+		if err := e.qps[j].Modify(fabric.StateRTR, fabric.QPAttr{Dest: r.Address(), RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 1}); err != nil {
+			return err
+		}
+		mine := uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
+		if err := e.qps[j].Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}); err != nil {
+			return err
+		}
+	}
+	return e.node.OOB().Barrier(fmt.Sprintf("mpi/%d/up", e.cfg.Tag))
+}
+
+func (e *mpi) slotOff(peer, k int) int { return e.ctlOff + (peer*e.slotsPer+k)*e.slotBytes }
+
+func (e *mpi) postSlot(peer, k int) error {
+	_, err := e.qps[peer].PostRecv([]fabric.RecvWR{{ID: uint64(peer*e.slotsPer + k), Local: e.mr.SGE(e.slotOff(peer, k), e.slotBytes)}})
+	return err
+}
+
+// control sends a header-only message (RTS, CTS or FIN) inline: its bytes
+// are copied when it is posted, so one scratch header serves them all.
+func (e *mpi) control(d int, h header, id uint64, signaled bool) error {
+	h.src = e.me
+	h.put(e.mr.Bytes()[e.scratchOff:])
+	wr := fabric.SendWR{ID: id, Op: fabric.OpSend, Local: e.mr.SGE(e.scratchOff, HeaderBytes), Flags: fabric.Inline}
+	if signaled {
+		wr.Flags |= fabric.Signaled
+		e.signaled++
+	} else {
+		e.signalSome(&wr, &e.unsignaled[d], false)
+	}
+	_, err := e.qps[d].PostSend([]fabric.SendWR{wr})
+	return err
+}
+
+func mpiSeq(kind int, a, b int) uint64 {
+	return uint64(kind)<<mpiKindShift | uint64(a&mpiSlotMask)<<24 | uint64(b&mpiSlotMask)
+}
+
+func mpiFields(seq uint64) (kind, a, b int) {
+	return int(seq >> mpiKindShift), int(seq >> 24 & mpiSlotMask), int(seq & mpiSlotMask)
+}
+
+// PutData is MPI_Isend of b to every destination and MPI_Waitall: it
+// returns once every destination has the data (rendezvous: the FIN has
+// completed; eager: the send has completed).
+func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	if err := e.checkBuffer(b); err != nil {
+		return err
+	}
+	e.lock()
+	defer e.unlock()
+	h := e.headerFor(b, st)
+	off := b.id * e.msg
+	eager := HeaderBytes+b.N <= e.slotBytes
+	for _, d := range dests {
+		if d < 0 || d >= e.n {
+			return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
+		}
+		th.Compute(e.costs.CallCycles)
+		e.remaining[b.id]++
+		if eager {
+			h.seq = mpiSeq(mpiEager, b.id, 0)
+			h.put(e.mr.Bytes()[off:])
+			wr := fabric.SendWR{ID: wrMPIDone | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
+			e.signaled++
+			if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			continue
+		}
+		h.seq = mpiSeq(mpiRTS, b.id, 0)
+		if err := e.control(d, h, wrMPICtl, false); err != nil {
+			return err
+		}
+	}
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.remaining[b.id] > 0 {
+		n, err := e.progress(th)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		if err := e.wait(th, deadline, nil, fmt.Sprintf("waiting for %d destinations to take a buffer", e.remaining[b.id])); err != nil {
+			return err
+		}
+	}
+	e.free = append(e.free, b.id)
+	return nil
+}
+
+// wait overrides srBase.wait to wake on either completion queue.
+func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, what string) error {
+	if th.Now() >= deadline {
+		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
+	}
+	e.unlock()
+	th.Wait(deadline, e.scq, e.rcq)
+	e.lock()
+	return nil
+}
+
+// Acquire returns a free send buffer. MPI_Send is blocking, so a thread
+// gets its buffer back from PutData and the pool never runs dry for the
+// SHUFFLE operator; a caller holding more buffers than the pool has gets
+// an error instead of a hang.
+func (e *mpi) Acquire(th fabric.Thread) (*Buffer, error) {
+	e.lock()
+	defer e.unlock()
+	if len(e.free) == 0 {
+		return nil, fmt.Errorf("%w: MPI endpoint %d on node %d: all %d send buffers are held by the caller", ErrConfig, e.cfg.Tag, e.me, len(e.bufs))
+	}
+	i := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	b := &e.bufs[i]
+	b.N, b.Tuples, b.Sum = 0, 0, 0
+	return b, nil
+}
+
+// progress is the library's progress engine: it handles send completions
+// and incoming control messages. Called with the lock held.
+func (e *mpi) progress(th fabric.Thread) (int, error) {
+	n, err := e.scq.Poll(e.wcs)
+	if err != nil {
+		return 0, err
+	}
+	for _, wc := range e.wcs[:n] {
+		if wc.Status != fabric.StatusSuccess {
+			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
+		}
+		e.signaled--
+		if wc.ID&wrKind == wrMPIDone {
+			e.remaining[int(wc.ID&^wrKind)]--
+		}
+	}
+	m, err := e.rcq.Poll(e.wcs)
+	if err != nil {
+		return 0, err
+	}
+	for _, wc := range e.wcs[:m] {
+		if wc.Status != fabric.StatusSuccess {
+			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
+		}
+		if err := e.incoming(th, wc); err != nil {
+			return 0, err
+		}
+	}
+	return n + m, nil
+}
+
+// incoming handles one control slot's message and reposts the slot.
+func (e *mpi) incoming(th fabric.Thread, wc fabric.WC) error {
+	peer, k := int(wc.ID)/e.slotsPer, int(wc.ID)%e.slotsPer
+	off := e.slotOff(peer, k)
+	var h header
+	if err := h.get(e.mr.Bytes()[off:off+wc.Bytes], e.msg-HeaderBytes); err != nil {
+		return fmt.Errorf("from node %d: %w", peer, err)
+	}
+	if h.src != peer {
+		return fmt.Errorf("%w: message on node %d's connection claims to be from node %d", ErrBadMessage, peer, h.src)
+	}
+	kind, a, b := mpiFields(h.seq)
+	switch kind {
+	case mpiRTS, mpiEager:
+		if e.closedSrc[peer] {
+			return fmt.Errorf("%w: data from node %d after its end of stream", ErrBadMessage, peer)
+		}
+		p := mpiPending{src: peer, kind: kind, h: h, req: a}
+		if kind == mpiEager {
+			if HeaderBytes+h.n > wc.Bytes {
+				return fmt.Errorf("%w: eager message from node %d of %d bytes announces %d", ErrBadMessage, peer, wc.Bytes, h.n)
+			}
+			// The slot goes back at once: an unexpected message waits in a
+			// copy, as MPI libraries keep it.
+			p.eager = append([]byte(nil), e.mr.Bytes()[off+HeaderBytes:off+HeaderBytes+h.n]...)
+			th.Charge(fabric.WorkCopy, h.n)
+		}
+		th.Compute(e.costs.MatchCycles)
+		e.unexpected = append(e.unexpected, p)
+		if err := e.match(th); err != nil {
+			return err
+		}
+	case mpiCTS:
+		if a >= len(e.bufs) || b >= len(e.pending) || e.remaining[a] == 0 {
+			return fmt.Errorf("%w: clear-to-send from node %d for buffer %d, receive buffer %d", ErrBadMessage, peer, a, b)
+		}
+		buf := &e.bufs[a]
+		wr := fabric.SendWR{ID: wrMPICtl, Op: fabric.OpWrite, Local: e.mr.SGE(a*e.msg+HeaderBytes, buf.N),
+			RemoteAddr: e.peers[peer].Addr + uint64(b*e.msg+HeaderBytes), RKey: e.peers[peer].RKey}
+		if buf.N > 0 {
+			// Unsignaled: the FIN behind it on the same queue pair
+			// completes after it.
+			if _, err := e.qps[peer].PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+		}
+		if err := e.control(peer, header{seq: mpiSeq(mpiFIN, b, 0)}, wrMPIDone|uint64(a), true); err != nil {
+			return err
+		}
+	case mpiFIN:
+		if a >= len(e.pending) || e.pending[a].state != recvAwaiting || e.pending[a].src != peer {
+			return fmt.Errorf("%w: FIN from node %d for receive buffer %d it was not given", ErrBadMessage, peer, a)
+		}
+		e.deliver(a)
+	default:
+		return fmt.Errorf("%w: message kind %d from node %d", ErrBadMessage, kind, peer)
+	}
+	return e.postSlot(peer, k)
+}
+
+// match pairs unexpected messages, in arrival order, with posted receive
+// buffers: a rendezvous gets a CTS, an eager message is copied in.
+func (e *mpi) match(th fabric.Thread) error {
+	for len(e.unexpected) > 0 && len(e.freeRecv) > 0 {
+		p := e.unexpected[0]
+		e.unexpected[0] = mpiPending{}
+		e.unexpected = e.unexpected[1:]
+		r := e.freeRecv[len(e.freeRecv)-1]
+		e.freeRecv = e.freeRecv[:len(e.freeRecv)-1]
+		e.pending[r] = p
+		e.pending[r].state = recvAwaiting
+		if p.kind == mpiEager {
+			copy(e.mr.Bytes()[e.recvOff+r*e.msg+HeaderBytes:], p.eager)
+			th.Charge(fabric.WorkCopy, len(p.eager))
+			e.deliver(r)
+			continue
+		}
+		if err := e.control(p.src, header{seq: mpiSeq(mpiCTS, p.req, r)}, wrMPICtl, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deliver queues receive buffer r, whose data has arrived, for GetData.
+func (e *mpi) deliver(r int) {
+	p := e.pending[r]
+	e.pending[r] = mpiPending{state: recvLent}
+	off := e.recvOff + r*e.msg
+	d := Delivery{Src: p.src, Data: e.mr.Bytes()[off+HeaderBytes : off+HeaderBytes+p.h.n], N: p.h.n, Tuples: p.h.tuples, Sum: p.h.sum, id: r}
+	if p.h.flags&flagDepleted != 0 {
+		d.State = Depleted
+		e.closedSrc[p.src] = true
+		e.doneCount++
+	}
+	e.ready = append(e.ready, d)
+}
+
+// GetData is MPI_Waitany over the posted receive buffers.
+func (e *mpi) GetData(th fabric.Thread) (Delivery, error) {
+	th.Compute(e.costs.CallCycles)
+	return e.getData(th, receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: func() (int, error) { return e.progress(th) }})
+}
+
+// Release posts the buffer again as an MPI_Irecv and matches any
+// unexpected message with it.
+func (e *mpi) Release(th fabric.Thread, d Delivery) error {
+	if d.End {
+		return nil
+	}
+	e.lock()
+	defer e.unlock()
+	if d.id < 0 || d.id >= len(e.pending) || e.pending[d.id].state != recvLent {
+		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+	}
+	th.Compute(e.costs.CallCycles)
+	e.pending[d.id].state = recvFree
+	e.freeRecv = append(e.freeRecv, d.id)
+	return e.match(th)
+}
+
+// Close waits for every send to complete, meets the other nodes at a
+// barrier and frees everything.
+func (e *mpi) Close(th fabric.Thread) error {
+	e.lock()
+	defer e.unlock()
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.signaled > 0 {
+		n, err := e.progress(th)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := e.wait(th, deadline, nil, "waiting for the last sends to complete"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := e.node.OOB().Barrier(fmt.Sprintf("mpi/%d/down", e.cfg.Tag)); err != nil {
+		return err
+	}
+	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
+}

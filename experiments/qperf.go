@@ -1,0 +1,52 @@
+package experiments
+
+import (
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// runQperf runs the qperf baseline: every node streams RC sends of
+// MsgBytes from one registered buffer to every other node over Threads
+// queue pairs per peer (qperf is one process per stream, so a node runs
+// Threads streams to each peer, n x t connections as MEMQ), the receivers
+// repost every receive at once and never touch the data. It moves no
+// tuples, so its integrity check is at the message level: every receiver
+// must count exactly the messages sent to it over RC, or the run fails.
+// It measures the network's ceiling for the shuffle's traffic, as the
+// dashed qperf line of seed 001's figure 19.
+func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
+	n, t := cfg.Nodes, cfg.Threads
+	iters := max(1, int(cfg.BytesPerNode/int64(cfg.MsgBytes)/int64(n-1)/int64(t)))
+	pc := perftest.Config{Test: "alltoall_bw", Size: cfg.MsgBytes, Iters: iters, QPs: t, Interleave: true,
+		TxDepth: max(cfg.Buffers, 16), RxDepth: max(cfg.Buffers, 16)}
+	if err := pc.Normalize(n); err != nil {
+		return nil, err
+	}
+	c, err := sim.New(sim.Config{Nodes: n, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	for i := 0; i < n; i++ {
+		if err := c.SetFaults(i, cfg.Faults); err != nil {
+			return nil, err
+		}
+	}
+	t0 := time.Now()
+	res, err := perftest.Run(c, pc)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),
+		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: pc.TxDepth, Seed: cfg.Seed,
+		BytesPerNode: int64(iters) * int64(cfg.MsgBytes) * int64(n-1) * int64(t), CyclesPerTuple: cfg.CyclesPerTuple,
+		ThroughputGiBs: res.BWAvgGbps * 1e9 / 8 / (1 << 30), ResponseS: res.DurationUS / 1e6,
+		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
+		QPCacheMiss: c.Stats().QPCacheMissRate()}
+	if prof.Source() != "builtin" {
+		rec.Profile = "file:" + prof.Source()
+	}
+	return rec, nil
+}
