@@ -59,6 +59,15 @@ type Record struct {
 	CreditWrites   int64   `json:"credit_writes"`
 	CreditStalls   int64   `json:"credit_stalls"`
 	QPCacheMiss    float64 `json:"qp_cache_miss_rate"`
+	// Fractions of the sending and receiving threads' time spent waiting
+	// (in Thread.Wait: for a free buffer, credit, data or completions),
+	// over all threads of all nodes, from the start barrier to each
+	// thread's end.
+	SenderIdle   float64 `json:"sender_idle"`
+	ReceiverIdle float64 `json:"receiver_idle"`
+	// Receiving threads' time in Release (returning the buffer: reposting
+	// the receive and writing credit back), milliseconds per GiB received.
+	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
 	SimEvents      uint64  `json:"sim_events"`
 	WallS          float64 `json:"wall_s"`
 }
@@ -167,6 +176,7 @@ func Run(cfg RunConfig) (*Record, error) {
 	setup := make([]fabric.Duration, n) // per node
 	resp := make([]fabric.Duration, n)  // per node: start to last receive
 	infos := make([]algos.EndpointInfo, n)
+	meters := make([]nodeMeter, n)
 	tuplesPerNode := cfg.BytesPerNode / algos.TupleBytes
 	t0 := time.Now()
 	err = c.Run(func(th fabric.Thread) error {
@@ -235,7 +245,8 @@ func Run(cfg RunConfig) (*Record, error) {
 			running.Add(2)
 			th.Spawn(fmt.Sprintf("shuffle%d", k), 2*k%th.Node().Cores(), func(st fabric.Thread) error {
 				defer func() { running.Add(-1); done.Notify() }()
-				s, err := algos.Shuffle(st, ep, algos.ShuffleInput{Rel: rel, From: from, To: to}, groups, last)
+				m := &meter{Thread: st}
+				s, err := algos.Shuffle(m, ep, algos.ShuffleInput{Rel: rel, From: from, To: to}, groups, last)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return err
@@ -244,12 +255,16 @@ func Run(cfg RunConfig) (*Record, error) {
 				for d := range s {
 					sent[me][d].Add(s[d])
 				}
+				meters[me].sendIdle += m.idle
+				meters[me].sendTime += st.Now().Sub(start)
 				mu.Unlock()
 				return nil
 			})
 			th.Spawn(fmt.Sprintf("receive%d", k), (2*k+1)%th.Node().Cores(), func(rt fabric.Thread) error {
 				defer func() { running.Add(-1); done.Notify() }()
-				r, err := algos.Receive(rt, ep, n, cfg.CyclesPerTuple)
+				m := &meter{Thread: rt}
+				rep := &releaseMeter{Endpoint: ep}
+				r, err := algos.Receive(m, rep, n, cfg.CyclesPerTuple)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return err
@@ -259,6 +274,9 @@ func Run(cfg RunConfig) (*Record, error) {
 					got[me][s].Add(r.From[s])
 				}
 				corrupt[me] += r.Corrupt
+				meters[me].recvIdle += m.idle
+				meters[me].recvTime += rt.Now().Sub(start)
+				meters[me].release += rep.spent
 				if rt.Now() > end {
 					end = rt.Now()
 				}
@@ -297,7 +315,9 @@ func Run(cfg RunConfig) (*Record, error) {
 	}
 	rec.Integrity = integrity(sent, got, corrupt)
 	var recvBytes float64
+	var all nodeMeter
 	for i := 0; i < n; i++ {
+		all.add(meters[i])
 		rec.ResponseS = max(rec.ResponseS, resp[i].Seconds())
 		rec.SetupMS = max(rec.SetupMS, setup[i].Seconds()*1e3)
 		for j := 0; j < n; j++ {
@@ -309,6 +329,11 @@ func Run(cfg RunConfig) (*Record, error) {
 		rec.RegisteredPer = max(rec.RegisteredPer, infos[i].RegisteredBytes)
 		rec.CreditWrites += infos[i].CreditWrites
 		rec.CreditStalls += infos[i].CreditStalls
+	}
+	rec.SenderIdle = ratio(all.sendIdle, all.sendTime)
+	rec.ReceiverIdle = ratio(all.recvIdle, all.recvTime)
+	if recvBytes > 0 {
+		rec.ReleaseMSPerGiB = all.release.Seconds() * 1e3 / (recvBytes / (1 << 30))
 	}
 	if rec.ResponseS > 0 {
 		rec.ThroughputGiBs = recvBytes / float64(n) / rec.ResponseS / (1 << 30)
@@ -338,4 +363,51 @@ func integrity(sent, got [][]algos.Tally, corrupt []int) string {
 		}
 	}
 	return "ok"
+}
+
+// meter wraps a thread and measures the time it spends in Wait.
+type meter struct {
+	fabric.Thread
+	idle fabric.Duration
+}
+
+// Wait waits as the wrapped thread does and adds the time to idle.
+func (m *meter) Wait(deadline fabric.Time, on ...fabric.Waitable) {
+	t0 := m.Now()
+	m.Thread.Wait(deadline, on...)
+	m.idle += m.Now().Sub(t0)
+}
+
+// releaseMeter wraps an endpoint for one receiving thread and measures the
+// time that thread spends in Release.
+type releaseMeter struct {
+	algos.Endpoint
+	spent fabric.Duration
+}
+
+func (r *releaseMeter) Release(th fabric.Thread, d algos.Delivery) error {
+	t0 := th.Now()
+	err := r.Endpoint.Release(th, d)
+	r.spent += th.Now().Sub(t0)
+	return err
+}
+
+// nodeMeter sums one node's thread meters.
+type nodeMeter struct {
+	sendIdle, sendTime, recvIdle, recvTime, release fabric.Duration
+}
+
+func (a *nodeMeter) add(b nodeMeter) {
+	a.sendIdle += b.sendIdle
+	a.sendTime += b.sendTime
+	a.recvIdle += b.recvIdle
+	a.recvTime += b.recvTime
+	a.release += b.release
+}
+
+func ratio(a, b fabric.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
