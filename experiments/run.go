@@ -68,8 +68,8 @@ type Record struct {
 	// Receiving threads' time in Release (returning the buffer: reposting
 	// the receive and writing credit back), milliseconds per GiB received.
 	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
-	SimEvents      uint64  `json:"sim_events"`
-	WallS          float64 `json:"wall_s"`
+	SimEvents       uint64  `json:"sim_events"`
+	WallS           float64 `json:"wall_s"`
 }
 
 // Designs lists the eight endpoint designs of seed 001.
