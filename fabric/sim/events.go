@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
@@ -23,10 +24,10 @@ type event struct {
 	p   *packet
 }
 
-// Queue layout: the heap orders small keys, and the payloads (handler,
+// Queue layout: the queue orders small keys, and the payloads (handler,
 // argument, packet) wait in a slab, in a slot named by the key. Moving
-// 16-byte keys instead of 48-byte events makes sifting about a third
-// cheaper, and the order is exactly that of (at, seq).
+// 16-byte keys instead of 48-byte events is cheaper, and the order is
+// exactly that of (at, seq).
 const (
 	slotBits = 24 // up to 16 M pending events
 	slotMask = 1<<slotBits - 1
@@ -52,15 +53,49 @@ type evBody struct {
 	p   *packet
 }
 
-// eventQueue is a 4-ary min-heap of event keys with a slab of payloads.
+// eventQueue is a calendar queue: the near future is a ring of short
+// time buckets, each kept sorted, with a bitmap of the non-empty ones;
+// events beyond the ring's window wait in a 4-ary heap (far). Nearly every
+// event of the network model lands a few nanoseconds to a microsecond
+// ahead, so pushing is an append (or a short insertion) and popping takes
+// the head of the first non-empty bucket, instead of sifting through a
+// heap. The order is exactly (at, seq) either way: the earliest event is
+// the smaller of the first bucket's head and the far heap's top.
+//
+// The ring covers buckets base .. base+ringSize-1, where base is the
+// bucket of the last popped event; time never goes back, so every event in
+// the ring is in that window, and scanning the bitmap from base's position
+// (wrapping around) meets them in time order.
 type eventQueue struct {
-	h    []evKey
+	ring []bucket              // ringSize buckets, allocated on first use
+	bits [ringSize / 64]uint64 // non-empty buckets
+	base int64                 // bucket number of the last popped event
+	nr   int                   // events in the ring
+	far  []evKey               // 4-ary min-heap of the other events
+
 	body []evBody
 	free []uint32 // free slots of body
 	seq  uint64   // last sequence number handed out (also used by timers)
+
+	// The earliest event, once found and until the queue changes.
+	minOK   bool
+	minRing int // its bucket, or -1 for the far heap's top
 }
 
-func (q *eventQueue) len() int { return len(q.h) }
+const (
+	bucketBits = 12 // a bucket spans 2^12 ps (4.1 ns)
+	ringBits   = 12 // 4096 buckets: a window of 16.8 us
+	ringSize   = 1 << ringBits
+	ringMask   = ringSize - 1
+)
+
+// bucket holds the ring's events of one time slice, sorted, from head on.
+type bucket struct {
+	k    []evKey
+	head int
+}
+
+func (q *eventQueue) len() int { return q.nr + len(q.far) }
 
 func (q *eventQueue) push(at fabric.Time, h handler, arg uint64, p *packet) {
 	q.seq++
@@ -79,37 +114,109 @@ func (q *eventQueue) push(at fabric.Time, h handler, arg uint64, p *packet) {
 		slot = uint32(len(q.body))
 		q.body = append(q.body, evBody{h, arg, p})
 	}
-	q.h = append(q.h, evKey{at: at, key: q.seq<<slotBits | uint64(slot)})
-	q.up(len(q.h) - 1)
+	k := evKey{at: at, key: q.seq<<slotBits | uint64(slot)}
+	q.minOK = false
+	b := int64(at) >> bucketBits
+	if at < 0 || uint64(b-q.base) >= ringSize {
+		q.far = append(q.far, k)
+		q.up(len(q.far) - 1)
+		return
+	}
+	if q.ring == nil {
+		q.ring = make([]bucket, ringSize)
+	}
+	i := int(b & ringMask)
+	bk := &q.ring[i]
+	bk.k = append(bk.k, k)
+	for j := len(bk.k) - 1; j > bk.head && k.before(bk.k[j-1]); j-- { // keep it sorted
+		bk.k[j], bk.k[j-1] = bk.k[j-1], k
+	}
+	q.bits[i>>6] |= 1 << (i & 63)
+	q.nr++
+}
+
+// first finds the earliest event; the queue must not be empty.
+func (q *eventQueue) first() {
+	if q.minOK {
+		return
+	}
+	q.minOK, q.minRing = true, -1
+	if q.nr == 0 {
+		return
+	}
+	i := q.nextBucket()
+	if len(q.far) == 0 || q.ring[i].k[q.ring[i].head].before(q.far[0]) {
+		q.minRing = i
+	}
+}
+
+// nextBucket is the first non-empty bucket from base on, wrapping around;
+// the ring must not be empty.
+func (q *eventQueue) nextBucket() int {
+	start := int(q.base & ringMask)
+	w := start >> 6
+	if m := q.bits[w] &^ (1<<(start&63) - 1); m != 0 {
+		return w<<6 | bits.TrailingZeros64(m)
+	}
+	for n := 1; n <= len(q.bits); n++ {
+		j := (w + n) % len(q.bits)
+		if m := q.bits[j]; m != 0 {
+			return j<<6 | bits.TrailingZeros64(m)
+		}
+	}
+	panic("sim: event ring inconsistent")
 }
 
 // peek returns the earliest event's time; ok is false when empty.
 func (q *eventQueue) peek() (fabric.Time, bool) {
-	if len(q.h) == 0 {
-		return 0, false
-	}
-	return q.h[0].at, true
+	at, _, ok := q.peekKey()
+	return at, ok
 }
 
 // peekKey returns the earliest event's time and sequence number; ok is
 // false when empty.
 func (q *eventQueue) peekKey() (at fabric.Time, seq uint64, ok bool) {
-	if len(q.h) == 0 {
+	if q.len() == 0 {
 		return 0, 0, false
 	}
-	return q.h[0].at, q.h[0].key >> slotBits, true
+	q.first()
+	k := q.top()
+	return k.at, k.key >> slotBits, true
+}
+
+func (q *eventQueue) top() evKey {
+	if q.minRing < 0 {
+		return q.far[0]
+	}
+	b := &q.ring[q.minRing]
+	return b.k[b.head]
 }
 
 // pop removes and returns the earliest event; the queue must not be empty.
 func (q *eventQueue) pop() event {
-	h := q.h
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	q.h = h[:n]
-	if n > 0 {
-		q.down(0)
+	q.first()
+	var top evKey
+	if i := q.minRing; i >= 0 {
+		b := &q.ring[i]
+		top = b.k[b.head]
+		b.head++
+		if b.head == len(b.k) {
+			b.k, b.head = b.k[:0], 0
+			q.bits[i>>6] &^= 1 << (i & 63)
+		}
+		q.nr--
+	} else {
+		h := q.far
+		top = h[0]
+		n := len(h) - 1
+		h[0] = h[n]
+		q.far = h[:n]
+		if n > 0 {
+			q.down(0)
+		}
 	}
+	q.minOK = false
+	q.base = int64(top.at) >> bucketBits
 	slot := uint32(top.key & slotMask)
 	b := &q.body[slot]
 	ev := event{at: top.at, seq: top.key >> slotBits, h: b.h, arg: b.arg, p: b.p}
@@ -121,14 +228,25 @@ func (q *eventQueue) pop() event {
 // each calls fn for every pending event, in no particular order (tests
 // inspect the queue with it).
 func (q *eventQueue) each(fn func(at fabric.Time, h handler, arg uint64)) {
-	for _, k := range q.h {
+	visit := func(k evKey) {
 		b := &q.body[k.key&slotMask]
 		fn(k.at, b.h, b.arg)
+	}
+	for _, k := range q.far {
+		visit(k)
+	}
+	for w, m := range q.bits {
+		for ; m != 0; m &= m - 1 {
+			b := &q.ring[w<<6|bits.TrailingZeros64(m)]
+			for _, k := range b.k[b.head:] {
+				visit(k)
+			}
+		}
 	}
 }
 
 func (q *eventQueue) up(i int) {
-	h := q.h
+	h := q.far
 	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 4
@@ -142,7 +260,7 @@ func (q *eventQueue) up(i int) {
 }
 
 func (q *eventQueue) down(i int) {
-	h := q.h
+	h := q.far
 	n := len(h)
 	e := h[i]
 	for {
