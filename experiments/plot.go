@@ -279,7 +279,7 @@ func (e *shiftedErrBars) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 // SeriesOf turns sweep results into plot series: one series per value of
-// the parameter seriesBy (its name "key=value"; a single series "all" if
+// the parameter seriesBy (named by the value; a single series "all" if
 // seriesBy is "" or not in the keys), one point per value of the
 // parameter xBy (X its number if it is one, Label its text), with Y the
 // mean of y over the results sharing both (the seeds) and Err the 95%
@@ -301,7 +301,7 @@ func SeriesOf(results []Result, seriesBy, xBy string, y func(Result) float64) ([
 		}
 		sv := "all"
 		if v, ok := KeyValue(r.Key, seriesBy); ok {
-			sv = seriesBy + "=" + v
+			sv = v
 		}
 		c := cell{sv, xv}
 		if _, ok := vals[c]; !ok {
@@ -383,4 +383,34 @@ func csvValue(v reflect.Value) string {
 		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
 	}
 	return fmt.Sprint(v.Interface())
+}
+
+// Metric returns a y function for SeriesOf: the numeric run-record field
+// with JSON name name (throughput_gibps, response_s, setup_ms, ...).
+func Metric(name string) (func(Result) float64, error) {
+	rt := reflect.TypeFor[Record]()
+	var numeric []string
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch f.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
+		default:
+			continue
+		}
+		if tag == name {
+			return func(r Result) float64 {
+				v := reflect.ValueOf(r.Record).Elem().Field(i)
+				switch v.Kind() {
+				case reflect.Float64:
+					return v.Float()
+				case reflect.Uint64:
+					return float64(v.Uint())
+				}
+				return float64(v.Int())
+			}, nil
+		}
+		numeric = append(numeric, tag)
+	}
+	return nil, fmt.Errorf("metric %q: want a numeric field of the run record: %s", name, strings.Join(numeric, ", "))
 }

@@ -70,8 +70,8 @@ func TestSeriesOfAndCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ss) != 2 || ss[0].Name != "design=A" || len(ss[0].Points) != 2 || ss[0].Points[0].Y != 2 || ss[0].Points[0].Err <= 0 ||
-		ss[0].Points[1].X != 4 || ss[0].Points[1].Err != 0 || ss[1].Name != "design=B" || len(ss[1].Points) != 1 {
+	if len(ss) != 2 || ss[0].Name != "A" || len(ss[0].Points) != 2 || ss[0].Points[0].Y != 2 || ss[0].Points[0].Err <= 0 ||
+		ss[0].Points[1].X != 4 || ss[0].Points[1].Err != 0 || ss[1].Name != "B" || len(ss[1].Points) != 1 {
 		t.Fatalf("%+v", ss)
 	}
 	if _, err := SeriesOf(rs, "design", "threads", nil); err == nil || !strings.Contains(err.Error(), `no parameter "threads"`) {

@@ -27,5 +27,8 @@ real hardware.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(benchCmd(), overviewCmd(), profilesCmd(), runCmd())
+	root.AddCommand(sweepCmd())
+	root.AddCommand(mergeCmd())
+	root.AddCommand(plotCmd())
 	return root
 }

@@ -1,0 +1,356 @@
+package main
+
+// explore sweep, merge and plot: the command-line face of
+// experiments/sweep.go, stats.go and plot.go (docs/sweeps.md).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+)
+
+func sweepCmd() *cobra.Command {
+	var out, shard string
+	var jobs int
+	var table bool
+	cmd := &cobra.Command{
+		Use:   "sweep <spec.yaml>",
+		Short: "Run every point of a sweep spec (in parallel, resumable, shardable) into a JSONL file",
+		Long: `sweep runs the cartesian product of parameter values that a YAML spec describes
+(docs/sweeps.md), one 'explore run' per point, several at a time, and writes one JSON
+line per point: the run record plus the point's index and key, or its error. The file
+is sorted by point and identical whatever --jobs; run the same command again to resume
+(points already in the file are skipped, failed ones run again). --shard i/N runs only
+every N-th point (for a Slurm job array); 'explore merge' joins the shards.
+
+Parameters (explore run's flag names): ` + strings.Join(experiments.Params(), ", ") + `.`,
+		Example: `  explore sweep experiments/specs/example.yaml
+  explore sweep fig19.yaml --jobs 16 --shard $SLURM_ARRAY_TASK_ID/8`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sw, err := readSpec(args[0])
+			if err != nil {
+				return err
+			}
+			var sh experiments.Shard
+			if shard != "" {
+				if sh, err = experiments.ParseShard(shard); err != nil {
+					return fmt.Errorf("--shard: %w", err)
+				}
+			}
+			if jobs < 0 {
+				return fmt.Errorf("--jobs %d: want 1 or more (0: one per core)", jobs)
+			}
+			if out == "" {
+				out = filepath.Join("results", sw.Name+".jsonl")
+				if sh.N > 0 {
+					out = filepath.Join("results", fmt.Sprintf("%s.shard-%d-of-%d.jsonl", sw.Name, sh.I, sh.N))
+				}
+			}
+			stderr := cmd.ErrOrStderr()
+			prog := newProgress(stderr)
+			opts := experiments.SweepOptions{Jobs: jobs, Shard: sh, Out: out, Progress: prog.point,
+				Warn: func(w string) { fmt.Fprintln(stderr, "warning:", w) }}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := experiments.RunSweep(ctx, sw, opts)
+			prog.finish()
+			if rep == nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if table {
+				printSweep(w, sw, rep.Results)
+			}
+			n := rep.Ran + rep.Skipped
+			what := fmt.Sprintf("%s: %d points", sw.Name, n)
+			if sh.N > 0 {
+				what = fmt.Sprintf("%s shard %s: %d of %d points", sw.Name, sh, n, sw.Len())
+			}
+			fmt.Fprintf(w, "%s: %d run, %d already done, %d failed; %.1fs wall; results in %s\n",
+				what, rep.Ran, rep.Skipped, rep.Failed, rep.Wall.Seconds(), out)
+			switch {
+			case errors.Is(err, context.Canceled):
+				return fmt.Errorf("interrupted; run the same command again to resume")
+			case errors.Is(err, experiments.ErrPointsFailed):
+				return fmt.Errorf("%d of %d points failed (see the error field in %s)", rep.Failed, n, out)
+			}
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&out, "out", "o", "", "output JSONL file (default results/<name>.jsonl, results/<name>.shard-i-of-N.jsonl with --shard)")
+	fl.IntVarP(&jobs, "jobs", "j", 0, "points run at once (default: one per core)")
+	fl.StringVar(&shard, "shard", "", "run only shard i of N (points with index % N == i-1), e.g. 2/8")
+	fl.BoolVar(&table, "table", true, "print a summary table at the end (mean and 95% interval over seeds)")
+	return cmd
+}
+
+func readSpec(path string) (*experiments.Sweep, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("sweep spec: %w", err)
+	}
+	sw, err := experiments.ParseSweep(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sw, nil
+}
+
+// progress shows finished points: a bar with rate and ETA on a terminal,
+// one plain line per point otherwise (logs, Slurm output files).
+type progress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func newProgress(w io.Writer) *progress {
+	return &progress{w: w}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (p *progress) point(pr experiments.Progress) {
+	if p.bar == nil && isTerminal(p.w) {
+		p.bar = progressbar.NewOptions(pr.Total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("sweep"),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("points"),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true), progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond))
+		p.bar.Add(pr.Done - 1)
+	}
+	r := pr.Result
+	if p.bar != nil {
+		if r.Failed() {
+			p.bar.Clear()
+			fmt.Fprintf(p.w, "failed: %s: %s\n", r.Key, r.Error)
+		}
+		p.bar.Add(1)
+		return
+	}
+	var status string
+	if r.Failed() {
+		status = "FAILED: " + r.Error
+	} else {
+		status = fmt.Sprintf("%.2f GiB/s %s", r.ThroughputGiBs, r.Integrity)
+	}
+	fmt.Fprintf(p.w, "[%d/%d] %s %.1fs %s\n", pr.Done, pr.Total, r.Key, r.Wall.Seconds(), status)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+		fmt.Fprintln(p.w)
+	}
+}
+
+// printSweep prints one row per configuration (the varied parameters but
+// the seed): runs, throughput mean (± 95% half-width over seeds),
+// response time, integrity and failures.
+func printSweep(w io.Writer, sw *experiments.Sweep, results []experiments.Result) {
+	var cols []string
+	for _, k := range sw.Varied() {
+		if k != "seed" {
+			cols = append(cols, k)
+		}
+	}
+	type group struct {
+		key            string
+		tput, resp     []float64
+		integrity      map[string]int
+		integrityOrder []string
+		failed         int
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, r := range results {
+		k := experiments.KeyDrop(r.Key, "seed")
+		g := byKey[k]
+		if g == nil {
+			g = &group{key: k, integrity: map[string]int{}}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		if r.Failed() {
+			g.failed++
+			continue
+		}
+		g.tput = append(g.tput, r.ThroughputGiBs)
+		g.resp = append(g.resp, r.ResponseS*1e3)
+		if g.integrity[r.Integrity] == 0 {
+			g.integrityOrder = append(g.integrityOrder, r.Integrity)
+		}
+		g.integrity[r.Integrity]++
+	}
+	t := newTable(w)
+	t.Header(append(append([]any{}, toAny(cols)...), "runs", "throughput[GiB/s]", "response[ms]", "integrity", "failed")...)
+	for _, g := range groups {
+		var row []string
+		for _, c := range cols {
+			v, _ := experiments.KeyValue(g.key, c)
+			row = append(row, v)
+		}
+		tp, rs := experiments.Summarize1(g.tput), experiments.Summarize1(g.resp)
+		integ := make([]string, len(g.integrityOrder))
+		for i, s := range g.integrityOrder {
+			integ[i] = s
+			if len(g.integrityOrder) > 1 {
+				integ[i] += " " + strconv.Itoa(g.integrity[s])
+			}
+		}
+		row = append(row, strconv.Itoa(len(g.tput)), meanCI(tp, 2), meanCI(rs, 3), strings.Join(integ, ", "), strconv.Itoa(g.failed))
+		t.Append(toAny(row)...)
+	}
+	t.Render()
+}
+
+func meanCI(s experiments.Summary, prec int) string {
+	switch {
+	case s.N == 0:
+		return "-"
+	case !s.HasCI:
+		return strconv.FormatFloat(s.Mean, 'f', prec, 64)
+	}
+	return fmt.Sprintf("%.*f ± %.*f", prec, s.Mean, prec, s.CI95)
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func mergeCmd() *cobra.Command {
+	var out, spec string
+	cmd := &cobra.Command{
+		Use:   "merge -o merged.jsonl a.jsonl b.jsonl ...",
+		Short: "Join the output files of a sweep's shards into one file sorted by point",
+		Long: `merge writes the union of sweep output files (the shards of one sweep) sorted by
+point, byte-identical to what an unsharded run writes. A point in several files must
+have identical lines there. With --spec, every line must be a point of that spec, and
+points in no file are listed (the merged file is written, and merge exits non-zero).`,
+		Example: `  explore merge --spec fig19.yaml -o results/fig19.jsonl results/fig19.shard-*-of-8.jsonl`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return errors.New("-o: name the merged output file")
+			}
+			var sw *experiments.Sweep
+			if spec != "" {
+				var err error
+				if sw, err = readSpec(spec); err != nil {
+					return err
+				}
+			}
+			stderr := cmd.ErrOrStderr()
+			rep, err := experiments.Merge(out, sw, func(w string) { fmt.Fprintln(stderr, "warning:", w) }, args...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d points from %d files into %s; %d failed\n", len(rep.Results), len(args), out, rep.Failed)
+			if len(rep.Missing) > 0 {
+				for _, p := range rep.Missing {
+					fmt.Fprintf(stderr, "missing: point %d %s\n", p.Index, p.Key)
+				}
+				return fmt.Errorf("%s lacks %d of the %d points of %s (listed above)", out, len(rep.Missing), sw.Len(), spec)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "merged output file (required)")
+	cmd.Flags().StringVar(&spec, "spec", "", "the sweep spec: check the points and list the missing ones")
+	return cmd
+}
+
+func plotCmd() *cobra.Command {
+	var ps experiments.PlotSpec
+	var x, series, y, out, csvPath string
+	var hlines []string
+	cmd := &cobra.Command{
+		Use:   "plot <results.jsonl> -o base --x nodes --series design",
+		Short: "Plot sweep results (mean and 95% interval over seeds) as PNG and SVG",
+		Long: `plot draws one metric of a sweep's results against a varied parameter, one line (or,
+with --kind bars, one bar per category) for each value of another, averaging the seeds
+and drawing 95% confidence intervals as error bars. It writes base.png and base.svg.`,
+		Example: `  explore plot results/example.jsonl -o results/example --x nodes --series design
+  explore plot results/fig19.jsonl -o fig19 --x nodes --series design --logx --hline qperf=11.2
+  explore plot results/patterns.jsonl -o patterns --kind bars --x pattern --series design`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return errors.New("-o: name the output files' base (base.png, base.svg)")
+			}
+			metric, err := experiments.Metric(y)
+			if err != nil {
+				return fmt.Errorf("--y: %w", err)
+			}
+			stderr := cmd.ErrOrStderr()
+			rs, err := experiments.ReadResults(args[0], func(w string) { fmt.Fprintln(stderr, "warning:", w) })
+			if err != nil {
+				return err
+			}
+			if csvPath != "" {
+				if err := experiments.WriteCSV(csvPath, rs); err != nil {
+					return err
+				}
+			}
+			if ps.Series, err = experiments.SeriesOf(rs, series, x, metric); err != nil {
+				return err
+			}
+			for _, h := range hlines {
+				name, v, ok := strings.Cut(h, "=")
+				f, err := strconv.ParseFloat(v, 64)
+				if !ok || err != nil {
+					return fmt.Errorf("--hline %q: want name=value, e.g. qperf=11.2", h)
+				}
+				ps.HLines = append(ps.HLines, experiments.RefLine{Name: name, Y: f})
+			}
+			if ps.XLabel == "" {
+				ps.XLabel = x
+			}
+			if ps.YLabel == "" {
+				ps.YLabel = y
+			}
+			if ps.Title == "" {
+				ps.Title = strings.TrimSuffix(filepath.Base(args[0]), ".jsonl")
+			}
+			if err := experiments.WritePlot(out, ps); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.png and %s.svg\n", out, out)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&out, "out", "o", "", "output base name (writes base.png and base.svg)")
+	fl.StringVar(&x, "x", "nodes", "varied parameter along x")
+	fl.StringVar(&series, "series", "design", "varied parameter that makes the series (\"\" for one series)")
+	fl.StringVar(&y, "y", "throughput_gibps", "run-record field to plot")
+	fl.StringVar(&ps.Kind, "kind", "lines", "lines or bars")
+	fl.BoolVar(&ps.LogX, "logx", false, "log-scale x axis")
+	fl.StringVar(&ps.Title, "title", "", "title (default: the results file's name)")
+	fl.StringVar(&ps.XLabel, "xlabel", "", "x-axis label (default: --x)")
+	fl.StringVar(&ps.YLabel, "ylabel", "", "y-axis label (default: --y)")
+	fl.StringArrayVar(&hlines, "hline", nil, "dashed reference line name=value, e.g. qperf=11.2 (repeatable)")
+	fl.StringVar(&csvPath, "csv", "", "also write the results as CSV to this file")
+	return cmd
+}
