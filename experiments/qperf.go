@@ -14,6 +14,8 @@ import (
 // repost every receive at once and never touch the data. It moves no
 // tuples, so its integrity check is at the message level: every receiver
 // must count exactly the messages sent to it over RC, or the run fails.
+// The record's BytesPerNode is the input asked for; the bytes moved are
+// that rounded down to whole messages per stream (at least one).
 // It measures the network's ceiling for the shuffle's traffic, as the
 // dashed qperf line of seed 001's figure 19.
 func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
@@ -40,8 +42,8 @@ func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
 		return nil, err
 	}
 	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),
-		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: pc.TxDepth, Seed: cfg.Seed,
-		BytesPerNode: int64(iters) * int64(cfg.MsgBytes) * int64(n-1) * int64(t), CyclesPerTuple: cfg.CyclesPerTuple,
+		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
+		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple,
 		ThroughputGiBs: res.BWAvgGbps * 1e9 / 8 / (1 << 30), ResponseS: res.DurationUS / 1e6,
 		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate()}

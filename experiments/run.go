@@ -13,15 +13,20 @@ import (
 
 // RunConfig is one shuffle: a design, a cluster and a workload.
 type RunConfig struct {
-	Design         string // e.g. "MEMQ/SR"
-	Nodes          int
-	Threads        int // sending threads per node, and as many receiving threads
-	Pattern        algos.Pattern
-	Profile        string // built-in profile name or YAML path
-	MsgBytes       int
-	Buffers        int // per thread (endpoint) per destination
-	CreditEvery    int
-	BytesPerNode   int64 // payload each node sends
+	Design       string // e.g. "MEMQ/SR"
+	Nodes        int
+	Threads      int // sending threads per node, and as many receiving threads
+	Pattern      algos.Pattern
+	Profile      string // built-in profile name or YAML path
+	MsgBytes     int
+	Buffers      int // per thread (endpoint) per destination
+	CreditEvery  int
+	BytesPerNode int64 // payload each node sends
+	// BytesPerPair, when positive, sizes the input instead of BytesPerNode:
+	// each sending thread sends about this many payload bytes to each
+	// destination, whatever the cluster size and pattern, so that runs of
+	// different sizes are equally far from their start-up and drain.
+	BytesPerPair   int64
 	CyclesPerTuple int64 // receiving fragment's work per tuple
 	Seed           uint64
 	Payload        bool // move real bytes (checks content, slower)
@@ -47,6 +52,7 @@ type Record struct {
 	CreditEvery    int     `json:"credit_every"`
 	Seed           uint64  `json:"seed"`
 	BytesPerNode   int64   `json:"bytes_per_node"`
+	BytesPerPair   int64   `json:"bytes_per_pair,omitempty"`
 	CyclesPerTuple int64   `json:"cycles_per_tuple"`
 	ThroughputGiBs float64 `json:"throughput_gibps"`
 	ResponseS      float64 `json:"response_s"`
@@ -114,6 +120,9 @@ func (c *RunConfig) normalize(cores int) error {
 	if c.BytesPerNode == 0 {
 		c.BytesPerNode = 64 << 20
 	}
+	if c.BytesPerPair > 0 {
+		c.BytesPerNode = c.bytesForPairs()
+	}
 	known := false
 	for _, d := range AllDesigns {
 		known = known || d == c.Design
@@ -135,10 +144,29 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--nodes %d: the qperf baseline sends between distinct nodes; use at least 2", c.Nodes)
 	case c.Design == "qperf" && c.Pattern != algos.Repartition:
 		return fmt.Errorf("--pattern %s: the qperf baseline is all-to-all traffic (a repartition ceiling, as in seed 001); use repartition", c.Pattern)
+	case c.BytesPerPair < 0:
+		return fmt.Errorf("--bytes-per-pair %d: must not be negative", c.BytesPerPair)
 	case c.CyclesPerTuple < 0:
 		return fmt.Errorf("--cycles-per-tuple %d: must not be negative", c.CyclesPerTuple)
 	}
 	return nil
+}
+
+// bytesForPairs is the input per node that makes each of Threads sending
+// threads send BytesPerPair to each destination: repartition spreads a
+// node's input over its destinations, multicast:K sends every tuple to K
+// of them, broadcast to all.
+func (c *RunConfig) bytesForPairs() int64 {
+	perDest := c.BytesPerPair * int64(c.Threads)
+	switch {
+	case c.Pattern == algos.Broadcast:
+		return perDest
+	case strings.HasPrefix(string(c.Pattern), string(algos.Multicast)+":"):
+		var k int64
+		fmt.Sscanf(string(c.Pattern), string(algos.Multicast)+":%d", &k)
+		return perDest * int64(c.Nodes) / max(k, 1)
+	}
+	return perDest * int64(c.Nodes)
 }
 
 // Run runs one shuffle on a simulated cluster and checks that every node
@@ -308,7 +336,7 @@ func Run(cfg RunConfig) (*Record, error) {
 	}
 	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
-		BytesPerNode: cfg.BytesPerNode, CyclesPerTuple: cfg.CyclesPerTuple, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
+		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate()}
 	if prof.Source() != "builtin" {
 		rec.Profile = "file:" + prof.Source()

@@ -30,5 +30,6 @@ real hardware.`,
 	root.AddCommand(sweepCmd())
 	root.AddCommand(mergeCmd())
 	root.AddCommand(plotCmd())
+	root.AddCommand(figureCmd(), reproduceCmd())
 	return root
 }

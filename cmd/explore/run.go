@@ -63,6 +63,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")
 	fl.IntVar(&cfg.CreditEvery, "credit-every", 2, "receives posted per credit write-back")
 	fl.Int64Var(&cfg.BytesPerNode, "bytes-per-node", 64<<20, "payload bytes each node sends")
+	fl.Int64Var(&cfg.BytesPerPair, "bytes-per-pair", 0, "size the input so each sending thread sends about this many bytes to each destination (overrides --bytes-per-node)")
 	fl.Int64Var(&cfg.CyclesPerTuple, "cycles-per-tuple", 0, "receiving fragment's processing per tuple, CPU cycles")
 	fl.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	fl.BoolVar(&cfg.Payload, "payload", false, "move every byte and check tuple contents (default: size-only, checksums in headers)")

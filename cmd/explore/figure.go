@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+)
+
+// figureFlags are the options figure and reproduce share.
+type figureFlags struct {
+	full, resume, noSteady bool
+	out                    string
+	jobs                   int
+}
+
+func (f *figureFlags) register(cmd *cobra.Command, out string) {
+	fl := cmd.Flags()
+	fl.BoolVar(&f.full, "full", false, "the paper's scale (14 threads, far more data: hours) instead of the quick one")
+	fl.Bool("quick", true, "the quick scale (the default; about a minute per figure on 2 cores)")
+	fl.BoolVar(&f.resume, "resume", false, "keep points already in the output files (otherwise they are rerun)")
+	fl.BoolVar(&f.noSteady, "no-steady-check", false, "skip the steady-state check (one extra run per figure)")
+	fl.StringVar(&f.out, "out", out, "output directory for JSONL, CSV and plots")
+	fl.IntVar(&f.jobs, "jobs", 0, "parallel runs (default: one per core)")
+}
+
+func (f *figureFlags) options(w io.Writer) experiments.FigureOptions {
+	var p *progress
+	return experiments.FigureOptions{Full: f.full, OutDir: f.out, Jobs: f.jobs, Resume: f.resume, NoSteadyCheck: f.noSteady,
+		Warn: func(s string) { fmt.Fprintln(w, "warning:", s) },
+		Progress: func(pr experiments.Progress) {
+			if pr.Done == 1 { // a new sweep
+				if p != nil {
+					p.finish()
+				}
+				p = newProgress(w)
+			}
+			p.point(pr)
+			if pr.Done == pr.Total {
+				p.finish()
+				p = nil
+			}
+		}}
+}
+
+func figureIDs() string {
+	ids := make([]string, len(experiments.Figures))
+	for i, f := range experiments.Figures {
+		ids[i] = f.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+func figureCmd() *cobra.Command {
+	var ff figureFlags
+	cmd := &cobra.Command{
+		Use:   "figure <id>",
+		Short: "Run one figure of seed 001's evaluation and write its data and plots",
+		Long: `figure runs the sweeps behind one figure of seed 001's evaluation, writes
+<sweep>.jsonl (one run record per line, byte-identical for the same code and
+seed), <id>.csv and the plots (.png and .svg), prints a table, and judges the
+claims the figure evaluates.
+
+Figures: ` + figureIDs() + `.`,
+		Example: "  explore figure fig19 --out results/fig19\n  explore figure fig13 --full --resume",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := experiments.FigureByID(args[0])
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("out") {
+				ff.out = filepath.Join("results", f.ID)
+			}
+			rep, err := experiments.RunFigure(cmd.Context(), f, ff.options(cmd.ErrOrStderr()))
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			printFigure(w, rep)
+			vs := experiments.Judge(map[string][]experiments.Result{f.ID: rep.Results})
+			printVerdicts(w, vs, f.Claims)
+			if rep.Failed > 0 {
+				return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
+			}
+			return nil
+		},
+	}
+	ff.register(cmd, "results/<id>")
+	return cmd
+}
+
+func printFigure(w io.Writer, rep *experiments.FigureReport) {
+	fmt.Fprintf(w, "%s: %s\n", rep.Figure.ID, rep.Figure.Title)
+	t := newTable(w)
+	t.Header("key", "throughput[GiB/s]", "setup[ms]", "QPs/node", "registered/node", "integrity")
+	for _, r := range rep.Results {
+		if r.Failed() {
+			t.Append(r.Key, "FAILED", "", "", "", r.Error)
+			continue
+		}
+		t.Append(r.Key, fmt.Sprintf("%.2f", r.ThroughputGiBs), fmt.Sprintf("%.1f", r.SetupMS), fmt.Sprint(r.QPsPerNode),
+			fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity)
+	}
+	t.Render()
+	fmt.Fprintf(w, "%s\nfiles: %s\n", rep.Steady, strings.Join(rep.Files, " "))
+}
+
+func printVerdicts(w io.Writer, vs []experiments.Verdict, only []string) {
+	t := newTable(w)
+	t.Header("claim", "verdict", "measured", "reason")
+	for _, v := range vs {
+		if only != nil && !contains(only, v.Claim) {
+			continue
+		}
+		t.Append(v.Claim, v.Verdict, v.Measured, v.Reason)
+	}
+	t.Render()
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func reproduceCmd() *cobra.Command {
+	var ff figureFlags
+	var validation string
+	var figs []string
+	cmd := &cobra.Command{
+		Use:   "reproduce",
+		Short: "Run every figure that evaluates a claim, judge every claim, write docs/validation.md",
+		Long: `reproduce runs the figures of seed 001's evaluation (and the all-to-all
+scheduling experiment of seed 004), judges every claim of the project's claim
+list (claims without an experiment yet are reported as not-run, never dropped),
+writes the claims report and the figures, and prints a summary. The quick scale
+takes about 10 minutes on 2 cores.`,
+		Example: "  explore reproduce --quick\n  explore reproduce --figures fig19,fig21 --validation results/validation.md",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, id := range figs {
+				if _, err := experiments.FigureByID(id); err != nil && id != "alltoall_bw" {
+					return fmt.Errorf("--figures: %w (or alltoall_bw)", err)
+				}
+			}
+			errw := cmd.ErrOrStderr()
+			rep, err := experiments.Reproduce(cmd.Context(), experiments.ReproduceOptions{FigureOptions: ff.options(errw), Figures: figs, Log: errw})
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			command := "explore reproduce"
+			if ff.full {
+				command += " --full"
+			}
+			if err := experiments.WriteValidation(&buf, rep, ff.full, command); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(validation), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(validation, buf.Bytes(), 0o644); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			printVerdicts(w, rep.Verdicts, nil)
+			fmt.Fprintf(w, "wrote %s and the figures in %s\n", validation, ff.out)
+			return nil
+		},
+	}
+	ff.register(cmd, filepath.Join("docs", "figures"))
+	cmd.Flags().StringVar(&validation, "validation", filepath.Join("docs", "validation.md"), "where to write the claims report")
+	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23)")
+	return cmd
+}

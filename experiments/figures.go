@@ -1,0 +1,353 @@
+package experiments
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// Figure is one figure of seed 001's evaluation as a reproducible
+// experiment: the sweeps that produce its data at quick scale (a minute or
+// so on a 2-core machine) or at the paper's scale, the plots drawn from
+// them, and the claims they evaluate.
+type Figure struct {
+	ID     string
+	Title  string
+	Claims []string
+	// Sweeps returns the figure's sweeps; their names prefix the output
+	// files (the first one's name is the figure's ID).
+	Sweeps func(full bool) ([]*Sweep, error)
+	// Plots draws the figure from its results.
+	Plots func(rs []Result) ([]NamedPlot, error)
+}
+
+// NamedPlot is one plot of a figure: Name is the file's base name.
+type NamedPlot struct {
+	Name string
+	Spec PlotSpec
+}
+
+// Verdict is one claim's evaluation.
+type Verdict struct {
+	Claim    string `json:"claim"`
+	Figure   string `json:"figure,omitempty"`
+	Expected string `json:"expected"`
+	Measured string `json:"measured"`
+	Verdict  string `json:"verdict"` // pass, partial, fail or not-run
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Verdict values.
+const (
+	Pass    = "pass"
+	Partial = "partial"
+	Fail    = "fail"
+	NotRun  = "not-run"
+)
+
+// scale picks the quick or the full value.
+func scale[T any](full bool, quick, paper T) T {
+	if full {
+		return paper
+	}
+	return quick
+}
+
+func figBase(profile string, nodes, threads int, bytesPerPair int64) RunConfig {
+	c := DefaultConfig()
+	c.Profile, c.Nodes, c.Threads, c.BytesPerPair = profile, nodes, threads, bytesPerPair
+	return c
+}
+
+func anys[T any](xs ...T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func sweeps(ss ...func() (*Sweep, error)) ([]*Sweep, error) {
+	var out []*Sweep
+	for _, f := range ss {
+		s, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Figures lists the figures in the order of the paper.
+var Figures = []Figure{
+	{
+		ID: "fig13", Title: "Credit write-back frequency (seed 001 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 16<<20))
+			base.Buffers = 16
+			mem := figBase("edr-cx4", 8, 14, 64<<10)
+			mem.Buffers, mem.CreditEvery = 16, 16
+			return sweeps(
+				func() (*Sweep, error) {
+					return NewSweep("fig13", base, Vary("design", "MESQ/SR", "MEMQ/SR"), Vary("credit-every", 1, 2, 4, 8, 16))
+				},
+				func() (*Sweep, error) { return NewSweep("fig13-qperf", base, Vary("design", "qperf")) },
+				func() (*Sweep, error) { return NewSweep("fig13-memory", mem, Vary("design", "MESQ/SR", "MEMQ/SR")) },
+			)
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			main := filter(rs, func(r *Record) bool { return r.Design != "qperf" && r.BytesPerPair != 64<<10 }) // not the memory runs
+			var ref []RefLine
+			if q := filter(rs, func(r *Record) bool { return r.Design == "qperf" }); len(q) > 0 {
+				ref = append(ref, RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
+			}
+			byDesign := func(r *Record) string { return r.Design }
+			f := func(r *Record) float64 { return float64(r.CreditEvery) }
+			return []NamedPlot{
+				{"fig13", PlotSpec{Title: "Throughput vs credit write-back frequency (8 nodes, EDR)", XLabel: "receives per credit write-back",
+					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", Series: lines(main, byDesign, f, tput), HLines: ref}},
+				{"fig14", PlotSpec{Title: "Receivers' time returning buffers and credit", XLabel: "receives per credit write-back",
+					YLabel: "time in Release [ms per GiB]", Kind: "lines", Series: lines(main, byDesign, f, func(r *Record) float64 { return r.ReleaseMSPerGiB })}},
+			}, nil
+		},
+	},
+	{
+		ID: "fig15", Title: "RDMA Write notification variants under receiver load (seed 001 fig. 15)", Claims: []string{"C4"},
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
+			base.Design = "MEMQ/WR"
+			return sweeps(func() (*Sweep, error) {
+				return NewSweep("fig15", base, Vary("notify", "cq", "buffers", "queue"), Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
+			})
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			return []NamedPlot{{"fig15", PlotSpec{Title: "MEMQ/WR notification variants (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
+				YLabel: "receive throughput per node [GiB/s]", Kind: "lines",
+				Series: lines(all(rs), func(r *Record) string { return "notify=" + r.Notify }, batchMicros, tput)}}}, nil
+		},
+	},
+	{
+		ID: "fig18", Title: "Message size (seed 001 fig. 18)", Claims: []string{"C7", "C8"},
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			t := scale(full, 8, 14)
+			base := figBase("edr-cx4", 8, t, scale[int64](full, 2<<20, 16<<20))
+			ud := figBase("edr-cx4", 8, t, scale[int64](full, 256<<10, 4<<20))
+			return sweeps(
+				func() (*Sweep, error) {
+					return NewSweep("fig18", base, Vary("design", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"),
+						Vary("msg-bytes", 4096, 16384, 65536, 262144, 1048576))
+				},
+				func() (*Sweep, error) { return NewSweep("fig18-ud", ud, Vary("design", "SESQ/SR", "MESQ/SR")) },
+			)
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			rc := filter(rs, func(r *Record) bool { return !strings.Contains(r.Design, "SQ/") })
+			byDesign := func(r *Record) string { return r.Design }
+			size := func(r *Record) float64 { return float64(r.MsgBytes) }
+			return []NamedPlot{
+				{"fig18", PlotSpec{Title: "Throughput vs message size (8 nodes, EDR)", XLabel: "message size [bytes]", YLabel: "receive throughput per node [GiB/s]",
+					Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, tput)}},
+				{"fig18c", PlotSpec{Title: "Registered memory vs message size", XLabel: "message size [bytes]", YLabel: "registered memory per node [MiB]",
+					Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, func(r *Record) float64 { return float64(r.RegisteredPer) / (1 << 20) })}},
+			}, nil
+		},
+	},
+	{
+		ID: "fig19", Title: "Cluster size, FDR and EDR, repartition and broadcast (seed 001 fig. 19)",
+		Claims: []string{"C9", "C10", "C11", "C12", "C13", "C14", "C15"},
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 2, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
+			designs := append(append([]string{}, Designs...), "MPI", "IPoIB")
+			nodes := Vary("nodes", 2, 4, 8, 16)
+			profiles := Vary("profile", "fdr-cx3", "edr-cx4")
+			return sweeps(
+				func() (*Sweep, error) {
+					return NewSweep("fig19", base, profiles, Vary("pattern", "repartition", "broadcast"), Vary("design", anys(designs...)...), nodes)
+				},
+				func() (*Sweep, error) { return NewSweep("fig19-qperf", base, profiles, Vary("design", "qperf"), nodes) },
+			)
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			var out []NamedPlot
+			for i, panel := range []struct{ profile, pattern string }{
+				{"fdr-cx3", "repartition"}, {"fdr-cx3", "broadcast"}, {"edr-cx4", "repartition"}, {"edr-cx4", "broadcast"},
+			} {
+				sel := filter(rs, func(r *Record) bool { return r.Profile == panel.profile && r.Pattern == panel.pattern })
+				out = append(out, NamedPlot{fmt.Sprintf("fig19%c", 'a'+i), PlotSpec{
+					Title:  fmt.Sprintf("%s, %s", panel.pattern, panel.profile),
+					XLabel: "nodes", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
+					Series: bars(sel, func(r *Record) string { return r.Design }, func(r *Record) string { return fmt.Sprint(r.Nodes) }, tput)}})
+			}
+			return out, nil
+		},
+	},
+	{
+		ID: "fig20", Title: "Queue pairs per node at 16 nodes (seed 001 fig. 20)", Claims: []string{"C16"},
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 16, 2, scale[int64](full, 128<<10, 8<<20))
+			threads := Vary("threads", anys(scale(full, []int{2, 4, 8}, []int{2, 4, 8, 14})...)...)
+			return sweeps(func() (*Sweep, error) {
+				return NewSweep("fig20", base, Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MEMQ/RD"), threads)
+			})
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			return []NamedPlot{{"fig20", PlotSpec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
+				YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true,
+				Series: lines(all(rs), func(r *Record) string { return r.Design }, func(r *Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
+		},
+	},
+	{
+		ID: "fig21", Title: "Connection setup time (seed 001 fig. 21)", Claims: []string{"C17"},
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 2, scale(full, 4, 14), 16<<10)
+			return sweeps(func() (*Sweep, error) {
+				return NewSweep("fig21", base, Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MPI"), Vary("nodes", 2, 4, 8, 16))
+			})
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			return []NamedPlot{{"fig21", PlotSpec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
+				Series: lines(all(rs), func(r *Record) string { return r.Design }, func(r *Record) float64 { return float64(r.Nodes) },
+					func(r *Record) float64 { return r.SetupMS })}}}, nil
+		},
+	},
+	{
+		ID: "fig22", Title: "Overlap of communication and computation (seed 001 fig. 22)", Claims: []string{"C18"},
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
+			return sweeps(func() (*Sweep, error) {
+				return NewSweep("fig22", base, Vary("design", "SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/RD", "MEMQ/WR", "MPI", "IPoIB"),
+					Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
+			})
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			loaded := filter(rs, func(r *Record) bool { return r.CyclesPerTuple > 0 })
+			return []NamedPlot{{"fig22", PlotSpec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
+				XLabel: "processing per 32 KiB batch [us]", YLabel: "throughput / processing throughput", Kind: "lines",
+				Series: lines(loaded, func(r *Record) string { return r.Design }, batchMicros, overlap)}}}, nil
+		},
+	},
+}
+
+// FigureByID finds a figure.
+func FigureByID(id string) (Figure, error) {
+	for _, f := range Figures {
+		if f.ID == id {
+			return f, nil
+		}
+	}
+	ids := make([]string, len(Figures))
+	for i, f := range Figures {
+		ids[i] = f.ID
+	}
+	return Figure{}, fmt.Errorf("unknown figure %q: choose one of %s", id, strings.Join(ids, ", "))
+}
+
+// all returns the records of the results that succeeded.
+func all(rs []Result) []*Record { return filter(rs, nil) }
+
+func filter(rs []Result, keep func(*Record) bool) []*Record {
+	var out []*Record
+	for _, r := range rs {
+		if !r.Failed() && (keep == nil || keep(r.Record)) {
+			out = append(out, r.Record)
+		}
+	}
+	return out
+}
+
+func tput(r *Record) float64 { return r.ThroughputGiBs }
+
+// ghz is the clock of a record's profile (1 if it cannot be loaded).
+func ghz(r *Record) float64 {
+	name := strings.TrimPrefix(r.Profile, "file:")
+	if p, err := sim.LoadProfile(name); err == nil && p.Host.GHz > 0 {
+		return p.Host.GHz
+	}
+	return 1
+}
+
+// batchMicros is the receiving fragment's processing time per 32 KiB batch
+// (2048 tuples), the x axis of seed 001's overlap figures.
+func batchMicros(r *Record) float64 {
+	return float64(r.CyclesPerTuple) * float64(32<<10/algos.TupleBytes) / ghz(r) / 1e3
+}
+
+// overlap is the shuffle's throughput relative to what the receiving
+// threads could process (1 = communication fully hidden).
+func overlap(r *Record) float64 {
+	if r.CyclesPerTuple <= 0 {
+		return 0
+	}
+	proc := float64(r.Threads) * ghz(r) * 1e9 / float64(r.CyclesPerTuple) * algos.TupleBytes / (1 << 30)
+	return r.ThroughputGiBs / proc
+}
+
+// lines groups records into series (by series), points by x, averaging y
+// over the seeds with a 95% interval; points are sorted by x.
+func lines(rs []*Record, series func(*Record) string, x, y func(*Record) float64) []Series {
+	type key struct {
+		s string
+		x float64
+	}
+	var order []string
+	vals := map[key][]float64{}
+	for _, r := range rs {
+		k := key{series(r), x(r)}
+		if !slices.Contains(order, k.s) {
+			order = append(order, k.s)
+		}
+		vals[k] = append(vals[k], y(r))
+	}
+	var out []Series
+	for _, s := range order {
+		var pts []XY
+		for k, v := range vals {
+			if k.s == s {
+				sum := Summarize1(v)
+				pts = append(pts, XY{X: k.x, Y: sum.Mean, Err: sum.CI95})
+			}
+		}
+		slices.SortFunc(pts, func(a, b XY) int { return cmp.Compare(a.X, b.X) })
+		out = append(out, Series{Name: s, Points: pts})
+	}
+	return out
+}
+
+// bars is lines with categories (labels) instead of numeric x, in order
+// of first appearance.
+func bars(rs []*Record, series, cat func(*Record) string, y func(*Record) float64) []Series {
+	var cats []string
+	for _, r := range rs {
+		if c := cat(r); !slices.Contains(cats, c) {
+			cats = append(cats, c)
+		}
+	}
+	idx := func(r *Record) float64 { return float64(slices.Index(cats, cat(r))) }
+	out := lines(rs, series, idx, y)
+	for i := range out {
+		for j := range out[i].Points {
+			out[i].Points[j].Label = cats[int(out[i].Points[j].X)]
+		}
+	}
+	return out
+}
+
+// mean is the mean of y over the records that keep selects, and how many
+// there were.
+func mean(rs []*Record, keep func(*Record) bool, y func(*Record) float64) (float64, int) {
+	var v []float64
+	for _, r := range rs {
+		if keep(r) {
+			v = append(v, y(r))
+		}
+	}
+	if len(v) == 0 {
+		return 0, 0
+	}
+	return Summarize1(v).Mean, len(v)
+}
