@@ -1,7 +1,10 @@
 package algos
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"testing"
 )
 
@@ -34,6 +37,188 @@ func TestScatterMatchesTuples(t *testing.T) {
 	p = Partitioner{Groups: b1, Out: small}
 	if next, full := p.Scatter(vec, 0); next != 2 || full != 0 {
 		t.Fatalf("full buffer: stopped at %d (group %d), want 2 (0)", next, full)
+	}
+}
+
+// refScatter is the specification Scatter must match: per tuple, group =
+// low 32 bits of key a mod the number of groups; stop before a tuple whose
+// group's buffer has no room; else append (payload mode), count, checksum.
+func refScatter(p *Partitioner, vec []byte, i int) (next, full int) {
+	n := len(vec) / TupleBytes
+	for ; i < n; i++ {
+		a := binary.LittleEndian.Uint64(vec[i*TupleBytes:])
+		bv := binary.LittleEndian.Uint64(vec[i*TupleBytes+8:])
+		g := int(uint32(a) % uint32(p.Groups.Len()))
+		b := p.Out[g]
+		if b.N+TupleBytes > len(b.Data) {
+			return i, g
+		}
+		if p.Payload {
+			copy(b.Data[b.N:b.N+TupleBytes], vec[i*TupleBytes:])
+		}
+		b.N += TupleBytes
+		b.Tuples++
+		if p.Checksum {
+			b.Sum += TupleSum(a, bv)
+		}
+	}
+	return n, -1
+}
+
+// scatterCase is one shape of input for TestScatterMatchesReference.
+type scatterCase struct {
+	pattern  Pattern
+	nodes    int
+	bufBytes int   // capacity of each output buffer (need not be whole tuples)
+	preN     int   // tuples already in each buffer at the start
+	shared   bool  // group 0's buffer is also group 1's
+	vectors  []int // tuples per input vector
+	trailing int   // extra bytes after the last whole tuple of each vector
+	start    int   // tuple index of the first call on each vector
+}
+
+// scatterRun is what one run of the operator's loop did: every buffer it
+// "sent" (stopped on), and the buffers at the end.
+type scatterRun struct {
+	stops []string
+	final []Buffer
+}
+
+// runScatter drives scatter over the vectors as the SHUFFLE operator does:
+// on a full group it records the stop and the buffer, then either empties
+// that buffer or puts a fresh one in its place (both happen, so that a
+// Partitioner that caches anything about Out is exercised).
+func runScatter(t *testing.T, c scatterCase, payload, checksum bool, seed uint64, scatter func(*Partitioner, []byte, int) (int, int)) scatterRun {
+	t.Helper()
+	g, err := NewGroups(c.pattern, c.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(k uint64) *Buffer {
+		b := &Buffer{Data: make([]byte, c.bufBytes)}
+		for j := range b.Data {
+			b.Data[j] = byte(seed + k + uint64(j*j>>3))
+		}
+		b.N = min(c.preN*TupleBytes, len(b.Data)/TupleBytes*TupleBytes)
+		b.Tuples, b.Sum = uint64(b.N/TupleBytes), mix(k)
+		return b
+	}
+	out := make([]*Buffer, g.Len())
+	for d := range out {
+		out[d] = fresh(uint64(d))
+	}
+	if c.shared && len(out) > 1 {
+		out[1] = out[0]
+	}
+	p := &Partitioner{Groups: g, Out: out, Payload: payload, Checksum: checksum}
+	var run scatterRun
+	key := uint64(0)
+	for v, tuples := range c.vectors {
+		vec := make([]byte, tuples*TupleBytes+c.trailing)
+		for j := 0; j < tuples; j++ {
+			key++
+			a := mix(seed ^ key)
+			switch key % 7 { // keys at the edges of the 32-bit remainder
+			case 1:
+				a = 0xffffffff
+			case 2:
+				a = a&^0xffffffff | uint64(uint32(a)/uint32(g.Len())*uint32(g.Len()))
+			case 3:
+				a = a&^0xffffffff | uint64(uint32(a)/uint32(g.Len())*uint32(g.Len())-1)
+			}
+			binary.LittleEndian.PutUint64(vec[j*TupleBytes:], a)
+			binary.LittleEndian.PutUint64(vec[j*TupleBytes+8:], mix(key))
+		}
+		for j := tuples * TupleBytes; j < len(vec); j++ {
+			vec[j] = 0xee
+		}
+		for i := c.start; ; {
+			next, full := scatter(p, vec, i)
+			if full < 0 {
+				if want := max(i, tuples); next != want {
+					run.stops = append(run.stops, fmt.Sprintf("vector %d: done at %d, want %d", v, next, want))
+				}
+				break
+			}
+			b := out[full]
+			h := fnv.New64a()
+			h.Write(b.Data)
+			run.stops = append(run.stops, fmt.Sprintf("vector %d: stop at %d group %d: N %d tuples %d sum %x data %x",
+				v, next, full, b.N, b.Tuples, b.Sum, h.Sum64()))
+			if len(run.stops) > 100000 || next < i {
+				t.Fatalf("runaway scatter at vector %d tuple %d", v, next)
+			}
+			if len(b.Data) < TupleBytes {
+				break // a buffer that can never take a tuple: next vector
+			}
+			if key%2 == 0 || c.shared {
+				b.N, b.Tuples, b.Sum = 0, 0, 0
+			} else {
+				out[full] = fresh(uint64(len(run.stops)) << 8)
+			}
+			key++
+			i = next
+		}
+	}
+	for _, b := range out {
+		run.final = append(run.final, Buffer{Data: bytes.Clone(b.Data), N: b.N, Tuples: b.Tuples, Sum: b.Sum})
+	}
+	return run
+}
+
+// TestScatterMatchesReference compares Scatter with refScatter, stop by
+// stop and byte by byte, over many group counts (both sides of the fast
+// path's 256-group limit), buffers that fill mid-vector, vectors of odd
+// lengths, and every mode (payload or size-only, with or without checksum).
+func TestScatterMatchesReference(t *testing.T) {
+	odd := []int{1000, 1, 0, 1031, 3, 17, 1024, 555}
+	var cases []scatterCase
+	for nodes := 1; nodes <= 17; nodes++ {
+		cases = append(cases,
+			scatterCase{pattern: Repartition, nodes: nodes, bufBytes: 64 << 10, vectors: []int{1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 777}},
+			scatterCase{pattern: Repartition, nodes: nodes, bufBytes: 5 * TupleBytes, vectors: odd, trailing: 7},
+			scatterCase{pattern: Repartition, nodes: nodes, bufBytes: 37*TupleBytes + 9, preN: 3, vectors: odd},
+			scatterCase{pattern: Repartition, nodes: nodes, bufBytes: 200 * TupleBytes, vectors: odd, start: 2},
+		)
+	}
+	for _, nodes := range []int{31, 64, 255, 256, 257, 300} {
+		cases = append(cases,
+			scatterCase{pattern: Repartition, nodes: nodes, bufBytes: 3 * TupleBytes, vectors: odd, trailing: 15},
+			scatterCase{pattern: Repartition, nodes: nodes, bufBytes: 64 << 10, vectors: odd},
+		)
+	}
+	cases = append(cases,
+		scatterCase{pattern: Broadcast, nodes: 3, bufBytes: 7 * TupleBytes, vectors: odd, trailing: 1},
+		scatterCase{pattern: Broadcast, nodes: 16, bufBytes: 64 << 10, vectors: []int{1024, 1024, 1024, 1024, 1024}},
+		scatterCase{pattern: Repartition, nodes: 4, bufBytes: 9 * TupleBytes, shared: true, vectors: odd},
+		scatterCase{pattern: Repartition, nodes: 8, bufBytes: 0, vectors: []int{0, 3, 1}},
+		scatterCase{pattern: Repartition, nodes: 8, bufBytes: 64, vectors: []int{3}, start: 5},
+	)
+	ref := func(p *Partitioner, vec []byte, i int) (int, int) { return refScatter(p, vec, i) }
+	opt := func(p *Partitioner, vec []byte, i int) (int, int) { return p.Scatter(vec, i) }
+	for ci, c := range cases {
+		for mode := 0; mode < 4; mode++ {
+			payload, checksum := mode&1 != 0, mode&2 != 0
+			name := fmt.Sprintf("%d:%s/%d/buf=%d/pre=%d/shared=%v/payload=%v/checksum=%v", ci, c.pattern, c.nodes, c.bufBytes, c.preN, c.shared, payload, checksum)
+			seed := uint64(ci*4 + mode)
+			want := runScatter(t, c, payload, checksum, seed, ref)
+			got := runScatter(t, c, payload, checksum, seed, opt)
+			if len(got.stops) != len(want.stops) {
+				t.Fatalf("%s: %d stops, want %d", name, len(got.stops), len(want.stops))
+			}
+			for k := range want.stops {
+				if got.stops[k] != want.stops[k] {
+					t.Fatalf("%s: stop %d:\n got %.300s\nwant %.300s", name, k, got.stops[k], want.stops[k])
+				}
+			}
+			for d := range want.final {
+				w, g := want.final[d], got.final[d]
+				if g.N != w.N || g.Tuples != w.Tuples || g.Sum != w.Sum || !bytes.Equal(g.Data, w.Data) {
+					t.Fatalf("%s: group %d at the end: N %d tuples %d sum %x; want %d %d %x (data equal: %v)",
+						name, d, g.N, g.Tuples, g.Sum, w.N, w.Tuples, w.Sum, bytes.Equal(g.Data, w.Data))
+				}
+			}
+		}
 	}
 }
 
