@@ -86,6 +86,11 @@ type oobRound struct {
 type oobState struct{ rounds []*oobRound }
 
 func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
+	return o.gather(key, data, true)
+}
+
+// gather is AllGather; a Barrier (result false) takes no copy of anything.
+func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 	n := (*node)(o)
 	c := n.c
 	th := c.cur
@@ -107,7 +112,9 @@ func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
 		return nil, fmt.Errorf("sim: out-of-band call %d: node %d exchanges %q but another node exchanged %q (nodes must make the same calls in the same order)",
 			r, n.id, key, round.key)
 	}
-	round.data[n.id] = append([]byte(nil), data...)
+	if len(data) > 0 {
+		round.data[n.id] = append([]byte(nil), data...)
+	}
 	round.from[n.id] = true
 	round.arrived++
 	if round.arrived == len(c.nodes) {
@@ -121,9 +128,27 @@ func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
 		round.waiters = append(round.waiters, th)
 	}
 	th.park(fmt.Sprintf("out-of-band exchange %q", key))
-	out := make([][]byte, len(round.data))
-	for i, d := range round.data {
-		out[i] = append([]byte(nil), d...)
+	var out [][]byte
+	if result {
+		out = make([][]byte, len(round.data))
+		if round.read+1 == len(round.data) {
+			copy(out, round.data) // the last reader takes the stored copies
+		} else {
+			// One allocation for the whole result; each slice is capped, so
+			// that an append by the caller cannot spill into the next.
+			total := 0
+			for _, d := range round.data {
+				total += len(d)
+			}
+			buf := make([]byte, total)
+			off := 0
+			for i, d := range round.data {
+				if len(d) > 0 {
+					out[i] = buf[off : off+len(d) : off+len(d)]
+					off += copy(out[i], d)
+				}
+			}
+		}
 	}
 	if round.read++; round.read == len(round.data) {
 		round.data = nil // every node has its copy
@@ -132,6 +157,6 @@ func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
 }
 
 func (o *oob) Barrier(key string) error {
-	_, err := o.AllGather(key, nil)
+	_, err := o.gather(key, nil, false)
 	return err
 }
