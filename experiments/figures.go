@@ -23,6 +23,20 @@ type Figure struct {
 	Sweeps func(full bool) ([]*Sweep, error)
 	// Plots draws the figure from its results.
 	Plots func(rs []Result) ([]NamedPlot, error)
+	// Table is the metric of the printed table and its unit (default:
+	// throughput in GiB/s).
+	Table     func(*Record) float64
+	TableUnit string
+	// X is the parameter along the table's columns (the plots' x axis).
+	X string
+}
+
+// TableMetric returns the figure's table metric and unit.
+func (f Figure) TableMetric() (func(*Record) float64, string) {
+	if f.Table == nil {
+		return tput, "receive throughput per node [GiB/s]"
+	}
+	return f.Table, f.TableUnit
 }
 
 // NamedPlot is one plot of a figure: Name is the file's base name.
@@ -86,7 +100,7 @@ func sweeps(ss ...func() (*Sweep, error)) ([]*Sweep, error) {
 // Figures lists the figures in the order of the paper.
 var Figures = []Figure{
 	{
-		ID: "fig13", Title: "Credit write-back frequency (seed 001 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
+		ID: "fig13", X: "credit-every", Title: "Credit write-back frequency (seed 001 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 16<<20))
 			base.Buffers = 16
@@ -117,7 +131,7 @@ var Figures = []Figure{
 		},
 	},
 	{
-		ID: "fig15", Title: "RDMA Write notification variants under receiver load (seed 001 fig. 15)", Claims: []string{"C4"},
+		ID: "fig15", X: "cycles-per-tuple", Title: "RDMA Write notification variants under receiver load (seed 001 fig. 15)", Claims: []string{"C4"},
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
 			base.Design = "MEMQ/WR"
@@ -132,7 +146,7 @@ var Figures = []Figure{
 		},
 	},
 	{
-		ID: "fig18", Title: "Message size (seed 001 fig. 18)", Claims: []string{"C7", "C8"},
+		ID: "fig18", X: "msg-bytes", Title: "Message size (seed 001 fig. 18)", Claims: []string{"C7", "C8"},
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			t := scale(full, 8, 14)
 			base := figBase("edr-cx4", 8, t, scale[int64](full, 2<<20, 16<<20))
@@ -158,7 +172,7 @@ var Figures = []Figure{
 		},
 	},
 	{
-		ID: "fig19", Title: "Cluster size, FDR and EDR, repartition and broadcast (seed 001 fig. 19)",
+		ID: "fig19", X: "nodes", Title: "Cluster size, FDR and EDR, repartition and broadcast (seed 001 fig. 19)",
 		Claims: []string{"C9", "C10", "C11", "C12", "C13", "C14", "C15"},
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			base := figBase("edr-cx4", 2, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
@@ -187,7 +201,7 @@ var Figures = []Figure{
 		},
 	},
 	{
-		ID: "fig20", Title: "Queue pairs per node at 16 nodes (seed 001 fig. 20)", Claims: []string{"C16"},
+		ID: "fig20", X: "threads", Title: "Queue pairs per node at 16 nodes (seed 001 fig. 20)", Claims: []string{"C16"},
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			base := figBase("edr-cx4", 16, 2, scale[int64](full, 128<<10, 8<<20))
 			threads := Vary("threads", anys(scale(full, []int{2, 4, 8}, []int{2, 4, 8, 14})...)...)
@@ -202,7 +216,8 @@ var Figures = []Figure{
 		},
 	},
 	{
-		ID: "fig21", Title: "Connection setup time (seed 001 fig. 21)", Claims: []string{"C17"},
+		ID: "fig21", X: "nodes", Title: "Connection setup time (seed 001 fig. 21)", Claims: []string{"C17"},
+		Table: func(r *Record) float64 { return r.SetupMS }, TableUnit: "setup [ms]",
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			base := figBase("edr-cx4", 2, scale(full, 4, 14), 16<<10)
 			return sweeps(func() (*Sweep, error) {
@@ -216,7 +231,7 @@ var Figures = []Figure{
 		},
 	},
 	{
-		ID: "fig22", Title: "Overlap of communication and computation (seed 001 fig. 22)", Claims: []string{"C18"},
+		ID: "fig22", X: "cycles-per-tuple", Title: "Overlap of communication and computation (seed 001 fig. 22)", Claims: []string{"C18"},
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
 			return sweeps(func() (*Sweep, error) {

@@ -27,6 +27,8 @@ type FigureOptions struct {
 	// Resume keeps points already in the output files; otherwise they are
 	// removed first, so that results always come from the current code.
 	Resume bool
+	// Run runs one point; default Run. Tests replace it.
+	Run func(RunConfig) (*Record, error)
 }
 
 // FigureReport is what RunFigure produced.
@@ -59,7 +61,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 				return nil, err
 			}
 		}
-		r, err := RunSweep(ctx, sw, SweepOptions{Jobs: o.Jobs, Out: out, Progress: o.Progress, Warn: o.Warn})
+		r, err := RunSweep(ctx, sw, SweepOptions{Jobs: o.Jobs, Out: out, Progress: o.Progress, Warn: o.Warn, Run: o.Run})
 		if err != nil && !errors.Is(err, ErrPointsFailed) {
 			return nil, fmt.Errorf("%s: %w", f.ID, err)
 		}

@@ -96,20 +96,58 @@ Figures: ` + figureIDs() + `.`,
 	return cmd
 }
 
+// printFigure prints the figure's results as a pivot table: one column per
+// value of the figure's x parameter, one row per combination of the other
+// varied parameters.
 func printFigure(w io.Writer, rep *experiments.FigureReport) {
-	fmt.Fprintf(w, "%s: %s\n", rep.Figure.ID, rep.Figure.Title)
-	t := newTable(w)
-	t.Header("key", "throughput[GiB/s]", "setup[ms]", "QPs/node", "registered/node", "integrity")
+	metric, unit := rep.Figure.TableMetric()
+	fmt.Fprintf(w, "%s: %s\n%s\n", rep.Figure.ID, rep.Figure.Title, unit)
+	var rows, cols []string
+	cells := map[[2]string]string{}
 	for _, r := range rep.Results {
-		if r.Failed() {
-			t.Append(r.Key, "FAILED", "", "", "", r.Error)
-			continue
+		var others []string
+		col := "-"
+		for _, f := range strings.Fields(r.Key) {
+			if strings.HasPrefix(f, rep.Figure.X+"=") {
+				col = f
+			} else {
+				others = append(others, f)
+			}
 		}
-		t.Append(r.Key, fmt.Sprintf("%.2f", r.ThroughputGiBs), fmt.Sprintf("%.1f", r.SetupMS), fmt.Sprint(r.QPsPerNode),
-			fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity)
+		row := strings.Join(others, " ")
+		if !contains(rows, row) {
+			rows = append(rows, row)
+		}
+		if !contains(cols, col) {
+			cols = append(cols, col)
+		}
+		v := "FAILED"
+		if !r.Failed() {
+			v = fmt.Sprintf("%.2f", metric(r.Record))
+			if r.Integrity != "ok" {
+				v += " (" + r.Integrity + ")"
+			}
+		}
+		cells[[2]string{row, col}] = v
+	}
+	t := newTable(w)
+	t.Header(append([]string{""}, cols...))
+	for _, row := range rows {
+		line := []string{row}
+		for _, c := range cols {
+			line = append(line, cells[[2]string{row, c}])
+		}
+		t.Append(line)
 	}
 	t.Render()
 	fmt.Fprintf(w, "%s\nfiles: %s\n", rep.Steady, strings.Join(rep.Files, " "))
+	if rep.Failed > 0 {
+		for _, r := range rep.Results {
+			if r.Failed() {
+				fmt.Fprintf(w, "failed: %s: %s\n", r.Key, r.Error)
+			}
+		}
+	}
 }
 
 func printVerdicts(w io.Writer, vs []experiments.Verdict, only []string) {

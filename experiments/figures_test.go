@@ -1,0 +1,116 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFiguresBuild: every figure's sweeps build at both scales, name the
+// figure first, and every claim a figure names has a rule.
+func TestFiguresBuild(t *testing.T) {
+	for _, f := range Figures {
+		for _, full := range []bool{false, true} {
+			sws, err := f.Sweeps(full)
+			if err != nil || len(sws) == 0 || sws[0].Name != f.ID {
+				t.Fatalf("%s full=%v: %v %v", f.ID, full, sws, err)
+			}
+		}
+		for _, c := range f.Claims {
+			if j, ok := judges[c]; !ok || j.fig != f.ID {
+				t.Errorf("%s names claim %s, whose rule is %+v", f.ID, c, j)
+			}
+		}
+		if f.X == "" {
+			t.Errorf("%s has no x parameter", f.ID)
+		}
+	}
+}
+
+// figureFakeRun returns a record shaped like cfg's without simulating, with a
+// throughput that depends on the design so that judges have data.
+func figureFakeRun(cfg RunConfig) (*Record, error) {
+	tp := map[string]float64{"MESQ/SR": 11, "SESQ/SR": 3.5, "MPI": 5, "IPoIB": 4, "qperf": 11.5}[cfg.Design]
+	if tp == 0 {
+		tp = 10
+	}
+	return &Record{Design: cfg.Design, Profile: cfg.Profile, Pattern: string(cfg.Pattern), Nodes: cfg.Nodes, Threads: cfg.Threads,
+		MsgBytes: max(cfg.MsgBytes, 4096), Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, Notify: string(cfg.Notify),
+		CyclesPerTuple: cfg.CyclesPerTuple, BytesPerPair: cfg.BytesPerPair, BytesPerNode: cfg.BytesPerNode,
+		ThroughputGiBs: tp, SetupMS: float64(cfg.Nodes), QPsPerNode: cfg.Nodes, RegisteredPer: 1 << 20, Integrity: "ok"}, nil
+}
+
+// TestRunFigureWritesFiles runs a figure with a fake runner: the JSONL,
+// CSV and plots appear, and the claims report lists every claim.
+func TestRunFigureWritesFiles(t *testing.T) {
+	dir := t.TempDir()
+	f, err := FigureByID("fig21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunFigure(context.Background(), f, FigureOptions{OutDir: dir, Jobs: 1, NoSteadyCheck: true, Run: figureFakeRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"fig21.jsonl", "fig21.csv", "fig21.png", "fig21.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	vs := Judge(map[string][]Result{"fig21": rep.Results})
+	if len(vs) != len(Claims) {
+		t.Fatalf("%d verdicts for %d claims", len(vs), len(Claims))
+	}
+	var buf bytes.Buffer
+	if err := WriteValidation(&buf, &ReproduceReport{Figures: []*FigureReport{rep}, Verdicts: vs}, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, c := range Claims {
+		if !strings.Contains(out, "| "+c.ID+" |") {
+			t.Errorf("claims report lacks %s", c.ID)
+		}
+	}
+	if !strings.Contains(out, "figure fig19 was not run") || !strings.Contains(out, "needs the TPC-H queries") {
+		t.Errorf("not-run claims must say why:\n%s", out)
+	}
+	if _, err := FigureByID("fig99"); err == nil || !strings.Contains(err.Error(), "fig19") {
+		t.Errorf("unknown figure: %v", err)
+	}
+}
+
+func rec(design, profile, pattern string, nodes int, tp float64) *Record {
+	return &Record{Design: design, Profile: profile, Pattern: pattern, Nodes: nodes, ThroughputGiBs: tp}
+}
+
+// TestJudges checks the rules on hand-made records.
+func TestJudges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule judgeFunc
+		rs   []*Record
+		want string
+	}{
+		{"C9 about 2x", judgeC9, []*Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 5)}, Pass},
+		{"C9 direction only", judgeC9, []*Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Partial},
+		{"C9 reversed", judgeC9, []*Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 5), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Fail},
+		{"C9 no data", judgeC9, nil, Fail},
+		{"C14 contention", judgeC14, []*Record{
+			rec("SESQ/SR", "fdr-cx3", "repartition", 16, 3), rec("MESQ/SR", "fdr-cx3", "repartition", 16, 6),
+			rec("SESQ/SR", "edr-cx4", "repartition", 16, 3.5), rec("MESQ/SR", "edr-cx4", "repartition", 16, 11)}, Pass},
+		{"C12 flat", judgeC12, []*Record{
+			rec("SEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
+			rec("MEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
+			rec("SEMQ/WR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/WR", "edr-cx4", "repartition", 16, 9.5),
+			rec("MEMQ/WR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/WR", "edr-cx4", "repartition", 16, 8.5)}, Partial},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if v := tc.rule(tc.rs, nil); v.Verdict != tc.want {
+				t.Fatalf("got %s (%s; %s), want %s", v.Verdict, v.Measured, v.Reason, tc.want)
+			}
+		})
+	}
+}
