@@ -1,11 +1,22 @@
 # rdmashuffle: the two commands a new user needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test bench fuzz vet build clean
+.PHONY: run overview reproduce test bench fuzz vet build clean
 
 # The main job on the default simulated cluster: no RDMA hardware, no setup.
+# Seed 001's figure 19 at quick scale: the eight designs and the qperf, IPoIB
+# and MPI baselines on 2 to 16 nodes, FDR and EDR, repartition and broadcast;
+# a table here and the plots in results/fig19 (a few minutes on 2 cores).
 run:
+	$(GO) run ./cmd/explore figure fig19 --out results/fig19
+
+# Microbenchmarks and one row per design on 8 EDR nodes (seconds).
+overview:
 	$(GO) run ./cmd/explore overview
+
+# Every claim's verdict: docs/validation.md and docs/figures/ (quick scale).
+reproduce:
+	$(GO) run ./cmd/explore reproduce
 
 # go vet and every test.
 test: vet
@@ -23,6 +34,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzQPInfo -fuzztime 30s ./fabric/
 	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s ./fabric/sim/
 	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s ./algos/
+	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s ./experiments/
 
 build:
 	$(GO) build -o bin/explore ./cmd/explore
