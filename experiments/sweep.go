@@ -87,6 +87,7 @@ var params = []param{
 	intParam("buffers", 1, func(c *RunConfig) *int { return &c.Buffers }),
 	intParam("credit-every", 1, func(c *RunConfig) *int { return &c.CreditEvery }),
 	int64Param("bytes-per-node", func(c *RunConfig) *int64 { return &c.BytesPerNode }),
+	int64Param("bytes-per-pair", func(c *RunConfig) *int64 { return &c.BytesPerPair }),
 	int64Param("cycles-per-tuple", func(c *RunConfig) *int64 { return &c.CyclesPerTuple }),
 	{key: "seed", expect: "an integer >= 0",
 		kind: asInt,

@@ -5,8 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 // cliSpec is small: 8 points of 1 MiB on 2 or 3 nodes.
@@ -182,5 +187,32 @@ func TestSweepBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a sweep with an invalid point wrote %s", out)
+	}
+}
+
+// TestSweepParamsMatchRunFlags: a sweep parameter for every flag of
+// explore run, with the same default, so that a sweep point is the run
+// those flags give. A new run flag needs its entry in the params table of
+// experiments/sweep.go.
+func TestSweepParamsMatchRunFlags(t *testing.T) {
+	params := experiments.Params()
+	def := experiments.DefaultConfig()
+	flags := runCmd().Flags()
+	flags.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "json" {
+			return
+		}
+		if !slices.Contains(params, f.Name) {
+			t.Errorf("explore run --%s has no sweep parameter: add it to the params table in experiments/sweep.go", f.Name)
+			return
+		}
+		if got := experiments.ParamString(def, f.Name); got != f.DefValue {
+			t.Errorf("%s: sweeps default to %q, explore run to %q", f.Name, got, f.DefValue)
+		}
+	})
+	for _, p := range params {
+		if flags.Lookup(p) == nil {
+			t.Errorf("sweep parameter %s is not an explore run flag", p)
+		}
 	}
 }
