@@ -202,11 +202,16 @@ func (c *Cluster) Advance(d fabric.Duration) {
 }
 
 func (c *Cluster) fire(ev *event) {
-	c.now = ev.at
+	c.fireBody(ev.at, &evBody{h: ev.h, arg: ev.arg, p: ev.p})
+}
+
+// fireBody fires an event taken from the queue at time at.
+func (c *Cluster) fireBody(at fabric.Time, b *evBody) {
+	c.now = at
 	c.events++
-	c.mix(uint64(ev.at))
-	c.mix(ev.arg ^ uint64(kindOf(ev.h))<<56)
-	ev.h.handle(ev.arg, ev.p)
+	c.mix(uint64(at))
+	c.mix(b.arg ^ uint64(kindOf(b.h))<<56)
+	b.h.handle(b.arg, b.p)
 }
 
 // abortAll unwinds every thread that has not returned (running its

@@ -79,6 +79,7 @@ type eventQueue struct {
 
 	// The earliest event, once found and until the queue changes.
 	minOK   bool
+	minKey  evKey
 	minRing int // its bucket, or -1 for the far heap's top
 }
 
@@ -135,19 +136,18 @@ func (q *eventQueue) push(at fabric.Time, h handler, arg uint64, p *packet) {
 	q.nr++
 }
 
-// first finds the earliest event; the queue must not be empty.
-func (q *eventQueue) first() {
-	if q.minOK {
-		return
-	}
+// findMin finds the earliest event; the queue must not be empty.
+func (q *eventQueue) findMin() {
 	q.minOK, q.minRing = true, -1
-	if q.nr == 0 {
-		return
+	if q.nr > 0 {
+		i := q.nextBucket()
+		b := &q.ring[i]
+		if k := b.k[b.head]; len(q.far) == 0 || k.before(q.far[0]) {
+			q.minKey, q.minRing = k, i
+			return
+		}
 	}
-	i := q.nextBucket()
-	if len(q.far) == 0 || q.ring[i].k[q.ring[i].head].before(q.far[0]) {
-		q.minRing = i
-	}
+	q.minKey = q.far[0]
 }
 
 // nextBucket is the first non-empty bucket from base on, wrapping around;
@@ -167,38 +167,33 @@ func (q *eventQueue) nextBucket() int {
 	panic("sim: event ring inconsistent")
 }
 
+// min returns the earliest event's key; ok is false when the queue is
+// empty. The event's sequence number is k.key>>slotBits.
+func (q *eventQueue) min() (k evKey, ok bool) {
+	if !q.minOK {
+		if q.nr+len(q.far) == 0 {
+			return evKey{}, false
+		}
+		q.findMin()
+	}
+	return q.minKey, true
+}
+
 // peek returns the earliest event's time; ok is false when empty.
 func (q *eventQueue) peek() (fabric.Time, bool) {
-	at, _, ok := q.peekKey()
-	return at, ok
+	k, ok := q.min()
+	return k.at, ok
 }
 
-// peekKey returns the earliest event's time and sequence number; ok is
-// false when empty.
-func (q *eventQueue) peekKey() (at fabric.Time, seq uint64, ok bool) {
-	if q.len() == 0 {
-		return 0, 0, false
+// take removes the earliest event and returns its key and payload; the
+// queue must not be empty.
+func (q *eventQueue) take() (evKey, evBody) {
+	if !q.minOK {
+		q.findMin()
 	}
-	q.first()
-	k := q.top()
-	return k.at, k.key >> slotBits, true
-}
-
-func (q *eventQueue) top() evKey {
-	if q.minRing < 0 {
-		return q.far[0]
-	}
-	b := &q.ring[q.minRing]
-	return b.k[b.head]
-}
-
-// pop removes and returns the earliest event; the queue must not be empty.
-func (q *eventQueue) pop() event {
-	q.first()
-	var top evKey
+	top := q.minKey
 	if i := q.minRing; i >= 0 {
 		b := &q.ring[i]
-		top = b.k[b.head]
 		b.head++
 		if b.head == len(b.k) {
 			b.k, b.head = b.k[:0], 0
@@ -207,7 +202,6 @@ func (q *eventQueue) pop() event {
 		q.nr--
 	} else {
 		h := q.far
-		top = h[0]
 		n := len(h) - 1
 		h[0] = h[n]
 		q.far = h[:n]
@@ -218,11 +212,18 @@ func (q *eventQueue) pop() event {
 	q.minOK = false
 	q.base = int64(top.at) >> bucketBits
 	slot := uint32(top.key & slotMask)
-	b := &q.body[slot]
-	ev := event{at: top.at, seq: top.key >> slotBits, h: b.h, arg: b.arg, p: b.p}
-	*b = evBody{} // no lingering references
+	// The slot keeps its stale payload until it is reused: clearing it
+	// would cost a write barrier per event while the GC runs, and what it
+	// references (a packet of the pool, a model object) belongs to this
+	// cluster anyway.
 	q.free = append(q.free, slot)
-	return ev
+	return top, q.body[slot]
+}
+
+// pop removes and returns the earliest event; the queue must not be empty.
+func (q *eventQueue) pop() event {
+	k, b := q.take()
+	return event{at: k.at, seq: k.key >> slotBits, h: b.h, arg: b.arg, p: b.p}
 }
 
 // each calls fn for every pending event, in no particular order (tests

@@ -35,7 +35,7 @@ type thread struct {
 	// (Sync, or a return from Wait) and each completion queue it polled.
 	// Wait returns at once for a Waitable signaled since its observation.
 	memTick   uint64
-	cqTick    map[*sigbase]uint64
+	cqTick    []cqSeen // a thread polls few queues: a slice beats a map
 	waitSince fabric.Time
 	waitOn    any
 
@@ -92,7 +92,7 @@ func (th *thread) call(fn func(fabric.Thread) error) (err error) {
 // it is (nil when the event was a network event) and stop when the run
 // cannot go on.
 func (c *Cluster) step() (w *thread, stop bool) {
-	evAt, evSeq, ev := c.q.peekKey()
+	ek, ev := c.q.min()
 	tm := c.timers.peek()
 	if c.stop == nil {
 		switch {
@@ -100,14 +100,14 @@ func (c *Cluster) step() (w *thread, stop bool) {
 			c.stop = fmt.Errorf("%w: %s", fabric.ErrDeadlock, c.blocked())
 		case !ev && tm == nil:
 			c.stop = errors.New("sim: event queue empty")
-		case ev && evAt > c.limit && (tm == nil || tm.tAt > c.limit), !ev && tm.tAt > c.limit:
+		case ev && ek.at > c.limit && (tm == nil || tm.tAt > c.limit), !ev && tm.tAt > c.limit:
 			c.stop = fmt.Errorf("%w: %v simulated; still running: %s", fabric.ErrTimeLimit, c.cfg.TimeLimit, c.blocked())
 		}
 	}
 	if c.stop != nil {
 		return nil, true
 	}
-	if tm != nil && (!ev || tm.tAt < evAt || tm.tAt == evAt && tm.tSeq < evSeq) {
+	if tm != nil && (!ev || tm.tAt < ek.at || tm.tAt == ek.at && tm.tSeq < ek.key>>slotBits) {
 		// A Wait deadline passed.
 		c.timers.clear(tm)
 		c.now = tm.tAt
@@ -115,10 +115,10 @@ func (c *Cluster) step() (w *thread, stop bool) {
 		c.mix(uint64(tm.tAt))
 		w = tm
 	} else {
-		e := c.q.pop()
-		c.fire(&e)
+		k, b := c.q.take()
+		c.fireBody(k.at, &b)
 		var ok bool
-		if w, ok = e.h.(*thread); !ok || e.arg != w.gen {
+		if w, ok = b.h.(*thread); !ok || b.arg != w.gen {
 			return nil, false
 		}
 		c.timers.clear(w)
@@ -234,10 +234,29 @@ func (th *thread) Sync() {
 
 // observedCQ records that the thread has just polled a completion queue.
 func (th *thread) observedCQ(s *sigbase) {
-	if th.cqTick == nil {
-		th.cqTick = map[*sigbase]uint64{}
+	for i := range th.cqTick {
+		if th.cqTick[i].s == s {
+			th.cqTick[i].tick = th.c.sigCounter
+			return
+		}
 	}
-	th.cqTick[s] = th.c.sigCounter
+	th.cqTick = append(th.cqTick, cqSeen{s, th.c.sigCounter})
+}
+
+// cqSeen is when a thread last polled a completion queue.
+type cqSeen struct {
+	s    *sigbase
+	tick uint64
+}
+
+// polledAt returns when the thread last polled s; ok is false if never.
+func (th *thread) polledAt(s *sigbase) (tick uint64, ok bool) {
+	for i := range th.cqTick {
+		if th.cqTick[i].s == s {
+			return th.cqTick[i].tick, true
+		}
+	}
+	return 0, false
 }
 
 func (th *thread) Compute(cycles int64) {
@@ -279,7 +298,7 @@ func (th *thread) Wait(deadline fabric.Time, on ...fabric.Waitable) {
 	for _, w := range on {
 		s := sigOf(w)
 		seen := th.memTick // memory and signals: observed at the last Sync
-		if t, ok := th.cqTick[s]; ok {
+		if t, ok := th.polledAt(s); ok {
 			seen = t // a completion queue: observed when last polled
 		} else if s.isCQ {
 			seen = 0 // never polled: poll first
