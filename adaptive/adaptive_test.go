@@ -1,0 +1,248 @@
+package adaptive
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// TestLaneRule drives a receiver lane event by event through the cases of
+// seed 001 §6.
+func TestLaneRule(t *testing.T) {
+	l, err := NewLane(2, 1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both buffers fill; the receiver takes one while the other is ready:
+	// over-supply, so the taken one is marked to retire.
+	must(l.Filled())
+	must(l.Filled())
+	if l.Starving() {
+		t.Fatal("starving with two buffers ready")
+	}
+	retire, err := l.Take()
+	must(err)
+	if !retire {
+		t.Fatal("a buffer taken while another is ready must be marked")
+	}
+	// Marked buffers leave only after consumption: the circulation is
+	// still 2 while it is lent.
+	if l.Circulation() != 2 {
+		t.Fatalf("circulation %d while the marked buffer is consumed", l.Circulation())
+	}
+	must(l.Return(true))
+	if l.Circulation() != 1 {
+		t.Fatalf("circulation %d after retiring", l.Circulation())
+	}
+	// The last ready buffer: taken with nothing else ready, and at min:
+	// not marked.
+	if retire, err = l.Take(); err != nil || retire {
+		t.Fatalf("take at min: retire=%v err=%v", retire, err)
+	}
+	// Nothing ready, nothing waiting: starving; grow.
+	if !l.Starving() {
+		t.Fatal("not starving with no buffer ready or waiting")
+	}
+	must(l.Grow())
+	must(l.Return(false))
+	if l.Circulation() != 2 || l.Waiting() != 2 || l.Stats().Grown != 1 || l.Stats().Retired != 1 {
+		t.Fatalf("lane %+v", *l)
+	}
+	// Never beyond max.
+	for l.Circulation() < 4 {
+		must(l.Grow())
+	}
+	if err := l.Grow(); err == nil {
+		t.Fatal("grew beyond max")
+	}
+	for _, bad := range [][3]int{{0, 0, 1}, {1, 2, 3}, {5, 1, 4}, {1, 1, 0}} {
+		if _, err := NewLane(bad[0], bad[1], bad[2]); err == nil {
+			t.Errorf("NewLane%v accepted", bad)
+		}
+	}
+}
+
+// TestLaneInvariants: random legal event sequences keep the circulation
+// within [min, max], never lose a buffer, and retire only marked ones.
+func TestLaneInvariants(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		minB, maxB := 1+r.IntN(3), 4+r.IntN(8)
+		l, _ := NewLane(minB, minB, maxB)
+		var lent []bool // marks of lent buffers
+		retired := 0
+		for step := 0; step < 500; step++ {
+			switch r.IntN(4) {
+			case 0:
+				if l.Waiting() > 0 {
+					if err := l.Filled(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case 1:
+				if l.Ready() > 0 {
+					m, err := l.Take()
+					if err != nil {
+						t.Fatal(err)
+					}
+					lent = append(lent, m)
+				}
+			case 2:
+				if len(lent) > 0 {
+					i := r.IntN(len(lent))
+					if err := l.Return(lent[i]); err != nil {
+						t.Fatal(err)
+					}
+					if lent[i] {
+						retired++
+					}
+					lent = append(lent[:i], lent[i+1:]...)
+				}
+			case 3:
+				if l.Starving() {
+					if err := l.Grow(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			c := l.Circulation()
+			if c < minB-0 && len(lent) == 0 || c > maxB {
+				t.Fatalf("trial %d step %d: circulation %d outside [%d, %d]", trial, step, c, minB, maxB)
+			}
+			if int64(minB)+l.Stats().Grown-l.Stats().Retired != int64(c) || l.Stats().Retired != int64(retired) {
+				t.Fatalf("trial %d: buffers lost: %+v, circulation %d", trial, l.Stats(), c)
+			}
+			if l.Lent() != len(lent) {
+				t.Fatalf("lent %d, tracked %d", l.Lent(), len(lent))
+			}
+		}
+	}
+}
+
+func TestSenderLane(t *testing.T) {
+	l, _ := NewLane(4, 2, 8)
+	if got := l.Shed(); got != 2 {
+		t.Fatalf("4 free, min 2: shed %d, want 2 (all but one, down to min)", got)
+	}
+	if err := l.RetireFree(3); err == nil {
+		t.Fatal("retired below min")
+	}
+	if err := l.RetireFree(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TakeFree(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TakeFree(); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Starving() {
+		t.Fatal("sender with nothing free is starving")
+	}
+}
+
+// fake backend: a PD that registers plain memory and counts.
+type fakePD struct {
+	fabric.PD
+	regs, deregs int
+}
+type fakeMR struct {
+	fabric.MR
+	pd  *fakePD
+	mem []byte
+}
+type fakeMu struct{}
+
+func (fakeMu) Lock()   {}
+func (fakeMu) Unlock() {}
+
+func (p *fakePD) RegMR(n int, _ fabric.Access) (fabric.MR, error) {
+	p.regs++
+	return &fakeMR{pd: p, mem: make([]byte, n)}, nil
+}
+func (m *fakeMR) Dereg() error  { m.pd.deregs++; return nil }
+func (m *fakeMR) Bytes() []byte { return m.mem }
+
+// TestPoolCapAndAccounting: reuse before registering, the cap is never
+// exceeded (idle buffers are deregistered first), and after Close every
+// registered byte is accounted for.
+func TestPoolCapAndAccounting(t *testing.T) {
+	pd := &fakePD{}
+	p, err := NewPool(pd, fakeMu{}, 10_000, fabric.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bufs []*Buf
+	for i := 0; i < 4; i++ {
+		b, err := p.Get(2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, b)
+	}
+	if err := p.Put(bufs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := p.Get(2000); b != bufs[0] || pd.regs != 4 {
+		t.Fatalf("an idle buffer of the right size must be reused (registrations %d)", pd.regs)
+	}
+	p.Put(bufs[1])
+	// 8000 registered, 2000 idle: a 3000-byte buffer needs the idle one
+	// deregistered to stay under 10,000.
+	big, err := p.Get(3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Registered > 10_000 || st.Deregistrations != 1 {
+		t.Fatalf("cap: %+v", st)
+	}
+	if _, err := p.Get(5000); !errors.Is(err, ErrPinnedCap) {
+		t.Fatalf("over the cap: %v", err)
+	}
+	if err := p.Put(&Buf{}); err == nil {
+		t.Fatal("Put of a foreign buffer accepted")
+	}
+	if err := p.Close(); err == nil || !strings.Contains(err.Error(), "still lent") {
+		t.Fatalf("close with lent buffers: %v", err)
+	}
+	for _, b := range []*Buf{bufs[0], bufs[2], bufs[3], big} {
+		if err := p.Put(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Stats()
+	if st.RegisteredTotal != st.DeregisteredTotal+st.Registered || st.Registered != 0 || pd.regs != pd.deregs {
+		t.Fatalf("accounting after close: %+v, %d registrations, %d deregistrations", st, pd.regs, pd.deregs)
+	}
+}
+
+func TestBDP(t *testing.T) {
+	for _, tc := range []struct {
+		bw, rtt float64
+		msg     int
+		want    int
+		bad     bool
+	}{
+		{12.5e9, 2e-6, 4096, 7, false},
+		{1, 1e-9, 4096, 1, false},
+		{0, 1, 1, 0, true},
+		{1, -1, 1, 0, true},
+	} {
+		got, err := BDPBuffers(tc.bw, tc.rtt, tc.msg)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("BDPBuffers(%g, %g, %d) = %d, %v; want %d", tc.bw, tc.rtt, tc.msg, got, err, tc.want)
+		}
+	}
+}
