@@ -35,6 +35,8 @@ type Buffer struct {
 	Tuples uint64 // tuples in the payload
 	Sum    uint64 // checksum of the tuples (see TupleSum)
 	id     int
+	mr     fabric.MR // the registered region holding the buffer
+	off    int       // offset of the buffer's header in mr
 }
 
 // Delivery is one received buffer, lent to the caller by GetData until it

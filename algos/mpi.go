@@ -149,7 +149,7 @@ func (e *mpi) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
-	e.initPool(e.mr.Bytes()[:e.recvOff], count, e.msg)
+	e.initPool(e.mr, 0, count, e.msg)
 	e.remaining = make([]int, count)
 	e.pending = make([]mpiPending, count)
 	for i := count - 1; i >= 0; i-- {
@@ -311,7 +311,7 @@ func (e *mpi) Acquire(th fabric.Thread) (*Buffer, error) {
 	}
 	i := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
-	b := &e.bufs[i]
+	b := e.bufs[i]
 	b.N, b.Tuples, b.Sum = 0, 0, 0
 	return b, nil
 }
@@ -383,7 +383,7 @@ func (e *mpi) incoming(th fabric.Thread, wc fabric.WC) error {
 		if a >= len(e.bufs) || b >= len(e.pending) || e.remaining[a] == 0 {
 			return fmt.Errorf("%w: clear-to-send from node %d for buffer %d, receive buffer %d", ErrBadMessage, peer, a, b)
 		}
-		buf := &e.bufs[a]
+		buf := e.bufs[a]
 		wr := fabric.SendWR{ID: wrMPICtl, Op: fabric.OpWrite, Local: e.mr.SGE(a*e.msg+HeaderBytes, buf.N),
 			RemoteAddr: e.peers[peer].Addr + uint64(b*e.msg+HeaderBytes), RKey: e.peers[peer].RKey}
 		if buf.N > 0 {

@@ -96,7 +96,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(e.end)
-	e.initPool(e.mr.Bytes()[e.sendOff:e.recvOff], n*b, msg)
+	e.initPool(e.mr, e.sendOff, n*b, msg)
 	e.annSent = make([]uint64, n)
 	e.readers = make([]int, n*b)
 	e.freeSeen = make([]uint64, n)
@@ -242,7 +242,7 @@ func (e *mqrd) Acquire(th fabric.Thread) (*Buffer, error) {
 	}
 	i := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
-	b := &e.bufs[i]
+	b := e.bufs[i]
 	b.N, b.Tuples, b.Sum = 0, 0, 0
 	return b, nil
 }

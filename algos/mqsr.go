@@ -142,7 +142,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
-	e.initPool(e.mr.Bytes()[e.sendOff:e.recvOff], n*b, msg)
+	e.initPool(e.mr, e.sendOff, n*b, msg)
 	e.depleted = make([]bool, n)
 	e.closedSrc = make([]bool, n)
 	e.unsignaled = make([]int, n)
@@ -259,8 +259,8 @@ func (e *mqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 	e.lock()
 	defer e.unlock()
 	h := e.headerFor(b, st)
-	off := e.sendOff + b.id*e.cfg.MsgBytes
-	h.put(e.mr.Bytes()[off:])
+	off := b.off
+	h.put(b.mr.Bytes()[off:])
 	// The buffer is busy until every destination's send has completed;
 	// count them all now, because waiting for credit below lets other
 	// threads reap completions of the sends already posted.
@@ -295,7 +295,7 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 	if err := e.cs[d].Consume(); err != nil {
 		return err
 	}
-	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
+	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: b.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
 	var notice []fabric.SendWR
 	if e.write {
 		slot := e.nextSlot[d] % uint64(e.cfg.Buffers)

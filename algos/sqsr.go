@@ -98,7 +98,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
-	e.initPool(e.mr.Bytes()[e.sendOff:e.recvOff], n*b, msg)
+	e.initPool(e.mr, e.sendOff, n*b, msg)
 	mk := func(sendWR, recvWR int, rcq fabric.CQ) (fabric.QP, error) {
 		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.UD, SendCQ: e.scq, RecvCQ: rcq,
 			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: creditBytes}})
@@ -234,8 +234,8 @@ func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 	for _, d := range dests {
 		e.seq[d]++
 	}
-	off := e.sendOff + b.id*e.cfg.MsgBytes
-	h.put(e.mr.Bytes()[off:])
+	off := b.off
+	h.put(b.mr.Bytes()[off:])
 	e.outstanding[b.id] += len(dests)
 	for i, d := range dests {
 		if err := e.sendTo(th, b, off, d); err != nil {
@@ -267,7 +267,7 @@ func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
 	if err := e.cs[d].Consume(); err != nil {
 		return err
 	}
-	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled,
+	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: b.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled,
 		AH: e.ahs[d], RemoteQPN: e.peers[d].data.QPN, QKey: udQKey}
 	if _, err := e.qp.PostSend([]fabric.SendWR{wr}); err != nil {
 		return err

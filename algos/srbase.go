@@ -22,7 +22,7 @@ type srBase struct {
 	wcs    []fabric.WC
 	info   EndpointInfo
 
-	bufs        []Buffer
+	bufs        []*Buffer
 	free        []int
 	outstanding []int // completions pending per send buffer
 	signaled    int   // signaled sends not yet completed
@@ -43,11 +43,13 @@ func (e *srBase) init(design string, th fabric.Thread, cfg Config) {
 	e.mu = e.node.NewMutex()
 }
 
-// initPool makes count send buffers of msg bytes from mem, each with room
-// for the header in front.
-func (e *srBase) initPool(mem []byte, count, msg int) {
+// initPool makes count send buffers of msg bytes at offset off of mr, each
+// with room for the header in front.
+func (e *srBase) initPool(mr fabric.MR, off, count, msg int) {
+	mem := mr.Bytes()
 	for i := 0; i < count; i++ {
-		e.bufs = append(e.bufs, Buffer{Data: mem[i*msg+HeaderBytes : (i+1)*msg], id: i})
+		o := off + i*msg
+		e.bufs = append(e.bufs, &Buffer{Data: mem[o+HeaderBytes : o+msg], id: i, mr: mr, off: o})
 		e.free = append(e.free, i)
 	}
 	e.outstanding = make([]int, count)
@@ -109,14 +111,14 @@ func (e *srBase) Acquire(th fabric.Thread) (*Buffer, error) {
 	}
 	i := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
-	b := &e.bufs[i]
+	b := e.bufs[i]
 	b.N, b.Tuples, b.Sum = 0, 0, 0
 	return b, nil
 }
 
 // checkBuffer rejects a buffer this endpoint did not lend.
 func (e *srBase) checkBuffer(b *Buffer) error {
-	if b == nil || b.id < 0 || b.id >= len(e.bufs) || &e.bufs[b.id] != b {
+	if b == nil || b.id < 0 || b.id >= len(e.bufs) || e.bufs[b.id] != b {
 		return fmt.Errorf("%w: PutData with a buffer this endpoint did not lend", ErrConfig)
 	}
 	if b.N < 0 || b.N > len(b.Data) {
