@@ -50,6 +50,7 @@ type Delivery struct {
 	Sum    uint64
 	End    bool // no buffer: every source has ended (Release not needed)
 	id     int
+	retire bool // adaptive buffers: goes back to the pool on Release
 }
 
 // Endpoint is one end of the shuffle's communication: it owns registered
@@ -83,6 +84,11 @@ type EndpointInfo struct {
 	RegisteredBytes int64 // registered memory
 	CreditWrites    int64 // credit write-backs sent
 	CreditStalls    int64 // times a PutData had to wait for credit
+	// Adaptive buffers (zero otherwise): buffers added and retired, and
+	// the time-mean number of receive buffers (summed over sources) and
+	// send buffers in circulation.
+	AdaptiveGrown, AdaptiveRetired   int64
+	RecvBuffersMean, SendBuffersMean float64
 }
 
 // Config configures an endpoint.
@@ -95,6 +101,9 @@ type Config struct {
 	CreditEvery int             // receives per credit write-back
 	Timeout     fabric.Duration // longest wait for progress before an error
 	Notify      Notify          // MQ/WR only: how receivers learn of a write (default NotifyCQ)
+	// Adaptive, if set, makes the registered buffers adaptive; Buffers is
+	// then where they start.
+	Adaptive *AdaptiveBuffers
 }
 
 // ErrConfig reports an invalid endpoint configuration.
@@ -117,6 +126,11 @@ func (c *Config) check(maxMsg int) error {
 			ErrConfig, c.CreditEvery, c.Buffers)
 	case c.Threads < 0:
 		return fmt.Errorf("%w: %d threads", ErrConfig, c.Threads)
+	}
+	if c.Adaptive != nil {
+		if err := c.Adaptive.check(*c); err != nil {
+			return err
+		}
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 100 * fabric.Millisecond

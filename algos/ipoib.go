@@ -64,6 +64,9 @@ func OpenIPoIB(th fabric.Thread, cfg Config, costs IPoIBCosts) (Endpoint, error)
 		costs.SendCopies < 0 || costs.RecvCopies < 0 {
 		return nil, fmt.Errorf("%w: IPoIB costs must not be negative and segments must hold a byte: %+v", ErrConfig, costs)
 	}
+	if cfg.Adaptive != nil {
+		return nil, fmt.Errorf("%w: the IPoIB baseline does not support adaptive buffers: its socket buffers are the kernel's", ErrConfig)
+	}
 	inner, err := openMQ(th, cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("algos: IPoIB baseline: %w", err)

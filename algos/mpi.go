@@ -108,6 +108,9 @@ func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
+	if cfg.Adaptive != nil {
+		return nil, fmt.Errorf("%w: MPI does not support adaptive buffers: the MPI baseline keeps its own fixed buffers, as MPI libraries do", ErrConfig)
+	}
 	if costs.CallCycles < 0 || costs.MatchCycles < 0 || costs.EagerBytes < HeaderBytes {
 		return nil, fmt.Errorf("%w: MPI costs must not be negative and the eager threshold must hold a %d-byte header: %+v", ErrConfig, HeaderBytes, costs)
 	}

@@ -66,6 +66,9 @@ func OpenMQRD(th fabric.Thread, cfg Config) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
+	if cfg.Adaptive != nil {
+		return nil, fmt.Errorf("%w: MQ/RD does not support adaptive buffers: its buffers are read by the peers at addresses exchanged at setup", ErrConfig)
+	}
 	e := &mqrd{}
 	e.init("MQ/RD", th, cfg)
 	if err := e.setup(th); err != nil {

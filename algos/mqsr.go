@@ -122,7 +122,10 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	n, b, msg := e.n, e.cfg.Buffers, e.cfg.MsgBytes
 	dev := e.node.Device()
 	var err error
-	if e.pd, err = dev.AllocPD(); err != nil {
+	ad := e.cfg.Adaptive
+	if ad != nil {
+		e.pd = ad.Pool.PD()
+	} else if e.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
 	depth := min(n*n*b+4*n+64, dev.Attr().MaxCQE)
@@ -133,7 +136,10 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.sendOff, e.recvOff = 0, n*b*msg
-	e.creditOff = 2 * n * b * msg
+	if ad != nil {
+		e.recvOff = 0 // send buffers come from the pool
+	}
+	e.creditOff = e.recvOff + n*b*msg
 	e.scratchOff = e.creditOff + 8*n
 	e.parityOff = e.scratchOff + 8*n
 	e.noticeOff = e.parityOff + HeaderBytes
@@ -142,7 +148,13 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
-	e.initPool(e.mr, e.sendOff, n*b, msg)
+	if ad != nil {
+		if err := e.initAdaptiveSend(n*b, msg); err != nil {
+			return err
+		}
+	} else {
+		e.initPool(e.mr, e.sendOff, n*b, msg)
+	}
 	e.depleted = make([]bool, n)
 	e.closedSrc = make([]bool, n)
 	e.unsignaled = make([]int, n)
@@ -272,7 +284,7 @@ func (e *mqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 		}
 	}
 	if len(dests) == 0 {
-		e.free = append(e.free, b.id)
+		return e.freeBuffer(b.id)
 	}
 	return nil
 }
@@ -525,6 +537,9 @@ func (e *mqsr) Close(th fabric.Thread) error {
 	}
 	if err := e.quiesce(th, "mqsr"); err != nil {
 		return err
+	}
+	if e.cfg.Adaptive != nil { // the pool owns the protection domain
+		return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.returnSendBuffers)
 	}
 	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
 }

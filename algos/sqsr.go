@@ -2,8 +2,10 @@ package algos
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
+	"github.com/rdmashuffle/rdmashuffle/adaptive"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/flowctl"
 )
@@ -37,6 +39,12 @@ type sqsr struct {
 	sendOff, recvOff, crecvOff, csendOff int
 	recvBytes                            int // GRH + message
 	creditSlots                          int
+
+	// Adaptive receive buffers (cfg.Adaptive): one lane per source, the
+	// pool buffer of each receive slot (nil when free), free slot ids.
+	rlanes []*adaptive.Lane
+	rbufs  []*adaptive.Buf
+	rfree  []int
 
 	seq        []uint64 // messages sent per destination
 	cr         []*flowctl.CreditReceiver
@@ -73,16 +81,21 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	n, b, msg := e.n, e.cfg.Buffers, e.cfg.MsgBytes
 	dev := e.node.Device()
 	attr := dev.Attr()
+	ad := e.cfg.Adaptive
+	maxR, maxS := b, b // receive buffers per source, send buffers per destination, at most
 	var err error
-	if e.pd, err = dev.AllocPD(); err != nil {
+	if ad != nil {
+		maxR, maxS = ad.MaxRecv*e.cfg.Threads, ad.MaxSend*e.cfg.Threads
+		e.pd = ad.Pool.PD()
+	} else if e.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
-	sendWR := min(n*n*b+2*creditSignalEvery+8, attr.MaxQPWR)
-	e.creditSlots = n*(b+2) + 8
+	sendWR := min(n*n*max(maxS, maxR)+2*creditSignalEvery+8, attr.MaxQPWR)
+	e.creditSlots = n*(maxR+2) + 8
 	if e.scq, err = dev.CreateCQ(min(sendWR+64, attr.MaxCQE)); err != nil {
 		return err
 	}
-	if e.rcq, err = dev.CreateCQ(n*b + 16); err != nil {
+	if e.rcq, err = dev.CreateCQ(min(n*maxR+16, attr.MaxCQE)); err != nil {
 		return err
 	}
 	if e.ccq, err = dev.CreateCQ(e.creditSlots + 16); err != nil {
@@ -91,14 +104,37 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	e.recvBytes = fabric.GRHBytes + msg
 	e.sendOff = 0
 	e.recvOff = n * b * msg
+	if ad != nil { // send and receive buffers come from the pool
+		e.recvOff = 0
+	}
 	e.crecvOff = e.recvOff + n*b*e.recvBytes
+	if ad != nil {
+		e.crecvOff = 0
+	}
 	e.csendOff = e.crecvOff + e.creditSlots*(fabric.GRHBytes+creditBytes)
 	size := e.csendOff + creditBytes
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite); err != nil {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
-	e.initPool(e.mr, e.sendOff, n*b, msg)
+	if ad != nil {
+		if err := e.initAdaptiveSend(n*b, msg); err != nil {
+			return err
+		}
+		for s := 0; s < n; s++ {
+			lane, err := adaptive.NewLane(b, min(b, e.cfg.CreditEvery), maxR)
+			if err != nil {
+				return err
+			}
+			e.rlanes = append(e.rlanes, lane)
+		}
+		for i := n*b - 1; i >= 0; i-- {
+			e.rfree = append(e.rfree, i)
+		}
+		e.rbufs = make([]*adaptive.Buf, n*b)
+	} else {
+		e.initPool(e.mr, e.sendOff, n*b, msg)
+	}
 	mk := func(sendWR, recvWR int, rcq fabric.CQ) (fabric.QP, error) {
 		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.UD, SendCQ: e.scq, RecvCQ: rcq,
 			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: creditBytes}})
@@ -113,7 +149,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		}
 		return qp, qp.Modify(fabric.StateRTS, fabric.QPAttr{})
 	}
-	if e.qp, err = mk(sendWR, n*b, e.rcq); err != nil {
+	if e.qp, err = mk(sendWR, n*maxR, e.rcq); err != nil {
 		return err
 	}
 	if e.cqp, err = mk(2*creditSignalEvery+8, e.creditSlots, e.ccq); err != nil {
@@ -121,6 +157,12 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	}
 	e.info.QPs = 2
 	for i := 0; i < n*b; i++ {
+		if ad != nil {
+			if _, err := e.newRecvSlot(); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := e.postData(i); err != nil {
 			return err
 		}
@@ -173,9 +215,68 @@ func (e *sqsr) setup(th fabric.Thread) error {
 }
 
 func (e *sqsr) postData(slot int) error {
-	off := e.recvOff + slot*e.recvBytes
-	_, err := e.qp.PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(off, e.recvBytes)}})
+	mr, off := e.recvMem(slot)
+	_, err := e.qp.PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: mr.SGE(off, e.recvBytes)}})
 	return err
+}
+
+// recvMem is where receive slot slot lives.
+func (e *sqsr) recvMem(slot int) (fabric.MR, int) {
+	if e.rbufs != nil {
+		return e.rbufs[slot].MR, 0
+	}
+	return e.mr, e.recvOff + slot*e.recvBytes
+}
+
+// newRecvSlot takes a receive buffer from the pool and posts it.
+func (e *sqsr) newRecvSlot() (int, error) {
+	pb, err := e.cfg.Adaptive.Pool.Get(e.recvBytes)
+	if err != nil {
+		return 0, err
+	}
+	slot := len(e.rbufs)
+	if k := len(e.rfree); k > 0 {
+		slot = e.rfree[k-1]
+		e.rfree = e.rfree[:k-1]
+		e.rbufs[slot] = pb
+	} else {
+		e.rbufs = append(e.rbufs, pb)
+	}
+	return slot, e.postData(slot)
+}
+
+// growStarving gives one more receive buffer, and its credit, to every
+// source whose lane starves (nothing ready, nothing posted for it): the
+// adaptive receiver's growth rule. It returns how many grew.
+func (e *sqsr) growStarving(th fabric.Thread) (int, error) {
+	grown := 0
+	for s := 0; s < e.n; s++ {
+		l := e.rlanes[s]
+		if e.doneSrc[s] || !l.Starving() {
+			continue
+		}
+		l.Observe(int64(th.Now()))
+		if _, err := e.newRecvSlot(); err != nil {
+			if errors.Is(err, adaptive.ErrPinnedCap) {
+				return grown, nil
+			}
+			return grown, err
+		}
+		if err := l.Grow(); err != nil {
+			return grown, err
+		}
+		grown++
+		v, ok := e.cr[s].Posted(1)
+		if !ok {
+			v, ok = e.cr[s].Flush()
+		}
+		if ok {
+			if err := e.sendCredit(s, v); err != nil {
+				return grown, err
+			}
+		}
+	}
+	return grown, nil
 }
 
 func (e *sqsr) postCredit(slot int) error {
@@ -244,7 +345,7 @@ func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 		}
 	}
 	if len(dests) == 0 {
-		e.free = append(e.free, b.id)
+		return e.freeBuffer(b.id)
 	}
 	return nil
 }
@@ -286,14 +387,27 @@ func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
 				return 0, err
 			}
 			for _, wc := range e.wcs[:n] {
-				if err := e.received(wc); err != nil {
+				if err := e.received(th, wc); err != nil {
 					return 0, err
 				}
 			}
 			if n > 0 {
 				quiet = th.Now()
 			}
+			if n == 0 && e.rlanes != nil && len(e.ready) == e.readyHead {
+				return e.growStarving(th)
+			}
 			return n, nil
+		},
+		taken: func(d *Delivery) error {
+			if e.rlanes == nil {
+				return nil
+			}
+			l := e.rlanes[d.Src]
+			l.Observe(int64(th.Now()))
+			retire, err := l.Take()
+			d.retire = retire
+			return err
 		},
 		// A quiet connection gets its credit repeated: a credit message
 		// may have been lost.
@@ -328,13 +442,13 @@ func (e *sqsr) incomplete() error {
 		e.cfg.Tag, e.me, e.cfg.Timeout, msg)
 }
 
-func (e *sqsr) received(wc fabric.WC) error {
+func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 	if wc.Status != fabric.StatusSuccess {
 		return &fabric.CompletionError{WC: wc, Node: e.me}
 	}
 	slot := int(wc.ID)
-	off := e.recvOff + slot*e.recvBytes
-	buf := e.mr.Bytes()[off+fabric.GRHBytes : off+e.recvBytes]
+	mr, off := e.recvMem(slot)
+	buf := mr.Bytes()[off+fabric.GRHBytes : off+e.recvBytes]
 	var h header
 	if err := h.get(buf[:wc.Bytes-fabric.GRHBytes], e.cfg.MsgBytes-HeaderBytes); err != nil {
 		return err
@@ -346,6 +460,13 @@ func (e *sqsr) received(wc fabric.WC) error {
 		return fmt.Errorf("from node %d: %w", h.src, err)
 	}
 	d := Delivery{Src: h.src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
+	if e.rlanes != nil {
+		l := e.rlanes[h.src]
+		l.Observe(int64(th.Now()))
+		if err := l.Filled(); err != nil {
+			return fmt.Errorf("%w: node %d sent beyond its credit: %v", ErrBadMessage, h.src, err)
+		}
+	}
 	if e.counts[h.src].Done() {
 		d.State = Depleted
 		e.doneSrc[h.src] = true
@@ -393,11 +514,28 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 	}
 	e.lock()
 	defer e.unlock()
-	if d.id < 0 || d.id >= e.n*e.cfg.Buffers || d.Src < 0 || d.Src >= e.n {
+	slots := e.n * e.cfg.Buffers
+	if e.rbufs != nil {
+		slots = len(e.rbufs)
+	}
+	if d.id < 0 || d.id >= slots || d.Src < 0 || d.Src >= e.n || e.rbufs != nil && e.rbufs[d.id] == nil {
 		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
 	}
 	if _, err := e.reap(); err != nil {
 		return err
+	}
+	if e.rlanes != nil {
+		l := e.rlanes[d.Src]
+		l.Observe(int64(th.Now()))
+		if err := l.Return(d.retire); err != nil {
+			return err
+		}
+		if d.retire { // back to the pool: not reposted, not credited
+			pb := e.rbufs[d.id]
+			e.rbufs[d.id] = nil
+			e.rfree = append(e.rfree, d.id)
+			return e.cfg.Adaptive.Pool.Put(pb)
+		}
 	}
 	if err := e.postData(d.id); err != nil {
 		return err
@@ -424,5 +562,31 @@ func (e *sqsr) Close(th fabric.Thread) error {
 			return err
 		}
 	}
-	return release([]fabric.QP{e.qp, e.cqp}, e.scq.Destroy, e.rcq.Destroy, e.ccq.Destroy, e.mr.Dereg, e.pd.Dealloc)
+	if e.cfg.Adaptive == nil {
+		return release([]fabric.QP{e.qp, e.cqp}, e.scq.Destroy, e.rcq.Destroy, e.ccq.Destroy, e.mr.Dereg, e.pd.Dealloc)
+	}
+	// Adaptive: once the queue pairs are gone (flushing the posted
+	// receives), every buffer goes back to the pool, which owns the
+	// protection domain.
+	return release([]fabric.QP{e.qp, e.cqp}, e.scq.Destroy, e.rcq.Destroy, e.ccq.Destroy, e.mr.Dereg, e.returnSendBuffers,
+		func() error {
+			for i, pb := range e.rbufs {
+				if pb != nil {
+					if err := e.cfg.Adaptive.Pool.Put(pb); err != nil {
+						return err
+					}
+					e.rbufs[i] = nil
+				}
+			}
+			return nil
+		})
+}
+
+// Info adds the receive lanes' statistics to the endpoint's.
+func (e *sqsr) Info() EndpointInfo {
+	i := e.srBase.Info()
+	for _, l := range e.rlanes {
+		i.addLane(l, true)
+	}
+	return i
 }

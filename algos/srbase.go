@@ -3,6 +3,7 @@ package algos
 import (
 	"fmt"
 
+	"github.com/rdmashuffle/rdmashuffle/adaptive"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/flowctl"
 )
@@ -27,6 +28,13 @@ type srBase struct {
 	outstanding []int // completions pending per send buffer
 	signaled    int   // signaled sends not yet completed
 	cs          []flowctl.CreditSender
+
+	// Adaptive send buffers (cfg.Adaptive): the lane, each buffer's pool
+	// buffer by id (nil once retired), ids free for reuse.
+	slane      *adaptive.Lane
+	sbufs      []*adaptive.Buf
+	retiredIDs []int
+	sendMsg    int
 
 	ready     []Delivery
 	readyHead int
@@ -85,7 +93,9 @@ func (e *srBase) reap() (int, error) {
 		if wc.ID&wrKind == wrSend {
 			i := int(wc.ID &^ wrKind)
 			if e.outstanding[i]--; e.outstanding[i] == 0 {
-				e.free = append(e.free, i)
+				if err := e.freeBuffer(i); err != nil {
+					return 0, err
+				}
 			}
 		}
 	}
@@ -96,7 +106,15 @@ func (e *srBase) Acquire(th fabric.Thread) (*Buffer, error) {
 	e.lock()
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
-	for len(e.free) == 0 {
+	for {
+		if e.slane != nil {
+			if _, err := e.adaptSend(th); err != nil {
+				return nil, err
+			}
+		}
+		if len(e.free) > 0 {
+			break
+		}
 		n, err := e.reap()
 		if err != nil {
 			return nil, err
@@ -111,9 +129,24 @@ func (e *srBase) Acquire(th fabric.Thread) (*Buffer, error) {
 	}
 	i := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
+	if e.slane != nil {
+		if err := e.slane.TakeFree(); err != nil {
+			return nil, err
+		}
+	}
 	b := e.bufs[i]
 	b.N, b.Tuples, b.Sum = 0, 0, 0
 	return b, nil
+}
+
+// freeBuffer puts send buffer i back on the free list (every send of it
+// completed, or it had no destination).
+func (e *srBase) freeBuffer(i int) error {
+	e.free = append(e.free, i)
+	if e.slane != nil {
+		return e.slane.Return(false)
+	}
+	return nil
 }
 
 // checkBuffer rejects a buffer this endpoint did not lend.
@@ -140,7 +173,13 @@ func (e *srBase) popReady() (Delivery, bool) {
 	return d, true
 }
 
-func (e *srBase) Info() EndpointInfo { return e.info }
+func (e *srBase) Info() EndpointInfo {
+	i := e.info
+	if e.slane != nil {
+		i.addLane(e.slane, false)
+	}
+	return i
+}
 
 // quiesce waits until every signaled send has completed, then meets the
 // other nodes' endpoints at a barrier, so that no queue pair disappears
@@ -172,6 +211,8 @@ type receiving struct {
 	stuck func() error
 	// on are the waitables that signal new work.
 	on []fabric.Waitable
+	// taken, if set, runs on each delivery as it is handed out.
+	taken func(d *Delivery) error
 }
 
 // getData is GetData for every design: it hands out polled deliveries,
@@ -183,6 +224,11 @@ func (e *srBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for {
 		if d, ok := e.popReady(); ok {
+			if r.taken != nil {
+				if err := r.taken(&d); err != nil {
+					return Delivery{}, err
+				}
+			}
 			return d, nil
 		}
 		if e.doneCount == e.n {

@@ -2,10 +2,12 @@ package experiments
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmashuffle/rdmashuffle/adaptive"
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -35,6 +37,17 @@ type RunConfig struct {
 	Faults sim.Faults
 	// Notify selects the MQ/WR notification variant (default poll-CQ).
 	Notify algos.Notify
+	// Adaptive makes registered buffers adaptive (seed 001 §6), from a
+	// pool per node: Buffers is where each flow starts, MaxBuffers (per
+	// thread and peer) its ceiling, PinnedCapMiB the pool's pinned-memory
+	// cap per node (0: none).
+	Adaptive     bool
+	MaxBuffers   int
+	PinnedCapMiB int64
+	// NodeCycles, when set, gives each node's receiving fragment its own
+	// cycles per tuple (node i gets NodeCycles[i mod len]), for skewed
+	// processing; it overrides CyclesPerTuple.
+	NodeCycles []int64
 }
 
 // Record is the run record of docs/results.md.
@@ -54,17 +67,28 @@ type Record struct {
 	BytesPerNode   int64   `json:"bytes_per_node"`
 	BytesPerPair   int64   `json:"bytes_per_pair,omitempty"`
 	CyclesPerTuple int64   `json:"cycles_per_tuple"`
-	ThroughputGiBs float64 `json:"throughput_gibps"`
-	ResponseS      float64 `json:"response_s"`
-	SetupMS        float64 `json:"setup_ms"`
-	QPsPerNode     int     `json:"qps_per_node"`
-	RegisteredPer  int64   `json:"registered_bytes_per_node"`
-	Integrity      string  `json:"integrity"`
-	TuplesSent     uint64  `json:"tuples_sent"`
-	TuplesReceived uint64  `json:"tuples_received"`
-	CreditWrites   int64   `json:"credit_writes"`
-	CreditStalls   int64   `json:"credit_stalls"`
-	QPCacheMiss    float64 `json:"qp_cache_miss_rate"`
+	NodeCycles     []int64 `json:"node_cycles,omitempty"`
+	// Adaptive buffering: the mean number of receive buffers in
+	// circulation per node (over the run, summed over endpoints and
+	// sources), buffers added and retired, and the pool's peak pinned
+	// bytes per node.
+	Adaptive        bool    `json:"adaptive,omitempty"`
+	MaxBuffers      int     `json:"max_buffers,omitempty"`
+	RecvBuffersMean float64 `json:"recv_buffers_mean,omitempty"`
+	BuffersGrown    int64   `json:"buffers_grown,omitempty"`
+	BuffersRetired  int64   `json:"buffers_retired,omitempty"`
+	PoolPeakBytes   int64   `json:"pool_peak_bytes,omitempty"`
+	ThroughputGiBs  float64 `json:"throughput_gibps"`
+	ResponseS       float64 `json:"response_s"`
+	SetupMS         float64 `json:"setup_ms"`
+	QPsPerNode      int     `json:"qps_per_node"`
+	RegisteredPer   int64   `json:"registered_bytes_per_node"`
+	Integrity       string  `json:"integrity"`
+	TuplesSent      uint64  `json:"tuples_sent"`
+	TuplesReceived  uint64  `json:"tuples_received"`
+	CreditWrites    int64   `json:"credit_writes"`
+	CreditStalls    int64   `json:"credit_stalls"`
+	QPCacheMiss     float64 `json:"qp_cache_miss_rate"`
 	// Fractions of the sending and receiving threads' time spent waiting
 	// (in Thread.Wait: for a free buffer, credit, data or completions),
 	// over all threads of all nodes, from the start barrier to each
@@ -123,6 +147,10 @@ func (c *RunConfig) normalize(cores int) error {
 	if c.BytesPerPair > 0 {
 		c.BytesPerNode = c.bytesForPairs()
 	}
+	if c.Adaptive && c.MaxBuffers == 0 {
+		// Room for growth, within a receive queue of 16,000 requests.
+		c.MaxBuffers = max(c.Buffers, min(256, 16000/max(1, c.Nodes*c.Threads)))
+	}
 	known := false
 	for _, d := range AllDesigns {
 		known = known || d == c.Design
@@ -148,6 +176,16 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--bytes-per-pair %d: must not be negative", c.BytesPerPair)
 	case c.CyclesPerTuple < 0:
 		return fmt.Errorf("--cycles-per-tuple %d: must not be negative", c.CyclesPerTuple)
+	case slices.ContainsFunc(c.NodeCycles, func(v int64) bool { return v < 0 }):
+		return fmt.Errorf("--node-cycles %v: cycles per tuple must not be negative", c.NodeCycles)
+	case c.Adaptive && c.MaxBuffers != 0 && c.MaxBuffers < c.Buffers:
+		return fmt.Errorf("--max-buffers %d: below the %d buffers per peer to start with (--buffers)", c.MaxBuffers, c.Buffers)
+	case c.PinnedCapMiB < 0:
+		return fmt.Errorf("--pinned-cap-mib %d: must not be negative (0: no cap)", c.PinnedCapMiB)
+	case !c.Adaptive && (c.MaxBuffers != 0 || c.PinnedCapMiB != 0):
+		return fmt.Errorf("--max-buffers and --pinned-cap-mib apply with --adaptive only")
+	case c.Adaptive && (strings.HasSuffix(c.Design, "/RD") || slices.Contains(Baselines, c.Design)):
+		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to the Send/Receive and RDMA Write designs (docs/model.md §5 says why not the others)", c.Design)
 	}
 	return nil
 }
@@ -205,6 +243,7 @@ func Run(cfg RunConfig) (*Record, error) {
 	resp := make([]fabric.Duration, n)  // per node: start to last receive
 	infos := make([]algos.EndpointInfo, n)
 	meters := make([]nodeMeter, n)
+	poolPeak := make([]int64, n)
 	tuplesPerNode := cfg.BytesPerNode / algos.TupleBytes
 	t0 := time.Now()
 	err = c.Run(func(th fabric.Thread) error {
@@ -215,9 +254,24 @@ func Run(cfg RunConfig) (*Record, error) {
 			neps = 1
 		}
 		eps := make([]algos.Endpoint, neps)
+		var pool *adaptive.Pool
+		var poolPD fabric.PD
+		if cfg.Adaptive {
+			var err error
+			if poolPD, err = th.Node().Device().AllocPD(); err != nil {
+				return err
+			}
+			access := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
+			if pool, err = adaptive.NewPool(poolPD, th.Node().NewMutex(), cfg.PinnedCapMiB<<20, access); err != nil {
+				return err
+			}
+		}
 		for k := range eps {
 			ec := algos.Config{Nodes: n, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery,
 				Timeout: cfg.Timeout, Notify: cfg.Notify}
+			if pool != nil {
+				ec.Adaptive = &algos.AdaptiveBuffers{Pool: pool, MaxRecv: cfg.MaxBuffers, MaxSend: cfg.MaxBuffers}
+			}
 			if shared {
 				ec.Threads = t
 			}
@@ -292,7 +346,11 @@ func Run(cfg RunConfig) (*Record, error) {
 				defer func() { running.Add(-1); done.Notify() }()
 				m := &meter{Thread: rt}
 				rep := &releaseMeter{Endpoint: ep}
-				r, err := algos.Receive(m, rep, n, cfg.CyclesPerTuple)
+				cycles := cfg.CyclesPerTuple
+				if len(cfg.NodeCycles) > 0 {
+					cycles = cfg.NodeCycles[me%len(cfg.NodeCycles)]
+				}
+				r, err := algos.Receive(m, rep, n, cycles)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return err
@@ -325,7 +383,25 @@ func Run(cfg RunConfig) (*Record, error) {
 			infos[me].RegisteredBytes += i.RegisteredBytes
 			infos[me].CreditWrites += i.CreditWrites
 			infos[me].CreditStalls += i.CreditStalls
+			infos[me].RecvBuffersMean += i.RecvBuffersMean
+			infos[me].AdaptiveGrown += i.AdaptiveGrown
+			infos[me].AdaptiveRetired += i.AdaptiveRetired
 			if err := ep.Close(th); err != nil {
+				return err
+			}
+		}
+		if pool != nil {
+			// Every registered byte is accounted for: what was registered
+			// was deregistered, and nothing is still lent.
+			if err := pool.Close(); err != nil {
+				return err
+			}
+			st := pool.Stats()
+			if st.RegisteredTotal != st.DeregisteredTotal || st.Registered != 0 {
+				return fmt.Errorf("node %d: buffer pool leaked: %+v", me, st)
+			}
+			poolPeak[me] = st.Peak
+			if err := poolPD.Dealloc(); err != nil {
 				return err
 			}
 		}
@@ -336,7 +412,8 @@ func Run(cfg RunConfig) (*Record, error) {
 	}
 	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
-		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
+		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
+		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate()}
 	if prof.Source() != "builtin" {
 		rec.Profile = "file:" + prof.Source()
@@ -356,6 +433,10 @@ func Run(cfg RunConfig) (*Record, error) {
 		rec.QPsPerNode = max(rec.QPsPerNode, infos[i].QPs)
 		rec.RegisteredPer = max(rec.RegisteredPer, infos[i].RegisteredBytes)
 		rec.CreditWrites += infos[i].CreditWrites
+		rec.RecvBuffersMean += infos[i].RecvBuffersMean / float64(n)
+		rec.BuffersGrown += infos[i].AdaptiveGrown
+		rec.BuffersRetired += infos[i].AdaptiveRetired
+		rec.PoolPeakBytes = max(rec.PoolPeakBytes, poolPeak[i])
 		rec.CreditStalls += infos[i].CreditStalls
 	}
 	rec.SenderIdle = ratio(all.sendIdle, all.sendTime)

@@ -152,3 +152,62 @@ func TestBaselinesAtTheirMessageSizes(t *testing.T) {
 		t.Fatalf("qperf record: %+v", rec)
 	}
 }
+
+// TestAdaptiveIntegrity: adaptive buffers on every design that supports
+// them deliver exactly the sent multiset in payload mode, with a slow and
+// a fast receiving fragment (so that lanes both grow and shrink), and the
+// pool accounts for every registered byte (Run checks it at Close).
+func TestAdaptiveIntegrity(t *testing.T) {
+	for _, design := range []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR"} {
+		for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast} {
+			t.Run(fmt.Sprintf("%s/%s", design, pat), func(t *testing.T) {
+				rec, err := Run(RunConfig{Design: design, Nodes: 3, Threads: 2, Pattern: pat, Profile: "edr-cx4", MsgBytes: 4096,
+					Buffers: 2, CreditEvery: 1, BytesPerNode: 512 << 10, Seed: 3, Payload: true, Adaptive: true, MaxBuffers: 16,
+					NodeCycles: []int64{0, 80, 10}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Integrity != "ok" || rec.TuplesSent == 0 {
+					t.Fatalf("integrity %s, %d tuples", rec.Integrity, rec.TuplesSent)
+				}
+				if rec.PoolPeakBytes == 0 || rec.BuffersGrown+rec.BuffersRetired == 0 {
+					t.Fatalf("the pool was not used or nothing adapted: %+v", rec)
+				}
+			})
+		}
+	}
+	for _, tc := range []struct {
+		cfg  RunConfig
+		want string
+	}{
+		{RunConfig{Design: "MEMQ/RD", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
+		{RunConfig{Design: "MPI", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 2, MaxBuffers: 4}, "with --adaptive only"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 2, Adaptive: true, Buffers: 8, MaxBuffers: 4}, "below the 8 buffers"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 2, NodeCycles: []int64{-1}}, "must not be negative"},
+	} {
+		tc.cfg.Profile = "edr-cx4"
+		if _, err := Run(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// TestAdaptivePinnedCap: with a cap that the initial buffers just fill,
+// growth stops at the cap and the run completes; a cap below the initial
+// buffers fails setup with an error naming the cap.
+func TestAdaptivePinnedCap(t *testing.T) {
+	cfg := RunConfig{Design: "MEMQ/WR", Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 2, CreditEvery: 1,
+		BytesPerNode: 4 << 20, Seed: 1, Adaptive: true, MaxBuffers: 64, PinnedCapMiB: 1, CyclesPerTuple: 30}
+	rec, err := Run(cfg) // 2 endpoints x 4 destinations x 2 buffers x 64 KiB = the 1 MiB cap
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Integrity != "ok" || rec.PoolPeakBytes > 1<<20 || rec.PoolPeakBytes < 1<<20 {
+		t.Fatalf("integrity %s, pool peak %d bytes with a 1 MiB cap", rec.Integrity, rec.PoolPeakBytes)
+	}
+	cfg.Buffers = 4
+	if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), "pinned-memory cap") {
+		t.Fatalf("initial buffers above the cap: %v", err)
+	}
+}

@@ -89,6 +89,23 @@ var params = []param{
 	int64Param("bytes-per-node", func(c *RunConfig) *int64 { return &c.BytesPerNode }),
 	int64Param("bytes-per-pair", func(c *RunConfig) *int64 { return &c.BytesPerPair }),
 	int64Param("cycles-per-tuple", func(c *RunConfig) *int64 { return &c.CyclesPerTuple }),
+	{key: "node-cycles", expect: "comma-separated cycles per tuple, one per node in turn (e.g. 21,95)",
+		kind: asString,
+		set: func(c *RunConfig, v any) error {
+			cy, err := ParseNodeCycles(v.(string))
+			if err != nil {
+				return errBadValue
+			}
+			c.NodeCycles = cy
+			return nil
+		},
+		get: func(c *RunConfig) string { return FormatNodeCycles(c.NodeCycles) }},
+	{key: "adaptive", expect: "true or false",
+		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
+		set:  func(c *RunConfig, v any) error { c.Adaptive = v.(bool); return nil },
+		get:  func(c *RunConfig) string { return strconv.FormatBool(c.Adaptive) }},
+	intParam("max-buffers", 0, func(c *RunConfig) *int { return &c.MaxBuffers }),
+	int64Param("pinned-cap-mib", func(c *RunConfig) *int64 { return &c.PinnedCapMiB }),
 	{key: "seed", expect: "an integer >= 0",
 		kind: asInt,
 		set: func(c *RunConfig, v any) error {
@@ -120,6 +137,31 @@ var params = []param{
 }
 
 var errBadValue = errors.New("bad value")
+
+// ParseNodeCycles parses "21,95" (empty: none).
+func ParseNodeCycles(text string) ([]int64, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	var out []int64
+	for _, f := range strings.Split(text, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("node cycles %q: want comma-separated whole numbers >= 0, e.g. 21,95", text)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// FormatNodeCycles is ParseNodeCycles' inverse.
+func FormatNodeCycles(cy []int64) string {
+	f := make([]string, len(cy))
+	for i, v := range cy {
+		f[i] = strconv.FormatInt(v, 10)
+	}
+	return strings.Join(f, ",")
+}
 
 // Params lists the sweep parameter keys (explore run's flag names) in the
 // canonical order used in point keys.

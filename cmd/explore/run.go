@@ -20,6 +20,7 @@ func runCmd() *cobra.Command {
 	var jsonOut bool
 	var timeoutMS float64
 	var notify string
+	var nodeCycles string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -36,6 +37,11 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Pattern = algos.Pattern(pattern)
 			cfg.Notify = algos.Notify(notify)
+			cy, err := experiments.ParseNodeCycles(nodeCycles)
+			if err != nil {
+				return fmt.Errorf("--node-cycles: %w", err)
+			}
+			cfg.NodeCycles = cy
 			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
 			rec, err := experiments.Run(cfg)
 			if err != nil {
@@ -65,6 +71,10 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	fl.Int64Var(&cfg.BytesPerNode, "bytes-per-node", 64<<20, "payload bytes each node sends")
 	fl.Int64Var(&cfg.BytesPerPair, "bytes-per-pair", 0, "size the input so each sending thread sends about this many bytes to each destination (overrides --bytes-per-node)")
 	fl.Int64Var(&cfg.CyclesPerTuple, "cycles-per-tuple", 0, "receiving fragment's processing per tuple, CPU cycles")
+	fl.StringVar(&nodeCycles, "node-cycles", "", "per-node cycles per tuple, comma-separated, node i taking entry i mod count (overrides --cycles-per-tuple), e.g. 21,95")
+	fl.BoolVar(&cfg.Adaptive, "adaptive", false, "adaptive registered buffers from a pool per node (seed 001 §6): --buffers is where they start")
+	fl.IntVar(&cfg.MaxBuffers, "max-buffers", 0, "with --adaptive: the most buffers per thread and peer (default: room within a 16,000-entry receive queue, at most 256)")
+	fl.Int64Var(&cfg.PinnedCapMiB, "pinned-cap-mib", 0, "with --adaptive: the pool's pinned-memory cap per node in MiB (0: none)")
 	fl.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	fl.BoolVar(&cfg.Payload, "payload", false, "move every byte and check tuple contents (default: size-only, checksums in headers)")
 	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest wait for progress, simulated milliseconds, before the run fails")
