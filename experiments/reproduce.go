@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -105,11 +104,8 @@ func steadyCheck(rs []Result) string {
 	if big == nil {
 		return "not checked: no successful point"
 	}
-	cfg := DefaultConfig()
-	cfg.Design, cfg.Nodes, cfg.Threads, cfg.Profile, cfg.Pattern = big.Design, big.Nodes, big.Threads, big.Profile, algos.Pattern(big.Pattern)
-	cfg.Notify = algos.Notify(big.Notify)
-	cfg.MsgBytes, cfg.Buffers, cfg.CreditEvery, cfg.CyclesPerTuple, cfg.Seed = big.MsgBytes, big.Buffers, big.CreditEvery, big.CyclesPerTuple, big.Seed
-	cfg.BytesPerPair, cfg.BytesPerNode = 0, 2*big.BytesPerNode
+	cfg := big.Config()
+	cfg.BytesPerNode = 2 * big.BytesPerNode
 	again, err := Run(cfg)
 	if err != nil {
 		return fmt.Sprintf("not checked: %v", err)

@@ -44,6 +44,9 @@ type RunConfig struct {
 	Adaptive     bool
 	MaxBuffers   int
 	PinnedCapMiB int64
+	// Label tags the run in its record (figures mark special points, such
+	// as the bandwidth-delay-product depth).
+	Label string
 	// NodeCycles, when set, gives each node's receiving fragment its own
 	// cycles per tuple (node i gets NodeCycles[i mod len]), for skewed
 	// processing; it overrides CyclesPerTuple.
@@ -53,6 +56,7 @@ type RunConfig struct {
 // Record is the run record of docs/results.md.
 type Record struct {
 	Experiment     string  `json:"experiment"`
+	Label          string  `json:"label,omitempty"`
 	Backend        string  `json:"backend"`
 	Profile        string  `json:"profile"`
 	Design         string  `json:"design"`
@@ -75,20 +79,22 @@ type Record struct {
 	Adaptive        bool    `json:"adaptive,omitempty"`
 	MaxBuffers      int     `json:"max_buffers,omitempty"`
 	RecvBuffersMean float64 `json:"recv_buffers_mean,omitempty"`
-	BuffersGrown    int64   `json:"buffers_grown,omitempty"`
-	BuffersRetired  int64   `json:"buffers_retired,omitempty"`
-	PoolPeakBytes   int64   `json:"pool_peak_bytes,omitempty"`
-	ThroughputGiBs  float64 `json:"throughput_gibps"`
-	ResponseS       float64 `json:"response_s"`
-	SetupMS         float64 `json:"setup_ms"`
-	QPsPerNode      int     `json:"qps_per_node"`
-	RegisteredPer   int64   `json:"registered_bytes_per_node"`
-	Integrity       string  `json:"integrity"`
-	TuplesSent      uint64  `json:"tuples_sent"`
-	TuplesReceived  uint64  `json:"tuples_received"`
-	CreditWrites    int64   `json:"credit_writes"`
-	CreditStalls    int64   `json:"credit_stalls"`
-	QPCacheMiss     float64 `json:"qp_cache_miss_rate"`
+	// The same per node (time mean of the receive buffers of its endpoints).
+	RecvBuffersByNode []float64 `json:"recv_buffers_by_node,omitempty"`
+	BuffersGrown      int64     `json:"buffers_grown,omitempty"`
+	BuffersRetired    int64     `json:"buffers_retired,omitempty"`
+	PoolPeakBytes     int64     `json:"pool_peak_bytes,omitempty"`
+	ThroughputGiBs    float64   `json:"throughput_gibps"`
+	ResponseS         float64   `json:"response_s"`
+	SetupMS           float64   `json:"setup_ms"`
+	QPsPerNode        int       `json:"qps_per_node"`
+	RegisteredPer     int64     `json:"registered_bytes_per_node"`
+	Integrity         string    `json:"integrity"`
+	TuplesSent        uint64    `json:"tuples_sent"`
+	TuplesReceived    uint64    `json:"tuples_received"`
+	CreditWrites      int64     `json:"credit_writes"`
+	CreditStalls      int64     `json:"credit_stalls"`
+	QPCacheMiss       float64   `json:"qp_cache_miss_rate"`
 	// Fractions of the sending and receiving threads' time spent waiting
 	// (in Thread.Wait: for a free buffer, credit, data or completions),
 	// over all threads of all nodes, from the start barrier to each
@@ -410,7 +416,7 @@ func Run(cfg RunConfig) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Experiment: "run", Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
+	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
 		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
@@ -434,6 +440,9 @@ func Run(cfg RunConfig) (*Record, error) {
 		rec.RegisteredPer = max(rec.RegisteredPer, infos[i].RegisteredBytes)
 		rec.CreditWrites += infos[i].CreditWrites
 		rec.RecvBuffersMean += infos[i].RecvBuffersMean / float64(n)
+		if cfg.Adaptive {
+			rec.RecvBuffersByNode = append(rec.RecvBuffersByNode, infos[i].RecvBuffersMean)
+		}
 		rec.BuffersGrown += infos[i].AdaptiveGrown
 		rec.BuffersRetired += infos[i].AdaptiveRetired
 		rec.PoolPeakBytes = max(rec.PoolPeakBytes, poolPeak[i])
@@ -472,6 +481,17 @@ func integrity(sent, got [][]algos.Tally, corrupt []int) string {
 		}
 	}
 	return "ok"
+}
+
+// Config returns the run configuration that produced r, for running it
+// again (faults and the timeout are not in the record: defaults apply).
+func (r *Record) Config() RunConfig {
+	c := DefaultConfig()
+	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
+	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed
+	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, 0, r.CyclesPerTuple, r.NodeCycles
+	c.Adaptive, c.MaxBuffers, c.Label = r.Adaptive, r.MaxBuffers, r.Label
+	return c
 }
 
 // meter wraps a thread and measures the time it spends in Wait.

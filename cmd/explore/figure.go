@@ -114,6 +114,14 @@ func printFigure(w io.Writer, rep *experiments.FigureReport) {
 				others = append(others, f)
 			}
 		}
+		if col == "-" { // a point that does not vary x: name it by what it is
+			switch {
+			case r.Record != nil && r.Adaptive:
+				col = "adaptive"
+			case r.Record != nil && r.Label != "":
+				col = r.Label
+			}
+		}
 		row := strings.Join(others, " ")
 		if !contains(rows, row) {
 			rows = append(rows, row)
