@@ -246,3 +246,22 @@ func TestBDP(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneObserve: the time integrals give the mean circulation and the
+// mean buffers per state.
+func TestLaneObserve(t *testing.T) {
+	l, _ := NewLane(2, 1, 8)
+	l.Observe(0)
+	l.Observe(100) // 2 waiting for 100
+	l.Filled()
+	l.Observe(300) // 1 waiting, 1 ready for 200
+	l.Grow()
+	l.Observe(400) // 2 waiting, 1 ready for 100
+	st := l.Stats()
+	if st.Span != 400 || st.CircTime != 2*100+2*200+3*100 {
+		t.Fatalf("circulation integral %v over %d", st.CircTime, st.Span)
+	}
+	if st.StateTime != [3]float64{2*100 + 1*200 + 2*100, 200 + 100, 0} {
+		t.Fatalf("state integrals %v", st.StateTime)
+	}
+}

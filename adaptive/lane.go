@@ -34,8 +34,11 @@ type LaneStats struct {
 	// the mean circulation (see Observe).
 	CircTime float64
 	Span     int64
-	last     int64
-	started  bool
+	// StateTime is the time integral of the buffers in each state: Wait,
+	// Ready (receivers) and Lent; StateTime[i]/Span is the mean.
+	StateTime [3]float64
+	last      int64
+	started   bool
 }
 
 // NewLane returns a lane with initial buffers in Wait, which must lie in
@@ -71,7 +74,11 @@ func (l *Lane) note() {
 // change to keep the mean exact.
 func (l *Lane) Observe(now int64) {
 	if l.stats.started && now > l.stats.last {
-		l.stats.CircTime += float64(l.Circulation()) * float64(now-l.stats.last)
+		dt := float64(now - l.stats.last)
+		l.stats.CircTime += float64(l.Circulation()) * dt
+		l.stats.StateTime[0] += float64(l.wait) * dt
+		l.stats.StateTime[1] += float64(l.ready) * dt
+		l.stats.StateTime[2] += float64(l.lent) * dt
 		l.stats.Span += now - l.stats.last
 	}
 	l.stats.last, l.stats.started = now, true

@@ -139,6 +139,9 @@ func (i *EndpointInfo) addLane(l *adaptive.Lane, recv bool) {
 		mean := st.CircTime / float64(st.Span)
 		if recv {
 			i.RecvBuffersMean += mean
+			for k := range i.RecvStateMeans {
+				i.RecvStateMeans[k] += st.StateTime[k] / float64(st.Span)
+			}
 		} else {
 			i.SendBuffersMean += mean
 		}

@@ -89,6 +89,9 @@ type EndpointInfo struct {
 	// send buffers in circulation.
 	AdaptiveGrown, AdaptiveRetired   int64
 	RecvBuffersMean, SendBuffersMean float64
+	// RecvStateMeans splits RecvBuffersMean by state: posted and empty
+	// (Wait), filled and not yet taken (Ready), being consumed (Lent).
+	RecvStateMeans [3]float64
 }
 
 // Config configures an endpoint.
