@@ -18,9 +18,16 @@ overview:
 reproduce:
 	$(GO) run ./cmd/explore reproduce
 
-# go vet and every test.
+# go vet and every test; with libibverbs-dev installed, also the
+# real-hardware backend (its conformance suite skips without a device).
 test: vet
 	$(GO) test -count=1 ./...
+	@if [ -e /usr/include/infiniband/verbs.h ]; then \
+		echo "$(GO) vet -tags ibverbs ./fabric/ibv/ && $(GO) test -count=1 -tags ibverbs ./fabric/ibv/"; \
+		$(GO) vet -tags ibverbs ./fabric/ibv/ && $(GO) test -count=1 -tags ibverbs ./fabric/ibv/; \
+	else \
+		echo "skipping the libibverbs backend build: install libibverbs-dev to compile it"; \
+	fi
 
 vet:
 	$(GO) vet ./...
