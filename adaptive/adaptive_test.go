@@ -108,7 +108,7 @@ func TestLaneInvariants(t *testing.T) {
 					lent = append(lent[:i], lent[i+1:]...)
 				}
 			case 3:
-				if l.Starving() {
+				if l.Hungry() {
 					if err := l.Grow(); err != nil {
 						t.Fatal(err)
 					}
@@ -172,8 +172,9 @@ func (p *fakePD) RegMR(n int, _ fabric.Access) (fabric.MR, error) {
 func (m *fakeMR) Dereg() error  { m.pd.deregs++; return nil }
 func (m *fakeMR) Bytes() []byte { return m.mem }
 
-// TestPoolCapAndAccounting: reuse before registering, the cap is never
-// exceeded (idle buffers are deregistered first), and after Close every
+// TestPoolCapAndAccounting: buffers are registered in chunks and reused
+// before registering more, the cap is never exceeded (idle chunks are
+// deregistered first, a chunk shrinks to what fits), and after Close every
 // registered byte is accounted for.
 func TestPoolCapAndAccounting(t *testing.T) {
 	pd := &fakePD{}
@@ -181,32 +182,42 @@ func TestPoolCapAndAccounting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bufs []*Buf
-	for i := 0; i < 4; i++ {
-		b, err := p.Get(2000)
+	get := func(size int) *Buf {
+		t.Helper()
+		b, err := p.Get(size)
 		if err != nil {
 			t.Fatal(err)
 		}
-		bufs = append(bufs, b)
+		if len(b.Bytes()) != size {
+			t.Fatalf("buffer of %d bytes, want %d", len(b.Bytes()), size)
+		}
+		return b
 	}
-	if err := p.Put(bufs[0]); err != nil {
-		t.Fatal(err)
+	var bufs []*Buf
+	for i := 0; i < 8; i++ {
+		bufs = append(bufs, get(1000))
 	}
-	if b, _ := p.Get(2000); b != bufs[0] || pd.regs != 4 {
-		t.Fatalf("an idle buffer of the right size must be reused (registrations %d)", pd.regs)
+	if pd.regs != 1 || p.Stats().Registered != 8000 {
+		t.Fatalf("8 buffers should come from one chunk: %d registrations, %+v", pd.regs, p.Stats())
 	}
-	p.Put(bufs[1])
-	// 8000 registered, 2000 idle: a 3000-byte buffer needs the idle one
-	// deregistered to stay under 10,000.
-	big, err := p.Get(3000)
-	if err != nil {
-		t.Fatal(err)
+	a, b := get(1000), get(1000) // a chunk of 2: all that fits under the cap
+	if pd.regs != 2 || p.Stats().Registered != 10_000 {
+		t.Fatalf("second chunk: %d registrations, %+v", pd.regs, p.Stats())
 	}
-	if st := p.Stats(); st.Registered > 10_000 || st.Deregistrations != 1 {
-		t.Fatalf("cap: %+v", st)
-	}
-	if _, err := p.Get(5000); !errors.Is(err, ErrPinnedCap) {
+	if _, err := p.Get(1000); !errors.Is(err, ErrPinnedCap) {
 		t.Fatalf("over the cap: %v", err)
+	}
+	p.Put(a)
+	p.Put(b)
+	if c := get(1000); pd.regs != 2 || c.chunk != a.chunk {
+		t.Fatalf("an idle buffer must be reused (%d registrations)", pd.regs)
+	} else {
+		p.Put(c)
+	}
+	// A new size: the idle chunk of two goes, then one 1500-byte buffer fits.
+	big := get(1500)
+	if st := p.Stats(); st.Registered != 9500 || st.Deregistrations != 1 || st.Registered > 10_000 {
+		t.Fatalf("memory pressure: %+v", st)
 	}
 	if err := p.Put(&Buf{}); err == nil {
 		t.Fatal("Put of a foreign buffer accepted")
@@ -214,7 +225,7 @@ func TestPoolCapAndAccounting(t *testing.T) {
 	if err := p.Close(); err == nil || !strings.Contains(err.Error(), "still lent") {
 		t.Fatalf("close with lent buffers: %v", err)
 	}
-	for _, b := range []*Buf{bufs[0], bufs[2], bufs[3], big} {
+	for _, b := range append(bufs, big) {
 		if err := p.Put(b); err != nil {
 			t.Fatal(err)
 		}

@@ -8,10 +8,12 @@ import "fmt"
 // §6): a receiver's Wait (posted, empty) -> Transmit (filled, ready to be
 // taken) -> Consume (lent to the operator) -> Wait; a sender's Wait
 // (free) -> Populate (lent to the operator) -> Transmit (being sent) ->
-// Wait. The rule keeps a few buffers in Wait: a lane that finds no buffer
-// ready and none waiting is starving and grows by one; a lane that finds
-// more than one buffer ready has too many and marks all but one for
-// retirement, each retired only once its data has been consumed.
+// Wait. The rule: a receiver that finds nothing ready grows by one buffer
+// (Hungry), and one that finds more than one ready has too many and marks
+// all but one for retirement, each retired only once its data has been
+// consumed (Take); a sender that finds no free buffer grows by one
+// (Starving), and one that finds several free gives all but one back
+// (Shed).
 //
 // The lane only counts and decides; the endpoint moves the buffers and
 // reports each move. Circulation stays within [Min, Max]. A Lane is not
@@ -22,6 +24,7 @@ type Lane struct {
 	ready    int // receiver: filled, not yet taken; sender: unused (0)
 	lent     int // receiver: being consumed; sender: being populated or sent
 	marked   int // lent buffers that retire when they come back
+	grew     bool // grown since the last buffer filled: one growth per wait for data
 	stats    LaneStats
 }
 
@@ -84,10 +87,20 @@ func (l *Lane) Observe(now int64) {
 	l.stats.last, l.stats.started = now, true
 }
 
-// Starving reports whether the lane has no buffer ready and none waiting
-// while it may still grow: the caller should add one buffer (Grow).
+// Starving reports, for a sender lane, that no buffer is free while the
+// lane may still grow: the caller should add one buffer (Grow) rather than
+// wait for a send to complete.
 func (l *Lane) Starving() bool {
 	return l.wait == 0 && l.ready == 0 && l.Circulation() < l.max
+}
+
+// Hungry reports, for a receiver lane, that no buffer is ready while the
+// lane may still grow: the receiver is about to wait for data, and one more
+// buffer in flight would have kept it busy. The caller adds one (Grow) when
+// its receiver finds nothing ready at all. A lane grows once per wait: it
+// is not hungry again until a buffer has filled since it grew.
+func (l *Lane) Hungry() bool {
+	return l.ready == 0 && !l.grew && l.Circulation() < l.max
 }
 
 // Grow records one new buffer in Wait (receiver: posted; sender: free).
@@ -96,6 +109,7 @@ func (l *Lane) Grow() error {
 		return fmt.Errorf("adaptive: lane already holds its maximum of %d buffers", l.max)
 	}
 	l.wait++
+	l.grew = true
 	l.stats.Grown++
 	l.note()
 	return nil
@@ -108,6 +122,7 @@ func (l *Lane) Filled() error {
 	}
 	l.wait--
 	l.ready++
+	l.grew = false
 	return nil
 }
 

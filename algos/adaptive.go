@@ -14,13 +14,16 @@ import (
 // adaptive.Lane). The endpoint creates its queue pairs in the pool's
 // protection domain and gives every buffer back at Close.
 //
-// Where it applies: the send buffers of the Send/Receive and RDMA Write
-// designs (SQ/SR, MQ/SR, MQ/WR), and the receive buffers of SQ/SR, one
-// lane per source. Not the receive side of MQ/SR, MQ/WR and MQ/RD, nor the
-// send side of MQ/RD: there the buffers are addressed by the peer (ring
-// slots and their addresses are exchanged when the connection is set up),
-// so growing the memory would mean exchanging addresses again in the
-// middle of the stream; their credit already bounds the buffers in use.
+// Where it applies: the send buffers of every design (SQ/SR, MQ/SR, MQ/WR,
+// and MQ/RD, whose descriptors carry each buffer's address and rkey so the
+// readers need no send region exchanged at setup; the pool must then
+// register with remote read access), and the receive buffers of SQ/SR, one
+// lane per source. Not the receive side of MQ/SR, MQ/WR and MQ/RD: there
+// the buffers are addressed by the peer or fixed by it (ring slots and
+// their addresses are exchanged when the connection is set up, and MQ/RD's
+// local read slots are bounded by design), so growing the memory would
+// mean exchanging addresses again in the middle of the stream; their
+// credit already bounds the buffers in use.
 type AdaptiveBuffers struct {
 	Pool *adaptive.Pool
 	// The most buffers per thread sharing the endpoint: receive buffers
@@ -73,7 +76,7 @@ func (e *srBase) addSendBuffer() error {
 		id = e.retiredIDs[k-1]
 		e.retiredIDs = e.retiredIDs[:k-1]
 	}
-	b := &Buffer{Data: pb.MR.Bytes()[HeaderBytes:e.sendMsg], id: id, mr: pb.MR, off: 0}
+	b := &Buffer{Data: pb.MR.Bytes()[pb.Off+HeaderBytes : pb.Off+e.sendMsg], id: id, mr: pb.MR, off: pb.Off}
 	if id == len(e.bufs) {
 		e.bufs, e.sbufs, e.outstanding = append(e.bufs, b), append(e.sbufs, pb), append(e.outstanding, 0)
 	} else {

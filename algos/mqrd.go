@@ -9,15 +9,23 @@ import (
 
 // mqrd is the MQ/RD endpoint (seed 000 Algorithm 3, seed 001 Algorithm 4):
 // the receiver pulls data with RDMA Reads over one RC queue pair per node.
-// A sender announces a full buffer by writing a 16-byte descriptor (its
-// number, the buffer, the length) into the receiver's ring for that sender
-// (ValidArr) with an inline RDMA Write. The receiver polls its rings,
-// reads announced buffers into free local slots, and as soon as a read
+// A sender announces a full buffer by writing a 32-byte descriptor (its
+// number, the buffer id, the length, and the buffer's address and rkey)
+// into the receiver's ring for that sender (ValidArr) with an inline RDMA
+// Write. The receiver polls its rings, reads announced buffers into free
+// local slots from the address the descriptor names, and as soon as a read
 // completes writes the buffer's id back into the sender's ring for that
 // receiver (FreeArr). A buffer returns to the sender's pool only when every
 // member of its transmission group has read it, which is what slows this
 // design under broadcast (seed 001 §7.1.4). No credit is needed: a ring
-// holds as many descriptors as the sender has buffers.
+// holds as many descriptors as the sender can have buffers.
+//
+// With adaptive buffers (cfg.Adaptive) the send buffers come from the
+// node's pool, each in its own memory region, and the send lane grows and
+// shrinks them; the descriptor carries each buffer's address and rkey, so
+// the receivers need no addresses beyond those of the rings. The receive
+// slots stay fixed: they are local, and reads into them are bounded by
+// them.
 type mqrd struct {
 	srBase
 	pd  fabric.PD
@@ -25,12 +33,12 @@ type mqrd struct {
 	mr  fabric.MR
 	qps []fabric.QP
 
-	ringN                                                int // descriptors per ring (the send pool size)
+	ringN                                                int // descriptors per ring (the most send buffers there can be)
 	sendOff, recvOff, validOff, freeOff, scratchOff, end int
 
 	// Sender side.
 	annSent  []uint64 // per destination: descriptors written
-	readers  []int    // per send buffer: destinations that have not read it
+	readers  []int    // per send buffer id (up to ringN): destinations that have not read it
 	freeSeen []uint64 // per receiver: FreeArr entries taken
 	depleted []bool
 
@@ -55,9 +63,13 @@ type rdRead struct {
 }
 
 const (
-	descBytes = 16
-	wrRead    = 4 << 48
-	wrNotice  = 5 << 48
+	descBytes = 16 // MQ/WR notice rings (mqsr)
+	// rdDescBytes is an MQ/RD descriptor: its number (8 bytes), the buffer
+	// id (4), the length (4), the buffer's address (8) and rkey (4), and 4
+	// bytes of padding.
+	rdDescBytes = 32
+	wrRead      = 4 << 48
+	wrNotice    = 5 << 48
 )
 
 // OpenMQRD opens an MQ/RD endpoint on the calling thread's node; every node
@@ -65,9 +77,6 @@ const (
 func OpenMQRD(th fabric.Thread, cfg Config) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
-	}
-	if cfg.Adaptive != nil {
-		return nil, fmt.Errorf("%w: MQ/RD does not support adaptive buffers: its buffers are read by the peers at addresses exchanged at setup", ErrConfig)
 	}
 	e := &mqrd{}
 	e.init("MQ/RD", th, cfg)
@@ -82,26 +91,42 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	n, b, msg := e.n, e.cfg.Buffers, e.cfg.MsgBytes
 	dev := e.node.Device()
 	var err error
-	if e.pd, err = dev.AllocPD(); err != nil {
+	ad := e.cfg.Adaptive
+	// A ring per peer holds as many entries as there can be send buffers:
+	// a buffer's descriptor or FreeArr entry is outstanding only while the
+	// buffer is, and srBase.addSendBuffer reuses retired ids, so ids stay
+	// below the most buffers in circulation.
+	e.ringN = n * b
+	if ad != nil {
+		e.ringN = max(n*b, ad.MaxSend*e.cfg.Threads*n)
+		e.pd = ad.Pool.PD()
+	} else if e.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
-	e.ringN = n * b
 	if e.scq, err = dev.CreateCQ(min(4*n*e.ringN+64, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
-	e.sendOff = 0
-	e.recvOff = n * b * msg
+	e.sendOff, e.recvOff = 0, n*b*msg
+	if ad != nil {
+		e.recvOff = 0 // send buffers come from the pool
+	}
 	e.validOff = e.recvOff + n*b*msg
-	e.freeOff = e.validOff + n*e.ringN*descBytes
+	e.freeOff = e.validOff + n*e.ringN*rdDescBytes
 	e.scratchOff = e.freeOff + n*e.ringN*8
-	e.end = e.scratchOff + 2*n*descBytes
+	e.end = e.scratchOff + 2*n*rdDescBytes
 	if e.mr, err = e.pd.RegMR(e.end, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead); err != nil {
 		return err
 	}
 	e.info.RegisteredBytes = int64(e.end)
-	e.initPool(e.mr, e.sendOff, n*b, msg)
+	if ad != nil {
+		if err := e.initAdaptiveSend(n*b, msg); err != nil {
+			return err
+		}
+	} else {
+		e.initPool(e.mr, e.sendOff, n*b, msg)
+	}
 	e.annSent = make([]uint64, n)
-	e.readers = make([]int, n*b)
+	e.readers = make([]int, e.ringN)
 	e.freeSeen = make([]uint64, n)
 	e.depleted = make([]bool, n)
 	e.validSeen = make([]uint64, n)
@@ -119,10 +144,21 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	if e.rcq, err = dev.CreateCQ(4); err != nil {
 		return err
 	}
+	// Send queue: reads (at most b, the local slots for the peer), a
+	// descriptor per buffer announced and a FreeArr entry per buffer read
+	// (each at most ringN), and up to creditSignalEvery notices awaiting a
+	// signaled one, twice over; within the device's limit (adaptive rings
+	// can be long, but descriptors are posted one per filled buffer and
+	// complete in microseconds).
+	sqDepth := min(2*e.ringN+2*creditSignalEvery+8, dev.Attr().MaxQPWR)
+	sendBytes := 0 // adaptive: no send region; descriptors name pool buffers
+	if ad == nil {
+		sendBytes = n * b * msg
+	}
 	var blob []byte
 	for j := 0; j < n; j++ {
 		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
-			Caps: fabric.QPCaps{MaxSendWR: 2*e.ringN + 2*creditSignalEvery + 8, MaxRecvWR: 1, MaxInline: descBytes}})
+			Caps: fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: 1, MaxInline: rdDescBytes}})
 		if err != nil {
 			return err
 		}
@@ -132,8 +168,8 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		e.qps = append(e.qps, qp)
 		info := qp.Info()
 		info.PSN = uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
-		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.sendOff), e.mr.RKey(), uint64(n*b*msg)
-		valid := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.validOff+j*e.ringN*descBytes), RKey: e.mr.RKey()}
+		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.sendOff), e.mr.RKey(), uint64(sendBytes)
+		valid := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.validOff+j*e.ringN*rdDescBytes), RKey: e.mr.RKey()}
 		free := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.freeOff+j*e.ringN*8), RKey: e.mr.RKey()}
 		for _, q := range []fabric.QPInfo{info, valid, free} {
 			enc, _ := q.MarshalBinary()
@@ -170,10 +206,10 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	return e.node.OOB().Barrier(fmt.Sprintf("mqrd/%d/up", e.cfg.Tag))
 }
 
-// notify writes 16 bytes from scratch slot i to a remote address with an
+// notify writes n bytes from scratch slot i to a remote address with an
 // inline RDMA Write on the queue pair to node d.
 func (e *mqrd) notify(d, i int, raddr uint64, rkey uint32, n int) error {
-	wr := fabric.SendWR{ID: wrNotice, Op: fabric.OpWrite, Local: e.mr.SGE(e.scratchOff+i*descBytes, n), Flags: fabric.Inline,
+	wr := fabric.SendWR{ID: wrNotice, Op: fabric.OpWrite, Local: e.mr.SGE(e.scratchOff+i*rdDescBytes, n), Flags: fabric.Inline,
 		RemoteAddr: raddr, RKey: rkey}
 	e.signalSome(&wr, &e.unsig[d], false)
 	_, err := e.qps[d].PostSend([]fabric.SendWR{wr})
@@ -202,8 +238,9 @@ func (e *mqrd) poll() (int, error) {
 	return n, nil
 }
 
-// takeFree applies the FreeArr entries receivers have written.
-func (e *mqrd) takeFree(th fabric.Thread) int {
+// takeFree applies the FreeArr entries receivers have written; a buffer
+// every destination has read is free again (and its send lane told).
+func (e *mqrd) takeFree(th fabric.Thread) (int, error) {
 	th.Sync()
 	got := 0
 	for r := 0; r < e.n; r++ {
@@ -215,27 +252,75 @@ func (e *mqrd) takeFree(th fabric.Thread) int {
 			}
 			e.freeSeen[r]++
 			id := int(v & 0xffffffff)
-			if id < len(e.readers) {
-				if e.readers[id]--; e.readers[id] == 0 {
-					e.free = append(e.free, id)
+			if id >= len(e.readers) || e.readers[id] <= 0 {
+				return 0, fmt.Errorf("%w: FreeArr entry from node %d names buffer %d, which is not being read", ErrBadMessage, r, id)
+			}
+			if e.readers[id]--; e.readers[id] == 0 {
+				if err := e.freeBuffer(id); err != nil {
+					return 0, err
 				}
 			}
 			got++
 		}
 	}
-	return got
+	return got, nil
+}
+
+// progressFree polls completions and applies FreeArr entries, reporting
+// how much it found.
+func (e *mqrd) progressFree(th fabric.Thread) (int, error) {
+	n, err := e.poll()
+	if err != nil {
+		return 0, err
+	}
+	got, err := e.takeFree(th)
+	return n + got, err
+}
+
+// readersIdle reports whether some destination has fewer buffers
+// announced by this endpoint and not yet read than it has read slots for
+// it (cfg.Buffers per source).
+func (e *mqrd) readersIdle() bool {
+	for d := 0; d < e.n; d++ {
+		if e.annSent[d]-e.freeSeen[d] < uint64(e.cfg.Buffers) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *mqrd) Acquire(th fabric.Thread) (*Buffer, error) {
 	e.lock()
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
-	for len(e.free) == 0 {
-		n, err := e.poll()
+	for {
+		if e.slane != nil {
+			// Take the buffers receivers have finished with before the
+			// lane judges whether it starves, and let it grow only while
+			// some destination could read more: nothing but the send
+			// buffers holds a sender back here (there is no credit), so
+			// when every destination already has as many buffers
+			// announced and unread as it has read slots for us, the
+			// readers are the bottleneck and a new buffer would only wait.
+			if len(e.free) == 0 {
+				if _, err := e.progressFree(th); err != nil {
+					return nil, err
+				}
+			}
+			if len(e.free) > 0 || e.readersIdle() {
+				if _, err := e.adaptSend(th); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if len(e.free) > 0 {
+			break
+		}
+		n, err := e.progressFree(th)
 		if err != nil {
 			return nil, err
 		}
-		if n+e.takeFree(th) > 0 {
+		if n > 0 {
 			deadline = th.Now().Add(e.cfg.Timeout)
 			continue
 		}
@@ -245,6 +330,11 @@ func (e *mqrd) Acquire(th fabric.Thread) (*Buffer, error) {
 	}
 	i := e.free[len(e.free)-1]
 	e.free = e.free[:len(e.free)-1]
+	if e.slane != nil {
+		if err := e.slane.TakeFree(); err != nil {
+			return nil, err
+		}
+	}
 	b := e.bufs[i]
 	b.N, b.Tuples, b.Sum = 0, 0, 0
 	return b, nil
@@ -257,10 +347,12 @@ func (e *mqrd) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 	e.lock()
 	defer e.unlock()
 	h := e.headerFor(b, st)
-	h.put(e.mr.Bytes()[e.sendOff+b.id*e.cfg.MsgBytes:])
+	h.put(b.mr.Bytes()[b.off:])
 	if len(dests) == 0 {
-		e.free = append(e.free, b.id)
-		return nil
+		return e.freeBuffer(b.id)
+	}
+	if b.id >= e.ringN {
+		return fmt.Errorf("algos: MQ/RD endpoint %d on node %d: send buffer id %d beyond the %d ring entries", e.cfg.Tag, e.me, b.id, e.ringN)
 	}
 	e.readers[b.id] = len(dests)
 	for _, d := range dests {
@@ -268,13 +360,16 @@ func (e *mqrd) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 			return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
 		}
 		e.annSent[d]++
-		desc := e.mr.Bytes()[e.scratchOff+d*descBytes:]
+		desc := e.mr.Bytes()[e.scratchOff+d*rdDescBytes:]
 		binary.LittleEndian.PutUint64(desc, e.annSent[d])
 		binary.LittleEndian.PutUint32(desc[8:], uint32(b.id))
 		binary.LittleEndian.PutUint32(desc[12:], uint32(HeaderBytes+b.N))
+		binary.LittleEndian.PutUint64(desc[16:], b.mr.Addr()+uint64(b.off))
+		binary.LittleEndian.PutUint32(desc[24:], b.mr.RKey())
+		binary.LittleEndian.PutUint32(desc[28:], 0)
 		k := (e.annSent[d] - 1) % uint64(e.ringN)
 		p := e.peer[d].valid
-		if err := e.notify(d, d, p.Addr+k*descBytes, p.RKey, descBytes); err != nil {
+		if err := e.notify(d, d, p.Addr+k*rdDescBytes, p.RKey, rdDescBytes); err != nil {
 			return err
 		}
 		if st == Depleted {
@@ -292,21 +387,28 @@ func (e *mqrd) scan(th fabric.Thread) (int, error) {
 	for s := 0; s < e.n; s++ {
 		for !e.closedSrc[s] && len(e.localFree[s]) > 0 {
 			k := e.validSeen[s] % uint64(e.ringN)
-			desc := e.mr.Bytes()[e.validOff+(s*e.ringN+int(k))*descBytes:]
+			desc := e.mr.Bytes()[e.validOff+(s*e.ringN+int(k))*rdDescBytes:]
 			if binary.LittleEndian.Uint64(desc) != e.validSeen[s]+1 {
 				break
 			}
 			e.validSeen[s]++
 			id, n := int(binary.LittleEndian.Uint32(desc[8:])), int(binary.LittleEndian.Uint32(desc[12:]))
+			addr, rkey := binary.LittleEndian.Uint64(desc[16:]), binary.LittleEndian.Uint32(desc[24:])
 			if id >= e.ringN || n < HeaderBytes || n > e.cfg.MsgBytes {
 				return 0, fmt.Errorf("%w: descriptor from node %d names buffer %d of %d bytes", ErrBadMessage, s, id, n)
+			}
+			// A fixed send region (exchanged at setup) must hold the
+			// announced range; pool buffers have their own regions, which
+			// the read's rkey check guards.
+			if pb := e.peer[s].bufs; pb.Bytes > 0 && (addr < pb.Addr || addr-pb.Addr+uint64(n) > pb.Bytes) {
+				return 0, fmt.Errorf("%w: descriptor from node %d names %d bytes at %#x, outside its send buffers", ErrBadMessage, s, n, addr)
 			}
 			slot := e.localFree[s][len(e.localFree[s])-1]
 			e.localFree[s] = e.localFree[s][:len(e.localFree[s])-1]
 			e.reading[slot] = rdRead{src: s, buf: id}
 			wr := fabric.SendWR{ID: wrRead | uint64(slot), Op: fabric.OpRead, Flags: fabric.Signaled,
 				Local:      e.mr.SGE(e.recvOff+slot*e.cfg.MsgBytes, n),
-				RemoteAddr: e.peer[s].bufs.Addr + uint64(id*e.cfg.MsgBytes), RKey: e.peer[s].bufs.RKey}
+				RemoteAddr: addr, RKey: rkey}
 			if _, err := e.qps[s].PostSend([]fabric.SendWR{wr}); err != nil {
 				return 0, err
 			}
@@ -326,7 +428,7 @@ func (e *mqrd) readDone(slot int) error {
 	}
 	// FreeArr entry: its number (high 32 bits, from 1) and the buffer id.
 	e.freeCount[r.src]++
-	ent := e.mr.Bytes()[e.scratchOff+(e.n+r.src)*descBytes:]
+	ent := e.mr.Bytes()[e.scratchOff+(e.n+r.src)*rdDescBytes:]
 	binary.LittleEndian.PutUint64(ent, uint64(e.freeCount[r.src])<<32|uint64(r.buf))
 	p := e.peer[r.src].free
 	k := uint64(e.freeCount[r.src]-1) % uint64(e.ringN)
@@ -374,12 +476,13 @@ func (e *mqrd) Close(th fabric.Thread) error {
 	e.lock()
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
-	for len(e.free) < len(e.bufs) || e.signaled > 0 {
-		n, err := e.poll()
+	// Buffers live: adaptive ids retired to the pool are not waited for.
+	for len(e.free) < len(e.bufs)-len(e.retiredIDs) || e.signaled > 0 {
+		n, err := e.progressFree(th)
 		if err != nil {
 			return err
 		}
-		if n+e.takeFree(th) > 0 {
+		if n > 0 {
 			continue
 		}
 		if err := e.wait(th, deadline, e.mr, "waiting for receivers to read the last buffers"); err != nil {
@@ -388,6 +491,9 @@ func (e *mqrd) Close(th fabric.Thread) error {
 	}
 	if err := e.node.OOB().Barrier(fmt.Sprintf("mqrd/%d/down", e.cfg.Tag)); err != nil {
 		return err
+	}
+	if e.cfg.Adaptive != nil { // the pool owns the protection domain
+		return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.returnSendBuffers)
 	}
 	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
 }

@@ -223,7 +223,7 @@ func (e *sqsr) postData(slot int) error {
 // recvMem is where receive slot slot lives.
 func (e *sqsr) recvMem(slot int) (fabric.MR, int) {
 	if e.rbufs != nil {
-		return e.rbufs[slot].MR, 0
+		return e.rbufs[slot].MR, e.rbufs[slot].Off
 	}
 	return e.mr, e.recvOff + slot*e.recvBytes
 }
@@ -245,14 +245,25 @@ func (e *sqsr) newRecvSlot() (int, error) {
 	return slot, e.postData(slot)
 }
 
-// growStarving gives one more receive buffer, and its credit, to every
-// source whose lane starves (nothing ready, nothing posted for it): the
-// adaptive receiver's growth rule. It returns how many grew.
+// growStarving runs when the receiver finds nothing ready at all: every
+// source still sending with at most one unused credit gets one more
+// receive buffer, and its credit (the adaptive receiver's growth rule). It
+// returns how many grew.
 func (e *sqsr) growStarving(th fabric.Thread) (int, error) {
+	// Credit messages go out on the credit queue pair, whose send-queue
+	// slots come back as completions are polled.
+	if _, err := e.reap(); err != nil {
+		return 0, err
+	}
 	grown := 0
 	for s := 0; s < e.n; s++ {
 		l := e.rlanes[s]
-		if e.doneSrc[s] || !l.Starving() {
+		// Seed 001's rule grows whenever nothing is ready; a receiver that
+		// outpaces the network finds nothing ready after nearly every
+		// message, so the literal rule grows without bound (measured:
+		// docs/model.md §5). Grow only a source whose unused credit is
+		// at most one buffer: its pipeline is about to run dry.
+		if e.doneSrc[s] || !l.Hungry() || e.cr[s].Written()-e.counts[s].Received() > 1 {
 			continue
 		}
 		l.Observe(int64(th.Now()))
@@ -395,7 +406,11 @@ func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
 				quiet = th.Now()
 			}
 			if n == 0 && e.rlanes != nil && len(e.ready) == e.readyHead {
-				return e.growStarving(th)
+				// Nothing ready: grow, then wait for the data the new
+				// credit brings (growth is not progress).
+				if _, err := e.growStarving(th); err != nil {
+					return 0, err
+				}
 			}
 			return n, nil
 		},
@@ -488,6 +503,24 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	e.signalSome(&wr, &e.unsignaled, false)
 	e.info.CreditWrites++
 	_, err := e.cqp.PostSend([]fabric.SendWR{wr})
+	if errors.Is(err, fabric.ErrQueueFull) {
+		// Every slot holds a credit message not yet known complete: poll,
+		// and try once more. Should the queue still be full, this value
+		// is dropped: credit is absolute, so the next credit message for
+		// src (the next write-back, or the repeat when the connection
+		// goes quiet) carries it.
+		if _, err := e.reap(); err != nil {
+			return err
+		}
+		if _, err = e.cqp.PostSend([]fabric.SendWR{wr}); errors.Is(err, fabric.ErrQueueFull) {
+			e.info.CreditWrites--
+			if wr.Flags&fabric.Signaled != 0 {
+				e.signaled--
+				e.unsignaled = creditSignalEvery - 1 // signal the next one instead
+			}
+			return nil
+		}
+	}
 	return err
 }
 

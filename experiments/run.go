@@ -190,8 +190,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--pinned-cap-mib %d: must not be negative (0: no cap)", c.PinnedCapMiB)
 	case !c.Adaptive && (c.MaxBuffers != 0 || c.PinnedCapMiB != 0):
 		return fmt.Errorf("--max-buffers and --pinned-cap-mib apply with --adaptive only")
-	case c.Adaptive && (strings.HasSuffix(c.Design, "/RD") || slices.Contains(Baselines, c.Design)):
-		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to the Send/Receive and RDMA Write designs (docs/model.md §5 says why not the others)", c.Design)
+	case c.Adaptive && slices.Contains(Baselines, c.Design):
+		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to the Send/Receive, RDMA Read and RDMA Write designs, not the baselines (docs/model.md §5 says why)", c.Design)
 	}
 	return nil
 }

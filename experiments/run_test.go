@@ -158,7 +158,7 @@ func TestBaselinesAtTheirMessageSizes(t *testing.T) {
 // a fast receiving fragment (so that lanes both grow and shrink), and the
 // pool accounts for every registered byte (Run checks it at Close).
 func TestAdaptiveIntegrity(t *testing.T) {
-	for _, design := range []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR"} {
+	for _, design := range []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR", "SEMQ/RD", "MEMQ/RD"} {
 		for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast} {
 			t.Run(fmt.Sprintf("%s/%s", design, pat), func(t *testing.T) {
 				rec, err := Run(RunConfig{Design: design, Nodes: 3, Threads: 2, Pattern: pat, Profile: "edr-cx4", MsgBytes: 4096,
@@ -180,7 +180,7 @@ func TestAdaptiveIntegrity(t *testing.T) {
 		cfg  RunConfig
 		want string
 	}{
-		{RunConfig{Design: "MEMQ/RD", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
+		{RunConfig{Design: "IPoIB", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
 		{RunConfig{Design: "MPI", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 2, MaxBuffers: 4}, "with --adaptive only"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 2, Adaptive: true, Buffers: 8, MaxBuffers: 4}, "below the 8 buffers"},
