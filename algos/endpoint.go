@@ -84,6 +84,8 @@ type EndpointInfo struct {
 	RegisteredBytes int64 // registered memory
 	CreditWrites    int64 // credit write-backs sent
 	CreditStalls    int64 // times a PutData had to wait for credit
+	Transfers       int64 // data messages posted (one per destination of a buffer)
+	NoticeWrites    int64 // MQ/WR poll-buffers and poll-queue: notification writes posted
 	// Adaptive buffers (zero otherwise): buffers added and retired, and
 	// the time-mean number of receive buffers (summed over sources) and
 	// send buffers in circulation.

@@ -322,6 +322,8 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 	if _, err := e.qps[d].PostSend(append([]fabric.SendWR{wr}, notice...)); err != nil {
 		return err
 	}
+	e.info.Transfers++
+	e.info.NoticeWrites += int64(len(notice))
 	e.signaled++
 	if st == Depleted {
 		e.depleted[d] = true

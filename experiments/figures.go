@@ -146,6 +146,23 @@ var Figures = []Figure{
 		},
 	},
 	{
+		ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (seed 001 fig. 17)", Claims: []string{"C6"},
+		Table: func(r *Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 1<<20, 8<<20))
+			base.Design, base.Buffers = "MEMQ/WR", 4
+			return sweeps(func() (*Sweep, error) {
+				return NewSweep("fig17", base, Vary("notify", "cq", "buffers", "queue"), Vary("credit-every", 1, 2, 4))
+			})
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			return []NamedPlot{{"fig17", PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR, 8 nodes, EDR)", XLabel: "receives per credit write-back",
+				YLabel: "RDMA Writes per data transfer", Kind: "lines",
+				Series: lines(all(rs), func(r *Record) string { return "notify=" + r.Notify }, func(r *Record) float64 { return float64(r.CreditEvery) },
+					func(r *Record) float64 { return r.WritesPerTransfer })}}}, nil
+		},
+	},
+	{
 		ID: "fig18", X: "msg-bytes", Title: "Message size (seed 001 fig. 18)", Claims: []string{"C7", "C8"},
 		Sweeps: func(full bool) ([]*Sweep, error) {
 			t := scale(full, 8, 14)

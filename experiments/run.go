@@ -93,8 +93,11 @@ type Record struct {
 	TuplesSent        uint64    `json:"tuples_sent"`
 	TuplesReceived    uint64    `json:"tuples_received"`
 	CreditWrites      int64     `json:"credit_writes"`
-	CreditStalls      int64     `json:"credit_stalls"`
-	QPCacheMiss       float64   `json:"qp_cache_miss_rate"`
+	// RDMA Write designs: RDMA Writes per data transfer (the data, any
+	// notification write, and credit writes), over the cluster.
+	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
+	CreditStalls      int64   `json:"credit_stalls"`
+	QPCacheMiss       float64 `json:"qp_cache_miss_rate"`
 	// Fractions of the sending and receiving threads' time spent waiting
 	// (in Thread.Wait: for a free buffer, credit, data or completions),
 	// over all threads of all nodes, from the start barrier to each
@@ -388,6 +391,8 @@ func Run(cfg RunConfig) (*Record, error) {
 			infos[me].QPs += i.QPs
 			infos[me].RegisteredBytes += i.RegisteredBytes
 			infos[me].CreditWrites += i.CreditWrites
+			infos[me].Transfers += i.Transfers
+			infos[me].NoticeWrites += i.NoticeWrites
 			infos[me].CreditStalls += i.CreditStalls
 			infos[me].RecvBuffersMean += i.RecvBuffersMean
 			infos[me].AdaptiveGrown += i.AdaptiveGrown
@@ -447,6 +452,16 @@ func Run(cfg RunConfig) (*Record, error) {
 		rec.BuffersRetired += infos[i].AdaptiveRetired
 		rec.PoolPeakBytes = max(rec.PoolPeakBytes, poolPeak[i])
 		rec.CreditStalls += infos[i].CreditStalls
+	}
+	if strings.HasSuffix(cfg.Design, "/WR") {
+		var transfers, writes int64
+		for i := 0; i < n; i++ {
+			transfers += infos[i].Transfers
+			writes += infos[i].Transfers + infos[i].NoticeWrites + infos[i].CreditWrites
+		}
+		if transfers > 0 {
+			rec.WritesPerTransfer = float64(writes) / float64(transfers)
+		}
 	}
 	rec.SenderIdle = ratio(all.sendIdle, all.sendTime)
 	rec.ReceiverIdle = ratio(all.recvIdle, all.recvTime)
