@@ -84,6 +84,7 @@ func New(cfg Config) (*Cluster, error) {
 		cfg.TimeLimit = 100 * fabric.Second
 	}
 	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037}
+	c.q.scale(cfg.Nodes)
 	c.net = newNetwork(c)
 	for i := 0; i < cfg.Nodes; i++ {
 		c.nodes = append(c.nodes, newNode(c, i))

@@ -62,16 +62,18 @@ type evBody struct {
 // heap. The order is exactly (at, seq) either way: the earliest event is
 // the smaller of the first bucket's head and the far heap's top.
 //
-// The ring covers buckets base .. base+ringSize-1, where base is the
+// The ring covers buckets base .. base+len(ring)-1, where base is the
 // bucket of the last popped event; time never goes back, so every event in
 // the ring is in that window, and scanning the bitmap from base's position
 // (wrapping around) meets them in time order.
 type eventQueue struct {
-	ring []bucket              // ringSize buckets, allocated on first use
-	bits [ringSize / 64]uint64 // non-empty buckets
-	base int64                 // bucket number of the last popped event
-	nr   int                   // events in the ring
-	far  []evKey               // 4-ary min-heap of the other events
+	ring  []bucket // allocated on first use
+	bits  []uint64 // non-empty buckets
+	shift uint     // a bucket spans 2^shift ps
+	mask  int64    // len(ring)-1
+	base  int64    // bucket number of the last popped event
+	nr    int      // events in the ring
+	far   []evKey  // 4-ary min-heap of the other events
 
 	body []evBody
 	free []uint32 // free slots of body
@@ -84,19 +86,34 @@ type eventQueue struct {
 }
 
 const (
-	bucketBits = 13 // a bucket spans 2^13 ps (8.2 ns)
-	ringBits   = 11 // 2048 buckets: a window of 16.8 us
-	ringSize   = 1 << ringBits
-	ringMask   = ringSize - 1
-	bucketCap  = 8 // initial room per bucket, from one shared allocation
+	bucketBits = 13 // by default a bucket spans 2^13 ps (8.2 ns)
+	ringBits   = 11 // and there are 2048 of them: a window of 16.8 us
+	bucketCap  = 8  // initial room per bucket, from one shared allocation
 )
+
+// scale sizes the ring for a cluster of the given size, before the first
+// push: events come about nodes times as often, so from 32 nodes on the
+// buckets get narrower (keeping about as few events in each, as inserting
+// into a crowded bucket costs) and more numerous (keeping the window).
+func (q *eventQueue) scale(nodes int) {
+	extra := uint(0)
+	for n := 16; n < nodes && extra < 6; n *= 2 {
+		extra++
+	}
+	q.shift, q.mask = bucketBits-extra, 1<<(ringBits+extra)-1
+}
 
 // newRing allocates the ring, with every bucket's first bucketCap entries
 // carved from one array (pointer-free, so the GC does not scan it): a
 // cluster's first events cost no allocation per bucket.
 func (q *eventQueue) newRing() {
-	q.ring = make([]bucket, ringSize)
-	keys := make([]evKey, ringSize*bucketCap)
+	if q.shift == 0 {
+		q.scale(1)
+	}
+	size := int(q.mask + 1)
+	q.ring = make([]bucket, size)
+	q.bits = make([]uint64, size/64)
+	keys := make([]evKey, size*bucketCap)
 	for i := range q.ring {
 		q.ring[i].k = keys[i*bucketCap : i*bucketCap : (i+1)*bucketCap]
 	}
@@ -129,16 +146,16 @@ func (q *eventQueue) push(at fabric.Time, h handler, arg uint64, p *packet) {
 	}
 	k := evKey{at: at, key: q.seq<<slotBits | uint64(slot)}
 	q.minOK = false
-	b := int64(at) >> bucketBits
-	if at < 0 || uint64(b-q.base) >= ringSize {
+	if q.ring == nil {
+		q.newRing()
+	}
+	b := int64(at) >> q.shift
+	if at < 0 || uint64(b-q.base) > uint64(q.mask) {
 		q.far = append(q.far, k)
 		q.up(len(q.far) - 1)
 		return
 	}
-	if q.ring == nil {
-		q.newRing()
-	}
-	i := int(b & ringMask)
+	i := int(b & q.mask)
 	bk := &q.ring[i]
 	bk.k = append(bk.k, k)
 	for j := len(bk.k) - 1; j > bk.head && k.before(bk.k[j-1]); j-- { // keep it sorted
@@ -165,7 +182,7 @@ func (q *eventQueue) findMin() {
 // nextBucket is the first non-empty bucket from base on, wrapping around;
 // the ring must not be empty.
 func (q *eventQueue) nextBucket() int {
-	start := int(q.base & ringMask)
+	start := int(q.base & q.mask)
 	w := start >> 6
 	if m := q.bits[w] &^ (1<<(start&63) - 1); m != 0 {
 		return w<<6 | bits.TrailingZeros64(m)
@@ -222,7 +239,7 @@ func (q *eventQueue) take() (evKey, evBody) {
 		}
 	}
 	q.minOK = false
-	q.base = int64(top.at) >> bucketBits
+	q.base = int64(top.at) >> q.shift
 	slot := uint32(top.key & slotMask)
 	// The slot keeps its stale payload until it is reused: clearing it
 	// would cost a write barrier per event while the GC runs, and what it
