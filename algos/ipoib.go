@@ -46,14 +46,18 @@ const IPoIBMsgBytes = 128 << 10
 // peer's free socket-buffer space) whose every call adds the kernel's
 // costs: send() copies the buffer into the socket buffer and checksums
 // it, and runs the transmit path per segment; select() plus recv() run the
-// receive path per segment and copy the bytes out. What it does not model:
+// receive path per segment and copy the bytes out. The per-segment paths
+// are serialized per node: an IPoIB interface in connected mode has one
+// transmit queue and one receive completion context, so one core at a time
+// runs each. What it does not model:
 // TCP congestion control and delayed ACKs (an InfiniBand fabric is
 // lossless, and the socket window is the credit), and the segmentation of
 // one send() into 64 KB wire messages (the whole buffer travels as one RC
 // message; only the per-segment CPU cost is charged).
 type ipoib struct {
-	inner Endpoint
-	costs IPoIBCosts
+	inner  Endpoint
+	costs  IPoIBCosts
+	tx, rx fabric.Mutex // the interface's one transmit queue and one receive (NAPI) context
 }
 
 // OpenIPoIB opens the IPoIB baseline endpoint on the calling thread's node;
@@ -71,7 +75,7 @@ func OpenIPoIB(th fabric.Thread, cfg Config, costs IPoIBCosts) (Endpoint, error)
 	if err != nil {
 		return nil, fmt.Errorf("algos: IPoIB baseline: %w", err)
 	}
-	return &ipoib{inner: inner, costs: costs}, nil
+	return &ipoib{inner: inner, costs: costs, tx: th.Node().NewMutex(), rx: th.Node().NewMutex()}, nil
 }
 
 func (e *ipoib) segments(n int) int64 {
@@ -84,26 +88,35 @@ func (e *ipoib) segments(n int) int64 {
 func (e *ipoib) Acquire(th fabric.Thread) (*Buffer, error) { return e.inner.Acquire(th) }
 
 // PutData is send() to each destination: one system call, the copy and
-// checksum passes and the transmit path per segment, for every destination
-// (TCP has no multicast).
+// checksum passes (in parallel, each thread on its own socket), and the
+// transmit path per segment, serialized on the interface's one transmit
+// queue, for every destination (TCP has no multicast).
 func (e *ipoib) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
 	if b != nil && b.N >= 0 {
 		for range dests {
-			th.Compute(e.costs.SyscallCycles + e.segments(b.N)*e.costs.TxSegmentCycles)
+			th.Compute(e.costs.SyscallCycles)
 			th.Charge(fabric.WorkCopy, e.costs.SendCopies*(b.N+HeaderBytes))
+			e.tx.Lock()
+			th.Compute(e.segments(b.N) * e.costs.TxSegmentCycles)
+			e.tx.Unlock()
 		}
 	}
 	return e.inner.PutData(th, b, dests, st)
 }
 
-// GetData is select() and recv(): two system calls, the receive path per
-// segment, and the copy out of the socket buffer.
+// GetData is select() and recv(): the receive path per segment, which the
+// interface's one receive context (NAPI) runs for every socket in turn, so
+// it is serialized per node and charged here to the thread that receives,
+// then two system calls and the copy out of the socket buffer.
 func (e *ipoib) GetData(th fabric.Thread) (Delivery, error) {
 	d, err := e.inner.GetData(th)
 	if err != nil || d.End {
 		return d, err
 	}
-	th.Compute(2*e.costs.SyscallCycles + e.segments(d.N)*e.costs.RxSegmentCycles)
+	e.rx.Lock()
+	th.Compute(e.segments(d.N) * e.costs.RxSegmentCycles)
+	e.rx.Unlock()
+	th.Compute(2 * e.costs.SyscallCycles)
 	th.Charge(fabric.WorkCopy, e.costs.RecvCopies*(d.N+HeaderBytes))
 	return d, nil
 }
