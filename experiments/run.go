@@ -123,10 +123,36 @@ var Baselines = []string{"qperf", "IPoIB", "MPI"}
 var AllDesigns = append(append([]string{}, Designs...), Baselines...)
 
 // sharedEndpoint reports whether a design has one endpoint per node that
-// every thread shares: the SE designs, and the baselines whose library or
-// kernel is per node.
+// every thread shares: the SE designs, the baselines whose library or
+// kernel is per node, and registered designs that say so.
 func sharedEndpoint(design string) bool {
+	if d, ok := registered[design]; ok {
+		return d.Shared
+	}
 	return strings.HasPrefix(design, "SE") || design == "IPoIB" || design == "MPI"
+}
+
+// DesignSpec is a design added from outside this file (a peer system's
+// endpoint, say): how to open its endpoint and whether one endpoint per
+// node is shared by every thread (otherwise each thread has its own).
+type DesignSpec struct {
+	Name   string
+	Shared bool
+	Open   func(th fabric.Thread, cfg algos.Config) (algos.Endpoint, error)
+	// About is one line for help texts.
+	About string
+}
+
+var registered = map[string]DesignSpec{}
+
+// RegisterDesign adds a design that Run accepts; call it from an init
+// function. It panics on a name already taken (a programming error).
+func RegisterDesign(d DesignSpec) {
+	if _, dup := registered[d.Name]; dup || slices.Contains(AllDesigns, d.Name) || d.Open == nil {
+		panic(fmt.Sprintf("experiments: design %q registered twice or without Open", d.Name))
+	}
+	registered[d.Name] = d
+	AllDesigns = append(AllDesigns, d.Name)
 }
 
 func (c *RunConfig) normalize(cores int) error {
@@ -286,6 +312,8 @@ func Run(cfg RunConfig) (*Record, error) {
 			}
 			open := algos.OpenMQSR
 			switch {
+			case registered[cfg.Design].Open != nil:
+				open = registered[cfg.Design].Open
 			case cfg.Design == "IPoIB":
 				open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
 					return algos.OpenIPoIB(th, c, algos.DefaultIPoIBCosts)
