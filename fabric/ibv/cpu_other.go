@@ -1,0 +1,9 @@
+//go:build !linux
+
+package ibv
+
+import "errors"
+
+func affinityCPUs() []int { return nil }
+
+func pinTo(cpu int) error { return errors.New("thread pinning needs Linux") }

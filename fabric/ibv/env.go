@@ -1,0 +1,407 @@
+package ibv
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// This file is the execution environment of the hardware backend (the
+// fabric.Fabric, Node and Thread of real machines). It does not touch
+// libibverbs: nodes get their fabric.Device from the caller, so the
+// default build tests it with fake devices.
+
+// cluster implements fabric.Fabric on real hardware: every node of the job
+// (OpenLocal) or this process's one node (distributed).
+type cluster struct {
+	size  int
+	nodes []*node
+	start time.Time
+	ghz   float64
+	cfg   Config
+	cpus  []int // CPUs threads are pinned to (Config.Pin)
+	// release frees the devices when the cluster closes.
+	release func() error
+
+	mu     sync.Mutex
+	run    *runState
+	closed bool
+}
+
+// node implements fabric.Node.
+type node struct {
+	c     *cluster
+	id    int
+	index int // position among the local nodes (pinning)
+	dev   fabric.Device
+	oob   oobChannel
+	cores int
+}
+
+// newCluster assembles a cluster of size nodes of which the given ones are
+// local, each with its device and out-of-band channel.
+func newCluster(cfg Config, size int, ids []int, devs []fabric.Device, oobs []oobChannel, release func() error) *cluster {
+	c := &cluster{size: size, start: time.Now(), cfg: cfg, release: release}
+	c.ghz = cfg.GHz
+	if c.ghz <= 0 {
+		c.ghz = cpuGHz()
+	}
+	c.cpus = allowedCPUs()
+	cores := cfg.Cores
+	if cores <= 0 {
+		cores = max(1, len(c.cpus)/len(ids))
+	}
+	for i, id := range ids {
+		c.nodes = append(c.nodes, &node{c: c, id: id, index: i, dev: devs[i], oob: oobs[i], cores: cores})
+	}
+	return c
+}
+
+// Backend implements fabric.Fabric.
+func (c *cluster) Backend() string { return "ibv" }
+
+// Size implements fabric.Fabric.
+func (c *cluster) Size() int { return c.size }
+
+// Local implements fabric.Fabric.
+func (c *cluster) Local() []fabric.Node {
+	out := make([]fabric.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n
+	}
+	return out
+}
+
+// runState is one Run: its threads, its first error and its abort.
+type runState struct {
+	c       *cluster
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+	live    map[*thread]bool
+	aborted atomic.Bool
+	abortCh chan struct{}
+}
+
+// errAbort unwinds a thread whose run was aborted (raised by Wait, Busy,
+// Compute and Lock; recovered by the thread's wrapper).
+type errAbort struct{}
+
+// abortGrace is how long Run waits for threads to notice an abort.
+var abortGrace = 10 * time.Second
+
+// Run implements fabric.Fabric. Threads are goroutines locked to OS
+// threads. The first error (or panic) of any thread, a failure reported by
+// another node of a distributed job, or the time limit aborts the run:
+// out-of-band calls fail and the other threads unwind at their next Wait,
+// Busy, Compute or Lock. Run returns when every thread has returned; if a
+// thread does not return within 10s of an abort (it spins without calling
+// any of those), Run returns anyway and the cluster refuses to Close.
+func (c *cluster) Run(main func(th fabric.Thread) error) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: ibv: Run after Close", fabric.ErrClosed)
+	}
+	if c.run != nil {
+		c.mu.Unlock()
+		return errors.New("ibv: Run called while a run is in progress (or a failed run left threads behind)")
+	}
+	rs := &runState{c: c, live: map[*thread]bool{}, abortCh: make(chan struct{})}
+	c.run = rs
+	c.mu.Unlock()
+	for _, n := range c.nodes {
+		n.oob.newRun()
+		if ab, ok := n.oob.(*tcpOOB); ok {
+			f := rs.fail
+			ab.onAbort.Store(&f)
+		}
+	}
+	if c.cfg.TimeLimit > 0 {
+		t := time.AfterFunc(c.cfg.TimeLimit, func() {
+			rs.fail(fmt.Errorf("%w: ibv: %v of wall-clock time; still running: %s", fabric.ErrTimeLimit, c.cfg.TimeLimit, rs.running()))
+		})
+		defer t.Stop()
+	}
+	for _, n := range c.nodes {
+		rs.spawn(n, fmt.Sprintf("n%d/main", n.id), 0, main)
+	}
+	done := make(chan struct{})
+	go func() { rs.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-rs.abortCh:
+		select {
+		case <-done:
+		case <-time.After(abortGrace):
+			rs.mu.Lock()
+			err := rs.err
+			rs.mu.Unlock()
+			return fmt.Errorf("%w (and after the abort these threads did not return within %v: %s)", err, abortGrace, rs.running())
+		}
+	}
+	c.mu.Lock()
+	c.run = nil
+	c.mu.Unlock()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.err
+}
+
+// fail records the run's first error and aborts it.
+func (rs *runState) fail(err error) {
+	rs.mu.Lock()
+	first := rs.err == nil
+	if first {
+		rs.err = err
+	}
+	rs.mu.Unlock()
+	if first {
+		rs.aborted.Store(true)
+		close(rs.abortCh)
+		for _, n := range rs.c.nodes {
+			n.oob.abort(err)
+		}
+	}
+}
+
+func (rs *runState) running() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var names []string
+	for th := range rs.live {
+		names = append(names, th.name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (rs *runState) spawn(n *node, name string, core int, fn func(fabric.Thread) error) {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	th := &thread{rs: rs, n: n, name: name, core: core, rng: rand.New(rand.NewPCG(rs.c.cfg.Seed, h.Sum64()))}
+	rs.mu.Lock()
+	rs.live[th] = true
+	rs.mu.Unlock()
+	rs.wg.Add(1)
+	go th.main(fn)
+}
+
+// thread implements fabric.Thread.
+type thread struct {
+	rs   *runState
+	n    *node
+	name string
+	core int
+	rng  *rand.Rand
+}
+
+func (th *thread) main(fn func(fabric.Thread) error) {
+	rs := th.rs
+	defer rs.wg.Done()
+	runtime.LockOSThread()
+	pinned := false
+	if c := rs.c; c.cfg.Pin && len(c.cpus) > 0 {
+		cpu := c.cpus[(th.n.index*th.n.cores+th.core)%len(c.cpus)]
+		if err := pinTo(cpu); err != nil {
+			rs.fail(fmt.Errorf("%s: pinning to CPU %d: %w", th.name, cpu, err))
+		}
+		pinned = true
+	}
+	if !pinned {
+		// A pinned OS thread is discarded with its goroutine (its CPU
+		// mask must not leak into the runtime's pool); others go back.
+		defer runtime.UnlockOSThread()
+	}
+	err := th.call(fn)
+	rs.mu.Lock()
+	delete(rs.live, th)
+	rs.mu.Unlock()
+	if err != nil {
+		rs.fail(fmt.Errorf("%s: %w", th.name, err))
+	}
+}
+
+func (th *thread) call(fn func(fabric.Thread) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(errAbort); ok {
+				err = nil // the run's error is already recorded
+				return
+			}
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return fn(th)
+}
+
+// checkAbort unwinds the thread if its run was aborted.
+func (th *thread) checkAbort() {
+	if th.rs.aborted.Load() {
+		panic(errAbort{})
+	}
+}
+
+// Name implements fabric.Thread.
+func (th *thread) Name() string { return th.name }
+
+// Node implements fabric.Thread.
+func (th *thread) Node() fabric.Node { return th.n }
+
+// Core implements fabric.Thread.
+func (th *thread) Core() int { return th.core }
+
+// Rand implements fabric.Thread: a PCG stream seeded from Config.Seed and
+// the thread's name.
+func (th *thread) Rand() *rand.Rand { return th.rng }
+
+// Now implements fabric.Thread: the monotonic clock since the cluster was
+// opened, in picoseconds (nanosecond resolution).
+func (th *thread) Now() fabric.Time { return th.n.c.now() }
+
+func (c *cluster) now() fabric.Time {
+	return fabric.Time(time.Since(c.start).Nanoseconds()) * fabric.Time(fabric.Nanosecond)
+}
+
+// Compute implements fabric.Thread: spins for cycles at the configured
+// clock rate.
+func (th *thread) Compute(cycles int64) {
+	if cycles > 0 {
+		th.Busy(fabric.Duration(float64(cycles) * 1000 / th.n.c.ghz))
+	}
+}
+
+// Busy implements fabric.Thread: spins (without sleeping) for d.
+func (th *thread) Busy(d fabric.Duration) {
+	if d <= 0 {
+		return
+	}
+	end := th.Now().Add(d)
+	for i := 0; th.Now() < end; i++ {
+		if i&1023 == 1023 {
+			th.checkAbort()
+			runtime.Gosched()
+		}
+	}
+}
+
+// Charge implements fabric.Thread: the work was really done; nothing to add.
+func (th *thread) Charge(fabric.Work, int) {}
+
+// Sync implements fabric.Thread: a no-op, memory written by the NIC is
+// visible once its completion has been polled.
+func (th *thread) Sync() {}
+
+// Wait implements fabric.Thread by returning at once (after yielding the
+// processor): on hardware callers busy-poll, as the contract allows. It
+// unwinds the thread if the run was aborted.
+func (th *thread) Wait(deadline fabric.Time, on ...fabric.Waitable) {
+	th.checkAbort()
+	runtime.Gosched()
+}
+
+// Spawn implements fabric.Thread. A core outside 0..Cores()-1 fails the run
+// with ErrInvalidArg.
+func (th *thread) Spawn(name string, core int, fn func(fabric.Thread) error) {
+	if core < 0 || core >= th.n.cores {
+		th.rs.fail(fmt.Errorf("%s: %w: Spawn %q on core %d: node has cores 0..%d", th.name, fabric.ErrInvalidArg, name, core, th.n.cores-1))
+		return
+	}
+	th.rs.spawn(th.n, fmt.Sprintf("n%d/%s", th.n.id, name), core, fn)
+}
+
+// ID implements fabric.Node.
+func (n *node) ID() int { return n.id }
+
+// Cores implements fabric.Node.
+func (n *node) Cores() int { return n.cores }
+
+// Device implements fabric.Node.
+func (n *node) Device() fabric.Device { return n.dev }
+
+// OOB implements fabric.Node.
+func (n *node) OOB() fabric.OOB { return n.oob }
+
+// Payload implements fabric.Node: real bytes always move.
+func (n *node) Payload() bool { return true }
+
+// NewMutex implements fabric.Node: a spinning lock (threads own their
+// cores) that unwinds a waiting thread when the run is aborted.
+func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c} }
+
+// NewSignal implements fabric.Node.
+func (n *node) NewSignal() fabric.Signal { return &signal{} }
+
+type mutex struct {
+	c  *cluster
+	mu sync.Mutex
+}
+
+func (m *mutex) Lock() {
+	for i := 0; !m.mu.TryLock(); i++ {
+		if i&63 == 63 {
+			if rs := m.c.current(); rs != nil && rs.aborted.Load() {
+				panic(errAbort{})
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+func (m *mutex) Unlock() { m.mu.Unlock() }
+
+func (c *cluster) current() *runState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.run
+}
+
+// signal implements fabric.Signal. Wait returns at once on hardware, so a
+// notification only needs to be counted.
+type signal struct {
+	fabric.WaitableBase
+	n atomic.Uint64
+}
+
+func (s *signal) Notify() { s.n.Add(1) }
+
+// Close implements fabric.Fabric: closes the out-of-band channels and
+// releases every verbs object of every local node. A second Close does
+// nothing. It fails with ErrBusy while threads of an aborted run are still
+// running (they may be using the objects).
+func (c *cluster) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	if c.run != nil {
+		return fmt.Errorf("%w: ibv: Close with threads still running: %s", fabric.ErrBusy, c.run.running())
+	}
+	c.closed = true
+	var errs []error
+	for _, n := range c.nodes {
+		if err := n.oob.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.release != nil {
+		if err := c.release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

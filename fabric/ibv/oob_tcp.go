@@ -1,0 +1,523 @@
+package ibv
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// tcpOOB is the out-of-band channel of a distributed job: a star around
+// node 0, which listens, checks every node's hello (protocol version, job
+// size, rank, job signature) and then relays each AllGather and Barrier.
+// Collectives carry a sequence number and the caller's key, so nodes that
+// make different calls are reported, not mismatched silently. Any failure
+// (a run error on some node, a lost connection, a mismatch, a timeout) is
+// broadcast as an abort, so no node waits for one that will never come.
+type tcpOOB struct {
+	b       Bootstrap
+	sig     string
+	timeout time.Duration
+	// onAbort is told about failures reported by other nodes (the
+	// environment fails the local run with it).
+	onAbort atomic.Pointer[func(error)]
+
+	mu  sync.Mutex // serializes collectives
+	seq uint64
+
+	conns []*peerConn // node 0: indexed by rank (nil at 0); others: conns[0] is node 0
+
+	abortOnce sync.Once
+	abortErr  error
+	abortCh   chan struct{}
+	closing   atomic.Bool
+}
+
+type peerConn struct {
+	rank int
+	name string
+	c    net.Conn
+	wmu  sync.Mutex
+	in   chan inFrame
+	dead chan struct{} // closed when the reader stops
+	err  error         // why the reader stopped (valid once dead is closed)
+	bye  atomic.Bool   // the peer closed cleanly
+}
+
+type inFrame struct {
+	typ  byte
+	body []byte
+}
+
+// dialOOB sets up the out-of-band channel of node b.Rank. Node 0 listens on
+// ln (or, when ln is nil, on the coordinator's port on every interface) and
+// waits for the others; the others connect to node 0, retrying until
+// connectTimeout.
+func dialOOB(b Bootstrap, sig string, connectTimeout, timeout time.Duration, ln net.Listener) (*tcpOOB, error) {
+	o := &tcpOOB{b: b, sig: sig, timeout: timeout, abortCh: make(chan struct{})}
+	if b.Size < 1 || b.Rank < 0 || b.Rank >= b.Size {
+		return nil, fmt.Errorf("%w: ibv: rank %d of %d nodes", fabric.ErrInvalidArg, b.Rank, b.Size)
+	}
+	if b.Size == 1 {
+		if ln != nil {
+			ln.Close()
+		}
+		return o, nil
+	}
+	if b.Rank == 0 {
+		if ln == nil {
+			_, port, err := net.SplitHostPort(b.Coordinator)
+			if err != nil {
+				return nil, fmt.Errorf("%w: ibv: coordinator address %q: %v", fabric.ErrInvalidArg, b.Coordinator, err)
+			}
+			if ln, err = net.Listen("tcp", net.JoinHostPort("", port)); err != nil {
+				return nil, fmt.Errorf("ibv: node 0 cannot listen for the other nodes on port %s: %w", port, err)
+			}
+		}
+		defer ln.Close()
+		if err := o.accept(ln, connectTimeout); err != nil {
+			return nil, err
+		}
+	} else if err := o.connect(connectTimeout); err != nil {
+		return nil, err
+	}
+	for _, pc := range o.conns {
+		if pc != nil {
+			go o.read(pc)
+		}
+	}
+	return o, nil
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "?"
+	}
+	return h
+}
+
+// peerName names node r for messages, preferring the peers list.
+func (o *tcpOOB) peerName(r int, h helloMsg, addr net.Addr) string {
+	if r < len(o.b.Peers) {
+		return o.b.Name(r)
+	}
+	return fmt.Sprintf("node %d (%s, from %v)", r, h.Host, addr)
+}
+
+type arrival struct {
+	c   net.Conn
+	h   helloMsg
+	err error
+}
+
+// accept is node 0's side of the bootstrap.
+func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
+	n := o.b.Size
+	deadline := time.Now().Add(connectTimeout)
+	done := make(chan struct{})
+	defer close(done)
+	arrivals := make(chan arrival)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.SetReadDeadline(deadline)
+				typ, body, err := readFrame(c)
+				var h helloMsg
+				if err == nil && typ != frameHello {
+					err = fmt.Errorf("%w: first frame of type %d, want a hello", errNotPeer, typ)
+				}
+				if err == nil {
+					h, err = decodeHello(body)
+				}
+				select {
+				case arrivals <- arrival{c, h, err}:
+				case <-done:
+					c.Close()
+				}
+			}()
+		}
+	}()
+	conns := make([]*peerConn, n)
+	got := 0
+	fail := func(err error) error {
+		for _, pc := range conns {
+			if pc != nil {
+				pc.write(frameAck, ackMsg{Msg: err.Error()}.encode(), 5*time.Second)
+				pc.c.Close()
+			}
+		}
+		ln.Close()
+		return err
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for got < n-1 {
+		select {
+		case a := <-arrivals:
+			if a.err != nil {
+				if errors.Is(a.err, errVersion) {
+					msg := fmt.Sprintf("ibv: a process at %v speaks another out-of-band protocol: %v", a.c.RemoteAddr(), a.err)
+					writeFrame(a.c, frameAck, ackMsg{Msg: msg}.encode())
+					a.c.Close()
+					return fail(errors.New(msg))
+				}
+				a.c.Close() // not one of ours (a port scanner, a stray client): ignore
+				continue
+			}
+			r := int(a.h.Rank)
+			name := o.peerName(r, a.h, a.c.RemoteAddr())
+			var bad string
+			switch {
+			case int(a.h.Size) != n:
+				bad = fmt.Sprintf("ibv: %s was started for a job of %d nodes, node 0 for %d", name, a.h.Size, n)
+			case r < 1 || r >= n:
+				bad = fmt.Sprintf("ibv: a process at %v (%s) claims rank %d, outside 1..%d", a.c.RemoteAddr(), a.h.Host, r, n-1)
+			case conns[r] != nil:
+				bad = fmt.Sprintf("ibv: two processes claim rank %d: %s and %s, from %v", r, conns[r].name, a.h.Host, a.c.RemoteAddr())
+			case a.h.Signature != o.sig:
+				bad = fmt.Sprintf("ibv: %s runs %q, expected %q (node 0's job signature)", name, a.h.Signature, o.sig)
+			}
+			if bad != "" {
+				writeFrame(a.c, frameAck, ackMsg{Msg: bad}.encode())
+				a.c.Close()
+				return fail(errors.New(bad))
+			}
+			a.c.SetReadDeadline(time.Time{})
+			conns[r] = &peerConn{rank: r, name: name, c: a.c, in: make(chan inFrame, 4), dead: make(chan struct{})}
+			got++
+		case <-timer.C:
+			var missing []string
+			for r := 1; r < n; r++ {
+				if conns[r] == nil {
+					missing = append(missing, o.b.Name(r))
+				}
+			}
+			return fail(fmt.Errorf("ibv: %s did not connect within %v", strings.Join(missing, ", "), connectTimeout))
+		}
+	}
+	for _, pc := range conns[1:] {
+		if err := pc.write(frameAck, ackMsg{OK: true}.encode(), connectTimeout); err != nil {
+			return fail(fmt.Errorf("ibv: confirming the job to %s: %w", pc.name, err))
+		}
+	}
+	o.conns = conns
+	return nil
+}
+
+// connect is the bootstrap of every node but node 0.
+func (o *tcpOOB) connect(connectTimeout time.Duration) error {
+	coord := o.b.Name(0)
+	deadline := time.Now().Add(connectTimeout)
+	var c net.Conn
+	var lastErr error
+	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		remain := time.Until(deadline)
+		if remain <= 0 {
+			return fmt.Errorf("ibv: node %d: %s, the coordinator, did not accept a connection within %v (last error: %v)", o.b.Rank, coord, connectTimeout, lastErr)
+		}
+		var err error
+		if c, err = net.DialTimeout("tcp", o.b.Coordinator, min(remain, 2*time.Second)); err == nil {
+			break
+		}
+		lastErr = err
+		time.Sleep(min(backoff, max(time.Until(deadline), 0)))
+	}
+	h := helloMsg{Rank: uint32(o.b.Rank), Size: uint32(o.b.Size), Signature: o.sig, Host: hostname()}
+	c.SetDeadline(time.Now().Add(connectTimeout))
+	if err := writeFrame(c, frameHello, h.encode()); err != nil {
+		c.Close()
+		return fmt.Errorf("ibv: node %d: sending the hello to %s: %w", o.b.Rank, coord, err)
+	}
+	// Node 0 confirms once every node has connected, or says what is wrong.
+	c.SetDeadline(time.Now().Add(connectTimeout + 5*time.Second))
+	typ, body, err := readFrame(c)
+	if err != nil {
+		c.Close()
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return fmt.Errorf("ibv: node %d: %s accepted the connection but did not confirm the job within %v (is another node missing?)", o.b.Rank, coord, connectTimeout)
+		}
+		return fmt.Errorf("ibv: node %d: waiting for %s to confirm the job: %w", o.b.Rank, coord, err)
+	}
+	var a ackMsg
+	if typ == frameAck {
+		a, err = decodeAck(body)
+	} else {
+		err = fmt.Errorf("%w: frame of type %d, want an ack", errWire, typ)
+	}
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("ibv: node %d: %s answered the hello with: %w", o.b.Rank, coord, err)
+	}
+	if !a.OK {
+		c.Close()
+		return fmt.Errorf("ibv: node %d: %s refused the job: %s", o.b.Rank, coord, a.Msg)
+	}
+	c.SetDeadline(time.Time{})
+	o.conns = []*peerConn{{rank: 0, name: coord, c: c, in: make(chan inFrame, 4), dead: make(chan struct{})}}
+	return nil
+}
+
+func (pc *peerConn) write(typ byte, body []byte, timeout time.Duration) error {
+	pc.wmu.Lock()
+	defer pc.wmu.Unlock()
+	pc.c.SetWriteDeadline(time.Now().Add(timeout))
+	return writeFrame(pc.c, typ, body)
+}
+
+// read delivers pc's frames until its connection ends.
+func (o *tcpOOB) read(pc *peerConn) {
+	defer close(pc.dead)
+	for {
+		typ, body, err := readFrame(pc.c)
+		if err != nil {
+			pc.err = err
+			if !o.closing.Load() && !pc.bye.Load() {
+				o.fail(fmt.Errorf("ibv: lost the out-of-band connection to %s: %v (did that process crash?)", pc.name, err), pc)
+			}
+			return
+		}
+		switch typ {
+		case frameGather, frameResult:
+			select {
+			case pc.in <- inFrame{typ, body}:
+			case <-o.abortCh:
+			}
+		case frameAbort:
+			m, err := decodeAbort(body)
+			if err != nil {
+				o.fail(fmt.Errorf("ibv: %s sent a malformed abort: %v", pc.name, err), pc)
+				continue
+			}
+			o.fail(fmt.Errorf("ibv: %s failed: %s", o.b.Name(int(m.Node)), m.Msg), pc)
+		case frameBye:
+			pc.bye.Store(true)
+		default:
+			pc.err = fmt.Errorf("%w: unexpected frame type %d", errWire, typ)
+			o.fail(fmt.Errorf("ibv: %s: %v", pc.name, pc.err), pc)
+			pc.c.Close()
+			return
+		}
+	}
+}
+
+// fail records a failure reported by (or about) another node: it tells the
+// local environment and, on node 0, every other node but from.
+func (o *tcpOOB) fail(err error, from *peerConn) {
+	if o.setAborted(err) {
+		o.broadcastAbort(uint32(o.b.Rank), err.Error(), from)
+		if f := o.onAbort.Load(); f != nil {
+			(*f)(err)
+		}
+	}
+}
+
+// abort is a failure of this node's run: every other node is told.
+func (o *tcpOOB) abort(err error) {
+	if o.setAborted(err) {
+		o.broadcastAbort(uint32(o.b.Rank), err.Error(), nil)
+	}
+}
+
+func (o *tcpOOB) setAborted(err error) bool {
+	first := false
+	o.abortOnce.Do(func() {
+		first = true
+		o.abortErr = err
+		close(o.abortCh)
+	})
+	return first
+}
+
+func (o *tcpOOB) broadcastAbort(node uint32, msg string, except *peerConn) {
+	body := abortMsg{Node: node, Msg: msg}.encode()
+	for _, pc := range o.conns {
+		if pc != nil && pc != except {
+			pc.write(frameAbort, body, 5*time.Second)
+		}
+	}
+}
+
+func (o *tcpOOB) newRun() {}
+
+func (o *tcpOOB) close() error {
+	if o.closing.Swap(true) {
+		return nil
+	}
+	for _, pc := range o.conns {
+		if pc != nil {
+			pc.write(frameBye, nil, time.Second)
+			pc.c.Close()
+		}
+	}
+	return nil
+}
+
+func (o *tcpOOB) AllGather(key string, data []byte) ([][]byte, error) {
+	return o.collective(key, data, false)
+}
+
+func (o *tcpOOB) Barrier(key string) error {
+	_, err := o.collective(key, nil, true)
+	return err
+}
+
+func (o *tcpOOB) unusable(what string) error {
+	return fmt.Errorf("ibv: out-of-band %s on node %d: %w", what, o.b.Rank, o.abortErr)
+}
+
+func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	what := opName(barrier, key)
+	if o.closing.Load() {
+		return nil, fmt.Errorf("%w: ibv: out-of-band %s after Close", fabric.ErrClosed, what)
+	}
+	select {
+	case <-o.abortCh:
+		return nil, o.unusable(what)
+	default:
+	}
+	o.seq++
+	if o.b.Size == 1 {
+		if barrier {
+			return nil, nil
+		}
+		return [][]byte{append([]byte(nil), data...)}, nil
+	}
+	if o.b.Rank == 0 {
+		return o.relay(key, data, barrier, what)
+	}
+	root := o.conns[0]
+	g := gatherMsg{Seq: o.seq, Key: key, Barrier: barrier, Data: data}
+	if err := root.write(frameGather, g.encode(), o.timeout); err != nil {
+		err = fmt.Errorf("ibv: out-of-band %s: sending to %s: %w", what, root.name, err)
+		o.abort(err)
+		return nil, err
+	}
+	timer := time.NewTimer(o.timeout + 10*time.Second) // node 0 reports late nodes first
+	defer timer.Stop()
+	select {
+	case f := <-root.in:
+		var m resultMsg
+		err := fmt.Errorf("%w: frame of type %d, want a result", errWire, f.typ)
+		if f.typ == frameResult {
+			m, err = decodeResult(f.body)
+		}
+		if err == nil && (m.Seq != o.seq || m.Key != key) {
+			err = fmt.Errorf("result of call %d %q, want call %d %q", m.Seq, m.Key, o.seq, key)
+		}
+		if err == nil && !barrier && len(m.Data) != o.b.Size {
+			err = fmt.Errorf("result with %d contributions for %d nodes", len(m.Data), o.b.Size)
+		}
+		if err != nil {
+			err = fmt.Errorf("ibv: out-of-band %s: bad answer from %s: %v", what, root.name, err)
+			o.abort(err)
+			return nil, err
+		}
+		if barrier {
+			return nil, nil
+		}
+		return m.Data, nil
+	case <-o.abortCh:
+		return nil, o.unusable(what)
+	case <-root.dead:
+		return nil, fmt.Errorf("ibv: out-of-band %s: %s closed the connection (%v)", what, root.name, root.err)
+	case <-timer.C:
+		err := fmt.Errorf("ibv: out-of-band %s: no answer from %s within %v", what, root.name, o.timeout)
+		o.abort(err)
+		return nil, err
+	}
+}
+
+// relay is node 0's side of a collective.
+func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]byte, error) {
+	n := o.b.Size
+	all := make([][]byte, n)
+	if !barrier {
+		all[0] = append([]byte(nil), data...)
+	}
+	arrived := make([]bool, n)
+	arrived[0] = true
+	timer := time.NewTimer(o.timeout)
+	defer timer.Stop()
+	failed := func(err error) ([][]byte, error) {
+		o.abort(err)
+		return nil, err
+	}
+	take := func(pc *peerConn, f inFrame) error {
+		var g gatherMsg
+		err := fmt.Errorf("%w: frame of type %d, want a gather", errWire, f.typ)
+		if f.typ == frameGather {
+			g, err = decodeGather(f.body)
+		}
+		if err != nil {
+			return fmt.Errorf("ibv: out-of-band %s: bad frame from %s: %v", what, pc.name, err)
+		}
+		if g.Seq != o.seq || g.Key != key || g.Barrier != barrier {
+			return fmt.Errorf("ibv: out-of-band call %d: %s calls %s as its call %d, but node 0 calls %s (nodes must make the same calls in the same order)",
+				o.seq, pc.name, opName(g.Barrier, g.Key), g.Seq, what)
+		}
+		if !barrier {
+			all[pc.rank] = g.Data
+		}
+		arrived[pc.rank] = true
+		return nil
+	}
+	for r := 1; r < n; r++ {
+		pc := o.conns[r]
+		select {
+		case f := <-pc.in:
+			if err := take(pc, f); err != nil {
+				return failed(err)
+			}
+		case <-pc.dead:
+			return failed(fmt.Errorf("ibv: out-of-band %s: %s closed its connection before reaching it (%v)", what, pc.name, pc.err))
+		case <-o.abortCh:
+			return nil, o.unusable(what)
+		case <-timer.C:
+			var missing []string
+			for q := r; q < n; q++ {
+				select {
+				case f := <-o.conns[q].in:
+					if err := take(o.conns[q], f); err != nil {
+						return failed(err)
+					}
+				default:
+				}
+				if !arrived[q] {
+					missing = append(missing, o.conns[q].name)
+				}
+			}
+			return failed(fmt.Errorf("ibv: out-of-band %s: %s did not reach it within %v", what, strings.Join(missing, ", "), o.timeout))
+		}
+	}
+	res := resultMsg{Seq: o.seq, Key: key}
+	if !barrier {
+		res.Data = all
+	}
+	body := res.encode()
+	for _, pc := range o.conns[1:] {
+		if err := pc.write(frameResult, body, o.timeout); err != nil {
+			return failed(fmt.Errorf("ibv: out-of-band %s: sending the result to %s: %w", what, pc.name, err))
+		}
+	}
+	if barrier {
+		return nil, nil
+	}
+	out := make([][]byte, n)
+	for i, d := range all {
+		out[i] = append([]byte(nil), d...)
+	}
+	return out, nil
+}

@@ -1,0 +1,328 @@
+package ibv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// DefaultPort is the TCP port of the out-of-band coordinator (node 0) when
+// the peers list or the environment names a host without a port.
+const DefaultPort = 17219
+
+// Bootstrap places this process in a distributed job: its rank, the number
+// of nodes, and where node 0 listens for the out-of-band channel (the other
+// nodes connect to it; only node 0 listens).
+type Bootstrap struct {
+	Rank int // this process's node id, 0..Size-1
+	Size int // nodes in the job
+	// Coordinator is node 0's "host:port". Node 0 listens on that port on
+	// every interface.
+	Coordinator string
+	// Peers optionally lists every node's address, Peers[0] being the
+	// coordinator; the others serve only to name nodes in error messages.
+	Peers []string
+	// Source says where the values came from, for messages.
+	Source string
+}
+
+// Name is how messages refer to node r: "node 2 (host:port)" when the
+// peers list names it, else "node 2".
+func (b Bootstrap) Name(r int) string {
+	switch {
+	case r >= 0 && r < len(b.Peers):
+		return fmt.Sprintf("node %d (%s)", r, b.Peers[r])
+	case r == 0 && b.Coordinator != "":
+		return fmt.Sprintf("node 0 (%s)", b.Coordinator)
+	}
+	return fmt.Sprintf("node %d", r)
+}
+
+// Environment variables read by BootstrapFromEnv.
+const (
+	EnvRank        = "RDMASHUFFLE_RANK"        // this node's rank
+	EnvSize        = "RDMASHUFFLE_SIZE"        // number of nodes, when no peers list gives it
+	EnvPeers       = "RDMASHUFFLE_PEERS"       // "host:port,host:port,...", node 0 first
+	EnvPeersFile   = "RDMASHUFFLE_PEERS_FILE"  // a file with one host[:port] per line, node 0 first
+	EnvCoordinator = "RDMASHUFFLE_COORDINATOR" // node 0's host:port, when no peers list is given
+	EnvPort        = "RDMASHUFFLE_PORT"        // port for hosts given without one (default DefaultPort)
+)
+
+// BootstrapFromEnv reads the job layout from the environment:
+//
+//   - rank: RDMASHUFFLE_RANK, else SLURM_PROCID (srun), else
+//     OMPI_COMM_WORLD_RANK (Open MPI), else PMI_RANK (MPICH, Intel MPI);
+//   - peers: RDMASHUFFLE_PEERS or the file RDMASHUFFLE_PEERS_FILE;
+//   - size: the length of the peers list, else RDMASHUFFLE_SIZE,
+//     SLURM_NTASKS, OMPI_COMM_WORLD_SIZE or PMI_SIZE (a peers list whose
+//     length disagrees with the launcher's size is an error);
+//   - coordinator: the first peer, else RDMASHUFFLE_COORDINATOR, else
+//     under Slurm the first host of SLURM_STEP_NODELIST (or
+//     SLURM_JOB_NODELIST), where task 0 runs, on RDMASHUFFLE_PORT or
+//     DefaultPort.
+func BootstrapFromEnv() (Bootstrap, error) { return bootstrapFrom(os.Getenv, os.ReadFile) }
+
+func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, error)) (Bootstrap, error) {
+	var b Bootstrap
+	port := DefaultPort
+	if s := getenv(EnvPort); s != "" {
+		p, err := strconv.Atoi(s)
+		if err != nil || p < 1 || p > 65535 {
+			return b, fmt.Errorf("ibv: %s=%q is not a TCP port (1..65535)", EnvPort, s)
+		}
+		port = p
+	}
+	// Rank.
+	rankVar, rankStr := firstSet(getenv, EnvRank, "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+	if rankVar == "" {
+		return b, fmt.Errorf("ibv: cannot tell this process's rank: none of %s, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK is set (run under srun or mpirun, or set %s)", EnvRank, EnvRank)
+	}
+	rank, err := strconv.Atoi(rankStr)
+	if err != nil || rank < 0 {
+		return b, fmt.Errorf("ibv: %s=%q is not a rank (a non-negative integer)", rankVar, rankStr)
+	}
+	b.Rank = rank
+	b.Source = rankVar
+	// Peers.
+	switch {
+	case getenv(EnvPeers) != "":
+		b.Peers, err = parsePeerList(strings.Split(getenv(EnvPeers), ","), port, EnvPeers)
+		b.Source += ", " + EnvPeers
+	case getenv(EnvPeersFile) != "":
+		path := getenv(EnvPeersFile)
+		data, rerr := readFile(path)
+		if rerr != nil {
+			return b, fmt.Errorf("ibv: %s: %w", EnvPeersFile, rerr)
+		}
+		b.Peers, err = ParsePeers(string(data), port)
+		if err != nil {
+			err = fmt.Errorf("%s (%s=%s)", err, EnvPeersFile, path)
+		}
+		b.Source += ", " + path
+	}
+	if err != nil {
+		return b, err
+	}
+	// Size.
+	sizeVar, sizeStr := firstSet(getenv, EnvSize, "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+	if sizeVar != "" {
+		n, err := strconv.Atoi(sizeStr)
+		if err != nil || n < 1 {
+			return b, fmt.Errorf("ibv: %s=%q is not a number of nodes (a positive integer)", sizeVar, sizeStr)
+		}
+		if b.Peers != nil && n != len(b.Peers) {
+			return b, fmt.Errorf("ibv: the peers list names %d nodes but %s=%d; they must agree", len(b.Peers), sizeVar, n)
+		}
+		b.Size = n
+	}
+	if b.Peers != nil {
+		b.Size = len(b.Peers)
+	}
+	if b.Size == 0 {
+		return b, fmt.Errorf("ibv: cannot tell the number of nodes: give a peers list (%s or %s) or set %s (srun and mpirun set it)", EnvPeers, EnvPeersFile, EnvSize)
+	}
+	if b.Rank >= b.Size {
+		return b, fmt.Errorf("ibv: rank %d (from %s) outside 0..%d", b.Rank, rankVar, b.Size-1)
+	}
+	// Coordinator.
+	switch {
+	case b.Peers != nil:
+		b.Coordinator = b.Peers[0]
+	case getenv(EnvCoordinator) != "":
+		c, err := normalizePeer(getenv(EnvCoordinator), port)
+		if err != nil {
+			return b, fmt.Errorf("ibv: %s: %w", EnvCoordinator, err)
+		}
+		b.Coordinator = c
+	default:
+		list := getenv("SLURM_STEP_NODELIST")
+		if list == "" {
+			list = getenv("SLURM_JOB_NODELIST")
+		}
+		if list == "" {
+			return b, fmt.Errorf("ibv: cannot tell where node 0 listens: set %s, %s or %s (under Slurm, SLURM_STEP_NODELIST gives it)", EnvPeers, EnvPeersFile, EnvCoordinator)
+		}
+		hosts, err := ExpandHostlist(list)
+		if err != nil {
+			return b, fmt.Errorf("ibv: SLURM nodelist: %w", err)
+		}
+		b.Coordinator = net.JoinHostPort(hosts[0], strconv.Itoa(port))
+		b.Source += ", Slurm nodelist"
+	}
+	return b, nil
+}
+
+func firstSet(getenv func(string) string, names ...string) (string, string) {
+	for _, n := range names {
+		if v := strings.TrimSpace(getenv(n)); v != "" {
+			return n, v
+		}
+	}
+	return "", ""
+}
+
+// ParsePeers parses a peers file: one node per line, node 0 first, as
+// "host:port", "host" (port defaults to port) or "[ipv6]:port"; blank
+// lines and text after '#' are ignored. Errors name the line.
+func ParsePeers(text string, port int) ([]string, error) {
+	var out []string
+	for i, line := range strings.Split(text, "\n") {
+		if j := strings.IndexByte(line, '#'); j >= 0 {
+			line = line[:j]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.ContainsAny(line, " \t,") {
+			return nil, fmt.Errorf("ibv: peers file line %d: %q: one host[:port] per line", i+1, line)
+		}
+		p, err := normalizePeer(line, port)
+		if err != nil {
+			return nil, fmt.Errorf("ibv: peers file line %d: %w", i+1, err)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("ibv: peers file lists no nodes")
+	}
+	return out, nil
+}
+
+func parsePeerList(items []string, port int, what string) ([]string, error) {
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		p, err := normalizePeer(strings.TrimSpace(it), port)
+		if err != nil {
+			return nil, fmt.Errorf("ibv: %s entry %d: %w", what, i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// normalizePeer checks "host:port" or "host" and returns "host:port".
+func normalizePeer(s string, port int) (string, error) {
+	if s == "" {
+		return "", fmt.Errorf("empty address")
+	}
+	host, ps := s, ""
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, ps = h, p
+	} else if strings.Count(s, ":") == 1 || strings.HasPrefix(s, "[") {
+		return "", fmt.Errorf("%q: %v", s, err)
+	}
+	if host == "" {
+		return "", fmt.Errorf("%q: no host", s)
+	}
+	if strings.ContainsAny(host, "/ \t[]") {
+		return "", fmt.Errorf("%q: %q is not a host name or address", s, host)
+	}
+	if ps != "" {
+		p, err := strconv.Atoi(ps)
+		if err != nil || p < 1 || p > 65535 {
+			return "", fmt.Errorf("%q: port %q is not 1..65535", s, ps)
+		}
+		port = p
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// maxHosts bounds hostlist expansion.
+const maxHosts = 1 << 20
+
+// ExpandHostlist expands a Slurm hostlist such as "node[01-03,7],gpu1" into
+// host names ("node01", "node02", "node03", "node7", "gpu1"), keeping the
+// zero padding of ranges. Several bracket groups in one name expand as a
+// product.
+func ExpandHostlist(s string) ([]string, error) {
+	var out []string
+	for _, item := range splitTopLevel(s) {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		hosts, err := expandOne(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hosts...)
+		if len(out) > maxHosts {
+			return nil, fmt.Errorf("hostlist %q expands to more than %d hosts", s, maxHosts)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("hostlist %q names no host", s)
+	}
+	return out, nil
+}
+
+// splitTopLevel splits at commas outside brackets.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+func expandOne(item string) ([]string, error) {
+	open := strings.IndexByte(item, '[')
+	if open < 0 {
+		if strings.ContainsRune(item, ']') {
+			return nil, fmt.Errorf("hostlist item %q: ']' without '['", item)
+		}
+		return []string{item}, nil
+	}
+	end := strings.IndexByte(item[open:], ']')
+	if end < 0 {
+		return nil, fmt.Errorf("hostlist item %q: '[' without ']'", item)
+	}
+	end += open
+	prefix, body, rest := item[:open], item[open+1:end], item[end+1:]
+	if body == "" || strings.ContainsRune(body, '[') {
+		return nil, fmt.Errorf("hostlist item %q: bad range %q", item, body)
+	}
+	tails, err := expandOne(rest)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range strings.Split(body, ",") {
+		lo, hi, found := strings.Cut(r, "-")
+		if !found {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		z, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || a < 0 || z < a {
+			return nil, fmt.Errorf("hostlist item %q: bad range %q", item, r)
+		}
+		if z-a >= maxHosts {
+			return nil, fmt.Errorf("hostlist item %q: range %q too large", item, r)
+		}
+		width := len(lo)
+		for v := a; v <= z; v++ {
+			for _, t := range tails {
+				out = append(out, fmt.Sprintf("%s%0*d%s", prefix, width, v, t))
+				if len(out) > maxHosts {
+					return nil, fmt.Errorf("hostlist item %q expands to more than %d hosts", item, maxHosts)
+				}
+			}
+		}
+	}
+	return out, nil
+}

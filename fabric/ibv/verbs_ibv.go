@@ -1,0 +1,973 @@
+//go:build ibverbs
+
+package ibv
+
+/*
+#cgo LDFLAGS: -libverbs
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// recvBit marks the wr_id of receive requests, so that a completion (whose
+// opcode is undefined when it failed) is matched to the right queue.
+const recvBit = 1 << 63
+
+// device implements fabric.Device over one opened device context (one per
+// node, also when OpenLocal puts several nodes on one device).
+//
+// Setup calls (AllocPD, CreateCQ, RegMR, CreateQP, CreateAH and the
+// matching releases) are serialized by mu and may come from any thread of
+// the node. The data path (PostSend, PostRecv, Poll) takes no device lock.
+type device struct {
+	ctx      *C.struct_ibv_context
+	name     string
+	port     int
+	gidIndex int
+	nodeID   int
+	attr     fabric.DeviceAttr
+	link     uint8 // enum ibv_link_layer
+	mtuEnum  int32 // the port's active MTU (enum ibv_mtu)
+	maxRd    int   // max_qp_rd_atom: incoming RDMA Reads per QP
+	maxInitR int   // max_qp_init_rd_atom: outgoing RDMA Reads per QP
+
+	mu     sync.Mutex
+	pds    map[*pd]bool
+	cqs    map[*cq]bool
+	closed bool
+}
+
+var _ fabric.Device = (*device)(nil)
+
+// ethernet reports RoCE: addressing is always by GID.
+func (d *device) ethernet() bool { return d.link == ibvLinkLayerEthernet }
+
+// deviceNames lists the devices ibv_get_device_list finds; the error wraps
+// ErrNoDevice when there are none or the library cannot look.
+func deviceList() ([]*C.struct_ibv_device, []string, func(), error) {
+	var num C.int
+	list, err := C.ibv_get_device_list(&num)
+	if list == nil {
+		return nil, nil, func() {}, fmt.Errorf("%w: ibv_get_device_list failed: %v (is the kernel's RDMA support loaded, e.g. the ib_uverbs module, and /dev/infiniband readable?)", fabric.ErrNoDevice, err)
+	}
+	free := func() { C.ibv_free_device_list(list) }
+	if num == 0 {
+		free()
+		return nil, nil, func() {}, fmt.Errorf("%w: no RDMA device (ibv_get_device_list found none)", fabric.ErrNoDevice)
+	}
+	devs := make([]*C.struct_ibv_device, num)
+	names := make([]string, num)
+	for i := range devs {
+		devs[i] = C.rs_device_at(list, C.int(i))
+		names[i] = C.GoString(C.ibv_get_device_name(devs[i]))
+	}
+	return devs, names, free, nil
+}
+
+// openDevice opens the named device (the first one for "") on port for
+// node nodeID and reads its attributes.
+func openDevice(name string, port, gidIndex, nodeID int) (*device, error) {
+	devs, names, free, err := deviceList()
+	if err != nil {
+		return nil, err
+	}
+	defer free()
+	pick := -1
+	for i, n := range names {
+		if name == "" || n == name {
+			pick = i
+			break
+		}
+	}
+	if pick < 0 {
+		return nil, fmt.Errorf("%w: no RDMA device named %q (found %v)", fabric.ErrNoDevice, name, names)
+	}
+	if port < 1 || port > 255 {
+		return nil, fmt.Errorf("%w: ibv: port %d outside 1..255", fabric.ErrInvalidArg, port)
+	}
+	ctx, err := C.ibv_open_device(devs[pick])
+	if ctx == nil {
+		return nil, errnoErr("ibv_open_device("+names[pick]+")", err, "check permissions on /dev/infiniband")
+	}
+	d := &device{ctx: ctx, name: names[pick], port: port, nodeID: nodeID, pds: map[*pd]bool{}, cqs: map[*cq]bool{}}
+	if err := d.query(gidIndex); err != nil {
+		C.ibv_close_device(ctx)
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *device) query(gidIndex int) error {
+	var da C.struct_ibv_device_attr
+	if rc := C.ibv_query_device(d.ctx, &da); rc != 0 {
+		return errnoErr("ibv_query_device("+d.name+")", syscall.Errno(rc), "")
+	}
+	if d.port > int(da.phys_port_cnt) {
+		return fmt.Errorf("%w: %s has ports 1..%d, not %d", fabric.ErrNoDevice, d.name, int(da.phys_port_cnt), d.port)
+	}
+	var pa C.struct_ibv_port_attr
+	if rc := C.rs_query_port(d.ctx, C.uint8_t(d.port), &pa); rc != 0 {
+		return errnoErr(fmt.Sprintf("ibv_query_port(%s, %d)", d.name, d.port), syscall.Errno(rc), "")
+	}
+	if pa.state != C.IBV_PORT_ACTIVE {
+		return fmt.Errorf("%w: %s port %d is not active (state %d; see ibv_devinfo)", fabric.ErrNoDevice, d.name, d.port, int(pa.state))
+	}
+	d.link = uint8(pa.link_layer)
+	d.mtuEnum = int32(pa.active_mtu)
+	if gidIndex < 0 {
+		gidIndex = d.autoGID(int(pa.gid_tbl_len))
+	}
+	if gidIndex >= int(pa.gid_tbl_len) {
+		return fmt.Errorf("%w: GID index %d outside the %d entries of %s port %d", fabric.ErrInvalidArg, gidIndex, int(pa.gid_tbl_len), d.name, d.port)
+	}
+	d.gidIndex = gidIndex
+	var gid fabric.GID
+	if rc := C.rs_query_gid(d.ctx, C.uint8_t(d.port), C.int(gidIndex), (*C.uint8_t)(unsafe.Pointer(&gid[0]))); rc != 0 {
+		return errnoErr(fmt.Sprintf("ibv_query_gid(%s, port %d, index %d)", d.name, d.port, gidIndex), syscall.Errno(rc), "")
+	}
+	if d.ethernet() && gid == (fabric.GID{}) {
+		return fmt.Errorf("%w: %s port %d is RoCE and GID index %d is empty (list them with show_gids or ibv_devinfo -v)", fabric.ErrInvalidArg, d.name, d.port, gidIndex)
+	}
+	d.maxRd, d.maxInitR = int(da.max_qp_rd_atom), int(da.max_qp_init_rd_atom)
+	d.attr = fabric.DeviceAttr{
+		Name: d.name, LinkLayer: linkLayerName(d.link), LID: uint16(pa.lid), GID: gid,
+		MTU: mtuBytes(d.mtuEnum), MaxQP: int(da.max_qp), MaxQPWR: int(da.max_qp_wr), MaxCQE: int(da.max_cqe),
+		MaxSGE: int(da.max_sge), MaxMRBytes: int64(da.max_mr_size),
+		RateGbps: portRateGbps(uint8(pa.active_width), uint8(pa.active_speed)),
+	}
+	d.attr.MaxInline = d.probeInline()
+	return nil
+}
+
+// autoGID picks the GID index for Config.GIDIndex -1: on Ethernet the first
+// RoCE v2 entry holding an IPv4-mapped address (::ffff:a.b.c.d), else the
+// first RoCE v2 entry, else 0.
+func (d *device) autoGID(n int) int {
+	if !d.ethernet() {
+		return 0
+	}
+	first := -1
+	for i := 0; i < n; i++ {
+		if C.rs_gid_type(d.ctx, C.uint32_t(d.port), C.uint32_t(i)) != C.IBV_GID_TYPE_ROCE_V2 {
+			continue
+		}
+		var g fabric.GID
+		if C.rs_query_gid(d.ctx, C.uint8_t(d.port), C.int(i), (*C.uint8_t)(unsafe.Pointer(&g[0]))) != 0 {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		if g[10] == 0xff && g[11] == 0xff && g[0] == 0 && g[8] == 0 {
+			return i
+		}
+	}
+	return max(first, 0)
+}
+
+// probeInline finds the largest inline size an RC queue pair of this device
+// accepts (verbs have no attribute for it), trying common sizes.
+func (d *device) probeInline() int {
+	p := C.ibv_alloc_pd(d.ctx)
+	if p == nil {
+		return 0
+	}
+	defer C.ibv_dealloc_pd(p)
+	c := C.ibv_create_cq(d.ctx, 4, nil, nil, 0)
+	if c == nil {
+		return 0
+	}
+	defer C.ibv_destroy_cq(c)
+	for _, n := range []int{1024, 512, 256, 220, 128, 64, 32} {
+		var caps C.struct_ibv_qp_cap
+		if q := C.rs_create_qp(p, c, c, ibvQPTRC, 1, 1, C.uint32_t(n), &caps); q != nil {
+			C.ibv_destroy_qp(q)
+			return n
+		}
+	}
+	return 0
+}
+
+// Attr implements fabric.Device.
+func (d *device) Attr() fabric.DeviceAttr { return d.attr }
+
+// close releases every object still alive, then the context.
+func (d *device) close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	pds, cqs := d.pds, d.cqs
+	d.mu.Unlock()
+	var first error
+	keep := func(err error) {
+		if first == nil && err != nil {
+			first = err
+		}
+	}
+	for p := range pds {
+		for q := range p.qps {
+			keep(q.Destroy())
+		}
+		for a := range p.ahs {
+			keep(a.Destroy())
+		}
+		for m := range p.mrs {
+			keep(m.Dereg())
+		}
+	}
+	for c := range cqs {
+		keep(c.Destroy())
+	}
+	for p := range pds {
+		keep(p.Dealloc())
+	}
+	if rc := C.ibv_close_device(d.ctx); rc != 0 {
+		keep(errnoErr("ibv_close_device("+d.name+")", syscall.Errno(rc), ""))
+	}
+	return first
+}
+
+// AllocPD implements fabric.Device.
+func (d *device) AllocPD() (fabric.PD, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("%w: ibv: device %s closed", fabric.ErrClosed, d.name)
+	}
+	p, err := C.ibv_alloc_pd(d.ctx)
+	if p == nil {
+		return nil, errnoErr("ibv_alloc_pd", err, "")
+	}
+	x := &pd{d: d, pd: p, mrs: map[*mr]bool{}, qps: map[*qp]bool{}, ahs: map[*ah]bool{}}
+	d.pds[x] = true
+	return x, nil
+}
+
+// CreateCQ implements fabric.Device. The hardware queue is larger than depth
+// (see cqStage); the contract's depth is enforced in software.
+func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("%w: ibv: device %s closed", fabric.ErrClosed, d.name)
+	}
+	if depth < 1 || depth > d.attr.MaxCQE {
+		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d (max_cqe of %s)", fabric.ErrLimit, depth, d.attr.MaxCQE, d.name)
+	}
+	hw := hwCQDepth(depth, d.attr.MaxCQE)
+	c, err := C.ibv_create_cq(d.ctx, C.int(hw), nil, nil, 0)
+	if c == nil {
+		return nil, errnoErr(fmt.Sprintf("ibv_create_cq(%d entries)", hw), err, "")
+	}
+	batch := min(hw, 256)
+	x := &cq{d: d, cq: c, depth: depth, batch: batch, stage: newCQStage(depth), qps: map[uint32]*qp{}}
+	x.cwc = (*C.struct_ibv_wc)(C.calloc(C.size_t(batch), C.sizeof_struct_ibv_wc))
+	x.cout = (*C.rs_wc)(C.calloc(C.size_t(batch), C.sizeof_rs_wc))
+	x.outs = unsafe.Slice(x.cout, batch)
+	d.cqs[x] = true
+	return x, nil
+}
+
+// pd implements fabric.PD.
+type pd struct {
+	d    *device
+	pd   *C.struct_ibv_pd
+	mrs  map[*mr]bool
+	qps  map[*qp]bool
+	ahs  map[*ah]bool
+	dead bool
+}
+
+func (p *pd) users() int { return len(p.mrs) + len(p.qps) + len(p.ahs) }
+
+// Dealloc implements fabric.PD.
+func (p *pd) Dealloc() error {
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	if p.dead {
+		return fmt.Errorf("%w: protection domain deallocated twice", fabric.ErrClosed)
+	}
+	if n := p.users(); n > 0 {
+		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs or address handles", fabric.ErrBusy, n)
+	}
+	if rc := C.ibv_dealloc_pd(p.pd); rc != 0 {
+		return errnoErr("ibv_dealloc_pd", syscall.Errno(rc), "")
+	}
+	p.dead = true
+	delete(p.d.pds, p)
+	return nil
+}
+
+// mr implements fabric.MR over page-aligned C memory (never the Go heap,
+// which the garbage collector may move and which must not be pinned by the
+// NIC): Bytes is a slice over that memory, valid until Dereg.
+type mr struct {
+	fabric.WaitableBase
+	pd   *pd
+	mr   *C.struct_ibv_mr
+	mem  unsafe.Pointer
+	buf  []byte
+	dead bool
+}
+
+// RegMR implements fabric.PD.
+func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if length < 1 || int64(length) > p.d.attr.MaxMRBytes {
+		return nil, fmt.Errorf("%w: memory region of %d bytes outside 1..%d (max_mr_size)", fabric.ErrInvalidArg, length, p.d.attr.MaxMRBytes)
+	}
+	if access&fabric.AccessRemoteWrite != 0 && access&fabric.AccessLocalWrite == 0 {
+		return nil, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
+	}
+	mem := C.rs_alloc(C.size_t(length))
+	if mem == nil {
+		return nil, fmt.Errorf("%w: cannot allocate %d bytes for a memory region", fabric.ErrLimit, length)
+	}
+	m, err := C.ibv_reg_mr(p.pd, mem, C.size_t(length), C.int(accessOf(access)))
+	if m == nil {
+		C.free(mem)
+		return nil, errnoErr(fmt.Sprintf("ibv_reg_mr(%d bytes)", length), err, "ENOMEM usually means the locked-memory limit: raise ulimit -l")
+	}
+	x := &mr{pd: p, mr: m, mem: mem, buf: unsafe.Slice((*byte)(mem), length)}
+	p.mrs[x] = true
+	return x, nil
+}
+
+// Bytes implements fabric.MR.
+func (m *mr) Bytes() []byte { return m.buf }
+
+// Addr implements fabric.MR.
+func (m *mr) Addr() uint64 { return uint64(uintptr(m.mem)) }
+
+// Len implements fabric.MR.
+func (m *mr) Len() int { return len(m.buf) }
+
+// LKey implements fabric.MR.
+func (m *mr) LKey() uint32 { return uint32(m.mr.lkey) }
+
+// RKey implements fabric.MR.
+func (m *mr) RKey() uint32 { return uint32(m.mr.rkey) }
+
+// SGE implements fabric.MR.
+func (m *mr) SGE(off, n int) fabric.SGE {
+	return fabric.SGE{Addr: m.Addr() + uint64(off), Length: uint32(n), LKey: m.LKey()}
+}
+
+// Dereg implements fabric.MR: deregisters the region and frees its memory.
+// A second call fails with ErrClosed.
+func (m *mr) Dereg() error {
+	d := m.pd.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m.dead {
+		return fmt.Errorf("%w: memory region deregistered twice", fabric.ErrClosed)
+	}
+	if rc := C.ibv_dereg_mr(m.mr); rc != 0 {
+		return errnoErr("ibv_dereg_mr", syscall.Errno(rc), "")
+	}
+	m.dead = true
+	delete(m.pd.mrs, m)
+	C.free(m.mem)
+	m.mem, m.buf = nil, nil
+	return nil
+}
+
+// cq implements fabric.CQ. Poll is serialized by mu (also against queue
+// pairs being reset or destroyed, which purge their completions).
+type cq struct {
+	fabric.WaitableBase
+	d     *device
+	cq    *C.struct_ibv_cq
+	depth int
+	batch int
+
+	mu    sync.Mutex
+	stage *cqStage
+	qps   map[uint32]*qp // queue pairs completing here, by QPN
+	cwc   *C.struct_ibv_wc
+	cout  *C.rs_wc
+	outs  []C.rs_wc
+	hwErr error
+	users int
+	dead  bool
+}
+
+// Depth implements fabric.CQ.
+func (c *cq) Depth() int { return c.depth }
+
+// Poll implements fabric.CQ: one cgo call drains the hardware queue (when
+// fewer completions are staged than asked for) into the staging ring, from
+// which wcs is filled.
+func (c *cq) Poll(wcs []fabric.WC) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return 0, fmt.Errorf("%w: completion queue destroyed", fabric.ErrClosed)
+	}
+	if c.stage.n < len(wcs) && c.hwErr == nil {
+		c.drain()
+	}
+	n := c.stage.pop(wcs)
+	switch {
+	case c.stage.overrun:
+		return n, fmt.Errorf("%w: %d completions lost on a CQ of depth %d; size the CQ for every outstanding request",
+			fabric.ErrCQOverrun, c.stage.lost, c.depth)
+	case c.hwErr != nil:
+		return n, c.hwErr
+	}
+	return n, nil
+}
+
+func (c *cq) drain() {
+	for {
+		k := int(C.rs_poll(c.cq, C.int(c.batch), c.cwc, c.cout))
+		if k < 0 {
+			c.hwErr = fmt.Errorf("%w: ibv_poll_cq failed (%d): the hardware queue is in error, usually after an overrun of its %d entries",
+				fabric.ErrCQOverrun, k, c.depth)
+			return
+		}
+		for i := 0; i < k; i++ {
+			c.take(&c.outs[i])
+		}
+		if k < c.batch {
+			return
+		}
+	}
+}
+
+// take stages one hardware completion, translated to the caller's terms.
+func (c *cq) take(w *C.rs_wc) {
+	q := c.qps[uint32(w.qp_num)]
+	if q == nil {
+		return // its queue pair was destroyed
+	}
+	id := uint64(w.wr_id)
+	recv := id&recvBit != 0
+	seq := id &^ recvBit
+	ring := q.sq
+	if recv {
+		ring = q.rq
+	}
+	e, ok := ring.lookup(seq)
+	if !ok {
+		return // from before the queue pair was last reset
+	}
+	status := uint32(w.status)
+	wc := fabric.WC{ID: e.id, Status: statusOf(status), QPN: q.qpn, VendorErr: uint32(w.vendor_err)}
+	if recv {
+		wc.Op = recvOpOf(status, uint32(w.opcode))
+		if status == ibvWCSuccess {
+			wc.Bytes = int(w.byte_len)
+			if uint32(w.wc_flags)&ibvWCWithImm != 0 {
+				wc.HasImm, wc.Imm = true, uint32(w.imm)
+			}
+			if q.typ == fabric.UD {
+				wc.SrcQP, wc.SrcLID = uint32(w.src_qp), uint16(w.slid)
+			}
+		}
+	} else {
+		wc.Op = e.op
+		if status == ibvWCSuccess {
+			wc.Bytes = int(e.length)
+		}
+	}
+	c.stage.push(staged{wc: wc, ring: ring, upTo: seq + 1})
+}
+
+// Destroy implements fabric.CQ. It fails with ErrBusy while queue pairs use
+// the queue and with ErrClosed the second time.
+func (c *cq) Destroy() error {
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return fmt.Errorf("%w: completion queue destroyed twice", fabric.ErrClosed)
+	}
+	if c.users > 0 {
+		return fmt.Errorf("%w: completion queue still used by %d queue pairs", fabric.ErrBusy, c.users)
+	}
+	if rc := C.ibv_destroy_cq(c.cq); rc != 0 {
+		return errnoErr("ibv_destroy_cq", syscall.Errno(rc), "")
+	}
+	c.dead = true
+	delete(c.d.cqs, c)
+	C.free(unsafe.Pointer(c.cwc))
+	C.free(unsafe.Pointer(c.cout))
+	c.cwc, c.cout, c.outs = nil, nil, nil
+	return nil
+}
+
+// ah implements fabric.AH.
+type ah struct {
+	pd   *pd
+	ah   *C.struct_ibv_ah
+	dest fabric.Address
+	dead bool
+}
+
+// path is the addressing of dest from this device: GID (global routing) on
+// RoCE or when asked for, else the LID.
+func (d *device) path(dest fabric.Address) C.rs_path {
+	var p C.rs_path
+	p.dlid = C.uint16_t(dest.LID)
+	p.port = C.uint8_t(d.port)
+	if dest.UseGID || d.ethernet() {
+		p.use_gid = 1
+		p.sgid_index = C.uint8_t(d.gidIndex)
+		p.hop_limit = 64
+		for i, b := range dest.GID {
+			p.dgid[i] = C.uint8_t(b)
+		}
+	}
+	return p
+}
+
+// CreateAH implements fabric.PD.
+func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if !dest.UseGID && !p.d.ethernet() && dest.LID == 0 {
+		return nil, fmt.Errorf("%w: address handle for LID 0 (an InfiniBand port needs a LID, or UseGID)", fabric.ErrInvalidArg)
+	}
+	path := p.d.path(dest)
+	a, err := C.rs_create_ah(p.pd, &path)
+	if a == nil {
+		return nil, errnoErr("ibv_create_ah", err, "on RoCE the destination GID must be reachable (neighbour resolution)")
+	}
+	x := &ah{pd: p, ah: a, dest: dest}
+	p.ahs[x] = true
+	return x, nil
+}
+
+// Dest implements fabric.AH.
+func (a *ah) Dest() fabric.Address { return a.dest }
+
+// Destroy implements fabric.AH.
+func (a *ah) Destroy() error {
+	a.pd.d.mu.Lock()
+	defer a.pd.d.mu.Unlock()
+	if a.dead {
+		return fmt.Errorf("%w: address handle destroyed twice", fabric.ErrClosed)
+	}
+	if rc := C.ibv_destroy_ah(a.ah); rc != 0 {
+		return errnoErr("ibv_destroy_ah", syscall.Errno(rc), "")
+	}
+	a.dead = true
+	delete(a.pd.ahs, a)
+	return nil
+}
+
+// qp implements fabric.QP.
+//
+// The send and receive request chains are built in C memory allocated at
+// creation for the queue's full depth and reused by every post.
+type qp struct {
+	pd       *pd
+	qp       *C.struct_ibv_qp
+	qpn      uint32
+	typ      fabric.QPType
+	scq, rcq *cq
+	caps     fabric.QPCaps
+	sq, rq   *wqRing
+	state    atomic.Uint32 // fabric.QPState last set by Modify (or read by State)
+	psn      uint32
+	qkey     uint32
+	dead     bool
+
+	sendIn  *C.rs_send
+	sendWR  *C.struct_ibv_send_wr
+	sendSGE *C.struct_ibv_sge
+	sends   []C.rs_send
+	recvIn  *C.rs_recv
+	recvWR  *C.struct_ibv_recv_wr
+	recvSGE *C.struct_ibv_sge
+	recvs   []C.rs_recv
+}
+
+// CreateQP implements fabric.PD.
+func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
+	d := p.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	scq, ok1 := init.SendCQ.(*cq)
+	rcq, ok2 := init.RecvCQ.(*cq)
+	if !ok1 || !ok2 || scq == nil || rcq == nil || scq.d != d || rcq.d != d {
+		return nil, fmt.Errorf("%w: CreateQP needs a send CQ and a receive CQ of this device", fabric.ErrInvalidArg)
+	}
+	if scq.dead || rcq.dead {
+		return nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
+	}
+	typ, ok := qpTypeOf(init.Type)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
+	}
+	caps := init.Caps
+	if caps.MaxSendWR < 1 || caps.MaxSendWR > d.attr.MaxQPWR || caps.MaxRecvWR < 1 || caps.MaxRecvWR > d.attr.MaxQPWR {
+		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d (max_qp_wr of %s)",
+			fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, d.attr.MaxQPWR, d.name)
+	}
+	if caps.MaxInline < 0 {
+		return nil, fmt.Errorf("%w: max inline %d bytes is negative", fabric.ErrLimit, caps.MaxInline)
+	}
+	var got C.struct_ibv_qp_cap
+	q, err := C.rs_create_qp(p.pd, scq.cq, rcq.cq, C.int(typ), C.uint32_t(caps.MaxSendWR), C.uint32_t(caps.MaxRecvWR), C.uint32_t(caps.MaxInline), &got)
+	if q == nil {
+		e := errnoErr(fmt.Sprintf("ibv_create_qp(%v, send %d, receive %d, inline %d)", init.Type, caps.MaxSendWR, caps.MaxRecvWR, caps.MaxInline), err, "")
+		if caps.MaxInline > d.attr.MaxInline {
+			e = fmt.Errorf("%w: max inline %d bytes above what %s accepts (%d): %w", fabric.ErrLimit, caps.MaxInline, d.name, d.attr.MaxInline, e)
+		}
+		return nil, e
+	}
+	x := &qp{pd: p, qp: q, qpn: uint32(q.qp_num), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
+		sq: newWQRing(caps.MaxSendWR), rq: newWQRing(caps.MaxRecvWR), psn: rand.Uint32() & (1<<24 - 1)}
+	s, r := C.size_t(caps.MaxSendWR), C.size_t(caps.MaxRecvWR)
+	x.sendIn = (*C.rs_send)(C.calloc(s, C.sizeof_rs_send))
+	x.sendWR = (*C.struct_ibv_send_wr)(C.calloc(s, C.sizeof_struct_ibv_send_wr))
+	x.sendSGE = (*C.struct_ibv_sge)(C.calloc(s, C.sizeof_struct_ibv_sge))
+	x.recvIn = (*C.rs_recv)(C.calloc(r, C.sizeof_rs_recv))
+	x.recvWR = (*C.struct_ibv_recv_wr)(C.calloc(r, C.sizeof_struct_ibv_recv_wr))
+	x.recvSGE = (*C.struct_ibv_sge)(C.calloc(r, C.sizeof_struct_ibv_sge))
+	if x.sendIn == nil || x.sendWR == nil || x.sendSGE == nil || x.recvIn == nil || x.recvWR == nil || x.recvSGE == nil {
+		C.ibv_destroy_qp(q)
+		x.freeChains()
+		return nil, fmt.Errorf("%w: cannot allocate request chains for %d+%d requests", fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR)
+	}
+	x.sends = unsafe.Slice(x.sendIn, caps.MaxSendWR)
+	x.recvs = unsafe.Slice(x.recvIn, caps.MaxRecvWR)
+	for _, c := range []*cq{scq, rcq} {
+		c.mu.Lock()
+		c.qps[x.qpn] = x
+		c.mu.Unlock()
+	}
+	scq.users++
+	rcq.users++
+	p.qps[x] = true
+	return x, nil
+}
+
+func (q *qp) freeChains() {
+	for _, ptr := range []unsafe.Pointer{unsafe.Pointer(q.sendIn), unsafe.Pointer(q.sendWR), unsafe.Pointer(q.sendSGE),
+		unsafe.Pointer(q.recvIn), unsafe.Pointer(q.recvWR), unsafe.Pointer(q.recvSGE)} {
+		C.free(ptr) // free(NULL) is a no-op
+	}
+	q.sendIn, q.sendWR, q.sendSGE, q.recvIn, q.recvWR, q.recvSGE = nil, nil, nil, nil, nil, nil
+	q.sends, q.recvs = nil, nil
+}
+
+// QPN implements fabric.QP.
+func (q *qp) QPN() uint32 { return q.qpn }
+
+// Type implements fabric.QP.
+func (q *qp) Type() fabric.QPType { return q.typ }
+
+func (q *qp) String() string {
+	return fmt.Sprintf("%v QP %#x on node %d", q.typ, q.qpn, q.pd.d.nodeID)
+}
+
+// State implements fabric.QP. It asks the device (ibv_query_qp), because
+// the hardware moves a queue pair to ERROR on its own when a request fails.
+func (q *qp) State() fabric.QPState {
+	if q.dead {
+		return fabric.StateReset
+	}
+	if s := int32(C.rs_query_state(q.qp)); s >= 0 {
+		st := stateOf(s)
+		q.state.Store(uint32(st))
+		return st
+	}
+	return fabric.QPState(q.state.Load())
+}
+
+// Info implements fabric.QP. PSN is a random initial PSN until RTS, then
+// the SendPSN given to Modify.
+func (q *qp) Info() fabric.QPInfo {
+	d := q.pd.d
+	return fabric.QPInfo{Node: uint32(d.nodeID), LID: d.attr.LID, GID: d.attr.GID, QPN: q.qpn, PSN: q.psn, QKey: q.qkey}
+}
+
+// Modify implements fabric.QP with the attribute mask of modifyMask.
+func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
+	if q.dead {
+		return fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	d := q.pd.d
+	from := q.State()
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %v from %v to %v: %s", fabric.ErrBadTransition, q, from, to, why)
+	}
+	if ok, why := legalTransition(from, to); !ok {
+		return bad(why)
+	}
+	var args C.rs_modify_args
+	args.state = C.int32_t(ibvStateOf(to))
+	args.mask = C.int32_t(modifyMask(q.typ, to))
+	switch to {
+	case fabric.StateInit:
+		args.pkey_index = 0
+		args.port = C.uint8_t(d.port)
+		args.access = C.int32_t(qpAccessFor(q.typ, a.Access))
+		args.qkey = C.uint32_t(a.QKey)
+	case fabric.StateRTR:
+		if q.typ != fabric.UD {
+			if a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24 {
+				return bad(fmt.Sprintf("destination QPN %#x is not a valid queue pair number", a.Dest.QPN))
+			}
+			mtu := d.mtuEnum
+			if a.PathMTU != 0 {
+				e, ok := mtuEnum(a.PathMTU)
+				if !ok {
+					return bad(fmt.Sprintf("path MTU %d is not one of 256..4096", a.PathMTU))
+				}
+				if e > d.mtuEnum {
+					return bad(fmt.Sprintf("path MTU %d above the port's active MTU %d", a.PathMTU, d.attr.MTU))
+				}
+				mtu = e
+			}
+			if a.MinRNRTimer > 31 {
+				return bad(fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer))
+			}
+			if a.MaxDestRdAtomic < 0 {
+				return bad(fmt.Sprintf("max_dest_rd_atomic %d is negative", a.MaxDestRdAtomic))
+			}
+			if !a.Dest.UseGID && !d.ethernet() && a.Dest.LID == 0 {
+				return bad("destination LID 0 (an InfiniBand port needs a LID, or UseGID)")
+			}
+			args.path = d.path(a.Dest)
+			args.mtu = C.int32_t(mtu)
+			args.dest_qpn = C.uint32_t(a.Dest.QPN)
+			args.rq_psn = C.uint32_t(a.RemotePSN & (1<<24 - 1))
+			args.max_dest_rd_atomic = C.uint8_t(min(a.MaxDestRdAtomic, d.maxRd, 255))
+			args.min_rnr_timer = C.uint8_t(a.MinRNRTimer)
+		}
+	case fabric.StateRTS:
+		if a.RetryCnt > 7 || a.RNRRetry > 7 {
+			return bad(fmt.Sprintf("retry_cnt %d and rnr_retry %d must be 0..7", a.RetryCnt, a.RNRRetry))
+		}
+		if a.Timeout > 31 {
+			return bad(fmt.Sprintf("timeout code %d outside 0..31", a.Timeout))
+		}
+		if a.MaxRdAtomic < 0 {
+			return bad(fmt.Sprintf("max_rd_atomic %d is negative", a.MaxRdAtomic))
+		}
+		args.sq_psn = C.uint32_t(a.SendPSN & (1<<24 - 1))
+		args.timeout = C.uint8_t(a.Timeout)
+		args.retry_cnt = C.uint8_t(a.RetryCnt)
+		args.rnr_retry = C.uint8_t(a.RNRRetry)
+		// At least one outgoing Read, as the simulator; at most the device's.
+		args.max_rd_atomic = C.uint8_t(max(1, min(a.MaxRdAtomic, d.maxInitR, 255)))
+	}
+	if rc := C.rs_modify(q.qp, &args); rc != 0 {
+		return fmt.Errorf("%w: %v from %v to %v: %w", fabric.ErrBadTransition, q, from, to,
+			errnoErr(fmt.Sprintf("ibv_modify_qp(mask %#x)", int32(args.mask)), syscall.Errno(rc), ""))
+	}
+	switch to {
+	case fabric.StateInit:
+		if q.typ == fabric.UD {
+			q.qkey = a.QKey
+		}
+	case fabric.StateRTS:
+		q.psn = a.SendPSN & (1<<24 - 1)
+	case fabric.StateReset:
+		q.discard()
+	}
+	q.state.Store(uint32(to))
+	return nil
+}
+
+// discard forgets every outstanding request and staged completion (RESET
+// and Destroy: the provider discards them without completions).
+func (q *qp) discard() {
+	for _, c := range []*cq{q.scq, q.rcq} {
+		c.mu.Lock()
+		c.stage.purge(q.sq, q.rq)
+		c.mu.Unlock()
+	}
+	q.sq.reset()
+	q.rq.reset()
+}
+
+// Destroy implements fabric.QP.
+func (q *qp) Destroy() error {
+	d := q.pd.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if q.dead {
+		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
+	}
+	if rc := C.ibv_destroy_qp(q.qp); rc != 0 {
+		return errnoErr("ibv_destroy_qp", syscall.Errno(rc), "")
+	}
+	q.dead = true
+	q.discard()
+	for _, c := range []*cq{q.scq, q.rcq} {
+		c.mu.Lock()
+		if c.qps[q.qpn] == q {
+			delete(c.qps, q.qpn)
+		}
+		c.mu.Unlock()
+	}
+	q.scq.users--
+	q.rcq.users--
+	delete(q.pd.qps, q)
+	q.freeChains()
+	return nil
+}
+
+// checkSend validates one send request before it reaches the provider, so
+// that errors are the contract's and name the request.
+func (q *qp) checkSend(wr *fabric.SendWR) (*C.struct_ibv_ah, error) {
+	switch wr.Op {
+	case fabric.OpSend, fabric.OpSendImm:
+	case fabric.OpWrite, fabric.OpWriteImm:
+		if q.typ == fabric.UD {
+			return nil, fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", fabric.ErrInvalidWR, wr.Op)
+		}
+	case fabric.OpRead:
+		if q.typ != fabric.RC {
+			return nil, fmt.Errorf("%w: RDMA Read needs an RC queue pair, not %v", fabric.ErrInvalidWR, q.typ)
+		}
+		if wr.Flags&fabric.Inline != 0 {
+			return nil, fmt.Errorf("%w: RDMA Read cannot be inline", fabric.ErrInvalidWR)
+		}
+	default:
+		return nil, fmt.Errorf("%w: opcode %v cannot be posted to a send queue", fabric.ErrInvalidWR, wr.Op)
+	}
+	n := int(wr.Local.Length)
+	var h *C.struct_ibv_ah
+	if q.typ == fabric.UD {
+		a, ok := wr.AH.(*ah)
+		if !ok || a == nil || a.dead {
+			return nil, fmt.Errorf("%w: UD send needs a live address handle of this backend", fabric.ErrInvalidWR)
+		}
+		if a.pd != q.pd {
+			return nil, fmt.Errorf("%w: address handle from another protection domain", fabric.ErrInvalidWR)
+		}
+		if mtu := q.pd.d.attr.MTU; n > mtu {
+			return nil, fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, n, mtu)
+		}
+		h = a.ah
+	} else if n > 1<<31 {
+		return nil, fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, n)
+	}
+	if wr.Flags&fabric.Inline != 0 && n > q.caps.MaxInline {
+		return nil, fmt.Errorf("%w: %d bytes inline, queue pair allows %d", fabric.ErrInlineTooLarge, n, q.caps.MaxInline)
+	}
+	return h, nil
+}
+
+// PostSend implements fabric.QP: the valid prefix of wrs is posted with one
+// ibv_post_send (one cgo call).
+func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
+	if q.dead {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if st := fabric.QPState(q.state.Load()); st != fabric.StateRTS && st != fabric.StateError {
+		return 0, fmt.Errorf("%w: %v is in %v; PostSend needs RTS", fabric.ErrBadState, q, st)
+	}
+	room := q.sq.room()
+	base := q.sq.tail.Load()
+	n := 0
+	var verr error
+	for ; n < len(wrs); n++ {
+		if n >= room {
+			verr = fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
+				fabric.ErrQueueFull, q, q.caps.MaxSendWR)
+			break
+		}
+		wr := &wrs[n]
+		h, err := q.checkSend(wr)
+		if err != nil {
+			verr = err
+			break
+		}
+		opcode, _ := wrOpcodeOf(wr.Op)
+		seq := base + uint64(n)
+		s := &q.sends[n]
+		s.wr_id = C.uint64_t(seq)
+		s.addr = C.uint64_t(wr.Local.Addr)
+		s.length = C.uint32_t(wr.Local.Length)
+		s.lkey = C.uint32_t(wr.Local.LKey)
+		s.remote_addr = C.uint64_t(wr.RemoteAddr)
+		s.rkey = C.uint32_t(wr.RKey)
+		s.imm = C.uint32_t(wr.Imm)
+		s.ah = h
+		s.remote_qpn = C.uint32_t(wr.RemoteQPN)
+		s.remote_qkey = C.uint32_t(wr.QKey)
+		s.opcode = C.int32_t(opcode)
+		s.send_flags = C.uint32_t(sendFlagsOf(wr.Flags))
+		q.sq.stage(seq, wqEntry{id: wr.ID, op: wr.Op, length: wr.Local.Length})
+	}
+	if n == 0 {
+		return 0, verr
+	}
+	q.sq.publish(base + uint64(n))
+	r := int64(C.rs_post_send(q.qp, q.sendIn, C.int(n), q.sendWR, q.sendSGE))
+	if errno := syscall.Errno(r >> 32); errno != 0 {
+		posted := int(r & 0xffffffff)
+		q.sq.retract(base + uint64(posted))
+		return posted, postErr("ibv_post_send", errno, posted)
+	}
+	return n, verr
+}
+
+// PostRecv implements fabric.QP with one ibv_post_recv.
+func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
+	if q.dead {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if fabric.QPState(q.state.Load()) == fabric.StateReset {
+		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)
+	}
+	room := q.rq.room()
+	base := q.rq.tail.Load()
+	n := min(len(wrs), room)
+	for i := 0; i < n; i++ {
+		seq := base + uint64(i)
+		r := &q.recvs[i]
+		r.wr_id = C.uint64_t(seq | recvBit)
+		r.addr = C.uint64_t(wrs[i].Local.Addr)
+		r.length = C.uint32_t(wrs[i].Local.Length)
+		r.lkey = C.uint32_t(wrs[i].Local.LKey)
+		q.rq.stage(seq, wqEntry{id: wrs[i].ID, op: fabric.OpRecv, length: wrs[i].Local.Length})
+	}
+	var verr error
+	if n < len(wrs) {
+		verr = fmt.Errorf("%w: %v receive queue holds %d buffers; a receive's slot is free again once its completion has been polled",
+			fabric.ErrQueueFull, q, q.caps.MaxRecvWR)
+	}
+	if n == 0 {
+		return 0, verr
+	}
+	q.rq.publish(base + uint64(n))
+	r := int64(C.rs_post_recv(q.qp, q.recvIn, C.int(n), q.recvWR, q.recvSGE))
+	if errno := syscall.Errno(r >> 32); errno != 0 {
+		posted := int(r & 0xffffffff)
+		q.rq.retract(base + uint64(posted))
+		return posted, postErr("ibv_post_recv", errno, posted)
+	}
+	return n, verr
+}
