@@ -1,0 +1,213 @@
+package ibv
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+func TestStatusOf(t *testing.T) {
+	want := map[uint32]fabric.Status{
+		ibvWCSuccess:        fabric.StatusSuccess,
+		ibvWCLocLenErr:      fabric.StatusLocalLength,
+		ibvWCLocProtErr:     fabric.StatusLocalProtection,
+		ibvWCLocAccessErr:   fabric.StatusLocalProtection,
+		ibvWCWRFlushErr:     fabric.StatusFlushed,
+		ibvWCRemAccessErr:   fabric.StatusRemoteAccess,
+		ibvWCRemInvReqErr:   fabric.StatusRemoteInvalid,
+		ibvWCRetryExcErr:    fabric.StatusRetryExceeded,
+		ibvWCRNRRetryExcErr: fabric.StatusRNRRetryExceeded,
+		ibvWCLocQPOpErr:     fabric.StatusGeneral,
+		ibvWCRemOpErr:       fabric.StatusGeneral,
+		ibvWCBadRespErr:     fabric.StatusGeneral,
+		ibvWCGeneralErr:     fabric.StatusGeneral,
+		999:                 fabric.StatusGeneral,
+	}
+	for s, w := range want {
+		if got := statusOf(s); got != w {
+			t.Errorf("statusOf(%d) = %v, want %v", s, got, w)
+		}
+	}
+	// Every contract status is reachable from some ibv status.
+	seen := map[fabric.Status]bool{}
+	for s := uint32(0); s < ibvWCStatusEnumLimit; s++ {
+		seen[statusOf(s)] = true
+	}
+	for s := fabric.StatusSuccess; s <= fabric.StatusGeneral; s++ {
+		if !seen[s] {
+			t.Errorf("no ibv_wc_status maps to %v", s)
+		}
+	}
+}
+
+func TestOpcodeMaps(t *testing.T) {
+	if recvOpOf(ibvWCSuccess, ibvWCRecvRDMAWithImm) != fabric.OpRecvWriteImm || recvOpOf(ibvWCSuccess, ibvWCRecv) != fabric.OpRecv {
+		t.Error("receive opcodes")
+	}
+	if recvOpOf(ibvWCWRFlushErr, ibvWCRecvRDMAWithImm) != fabric.OpRecv {
+		t.Error("a failed receive's opcode is undefined in ibv_wc and must read as OpRecv")
+	}
+	for op, want := range map[fabric.Opcode]int32{fabric.OpSend: ibvWRSend, fabric.OpSendImm: ibvWRSendWithImm,
+		fabric.OpWrite: ibvWRRDMAWrite, fabric.OpWriteImm: ibvWRRDMAWriteWithImm, fabric.OpRead: ibvWRRDMARead} {
+		if got, ok := wrOpcodeOf(op); !ok || got != want {
+			t.Errorf("wrOpcodeOf(%v) = %d, %v", op, got, ok)
+		}
+	}
+	for _, op := range []fabric.Opcode{0, fabric.OpRecv, fabric.OpRecvWriteImm, 99} {
+		if _, ok := wrOpcodeOf(op); ok {
+			t.Errorf("wrOpcodeOf(%v) accepted a receive-side or unknown opcode", op)
+		}
+	}
+	if sendFlagsOf(fabric.Signaled|fabric.Inline) != ibvSendSignaled|ibvSendInline || sendFlagsOf(0) != 0 {
+		t.Error("send flags")
+	}
+}
+
+func TestAccessAndTypes(t *testing.T) {
+	all := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
+	if accessOf(all) != ibvAccessLocalWrite|ibvAccessRemoteWrite|ibvAccessRemoteRead {
+		t.Error("accessOf")
+	}
+	if qpAccessFor(fabric.RC, all) != ibvAccessRemoteWrite|ibvAccessRemoteRead {
+		t.Error("RC QP access keeps remote read and write")
+	}
+	if qpAccessFor(fabric.UC, all) != ibvAccessRemoteWrite {
+		t.Error("UC has no RDMA Read: remote read must be dropped")
+	}
+	for typ, want := range map[fabric.QPType]int32{fabric.RC: ibvQPTRC, fabric.UC: ibvQPTUC, fabric.UD: ibvQPTUD} {
+		if got, ok := qpTypeOf(typ); !ok || got != want {
+			t.Errorf("qpTypeOf(%v) = %d", typ, got)
+		}
+	}
+	if _, ok := qpTypeOf(0); ok {
+		t.Error("qpTypeOf(0) accepted")
+	}
+	for _, s := range []fabric.QPState{fabric.StateReset, fabric.StateInit, fabric.StateRTR, fabric.StateRTS, fabric.StateError} {
+		if stateOf(ibvStateOf(s)) != s {
+			t.Errorf("state %v does not round-trip", s)
+		}
+	}
+	if stateOf(ibvQPSSQD) != fabric.StateRTS || stateOf(ibvQPSSQE) != fabric.StateError || stateOf(7) != fabric.StateError {
+		t.Error("SQD reads as RTS, SQE and unknown as ERROR")
+	}
+}
+
+func TestMTUAndRate(t *testing.T) {
+	for e, b := range map[int32]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096, 0: 0, 6: 0} {
+		if mtuBytes(e) != b {
+			t.Errorf("mtuBytes(%d) = %d, want %d", e, mtuBytes(e), b)
+		}
+		if b != 0 {
+			if got, ok := mtuEnum(b); !ok || got != e {
+				t.Errorf("mtuEnum(%d) = %d", b, got)
+			}
+		}
+	}
+	for _, b := range []int{0, 100, 1500, 8192} {
+		if _, ok := mtuEnum(b); ok {
+			t.Errorf("mtuEnum(%d) accepted", b)
+		}
+	}
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	for _, tc := range []struct {
+		w, s uint8
+		gbps float64
+	}{{2, 4, 32}, {2, 16, 4 * 14.0625 * 64 / 66}, {2, 32, 100}, {2, 64, 200}, {1, 1, 2}, {8, 2, 48}, {16, 128, 200}, {3, 4, 0}, {2, 3, 0}} {
+		if got := portRateGbps(tc.w, tc.s); !near(got, tc.gbps) {
+			t.Errorf("portRateGbps(width %d, speed %d) = %v, want %v", tc.w, tc.s, got, tc.gbps)
+		}
+	}
+	if linkLayerName(ibvLinkLayerEthernet) != "Ethernet" || linkLayerName(ibvLinkLayerIB) != "InfiniBand" || linkLayerName(0) != "InfiniBand" {
+		t.Error("link layer names")
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	states := []fabric.QPState{fabric.StateReset, fabric.StateInit, fabric.StateRTR, fabric.StateRTS, fabric.StateError}
+	legal := map[[2]fabric.QPState]bool{
+		{fabric.StateReset, fabric.StateInit}: true, {fabric.StateInit, fabric.StateInit}: true,
+		{fabric.StateInit, fabric.StateRTR}: true, {fabric.StateRTR, fabric.StateRTS}: true,
+	}
+	for _, from := range states {
+		for _, to := range states {
+			want := legal[[2]fabric.QPState{from, to}] || to == fabric.StateReset || to == fabric.StateError
+			if ok, why := legalTransition(from, to); ok != want || (!ok && why == "") {
+				t.Errorf("legalTransition(%v, %v) = %v %q, want %v", from, to, ok, why, want)
+			}
+		}
+	}
+	if ok, _ := legalTransition(fabric.StateReset, 42); ok {
+		t.Error("unknown state accepted")
+	}
+}
+
+// TestModifyMasks checks the masks against the IBTA table as ibv_modify_qp(3)
+// and the rdma-core examples (rc_pingpong, uc_pingpong, ud_pingpong) use it.
+func TestModifyMasks(t *testing.T) {
+	type key struct {
+		t  fabric.QPType
+		to fabric.QPState
+	}
+	want := map[key]int32{
+		{fabric.RC, fabric.StateInit}: ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPAccessFlags,
+		{fabric.UC, fabric.StateInit}: ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPAccessFlags,
+		{fabric.UD, fabric.StateInit}: ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPQKey,
+		{fabric.RC, fabric.StateRTR}: ibvQPState | ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN |
+			ibvQPMaxDestRdAtomc | ibvQPMinRNRTimer,
+		{fabric.UC, fabric.StateRTR}: ibvQPState | ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN,
+		{fabric.UD, fabric.StateRTR}: ibvQPState,
+		{fabric.RC, fabric.StateRTS}: ibvQPState | ibvQPSQPSN | ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic,
+		{fabric.UC, fabric.StateRTS}: ibvQPState | ibvQPSQPSN,
+		{fabric.UD, fabric.StateRTS}: ibvQPState | ibvQPSQPSN,
+	}
+	for _, typ := range []fabric.QPType{fabric.RC, fabric.UC, fabric.UD} {
+		for _, to := range []fabric.QPState{fabric.StateInit, fabric.StateRTR, fabric.StateRTS, fabric.StateReset, fabric.StateError} {
+			w, ok := want[key{typ, to}]
+			if !ok {
+				w = ibvQPState
+			}
+			if got := modifyMask(typ, to); got != w {
+				t.Errorf("modifyMask(%v, %v) = %#x, want %#x", typ, to, got, w)
+			}
+		}
+	}
+}
+
+func TestErrnoMapping(t *testing.T) {
+	for errno, want := range map[syscall.Errno]error{
+		syscall.ENOMEM: fabric.ErrLimit, syscall.EINVAL: fabric.ErrInvalidArg, syscall.EBUSY: fabric.ErrBusy,
+		syscall.ENODEV: fabric.ErrNoDevice, syscall.ENOSYS: fabric.ErrNoDevice, syscall.EPERM: fabric.ErrInvalidArg,
+		syscall.EAGAIN: fabric.ErrLimit,
+	} {
+		err := errnoErr("ibv_x", errno, "a hint")
+		if !errors.Is(err, want) || !errors.Is(err, errno) {
+			t.Errorf("errnoErr(%v) = %v: want both %v and the errno", errno, err, want)
+		}
+	}
+	if err := errnoErr("ibv_x", nil, ""); !errors.Is(err, fabric.ErrInvalidArg) {
+		t.Errorf("errnoErr without errno: %v", err)
+	}
+	if err := errnoErr("ibv_x", errors.New("odd"), ""); !errors.Is(err, fabric.ErrInvalidArg) {
+		t.Errorf("errnoErr of a non-errno: %v", err)
+	}
+	if !errors.Is(postErr("ibv_post_send", syscall.ENOMEM, 3), fabric.ErrQueueFull) ||
+		!errors.Is(postErr("ibv_post_send", syscall.EINVAL, 0), fabric.ErrInvalidWR) ||
+		!errors.Is(postErr("ibv_post_send", syscall.EIO, 0), fabric.ErrInvalidWR) {
+		t.Error("post errors")
+	}
+}
+
+func TestImmediateByteOrder(t *testing.T) {
+	v := htonl(0x01020304)
+	if b := *(*[4]byte)(unsafe.Pointer(&v)); b != [4]byte{1, 2, 3, 4} {
+		t.Fatalf("htonl(0x01020304) is stored as %x, want 01020304 (network order)", b)
+	}
+	for _, x := range []uint32{0, 1, 0xdeadbeef, 42, 1 << 31} {
+		if ntohl(htonl(x)) != x {
+			t.Errorf("ntohl(htonl(%#x)) = %#x", x, ntohl(htonl(x)))
+		}
+	}
+}
