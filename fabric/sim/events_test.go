@@ -59,3 +59,67 @@ func BenchmarkEventQueue(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestEventQueueMatchesReference interleaves pushes and pops as the
+// simulator does (never scheduling before the last fired event), with
+// distances from zero to beyond the calendar's window (so events land in
+// the ring, in crowded buckets and in the far heap), and checks the queue
+// against a plain sort by (time, scheduling order), for the ring sizes of
+// small and large clusters.
+func TestEventQueueMatchesReference(t *testing.T) {
+	for _, nodes := range []int{1, 64, 256} {
+		t.Run(fmt.Sprintf("nodes=%d", nodes), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(nodes), 7))
+			var q eventQueue
+			q.scale(nodes)
+			type ref struct {
+				at  fabric.Time
+				seq uint64
+			}
+			var pending []ref
+			var now fabric.Time
+			h := &nop{}
+			var seq uint64
+			for i := 0; i < 200000; i++ {
+				if len(pending) == 0 || r.IntN(100) < 52 {
+					var d fabric.Time
+					switch r.IntN(10) {
+					case 0:
+						d = 0
+					case 1:
+						d = fabric.Time(r.IntN(100)) // crowded: a few picoseconds
+					case 2:
+						d = fabric.Time(r.Int64N(int64(100 * fabric.Microsecond))) // often beyond the window
+					case 3:
+						d = fabric.Time(r.Int64N(int64(70 * fabric.Millisecond))) // an ACK timer
+					default:
+						d = fabric.Time(r.IntN(2_000_000)) // within 2 us
+					}
+					seq++
+					q.push(now+d, h, seq, nil)
+					pending = append(pending, ref{now + d, seq})
+					continue
+				}
+				m := 0
+				for j, p := range pending {
+					if p.at < pending[m].at || p.at == pending[m].at && p.seq < pending[m].seq {
+						m = j
+					}
+				}
+				want := pending[m]
+				pending = append(pending[:m], pending[m+1:]...)
+				if at, ok := q.peek(); !ok || at != want.at {
+					t.Fatalf("step %d: peek %v %v, want %v", i, at, ok, want.at)
+				}
+				e := q.pop()
+				if e.at != want.at || e.arg != want.seq {
+					t.Fatalf("step %d: popped (%v, #%d), want (%v, #%d)", i, e.at, e.arg, want.at, want.seq)
+				}
+				now = e.at
+				if q.len() != len(pending) {
+					t.Fatalf("step %d: %d pending, want %d", i, q.len(), len(pending))
+				}
+			}
+		})
+	}
+}
