@@ -106,7 +106,8 @@ var abortGrace = 10 * time.Second
 // out-of-band calls fail and the other threads unwind at their next Wait,
 // Busy, Compute or Lock. Run returns when every thread has returned; if a
 // thread does not return within 10s of an abort (it spins without calling
-// any of those), Run returns anyway and the cluster refuses to Close.
+// any of those), Run returns anyway, naming it, and the cluster refuses to
+// Close or Run until it has returned.
 func (c *cluster) Run(main func(th fabric.Thread) error) error {
 	c.mu.Lock()
 	if c.closed {
@@ -144,6 +145,14 @@ func (c *cluster) Run(main func(th fabric.Thread) error) error {
 		select {
 		case <-done:
 		case <-time.After(abortGrace):
+			go func() { // the cluster is usable again once they return
+				<-done
+				c.mu.Lock()
+				if c.run == rs {
+					c.run = nil
+				}
+				c.mu.Unlock()
+			}()
 			rs.mu.Lock()
 			err := rs.err
 			rs.mu.Unlock()

@@ -123,6 +123,7 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 	deadline := time.Now().Add(connectTimeout)
 	done := make(chan struct{})
 	defer close(done)
+	var failure atomic.Pointer[string] // why the bootstrap failed, for late arrivals
 	arrivals := make(chan arrival)
 	go func() {
 		for {
@@ -143,6 +144,10 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 				select {
 				case arrivals <- arrival{c, h, err}:
 				case <-done:
+					if msg := failure.Load(); msg != nil && err == nil {
+						c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+						writeFrame(c, frameAck, ackMsg{Msg: *msg}.encode())
+					}
 					c.Close()
 				}
 			}()
@@ -151,6 +156,8 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 	conns := make([]*peerConn, n)
 	got := 0
 	fail := func(err error) error {
+		msg := err.Error()
+		failure.Store(&msg)
 		for _, pc := range conns {
 			if pc != nil {
 				pc.write(frameAck, ackMsg{Msg: err.Error()}.encode(), 5*time.Second)

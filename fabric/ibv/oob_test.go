@@ -1,0 +1,378 @@
+package ibv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startJob starts size "nodes" as goroutines, each setting up its TCP
+// out-of-band channel against a coordinator on loopback. sigs gives each
+// node's job signature; skip lists nodes that never start.
+func startJob(t *testing.T, size int, sigs []string, skip map[int]bool, connect time.Duration) ([]*tcpOOB, []error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	peers := make([]string, size)
+	for i := range peers {
+		peers[i] = addr
+	}
+	peers[0] = addr
+	oobs := make([]*tcpOOB, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for r := 0; r < size; r++ {
+		if skip[r] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := Bootstrap{Rank: r, Size: size, Coordinator: addr, Peers: peers}
+			var l net.Listener
+			if r == 0 {
+				l = ln
+			}
+			oobs[r], errs[r] = dialOOB(b, sigs[r], connect, 5*time.Second, l)
+		}()
+	}
+	if skip[0] {
+		ln.Close()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, o := range oobs {
+			if o != nil {
+				o.close()
+			}
+		}
+	})
+	return oobs, errs
+}
+
+func sameSig(n int, s string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+// each runs f on every node concurrently and returns their errors.
+func each(oobs []*tcpOOB, f func(r int, o *tcpOOB) error) []error {
+	errs := make([]error, len(oobs))
+	var wg sync.WaitGroup
+	for r, o := range oobs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[r] = f(r, o) }()
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestTCPAllGatherBarrier(t *testing.T) {
+	const n = 4
+	oobs, errs := startJob(t, n, sameSig(n, "job"), nil, 5*time.Second)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", r, err)
+		}
+	}
+	for round := 0; round < 3; round++ {
+		errs = each(oobs, func(r int, o *tcpOOB) error {
+			all, err := o.AllGather(fmt.Sprint("k", round), []byte(fmt.Sprintf("node%d-round%d", r, round)))
+			if err != nil {
+				return err
+			}
+			for q, d := range all {
+				if want := fmt.Sprintf("node%d-round%d", q, round); string(d) != want {
+					return fmt.Errorf("entry %d = %q, want %q", q, d, want)
+				}
+			}
+			all[0] = append(all[0], 'x') // the result belongs to the caller
+			return o.Barrier("b")
+		})
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d node %d: %v", round, r, err)
+			}
+		}
+	}
+}
+
+func TestTCPSignatureMismatchNamesTheNode(t *testing.T) {
+	sigs := sameSig(3, "sqsr/threads=4/v1")
+	sigs[2] = "mqrd/threads=8/v1"
+	_, errs := startJob(t, 3, sigs, nil, 5*time.Second)
+	want := `node 2 (127.0.0.1:`
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `runs "mqrd/threads=8/v1", expected "sqsr/threads=4/v1"`) {
+			t.Errorf("node %d: %v; want the mismatched node named with both signatures", r, err)
+		}
+	}
+}
+
+func TestTCPMissingPeerTimesOut(t *testing.T) {
+	start := time.Now()
+	_, errs := startJob(t, 3, sameSig(3, "s"), map[int]bool{2: true}, 500*time.Millisecond)
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("bootstrap took too long")
+	}
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "node 2 (127.0.0.1:") || !strings.Contains(errs[0].Error(), "did not connect within 500ms") {
+		t.Errorf("node 0: %v", errs[0])
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "did not connect within") {
+		t.Errorf("node 1 should relay node 0's verdict: %v", errs[1])
+	}
+}
+
+func TestTCPCoordinatorMissing(t *testing.T) {
+	_, errs := startJob(t, 2, sameSig(2, "s"), map[int]bool{0: true}, 300*time.Millisecond)
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "did not accept a connection within 300ms") || !strings.Contains(errs[1].Error(), "node 0 (127.0.0.1:") {
+		t.Errorf("node 1: %v", errs[1])
+	}
+}
+
+func TestTCPSizeAndRankChecks(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	done := make(chan error, 1)
+	go func() {
+		_, err := dialOOB(Bootstrap{Rank: 0, Size: 2, Coordinator: addr}, "s", 5*time.Second, time.Second, ln)
+		done <- err
+	}()
+	// A stray client that is not an rdmashuffle process is ignored.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	c.Close()
+	// A node started for a job of another size is refused by name.
+	_, err = dialOOB(Bootstrap{Rank: 1, Size: 3, Coordinator: addr}, "s", 5*time.Second, time.Second, nil)
+	if err == nil || !strings.Contains(err.Error(), "started for a job of 3 nodes, node 0 for 2") {
+		t.Fatalf("size mismatch: %v", err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "job of 3 nodes") {
+		t.Fatalf("node 0: %v", err)
+	}
+}
+
+func TestTCPVersionMismatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	done := make(chan error, 1)
+	go func() {
+		_, err := dialOOB(Bootstrap{Rank: 0, Size: 2, Coordinator: addr}, "s", 5*time.Second, time.Second, ln)
+		done <- err
+	}()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h := helloMsg{Rank: 1, Size: 2, Signature: "s"}.encode()
+	h[5] = 2 // version 2
+	writeFrame(c, frameHello, h)
+	typ, body, err := readFrame(c)
+	if err != nil || typ != frameAck {
+		t.Fatalf("answer: %d %v", typ, err)
+	}
+	a, _ := decodeAck(body)
+	if a.OK || !strings.Contains(a.Msg, "version 2, this binary 1") {
+		t.Fatalf("ack %+v", a)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "another out-of-band protocol") {
+		t.Fatalf("node 0: %v", err)
+	}
+}
+
+func TestTCPKeyMismatch(t *testing.T) {
+	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs = each(oobs, func(r int, o *tcpOOB) error {
+		if r == 1 {
+			return o.Barrier("other")
+		}
+		return o.Barrier("start")
+	})
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), `calls Barrier("other")`) || !strings.Contains(err.Error(), "node 1") {
+			t.Errorf("node %d: %v; want the mismatch named", r, err)
+		}
+	}
+}
+
+func TestTCPAbortReachesEveryNode(t *testing.T) {
+	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan error, 3)
+	for _, o := range oobs {
+		f := func(err error) { got <- err }
+		o.onAbort.Store(&f)
+	}
+	errs = each(oobs, func(r int, o *tcpOOB) error {
+		if r == 2 {
+			o.abort(errors.New("n2/main: out of buffers"))
+			return nil
+		}
+		return o.Barrier("never")
+	})
+	for r := 0; r < 2; r++ {
+		if errs[r] == nil || !strings.Contains(errs[r].Error(), "out of buffers") {
+			t.Errorf("node %d: %v", r, errs[r])
+		}
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-got:
+			if !strings.Contains(err.Error(), "node 2 (127.0.0.1:") || !strings.Contains(err.Error(), "failed: n2/main: out of buffers") {
+				t.Errorf("abort report %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("abort not reported to the environment")
+		}
+	}
+	// The channel stays unusable.
+	if err := oobs[0].Barrier("after"); err == nil {
+		t.Error("Barrier after an abort succeeded")
+	}
+}
+
+func TestTCPCrashedPeer(t *testing.T) {
+	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	oobs[2].conns[0].c.Close() // dies without saying goodbye
+	errs = each(oobs[:2], func(r int, o *tcpOOB) error { return o.Barrier("b") })
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "node 2") {
+			t.Errorf("node %d: %v", r, err)
+		}
+	}
+}
+
+func TestTCPLateNodeTimesOut(t *testing.T) {
+	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range oobs {
+		o.timeout = 300 * time.Millisecond
+	}
+	errs = each(oobs[:2], func(r int, o *tcpOOB) error { return o.Barrier("b") })
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), `Barrier("b"): node 2 (127.0.0.1:`) || !strings.Contains(errs[0].Error(), "did not reach it within 300ms") {
+		t.Errorf("node 0: %v", errs[0])
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "did not reach it") {
+		t.Errorf("node 1: %v", errs[1])
+	}
+}
+
+func TestTCPSingleNode(t *testing.T) {
+	o, err := dialOOB(Bootstrap{Rank: 0, Size: 1, Coordinator: "x:1"}, "", time.Second, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := o.AllGather("k", []byte("me"))
+	if err != nil || len(all) != 1 || !bytes.Equal(all[0], []byte("me")) {
+		t.Fatalf("%q %v", all, err)
+	}
+	o.close()
+	if err := o.Barrier("b"); err == nil {
+		t.Fatal("Barrier after close")
+	}
+}
+
+func TestLocalHub(t *testing.T) {
+	h := newLocalHub(3, time.Second)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for id := 0; id < 3; id++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := h.view(id)
+			for round := 0; round < 5; round++ {
+				all, err := o.AllGather("k", []byte{byte(id), byte(round)})
+				if err != nil {
+					errs[id] = err
+					return
+				}
+				for q, d := range all {
+					if !bytes.Equal(d, []byte{byte(q), byte(round)}) {
+						errs[id] = fmt.Errorf("entry %d: %v", q, d)
+						return
+					}
+				}
+				if err := o.Barrier("b"); err != nil {
+					errs[id] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for id, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+	}
+}
+
+func TestLocalHubMismatchTimeoutAbort(t *testing.T) {
+	h := newLocalHub(2, 200*time.Millisecond)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for id, key := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[id] = h.view(id).Barrier(key) }()
+	}
+	wg.Wait()
+	for id, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "nodes must make the same calls") {
+			t.Errorf("mismatch, node %d: %v", id, err)
+		}
+	}
+	h.newRun()
+	if err := h.view(0).Barrier("alone"); err == nil || !strings.Contains(err.Error(), "node(s) 1 did not reach it within 200ms") {
+		t.Errorf("timeout: %v", err)
+	}
+	h.newRun()
+	go func() { time.Sleep(50 * time.Millisecond); h.abort(errors.New("n1/main: failed")) }()
+	if err := h.view(0).Barrier("x"); err == nil || !strings.Contains(err.Error(), "n1/main: failed") {
+		t.Errorf("abort: %v", err)
+	}
+	h.view(0).close()
+	h.newRun()
+	if err := h.view(1).Barrier("y"); err == nil {
+		t.Error("Barrier after close")
+	}
+}
