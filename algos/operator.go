@@ -12,10 +12,18 @@ import (
 const vector = 1024
 
 // ShuffleInput is what one thread of the SHUFFLE operator sends: tuples
-// [From, To) of its node's fragment.
+// [From, To) of its node's fragment: of Src when set, of Rel otherwise.
 type ShuffleInput struct {
 	Rel      Relation
+	Src      Source
 	From, To int64
+}
+
+// Source is any tuple input of the SHUFFLE operator (Relation is one): it
+// writes tuples [from, from+len(vec)/TupleBytes) into vec, 16 bytes each
+// (key a, then payload b, little-endian), as a scan would produce them.
+type Source interface {
+	FillVector(vec []byte, from int64)
 }
 
 // Shuffle runs the SHUFFLE operator (seed 000 Algorithm 1) for one thread:
@@ -51,9 +59,13 @@ func Shuffle(th fabric.Thread, ep Endpoint, in ShuffleInput, g Groups, last func
 	}
 	part := Partitioner{Groups: g, Out: out, Payload: payload, Checksum: true}
 	vec := make([]byte, vector*TupleBytes)
+	var src Source = in.Rel
+	if in.Src != nil {
+		src = in.Src
+	}
 	for j := in.From; j < in.To; {
 		k := min(int64(vector), in.To-j)
-		in.Rel.FillVector(vec[:k*TupleBytes], j)
+		src.FillVector(vec[:k*TupleBytes], j)
 		th.Charge(fabric.WorkHashTuple, int(k))
 		th.Charge(fabric.WorkCopy, int(k)*TupleBytes)
 		for i := 0; ; {
@@ -129,6 +141,16 @@ type ReceiveStats struct {
 // processing on each tuple (the receiving fragment's work). In payload
 // mode it recomputes every buffer's checksum from its tuples.
 func Receive(th fabric.Thread, ep Endpoint, nodes int, cyclesPerTuple int64) (ReceiveStats, error) {
+	return ReceiveFunc(th, ep, nodes, cyclesPerTuple, nil)
+}
+
+// ReceiveFunc is Receive that also hands every buffer's tuples to consume
+// (when not nil), after the integrity check and before the per-tuple
+// cycles are spent: tuples holds the copied-out payload in payload mode
+// and is nil in size-only mode, n is the buffer's tuple count from its
+// header. consume runs on the receiving thread; tuples is reused after it
+// returns.
+func ReceiveFunc(th fabric.Thread, ep Endpoint, nodes int, cyclesPerTuple int64, consume func(tuples []byte, n uint64)) (ReceiveStats, error) {
 	st := ReceiveStats{From: make([]Tally, nodes)}
 	payload := th.Node().Payload()
 	var scratch []byte
@@ -161,6 +183,13 @@ func Receive(th fabric.Thread, ep Endpoint, nodes int, cyclesPerTuple int64) (Re
 			}
 		}
 		st.From[d.Src].Add(Tally{tuples, sum})
+		if consume != nil {
+			if payload {
+				consume(scratch, tuples)
+			} else {
+				consume(nil, tuples)
+			}
+		}
 		th.Compute(cyclesPerTuple * int64(tuples))
 	}
 }
