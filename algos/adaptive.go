@@ -79,6 +79,9 @@ func (e *srBase) addSendBuffer() error {
 	b := &Buffer{Data: pb.MR.Bytes()[pb.Off+HeaderBytes : pb.Off+e.sendMsg], id: id, mr: pb.MR, off: pb.Off}
 	if id == len(e.bufs) {
 		e.bufs, e.sbufs, e.outstanding = append(e.bufs, b), append(e.sbufs, pb), append(e.outstanding, 0)
+		if e.holds != nil {
+			e.holds = append(e.holds, 0)
+		}
 	} else {
 		e.bufs[id], e.sbufs[id] = b, pb
 	}

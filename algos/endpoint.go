@@ -85,6 +85,8 @@ type EndpointInfo struct {
 	CreditWrites    int64 // credit write-backs sent
 	CreditStalls    int64 // times a PutData had to wait for credit
 	Transfers       int64 // data messages posted (one per destination of a buffer)
+	Retransmits     int64 // UD loss recovery: messages sent again
+	Duplicates      int64 // UD loss recovery: duplicate messages dropped
 	NoticeWrites    int64 // MQ/WR poll-buffers and poll-queue: notification writes posted
 	// Adaptive buffers (zero otherwise): buffers added and retired, and
 	// the time-mean number of receive buffers (summed over sources) and
@@ -109,6 +111,11 @@ type Config struct {
 	// Adaptive, if set, makes the registered buffers adaptive; Buffers is
 	// then where they start.
 	Adaptive *AdaptiveBuffers
+	// Recover (SQ/SR only) recovers from lost UD messages instead of
+	// failing: senders keep each message until acknowledged and
+	// retransmit it after RTO (default 500 us); receivers drop duplicates.
+	Recover bool
+	RTO     fabric.Duration
 }
 
 // ErrConfig reports an invalid endpoint configuration.
@@ -136,6 +143,12 @@ func (c *Config) check(maxMsg int) error {
 		if err := c.Adaptive.check(*c); err != nil {
 			return err
 		}
+	}
+	if c.RTO < 0 {
+		return fmt.Errorf("%w: retransmission timeout %v", ErrConfig, c.RTO)
+	}
+	if c.RTO == 0 {
+		c.RTO = 500 * fabric.Microsecond
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 100 * fabric.Millisecond

@@ -46,6 +46,11 @@ type sqsr struct {
 	rbufs  []*adaptive.Buf
 	rfree  []int
 
+	// Loss recovery (cfg.Recover): per destination, the messages sent
+	// and not yet acknowledged, oldest first; retransmissions and
+	// duplicates dropped, for the record.
+	unacked [][]retained
+
 	seq        []uint64 // messages sent per destination
 	cr         []*flowctl.CreditReceiver
 	counts     []*flowctl.Count
@@ -55,9 +60,17 @@ type sqsr struct {
 
 type udPeer struct{ data, credit fabric.QPInfo }
 
+// retained is a message kept for retransmission until its destination
+// acknowledges it.
+type retained struct {
+	seq uint64
+	id  int         // send buffer
+	at  fabric.Time // last (re)transmission
+}
+
 const (
 	udQKey      = 0x5d5d0001
-	creditBytes = 16
+	creditBytes = 24 // magic, flags, source, pad, absolute credit, cumulative acknowledgement
 	creditMagic = 0xc5
 	resendQuiet = 50 * fabric.Microsecond
 )
@@ -117,6 +130,11 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
+	if e.cfg.Recover {
+		e.holds = make([]int, 0, n*b)
+		e.unacked = make([][]retained, n)
+		e.tick, e.tickOn = e.senderTick, []fabric.Waitable{e.ccq}
+	}
 	if ad != nil {
 		if err := e.initAdaptiveSend(n*b, msg); err != nil {
 			return err
@@ -134,6 +152,9 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		e.rbufs = make([]*adaptive.Buf, n*b)
 	} else {
 		e.initPool(e.mr, e.sendOff, n*b, msg)
+		if e.holds != nil {
+			e.holds = make([]int, n*b)
+		}
 	}
 	mk := func(sendWR, recvWR int, rcq fabric.CQ) (fabric.QP, error) {
 		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.UD, SendCQ: e.scq, RecvCQ: rcq,
@@ -180,7 +201,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 			return err
 		}
 		e.cr = append(e.cr, cr)
-		e.counts = append(e.counts, flowctl.NewCount(false))
+		e.counts = append(e.counts, flowctl.NewCount(e.cfg.Recover))
 	}
 	// Every source starts with b credits: the receives posted above, b per
 	// source (the receive queue is shared, the accounting is per source).
@@ -314,6 +335,11 @@ func (e *sqsr) drainCredit(th fabric.Thread) (int, error) {
 			return 0, fmt.Errorf("%w: credit message of %d bytes, magic %#x, source %d", ErrBadMessage, wc.Bytes, m[0], src)
 		}
 		e.cs[src].Update(binary.LittleEndian.Uint64(m[8:]))
+		if e.unacked != nil {
+			if err := e.acked(src, binary.LittleEndian.Uint64(m[16:])); err != nil {
+				return 0, err
+			}
+		}
 		if err := e.postCredit(slot); err != nil {
 			return 0, err
 		}
@@ -354,11 +380,111 @@ func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 			e.outstanding[b.id] -= len(dests) - i
 			return err
 		}
+		if e.unacked != nil { // kept until d acknowledges it
+			e.unacked[d] = append(e.unacked[d], retained{seq: h.seq, id: b.id, at: th.Now()})
+			e.holds[b.id]++
+		}
 	}
 	if len(dests) == 0 {
 		return e.freeBuffer(b.id)
 	}
+	if e.unacked != nil && st == Depleted {
+		// The end of a stream returns only once acknowledged: the
+		// sending thread stays to retransmit whatever was lost, as long
+		// as its receivers wait for it.
+		return e.awaitStreamAcks(th, dests)
+	}
 	return nil
+}
+
+// awaitStreamAcks waits until every destination in dests has acknowledged
+// every message, retransmitting as needed.
+func (e *sqsr) awaitStreamAcks(th fabric.Thread, dests []int) error {
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for {
+		pending := 0
+		for _, d := range dests {
+			pending += len(e.unacked[d])
+		}
+		if pending == 0 {
+			return nil
+		}
+		k, next, err := e.senderTick(th)
+		if err != nil {
+			return err
+		}
+		n, err := e.reap()
+		if err != nil {
+			return err
+		}
+		if k+n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		if err := e.waitFor(th, deadline, next, fmt.Sprintf("waiting for %d acknowledgements of the end of stream", pending), e.ccq, e.scq); err != nil {
+			return err
+		}
+	}
+}
+
+// acked applies destination d's cumulative acknowledgement: every message
+// up to ack arrived, so its buffer need not be kept for d.
+func (e *sqsr) acked(d int, ack uint64) error {
+	q := e.unacked[d]
+	k := 0
+	for k < len(q) && q[k].seq <= ack {
+		if err := e.unhold(q[k].id); err != nil {
+			return err
+		}
+		k++
+	}
+	e.unacked[d] = q[k:]
+	return nil
+}
+
+// retransmit resends every message unacknowledged for the endpoint's
+// retransmission timeout, and reports how many it sent and when the next
+// one falls due (loss recovery). A retransmission takes no credit: it
+// replaces a message that consumed credit but, lost, no receive (or, if
+// the first copy did arrive, the receiver drops the duplicate and reposts
+// its receive without crediting it).
+func (e *sqsr) retransmit(th fabric.Thread) (int, fabric.Time, error) {
+	now, next, sent := th.Now(), fabric.Forever, 0
+	for d, q := range e.unacked {
+		for i := range q {
+			r := &q[i]
+			if r.at.Add(e.cfg.RTO) > now {
+				next = min(next, r.at.Add(e.cfg.RTO))
+				continue
+			}
+			b := e.bufs[r.id]
+			wr := fabric.SendWR{ID: wrSend | uint64(r.id), Op: fabric.OpSend, Local: b.mr.SGE(b.off, HeaderBytes+b.N), Flags: fabric.Signaled,
+				AH: e.ahs[d], RemoteQPN: e.peers[d].data.QPN, QKey: udQKey}
+			if _, err := e.qp.PostSend([]fabric.SendWR{wr}); errors.Is(err, fabric.ErrQueueFull) {
+				return sent, now.Add(e.cfg.RTO / 8), nil // the queue drains as completions are polled
+			} else if err != nil {
+				return sent, next, err
+			}
+			e.outstanding[r.id]++
+			e.signaled++
+			e.info.Retransmits++
+			r.at = now
+			sent++
+			next = min(next, now.Add(e.cfg.RTO))
+		}
+	}
+	return sent, next, nil
+}
+
+// senderTick is the sender's periodic work while it waits: apply
+// acknowledgements, retransmit what is overdue.
+func (e *sqsr) senderTick(th fabric.Thread) (int, fabric.Time, error) {
+	n, err := e.drainCredit(th)
+	if err != nil {
+		return 0, 0, err
+	}
+	k, next, err := e.retransmit(th)
+	return n + k, next, err
 }
 
 func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
@@ -368,11 +494,20 @@ func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
 		if err != nil {
 			return err
 		}
+		until := deadline
+		if e.unacked != nil {
+			// Lost messages hold credit until they are retransmitted.
+			k, next, err := e.retransmit(th)
+			if err != nil {
+				return err
+			}
+			n, until = n+k, next
+		}
 		if n > 0 {
 			continue
 		}
 		e.info.CreditStalls++
-		if err := e.wait(th, deadline, e.ccq, fmt.Sprintf("waiting for credit from node %d", d)); err != nil {
+		if err := e.waitFor(th, deadline, until, fmt.Sprintf("waiting for credit from node %d", d), e.ccq); err != nil {
 			return err
 		}
 	}
@@ -433,7 +568,15 @@ func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
 				}
 				quiet = now
 			}
-			return quiet.Add(resendQuiet), nil
+			next := quiet.Add(resendQuiet)
+			if e.unacked != nil { // this endpoint's sends need acknowledging too
+				_, due, err := e.senderTick(th)
+				if err != nil {
+					return 0, err
+				}
+				next = min(next, due)
+			}
+			return next, nil
 		},
 		stuck: e.incomplete,
 	})
@@ -471,6 +614,17 @@ func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 	if h.src < 0 || h.src >= e.n {
 		return fmt.Errorf("%w: source node %d", ErrBadMessage, h.src)
 	}
+	if e.cfg.Recover && e.counts[h.src].Seen(h.seq) {
+		// A duplicate (a retransmission whose first copy arrived after
+		// all, or one the network made): it used a receive no credit
+		// accounts for, so the receive goes back uncredited; the
+		// acknowledgement is repeated, as the sender evidently lacks it.
+		e.info.Duplicates++
+		if err := e.postData(slot); err != nil {
+			return err
+		}
+		return e.sendCredit(h.src, e.cr[h.src].Written())
+	}
 	if err := e.counts[h.src].Add(h.seq, h.flags&flagDepleted != 0); err != nil {
 		return fmt.Errorf("from node %d: %w", h.src, err)
 	}
@@ -486,6 +640,15 @@ func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 		d.State = Depleted
 		e.doneSrc[h.src] = true
 		e.doneCount++
+		if e.cfg.Recover {
+			// Acknowledge the end, three times: no more credit follows to
+			// carry the acknowledgement should a copy be lost.
+			for k := 0; k < 3; k++ {
+				if err := e.sendCredit(h.src, e.cr[h.src].Written()); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	e.ready = append(e.ready, d)
 	return nil
@@ -498,6 +661,7 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	m[0], m[1] = creditMagic, 0
 	binary.LittleEndian.PutUint16(m[2:], uint16(e.me))
 	binary.LittleEndian.PutUint64(m[8:], v)
+	binary.LittleEndian.PutUint64(m[16:], e.counts[src].Contiguous()) // 0 without loss recovery
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, creditBytes), Flags: fabric.Inline,
 		AH: e.ahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)
@@ -587,6 +751,11 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 func (e *sqsr) Close(th fabric.Thread) error {
 	e.lock()
 	defer e.unlock()
+	if e.unacked != nil {
+		if err := e.awaitAcks(th); err != nil {
+			return err
+		}
+	}
 	if err := e.quiesce(th, "sqsr"); err != nil {
 		return err
 	}
@@ -613,6 +782,67 @@ func (e *sqsr) Close(th fabric.Thread) error {
 			}
 			return nil
 		})
+}
+
+// awaitAcks (loss recovery, at Close) retransmits until every destination
+// has acknowledged every message, failing after the endpoint's timeout
+// without progress with an error naming what is missing. It also answers
+// peers still recovering: a duplicate gets its acknowledgement again. Once
+// everything is acknowledged it keeps answering for three retransmission
+// timeouts, so that a peer whose last acknowledgement was lost hears it
+// again before this endpoint leaves (the residual risk is that the
+// repeated acknowledgement is lost as well).
+func (e *sqsr) awaitAcks(th fabric.Thread) error {
+	deadline := th.Now().Add(e.cfg.Timeout)
+	var graceEnd fabric.Time
+	for {
+		k, next, err := e.senderTick(th)
+		if err != nil {
+			return err
+		}
+		m, err := e.rcq.Poll(e.wcs)
+		if err != nil {
+			return err
+		}
+		for _, wc := range e.wcs[:m] {
+			if err := e.received(th, wc); err != nil {
+				return err
+			}
+		}
+		if e.readyHead < len(e.ready) {
+			return fmt.Errorf("%w: SQ/SR endpoint %d on node %d: data arrived after every stream ended", ErrBadMessage, e.cfg.Tag, e.me)
+		}
+		pending := 0
+		for _, q := range e.unacked {
+			pending += len(q)
+		}
+		now := th.Now()
+		if pending == 0 {
+			if graceEnd == 0 {
+				graceEnd = now.Add(3 * e.cfg.RTO)
+			}
+			if now >= graceEnd {
+				return nil
+			}
+			next = graceEnd
+		}
+		if k+m > 0 {
+			deadline = now.Add(e.cfg.Timeout)
+			continue
+		}
+		if now >= deadline {
+			msg := ""
+			for d, q := range e.unacked {
+				if len(q) > 0 {
+					msg += fmt.Sprintf("; node %d has not acknowledged %d messages (from number %d)", d, len(q), q[0].seq)
+				}
+			}
+			return fmt.Errorf("algos: SQ/SR endpoint %d on node %d: no acknowledgement for %v%s", e.cfg.Tag, e.me, e.cfg.Timeout, msg)
+		}
+		e.unlock()
+		th.Wait(min(deadline, next), e.ccq, e.rcq)
+		e.lock()
+	}
 }
 
 // Info adds the receive lanes' statistics to the endpoint's.

@@ -36,6 +36,15 @@ type srBase struct {
 	retiredIDs []int
 	sendMsg    int
 
+	// Holds on send buffers besides pending completions (UD loss
+	// recovery: destinations that have not acknowledged); nil when unused.
+	holds []int
+	// tick, if set, does a design's periodic sender work while Acquire
+	// waits (drain acknowledgements, retransmit): it reports how much it
+	// did and when it wants to run again; tickOn are what wakes it.
+	tick   func(th fabric.Thread) (int, fabric.Time, error)
+	tickOn []fabric.Waitable
+
 	ready     []Delivery
 	readyHead int
 	doneCount int // sources whose stream has ended
@@ -69,12 +78,35 @@ func (e *srBase) unlock() { e.mu.Unlock() }
 // wait releases the lock, waits for w (or the deadline) and takes it again;
 // it fails when the deadline has already passed.
 func (e *srBase) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
+	return e.waitFor(th, deadline, deadline, what, w)
+}
+
+// waitFor is wait that returns at until (at the latest) and fails only
+// once deadline has passed.
+func (e *srBase) waitFor(th fabric.Thread, deadline, until fabric.Time, what string, ws ...fabric.Waitable) error {
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while %s", e.design, e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
 	e.unlock()
-	th.Wait(deadline, w)
+	th.Wait(min(deadline, until), ws...)
 	e.lock()
+	return nil
+}
+
+// held is the number of holds on send buffer i besides its completions.
+func (e *srBase) held(i int) int {
+	if e.holds == nil {
+		return 0
+	}
+	return e.holds[i]
+}
+
+// unhold drops a hold on send buffer i, freeing it when nothing else
+// holds it.
+func (e *srBase) unhold(i int) error {
+	if e.holds[i]--; e.holds[i] == 0 && e.outstanding[i] == 0 {
+		return e.freeBuffer(i)
+	}
 	return nil
 }
 
@@ -92,7 +124,7 @@ func (e *srBase) reap() (int, error) {
 		e.signaled--
 		if wc.ID&wrKind == wrSend {
 			i := int(wc.ID &^ wrKind)
-			if e.outstanding[i]--; e.outstanding[i] == 0 {
+			if e.outstanding[i]--; e.outstanding[i] == 0 && e.held(i) == 0 {
 				if err := e.freeBuffer(i); err != nil {
 					return 0, err
 				}
@@ -119,11 +151,19 @@ func (e *srBase) Acquire(th fabric.Thread) (*Buffer, error) {
 		if err != nil {
 			return nil, err
 		}
+		until := deadline
+		if e.tick != nil {
+			k, next, err := e.tick(th)
+			if err != nil {
+				return nil, err
+			}
+			n, until = n+k, next
+		}
 		if n > 0 {
 			deadline = th.Now().Add(e.cfg.Timeout)
 			continue
 		}
-		if err := e.wait(th, deadline, e.scq, "waiting for a free send buffer"); err != nil {
+		if err := e.waitFor(th, deadline, until, "waiting for a free send buffer", append([]fabric.Waitable{e.scq}, e.tickOn...)...); err != nil {
 			return nil, err
 		}
 	}

@@ -44,6 +44,9 @@ type RunConfig struct {
 	Adaptive     bool
 	MaxBuffers   int
 	PinnedCapMiB int64
+	// UDRecovery recovers from lost UD messages (SQ/SR designs):
+	// acknowledgements, retransmission, duplicate detection.
+	UDRecovery bool
 	// Label tags the run in its record (figures mark special points, such
 	// as the bandwidth-delay-product depth).
 	Label string
@@ -84,15 +87,19 @@ type Record struct {
 	BuffersGrown      int64     `json:"buffers_grown,omitempty"`
 	BuffersRetired    int64     `json:"buffers_retired,omitempty"`
 	PoolPeakBytes     int64     `json:"pool_peak_bytes,omitempty"`
-	ThroughputGiBs    float64   `json:"throughput_gibps"`
-	ResponseS         float64   `json:"response_s"`
-	SetupMS           float64   `json:"setup_ms"`
-	QPsPerNode        int       `json:"qps_per_node"`
-	RegisteredPer     int64     `json:"registered_bytes_per_node"`
-	Integrity         string    `json:"integrity"`
-	TuplesSent        uint64    `json:"tuples_sent"`
-	TuplesReceived    uint64    `json:"tuples_received"`
-	CreditWrites      int64     `json:"credit_writes"`
+	// UD loss recovery: on, messages retransmitted, duplicates dropped.
+	UDRecovery     bool    `json:"ud_recovery,omitempty"`
+	Retransmits    int64   `json:"retransmits,omitempty"`
+	Duplicates     int64   `json:"duplicates,omitempty"`
+	ThroughputGiBs float64 `json:"throughput_gibps"`
+	ResponseS      float64 `json:"response_s"`
+	SetupMS        float64 `json:"setup_ms"`
+	QPsPerNode     int     `json:"qps_per_node"`
+	RegisteredPer  int64   `json:"registered_bytes_per_node"`
+	Integrity      string  `json:"integrity"`
+	TuplesSent     uint64  `json:"tuples_sent"`
+	TuplesReceived uint64  `json:"tuples_received"`
+	CreditWrites   int64   `json:"credit_writes"`
 	// RDMA Write designs: RDMA Writes per data transfer (the data, any
 	// notification write, and credit writes), over the cluster.
 	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
@@ -215,6 +222,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--node-cycles %v: cycles per tuple must not be negative", c.NodeCycles)
 	case c.Adaptive && c.MaxBuffers != 0 && c.MaxBuffers < c.Buffers:
 		return fmt.Errorf("--max-buffers %d: below the %d buffers per peer to start with (--buffers)", c.MaxBuffers, c.Buffers)
+	case c.UDRecovery && !strings.Contains(c.Design, "SQ/"):
+		return fmt.Errorf("--ud-recovery applies to the UD designs (SESQ/SR, MESQ/SR); %s runs over RC, which recovers in hardware", c.Design)
 	case c.PinnedCapMiB < 0:
 		return fmt.Errorf("--pinned-cap-mib %d: must not be negative (0: no cap)", c.PinnedCapMiB)
 	case !c.Adaptive && (c.MaxBuffers != 0 || c.PinnedCapMiB != 0):
@@ -303,7 +312,7 @@ func Run(cfg RunConfig) (*Record, error) {
 		}
 		for k := range eps {
 			ec := algos.Config{Nodes: n, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery,
-				Timeout: cfg.Timeout, Notify: cfg.Notify}
+				Timeout: cfg.Timeout, Notify: cfg.Notify, Recover: cfg.UDRecovery}
 			if pool != nil {
 				ec.Adaptive = &algos.AdaptiveBuffers{Pool: pool, MaxRecv: cfg.MaxBuffers, MaxSend: cfg.MaxBuffers}
 			}
@@ -420,6 +429,8 @@ func Run(cfg RunConfig) (*Record, error) {
 			infos[me].RegisteredBytes += i.RegisteredBytes
 			infos[me].CreditWrites += i.CreditWrites
 			infos[me].Transfers += i.Transfers
+			infos[me].Retransmits += i.Retransmits
+			infos[me].Duplicates += i.Duplicates
 			infos[me].NoticeWrites += i.NoticeWrites
 			infos[me].CreditStalls += i.CreditStalls
 			infos[me].RecvBuffersMean += i.RecvBuffersMean
@@ -452,7 +463,7 @@ func Run(cfg RunConfig) (*Record, error) {
 	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
-		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
+		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, UDRecovery: cfg.UDRecovery, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate()}
 	if prof.Source() != "builtin" {
 		rec.Profile = "file:" + prof.Source()
@@ -472,6 +483,8 @@ func Run(cfg RunConfig) (*Record, error) {
 		rec.QPsPerNode = max(rec.QPsPerNode, infos[i].QPs)
 		rec.RegisteredPer = max(rec.RegisteredPer, infos[i].RegisteredBytes)
 		rec.CreditWrites += infos[i].CreditWrites
+		rec.Retransmits += infos[i].Retransmits
+		rec.Duplicates += infos[i].Duplicates
 		rec.RecvBuffersMean += infos[i].RecvBuffersMean / float64(n)
 		if cfg.Adaptive {
 			rec.RecvBuffersByNode = append(rec.RecvBuffersByNode, infos[i].RecvBuffersMean)
@@ -533,7 +546,7 @@ func (r *Record) Config() RunConfig {
 	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
 	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed
 	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, 0, r.CyclesPerTuple, r.NodeCycles
-	c.Adaptive, c.MaxBuffers, c.Label = r.Adaptive, r.MaxBuffers, r.Label
+	c.Adaptive, c.MaxBuffers, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.Label, r.UDRecovery
 	return c
 }
 

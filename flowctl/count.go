@@ -12,7 +12,8 @@ type Count struct {
 	got   uint64
 	total uint64 // announced total, valid when ended
 	ended bool
-	seen  map[uint64]struct{} // sequence numbers, when tracked
+	seen  map[uint64]struct{} // sequence numbers above cum, when tracked
+	cum   uint64              // when tracked: 1..cum all recorded
 }
 
 // NewCount returns a counter; trackSeq makes it remember sequence numbers
@@ -34,10 +35,17 @@ func (c *Count) Add(seq uint64, last bool) error {
 		return fmt.Errorf("flowctl: message sequence numbers start at 1")
 	}
 	if c.seen != nil {
-		if _, dup := c.seen[seq]; dup {
+		if c.Seen(seq) {
 			return fmt.Errorf("flowctl: duplicate message %d", seq)
 		}
 		c.seen[seq] = struct{}{}
+		for {
+			if _, ok := c.seen[c.cum+1]; !ok {
+				break
+			}
+			delete(c.seen, c.cum+1)
+			c.cum++
+		}
 	}
 	if last {
 		if c.ended {
@@ -51,6 +59,21 @@ func (c *Count) Add(seq uint64, last bool) error {
 	}
 	return nil
 }
+
+// Seen reports whether message seq was recorded (tracking counters only;
+// an untracked counter reports false).
+func (c *Count) Seen(seq uint64) bool {
+	if c.seen == nil {
+		return false
+	}
+	_, ok := c.seen[seq]
+	return ok || seq >= 1 && seq <= c.cum
+}
+
+// Contiguous is the largest n such that messages 1..n have all been
+// recorded: the cumulative acknowledgement a receiver can send back
+// (tracking counters only; 0 otherwise).
+func (c *Count) Contiguous() uint64 { return c.cum }
 
 // Done reports whether the end arrived and every announced message with it.
 func (c *Count) Done() bool { return c.ended && c.got == c.total }

@@ -49,3 +49,35 @@ func TestCountErrors(t *testing.T) {
 		t.Fatal("second end must be an error")
 	}
 }
+
+// TestCountContiguous: the cumulative acknowledgement advances over gaps
+// only once they are filled, and Seen covers both the contiguous prefix
+// and the messages above it.
+func TestCountContiguous(t *testing.T) {
+	c := NewCount(true)
+	for _, tc := range []struct {
+		add  uint64
+		want uint64
+	}{{2, 0}, {1, 2}, {5, 2}, {3, 3}, {4, 5}, {6, 6}} {
+		if err := c.Add(tc.add, false); err != nil {
+			t.Fatal(err)
+		}
+		if c.Contiguous() != tc.want {
+			t.Fatalf("after %d: contiguous %d, want %d", tc.add, c.Contiguous(), tc.want)
+		}
+	}
+	for seq := uint64(1); seq <= 6; seq++ {
+		if !c.Seen(seq) {
+			t.Errorf("message %d not seen", seq)
+		}
+	}
+	if c.Seen(7) || c.Seen(0) {
+		t.Error("unsent messages seen")
+	}
+	if err := c.Add(3, false); err == nil {
+		t.Error("duplicate below the contiguous prefix accepted")
+	}
+	if u := NewCount(false); u.Seen(1) || u.Contiguous() != 0 {
+		t.Error("an untracked counter tracks nothing")
+	}
+}

@@ -74,6 +74,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	fl.StringVar(&nodeCycles, "node-cycles", "", "per-node cycles per tuple, comma-separated, node i taking entry i mod count (overrides --cycles-per-tuple), e.g. 21,95")
 	fl.BoolVar(&cfg.Adaptive, "adaptive", false, "adaptive registered buffers from a pool per node (seed 001 §6): --buffers is where they start")
 	fl.IntVar(&cfg.MaxBuffers, "max-buffers", 0, "with --adaptive: the most buffers per thread and peer (default: room within a 16,000-entry receive queue, at most 256)")
+	fl.BoolVar(&cfg.UDRecovery, "ud-recovery", false, "UD designs: recover lost messages (acknowledgements, retransmission, duplicates dropped) instead of failing")
 	fl.Int64Var(&cfg.PinnedCapMiB, "pinned-cap-mib", 0, "with --adaptive: the pool's pinned-memory cap per node in MiB (0: none)")
 	fl.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	fl.BoolVar(&cfg.Payload, "payload", false, "move every byte and check tuple contents (default: size-only, checksums in headers)")
