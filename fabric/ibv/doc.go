@@ -1,5 +1,38 @@
-// Package ibv is the real-hardware backend of the fabric contract: the
-// libibverbs mapping compiled with the build tag ibverbs. Without the tag
-// (the default build, which needs no RDMA library) Open reports that the
-// backend was not built in.
+// Package ibv is the real-hardware backend of the fabric contract: verbs
+// over libibverbs through cgo, compiled with the build tag ibverbs (and
+// libibverbs-dev installed). Without the tag (the default build, which needs
+// no RDMA library) the same entry points exist and report
+// fabric.ErrNoDevice with how to get a build that has the backend.
+//
+// Entry points: Available, Devices, OpenLocal (every node of a job in this
+// process on one device, queue pairs connected through the adapter's
+// loopback, an in-memory out-of-band channel: what the conformance suite
+// uses) and Open/OpenConfig (one process per node; rank, size and node 0's
+// address from Slurm, MPI launchers, RDMASHUFFLE_* variables or a peers
+// file, see BootstrapFromEnv; the out-of-band channel is TCP through node
+// 0). docs/hardware.md says how to build and run, and what was verified.
+//
+// Structure. Hardware-free files (no build tag, tested in every build):
+//
+//   - mapping.go: the verbs enum values used, and the translations between
+//     them and the contract (statuses, opcodes, attribute masks per queue
+//     pair transition, MTU, port rate, errno to contract errors);
+//   - queue.go: the slot accounting that enforces the requested work queue
+//     depths (a slot is free once its completion has been polled) and the
+//     staging ring that gives a completion queue its exact depth and
+//     detects overruns;
+//   - env.go, cpu*.go: the execution environment (threads are goroutines
+//     locked to OS threads, optionally pinned; the monotonic clock; Wait
+//     yields and returns, callers busy-poll);
+//   - oob.go, oob_tcp.go, wire.go, peers.go: the out-of-band channels, their
+//     wire format and the job bootstrap.
+//
+// libibverbs files (build tag ibverbs): shim.h (C helpers: one cgo call per
+// batch of work requests or completions, request chains in reused C
+// memory), verbs_ibv.go (devices and verbs objects), open_ibv.go.
+//
+// Memory regions live outside the Go heap (posix_memalign), so the NIC may
+// access them while the garbage collector runs; MR.Bytes is a slice over
+// that memory and must not be used after Dereg. Immediate data is a host
+// value in the contract and big-endian on the wire; the shim converts.
 package ibv
