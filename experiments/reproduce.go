@@ -84,7 +84,10 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 		}
 		rep.Files = append(rep.Files, base+".png", base+".svg")
 	}
-	if !o.NoSteadyCheck {
+	switch {
+	case f.NoSteady:
+		rep.Steady = "steady-state check not applicable (the figure's metric is not a throughput)"
+	case !o.NoSteadyCheck:
 		rep.Steady = steadyCheck(rep.Results)
 	}
 	return rep, nil
