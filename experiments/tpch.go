@@ -1,0 +1,373 @@
+package experiments
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/tpch"
+)
+
+// LocalData is the QueryConfig.Design of Q4's local-data plan (tables
+// partitioned by orderkey: no shuffle).
+const LocalData = "local"
+
+// QueryConfig is one TPC-H query on a simulated cluster (docs/tpch.md).
+type QueryConfig struct {
+	Query   tpch.Query
+	SF      float64 // scale factor of the whole database
+	Design  string  // any design Run accepts but qperf, or LocalData (Q4)
+	Nodes   int
+	Threads int // sending and as many receiving threads per node (default 2)
+	Profile string
+	Seed    uint64
+	// Payload moves real bytes and computes the answer; otherwise the run
+	// is size-only (timing only, no answer).
+	Payload     bool
+	MsgBytes    int // default as Run's for the design
+	Buffers     int // default 2
+	CreditEvery int // default 2
+	Timeout     fabric.Duration
+}
+
+// StepStat is what one exchange of a plan moved.
+type StepStat struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Tuples  uint64 `json:"tuples_received"` // over all nodes
+	Bytes   int64  `json:"bytes"`           // tuple bytes received over all nodes
+}
+
+// QueryRecord is the record of one query run.
+type QueryRecord struct {
+	Experiment string     `json:"experiment"` // "tpch"
+	Query      string     `json:"query"`
+	SF         float64    `json:"sf"`
+	Design     string     `json:"design"`
+	Plan       string     `json:"plan"` // "shuffle" or "local"
+	Profile    string     `json:"profile"`
+	Nodes      int        `json:"nodes"`
+	Threads    int        `json:"threads"`
+	Seed       uint64     `json:"seed"`
+	Mode       string     `json:"mode"` // "payload" or "size-only"
+	ResponseS  float64    `json:"response_s"`
+	SetupMS    float64    `json:"setup_ms"`
+	Shuffled   int64      `json:"bytes_shuffled"` // tuple bytes received over all nodes and steps
+	Steps      []StepStat `json:"steps,omitempty"`
+	Integrity  string     `json:"integrity"`
+	Answer     []string   `json:"answer,omitempty"` // payload mode
+	SimEvents  uint64     `json:"sim_events"`
+	WallS      float64    `json:"wall_s"`
+	answer     *tpch.Answer
+}
+
+// Result returns the answer (nil in size-only mode).
+func (r *QueryRecord) Result() *tpch.Answer { return r.answer }
+
+func (c *QueryConfig) normalize(cores int) error {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Threads, 2)
+	def(&c.Buffers, 2)
+	def(&c.CreditEvery, 2)
+	switch {
+	case strings.Contains(c.Design, "SQ/"):
+		def(&c.MsgBytes, 4096)
+	case c.Design == "IPoIB":
+		def(&c.MsgBytes, algos.IPoIBMsgBytes)
+	case c.Design == "MPI":
+		def(&c.MsgBytes, algos.MPIMsgBytes)
+	}
+	def(&c.MsgBytes, 64<<10)
+	if c.Timeout == 0 {
+		c.Timeout = 100 * fabric.Millisecond
+	}
+	switch {
+	case c.Design != LocalData && (!slices.Contains(AllDesigns, c.Design) || c.Design == "qperf"):
+		return fmt.Errorf("design %q: choose one of %s, or %s (Q4)", c.Design, strings.Join(slices.DeleteFunc(slices.Clone(AllDesigns), func(d string) bool { return d == "qperf" }), ", "), LocalData)
+	case !(c.SF > 0):
+		return fmt.Errorf("scale factor %v: must be above 0", c.SF)
+	case c.Nodes < 1:
+		return fmt.Errorf("%d nodes: need at least 1", c.Nodes)
+	case c.Threads < 1 || 2*c.Threads > cores:
+		return fmt.Errorf("--threads %d: each node runs that many sending and receiving threads on its %d cores; use 1..%d", c.Threads, cores, cores/2)
+	}
+	return nil
+}
+
+// RunQuery runs one TPC-H query on a simulated cluster: every node
+// generates its fragment, the plan's steps move tuples through the
+// design's endpoints with the SHUFFLE and RECEIVE operators, and the
+// answer (payload mode) is gathered. Endpoints are opened before the
+// start (as in Run): the response time is from the start to the answer.
+func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
+	prof, err := sim.LoadProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.normalize(prof.Host.Cores); err != nil {
+		return nil, err
+	}
+	plan, err := tpch.NewPlan(cfg.Query, cfg.Nodes, cfg.Design == LocalData)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	n, t, ns := cfg.Nodes, cfg.Threads, len(plan.Steps)
+	shared := sharedEndpoint(cfg.Design)
+	gen := tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}
+	sent := make([][][]algos.Tally, ns) // per step, sender, destination
+	got := make([][][]algos.Tally, ns)  // per step, receiver, source
+	for x := range ns {
+		sent[x], got[x] = make([][]algos.Tally, n), make([][]algos.Tally, n)
+	}
+	corrupt := make([]int, n)
+	setup := make([]fabric.Duration, n)
+	resp := make([]fabric.Duration, n)
+	answers := make([]*tpch.Answer, n)
+	t0 := time.Now()
+	err = c.Run(func(th fabric.Thread) error {
+		me := th.Node().ID()
+		begin := th.Now()
+		neps := t
+		if shared {
+			neps = 1
+		}
+		eps := make([][]algos.Endpoint, ns)
+		for x := range ns {
+			eps[x] = make([]algos.Endpoint, neps)
+			for k := range neps {
+				ec := algos.Config{Nodes: n, Tag: x*neps + k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
+				if shared {
+					ec.Threads = t
+				}
+				ep, err := openDesign(th, cfg.Design, ec)
+				if err != nil {
+					return err
+				}
+				eps[x][k] = ep
+			}
+		}
+		setup[me] = th.Now().Sub(begin)
+		if err := th.Node().OOB().Barrier("start"); err != nil {
+			return err
+		}
+		start := th.Now()
+		ex := &exchanger{cfg: cfg, plan: plan, eps: eps, shared: shared, me: me, sent: sent, got: got, corrupt: corrupt}
+		ans, err := plan.Run(th, tpch.Fragment{G: gen, Node: me, Nodes: n}, ex)
+		if err != nil {
+			return err
+		}
+		resp[me] = th.Now().Sub(start)
+		answers[me] = ans
+		for _, row := range eps {
+			for _, ep := range row {
+				if err := ep.Close(th); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec := &QueryRecord{Experiment: "tpch", Query: string(cfg.Query), SF: cfg.SF, Design: cfg.Design, Plan: "shuffle", Profile: prof.Name,
+		Nodes: n, Threads: t, Seed: cfg.Seed, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
+	if prof.Source() != "builtin" {
+		rec.Profile = "file:" + prof.Source()
+	}
+	if plan.Local {
+		rec.Plan = "local"
+	}
+	if cfg.Payload {
+		rec.Mode = "payload"
+		rec.answer = answers[0]
+		if rec.answer != nil {
+			rec.Answer = rec.answer.Lines()
+		}
+		for i := 1; i < n; i++ {
+			if !answers[i].Equal(answers[0]) {
+				return nil, fmt.Errorf("node %d's answer differs from node 0's", i)
+			}
+		}
+	}
+	for i := range n {
+		rec.ResponseS = max(rec.ResponseS, resp[i].Seconds())
+		rec.SetupMS = max(rec.SetupMS, setup[i].Seconds()*1e3)
+	}
+	rec.Integrity = "ok"
+	for x, st := range plan.Steps {
+		s := StepStat{Name: st.Name, Pattern: string(st.Pattern)}
+		for i := range n {
+			for j := range n {
+				s.Tuples += got[x][i][j].Tuples
+			}
+		}
+		s.Bytes = int64(s.Tuples) * algos.TupleBytes
+		rec.Shuffled += s.Bytes
+		rec.Steps = append(rec.Steps, s)
+		if v := integrity(sent[x], got[x], corrupt); v != "ok" {
+			rec.Integrity = v
+		}
+	}
+	return rec, nil
+}
+
+// openDesign opens one endpoint of a design, as Run does.
+func openDesign(th fabric.Thread, design string, ec algos.Config) (algos.Endpoint, error) {
+	switch {
+	case registered[design].Open != nil:
+		return registered[design].Open(th, ec)
+	case design == "IPoIB":
+		return algos.OpenIPoIB(th, ec, algos.DefaultIPoIBCosts)
+	case design == "MPI":
+		return algos.OpenMPI(th, ec, algos.DefaultMPICosts)
+	case strings.Contains(design, "SQ/"):
+		return algos.OpenSQSR(th, ec)
+	case strings.HasSuffix(design, "/WR"):
+		return algos.OpenMQWR(th, ec)
+	case strings.HasSuffix(design, "/RD"):
+		return algos.OpenMQRD(th, ec)
+	}
+	return algos.OpenMQSR(th, ec)
+}
+
+// exchanger runs a plan's steps on one node with the SHUFFLE and RECEIVE
+// operators: Threads sending threads split the node's stream, Threads
+// receiving threads take what arrives (the threads of Run).
+type exchanger struct {
+	cfg     QueryConfig
+	plan    tpch.Plan
+	eps     [][]algos.Endpoint
+	shared  bool
+	me      int
+	sent    [][][]algos.Tally
+	got     [][][]algos.Tally
+	corrupt []int
+}
+
+// Compute spreads cycles over the node's Threads pipelines (the local
+// plan's work runs on as many threads as a shuffle plan's pipelines).
+func (e *exchanger) Compute(th fabric.Thread, cycles int64) {
+	th.Compute(cycles / int64(e.cfg.Threads))
+}
+
+// tupleSlice is a materialized stream as an algos.Source.
+type tupleSlice []byte
+
+func (s tupleSlice) FillVector(vec []byte, from int64) { copy(vec, s[from*algos.TupleBytes:]) }
+
+// pipeline charges the cycles of the pipeline that produces a sending
+// thread's tuples as SHUFFLE takes them, vector by vector (SHUFFLE charges
+// its hashing once per vector with the vector's tuple count).
+type pipeline struct {
+	fabric.Thread
+	perTuple float64
+	owed     float64
+}
+
+func (p *pipeline) Charge(w fabric.Work, n int) {
+	if w == fabric.WorkHashTuple && p.perTuple > 0 {
+		p.owed += p.perTuple * float64(n)
+		c := int64(p.owed)
+		p.owed -= float64(c)
+		p.Thread.Compute(c)
+	}
+	p.Thread.Charge(w, n)
+}
+
+func (e *exchanger) Exchange(th fabric.Thread, x int, s tpch.Stream, recvCycles int64) ([]byte, uint64, error) {
+	n, t := e.cfg.Nodes, e.cfg.Threads
+	me := e.me
+	groups, err := algos.NewGroups(e.plan.Steps[x].Pattern, n)
+	if err != nil {
+		return nil, 0, err
+	}
+	total := int64(len(s.Tuples) / algos.TupleBytes)
+	e.sent[x][me] = make([]algos.Tally, n)
+	e.got[x][me] = make([]algos.Tally, n)
+	recv := make([][]byte, t)
+	var count atomic.Uint64
+	var running atomic.Int32
+	running.Store(int32(2 * t))
+	var firstErr atomic.Value
+	done := th.Node().NewSignal()
+	mu := th.Node().NewMutex()
+	finished := 0
+	last := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		finished++
+		return finished == t
+	}
+	if !e.shared {
+		last = nil
+	}
+	for k := range t {
+		ep := e.eps[x][min(k, len(e.eps[x])-1)]
+		from, to := total*int64(k)/int64(t), total*int64(k+1)/int64(t)
+		share := s.Cycles / int64(t)
+		th.Spawn(fmt.Sprintf("%s-shuffle%d", e.plan.Steps[x].Name, k), 2*k%th.Node().Cores(), func(st fabric.Thread) error {
+			defer func() { running.Add(-1); done.Notify() }()
+			p := &pipeline{Thread: st}
+			if s.Blocking || to == from {
+				st.Compute(share)
+			} else {
+				p.perTuple = float64(share) / float64(to-from)
+			}
+			sent, err := algos.Shuffle(p, ep, algos.ShuffleInput{Src: tupleSlice(s.Tuples), From: from, To: to}, groups, last)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return err
+			}
+			mu.Lock()
+			for d := range sent {
+				e.sent[x][me][d].Add(sent[d])
+			}
+			mu.Unlock()
+			return nil
+		})
+		th.Spawn(fmt.Sprintf("%s-receive%d", e.plan.Steps[x].Name, k), (2*k+1)%th.Node().Cores(), func(rt fabric.Thread) error {
+			defer func() { running.Add(-1); done.Notify() }()
+			r, err := algos.ReceiveFunc(rt, ep, n, recvCycles, func(tuples []byte, c uint64) {
+				recv[k] = append(recv[k], tuples...)
+				count.Add(c)
+			})
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return err
+			}
+			mu.Lock()
+			for src := range r.From {
+				e.got[x][me][src].Add(r.From[src])
+			}
+			e.corrupt[me] += r.Corrupt
+			mu.Unlock()
+			return nil
+		})
+	}
+	for running.Load() > 0 && firstErr.Load() == nil {
+		th.Wait(fabric.Forever, done)
+	}
+	if e := firstErr.Load(); e != nil {
+		return nil, 0, e.(error)
+	}
+	var all []byte
+	for _, r := range recv {
+		all = append(all, r...)
+	}
+	return all, count.Load(), nil
+}
