@@ -70,7 +70,10 @@ type retained struct {
 
 const (
 	udQKey      = 0x5d5d0001
-	creditBytes = 24 // magic, flags, source, pad, absolute credit, cumulative acknowledgement
+	// A credit message: magic, flags, source, pad, the absolute credit,
+	// and with loss recovery the cumulative acknowledgement.
+	creditBytes    = 16
+	creditAckBytes = 24
 	creditMagic = 0xc5
 	resendQuiet = 50 * fabric.Microsecond
 )
@@ -124,8 +127,8 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	if ad != nil {
 		e.crecvOff = 0
 	}
-	e.csendOff = e.crecvOff + e.creditSlots*(fabric.GRHBytes+creditBytes)
-	size := e.csendOff + creditBytes
+	e.csendOff = e.crecvOff + e.creditSlots*(fabric.GRHBytes+creditAckBytes)
+	size := e.csendOff + creditAckBytes
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite); err != nil {
 		return err
 	}
@@ -158,7 +161,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	}
 	mk := func(sendWR, recvWR int, rcq fabric.CQ) (fabric.QP, error) {
 		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.UD, SendCQ: e.scq, RecvCQ: rcq,
-			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: creditBytes}})
+			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: creditAckBytes}})
 		if err != nil {
 			return nil, err
 		}
@@ -312,9 +315,18 @@ func (e *sqsr) growStarving(th fabric.Thread) (int, error) {
 }
 
 func (e *sqsr) postCredit(slot int) error {
-	sz := fabric.GRHBytes + creditBytes
+	sz := fabric.GRHBytes + creditAckBytes
 	_, err := e.cqp.PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(e.crecvOff+slot*sz, sz)}})
 	return err
+}
+
+// creditLen is the size of this endpoint's credit messages: with loss
+// recovery they carry the acknowledgement too.
+func (e *sqsr) creditLen() int {
+	if e.cfg.Recover {
+		return creditAckBytes
+	}
+	return creditBytes
 }
 
 // drainCredit applies every credit message that has arrived.
@@ -323,7 +335,7 @@ func (e *sqsr) drainCredit(th fabric.Thread) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sz := fabric.GRHBytes + creditBytes
+	sz := fabric.GRHBytes + creditAckBytes
 	for _, wc := range e.wcs[:n] {
 		if wc.Status != fabric.StatusSuccess {
 			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
@@ -331,7 +343,7 @@ func (e *sqsr) drainCredit(th fabric.Thread) (int, error) {
 		slot := int(wc.ID)
 		m := e.mr.Bytes()[e.crecvOff+slot*sz+fabric.GRHBytes:]
 		src := int(binary.LittleEndian.Uint16(m[2:]))
-		if m[0] != creditMagic || src >= e.n || wc.Bytes != sz {
+		if m[0] != creditMagic || src >= e.n || wc.Bytes != fabric.GRHBytes+e.creditLen() {
 			return 0, fmt.Errorf("%w: credit message of %d bytes, magic %#x, source %d", ErrBadMessage, wc.Bytes, m[0], src)
 		}
 		e.cs[src].Update(binary.LittleEndian.Uint64(m[8:]))
@@ -662,7 +674,7 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	binary.LittleEndian.PutUint16(m[2:], uint16(e.me))
 	binary.LittleEndian.PutUint64(m[8:], v)
 	binary.LittleEndian.PutUint64(m[16:], e.counts[src].Contiguous()) // 0 without loss recovery
-	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, creditBytes), Flags: fabric.Inline,
+	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, e.creditLen()), Flags: fabric.Inline,
 		AH: e.ahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)
 	e.info.CreditWrites++

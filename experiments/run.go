@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -264,10 +265,6 @@ func Run(cfg RunConfig) (*Record, error) {
 	if cfg.Design == "qperf" {
 		return runQperf(cfg, prof)
 	}
-	groups, err := algos.NewGroups(cfg.Pattern, cfg.Nodes)
-	if err != nil {
-		return nil, err
-	}
 	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
 	if err != nil {
 		return nil, err
@@ -278,6 +275,73 @@ func Run(cfg RunConfig) (*Record, error) {
 			return nil, err
 		}
 	}
+	rec, err := shuffleOn(c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rec.Profile, rec.SimEvents, rec.QPCacheMiss = prof.Name, c.Events(), c.Stats().QPCacheMissRate()
+	if prof.Source() != "builtin" {
+		rec.Profile = "file:" + prof.Source()
+	}
+	return rec, nil
+}
+
+// RunOn runs one shuffle on a fabric built elsewhere, such as the
+// real-hardware backend (fabric/ibv): in one process for every node, or one
+// process per node, in which case every process runs its node and gets the
+// whole record (the nodes' results travel over the out-of-band channel).
+// cfg.Profile and cfg.Faults do not apply; the record's profile is
+// "hardware" for a backend other than the simulator.
+func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+	if len(f.Local()) == 0 {
+		return nil, fmt.Errorf("the fabric hosts no node in this process")
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = f.Size()
+	}
+	if cfg.Nodes != f.Size() {
+		return nil, fmt.Errorf("--nodes %d but the %s fabric has %d nodes", cfg.Nodes, f.Backend(), f.Size())
+	}
+	if cfg.Faults != (sim.Faults{}) {
+		return nil, fmt.Errorf("fault injection needs the simulator, not the %s backend", f.Backend())
+	}
+	if err := cfg.normalize(f.Local()[0].Cores()); err != nil {
+		return nil, err
+	}
+	if cfg.Design == "qperf" {
+		return nil, fmt.Errorf("the qperf baseline on hardware: run qperf itself, or explore bench alltoall_bw --backend %s", f.Backend())
+	}
+	rec, err := shuffleOn(f, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if f.Backend() != "sim" {
+		rec.Profile = "hardware"
+	}
+	return rec, nil
+}
+
+// nodeResult is what one node reports at the end of a shuffle, gathered
+// over the out-of-band channel so that every process can build the record.
+type nodeResult struct {
+	Sent, Got []algos.Tally
+	Corrupt   int
+	Setup     fabric.Duration
+	Resp      fabric.Duration
+	Info      algos.EndpointInfo
+	Meter     [5]fabric.Duration // sendIdle, sendTime, recvIdle, recvTime, release
+	PoolPeak  int64
+}
+
+// shuffleOn runs cfg (normalized) on f and builds the record.
+func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+	groups, err := algos.NewGroups(cfg.Pattern, cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c := f
+	var gathered [][]byte // every node's nodeResult, kept by this process's first node
+	firstLocal := f.Local()[0].ID()
 	shared := sharedEndpoint(cfg.Design)
 	n, t := cfg.Nodes, cfg.Threads
 	sent := make([][]algos.Tally, n)    // per sending node, per destination
@@ -455,19 +519,37 @@ func Run(cfg RunConfig) (*Record, error) {
 				return err
 			}
 		}
+		m := meters[me]
+		blob, err := json.Marshal(nodeResult{Sent: sent[me], Got: got[me], Corrupt: corrupt[me], Setup: setup[me], Resp: resp[me],
+			Info: infos[me], Meter: [5]fabric.Duration{m.sendIdle, m.sendTime, m.recvIdle, m.recvTime, m.release}, PoolPeak: poolPeak[me]})
+		if err != nil {
+			return err
+		}
+		all, err := th.Node().OOB().AllGather("results", blob)
+		if err != nil {
+			return err
+		}
+		if me == firstLocal {
+			gathered = all
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: "sim", Profile: prof.Name, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
+	// Every node's results, also those of nodes in other processes.
+	for j, blob := range gathered {
+		var r nodeResult
+		if err := json.Unmarshal(blob, &r); err != nil || len(r.Sent) != n || len(r.Got) != n {
+			return nil, fmt.Errorf("node %d reported malformed results (same version everywhere?): %v", j, err)
+		}
+		sent[j], got[j], corrupt[j], setup[j], resp[j], infos[j], poolPeak[j] = r.Sent, r.Got, r.Corrupt, r.Setup, r.Resp, r.Info, r.PoolPeak
+		meters[j] = nodeMeter{r.Meter[0], r.Meter[1], r.Meter[2], r.Meter[3], r.Meter[4]}
+	}
+	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: f.Backend(), Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
-		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, UDRecovery: cfg.UDRecovery, WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
-		QPCacheMiss: c.Stats().QPCacheMissRate()}
-	if prof.Source() != "builtin" {
-		rec.Profile = "file:" + prof.Source()
-	}
+		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, UDRecovery: cfg.UDRecovery, WallS: time.Since(t0).Seconds()}
 	rec.Integrity = integrity(sent, got, corrupt)
 	var recvBytes float64
 	var all nodeMeter
