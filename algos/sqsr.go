@@ -69,13 +69,13 @@ type retained struct {
 }
 
 const (
-	udQKey      = 0x5d5d0001
+	udQKey = 0x5d5d0001
 	// A credit message: magic, flags, source, pad, the absolute credit,
 	// and with loss recovery the cumulative acknowledgement.
 	creditBytes    = 16
 	creditAckBytes = 24
-	creditMagic = 0xc5
-	resendQuiet = 50 * fabric.Microsecond
+	creditMagic    = 0xc5
+	resendQuiet    = 50 * fabric.Microsecond
 )
 
 // OpenSQSR opens an SQ/SR endpoint on the calling thread's node; every node
