@@ -26,6 +26,9 @@ type Config struct {
 	// TimeLimit bounds a Run in simulated time; 0 means 100 simulated
 	// seconds. A run that reaches it fails with fabric.ErrTimeLimit.
 	TimeLimit fabric.Duration
+	// NoCheck turns the verbs-usage checker off (checker.go). It is on by
+	// default: it only observes, so it changes no result.
+	NoCheck bool
 }
 
 // Cluster is a simulated InfiniBand cluster; it implements fabric.Fabric.
@@ -58,6 +61,9 @@ type Cluster struct {
 	pktID    uint64
 	stats    Stats
 	oob      oobState
+
+	inj *injector // the fault plan (faultplan.go), nil without one
+	chk *checker  // the verbs-usage checker (checker.go), nil when off
 }
 
 var _ fabric.Fabric = (*Cluster)(nil)
@@ -86,6 +92,9 @@ func New(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037}
 	c.q.scale(cfg.Nodes)
 	c.net = newNetwork(c)
+	if !cfg.NoCheck {
+		c.chk = newChecker(c)
+	}
 	for i := 0; i < cfg.Nodes; i++ {
 		c.nodes = append(c.nodes, newNode(c, i))
 	}

@@ -14,12 +14,13 @@ type node struct {
 	nic      *nic
 	dev      *device
 	oobCalls int
+	crashAt  fabric.Time // when a fault plan crashes the node (Forever: never)
 }
 
 var _ fabric.Node = (*node)(nil)
 
 func newNode(c *Cluster, id int) *node {
-	n := &node{c: c, id: id}
+	n := &node{c: c, id: id, crashAt: fabric.Forever}
 	n.nic = newNIC(c, n)
 	n.dev = &device{c: c, n: n}
 	return n

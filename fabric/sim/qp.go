@@ -21,6 +21,7 @@ type sqe struct {
 	procAt  fabric.Time // when the NIC has processed this request
 	destN   int         // UD: destination node
 	destQPN uint32      // UD: destination QPN
+	ck      ckState     // the verbs-usage checker's record (checker.go)
 }
 
 // rqe is a receive-queue entry.
@@ -29,6 +30,7 @@ type rqe struct {
 	mr  *mr
 	buf []byte
 	bad bool
+	ck  ckState // the verbs-usage checker's record (checker.go)
 }
 
 // readCtx is an RDMA Read the responder is answering.
@@ -56,6 +58,7 @@ type qp struct {
 	mtu       int
 	destroyed bool
 	inReady   bool
+	unsig     int // unsignaled sends posted since the last signaled one (checker)
 
 	// Performance model.
 	cache   cacheLink   // membership in the NIC's context cache
@@ -156,6 +159,10 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	q := &qp{c: c, nic: n, pd: p, qpn: uint32(qpnBase + len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
 		sq: make([]sqe, caps.MaxSendWR), rq: make([]rqe, caps.MaxRecvWR), mtu: c.prof.Link.MTU}
 	n.qps = append(n.qps, q)
+	if ch := c.chk; ch != nil {
+		ch.attach(scq, caps.MaxSendWR, q, "send")
+		ch.attach(rcq, caps.MaxRecvWR, q, "receive")
+	}
 	p.users++
 	scq.users++
 	rcq.users++
@@ -176,6 +183,12 @@ func (q *qp) Destroy() error {
 	q.c.enter(0)
 	if q.destroyed {
 		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
+	}
+	if ch := q.c.chk; ch != nil {
+		ch.dropAll(q)
+		q.sqFree, q.rqFree = q.sqTail, q.rqTail
+		q.scq.attached -= q.caps.MaxSendWR
+		q.rcq.attached -= q.caps.MaxRecvWR
 	}
 	q.destroyed = true
 	q.nic.cache.evict(q)
@@ -264,6 +277,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		}
 		q.nextPSN = a.SendPSN & psnMask
 		q.retries, q.rnrRetries = int(a.RetryCnt), int(a.RNRRetry)
+		c.rtsAttr(q)
 	default:
 		return fmt.Errorf("%w: unknown state %v", fabric.ErrInvalidArg, to)
 	}
@@ -277,6 +291,9 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 // qp), so doorbells, transmit completions and CQ entries of the old
 // connection stay harmless.
 func (q *qp) reset() {
+	if ch := q.c.chk; ch != nil {
+		ch.dropAll(q)
+	}
 	q.state = fabric.StateReset
 	q.nic.cache.evict(q)
 	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0
@@ -289,6 +306,13 @@ func (q *qp) reset() {
 // release frees the slots of the send (or receive) queue before free: a
 // completion that covers them has been polled (or lost to a CQ overrun).
 func (q *qp) release(free uint64, recv bool) {
+	if ch := q.c.chk; ch != nil {
+		if recv && free > q.rqFree {
+			ch.release(q, q.rqFree, free, true)
+		} else if !recv && free > q.sqFree {
+			ch.release(q, q.sqFree, free, false)
+		}
+	}
 	if recv {
 		q.rqFree = max(q.rqFree, free)
 	} else {
@@ -332,6 +356,9 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 
 func (q *qp) postOne(wr *fabric.SendWR) error {
 	if q.sqTail-q.sqFree >= uint64(len(q.sq)) {
+		if ch := q.c.chk; ch != nil {
+			ch.notice(QueueFull, q.nic.node.id, "PostSend", q.String(), fmt.Sprintf("PostSend on %v with all %d send slots taken (rejected: ErrQueueFull)", q, len(q.sq)))
+		}
 		return fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
 			fabric.ErrQueueFull, q, len(q.sq))
 	}
@@ -396,6 +423,9 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 		e.psn = q.nextPSN
 		q.nextPSN = (q.nextPSN + uint32(e.npkts)) & psnMask
 	}
+	if ch := q.c.chk; ch != nil {
+		ch.sendPosted(q, &e)
+	}
 	q.sq[q.sqTail%uint64(len(q.sq))] = e
 	q.sqTail++
 	return nil
@@ -414,11 +444,17 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	defer c.release(&q.recvLk)
 	for i := range wrs {
 		if q.rqTail-q.rqFree >= uint64(len(q.rq)) {
+			if ch := c.chk; ch != nil {
+				ch.notice(QueueFull, q.nic.node.id, "PostRecv", q.String(), fmt.Sprintf("PostRecv on %v with all %d receive slots taken (rejected: ErrQueueFull)", q, len(q.rq)))
+			}
 			return i, fmt.Errorf("%w: %v receive queue holds %d buffers; a receive's slot is free again once its completion has been polled",
 				fabric.ErrQueueFull, q, len(q.rq))
 		}
 		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		q.rq[q.rqTail%uint64(len(q.rq))] = rqe{id: wrs[i].ID, mr: m, buf: buf, bad: !ok}
+		if ch := c.chk; ch != nil {
+			ch.recvPosted(q, &q.rq[q.rqTail%uint64(len(q.rq))])
+		}
 		q.rqTail++
 		if th := c.cur; th != nil {
 			th.Busy(ns(c.prof.Host.PostRecvNS))

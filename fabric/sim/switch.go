@@ -182,6 +182,16 @@ func (n *network) forward(p *packet, o, b int) {
 			dup = true
 		}
 	}
+	var delay fabric.Duration
+	if in := c.inj; in != nil {
+		lost, d, dl := in.verdict(c, p, c.now)
+		if lost {
+			c.stats.PacketsLost++
+			c.freePacket(p)
+			return
+		}
+		dup, delay = dup || d, dl
+	}
 	if dn.faults.any() {
 		if n.lossy(dn, p) {
 			return
@@ -201,6 +211,15 @@ func (n *network) forward(p *packet, o, b int) {
 	out.cr.take(b)
 	out.cr.give(nc.rxFree.Add(n.prop), b)
 	deliver := max(start.Add(svc), arrive.Add(n.rxLat))
+	if delay > 0 { // a plan's reordering: overtaken by later packets
+		c.stats.PacketsReordered++
+		c.schedule(deliver.Add(delay), n, evDeliver, p)
+		if dup {
+			c.stats.PacketsDuplicated++
+			c.schedule(deliver.Add(delay+ser), n, evDeliver, c.clonePacket(p))
+		}
+		return
+	}
 	if dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
 		d := dn.faults.ReorderDelay
 		if d == 0 {

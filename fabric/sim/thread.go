@@ -188,6 +188,9 @@ func (th *thread) syncTo(at fabric.Time) {
 		if !ok || next > at {
 			c.now = at
 			th.local = at
+			if at >= th.node.crashAt {
+				th.freeze()
+			}
 			return
 		}
 		w, stop := c.step()
@@ -207,6 +210,9 @@ func (th *thread) syncTo(at fabric.Time) {
 		th.loop()
 	}
 	th.local = c.now
+	if th.local >= th.node.crashAt {
+		th.freeze()
+	}
 }
 
 // park blocks the thread until something schedules its wake event.

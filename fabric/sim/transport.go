@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
@@ -170,6 +171,9 @@ func (q *qp) nextPacket() *packet {
 	if p.op != pReadReq {
 		off := q.txPkt * q.mtu
 		p.n = min(q.mtu, e.length-off)
+		if ch := q.c.chk; ch != nil && q.txPkt == 0 {
+			ch.sendRead(q, e)
+		}
 		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
 		p.noDMA, p.dataAt = e.wr.Flags&fabric.Inline != 0, e.procAt
 		if p.last && e.wr.Op.HasImm() {
@@ -281,6 +285,9 @@ func (q *qp) flushRecvs() {
 
 // recvDone completes msgRQE, the receive taken for the current message.
 func (q *qp) recvDone(wc fabric.WC) {
+	if ch := q.c.chk; ch != nil {
+		ch.recvFilled(q, q.msgIdx)
+	}
 	wc.QPN = q.qpn
 	q.rcq.push(wc, q, q.msgIdx+1, true)
 	q.msgRecv = false
@@ -490,15 +497,21 @@ func (q *qp) takeRecv(p *packet) bool {
 	if q.msgRecv && q.typ == fabric.UC {
 		return true // the receive of a message lost in transit, used again
 	}
-	if q.rqHead == q.rqTail {
+	if q.noRecv() {
 		// Like a sequence NAK, one per episode: the packets behind this
 		// one are dropped silently until it is retried, so that no
 		// sequence NAK replaces this one before it leaves.
 		q.nakSent = true
 		q.nak(nakRNR, p.psn)
+		if ch := q.c.chk; ch != nil {
+			ch.report(RNRNak, q.nic.node.id, nil, "receive", q.String(), fmt.Sprintf("a %v message from node %d found no receive posted on %v (RNR NAK)", p.op, p.src, q))
+		}
 		return false
 	}
 	q.msgRQE, q.msgIdx, q.msgRecv = q.rq[q.rqHead%uint64(len(q.rq))], q.rqHead, true
+	if ch := q.c.chk; ch != nil {
+		ch.recvFilling(q, &q.rq[q.rqHead%uint64(len(q.rq))])
+	}
 	q.rqHead++
 	if q.msgRQE.bad {
 		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
@@ -566,7 +579,7 @@ func (q *qp) rcReceive(p *packet) {
 // reliable selects RC behaviour (NAKs) over UC (silent drops).
 func (q *qp) deliverSend(p *packet, reliable bool) bool {
 	if p.first {
-		if !reliable && !q.msgRecv && q.rqHead == q.rqTail {
+		if !reliable && !q.msgRecv && q.noRecv() {
 			q.c.stats.UCDrops++
 			q.dropMsg = true
 			return false
@@ -614,6 +627,9 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 			}
 			return false
 		}
+		if ch := q.c.chk; ch != nil && m != nil {
+			ch.remoteWrite(q, m, buf, p)
+		}
 		q.msgMR, q.msgBuf, q.msgOff, q.inMsg = m, buf, 0, true
 	} else if !q.inMsg {
 		return false
@@ -625,7 +641,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.last && p.hasImm {
-		if !reliable && !q.msgRecv && q.rqHead == q.rqTail {
+		if !reliable && !q.msgRecv && q.noRecv() {
 			q.c.stats.UCDrops++
 			q.inMsg = false
 			return false
@@ -703,11 +719,15 @@ func (q *qp) udReceive(p *packet) {
 	if q.state != fabric.StateRTR && q.state != fabric.StateRTS {
 		return
 	}
-	if q.rqHead == q.rqTail {
+	if q.noRecv() {
 		q.c.stats.UDDropsNoRecv++
+		if ch := q.c.chk; ch != nil {
+			ch.report(NoRecvDrop, q.nic.node.id, nil, "receive", q.String(), fmt.Sprintf("a UD message from node %d QP %#x found no receive posted on %v and was dropped", p.src, p.srcQPN, q))
+		}
 		return
 	}
-	e := q.rq[q.rqHead%uint64(len(q.rq))]
+	idx := q.rqHead
+	e := q.rq[idx%uint64(len(q.rq))]
 	q.rqHead++
 	wc := fabric.WC{ID: e.id, Op: fabric.OpRecv, QPN: q.qpn, SrcQP: p.srcQPN, SrcLID: p.srcLID}
 	switch {
@@ -716,8 +736,14 @@ func (q *qp) udReceive(p *packet) {
 	case len(e.buf) < fabric.GRHBytes+p.n:
 		wc.Status = fabric.StatusLocalLength
 	default:
+		if ch := q.c.chk; ch != nil {
+			ch.recvFilling(q, &q.rq[idx%uint64(len(q.rq))])
+		}
 		writeGRH(e.buf[:fabric.GRHBytes], p)
 		p.storePayload(e.buf[fabric.GRHBytes:])
+		if ch := q.c.chk; ch != nil {
+			ch.recvFilled(q, idx)
+		}
 		e.mr.signal()
 		wc.Bytes = fabric.GRHBytes + p.n
 		wc.Imm, wc.HasImm = p.imm, p.hasImm

@@ -23,7 +23,11 @@ func (d *device) Attr() fabric.DeviceAttr {
 
 func (d *device) AllocPD() (fabric.PD, error) {
 	d.c.enter(0)
-	return &pd{c: d.c, nic: d.n.nic}, nil
+	p := &pd{c: d.c, nic: d.n.nic}
+	if ch := d.c.chk; ch != nil {
+		ch.objs = append(ch.objs, p)
+	}
+	return p, nil
 }
 
 func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
@@ -31,7 +35,11 @@ func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 	if depth < 1 || depth > d.c.prof.NIC.MaxCQE {
 		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d (nic.max_cqe)", fabric.ErrLimit, depth, d.c.prof.NIC.MaxCQE)
 	}
-	return &cq{sigbase: sigbase{c: d.c, isCQ: true}, nic: d.n.nic, depth: depth}, nil
+	q := &cq{sigbase: sigbase{c: d.c, isCQ: true}, nic: d.n.nic, depth: depth}
+	if ch := d.c.chk; ch != nil {
+		ch.objs = append(ch.objs, q)
+	}
+	return q, nil
 }
 
 // pd implements fabric.PD.
@@ -72,7 +80,11 @@ func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 		return nil, err
 	}
 	p.users++
-	return &ah{pd: p, dest: dest, node: n}, nil
+	a := &ah{pd: p, dest: dest, node: n}
+	if ch := p.c.chk; ch != nil {
+		ch.objs = append(ch.objs, a)
+	}
+	return a, nil
 }
 
 func (p *pd) Dealloc() error {
@@ -98,7 +110,10 @@ type mr struct {
 	buf    []byte
 	access fabric.Access
 	dead   bool
-	busy   int // outstanding work requests naming this region
+	busy   int // outstanding work requests naming this region (counted by the checker)
+	// Byte ranges posted as receives, sorted, and the longest (checker).
+	recvs   []recvRange
+	recvMax uint64
 }
 
 func (m *mr) Bytes() []byte  { return m.buf }
@@ -127,6 +142,9 @@ func (m *mr) Dereg() error {
 	if m.dead {
 		return fmt.Errorf("%w: memory region %#x deregistered twice", fabric.ErrClosed, m.key)
 	}
+	if ch := m.c.chk; ch != nil {
+		ch.dereg(m)
+	}
 	m.dead = true
 	m.pd.users--
 	m.nic.mrs[m.key>>8-1] = nil
@@ -146,6 +164,10 @@ type cq struct {
 	lost    int64
 	dead    bool
 	users   int
+	// Entries of the queues attached (checker), and whether their excess
+	// over depth was reported.
+	attached int
+	warned   bool
 }
 
 func (q *cq) Depth() int { return q.depth }
@@ -174,6 +196,9 @@ func (q *cq) push(wc fabric.WC, qp *qp, free uint64, recv bool) {
 		q.overrun = true
 		q.lost++
 		q.c.stats.CQOverruns++
+		if ch := q.c.chk; ch != nil {
+			ch.report(CQOverrun, q.nic.node.id, nil, "completion", q.String(), fmt.Sprintf("a completion of %v was lost: %v full", qp, q))
+		}
 		qp.release(free, recv) // the completion is lost; do not wedge the queue pair too
 		q.signal()
 		return

@@ -1,0 +1,429 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sort"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// The verbs-usage checker watches how threads use the verbs and records
+// hazards that real hardware would punish silently (Config.NoCheck turns it
+// off). It only observes: no simulated time, event or result depends on it.
+//
+// CPU writes are plain Go slice writes and cannot be trapped, so buffer
+// ownership is checked with checksums: a send's bytes are summed when it is
+// posted and checked again when the NIC reads them (the first packet's DMA)
+// and when its completion is polled; a receive buffer is summed when
+// posted, checked when the NIC first writes into it, summed again once the
+// NIC has written the message, and checked when the completion is polled.
+// A mismatch means the CPU changed bytes the NIC owned. In size-only mode
+// only the head and tail windows the NIC moves are summed.
+
+// FindingKind names a kind of verbs-usage finding.
+type FindingKind uint8
+
+// Kinds of findings. Hazards (Finding.Hazard) are contract violations;
+// the others are counted for information.
+const (
+	SendBufferModified  FindingKind = iota + 1 // a send's buffer changed between post and completion
+	RecvBufferModified                         // the CPU wrote into a buffer posted as a receive
+	WriteIntoPostedRecv                        // an RDMA Write landed in a buffer posted as a receive
+	DeregBusy                                  // a memory region deregistered while requests name it
+	UnsignaledWrap                             // a send queue filled with unsignaled requests: nothing can free it
+	CQCanOverflow                              // a CQ shallower than the queues attached to it
+	QueueFull                                  // a post beyond the queue's depth (rejected with ErrQueueFull)
+	NoRecvDrop                                 // a UD message found no posted receive and was dropped
+	RNRNak                                     // an RC message found no posted receive (RNR NAK)
+	CQOverrun                                  // a completion was lost to a full CQ
+	StillOpen                                  // an object still open at the end of a run (OpenObjects)
+)
+
+var findingNames = [...]string{"?", "send buffer modified before completion", "receive buffer modified while posted",
+	"RDMA Write into a posted receive buffer", "memory deregistered with work outstanding",
+	"unsignaled sends fill the send queue", "CQ can overflow", "post beyond queue depth",
+	"UD send hit no posted receive", "RC send hit no posted receive (RNR)", "CQ overrun", "still open"}
+
+func (k FindingKind) String() string {
+	if int(k) < len(findingNames) {
+		return findingNames[k]
+	}
+	return fmt.Sprintf("FindingKind(%d)", uint8(k))
+}
+
+// Hazard reports whether findings of this kind violate the verbs contract.
+func (k FindingKind) Hazard() bool {
+	switch k {
+	case SendBufferModified, RecvBufferModified, WriteIntoPostedRecv, DeregBusy, UnsignaledWrap, StillOpen:
+		return true
+	}
+	return false
+}
+
+// Finding is one verbs-usage finding, merged with its repetitions (same
+// kind, node, thread, operation and object).
+type Finding struct {
+	Kind   FindingKind
+	Node   int
+	Thread string // the thread that made the call or posted the request ("driver" outside threads)
+	Op     string // the operation: PostSend, PostRecv, Dereg, CreateQP, ...
+	Detail string // what and where, from the first occurrence
+	At     fabric.Time
+	Count  int64
+}
+
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s: node %d, thread %s, %s: %s", f.Kind, f.Node, f.Thread, f.Op, f.Detail)
+	if f.Count > 1 {
+		s += fmt.Sprintf(" (%d times)", f.Count)
+	}
+	return s
+}
+
+// ErrVerbsUsage is wrapped by CheckError.
+var ErrVerbsUsage = errors.New("sim: verbs-usage checker")
+
+type checker struct {
+	c        *Cluster
+	findings []Finding
+	index    map[string]int
+	objs     []openable // every PD, CQ and AH created (QPs and MRs are on their NICs)
+	payload  bool
+}
+
+type openable interface{ openDesc() (string, bool) }
+
+const maxFindings = 1000
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func newChecker(c *Cluster) *checker {
+	return &checker{c: c, index: map[string]int{}, payload: !c.cfg.SizeOnly}
+}
+
+func threadName(th *thread) string {
+	if th == nil {
+		return "driver"
+	}
+	return th.name
+}
+
+// report records a finding; object distinguishes findings of one kind by
+// the object they concern (merged otherwise).
+func (ch *checker) report(k FindingKind, node int, th *thread, op, object, detail string) {
+	key := fmt.Sprintf("%d|%d|%s|%s|%s", k, node, threadName(th), op, object)
+	if i, ok := ch.index[key]; ok {
+		ch.findings[i].Count++
+		return
+	}
+	if len(ch.findings) >= maxFindings {
+		return
+	}
+	ch.index[key] = len(ch.findings)
+	ch.findings = append(ch.findings, Finding{Kind: k, Node: node, Thread: threadName(th), Op: op, Detail: detail, At: ch.c.now, Count: 1})
+}
+
+// sum is the checksum of the bytes of b the NIC moves.
+func (ch *checker) sum(b []byte) uint32 {
+	if ch.payload || len(b) <= 2*fabric.SizeOnlyWindow {
+		return crc32.Checksum(b, crcTable)
+	}
+	w := fabric.SizeOnlyWindow
+	return crc32.Update(crc32.Checksum(b[:w], crcTable), crcTable, b[len(b)-w:])
+}
+
+// ckState is what the checker keeps per posted request.
+type ckState struct {
+	on     bool
+	sum    uint32
+	buf    []byte
+	mr     *mr
+	poster *thread
+}
+
+func (m *mr) where(b []byte) string {
+	if len(b) == 0 || len(m.buf) == 0 {
+		return fmt.Sprintf("MR %#x", m.key)
+	}
+	off := cap(m.buf) - cap(b)
+	return fmt.Sprintf("MR %#x bytes [%d, %d)", m.key, off, off+len(b))
+}
+
+// sendPosted runs as PostSend accepts e.
+func (ch *checker) sendPosted(q *qp, e *sqe) {
+	if e.wr.Flags&fabric.Signaled != 0 {
+		q.unsig = 0
+	} else if q.unsig++; q.unsig >= len(q.sq) {
+		ch.report(UnsignaledWrap, q.nic.node.id, ch.c.cur, "PostSend", q.String(),
+			fmt.Sprintf("%d unsignaled requests in a row on %v, whose send queue holds %d: no completion can free their slots (signal one every fewer than %d)",
+				q.unsig, q, len(q.sq), len(q.sq)))
+	}
+	if e.mr == nil || e.bad != fabric.StatusSuccess || e.wr.Flags&fabric.Inline != 0 || e.length == 0 {
+		return
+	}
+	e.mr.busy++
+	e.ck = ckState{on: e.wr.Op != fabric.OpRead, buf: e.buf, mr: e.mr, poster: ch.c.cur}
+	if e.ck.on {
+		e.ck.sum = ch.sum(e.buf)
+	}
+}
+
+// sendRead runs as the NIC fetches the first packet of e.
+func (ch *checker) sendRead(q *qp, e *sqe) {
+	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
+		ch.sendModified(q, e, "when the NIC read it")
+		e.ck.on = false // reported once
+	}
+}
+
+func (ch *checker) sendModified(q *qp, e *sqe, when string) {
+	ch.report(SendBufferModified, q.nic.node.id, e.ck.poster, "PostSend", e.ck.mr.where(e.ck.buf),
+		fmt.Sprintf("%v wr_id %#x on %v: %s changed after the post, detected %s; a send's buffer belongs to the NIC until its completion is polled",
+			e.wr.Op, e.wr.ID, q, e.ck.mr.where(e.ck.buf), when))
+}
+
+// sendReleased runs as polling frees e's slot.
+func (ch *checker) sendReleased(q *qp, e *sqe) {
+	if e.ck.mr == nil {
+		return
+	}
+	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
+		ch.sendModified(q, e, fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur)))
+	}
+	e.ck.mr.busy--
+	e.ck = ckState{}
+}
+
+// recvPosted runs as PostRecv accepts e.
+func (ch *checker) recvPosted(q *qp, e *rqe) {
+	if e.mr == nil || e.bad || len(e.buf) == 0 {
+		return
+	}
+	e.mr.busy++
+	e.mr.addRecv(e.buf)
+	e.ck = ckState{on: true, buf: e.buf, mr: e.mr, poster: ch.c.cur, sum: ch.sum(e.buf)}
+}
+
+// recvFilling runs as the NIC starts writing a message into e.
+func (ch *checker) recvFilling(q *qp, e *rqe) {
+	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
+		ch.recvModified(q, e, "when a message arrived")
+	}
+}
+
+// recvFilled runs once the NIC has written e (ring entry idx).
+func (ch *checker) recvFilled(q *qp, idx uint64) {
+	e := &q.rq[idx%uint64(len(q.rq))]
+	if e.ck.on {
+		e.ck.sum = ch.sum(e.ck.buf)
+	}
+}
+
+func (ch *checker) recvModified(q *qp, e *rqe, when string) {
+	ch.report(RecvBufferModified, q.nic.node.id, e.ck.poster, "PostRecv", e.ck.mr.where(e.ck.buf),
+		fmt.Sprintf("receive wr_id %#x on %v: %s written by the CPU while posted, detected %s; a receive buffer belongs to the NIC until its completion is polled",
+			e.id, q, e.ck.mr.where(e.ck.buf), when))
+	e.ck.on = false
+}
+
+// recvReleased runs as polling frees e's slot.
+func (ch *checker) recvReleased(q *qp, e *rqe) {
+	if e.ck.mr == nil {
+		return
+	}
+	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
+		ch.recvModified(q, e, fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur)))
+	}
+	e.ck.mr.busy--
+	e.ck.mr.removeRecv(e.ck.buf)
+	e.ck = ckState{}
+}
+
+// release runs the checks of the slots q's release frees.
+func (ch *checker) release(q *qp, from, to uint64, recv bool) {
+	if recv {
+		for i := from; i < to; i++ {
+			ch.recvReleased(q, &q.rq[i%uint64(len(q.rq))])
+		}
+		return
+	}
+	for i := from; i < to; i++ {
+		ch.sendReleased(q, &q.sq[i%uint64(len(q.sq))])
+	}
+}
+
+// dropAll forgets q's outstanding requests (reset or destroy), without
+// checksum checks: the requests are discarded.
+func (ch *checker) dropAll(q *qp) {
+	for i := q.sqFree; i < q.sqTail; i++ {
+		if e := &q.sq[i%uint64(len(q.sq))]; e.ck.mr != nil {
+			e.ck.mr.busy--
+			e.ck = ckState{}
+		}
+	}
+	for i := q.rqFree; i < q.rqTail; i++ {
+		if e := &q.rq[i%uint64(len(q.rq))]; e.ck.mr != nil {
+			e.ck.mr.busy--
+			e.ck.mr.removeRecv(e.ck.buf)
+			e.ck = ckState{}
+		}
+	}
+}
+
+// remoteWrite runs as an RDMA Write starts landing in buf of m.
+func (ch *checker) remoteWrite(q *qp, m *mr, buf []byte, p *packet) {
+	if len(m.recvs) == 0 || len(buf) == 0 {
+		return
+	}
+	lo := uint64(cap(m.buf) - cap(buf))
+	hi := lo + uint64(len(buf))
+	if r, ok := m.overlapRecv(lo, hi); ok {
+		ch.report(WriteIntoPostedRecv, q.nic.node.id, nil, "RDMA Write", fmt.Sprintf("MR %#x", m.key),
+			fmt.Sprintf("an RDMA Write from node %d (QP %#x) into MR %#x bytes [%d, %d) overlaps bytes [%d, %d) posted as a receive",
+				p.src, p.srcQPN, m.key, lo, hi, r.lo, r.hi))
+	}
+}
+
+// recvRange is a byte range of a region posted as receive buffers.
+type recvRange struct {
+	lo, hi uint64
+	n      int
+}
+
+func (m *mr) addRecv(b []byte) {
+	lo := uint64(cap(m.buf) - cap(b))
+	hi := lo + uint64(len(b))
+	i := sort.Search(len(m.recvs), func(i int) bool {
+		r := m.recvs[i]
+		return r.lo > lo || r.lo == lo && r.hi >= hi
+	})
+	if i < len(m.recvs) && m.recvs[i].lo == lo && m.recvs[i].hi == hi {
+		m.recvs[i].n++
+		return
+	}
+	m.recvs = append(m.recvs, recvRange{})
+	copy(m.recvs[i+1:], m.recvs[i:])
+	m.recvs[i] = recvRange{lo, hi, 1}
+	m.recvMax = max(m.recvMax, hi-lo)
+}
+
+func (m *mr) removeRecv(b []byte) {
+	lo := uint64(cap(m.buf) - cap(b))
+	hi := lo + uint64(len(b))
+	i := sort.Search(len(m.recvs), func(i int) bool {
+		r := m.recvs[i]
+		return r.lo > lo || r.lo == lo && r.hi >= hi
+	})
+	if i < len(m.recvs) && m.recvs[i].lo == lo && m.recvs[i].hi == hi {
+		if m.recvs[i].n--; m.recvs[i].n == 0 {
+			m.recvs = append(m.recvs[:i], m.recvs[i+1:]...)
+		}
+	}
+}
+
+// overlapRecv finds a posted receive range overlapping [lo, hi).
+func (m *mr) overlapRecv(lo, hi uint64) (recvRange, bool) {
+	start := uint64(0)
+	if lo > m.recvMax {
+		start = lo - m.recvMax
+	}
+	i := sort.Search(len(m.recvs), func(i int) bool { return m.recvs[i].lo >= start })
+	for ; i < len(m.recvs) && m.recvs[i].lo < hi; i++ {
+		if m.recvs[i].hi > lo {
+			return m.recvs[i], true
+		}
+	}
+	return recvRange{}, false
+}
+
+// attach accounts for a queue of depth entries whose completions go to q.
+func (ch *checker) attach(q *cq, entries int, qp *qp, which string) {
+	q.attached += entries
+	if q.attached > q.depth && !q.warned {
+		q.warned = true
+		ch.report(CQCanOverflow, q.nic.node.id, ch.c.cur, "CreateQP", q.String(),
+			fmt.Sprintf("CQ of depth %d now serves queues of %d entries in all (the %s queue of %v adds %d): if they all complete unpolled, completions are lost",
+				q.depth, q.attached, which, qp, entries))
+	}
+}
+
+func (ch *checker) dereg(m *mr) {
+	if m.busy > 0 {
+		ch.report(DeregBusy, m.nic.node.id, ch.c.cur, "Dereg", fmt.Sprintf("MR %#x", m.key),
+			fmt.Sprintf("MR %#x deregistered while %d posted work requests name it (the NIC may still read or write it)", m.key, m.busy))
+	}
+}
+
+func (ch *checker) notice(k FindingKind, node int, op, object, detail string) {
+	ch.report(k, node, ch.c.cur, op, object, detail)
+}
+
+func (p *pd) openDesc() (string, bool) {
+	return fmt.Sprintf("PD on node %d (%d objects in it)", p.nic.node.id, p.users), !p.dead
+}
+func (q *cq) openDesc() (string, bool) { return q.String(), !q.dead }
+func (a *ah) openDesc() (string, bool) {
+	return fmt.Sprintf("AH on node %d to LID %d", a.pd.nic.node.id, a.dest.LID), !a.dead
+}
+
+// Findings returns the checker's findings so far, in the order they first
+// occurred (nil when the checker is off).
+func (c *Cluster) Findings() []Finding {
+	if c.chk == nil {
+		return nil
+	}
+	return append([]Finding(nil), c.chk.findings...)
+}
+
+// CheckError returns an error wrapping ErrVerbsUsage that lists the
+// hazards found so far, or nil when there are none (or the checker is off).
+func (c *Cluster) CheckError() error {
+	var hz []string
+	for _, f := range c.Findings() {
+		if f.Kind.Hazard() {
+			hz = append(hz, f.String())
+		}
+	}
+	if len(hz) == 0 {
+		return nil
+	}
+	more := ""
+	if len(hz) > 5 {
+		more = fmt.Sprintf("; and %d more", len(hz)-5)
+		hz = hz[:5]
+	}
+	return fmt.Errorf("%w: %d hazards: %s%s", ErrVerbsUsage, len(hz), strings.Join(hz, "; "), more)
+}
+
+// OpenObjects lists every PD, MR, CQ, QP and AH not yet freed, node by
+// node, and records each as a StillOpen finding (the checker tracks PDs,
+// CQs and AHs only while it is on).
+func (c *Cluster) OpenObjects() []string {
+	var out []string
+	for _, n := range c.nodes {
+		for _, q := range n.nic.qps {
+			if q != nil && !q.destroyed {
+				out = append(out, q.String())
+			}
+		}
+		for _, m := range n.nic.mrs {
+			if m != nil && !m.dead {
+				out = append(out, fmt.Sprintf("%v, %d bytes", m, len(m.buf)))
+			}
+		}
+	}
+	if c.chk != nil {
+		for _, o := range c.chk.objs {
+			if d, open := o.openDesc(); open {
+				out = append(out, d)
+			}
+		}
+		for _, s := range out {
+			c.chk.report(StillOpen, -1, nil, "end of run", s, s+" was never freed")
+		}
+	}
+	return out
+}
