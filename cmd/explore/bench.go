@@ -26,7 +26,7 @@ type benchFlags struct {
 	all      bool
 	sweepQPs bool
 	payload  bool
-	backend  string
+	hw       hwFlags
 }
 
 func benchCmd() *cobra.Command {
@@ -83,7 +83,7 @@ func addCommonFlags(cmd *cobra.Command, f *benchFlags) {
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the simulated run")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON record per line instead of a table")
 	fl.BoolVar(&f.payload, "payload", false, "move every payload byte (default: size-only, headers and trailers only)")
-	fl.StringVar(&f.backend, "backend", "sim", "backend: sim (ibv needs a build with -tags ibverbs)")
+	f.hw.register(fl)
 }
 
 func parseConn(s string) (fabric.QPType, error) {
@@ -107,14 +107,14 @@ type benchRow struct {
 }
 
 func runBench(w io.Writer, f *benchFlags) error {
-	if f.backend != "sim" {
-		return fmt.Errorf("--backend %q: only the simulator is available in this build (the ibverbs backend is built with -tags ibverbs)", f.backend)
-	}
 	conn, err := parseConn(f.conn)
 	if err != nil {
 		return err
 	}
 	f.cfg.Conn = conn
+	if f.hw.backend != "sim" {
+		return runHWBench(w, f)
+	}
 	prof, err := sim.LoadProfile(f.profile)
 	if err != nil {
 		return err
@@ -248,4 +248,38 @@ func profilesCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// runHWBench runs one benchmark on real hardware and prints this
+// process's measurements (in a job of one process per node, every process
+// prints what its node measured).
+func runHWBench(w io.Writer, f *benchFlags) error {
+	if f.all || f.sweepQPs {
+		return fmt.Errorf("-a and --sweep-qps run on the simulator only; on hardware run one size and QP count per invocation")
+	}
+	cfg := f.cfg
+	if err := cfg.Normalize(f.nodes); err != nil {
+		return err
+	}
+	fab, err := f.hw.open(f.nodes, fmt.Sprintf("bench %s %d %d %d", cfg.Test, cfg.Size, cfg.QPs, f.nodes))
+	if err != nil {
+		return err
+	}
+	defer fab.Close()
+	if fab.Size() != f.nodes {
+		return fmt.Errorf("--nodes %d but the job has %d nodes", f.nodes, fab.Size())
+	}
+	res, err := perftest.Run(fab, cfg)
+	if err != nil {
+		return err
+	}
+	res.Profile = "hardware"
+	if f.jsonOut {
+		return json.NewEncoder(w).Encode(res)
+	}
+	t := newTable(w)
+	t.Header("test", "#bytes", "#qps", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "t_typical[usec]")
+	t.Append(res.Test, fmt.Sprint(res.Bytes), fmt.Sprint(res.QPs), fmt.Sprint(res.Iterations), f2(res.BWPeakGbps), f2(res.BWAvgGbps),
+		fmt.Sprintf("%.3f", res.MsgRateMpps), f2(res.TTypicalUS))
+	return t.Render()
 }

@@ -70,3 +70,30 @@ func TestFigureBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateAndValidateOnTheSimulator runs both commands with the
+// simulator standing in for hardware, and checks their bad input.
+func TestCalibrateAndValidateOnTheSimulator(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "measured.yaml")
+	text, err := run(t, "calibrate", "--backend", "sim", "--target", "edr-cx4", "--base", "fdr-cx3", "--out", out)
+	if err != nil || !strings.Contains(text, "wrote "+out) {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	text, err = run(t, "validate", "--backend", "sim", "--target", "edr-cx4", "--profile", out, "--design", "MESQ/SR", "--bytes-per-node", "1048576")
+	if err != nil || !strings.Contains(text, "throughput per node") {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "--backend", "ibv"}, "--local"},
+		{[]string{"calibrate", "--base", "nope"}, "--base"},
+		{[]string{"validate", "--target", "nope"}, "--target"},
+	} {
+		if out, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v (%s), want %q", tc.args, err, out, tc.want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ func runCmd() *cobra.Command {
 	var timeoutMS float64
 	var notify string
 	var nodeCycles string
+	var hw hwFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -43,7 +44,17 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 			}
 			cfg.NodeCycles = cy
 			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
-			rec, err := experiments.Run(cfg)
+			var rec *experiments.Record
+			fab, err := hw.open(cfg.Nodes, fmt.Sprintf("run %s %s %d %d %d %d", cfg.Design, cfg.Pattern, cfg.Nodes, cfg.Threads, cfg.MsgBytes, cfg.Buffers))
+			if err != nil {
+				return err
+			}
+			if fab != nil {
+				defer fab.Close()
+				rec, err = experiments.RunOn(fab, cfg)
+			} else {
+				rec, err = experiments.Run(cfg)
+			}
 			if err != nil {
 				return err
 			}
@@ -80,6 +91,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	fl.BoolVar(&cfg.Payload, "payload", false, "move every byte and check tuple contents (default: size-only, checksums in headers)")
 	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest wait for progress, simulated milliseconds, before the run fails")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
+	hw.register(fl)
 	return cmd
 }
 

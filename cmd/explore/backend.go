@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
+)
+
+// hwFlags select the backend of a command: the simulator (default) or
+// real RDMA hardware through libibverbs (a build with -tags ibverbs; see
+// docs/hardware.md). With the hardware backend, --local runs every node in
+// this process over one device (the HCA loops the traffic back); without
+// it, this process is one node of a job whose layout comes from Slurm, an
+// MPI launcher or RDMASHUFFLE_PEERS/RDMASHUFFLE_RANK.
+type hwFlags struct {
+	backend   string
+	device    string
+	port, gid int
+	local     bool
+	timeLimit time.Duration
+}
+
+func (h *hwFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&h.backend, "backend", "sim", "sim (the simulator) or ibv (real RDMA hardware: a build with -tags ibverbs, docs/hardware.md)")
+	fl.StringVar(&h.device, "device", "", "ibv: the RDMA device (as ibv_devices prints it, e.g. mlx5_0); empty: the first")
+	fl.IntVar(&h.port, "port", 1, "ibv: the device port")
+	fl.IntVar(&h.gid, "gid-index", -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
+	fl.BoolVar(&h.local, "local", false, "ibv: run every node in this process over one device (otherwise one node per process)")
+	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv: fail a run that takes longer than this (wall clock)")
+}
+
+// open returns the hardware fabric, or nil for the simulator. signature
+// identifies the job, so that a process started with other settings is
+// reported by name.
+func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
+	switch h.backend {
+	case "sim":
+		return nil, nil
+	case "ibv":
+	default:
+		return nil, fmt.Errorf("--backend %q: choose sim or ibv", h.backend)
+	}
+	if !ibv.Available() {
+		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)
+	}
+	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, TimeLimit: h.timeLimit, Signature: signature}
+	if h.local {
+		return ibv.OpenLocalConfig(cfg, nodes)
+	}
+	return ibv.OpenConfig(cfg)
+}

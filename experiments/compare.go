@@ -1,0 +1,54 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Comparison is one metric of the same shuffle on a fabric and on the
+// model (the simulator with a profile).
+type Comparison struct {
+	Metric string  `json:"metric"`
+	Fabric float64 `json:"fabric"`
+	Model  float64 `json:"model"`
+	// RelErr is (model - fabric) / fabric; 0 when both are 0.
+	RelErr float64 `json:"rel_err"`
+}
+
+// CompareWithModel runs cfg on f (real hardware, typically) and on the
+// simulator with cfg.Profile, and reports each metric side by side: the
+// simulator-versus-hardware validation of the model.
+func CompareWithModel(f fabric.Fabric, cfg RunConfig) ([]Comparison, *Record, *Record, error) {
+	hw, err := RunOn(f, cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("on the %s fabric: %w", f.Backend(), err)
+	}
+	model, err := Run(cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("on the model: %w", err)
+	}
+	if hw.Integrity != "ok" || model.Integrity != "ok" {
+		return nil, hw, model, fmt.Errorf("integrity: %s on the fabric, %s on the model", hw.Integrity, model.Integrity)
+	}
+	var out []Comparison
+	add := func(name string, a, b float64) {
+		c := Comparison{Metric: name, Fabric: a, Model: b}
+		if a != 0 {
+			c.RelErr = (b - a) / math.Abs(a)
+		} else if b != 0 {
+			c.RelErr = math.Inf(1)
+		}
+		out = append(out, c)
+	}
+	add("throughput per node [GiB/s]", hw.ThroughputGiBs, model.ThroughputGiBs)
+	add("response [ms]", hw.ResponseS*1e3, model.ResponseS*1e3)
+	add("setup [ms]", hw.SetupMS, model.SetupMS)
+	add("sender idle [fraction]", hw.SenderIdle, model.SenderIdle)
+	add("receiver idle [fraction]", hw.ReceiverIdle, model.ReceiverIdle)
+	add("credit stalls", float64(hw.CreditStalls), float64(model.CreditStalls))
+	add("QPs per node", float64(hw.QPsPerNode), float64(model.QPsPerNode))
+	add("registered per node [MiB]", float64(hw.RegisteredPer)/(1<<20), float64(model.RegisteredPer)/(1<<20))
+	return out, hw, model, nil
+}
