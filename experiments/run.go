@@ -36,6 +36,16 @@ type RunConfig struct {
 	Timeout        fabric.Duration
 	// Faults on every link (seeded): for testing how designs behave.
 	Faults sim.Faults
+	// Plan is a fault schedule for the simulated cluster (package faults
+	// builds one from YAML or flags), ProfileOverride a change to the
+	// loaded profile (a schedule's context-cache thrashing, say), and
+	// TimeLimit bounds the run in simulated time (0: the simulator's
+	// default). Inspect, if set, sees the cluster once the run is over,
+	// whatever its outcome (fault counts, the checker's findings).
+	Plan            *sim.Plan
+	ProfileOverride func(*sim.Profile)
+	TimeLimit       fabric.Duration
+	Inspect         func(*sim.Cluster)
 	// Notify selects the MQ/WR notification variant (default poll-CQ).
 	Notify algos.Notify
 	// Adaptive makes registered buffers adaptive (seed 001 §6), from a
@@ -262,10 +272,16 @@ func Run(cfg RunConfig) (*Record, error) {
 	if err := cfg.normalize(prof.Host.Cores); err != nil {
 		return nil, err
 	}
+	if cfg.ProfileOverride != nil {
+		cfg.ProfileOverride(prof)
+		if err := prof.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Design == "qperf" {
 		return runQperf(cfg, prof)
 	}
-	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +291,24 @@ func Run(cfg RunConfig) (*Record, error) {
 			return nil, err
 		}
 	}
+	if err := c.SetPlan(cfg.Plan); err != nil {
+		return nil, err
+	}
+	if cfg.Inspect != nil {
+		defer cfg.Inspect(c)
+	}
 	rec, err := shuffleOn(c, cfg)
 	if err != nil {
+		if s := c.FaultSummary(); s != "" {
+			err = fmt.Errorf("%w [faults injected: %s]", err, s)
+		}
+		return nil, err
+	}
+	// The verbs-usage checker: no hazard, and nothing left open.
+	if open := c.OpenObjects(); len(open) > 0 {
+		return nil, fmt.Errorf("%w: %d objects still open at the end of the run: %s", sim.ErrVerbsUsage, len(open), strings.Join(open[:min(len(open), 5)], "; "))
+	}
+	if err := c.CheckError(); err != nil {
 		return nil, err
 	}
 	rec.Profile, rec.SimEvents, rec.QPCacheMiss = prof.Name, c.Events(), c.Stats().QPCacheMissRate()
