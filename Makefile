@@ -42,6 +42,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s ./fabric/sim/
 	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s ./algos/
 	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s ./experiments/
+	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s ./fabric/ibv/
 
 build:
 	$(GO) build -o bin/explore ./cmd/explore
