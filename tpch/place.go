@@ -96,16 +96,13 @@ func (fr Fragment) Lines(f func(l Line)) {
 	}
 }
 
-// LocalOrders calls f for the orders whose key modulo Nodes is Node, with
-// all their lineitems: the local-data layout, every table partitioned by
-// orderkey.
+// LocalOrders calls f for the orders whose rank (dense index; see rank)
+// modulo Nodes is Node, with all their lineitems: the local-data layout,
+// orders and lineitem partitioned by orderkey.
 func (fr Fragment) LocalOrders(f func(o Order, lines []Line)) {
 	var ls []Line
 	n := fr.G.Orders()
-	for i := int64(0); i < n; i++ {
-		if OrderKey(i)%int64(fr.Nodes) != int64(fr.Node) {
-			continue
-		}
+	for i := int64(fr.Node); i < n; i += int64(fr.Nodes) {
 		o := fr.G.Order(i)
 		ls = ls[:0]
 		for ln := range fr.G.LineCount(i) {
