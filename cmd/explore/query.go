@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/tpch"
+)
+
+// queryCmd is `explore query`: one TPC-H query over a design, or figure
+// 26 or 27 (docs/tpch.md).
+func queryCmd() *cobra.Command {
+	var cfg experiments.QueryConfig
+	var query, figure string
+	var jsonOut bool
+	var timeoutMS float64
+	var ff figureFlags
+	cmd := &cobra.Command{
+		Use:   "query",
+		Short: "Run TPC-H Q3, Q4 or Q10 over a shuffle design (or figure 26 or 27)",
+		Long: `query generates the TPC-H columns Q3, Q4 and Q10 touch at a scale factor, each row on
+a pseudo-random node, runs the query's distributed plan of seed 001 (broadcast where it
+moves fewer bytes, repartition by modulo elsewhere, hash joins on the receiving side)
+over one design on a simulated cluster, and prints the response time, the bytes
+shuffled per step and, with --payload, the answer, checked against a single-node
+evaluation of the same data. Without --payload the run is size-only: tuple counts and
+checksums travel in message headers, operator costs come from the CPU model, and no
+answer is computed. --design local runs Q4's local-data plan (no shuffle).
+
+--figure fig26 or fig27 runs that figure (size-only, quick scale unless --full) and
+judges its claim.
+
+Designs: ` + strings.Join(experiments.AllDesigns, ", ") + ` (not qperf), local.`,
+		Example: `  explore query --query Q4 --sf 0.05 --design MESQ/SR --nodes 4 --payload
+  explore query --query Q10 --sf 1.6 --design MPI --nodes 16 --threads 8
+  explore query --figure fig26`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			if figure != "" {
+				f, err := experiments.FigureByID(figure)
+				if err != nil {
+					return err
+				}
+				if !cmd.Flags().Changed("out") {
+					ff.out = filepath.Join("results", f.ID)
+				}
+				rep, err := experiments.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr()))
+				if err != nil {
+					return err
+				}
+				printFigure(w, rep)
+				printVerdicts(w, experiments.Judge(map[string][]experiments.Result{f.ID: rep.Results}), f.Claims)
+				if rep.Failed > 0 {
+					return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
+				}
+				return nil
+			}
+			q, err := tpch.ParseQuery(query)
+			if err != nil {
+				return err
+			}
+			cfg.Query = q
+			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
+			rec, err := experiments.RunQuery(cfg)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return json.NewEncoder(w).Encode(rec)
+			}
+			fmt.Fprintf(w, "TPC-H %s, SF %g, %s plan over %s, %d nodes x %d threads, %s, %s\n", rec.Query, rec.SF, rec.Plan, rec.Design, rec.Nodes, rec.Threads, rec.Profile, rec.Mode)
+			fmt.Fprintf(w, "response time %.3f ms (setup %.2f ms, excluded); %.2f MB shuffled; integrity %s; simulated in %.2f s\n",
+				rec.ResponseS*1e3, rec.SetupMS, float64(rec.Shuffled)/1e6, rec.Integrity, rec.WallS)
+			for _, s := range rec.Steps {
+				fmt.Fprintf(w, "  step %-16s %-11s %10d tuples received (%.2f MB)\n", s.Name, s.Pattern, s.Tuples, float64(s.Bytes)/1e6)
+			}
+			if rec.Result() == nil {
+				fmt.Fprintln(w, "answer: not computed (size-only; use --payload)")
+			} else {
+				for _, l := range rec.Answer {
+					fmt.Fprintln(w, "  "+l)
+				}
+				ref := tpch.Reference(tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}, q)
+				if !rec.Result().Equal(ref) {
+					return fmt.Errorf("the answer differs from the single-node reference:\n%s", strings.Join(ref.Lines(), "\n"))
+				}
+				fmt.Fprintln(w, "answer equals the single-node reference evaluation")
+			}
+			if rec.Integrity != "ok" {
+				return fmt.Errorf("integrity check failed: %s", rec.Integrity)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&query, "query", "Q4", "Q3, Q4 or Q10")
+	fl.StringVar(&figure, "figure", "", "run figure fig26 or fig27 instead of one query")
+	fl.Float64Var(&cfg.SF, "sf", 0.05, "scale factor of the whole database")
+	fl.StringVar(&cfg.Design, "design", "MESQ/SR", "endpoint design, or local (Q4's local-data plan)")
+	fl.IntVar(&cfg.Nodes, "nodes", 4, "cluster size")
+	fl.IntVar(&cfg.Threads, "threads", 2, "sending threads per node (and as many receiving threads)")
+	fl.StringVar(&cfg.Profile, "profile", sim.DefaultProfileName, "hardware profile: a built-in name or a .yaml path")
+	fl.Uint64Var(&cfg.Seed, "seed", 1, "seed of the data and the simulation")
+	fl.BoolVar(&cfg.Payload, "payload", false, "move real bytes and compute the answer (small scale factors)")
+	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 0, "message size (default as explore run)")
+	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")
+	fl.IntVar(&cfg.CreditEvery, "credit-every", 2, "receives per credit write-back")
+	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest simulated wait for progress")
+	fl.BoolVar(&jsonOut, "json", false, "print the record as JSON")
+	ff.register(cmd, "results/<id>")
+	return cmd
+}
