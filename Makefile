@@ -43,6 +43,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s ./algos/
 	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s ./experiments/
 	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s ./fabric/ibv/
+	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s ./tcpshuffle/
 
 build:
 	$(GO) build -o bin/explore ./cmd/explore

@@ -192,6 +192,8 @@ func (c *RunConfig) normalize(cores int) error {
 		def(&c.MsgBytes, algos.IPoIBMsgBytes)
 	case c.Design == "MPI":
 		def(&c.MsgBytes, algos.MPIMsgBytes)
+	case c.Design == "TCP":
+		def(&c.MsgBytes, algos.IPoIBMsgBytes)
 	}
 	def(&c.MsgBytes, 64<<10)
 	if c.BytesPerNode == 0 {
@@ -280,6 +282,9 @@ func Run(cfg RunConfig) (*Record, error) {
 	}
 	if cfg.Design == "qperf" {
 		return runQperf(cfg, prof)
+	}
+	if cfg.Design == "TCP" {
+		return nil, fmt.Errorf("the TCP design moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it with explore run --backend tcp (in this process with --local, or one process per node, e.g. explore launch)")
 	}
 	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
 	if err != nil {

@@ -25,11 +25,11 @@ type hwFlags struct {
 }
 
 func (h *hwFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&h.backend, "backend", "sim", "sim (the simulator) or ibv (real RDMA hardware: a build with -tags ibverbs, docs/hardware.md)")
+	fl.StringVar(&h.backend, "backend", "sim", "sim (the simulator), ibv (real RDMA hardware: a build with -tags ibverbs, docs/hardware.md) or tcp (real hosts without RDMA, for --design TCP)")
 	fl.StringVar(&h.device, "device", "", "ibv: the RDMA device (as ibv_devices prints it, e.g. mlx5_0); empty: the first")
 	fl.IntVar(&h.port, "port", 1, "ibv: the device port")
 	fl.IntVar(&h.gid, "gid-index", -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
-	fl.BoolVar(&h.local, "local", false, "ibv: run every node in this process over one device (otherwise one node per process)")
+	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
 	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv: fail a run that takes longer than this (wall clock)")
 }
 
@@ -40,9 +40,17 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	switch h.backend {
 	case "sim":
 		return nil, nil
+	case "tcp": // real hosts, no RDMA: for the TCP design
+		// Threads are goroutines the operating system schedules (not
+		// pinned): the nodes get nominal cores enough for any thread count.
+		cfg := ibv.Config{TimeLimit: h.timeLimit, Signature: signature, Cores: 256}
+		if h.local {
+			return ibv.OpenLocalHosts(cfg, nodes)
+		}
+		return ibv.OpenHosts(cfg)
 	case "ibv":
 	default:
-		return nil, fmt.Errorf("--backend %q: choose sim or ibv", h.backend)
+		return nil, fmt.Errorf("--backend %q: choose sim, ibv or tcp", h.backend)
 	}
 	if !ibv.Available() {
 		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)

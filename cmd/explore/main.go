@@ -31,6 +31,6 @@ real hardware.`,
 	root.AddCommand(mergeCmd())
 	root.AddCommand(plotCmd())
 	root.AddCommand(figureCmd(), reproduceCmd())
-	root.AddCommand(calibrateCmd(), validateCmd())
+	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
 	return root
 }

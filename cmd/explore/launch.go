@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
+)
+
+// launchExecutable is what launch starts (tests point it at their binary).
+var launchExecutable = os.Executable
+
+func launchCmd() *cobra.Command {
+	var nodes int
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "launch --nodes N -- <explore command and flags>",
+		Short: "Run an explore command as N processes on this machine, one node each (a multi-process job)",
+		Long: `launch starts N copies of explore on this machine, one per node, with the job
+layout in the environment (RDMASHUFFLE_RANK, RDMASHUFFLE_SIZE and node 0's address
+in RDMASHUFFLE_COORDINATOR, on a free loopback port), waits for all of them,
+prints node 0's output, and fails if any node fails (printing its output too).
+It is how a distributed job is tried on one machine: the TCP design over real
+sockets, or the hardware backend with one device per process. On a cluster use
+srun or mpirun instead (docs/hardware.md).`,
+		Example: "  explore launch --nodes 4 -- run --backend tcp --design TCP --nodes 4 --threads 2",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if nodes < 1 || nodes > 64 {
+				return fmt.Errorf("--nodes %d: launch starts 1 to 64 processes on this machine", nodes)
+			}
+			exe, err := launchExecutable()
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			port := ln.Addr().(*net.TCPAddr).Port
+			ln.Close() // node 0 listens on it next; a race with another program is reported by node 0
+			outs := make([]bytes.Buffer, nodes)
+			errs := make([]error, nodes)
+			var wg sync.WaitGroup
+			for i := 0; i < nodes; i++ {
+				c := exec.Command(exe, args...)
+				c.Env = append(os.Environ(), ibv.EnvRank+"="+strconv.Itoa(i), ibv.EnvSize+"="+strconv.Itoa(nodes),
+					ibv.EnvCoordinator+"=127.0.0.1:"+strconv.Itoa(port))
+				c.Stdout, c.Stderr = &outs[i], &outs[i]
+				if err := c.Start(); err != nil {
+					return fmt.Errorf("starting node %d: %w", i, err)
+				}
+				wg.Add(1)
+				go func(i int, c *exec.Cmd) {
+					defer wg.Done()
+					done := make(chan error, 1)
+					go func() { done <- c.Wait() }()
+					select {
+					case errs[i] = <-done:
+					case <-time.After(timeout):
+						c.Process.Kill()
+						errs[i] = fmt.Errorf("still running after %v: killed", timeout)
+						<-done
+					}
+				}(i, c)
+			}
+			wg.Wait()
+			w := cmd.OutOrStdout()
+			io.Copy(w, &outs[0])
+			var failed []error
+			for i, err := range errs {
+				if err != nil {
+					if i > 0 {
+						fmt.Fprintf(w, "--- node %d:\n%s", i, outs[i].String())
+					}
+					failed = append(failed, fmt.Errorf("node %d: %w", i, err))
+				}
+			}
+			return errors.Join(failed...)
+		},
+	}
+	cmd.Flags().IntVar(&nodes, "nodes", 2, "processes (nodes) to start")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "kill the job after this long")
+	return cmd
+}
