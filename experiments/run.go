@@ -159,6 +159,21 @@ type DesignSpec struct {
 	Open   func(th fabric.Thread, cfg algos.Config) (algos.Endpoint, error)
 	// About is one line for help texts.
 	About string
+	// RealOnly marks a design that needs real hosts (RunOn), not the
+	// simulator.
+	RealOnly bool
+}
+
+// SimDesigns lists the designs Run (the simulator) accepts: AllDesigns
+// but those that need real hosts.
+func SimDesigns() []string {
+	var out []string
+	for _, d := range AllDesigns {
+		if !registered[d].RealOnly {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 var registered = map[string]DesignSpec{}
@@ -283,8 +298,8 @@ func Run(cfg RunConfig) (*Record, error) {
 	if cfg.Design == "qperf" {
 		return runQperf(cfg, prof)
 	}
-	if cfg.Design == "TCP" {
-		return nil, fmt.Errorf("the TCP design moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it with explore run --backend tcp (in this process with --local, or one process per node, e.g. explore launch)")
+	if registered[cfg.Design].RealOnly {
+		return nil, fmt.Errorf("the %s design moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it with explore run --backend tcp (in this process with --local, or one process per node, e.g. explore launch)", cfg.Design)
 	}
 	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 const EnvTCPHost = "RDMASHUFFLE_TCP_HOST"
 
 func init() {
-	RegisterDesign(DesignSpec{Name: "TCP", Shared: false,
+	RegisterDesign(DesignSpec{Name: "TCP", Shared: false, RealOnly: true,
 		About: "real TCP sockets between real hosts (the IPoIB baseline for real): explore run --backend tcp",
 		Open: func(th fabric.Thread, cfg algos.Config) (algos.Endpoint, error) {
 			host := os.Getenv(EnvTCPHost)
