@@ -32,6 +32,9 @@ type Figure struct {
 	// NoSteady skips the steady-state check: the figure's metric is not a
 	// throughput (setup time, say).
 	NoSteady bool
+	// Run, if set, runs the figure's points instead of Run (queries, say:
+	// the points then describe more than a shuffle).
+	Run func(RunConfig) (*Record, error)
 }
 
 // TableMetric returns the figure's table metric and unit.

@@ -14,11 +14,9 @@ import (
 // Figures 26 and 27 of seed 001 run TPC-H queries (RunQuery), not a
 // synthetic shuffle. Their sweep points carry the query in the run label,
 // "tpch <query> [local] sfpn=<scale factor per node>", and are run by
-// runQueryPoint: RunFigure must be given it as FigureOptions.Run, which
-// TPCHFigureOptions does (RunQueryFigure calls it; RunFigure's first line
-// should be `o = TPCHFigureOptions(f, o)` so that `explore figure` and
-// `explore reproduce` route these figures here). Run alone would run each
-// point as a one-tuple shuffle, which the judges reject.
+// runQueryPoint, the figures' Run (RunFigure uses it for every point). Run
+// alone would run each point as a one-tuple shuffle, which the judges
+// reject.
 
 // Quick and paper scale factors per node: the paper's fig. 26 is SF 400
 // on 8 nodes (50 per node), fig. 27 SF 200 to 1600 on 2 to 16 nodes (100
@@ -159,6 +157,7 @@ func init() {
 	Figures = append(Figures,
 		Figure{
 			ID: "fig26", X: "profile", Title: "TPC-H Q4 at SF 400 on 8 nodes, FDR vs EDR (seed 001 fig. 26)", Claims: []string{"C21"},
+			Run: runQueryPoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				sfpn := scale[float64](full, quickSFPerNode, fig26SFPerNode)
@@ -180,6 +179,7 @@ func init() {
 		},
 		Figure{
 			ID: "fig27", X: "nodes", Title: "TPC-H Q4, Q3 and Q10 on 2 to 16 EDR nodes at constant data per node (seed 001 fig. 27)", Claims: []string{"C22"},
+			Run: runQueryPoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				sfpn := scale[float64](full, quickSFPerNode, fig27SFPerNode)
@@ -233,7 +233,7 @@ func queryTime(rs []*Record, keep func(*Record) bool) float64 {
 }
 
 var noRunner = Verdict{Verdict: Fail, Measured: "no TPC-H records",
-	Reason: "the figure's points were not run by the TPC-H runner: run it with `explore query --figure`, or have RunFigure call TPCHFigureOptions"}
+	Reason: "the figure's points were not run by the TPC-H runner (FigureOptions.Run overrode it?)"}
 
 // judgeC21: MESQ/SR within 1.3x of local data on both clusters; FDR to
 // EDR gains about 50% (35-65%) with MESQ/SR and about 30% (21-39%) with

@@ -123,6 +123,9 @@ func printFigure(w io.Writer, rep *experiments.FigureReport) {
 			}
 		}
 		row := strings.Join(others, " ")
+		if rep.Figure.Run != nil && r.Record != nil && r.Label != "" {
+			row = strings.TrimSpace(row + " " + r.Label) // query figures name the query in the label
+		}
 		if !contains(rows, row) {
 			rows = append(rows, row)
 		}
