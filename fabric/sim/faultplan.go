@@ -65,6 +65,9 @@ type Rule struct {
 	Transport fabric.QPType
 	Op        string
 	Head      []ByteMatch
+	// MaxBytes, if positive, matches only packets of at most this many
+	// payload bytes (credit writes, say), and only the first of a message.
+	MaxBytes int
 	// Rate is the probability that a matching packet is hit. With Nth set
 	// the rule is deterministic instead: it hits the Nth matching packet
 	// (1-based) and the Count-1 after it (Count 0 means 1).
@@ -351,6 +354,9 @@ func (r *ruleState) matches(p *packet, now fabric.Time) bool {
 		return false
 	}
 	if !(window{r.From, r.To}).has(now) {
+		return false
+	}
+	if r.MaxBytes > 0 && (p.n > r.MaxBytes || !p.first || p.n == 0) {
 		return false
 	}
 	if len(r.Head) > 0 {

@@ -127,8 +127,22 @@ func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 		th.wakeAt(round.ready)
 	} else {
 		round.waiters = append(round.waiters, th)
+		if at := c.oobCrash(round); at != fabric.Forever {
+			th.wakeAt(max(at, c.now)) // a crashed node closes its connections
+		}
 	}
-	th.park(fmt.Sprintf("out-of-band exchange %q", key))
+	for {
+		th.park(fmt.Sprintf("out-of-band exchange %q", key))
+		if round.done && c.now >= round.ready {
+			break
+		}
+		if round.done { // woken for a crash after all had arrived
+			th.wakeAt(round.ready)
+			continue
+		}
+		return nil, fmt.Errorf("sim: out-of-band exchange %q: node %d crashed before taking part (its connections closed; fault plan)",
+			key, c.oobCrashed(round))
+	}
 	var out [][]byte
 	if result {
 		out = make([][]byte, len(round.data))
@@ -155,6 +169,30 @@ func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 		round.data = nil // every node has its copy
 	}
 	return out, nil
+}
+
+// oobCrash is the earliest time a node missing from round crashes.
+func (c *Cluster) oobCrash(round *oobRound) fabric.Time {
+	at := fabric.Forever
+	if c.inj == nil {
+		return at
+	}
+	for i, n := range c.nodes {
+		if !round.from[i] {
+			at = min(at, n.crashAt)
+		}
+	}
+	return at
+}
+
+// oobCrashed names a node missing from round that has crashed.
+func (c *Cluster) oobCrashed(round *oobRound) int {
+	for i, n := range c.nodes {
+		if !round.from[i] && c.now >= n.crashAt {
+			return i
+		}
+	}
+	return -1
 }
 
 func (o *oob) Barrier(key string) error {

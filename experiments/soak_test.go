@@ -1,0 +1,95 @@
+package experiments
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/faults"
+)
+
+// TestSoakShort is the CI soak: randomized fault schedules over every
+// design and baseline (UD designs with and without recovery); no run may
+// fail silently, hang, break the verbs contract, or (UD recovery under
+// loss below 0.1%) fail to deliver exactly.
+func TestSoakShort(t *testing.T) {
+	res, err := Soak(SoakConfig{Seeds: 3, Nodes: 3, BytesPerNode: 128 << 10, Payload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if !res.OK() || res.Runs != 3*12 || res.Injected == 0 {
+		for _, f := range res.Failures {
+			t.Errorf("%+v", f)
+		}
+		t.Fatalf("soak: %v", res)
+	}
+	if _, err := Soak(SoakConfig{Seeds: 1, Designs: []string{"qperf"}}); err == nil || !strings.Contains(err.Error(), "not a design to soak") {
+		t.Fatalf("qperf soak: %v", err)
+	}
+}
+
+func runSchedule(t *testing.T, cfg RunConfig, yaml string) (*Record, error, *sim.Cluster) {
+	t.Helper()
+	s, err := faults.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Plan, err = s.Plan(cfg.Nodes); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ProfileOverride = s.ProfileOverride()
+	var cl *sim.Cluster
+	cfg.Inspect = func(c *sim.Cluster) { cl = c }
+	rec, err := Run(cfg)
+	return rec, err, cl
+}
+
+// TestTargetedFaults: a fault aimed at one message hits it, and each
+// design either recovers or names what is missing and the fault.
+func TestTargetedFaults(t *testing.T) {
+	ud := RunConfig{Design: "MESQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10, Seed: 1, Payload: true}
+	eos := "drop:\n  - src: 2\n    dst: 0\n    kind: eos\n"
+	_, err, c := runSchedule(t, ud, eos)
+	if err == nil || !strings.Contains(err.Error(), "node 2: no end of stream") || !strings.Contains(err.Error(), "faults injected: lose 2->0 match #1: 1 packets") {
+		t.Fatalf("end of stream lost without recovery: %v", err)
+	}
+	if c.FaultCounts().Lost != 1 {
+		t.Fatalf("fault counts %+v", c.FaultCounts())
+	}
+	ud.UDRecovery = true
+	rec, err, _ := runSchedule(t, ud, eos)
+	if err != nil || rec.Integrity != "ok" || rec.Retransmits == 0 {
+		t.Fatalf("end of stream lost with recovery: %v %+v", err, rec)
+	}
+	// The third credit message, on a UD and on an RC design.
+	rec, err, c = runSchedule(t, ud, "drop:\n  - kind: credit\n    nth: 3\n")
+	if err != nil || rec.Integrity != "ok" || c.FaultCounts().Lost != 1 {
+		t.Fatalf("third UD credit message lost: %v", err)
+	}
+	rc := RunConfig{Design: "MEMQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", BytesPerNode: 512 << 10, Seed: 1, Payload: true}
+	rec, err, c = runSchedule(t, rc, "drop:\n  - kind: credit\n    nth: 3\n  - kind: data\n    nth: 5\n")
+	if err != nil || rec.Integrity != "ok" || c.FaultCounts().Lost != 2 || c.Stats().RCRetransmits == 0 {
+		t.Fatalf("RC credit and data packets lost: %v %+v", err, c.FaultCounts())
+	}
+	// A node crashing mid-shuffle: its peers stop with an error that names it.
+	_, err, _ = runSchedule(t, rc, "crash:\n  - node: 1\n    at: 1ms\n")
+	if err == nil || !strings.Contains(err.Error(), "node 1 crashed at 1.000ms") {
+		t.Fatalf("crash: %v", err)
+	}
+	// RC retry exhaustion: a link down longer than the capped retries.
+	_, err, _ = runSchedule(t, rc, "link_down:\n  - node: 2\n    from: 0.95ms\n    to: 30ms\nrc_retry:\n  retry_cnt: 1\n  timeout: 8\n")
+	if err == nil || !strings.Contains(err.Error(), "transport retry exceeded") || !strings.Contains(err.Error(), "link-down node 2") {
+		t.Fatalf("retry exhaustion: %v", err)
+	}
+	// Receivers too slow to post: RC retries after RNR NAKs and recovers.
+	rec, err, c = runSchedule(t, rc, "slow_receiver:\n  - node: 0\n    from: 0.93ms\n    to: 1.1ms\n")
+	if err != nil || rec.Integrity != "ok" || c.Stats().RNRNaks == 0 {
+		t.Fatalf("slow receiver: %v, %d RNR NAKs", err, c.Stats().RNRNaks)
+	}
+	// Context-cache thrashing changes timing only.
+	rec, err, c = runSchedule(t, rc, "qp_cache_entries: 1\n")
+	if err != nil || rec.Integrity != "ok" || c.Stats().QPCacheMissRate() < 0.3 {
+		t.Fatalf("cache thrash: %v, miss rate %v", err, c.Stats().QPCacheMissRate())
+	}
+}
