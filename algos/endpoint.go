@@ -88,6 +88,10 @@ type EndpointInfo struct {
 	Retransmits     int64 // UD loss recovery: messages sent again
 	Duplicates      int64 // UD loss recovery: duplicate messages dropped
 	NoticeWrites    int64 // MQ/WR poll-buffers and poll-queue: notification writes posted
+	// MQ/WR: the total and count of slot return latencies, from a write
+	// into a slot of the receiver to the sender seeing that slot free.
+	SlotReturnNS float64
+	SlotReturns  int64
 	// Adaptive buffers (zero otherwise): buffers added and retired, and
 	// the time-mean number of receive buffers (summed over sources) and
 	// send buffers in circulation.

@@ -40,7 +40,11 @@ type mqsr struct {
 	recvNext []uint64        // per source: messages taken (poll-buffers, poll-queue)
 	nextSlot []uint64        // per destination: slots written so far
 	released [][]bool        // per source: released slots not yet credited
-	relHead  []int           // per source: the next slot in ring order
+	// Slot return latency (MQ/WR): when each slot of a destination was
+	// last written, and the credit already accounted for.
+	slotAt     [][]fabric.Time
+	creditSeen []uint64
+	relHead    []int // per source: the next slot in ring order
 
 	// Receive side.
 	cr         []*flowctl.CreditReceiver
@@ -159,6 +163,11 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	e.closedSrc = make([]bool, n)
 	e.unsignaled = make([]int, n)
 	e.nextSlot = make([]uint64, n)
+	e.creditSeen = make([]uint64, n)
+	for j := 0; j < n; j++ {
+		e.slotAt = append(e.slotAt, make([]fabric.Time, b))
+		e.creditSeen[j] = uint64(b)
+	}
 	e.recvNext = make([]uint64, n)
 	e.relHead = make([]int, n)
 	for j := 0; j < n; j++ {
@@ -261,6 +270,20 @@ func (e *mqsr) refresh(th fabric.Thread, d int) (final bool) {
 	th.Sync()
 	v := binary.LittleEndian.Uint64(e.mr.Bytes()[e.creditOff+8*d:])
 	e.cs[d].Update(v &^ finalBit)
+	if e.write {
+		// Credit c returns the slot of write c-b (the first b writes had
+		// the initial credit): how long after its write did the sender
+		// see it free? Seen when the sender looks, which in a
+		// network-bound run is when it waits for credit.
+		b, now := uint64(e.cfg.Buffers), th.Now()
+		for c := e.creditSeen[d] + 1; c <= e.cs[d].Credit(); c++ {
+			if w := c - b; w >= 1 && w <= e.nextSlot[d] {
+				e.info.SlotReturnNS += now.Sub(e.slotAt[d][(w-1)%b]).Seconds() * 1e9
+				e.info.SlotReturns++
+			}
+		}
+		e.creditSeen[d] = max(e.creditSeen[d], e.cs[d].Credit())
+	}
 	return v&finalBit != 0
 }
 
@@ -312,6 +335,7 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 	if e.write {
 		slot := e.nextSlot[d] % uint64(e.cfg.Buffers)
 		e.nextSlot[d]++
+		e.slotAt[d][slot] = th.Now()
 		wr.Op, wr.Imm = fabric.OpWriteImm, uint32(slot)
 		wr.RemoteAddr, wr.RKey = e.ring[d].Addr+slot*uint64(e.cfg.MsgBytes), e.ring[d].RKey
 		if e.notify != NotifyCQ {

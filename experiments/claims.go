@@ -18,7 +18,7 @@ var Claims = []Claim{
 	{"C2", "001 §7.1.1", "Receivers spend significant time per GB on credit only for MESQ/SR at write-back frequency 1.", ""},
 	{"C3", "001 §7.1.1", "The minimum registered memory grows with the credit frequency (each thread needs at least f buffers per destination); at f = 16 it approaches 1 GB over an 8-node, 14-thread cluster.", ""},
 	{"C4", "001 §7.1.2", "The three RDMA Write notification variants tie when network-bound; polling the CQ is up to 1.5x faster when compute-bound and overlaps fully from about 3.5 us of processing per 32 KiB batch.", ""},
-	{"C5", "001 §7.1.2", "Poll-buffers returns a free buffer to the sender about 0.5 ms later than the other two variants in a network-bound run.", "the run record has no buffer-return latency; our variants return slots through the credit word, not per-slot writes"},
+	{"C5", "001 §7.1.2", "Poll-buffers returns a free buffer to the sender about 0.5 ms later than the other two variants in a network-bound run.", ""},
 	{"C6", "001 §7.1.2", "RDMA Writes per transfer: 3 for poll-message-queue, 2 + 1/b (2.5 with b = 2) for poll-CQ.", ""},
 	{"C7", "001 §7.1.3", "Single-endpoint RC designs underuse the network with messages up to 16 KiB (one endpoint's message-rate limit); multi-endpoint designs stay near peak from 4 KiB to 1 MiB.", ""},
 	{"C8", "001 §7.1.3", "With 1 MiB messages an RC shuffle pins more than 100 MiB; the UD designs need under 1 MiB at peak throughput.", ""},

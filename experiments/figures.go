@@ -152,6 +152,21 @@ var Figures = []Figure{
 		},
 	},
 	{
+		ID: "fig16", X: "notify", Title: "When a slot returns to the sender, per notification variant (seed 001 fig. 16)", Claims: []string{"C5"},
+		Table: func(r *Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
+		Sweeps: func(full bool) ([]*Sweep, error) {
+			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
+			base.Design = "MEMQ/WR"
+			return sweeps(func() (*Sweep, error) { return NewSweep("fig16", base, Vary("notify", "cq", "buffers", "queue")) })
+		},
+		Plots: func(rs []Result) ([]NamedPlot, error) {
+			return []NamedPlot{{"fig16", PlotSpec{Title: "Slot return latency (MEMQ/WR, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
+				YLabel: "slot return after its write [us]", Kind: "bars",
+				Series: bars(all(rs), func(*Record) string { return "MEMQ/WR" }, func(r *Record) string { return r.Notify },
+					func(r *Record) float64 { return r.SlotReturnUS })}}}, nil
+		},
+	},
+	{
 		ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (seed 001 fig. 17)", Claims: []string{"C6"},
 		Table: func(r *Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
 		Sweeps: func(full bool) ([]*Sweep, error) {

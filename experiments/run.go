@@ -114,8 +114,11 @@ type Record struct {
 	// RDMA Write designs: RDMA Writes per data transfer (the data, any
 	// notification write, and credit writes), over the cluster.
 	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
-	CreditStalls      int64   `json:"credit_stalls"`
-	QPCacheMiss       float64 `json:"qp_cache_miss_rate"`
+	// RDMA Write designs: mean time from writing a slot of the receiver
+	// to the sender seeing it free again, microseconds.
+	SlotReturnUS float64 `json:"slot_return_us,omitempty"`
+	CreditStalls int64   `json:"credit_stalls"`
+	QPCacheMiss  float64 `json:"qp_cache_miss_rate"`
 	// Fractions of the sending and receiving threads' time spent waiting
 	// (in Thread.Wait: for a free buffer, credit, data or completions),
 	// over all threads of all nodes, from the start barrier to each
@@ -548,6 +551,8 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 			infos[me].Retransmits += i.Retransmits
 			infos[me].Duplicates += i.Duplicates
 			infos[me].NoticeWrites += i.NoticeWrites
+			infos[me].SlotReturnNS += i.SlotReturnNS
+			infos[me].SlotReturns += i.SlotReturns
 			infos[me].CreditStalls += i.CreditStalls
 			infos[me].RecvBuffersMean += i.RecvBuffersMean
 			infos[me].AdaptiveGrown += i.AdaptiveGrown
@@ -636,6 +641,14 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 		}
 		if transfers > 0 {
 			rec.WritesPerTransfer = float64(writes) / float64(transfers)
+		}
+		var ns float64
+		var k int64
+		for i := 0; i < n; i++ {
+			ns, k = ns+infos[i].SlotReturnNS, k+infos[i].SlotReturns
+		}
+		if k > 0 {
+			rec.SlotReturnUS = ns / float64(k) / 1e3
 		}
 	}
 	rec.SenderIdle = ratio(all.sendIdle, all.sendTime)

@@ -246,11 +246,13 @@ func (e *Endpoint) Acquire(th fabric.Thread) (*algos.Buffer, error) {
 	}
 }
 
+// minTimeout is the least time the endpoint waits for progress: real
+// hosts are scheduled by an operating system (and tests run beside other
+// work), so the simulator's default of 100 ms would fail healthy runs.
+const minTimeout = 30 * time.Second
+
 func timeout(cfg algos.Config) time.Duration {
-	if cfg.Timeout > 0 {
-		return time.Duration(cfg.Timeout.Seconds() * float64(time.Second))
-	}
-	return 100 * time.Millisecond
+	return max(minTimeout, time.Duration(cfg.Timeout.Seconds()*float64(time.Second)))
 }
 
 // PutData writes b to every destination (a frame per destination; this
