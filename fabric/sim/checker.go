@@ -94,7 +94,10 @@ type checker struct {
 	payload  bool
 }
 
-type openable interface{ openDesc() (string, bool) }
+type openable interface {
+	openDesc() (string, bool)
+	nodeID() int
+}
 
 const maxFindings = 1000
 
@@ -110,6 +113,10 @@ func threadName(th *thread) string {
 	}
 	return th.name
 }
+
+// nicThread stands for the NIC in findings made while it processes
+// packets (no thread is making a call then).
+var nicThread = &thread{name: "NIC"}
 
 // report records a finding; object distinguishes findings of one kind by
 // the object they concern (merged otherwise).
@@ -281,9 +288,24 @@ func (ch *checker) remoteWrite(q *qp, m *mr, buf []byte, p *packet) {
 	lo := uint64(cap(m.buf) - cap(buf))
 	hi := lo + uint64(len(buf))
 	if r, ok := m.overlapRecv(lo, hi); ok {
-		ch.report(WriteIntoPostedRecv, q.nic.node.id, nil, "RDMA Write", fmt.Sprintf("MR %#x", m.key),
+		ch.report(WriteIntoPostedRecv, q.nic.node.id, nicThread, "RDMA Write", fmt.Sprintf("MR %#x", m.key),
 			fmt.Sprintf("an RDMA Write from node %d (QP %#x) into MR %#x bytes [%d, %d) overlaps bytes [%d, %d) posted as a receive",
 				p.src, p.srcQPN, m.key, lo, hi, r.lo, r.hi))
+		// The receives it hit changed without the CPU: stop checking them.
+		for _, o := range m.nic.qps {
+			if o == nil {
+				continue
+			}
+			for i := o.rqFree; i < o.rqTail; i++ {
+				e := &o.rq[i%uint64(len(o.rq))]
+				if e.ck.mr == m && len(e.ck.buf) > 0 {
+					elo := uint64(cap(m.buf) - cap(e.ck.buf))
+					if elo < hi && elo+uint64(len(e.ck.buf)) > lo {
+						e.ck.on = false
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -361,6 +383,10 @@ func (ch *checker) notice(k FindingKind, node int, op, object, detail string) {
 	ch.report(k, node, ch.c.cur, op, object, detail)
 }
 
+func (p *pd) nodeID() int { return p.nic.node.id }
+func (q *cq) nodeID() int { return q.nic.node.id }
+func (a *ah) nodeID() int { return a.pd.nic.node.id }
+
 func (p *pd) openDesc() (string, bool) {
 	return fmt.Sprintf("PD on node %d (%d objects in it)", p.nic.node.id, p.users), !p.dead
 }
@@ -403,26 +429,27 @@ func (c *Cluster) CheckError() error {
 // CQs and AHs only while it is on).
 func (c *Cluster) OpenObjects() []string {
 	var out []string
+	var nodes []int
 	for _, n := range c.nodes {
 		for _, q := range n.nic.qps {
 			if q != nil && !q.destroyed {
-				out = append(out, q.String())
+				out, nodes = append(out, q.String()), append(nodes, n.id)
 			}
 		}
 		for _, m := range n.nic.mrs {
 			if m != nil && !m.dead {
-				out = append(out, fmt.Sprintf("%v, %d bytes", m, len(m.buf)))
+				out, nodes = append(out, fmt.Sprintf("%v, %d bytes", m, len(m.buf))), append(nodes, n.id)
 			}
 		}
 	}
 	if c.chk != nil {
 		for _, o := range c.chk.objs {
 			if d, open := o.openDesc(); open {
-				out = append(out, d)
+				out, nodes = append(out, d), append(nodes, o.nodeID())
 			}
 		}
-		for _, s := range out {
-			c.chk.report(StillOpen, -1, nil, "end of run", s, s+" was never freed")
+		for i, s := range out {
+			c.chk.report(StillOpen, nodes[i], nil, "end of run", s, s+" was never freed")
 		}
 	}
 	return out

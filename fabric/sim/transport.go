@@ -504,7 +504,7 @@ func (q *qp) takeRecv(p *packet) bool {
 		q.nakSent = true
 		q.nak(nakRNR, p.psn)
 		if ch := q.c.chk; ch != nil {
-			ch.report(RNRNak, q.nic.node.id, nil, "receive", q.String(), fmt.Sprintf("a %v message from node %d found no receive posted on %v (RNR NAK)", p.op, p.src, q))
+			ch.report(RNRNak, q.nic.node.id, nicThread, "receive", q.String(), fmt.Sprintf("a %v message from node %d found no receive posted on %v (RNR NAK)", p.op, p.src, q))
 		}
 		return false
 	}
@@ -722,7 +722,7 @@ func (q *qp) udReceive(p *packet) {
 	if q.noRecv() {
 		q.c.stats.UDDropsNoRecv++
 		if ch := q.c.chk; ch != nil {
-			ch.report(NoRecvDrop, q.nic.node.id, nil, "receive", q.String(), fmt.Sprintf("a UD message from node %d QP %#x found no receive posted on %v and was dropped", p.src, p.srcQPN, q))
+			ch.report(NoRecvDrop, q.nic.node.id, nicThread, "receive", q.String(), fmt.Sprintf("a UD message from node %d QP %#x found no receive posted on %v and was dropped", p.src, p.srcQPN, q))
 		}
 		return
 	}

@@ -197,7 +197,7 @@ func (q *cq) push(wc fabric.WC, qp *qp, free uint64, recv bool) {
 		q.lost++
 		q.c.stats.CQOverruns++
 		if ch := q.c.chk; ch != nil {
-			ch.report(CQOverrun, q.nic.node.id, nil, "completion", q.String(), fmt.Sprintf("a completion of %v was lost: %v full", qp, q))
+			ch.report(CQOverrun, q.nic.node.id, nicThread, "completion", q.String(), fmt.Sprintf("a completion of %v was lost: %v full", qp, q))
 		}
 		qp.release(free, recv) // the completion is lost; do not wedge the queue pair too
 		q.signal()
