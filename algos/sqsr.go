@@ -204,7 +204,11 @@ func (e *sqsr) setup(th fabric.Thread) error {
 			return err
 		}
 		e.cr = append(e.cr, cr)
-		e.counts = append(e.counts, flowctl.NewCount(e.cfg.Recover))
+		// Sequence numbers are tracked even without loss recovery: a
+		// message the network duplicated must be an error, or together
+		// with a lost one it completes the count and a wrong multiset is
+		// delivered silently.
+		e.counts = append(e.counts, flowctl.NewCount(true))
 	}
 	// Every source starts with b credits: the receives posted above, b per
 	// source (the receive queue is shared, the accounting is per source).
@@ -673,7 +677,7 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	m[0], m[1] = creditMagic, 0
 	binary.LittleEndian.PutUint16(m[2:], uint16(e.me))
 	binary.LittleEndian.PutUint64(m[8:], v)
-	binary.LittleEndian.PutUint64(m[16:], e.counts[src].Contiguous()) // 0 without loss recovery
+	binary.LittleEndian.PutUint64(m[16:], e.counts[src].Contiguous()) // sent only with loss recovery (creditLen)
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, e.creditLen()), Flags: fabric.Inline,
 		AH: e.ahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)

@@ -93,3 +93,26 @@ func TestTargetedFaults(t *testing.T) {
 		t.Fatalf("cache thrash: %v, miss rate %v", err, c.Stats().QPCacheMissRate())
 	}
 }
+
+// TestUDDuplicateAndLossNotSilent: without loss recovery, a UD data
+// message the network duplicates and another it loses must not add up to
+// a complete stream (counting alone would accept it and deliver a wrong
+// multiset without an error).
+func TestUDDuplicateAndLossNotSilent(t *testing.T) {
+	data := []sim.ByteMatch{{Off: 0, Mask: 0xff, Value: faults.HeaderMagic}, {Off: 1, Mask: faults.FlagDepleted, Value: 0}}
+	for _, design := range []string{"SESQ/SR", "MESQ/SR"} {
+		p := sim.NewPlan()
+		p.Rules = []sim.Rule{
+			{Action: sim.Dup, Src: 1, Dst: 0, Head: data, Nth: 1},
+			{Action: sim.Lose, Src: 1, Dst: 0, Head: data, Nth: 3},
+		}
+		rec, err := Run(RunConfig{Design: design, Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10,
+			Seed: 1, Payload: true, Plan: p})
+		if err == nil {
+			t.Fatalf("%s: no error; integrity %s", design, rec.Integrity)
+		}
+		if !strings.Contains(err.Error(), "duplicate message") {
+			t.Fatalf("%s: %v", design, err)
+		}
+	}
+}
