@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+)
+
+func TestSoakCommand(t *testing.T) {
+	var out bytes.Buffer
+	cmd := soakCmd()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--seeds", "1", "--nodes", "3", "--designs", "MESQ/SR,MEMQ/SR", "--scenarios", "ud-loss", "--bytes-per-node", "65536"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "ud-loss") || !strings.Contains(out.String(), "1 seeds from 1, 3 nodes") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--seeds 0", "--seeds 0: need at least 1"},
+		{"--designs XX", `--designs: "XX" is not a design to soak`},
+		{"--scenarios meteor", `--scenarios: "meteor" is not one of`},
+		{"--wall-limit-s 0", "--wall-limit-s 0: must be positive"},
+	} {
+		cmd := soakCmd()
+		cmd.SetOut(&out)
+		cmd.SetArgs(strings.Fields(tc.args))
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestFaultFlags(t *testing.T) {
+	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+	apply := faultFlags(cmd)
+	cmd.SetArgs([]string{"--fault-loss", "0.001", "--fault-transport", "UD", "--fault-drop", "src=2,dst=0,kind=eos", "--fault-crash", "node=1,at=2ms"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := experiments.RunConfig{Nodes: 4}
+	if err := apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Plan == nil || len(cfg.Plan.Rules) != 3 {
+		t.Fatalf("plan %+v", cfg.Plan)
+	}
+	cfg = experiments.RunConfig{Nodes: 2}
+	if err := apply(&cfg); err == nil || !strings.Contains(err.Error(), "drop[0].src: node 2 outside the 2-node cluster") {
+		t.Fatalf("on 2 nodes: %v", err)
+	}
+}
