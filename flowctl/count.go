@@ -14,6 +14,7 @@ type Count struct {
 	ended bool
 	seen  map[uint64]struct{} // sequence numbers above cum, when tracked
 	cum   uint64              // when tracked: 1..cum all recorded
+	top   uint64              // the largest sequence number recorded
 }
 
 // NewCount returns a counter; trackSeq makes it remember sequence numbers
@@ -54,8 +55,11 @@ func (c *Count) Add(seq uint64, last bool) error {
 		c.ended, c.total = true, seq
 	}
 	c.got++
-	if c.ended && (c.got > c.total || seq > c.total) {
-		return fmt.Errorf("flowctl: message %d beyond the announced total %d", seq, c.total)
+	c.top = max(c.top, seq)
+	if c.ended && (c.got > c.total || c.top > c.total) {
+		// c.top, not seq: a message numbered beyond the total may have
+		// arrived before the end did.
+		return fmt.Errorf("flowctl: message %d beyond the announced total %d", c.top, c.total)
 	}
 	return nil
 }
