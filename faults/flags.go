@@ -51,6 +51,9 @@ func (f *Flags) Schedule() (*Schedule, error) {
 	if f.Transport != "any" {
 		tr = f.Transport
 	}
+	if !contains(Transports, f.Transport) {
+		return nil, fmt.Errorf("--fault-transport %s: not one of %s", f.Transport, strings.Join(Transports, ", "))
+	}
 	for _, r := range []struct {
 		flag string
 		rate float64

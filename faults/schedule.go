@@ -184,7 +184,10 @@ var yamlTypeNames = map[string]string{
 	"faults.RCRetry":   "rc_retry (fields: retry_cnt, timeout)",
 }
 
-var notFound = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
+var (
+	notFound = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
+	badType  = regexp.MustCompile("line (\\d+): cannot unmarshal ([^\n]*)")
+)
 
 // Parse reads a schedule from YAML, strictly: unknown fields, wrong types
 // and out-of-range values are errors naming the field.
@@ -201,7 +204,24 @@ func Parse(data []byte) (*Schedule, error) {
 			}
 			return fmt.Sprintf("unknown field %q in %s", sub[1], where)
 		})
-		return nil, fmt.Errorf("fault schedule: %s", strings.TrimPrefix(msg, "yaml: "))
+		msg = badType.ReplaceAllStringFunc(msg, func(m string) string {
+			// Name the field on that line: yaml.v3 gives only the line.
+			sub := badType.FindStringSubmatch(m)
+			n, _ := strconv.Atoi(sub[1])
+			lines := strings.Split(string(data), "\n")
+			if n < 1 || n > len(lines) {
+				return m
+			}
+			key, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(lines[n-1]), "- "), ":")
+			if !ok {
+				return m
+			}
+			return fmt.Sprintf("line %s: field %s: cannot unmarshal %s", sub[1], strings.TrimSpace(key), sub[2])
+		})
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+		msg = strings.ReplaceAll(msg, "\n  ", "; ")
+		return nil, fmt.Errorf("fault schedule: %s", msg)
 	}
 	if err := s.Validate(0); err != nil {
 		return nil, err

@@ -97,7 +97,7 @@ var BadSchedules = []struct{ yaml, want string }{
 	{"loss:\n  - rate: 0.1\n    delay: 2us\n", "loss[0].delay: only reorder faults have a delay"},
 	{"los:\n  - rate: 0.1\n", `unknown field "los" in the schedule`},
 	{"crash:\n  - node: 1\n    when: 5us\n", `unknown field "when" in a crash`},
-	{"qp_cache_entries: many\n", "cannot unmarshal"},
+	{"qp_cache_entries: many\n", "field qp_cache_entries: cannot unmarshal"},
 }
 
 func TestParseErrors(t *testing.T) {
