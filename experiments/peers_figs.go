@@ -37,7 +37,7 @@ func init() {
 			},
 		},
 		Figure{
-			ID: "hyper-conns", X: "nodes", Title: "Connections: one multiplexer per server against a queue pair per thread (seed 004 §3.1)", Claims: []string{"C24"},
+			ID: "hyper-conns", X: "nodes", NoSteady: true, Title: "Connections: one multiplexer per server against a queue pair per thread (seed 004 §3.1)", Claims: []string{"C24"},
 			Table: func(r *Record) float64 { return float64(r.QPsPerNode * r.Nodes) }, TableUnit: "queue pairs in the cluster",
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 2, 4, 64<<10)
