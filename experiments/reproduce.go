@@ -256,7 +256,9 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 // design on one cluster, from the "peers" figure, and what it shows.
 func writeComparison(b *strings.Builder, rs []*Record) {
 	at := func(design, pattern string) float64 {
-		v, _ := mean(rs, func(r *Record) bool { return r.Design == design && r.Pattern == pattern && (r.Design != "HyPer" || r.MsgBytes != 512<<10) }, tput)
+		v, _ := mean(rs, func(r *Record) bool {
+			return r.Design == design && r.Pattern == pattern && (r.Design != "HyPer" || r.MsgBytes != 512<<10)
+		}, tput)
 		return v
 	}
 	var names []string

@@ -95,9 +95,12 @@ type Record struct {
 	RecvBuffersMean float64 `json:"recv_buffers_mean,omitempty"`
 	// The same per node (time mean of the receive buffers of its endpoints).
 	RecvBuffersByNode []float64 `json:"recv_buffers_by_node,omitempty"`
-	BuffersGrown      int64     `json:"buffers_grown,omitempty"`
-	BuffersRetired    int64     `json:"buffers_retired,omitempty"`
-	PoolPeakBytes     int64     `json:"pool_peak_bytes,omitempty"`
+	// RecvBuffersMean split by state (posted and empty, filled and not yet
+	// taken, being consumed), per node on average.
+	RecvStateMeans *[3]float64 `json:"recv_state_means,omitempty"`
+	BuffersGrown   int64       `json:"buffers_grown,omitempty"`
+	BuffersRetired int64       `json:"buffers_retired,omitempty"`
+	PoolPeakBytes  int64       `json:"pool_peak_bytes,omitempty"`
 	// UD loss recovery: on, messages retransmitted, duplicates dropped.
 	UDRecovery     bool    `json:"ud_recovery,omitempty"`
 	Retransmits    int64   `json:"retransmits,omitempty"`
@@ -555,6 +558,9 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 			infos[me].SlotReturns += i.SlotReturns
 			infos[me].CreditStalls += i.CreditStalls
 			infos[me].RecvBuffersMean += i.RecvBuffersMean
+			for k := range i.RecvStateMeans {
+				infos[me].RecvStateMeans[k] += i.RecvStateMeans[k]
+			}
 			infos[me].AdaptiveGrown += i.AdaptiveGrown
 			infos[me].AdaptiveRetired += i.AdaptiveRetired
 			if err := ep.Close(th); err != nil {
@@ -627,6 +633,12 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 		rec.RecvBuffersMean += infos[i].RecvBuffersMean / float64(n)
 		if cfg.Adaptive {
 			rec.RecvBuffersByNode = append(rec.RecvBuffersByNode, infos[i].RecvBuffersMean)
+			if rec.RecvStateMeans == nil {
+				rec.RecvStateMeans = new([3]float64)
+			}
+			for k := range rec.RecvStateMeans {
+				rec.RecvStateMeans[k] += infos[i].RecvStateMeans[k] / float64(n)
+			}
 		}
 		rec.BuffersGrown += infos[i].AdaptiveGrown
 		rec.BuffersRetired += infos[i].AdaptiveRetired
