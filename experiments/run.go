@@ -97,10 +97,10 @@ type Record struct {
 	RecvBuffersByNode []float64 `json:"recv_buffers_by_node,omitempty"`
 	// RecvBuffersMean split by state (posted and empty, filled and not yet
 	// taken, being consumed), per node on average.
-	RecvStateMeans *[3]float64 `json:"recv_state_means,omitempty"`
-	BuffersGrown   int64       `json:"buffers_grown,omitempty"`
-	BuffersRetired int64       `json:"buffers_retired,omitempty"`
-	PoolPeakBytes  int64       `json:"pool_peak_bytes,omitempty"`
+	RecvStateMeans []float64 `json:"recv_state_means,omitempty"`
+	BuffersGrown   int64     `json:"buffers_grown,omitempty"`
+	BuffersRetired int64     `json:"buffers_retired,omitempty"`
+	PoolPeakBytes  int64     `json:"pool_peak_bytes,omitempty"`
 	// UD loss recovery: on, messages retransmitted, duplicates dropped.
 	UDRecovery     bool    `json:"ud_recovery,omitempty"`
 	Retransmits    int64   `json:"retransmits,omitempty"`
@@ -634,7 +634,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 		if cfg.Adaptive {
 			rec.RecvBuffersByNode = append(rec.RecvBuffersByNode, infos[i].RecvBuffersMean)
 			if rec.RecvStateMeans == nil {
-				rec.RecvStateMeans = new([3]float64)
+				rec.RecvStateMeans = make([]float64, 3)
 			}
 			for k := range rec.RecvStateMeans {
 				rec.RecvStateMeans[k] += infos[i].RecvStateMeans[k] / float64(n)
