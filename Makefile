@@ -1,7 +1,7 @@
 # rdmashuffle: the two commands a new user needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run overview reproduce test bench fuzz vet build clean
+.PHONY: run overview reproduce test bench fuzz fuzz-short vet build clean
 
 # The main job on the default simulated cluster: no RDMA hardware, no setup.
 # Seed 001's figure 19 at quick scale: the eight designs and the qperf, IPoIB
@@ -18,9 +18,10 @@ overview:
 reproduce:
 	$(GO) run ./cmd/explore reproduce
 
-# go vet and every test; with libibverbs-dev installed, also the
-# real-hardware backend (its conformance suite skips without a device).
-test: vet
+# go vet, every test, and a few seconds of every fuzz target; with
+# libibverbs-dev installed, also the real-hardware backend (its
+# conformance suite skips without a device).
+test: vet fuzz-short
 	$(GO) test -count=1 ./...
 	@if [ -e /usr/include/infiniband/verbs.h ]; then \
 		echo "$(GO) vet -tags ibverbs ./fabric/ibv/ && $(GO) test -count=1 -tags ibverbs ./fabric/ibv/"; \
@@ -36,7 +37,18 @@ vet:
 bench:
 	$(GO) test -run '^$$' -bench . ./fabric/sim/
 
-# A short run of every fuzz target.
+# Every fuzz target for FUZZ_SHORT each (part of make test).
+FUZZ_SHORT ?= 3s
+FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/ibv/:FuzzFrame ./algos/:FuzzHeader \
+	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
+	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
+	./tcpshuffle/:FuzzParseHeader
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "$(GO) test -run '^$$' -fuzz ^$$fn\$$ -fuzztime $(FUZZ_SHORT) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_SHORT) $$pkg || exit 1; done
+
+# A longer run of the main fuzz targets.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzQPInfo -fuzztime 30s ./fabric/
 	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s ./fabric/sim/

@@ -32,6 +32,6 @@ real hardware.`,
 	root.AddCommand(plotCmd())
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
-	root.AddCommand(queryCmd())
+	root.AddCommand(queryCmd(), soakCmd())
 	return root
 }

@@ -22,6 +22,7 @@ func runCmd() *cobra.Command {
 	var notify string
 	var nodeCycles string
 	var hw hwFlags
+	var applyFaults func(*experiments.RunConfig) error
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -44,6 +45,9 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 			}
 			cfg.NodeCycles = cy
 			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
+			if err := applyFaults(&cfg); err != nil {
+				return err
+			}
 			var rec *experiments.Record
 			fab, err := hw.open(cfg.Nodes, fmt.Sprintf("run %s %s %d %d %d %d", cfg.Design, cfg.Pattern, cfg.Nodes, cfg.Threads, cfg.MsgBytes, cfg.Buffers))
 			if err != nil {
@@ -92,6 +96,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest wait for progress, simulated milliseconds, before the run fails")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
 	hw.register(fl)
+	applyFaults = faultFlags(cmd)
 	return cmd
 }
 
