@@ -1,0 +1,624 @@
+package istore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Loc is where a block lies: its memory server's node id and the offset in
+// that server's region.
+type Loc struct {
+	Node int
+	Off  int64
+}
+
+// Stream is a sequence of blocks that every member (a compute server's
+// node id) processes on worker thread Thread, in order. The first member
+// reads each block with an RDMA Read; each member forwards it to the next
+// one with an RDMA Write with immediate (a relay chain: our multicast).
+// A stream of one member is a plain read stream. Streams of Phase p start
+// on a node once every worker thread of that node finished phase p-1.
+type Stream struct {
+	Members []int
+	Blocks  []int // indices into the engine's locations
+	Thread  int
+	Phase   int
+	Tag     int // the caller's
+}
+
+// Process handles one block on a worker thread: data is the block's bytes
+// as they arrived in the ring slot (valid only during the call).
+type Process func(th fabric.Thread, s *Stream, block int, data []byte) error
+
+// EngineConfig configures the streaming engine of one run.
+type EngineConfig struct {
+	Nodes   int   // cluster size
+	Memory  []int // memory servers
+	Compute []int // compute servers
+	Threads int   // worker threads per compute server
+	Depth   int   // outstanding reads (and ring slots) per stream and thread
+	Locs    []Loc
+	Streams []Stream
+	// Region returns memory server node's region size and, in payload
+	// mode, fills it (called on that node during setup).
+	Region  func(node int, mem []byte, payload bool) int64
+	Process Process
+	Timeout fabric.Duration // no progress for this long fails the run (default 1 s)
+}
+
+// EngineStats is what one node's engine did.
+type EngineStats struct {
+	Reads, Forwards, Credits int64
+	MaxOutstanding           int // most RDMA Reads one worker had in flight
+	QPs                      int
+	RegisteredBytes          int64
+	Setup                    fabric.Duration
+}
+
+// Errors of bad knobs.
+var ErrConfig = errors.New("istore: bad configuration")
+
+func (c *EngineConfig) check(nodes, cores int) error {
+	switch {
+	case c.Threads < 1 || c.Threads > cores:
+		return fmt.Errorf("%w: %d worker threads per compute server: want 1..%d (the cores of a node)", ErrConfig, c.Threads, cores)
+	case c.Depth < 1 || c.Depth > 64:
+		return fmt.Errorf("%w: %d outstanding reads: want 1..64", ErrConfig, c.Depth)
+	case len(c.Memory) == 0 || len(c.Compute) == 0:
+		return fmt.Errorf("%w: need at least one memory server and one compute server", ErrConfig)
+	}
+	for _, set := range [][]int{c.Memory, c.Compute} {
+		for i, n := range set {
+			if n < 0 || n >= nodes || slices.Contains(set[:i], n) {
+				return fmt.Errorf("%w: server node %d: not a distinct node of the %d-node cluster", ErrConfig, n, nodes)
+			}
+		}
+	}
+	for i, s := range c.Streams {
+		if s.Thread < 0 || s.Thread >= c.Threads || len(s.Members) == 0 {
+			return fmt.Errorf("%w: stream %d: thread %d of %d, %d members", ErrConfig, i, s.Thread, c.Threads, len(s.Members))
+		}
+		for j, m := range s.Members {
+			if !slices.Contains(c.Compute, m) || slices.Contains(s.Members[:j], m) {
+				return fmt.Errorf("%w: stream %d: member %d is not a distinct compute server", ErrConfig, i, m)
+			}
+		}
+		for _, b := range s.Blocks {
+			if b < 0 || b >= len(c.Locs) || !slices.Contains(c.Memory, c.Locs[b].Node) {
+				return fmt.Errorf("%w: stream %d: block %d has no location on a memory server", ErrConfig, i, b)
+			}
+		}
+	}
+	return nil
+}
+
+const (
+	wrRead   = 1 << 40
+	wrFwd    = 2 << 40
+	wrCredit = 3 << 40
+	wrRecv   = 4 << 40
+	wrKind   = 0xff << 40
+	// creditBytes at the end of a ring: the downstream member's count of
+	// freed slots (blocks it is done with).
+	creditBytes = 64
+	cqDepth     = 4096
+)
+
+// ring is one member's state of one stream.
+type ring struct {
+	s        *Stream
+	idx      int // stream index
+	local    int // index among this thread's rings (in work request ids)
+	pos      int
+	mr       fabric.MR
+	up, down fabric.QP     // from the previous member, to the next
+	downRing fabric.QPInfo // the next member's ring
+	upCredit fabric.QPInfo // the previous member's credit word
+
+	// ready[slot] is 1 + the block (position in the stream) the slot
+	// holds once it arrived, 0 while it is empty or being filled.
+	ready      []int
+	recvPosted int
+}
+
+func (r *ring) postRecv() error {
+	_, err := r.up.PostRecv([]fabric.RecvWR{{ID: wrRecv | uint64(r.local)<<24}})
+	r.recvPosted++
+	return err
+}
+
+// engine is one node's part of a run.
+type engine struct {
+	cfg     *EngineConfig
+	me      int
+	nodes   int
+	payload bool
+	pd      fabric.PD
+	region  fabric.MR
+	remote  map[int]fabric.QPInfo // memory server node -> its region
+	cqs     []fabric.CQ           // per worker thread
+	pair    [][]fabric.QP         // [thread][node]: the read (or served) connection
+	rings   [][]*ring             // [thread]: this node's streams in order
+	stats   EngineStats
+	qps     []fabric.QP
+	mrs     []fabric.MR
+}
+
+type entry struct {
+	tag  uint64
+	info fabric.QPInfo
+}
+
+func pairTag(thread, peer int) uint64 { return 1<<62 | uint64(thread)<<24 | uint64(peer) }
+func ringTag(stream, pos int, up bool) uint64 {
+	t := 2<<62 | uint64(stream)<<20 | uint64(pos)<<1
+	if up {
+		t |= 1
+	}
+	return t
+}
+
+// setup creates this node's resources and connects them (every node calls
+// it at the same time).
+func (e *engine) setup(th fabric.Thread) error {
+	cfg := e.cfg
+	node := th.Node()
+	dev := node.Device()
+	var err error
+	t0 := th.Now()
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return err
+	}
+	isMem, isComp := slices.Contains(cfg.Memory, e.me), slices.Contains(cfg.Compute, e.me)
+	var mine []entry
+	if isMem {
+		size := cfg.Region(e.me, nil, false)
+		if e.region, err = e.pd.RegMR(int(max(size, 64)), fabric.AccessLocalWrite|fabric.AccessRemoteRead); err != nil {
+			return err
+		}
+		e.mrs = append(e.mrs, e.region)
+		if e.payload {
+			cfg.Region(e.me, e.region.Bytes(), true)
+		}
+	}
+	e.cqs = make([]fabric.CQ, cfg.Threads)
+	e.pair = make([][]fabric.QP, cfg.Threads)
+	e.rings = make([][]*ring, cfg.Threads)
+	newQP := func(k, sendWR, recvWR int) (fabric.QP, error) {
+		if e.cqs[k] == nil {
+			if e.cqs[k], err = dev.CreateCQ(min(cqDepth, dev.Attr().MaxCQE)); err != nil {
+				return nil, err
+			}
+		}
+		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.cqs[k], RecvCQ: e.cqs[k],
+			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: 8}})
+		if err != nil {
+			return nil, err
+		}
+		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
+			return nil, err
+		}
+		e.qps = append(e.qps, qp)
+		return qp, nil
+	}
+	info := func(qp fabric.QP, tag uint64, mr fabric.MR, off, n int) entry {
+		in := qp.Info()
+		in.PSN = uint32(mix(tag^uint64(e.me)<<50) & 0xffffff)
+		if mr != nil {
+			in.Addr, in.RKey, in.Bytes = mr.Addr()+uint64(off), mr.RKey(), uint64(n)
+		}
+		return entry{tag, in}
+	}
+	// Read connections: a compute server to every memory server, per
+	// worker thread; the memory server's end is passive. One queue pair
+	// serves both directions when both nodes have both roles.
+	n := node.Device().Attr().MaxQPWR
+	for k := range cfg.Threads {
+		e.pair[k] = make([]fabric.QP, e.nodes)
+		for p := range e.pair[k] {
+			pm, pc := slices.Contains(cfg.Memory, p), slices.Contains(cfg.Compute, p)
+			if !(isComp && pm || isMem && pc) {
+				continue
+			}
+			qp, err := newQP(k, min(cfg.Depth+8, n), 1)
+			if err != nil {
+				return err
+			}
+			e.pair[k][p] = qp
+			mine = append(mine, info(qp, pairTag(k, p), e.region, 0, 0))
+		}
+	}
+	// Stream rings, in stream order per thread.
+	for i := range cfg.Streams {
+		s := &cfg.Streams[i]
+		pos := slices.Index(s.Members, e.me)
+		if pos < 0 {
+			continue
+		}
+		r := &ring{s: s, idx: i, local: len(e.rings[s.Thread]), pos: pos, ready: make([]int, cfg.Depth)}
+		if len(s.Blocks) >= 1<<24 || r.local >= 1<<16 {
+			return fmt.Errorf("%w: stream %d has %d blocks (at most %d) or thread %d has too many streams", ErrConfig, i, len(s.Blocks), 1<<24-1, s.Thread)
+		}
+		if r.mr, err = e.pd.RegMR(cfg.Depth*BlockBytes+creditBytes, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
+			return err
+		}
+		e.mrs = append(e.mrs, r.mr)
+		k := s.Thread
+		if pos > 0 {
+			if r.up, err = newQP(k, min(cfg.Depth+8, n), cfg.Depth); err != nil {
+				return err
+			}
+			mine = append(mine, info(r.up, ringTag(i, pos, true), r.mr, 0, cfg.Depth*BlockBytes))
+			for range min(cfg.Depth, len(s.Blocks)) {
+				if err := r.postRecv(); err != nil {
+					return err
+				}
+			}
+		}
+		if pos < len(s.Members)-1 {
+			if r.down, err = newQP(k, min(cfg.Depth+8, n), 1); err != nil {
+				return err
+			}
+			mine = append(mine, info(r.down, ringTag(i, pos, false), r.mr, cfg.Depth*BlockBytes, 8))
+		}
+		e.rings[k] = append(e.rings[k], r)
+	}
+	for k := range e.cqs {
+		if e.cqs[k] == nil {
+			if e.cqs[k], err = dev.CreateCQ(16); err != nil {
+				return err
+			}
+		}
+	}
+	// Exchange every entry; memory servers add their region.
+	var blob []byte
+	if isMem {
+		in := fabric.QPInfo{Node: uint32(e.me), Addr: e.region.Addr(), RKey: e.region.RKey(), Bytes: uint64(e.region.Len())}
+		mine = append(mine, entry{0, in})
+	}
+	for _, en := range mine {
+		enc, _ := en.info.MarshalBinary()
+		blob = binary.BigEndian.AppendUint64(blob, en.tag)
+		blob = append(blob, enc...)
+	}
+	all, err := node.OOB().AllGather("istore/setup", blob)
+	if err != nil {
+		return err
+	}
+	const rec = 8 + fabric.QPInfoWireBytes
+	peers := make([]map[uint64]fabric.QPInfo, len(all))
+	e.remote = map[int]fabric.QPInfo{}
+	for j, b := range all {
+		if len(b)%rec != 0 {
+			return fmt.Errorf("istore: node %d sent %d bytes of connection data (same version everywhere?)", j, len(b))
+		}
+		peers[j] = map[uint64]fabric.QPInfo{}
+		for ; len(b) > 0; b = b[rec:] {
+			var in fabric.QPInfo
+			if err := in.UnmarshalBinary(b[8:rec]); err != nil {
+				return fmt.Errorf("istore: from node %d: %w", j, err)
+			}
+			tag := binary.BigEndian.Uint64(b)
+			peers[j][tag] = in
+			if tag == 0 {
+				e.remote[j] = in
+			}
+		}
+	}
+	find := func(node int, tag uint64) (fabric.QPInfo, error) {
+		in, ok := peers[node][tag]
+		if !ok {
+			return in, fmt.Errorf("istore: node %d offered no connection %#x to node %d (same configuration everywhere?)", node, tag, e.me)
+		}
+		return in, nil
+	}
+	connect := func(qp fabric.QP, myTag uint64, peer fabric.QPInfo) error {
+		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Address(), RemotePSN: peer.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 16}); err != nil {
+			return err
+		}
+		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: uint32(mix(myTag^uint64(e.me)<<50) & 0xffffff), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
+	}
+	for k := range e.pair {
+		for p, qp := range e.pair[k] {
+			if qp == nil {
+				continue
+			}
+			in, err := find(p, pairTag(k, e.me))
+			if err != nil {
+				return err
+			}
+			if err := connect(qp, pairTag(k, p), in); err != nil {
+				return err
+			}
+		}
+	}
+	for k := range e.rings {
+		for _, r := range e.rings[k] {
+			i := r.idx
+			if r.up != nil {
+				in, err := find(r.s.Members[r.pos-1], ringTag(i, r.pos-1, false))
+				if err != nil {
+					return err
+				}
+				r.upCredit = in
+				if err := connect(r.up, ringTag(i, r.pos, true), in); err != nil {
+					return err
+				}
+			}
+			if r.down != nil {
+				in, err := find(r.s.Members[r.pos+1], ringTag(i, r.pos+1, true))
+				if err != nil {
+					return err
+				}
+				r.downRing = in
+				if err := connect(r.down, ringTag(i, r.pos, false), in); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	e.stats.QPs = len(e.qps)
+	for _, mr := range e.mrs {
+		e.stats.RegisteredBytes += int64(mr.Len())
+	}
+	e.stats.Setup = th.Now().Sub(t0)
+	return nil
+}
+
+// runEngine runs cfg on the calling node: setup, a start barrier, the
+// worker threads (compute servers), a done barrier and teardown. It
+// returns the start time (after the barrier), each worker's end time and
+// the node's statistics.
+func runEngine(th fabric.Thread, cfg *EngineConfig) (start fabric.Time, ends []fabric.Time, st EngineStats, err error) {
+	node := th.Node()
+	if cfg.Timeout == 0 {
+		cfg.Timeout = fabric.Second
+	}
+	if err := cfg.check(cfg.Nodes, node.Cores()); err != nil {
+		return 0, nil, st, err
+	}
+	e := &engine{cfg: cfg, me: node.ID(), nodes: cfg.Nodes, payload: node.Payload()}
+	if err := e.setup(th); err != nil {
+		return 0, nil, st, fmt.Errorf("istore: node %d setup: %w", e.me, err)
+	}
+	if err := node.OOB().Barrier("istore/start"); err != nil {
+		return 0, nil, st, err
+	}
+	start = th.Now()
+	if slices.Contains(cfg.Compute, e.me) {
+		if ends, err = e.runWorkers(th); err != nil {
+			return 0, nil, st, err
+		}
+	}
+	if err := node.OOB().Barrier("istore/done"); err != nil {
+		return 0, nil, st, err
+	}
+	st = e.stats
+	return start, ends, st, e.teardown()
+}
+
+func (e *engine) teardown() error {
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, qp := range e.qps {
+		keep(qp.Destroy())
+	}
+	for _, mr := range e.mrs {
+		keep(mr.Dereg())
+	}
+	for _, cq := range e.cqs {
+		keep(cq.Destroy())
+	}
+	keep(e.pd.Dealloc())
+	return first
+}
+
+// runWorkers runs the worker threads and waits for them.
+func (e *engine) runWorkers(th fabric.Thread) ([]fabric.Time, error) {
+	cfg := e.cfg
+	node := th.Node()
+	phases := 0
+	for _, s := range cfg.Streams {
+		phases = max(phases, s.Phase)
+	}
+	arrived := make([]int, phases+1)
+	phaseSig := node.NewSignal()
+	done := node.NewSignal()
+	ends := make([]fabric.Time, cfg.Threads)
+	errs := make([]error, cfg.Threads)
+	stats := make([]EngineStats, cfg.Threads)
+	running := cfg.Threads
+	mu := node.NewMutex()
+	locked := func(f func() bool) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return f()
+	}
+	for k := range cfg.Threads {
+		th.Spawn(fmt.Sprintf("istore-worker%d", k), k%node.Cores(), func(wt fabric.Thread) error {
+			defer func() {
+				locked(func() bool { running--; return true })
+				done.Notify()
+			}()
+			barrier := func(p int) {
+				locked(func() bool { arrived[p]++; return true })
+				phaseSig.Notify()
+				for !locked(func() bool { return arrived[p] >= cfg.Threads }) {
+					wt.Wait(fabric.Forever, phaseSig)
+				}
+			}
+			phase := 0
+			for _, r := range e.rings[k] {
+				for phase < r.s.Phase {
+					barrier(phase)
+					phase++
+				}
+				if err := e.stream(wt, k, r, &stats[k]); err != nil {
+					locked(func() bool {
+						errs[k] = err
+						for p := range arrived {
+							arrived[p] = cfg.Threads // release the others
+						}
+						return true
+					})
+					phaseSig.Notify()
+					return err
+				}
+			}
+			for ; phase < phases; phase++ {
+				barrier(phase)
+			}
+			ends[k] = wt.Now()
+			return nil
+		})
+	}
+	for locked(func() bool { return running > 0 }) {
+		th.Wait(fabric.Forever, done)
+	}
+	for k := range cfg.Threads {
+		if errs[k] != nil {
+			return nil, errs[k]
+		}
+		e.stats.Reads += stats[k].Reads
+		e.stats.Forwards += stats[k].Forwards
+		e.stats.Credits += stats[k].Credits
+		e.stats.MaxOutstanding = max(e.stats.MaxOutstanding, stats[k].MaxOutstanding)
+	}
+	return ends, nil
+}
+
+// stream runs this node's part of stream r on worker thread k.
+func (e *engine) stream(th fabric.Thread, k int, r *ring, st *EngineStats) error {
+	cfg := e.cfg
+	s := r.s
+	N, D := len(s.Blocks), cfg.Depth
+	head, last := r.pos == 0, r.pos == len(s.Members)-1
+	cq := e.cqs[k]
+	creditOff := D * BlockBytes
+	wcs := make([]fabric.WC, 32)
+	issued, p, fwdPosted, fwdDone, freed, creditSent, creditInFlight, outstanding := 0, 0, 0, 0, 0, 0, 0, 0
+	lastProgress := th.Now()
+	stalled := func(what string) error {
+		return fmt.Errorf("istore: node %d worker %d: stream %d (member %d of %d, %d blocks) stalled %s: %d processed, %d read, %d forwarded (%d done), %d freed",
+			e.me, k, r.idx, r.pos+1, len(s.Members), N, what, p, issued, fwdPosted, fwdDone, freed)
+	}
+	for {
+		if p == N && (last || fwdDone == N) && (head || creditSent == freed && creditInFlight == 0) {
+			return nil
+		}
+		progress := false
+		nwc, err := cq.Poll(wcs)
+		if err != nil {
+			return err
+		}
+		for _, wc := range wcs[:nwc] {
+			if wc.Status != fabric.StatusSuccess {
+				return &fabric.CompletionError{WC: wc, Node: e.me}
+			}
+			progress = true
+			v := int(wc.ID & (1<<24 - 1))
+			switch wc.ID & wrKind {
+			case wrRead:
+				r.ready[v%D] = v + 1
+				outstanding--
+			case wrRecv:
+				// Possibly a later stream's ring: its upstream may start
+				// forwarding before this thread gets there.
+				rg := e.rings[k][int(wc.ID>>24)&0xffff]
+				j := int(wc.Imm)
+				if j >= len(rg.s.Blocks) || rg.ready[j%D] != 0 {
+					return fmt.Errorf("istore: node %d: stream %d: block %d arrived into a full slot or beyond the stream", e.me, rg.idx, j)
+				}
+				rg.ready[j%D] = j + 1
+				if rg.recvPosted < len(rg.s.Blocks) {
+					if err := rg.postRecv(); err != nil {
+						return err
+					}
+				}
+			case wrFwd:
+				fwdDone++
+			case wrCredit:
+				creditInFlight--
+			}
+		}
+		if head {
+			for issued < N && issued-freed < D {
+				loc := cfg.Locs[s.Blocks[issued]]
+				rem := e.remote[loc.Node]
+				slot := issued % D
+				wr := fabric.SendWR{ID: wrRead | uint64(issued), Op: fabric.OpRead, Flags: fabric.Signaled,
+					Local: r.mr.SGE(slot*BlockBytes, BlockBytes), RemoteAddr: rem.Addr + uint64(loc.Off), RKey: rem.RKey}
+				if _, err := e.pair[k][loc.Node].PostSend([]fabric.SendWR{wr}); err != nil {
+					return err
+				}
+				issued++
+				outstanding++
+				st.Reads++
+				st.MaxOutstanding = max(st.MaxOutstanding, outstanding)
+				progress = true
+			}
+		}
+		if !last && fwdPosted < N {
+			th.Sync()
+			downFreed := int(binary.LittleEndian.Uint64(r.mr.Bytes()[creditOff:]))
+			for fwdPosted < N && r.ready[fwdPosted%D] == fwdPosted+1 && fwdPosted-downFreed < D {
+				slot := fwdPosted % D
+				wr := fabric.SendWR{ID: wrFwd | uint64(fwdPosted), Op: fabric.OpWriteImm, Flags: fabric.Signaled, Imm: uint32(fwdPosted),
+					Local: r.mr.SGE(slot*BlockBytes, BlockBytes), RemoteAddr: r.downRing.Addr + uint64(slot*BlockBytes), RKey: r.downRing.RKey}
+				if _, err := r.down.PostSend([]fabric.SendWR{wr}); err != nil {
+					return err
+				}
+				fwdPosted++
+				st.Forwards++
+				progress = true
+			}
+		}
+		for p < N && r.ready[p%D] == p+1 && (last || fwdPosted > p) {
+			var data []byte
+			if e.payload {
+				data = r.mr.Bytes()[p%D*BlockBytes : (p%D+1)*BlockBytes]
+			}
+			if err := cfg.Process(th, s, s.Blocks[p], data); err != nil {
+				return err
+			}
+			p++
+			progress = true
+		}
+		f := p
+		if !last {
+			f = min(p, fwdDone)
+		}
+		for ; freed < f; freed++ {
+			r.ready[freed%D] = 0
+		}
+		if !head && freed > creditSent && creditInFlight < 4 {
+			binary.LittleEndian.PutUint64(r.mr.Bytes()[creditOff+8:], uint64(freed))
+			wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Flags: fabric.Signaled | fabric.Inline,
+				Local: r.mr.SGE(creditOff+8, 8), RemoteAddr: r.upCredit.Addr, RKey: r.upCredit.RKey}
+			if _, err := r.up.PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			creditSent = freed
+			creditInFlight++
+			st.Credits++
+			progress = true
+		}
+		now := th.Now()
+		if progress {
+			lastProgress = now
+			continue
+		}
+		if now.Sub(lastProgress) > cfg.Timeout {
+			return stalled(fmt.Sprintf("for %v", cfg.Timeout))
+		}
+		th.Wait(lastProgress.Add(cfg.Timeout+1), cq, r.mr)
+	}
+}
