@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -13,8 +14,25 @@ type Comparison struct {
 	Metric string  `json:"metric"`
 	Fabric float64 `json:"fabric"`
 	Model  float64 `json:"model"`
-	// RelErr is (model - fabric) / fabric; 0 when both are 0.
+	// RelErr is (model - fabric) / fabric; 0 when both are 0, +Inf when
+	// only the fabric's is 0 (JSON: null, as JSON has no infinity).
 	RelErr float64 `json:"rel_err"`
+}
+
+// MarshalJSON writes a relative error that is not finite as null:
+// encoding/json refuses infinities, which failed every comparison with a
+// metric that is 0 on the fabric only (credit stalls, say).
+func (c Comparison) MarshalJSON() ([]byte, error) {
+	type plain Comparison
+	if !math.IsInf(c.RelErr, 0) && !math.IsNaN(c.RelErr) {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Metric string   `json:"metric"`
+		Fabric float64  `json:"fabric"`
+		Model  float64  `json:"model"`
+		RelErr *float64 `json:"rel_err"`
+	}{c.Metric, c.Fabric, c.Model, nil})
 }
 
 // CompareWithModel runs cfg on f (real hardware, typically) and on the

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -139,7 +140,11 @@ With --backend sim the "hardware" is the simulator running --target.`,
 			t := newTable(w)
 			t.Header("metric", "fabric", "model "+cfg.Profile, "model error")
 			for _, r := range rows {
-				t.Append(r.Metric, fmt.Sprintf("%.4g", r.Fabric), fmt.Sprintf("%.4g", r.Model), fmt.Sprintf("%+.1f%%", 100*r.RelErr))
+				rel := fmt.Sprintf("%+.1f%%", 100*r.RelErr)
+				if math.IsInf(r.RelErr, 0) {
+					rel = "n/a (0 on the fabric)"
+				}
+				t.Append(r.Metric, fmt.Sprintf("%.4g", r.Fabric), fmt.Sprintf("%.4g", r.Model), rel)
 			}
 			return t.Render()
 		},
