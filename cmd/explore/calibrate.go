@@ -28,6 +28,9 @@ func (h *hwFlags) factory(target string) (experiments.FabricFactory, error) {
 			return sim.New(sim.Config{Nodes: n, Profile: p, Seed: 1, SizeOnly: true})
 		}, nil
 	}
+	if h.backend != "ibv" && h.backend != "tcp" {
+		return nil, fmt.Errorf("--backend %q: choose sim, ibv or tcp", h.backend)
+	}
 	if !h.local {
 		return nil, fmt.Errorf("--backend %s: calibrate and validate run both nodes in this process: add --local (one machine, one device; the adapter loops the traffic back)", h.backend)
 	}

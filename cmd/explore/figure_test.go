@@ -91,6 +91,8 @@ func TestCalibrateAndValidateOnTheSimulator(t *testing.T) {
 		{[]string{"calibrate", "--backend", "ibv"}, "--local"},
 		{[]string{"calibrate", "--base", "nope"}, "--base"},
 		{[]string{"validate", "--target", "nope"}, "--target"},
+		{[]string{"calibrate", "--backend", "bogus"}, "choose sim, ibv or tcp"},
+		{[]string{"validate", "--backend", "bogus"}, "choose sim, ibv or tcp"},
 	} {
 		if out, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v (%s), want %q", tc.args, err, out, tc.want)
