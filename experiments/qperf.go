@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
@@ -26,7 +27,7 @@ func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
 	if err := pc.Normalize(n); err != nil {
 		return nil, err
 	}
-	c, err := sim.New(sim.Config{Nodes: n, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	c, err := sim.New(sim.Config{Nodes: n, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
 	if err != nil {
 		return nil, err
 	}
@@ -36,9 +37,20 @@ func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
 			return nil, err
 		}
 	}
+	// The fault schedule applies as to any design (it was ignored, so
+	// qperf ran clean under any --fault flag).
+	if err := c.SetPlan(cfg.Plan); err != nil {
+		return nil, err
+	}
+	if cfg.Inspect != nil {
+		defer cfg.Inspect(c)
+	}
 	t0 := time.Now()
 	res, err := perftest.Run(c, pc)
 	if err != nil {
+		if s := c.FaultSummary(); s != "" {
+			err = fmt.Errorf("%w [faults injected: %s]", err, s)
+		}
 		return nil, err
 	}
 	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),

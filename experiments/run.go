@@ -348,7 +348,8 @@ func Run(cfg RunConfig) (*Record, error) {
 // real-hardware backend (fabric/ibv): in one process for every node, or one
 // process per node, in which case every process runs its node and gets the
 // whole record (the nodes' results travel over the out-of-band channel).
-// cfg.Profile and cfg.Faults do not apply; the record's profile is
+// cfg.Profile does not apply and fault injection (Faults, Plan) is an
+// error; the record's profile is
 // "hardware" for a backend other than the simulator.
 func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if len(f.Local()) == 0 {
@@ -360,8 +361,8 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if cfg.Nodes != f.Size() {
 		return nil, fmt.Errorf("--nodes %d but the %s fabric has %d nodes", cfg.Nodes, f.Backend(), f.Size())
 	}
-	if cfg.Faults != (sim.Faults{}) {
-		return nil, fmt.Errorf("fault injection needs the simulator, not the %s backend", f.Backend())
+	if cfg.Faults != (sim.Faults{}) || cfg.Plan != nil || cfg.ProfileOverride != nil {
+		return nil, fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", f.Backend())
 	}
 	if err := cfg.normalize(f.Local()[0].Cores()); err != nil {
 		return nil, err

@@ -266,3 +266,49 @@ func TestUDRecovery(t *testing.T) {
 		t.Fatalf("--ud-recovery on RC: %v", err)
 	}
 }
+
+// TestQperfTakesTheFaultPlan: a fault schedule applies to the qperf
+// baseline as to every design (it was ignored, so qperf ran clean under
+// any fault flag), and RunOn, which cannot inject faults, refuses one
+// instead of ignoring it.
+func TestQperfTakesTheFaultPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rule sim.Rule
+		fail bool // the run must fail (a crash) or complete with faults counted (RC recovers losses)
+	}{
+		{"loss", sim.Rule{Action: sim.Lose, Src: -1, Dst: -1, Rate: 0.01}, false},
+		{"crash", sim.Rule{Action: sim.Crash, Node: 1, From: fabric.Time(20 * fabric.Microsecond)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := sim.NewPlan()
+			plan.Rules = append(plan.Rules, tc.rule)
+			var counts sim.FaultCounts
+			rec, err := Run(RunConfig{Design: "qperf", Nodes: 2, Threads: 1, Profile: "edr-cx4", BytesPerNode: 1 << 20, Plan: plan,
+				Timeout: fabric.Millisecond, TimeLimit: 50 * fabric.Millisecond, Inspect: func(c *sim.Cluster) { counts = c.FaultCounts() }})
+			if tc.fail != (err != nil) {
+				t.Fatalf("err %v, record %+v", err, rec)
+			}
+			if counts.Total() == 0 {
+				t.Fatalf("no fault injected: %+v", counts)
+			}
+		})
+	}
+	f, err := sim.New(sim.Config{Nodes: 2, Profile: mustProfile(t, "edr-cx4"), Seed: 1, SizeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := RunOn(f, RunConfig{Design: "MEMQ/SR", Nodes: 2, Plan: sim.NewPlan()}); err == nil || !strings.Contains(err.Error(), "fault injection") {
+		t.Fatalf("RunOn with a fault plan: %v", err)
+	}
+}
+
+func mustProfile(t *testing.T, name string) *sim.Profile {
+	t.Helper()
+	p, err := sim.LoadProfile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
