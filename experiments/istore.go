@@ -1,0 +1,325 @@
+package experiments
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/istore"
+	"github.com/rdmashuffle/rdmashuffle/tpch"
+)
+
+// I-Store-style remote reads (seed 002, package istore): the streaming
+// microbenchmarks and the star joins, against the shuffle plan of the same
+// joins over any shuffle design. Their figures (istore_figs.go) run points
+// through RunIStorePoint, which reads what to run from the point's label.
+
+// The remote-read designs of a star-join point (any other design name is
+// a shuffle design running the shuffle plan).
+const (
+	IStoreDesign        = "I-Store"         // remote reads, replicated dimension partitions relayed
+	IStoreUnicastDesign = "I-Store/unicast" // remote reads, every compute server reads on its own
+	// The microbenchmark's two ways of feeding several readers.
+	IStoreReadDesign      = "I-Store/read"
+	IStoreMulticastDesign = "I-Store/multicast"
+)
+
+// StarJoinConfig is one star join on a simulated cluster.
+type StarJoinConfig struct {
+	Tables  int     // 2, 3 or 4
+	SF      float64 // scale factor of the whole database
+	Design  string  // IStoreDesign, IStoreUnicastDesign or a shuffle design
+	Nodes   int
+	Threads int // shuffle plan: sending and as many receiving threads per node; remote reads: twice as many workers
+	Depth   int // remote reads: outstanding reads per worker (default 8)
+	Profile string
+	Seed    uint64
+	Payload bool // move real bytes and check the answer against the single-node reference
+	Timeout fabric.Duration
+}
+
+// StarJoinResult is a star join's outcome.
+type StarJoinResult struct {
+	ResponseS, SetupS float64
+	Answer            *istore.Answer // payload mode
+	Integrity         string         // "ok": the answer is the reference's (payload), or every block and tuple arrived (size-only)
+	QPsPerNode        int
+	RegisteredPer     int64
+	FactBytesPerNode  int64
+	SimEvents         uint64
+	Plan              string // "remote-read" or "shuffle"
+}
+
+var dbCache struct {
+	sync.Mutex
+	keys []string
+	dbs  []*istore.DB
+}
+
+// ssbDB generates (or reuses) the database at sf and seed; the last two
+// are kept, so that a figure's points share them.
+func ssbDB(sf float64, seed uint64) (*istore.DB, error) {
+	key := fmt.Sprint(sf, "/", seed)
+	dbCache.Lock()
+	defer dbCache.Unlock()
+	if i := slices.Index(dbCache.keys, key); i >= 0 {
+		return dbCache.dbs[i], nil
+	}
+	db, err := istore.Generate(sf, seed)
+	if err != nil {
+		return nil, err
+	}
+	dbCache.keys, dbCache.dbs = append(dbCache.keys, key), append(dbCache.dbs, db)
+	if len(dbCache.keys) > 2 {
+		dbCache.keys, dbCache.dbs = dbCache.keys[1:], dbCache.dbs[1:]
+	}
+	return db, nil
+}
+
+// RunStarJoin runs one star join: the remote-read plan (package istore) or
+// the shuffle plan over a shuffle design.
+func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
+	q, err := istore.ParseQuery(cfg.Tables)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := sim.LoadProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Threads == 0 {
+		cfg.Threads = prof.Host.Cores / 4
+	}
+	if cfg.Threads < 1 || 2*cfg.Threads > prof.Host.Cores {
+		return nil, fmt.Errorf("--threads %d: each node runs that many sending and receiving threads (the remote-read plan twice as many workers) on its %d cores; use 1..%d", cfg.Threads, prof.Host.Cores, prof.Host.Cores/2)
+	}
+	if cfg.Nodes < 1 {
+		return nil, fmt.Errorf("%d nodes: need at least 1", cfg.Nodes)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 100 * fabric.Millisecond
+	}
+	remote := cfg.Design == IStoreDesign || cfg.Design == IStoreUnicastDesign
+	if !remote && (!slices.Contains(SimDesigns(), cfg.Design) || cfg.Design == "qperf") {
+		return nil, fmt.Errorf("design %q: choose %s or %s (remote reads) or a shuffle design: %s", cfg.Design, IStoreDesign, IStoreUnicastDesign,
+			strings.Join(slices.DeleteFunc(SimDesigns(), func(d string) bool { return d == "qperf" }), ", "))
+	}
+	db, err := ssbDB(cfg.SF, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var res *StarJoinResult
+	if remote {
+		r, err := istore.Run(c, db, istore.Config{Query: q, Threads: 2 * cfg.Threads, Depth: cfg.Depth, Multicast: cfg.Design == IStoreDesign, Timeout: cfg.Timeout})
+		if err != nil {
+			return nil, err
+		}
+		res = &StarJoinResult{Plan: "remote-read", ResponseS: r.ResponseS, SetupS: r.SetupS, Answer: r.Answer, Integrity: "ok",
+			QPsPerNode: r.QPsPerNode, RegisteredPer: r.RegisteredPerNode}
+	} else if res, err = shuffleStarJoin(c, db, q, cfg); err != nil {
+		return nil, err
+	}
+	if open := c.OpenObjects(); len(open) > 0 {
+		return nil, fmt.Errorf("%w: %d objects still open at the end of the run: %s", sim.ErrVerbsUsage, len(open), strings.Join(open[:min(len(open), 5)], "; "))
+	}
+	if err := c.CheckError(); err != nil {
+		return nil, err
+	}
+	if cfg.Payload && !res.Answer.Equal(db.Reference(q)) {
+		res.Integrity = "wrong answer"
+	}
+	res.FactBytesPerNode = int64(len(db.Lines)) * istore.RowBytes / int64(cfg.Nodes)
+	res.SimEvents = c.Events()
+	return res, nil
+}
+
+// shuffleStarJoin runs q's shuffle plan: the endpoints of one exchange
+// per join are opened before the start (as RunQuery does), and the plan
+// runs through the TPC-H exchanger (SHUFFLE and RECEIVE operators).
+func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoinConfig) (*StarJoinResult, error) {
+	qc := QueryConfig{Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Seed: cfg.Seed, SF: cfg.SF, Timeout: cfg.Timeout}
+	prof, _ := sim.LoadProfile(cfg.Profile)
+	if err := qc.normalize(prof.Host.Cores); err != nil {
+		return nil, err
+	}
+	steps := istore.ShuffleSteps(q)
+	plan := tpch.Plan{Nodes: cfg.Nodes, Steps: steps}
+	n, t, ns := cfg.Nodes, qc.Threads, len(steps)
+	shared := sharedEndpoint(cfg.Design)
+	sent, got := make([][][]algos.Tally, ns), make([][][]algos.Tally, ns)
+	for x := range ns {
+		sent[x], got[x] = make([][]algos.Tally, n), make([][]algos.Tally, n)
+	}
+	corrupt := make([]int, n)
+	setup, resp := make([]fabric.Duration, n), make([]fabric.Duration, n)
+	answers := make([]*istore.Answer, n)
+	qps, reg := make([]int, n), make([]int64, n)
+	err := c.Run(func(th fabric.Thread) error {
+		me := th.Node().ID()
+		begin := th.Now()
+		neps := t
+		if shared {
+			neps = 1
+		}
+		eps := make([][]algos.Endpoint, ns)
+		for x := range ns {
+			eps[x] = make([]algos.Endpoint, neps)
+			for k := range neps {
+				ec := algos.Config{Nodes: n, Tag: x*neps + k, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout}
+				if shared {
+					ec.Threads = t
+				}
+				ep, err := openDesign(th, cfg.Design, ec)
+				if err != nil {
+					return err
+				}
+				eps[x][k] = ep
+				qps[me] += ep.Info().QPs
+				reg[me] += ep.Info().RegisteredBytes
+			}
+		}
+		setup[me] = th.Now().Sub(begin)
+		if err := th.Node().OOB().Barrier("start"); err != nil {
+			return err
+		}
+		start := th.Now()
+		ex := &exchanger{cfg: qc, plan: plan, eps: eps, shared: shared, me: me, sent: sent, got: got, corrupt: corrupt}
+		ans, err := istore.RunShufflePlan(th, db, q, n, ex)
+		if err != nil {
+			return err
+		}
+		resp[me] = th.Now().Sub(start)
+		answers[me] = ans
+		for _, row := range eps {
+			for _, ep := range row {
+				if err := ep.Close(th); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &StarJoinResult{Plan: "shuffle", Answer: answers[0], Integrity: "ok"}
+	for i := range n {
+		res.ResponseS = max(res.ResponseS, resp[i].Seconds())
+		res.SetupS = max(res.SetupS, setup[i].Seconds())
+		res.QPsPerNode = max(res.QPsPerNode, qps[i])
+		res.RegisteredPer = max(res.RegisteredPer, reg[i])
+		if cfg.Payload && !answers[i].Equal(answers[0]) {
+			return nil, fmt.Errorf("node %d's answer differs from node 0's", i)
+		}
+	}
+	for x := range ns {
+		if v := integrity(sent[x], got[x], corrupt); v != "ok" {
+			res.Integrity = v
+		}
+	}
+	return res, nil
+}
+
+// Labels of I-Store points: "istore micro blocks=<n>" (the design is
+// IStoreReadDesign or IStoreMulticastDesign, nodes = readers + 1, buffers
+// = outstanding reads per thread) and "istore join tables=<2|3|4>
+// sf=<scale factor>" (the design names the plan; threads as
+// StarJoinConfig's).
+func istoreMicroLabel(blocks int) string { return fmt.Sprintf("istore micro blocks=%d", blocks) }
+func istoreJoinLabel(tables int, sf float64) string {
+	return fmt.Sprintf("istore join tables=%d sf=%s", tables, strconv.FormatFloat(sf, 'g', -1, 64))
+}
+
+// parseIStoreLabel returns the kind ("micro" or "join") and the label's
+// key=value fields.
+func parseIStoreLabel(label string) (string, map[string]float64, error) {
+	f := strings.Fields(label)
+	if len(f) < 2 || f[0] != "istore" || (f[1] != "micro" && f[1] != "join") {
+		return "", nil, fmt.Errorf("label %q: not an I-Store point (want \"istore micro blocks=N\" or \"istore join tables=N sf=X\")", label)
+	}
+	kv := map[string]float64{}
+	for _, p := range f[2:] {
+		k, v, ok := strings.Cut(p, "=")
+		x, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || !(x > 0) {
+			return "", nil, fmt.Errorf("label %q: bad field %q", label, p)
+		}
+		kv[k] = x
+	}
+	need := map[string][]string{"micro": {"blocks"}, "join": {"tables", "sf"}}[f[1]]
+	for _, k := range need {
+		if _, ok := kv[k]; !ok {
+			return "", nil, fmt.Errorf("label %q: no %s=", label, k)
+		}
+	}
+	return f[1], kv, nil
+}
+
+// RunIStorePoint runs a figure point that names an I-Store experiment in
+// its label. Micro points: Buffers is the outstanding reads per thread,
+// Threads the worker threads (streams) per reader, Nodes the readers + 1;
+// the record's throughput is the mean reader's scanned bytes per second.
+// Join points: the record's response time is the query's.
+func RunIStorePoint(cfg RunConfig) (*Record, error) {
+	kind, kv, err := parseIStoreLabel(cfg.Label)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	rec := &Record{Experiment: "istore-" + kind, Label: cfg.Label, Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
+		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, MsgBytes: istore.BlockBytes, Integrity: "ok"}
+	prof, err := sim.LoadProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	rec.Profile = prof.Name
+	if kind == "micro" {
+		if cfg.Design != IStoreReadDesign && cfg.Design != IStoreMulticastDesign {
+			return nil, fmt.Errorf("design %q: an I-Store microbenchmark runs %s or %s", cfg.Design, IStoreReadDesign, IStoreMulticastDesign)
+		}
+		c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		r, err := istore.RunMicro(c, istore.MicroConfig{Readers: cfg.Nodes - 1, Depth: cfg.Buffers, Threads: cfg.Threads, Blocks: int(kv["blocks"]),
+			Multicast: cfg.Design == IStoreMulticastDesign, Seed: cfg.Seed, Timeout: cfg.Timeout})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.CheckError(); err != nil {
+			return nil, err
+		}
+		if !r.SumOK || r.MaxOutstanding > cfg.Buffers {
+			rec.Integrity = "corrupt"
+		}
+		rec.ThroughputGiBs = r.Mean * istore.BlockBytes / (1 << 30)
+		rec.ResponseS = kv["blocks"] / r.Mean
+		rec.BytesPerNode = int64(kv["blocks"]) * istore.BlockBytes
+		rec.QPsPerNode, rec.SetupMS, rec.SimEvents = r.QPsPerNode, r.SetupS*1e3, c.Events()
+		rec.WallS = time.Since(t0).Seconds()
+		return rec, nil
+	}
+	r, err := RunStarJoin(StarJoinConfig{Tables: int(kv["tables"]), SF: kv["sf"], Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
+		Profile: cfg.Profile, Seed: cfg.Seed, Payload: cfg.Payload, Timeout: cfg.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	rec.Pattern = r.Plan
+	rec.ResponseS, rec.SetupMS, rec.Integrity = r.ResponseS, r.SetupS*1e3, r.Integrity
+	rec.QPsPerNode, rec.RegisteredPer, rec.BytesPerNode, rec.SimEvents = r.QPsPerNode, r.RegisteredPer, r.FactBytesPerNode, r.SimEvents
+	rec.ThroughputGiBs = float64(r.FactBytesPerNode) / r.ResponseS / (1 << 30)
+	rec.WallS = time.Since(t0).Seconds()
+	return rec, nil
+}
