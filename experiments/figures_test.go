@@ -114,3 +114,38 @@ func TestJudges(t *testing.T) {
 		})
 	}
 }
+
+// TestSteadyCheckUsesTheFigureRunner: the steady-state check reruns the
+// largest point with the runner the figure's points used (it ran the
+// simulator's Run whatever the runner, so a figure with its own runner was
+// compared with a different experiment), and never divides by a zero
+// throughput.
+func TestSteadyCheckUsesTheFigureRunner(t *testing.T) {
+	zero := func(cfg RunConfig) (*Record, error) {
+		r, err := figureFakeRun(cfg)
+		r.ThroughputGiBs = 0
+		return r, err
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(RunConfig) (*Record, error)
+		want string
+	}{
+		{"fake", figureFakeRun, "steady: MEMQ/WR at 8 nodes, 10.00 GiB/s; twice the input 10.00 GiB/s (+0.0%)"},
+		{"zero", zero, "not checked: no successful point with a positive throughput"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := FigureByID("fig16")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := RunFigure(context.Background(), f, FigureOptions{OutDir: t.TempDir(), Jobs: 1, Run: tc.run})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Steady != tc.want {
+				t.Fatalf("steady check: %q, want %q", rep.Steady, tc.want)
+			}
+		})
+	}
+}

@@ -93,30 +93,38 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	case f.NoSteady:
 		rep.Steady = "steady-state check not applicable (the figure's metric is not a throughput)"
 	case !o.NoSteadyCheck:
-		rep.Steady = steadyCheck(rep.Results)
+		run := o.Run
+		if run == nil {
+			run = Run
+		}
+		rep.Steady = steadyCheck(rep.Results, run)
 	}
 	return rep, nil
 }
 
 // steadyCheck reruns the largest successful point with twice the input:
 // if throughput moves by more than 10%, the figure's scale is too short to
-// be in steady state, and the report says so.
-func steadyCheck(rs []Result) string {
+// be in steady state, and the report says so. run runs the point as the
+// figure's own points were run.
+func steadyCheck(rs []Result, run func(RunConfig) (*Record, error)) string {
 	var big *Result
 	for i := range rs {
 		r := &rs[i]
-		if !r.Failed() && r.Design != "qperf" && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
+		if !r.Failed() && r.Design != "qperf" && r.ThroughputGiBs > 0 && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
 			big = r
 		}
 	}
 	if big == nil {
-		return "not checked: no successful point"
+		return "not checked: no successful point with a positive throughput"
 	}
 	cfg := big.Config()
 	cfg.BytesPerNode = 2 * big.BytesPerNode
-	again, err := Run(cfg)
+	again, err := run(cfg)
 	if err != nil {
 		return fmt.Sprintf("not checked: %v", err)
+	}
+	if again.Integrity != "ok" {
+		return fmt.Sprintf("not checked: the run with twice the input failed its integrity check (%s)", again.Integrity)
 	}
 	d := (again.ThroughputGiBs - big.ThroughputGiBs) / big.ThroughputGiBs
 	verdict := "steady"
