@@ -219,6 +219,12 @@ type Stats struct {
 	LockHandoffs      int64 // a thread took a QP's or CQ's lock from another thread
 	QPCacheHits       int64 // NIC queue-pair context lookups that hit, all nodes
 	QPCacheMisses     int64 // lookups that had to fetch the context over PCIe
+	MPTHits           int64 // memory-region protection lookups that hit, all nodes (0 when translation is not modelled)
+	MPTMisses         int64
+	MTTHits           int64 // page-translation line lookups that hit
+	MTTMisses         int64
+	TPTStalls         int64 // DMAs that waited for a translation fetch over PCIe
+	ReadResourceNaks  int64 // RDMA Read requests refused: the responder's max_dest_rd_atomic resources were in use
 }
 
 // QPCacheMissRate is the fraction of context lookups that missed.
@@ -235,6 +241,10 @@ func (c *Cluster) Stats() Stats {
 	for _, n := range c.nodes {
 		s.QPCacheHits += n.nic.cache.hits
 		s.QPCacheMisses += n.nic.cache.misses
+		t := &n.nic.tpt
+		s.MPTHits, s.MPTMisses = s.MPTHits+t.mpt.hits, s.MPTMisses+t.mpt.misses
+		s.MTTHits, s.MTTMisses = s.MTTHits+t.mtt.hits, s.MTTMisses+t.mtt.misses
+		s.TPTStalls += t.stall
 	}
 	return s
 }

@@ -24,6 +24,7 @@ type nic struct {
 
 	// Performance model.
 	cache         qpCache         // queue-pair contexts on the NIC
+	tpt           tpt             // memory-region translation and protection caches
 	puFree        []fabric.Time   // when each processing unit is free
 	wqeCost       fabric.Duration // processing one work request
 	pcieRFree     fabric.Time     // DMA reads (payload fetch) are busy until
@@ -45,7 +46,7 @@ func newNIC(c *Cluster, n *node) *nic {
 	p := c.prof
 	return &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(p.NIC.TxLatencyNS),
 		cache: qpCache{cap: p.NIC.QPCacheEntries}, puFree: make([]fabric.Time, p.NIC.ProcessingUnits),
-		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p)}
+		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p)}
 }
 
 // creditReturned tells a NIC waiting for uplink credit when some returns.
@@ -87,6 +88,7 @@ func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
 	m := &mr{sigbase: sigbase{c: n.c}, nic: n, pd: p, key: key, addr: n.nextAddr, buf: make([]byte, length), access: access}
 	n.nextAddr += (uint64(length) + 2*pageSize - 1) / pageSize * pageSize // a guard page between regions
 	n.mrs = append(n.mrs, m)
+	n.warm(m)
 	return m
 }
 

@@ -70,6 +70,11 @@ type NICProfile struct {
 	RxBufferBytes   int     `yaml:"rx_buffer_bytes"`  // port buffer for arriving packets (credits to the switch), bytes
 	QPCacheEntries  int     `yaml:"qp_cache_entries"` // queue-pair contexts held on the NIC (LRU)
 	QPCacheMissNS   float64 `yaml:"qp_cache_miss_ns"` // fetching a context from host memory, ns
+	// Address translation (tpt.go): memory-region protection entries and
+	// 4 KiB page translations held on the NIC (LRU); a miss costs a PCIe
+	// round trip (pcie.rtt_ns). Both 0: translation is not modelled.
+	MPTCacheEntries int `yaml:"mpt_cache_entries"` // memory regions
+	MTTCacheEntries int `yaml:"mtt_cache_entries"` // page translations, a multiple of 8 (64-byte lines)
 }
 
 // HostProfile describes a node's CPU and the CPU cost of verbs calls.
@@ -277,6 +282,16 @@ func (p *Profile) Validate() error {
 	pos("nic.rx_buffer_bytes", float64(p.NIC.RxBufferBytes))
 	pos("nic.qp_cache_entries", float64(p.NIC.QPCacheEntries))
 	nonneg("nic.qp_cache_miss_ns", p.NIC.QPCacheMissNS)
+	nonneg("nic.mpt_cache_entries", float64(p.NIC.MPTCacheEntries))
+	nonneg("nic.mtt_cache_entries", float64(p.NIC.MTTCacheEntries))
+	switch mpt, mtt := p.NIC.MPTCacheEntries, p.NIC.MTTCacheEntries; {
+	case mtt%mttLinePages != 0:
+		bad("nic.mtt_cache_entries", "%d is not a multiple of %d (entries are fetched in 64-byte lines of %d)", mtt, mttLinePages, mttLinePages)
+	case mtt > 0 && mpt == 0:
+		bad("nic.mpt_cache_entries", "0 with nic.mtt_cache_entries %d: set both to 0 to leave translation out of the model, or both positive", mtt)
+	case mpt > 0 && mtt == 0:
+		bad("nic.mtt_cache_entries", "0 with nic.mpt_cache_entries %d: set both to 0 to leave translation out of the model, or both positive", mpt)
+	}
 	pos("host.memcpy_gbps", p.Host.MemcpyGBps)
 	nonneg("host.hash_tuple_ns", p.Host.HashTupleNS)
 	pos("pcie.gbps", p.PCIe.GBps)

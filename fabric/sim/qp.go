@@ -26,10 +26,11 @@ type sqe struct {
 
 // rqe is a receive-queue entry.
 type rqe struct {
-	id  uint64
-	mr  *mr
-	buf []byte
-	bad bool
+	id   uint64
+	mr   *mr
+	buf  []byte
+	addr uint64 // where buf starts (for the translation cache)
+	bad  bool
 	ck  ckState // the verbs-usage checker's record (checker.go)
 }
 
@@ -40,7 +41,16 @@ type readCtx struct {
 	psn   uint32
 	npkts int
 	idx   int
-	at    fabric.Time // when the request was accepted
+	at    fabric.Time // when the data can be read: the request accepted and its translations on the NIC
+	dup   bool        // answers a duplicate request again (holds no new responder resource)
+}
+
+// rxCursor is where the receive pipeline will place the rest of a
+// message, as the NIC knows it when the packets arrive (for the
+// translation cache; delivery itself is decided later, in order).
+type rxCursor struct {
+	mr   *mr
+	addr uint64
 }
 
 // qp implements fabric.QP with the RC, UC and UD transports.
@@ -112,6 +122,12 @@ type qp struct {
 	nakCode  nakCode
 	reads    []readCtx
 	readHead int
+	rdIn     int // responder resources in use: new RDMA Reads not yet fully answered (max_dest_rd_atomic bounds it)
+
+	// The receive pipeline's view of where payload goes (tpt.go).
+	rxWrite rxCursor // the RDMA Write in progress
+	rxSend  rxCursor // the send in progress
+	rxSeen  uint64   // receives the pipeline has assigned to arriving messages
 }
 
 var _ fabric.QP = (*qp)(nil)
@@ -250,8 +266,8 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			if a.MinRNRTimer > 31 {
 				return bad(fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer))
 			}
-			if a.MaxDestRdAtomic < 0 {
-				return bad(fmt.Sprintf("max_dest_rd_atomic %d is negative", a.MaxDestRdAtomic))
+			if a.MaxDestRdAtomic < 0 || a.MaxDestRdAtomic > c.prof.NIC.MaxRdAtomic {
+				return bad(fmt.Sprintf("max_dest_rd_atomic %d outside 0..%d (the device's limit)", a.MaxDestRdAtomic, c.prof.NIC.MaxRdAtomic))
 			}
 			q.destNode, q.mtu = n, mtu
 			q.attr.Dest, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest, a.MinRNRTimer, a.MaxDestRdAtomic
@@ -298,7 +314,8 @@ func (q *qp) reset() {
 	q.nic.cache.evict(q)
 	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0
 	q.rqFree, q.rqHead = q.rqTail, q.rqTail
-	q.reads, q.readHead, q.rdOut = q.reads[:0], 0, 0
+	q.reads, q.readHead, q.rdOut, q.rdIn = q.reads[:0], 0, 0, 0
+	q.rxWrite, q.rxSend, q.rxSeen = rxCursor{}, rxCursor{}, 0
 	q.ackOn, q.nakSent, q.nakCode, q.inMsg, q.timerOn = false, false, 0, false, false
 	q.msgRecv, q.dropMsg, q.ucMid, q.rnrUntil = false, false, false, 0
 }
@@ -451,7 +468,7 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 				fabric.ErrQueueFull, q, len(q.rq))
 		}
 		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
-		q.rq[q.rqTail%uint64(len(q.rq))] = rqe{id: wrs[i].ID, mr: m, buf: buf, bad: !ok}
+		q.rq[q.rqTail%uint64(len(q.rq))] = rqe{id: wrs[i].ID, mr: m, buf: buf, addr: wrs[i].Local.Addr, bad: !ok}
 		if ch := c.chk; ch != nil {
 			ch.recvPosted(q, &q.rq[q.rqTail%uint64(len(q.rq))])
 		}

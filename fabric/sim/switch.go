@@ -199,12 +199,15 @@ func (n *network) forward(p *packet, o, b int) {
 		dup = dup || dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate
 	}
 	// The receive pipeline: one packet at a time, in arrival order; a
-	// context-cache miss stalls it for a fetch over PCIe, and the payload
-	// must be written to host memory at PCIe speed.
+	// context-cache or translation-cache miss stalls it for a fetch over
+	// PCIe, and the payload must be written to host memory at PCIe speed.
 	nc := c.nodes[o].nic
 	start := max(arrive, nc.rxFree)
 	if q := nc.lookupQP(p.dstQPN); q != nil {
 		start = nc.contextAt(q, start)
+		if m, addr := q.rxTarget(p); m != nil {
+			start = nc.translate(m, addr, p.n, start)
+		}
 	}
 	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
 	nc.rxFree = start.Add(svc)

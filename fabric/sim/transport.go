@@ -72,14 +72,21 @@ func (q *qp) gate(now fabric.Time) fabric.Time {
 // process runs newly visible work requests through the NIC: each takes a
 // processing unit (units are shared by the QPs mapped to them) for the
 // profile's per-request time, after the QP's context is on the NIC (see
-// nic.contextAt). Processing runs ahead of the wire, so it only limits the
+// nic.contextAt) and, for a request whose payload the NIC will read from
+// host memory, after the translations of its gather list are (see
+// nic.translate). Processing runs ahead of the wire, so it only limits the
 // rate of small messages.
 func (q *qp) process(from, to uint64) {
 	n := q.nic
 	pu := &n.puFree[int(q.qpn)%len(n.puFree)]
 	for i := from; i < to; i++ {
-		*pu = n.contextAt(q, max(*pu, n.c.now)).Add(n.wqeCost)
-		q.sq[i%uint64(len(q.sq))].procAt = *pu
+		e := &q.sq[i%uint64(len(q.sq))]
+		at := n.contextAt(q, max(*pu, n.c.now))
+		if e.wr.Op != fabric.OpRead && e.wr.Flags&fabric.Inline == 0 && e.bad == fabric.StatusSuccess {
+			at = n.translate(e.mr, e.wr.Local.Addr, e.length, at)
+		}
+		*pu = at.Add(n.wqeCost)
+		e.procAt = *pu
 	}
 }
 
@@ -222,6 +229,9 @@ func (q *qp) readResponse() *packet {
 	p.setWire()
 	r.idx++
 	if r.idx == r.npkts {
+		if !r.dup {
+			q.rdIn-- // the responder resource is free again
+		}
 		q.readHead++
 		if q.readHead == len(q.reads) {
 			q.reads, q.readHead = q.reads[:0], 0
@@ -263,7 +273,7 @@ func (q *qp) enterError() {
 	q.stopTimer()
 	q.flushSends()
 	q.flushRecvs()
-	q.reads, q.readHead, q.ackOn, q.inMsg, q.rdOut = q.reads[:0], 0, false, false, 0
+	q.reads, q.readHead, q.ackOn, q.inMsg, q.rdOut, q.rdIn = q.reads[:0], 0, false, false, 0, 0
 }
 
 func (q *qp) flushSends() {
@@ -538,7 +548,7 @@ func (q *qp) rcReceive(p *packet) {
 	d := psnDiff(p.psn, q.ePSN)
 	if d < 0 { // duplicate: answer again, never deliver twice
 		if p.op == pReadReq {
-			q.respondRead(p)
+			q.respondRead(p, true)
 		} else {
 			q.ack(q.ePSN - 1)
 		}
@@ -562,7 +572,16 @@ func (q *qp) rcReceive(p *packet) {
 			return
 		}
 	case pReadReq:
-		if !q.respondRead(p) {
+		if q.rdIn >= q.attr.MaxDestRdAtomic {
+			// More new reads in flight than the responder has resources
+			// for (max_dest_rd_atomic): the requester broke the limit it
+			// was given, or reads are not enabled (0). IBA answers with a
+			// NAK-Invalid Request; rxe does so for max_dest_rd_atomic 0.
+			q.c.stats.ReadResourceNaks++
+			q.responderError(nakInvalid, p.psn)
+			return
+		}
+		if !q.respondRead(p, false) {
 			return
 		}
 		npk := (int(p.dmaLen) + q.mtu - 1) / q.mtu
@@ -665,15 +684,23 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 	return true
 }
 
-// respondRead queues the responses to an RDMA Read request.
-func (q *qp) respondRead(p *packet) bool {
+// respondRead queues the responses to an RDMA Read request. A new request
+// (not dup) takes one of the responder's max_dest_rd_atomic resources until
+// its last response has left; a duplicate is answered again without one,
+// as the requester counts it against the read it repeats. The data can be
+// read once the region's translations are on the NIC.
+func (q *qp) respondRead(p *packet, dup bool) bool {
 	m, buf := q.nic.remoteBuf(q, p.rkey, p.raddr, p.dmaLen, fabric.AccessRemoteRead)
 	if m == nil && p.dmaLen > 0 {
 		q.responderError(nakRemoteAccess, p.psn)
 		return false
 	}
 	npk := max((int(p.dmaLen)+q.mtu-1)/q.mtu, 1)
-	q.reads = append(q.reads, readCtx{mr: m, buf: buf, psn: p.psn, npkts: npk, at: q.c.now})
+	at := q.nic.translate(m, p.raddr, int(p.dmaLen), q.c.now)
+	if !dup {
+		q.rdIn++
+	}
+	q.reads = append(q.reads, readCtx{mr: m, buf: buf, psn: p.psn, npkts: npk, at: at, dup: dup})
 	q.nic.activate(q)
 	return true
 }

@@ -145,6 +145,7 @@ func (m *mr) Dereg() error {
 	if ch := m.c.chk; ch != nil {
 		ch.dereg(m)
 	}
+	m.nic.forget(m)
 	m.dead = true
 	m.pd.users--
 	m.nic.mrs[m.key>>8-1] = nil
