@@ -48,8 +48,11 @@ func meshFor(th fabric.Thread, peers []int, cfg *Config) (*mesh, error) {
 	depth := min((cfg.TxDepth+cfg.RxDepth)*nq+16, th.Node().Device().Attr().MaxCQE)
 	inline := min(cfg.Inline, cfg.Size)
 	return connectMesh(th, peers, meshOpts{typ: cfg.Conn, qps: cfg.QPs, slotBytes: slot, sendWR: cfg.TxDepth,
-		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth})
+		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth, spread: cfg.Spread})
 }
+
+// spreadAlign aligns the random remote offsets of --spread.
+const spreadAlign = 64
 
 // bandwidth runs send_bw, write_bw or read_bw between this node and peer.
 func bandwidth(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult, error) {
@@ -173,6 +176,9 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 					idx := t.posted + j
 					wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: t.local,
 						RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, AH: t.ah, RemoteQPN: t.remote.QPN, QKey: qkey}
+					if cfg.Spread > 0 {
+						wr.RemoteAddr += uint64(th.Rand().IntN((cfg.Spread-cfg.Size)/spreadAlign+1) * spreadAlign)
+					}
 					if (idx+1)%cfg.CQMod == 0 || idx+1 == cfg.Iters {
 						wr.Flags |= fabric.Signaled
 					}

@@ -31,6 +31,7 @@ type meshOpts struct {
 	recvWR    int
 	inline    int
 	cqDepth   int
+	spread    int // register at least this many bytes and offer the whole region to every peer
 }
 
 const qkey = 0x1ee7
@@ -57,7 +58,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	if m.rcq, err = dev.CreateCQ(o.cqDepth); err != nil {
 		return nil, err
 	}
-	total := max(len(peers)*o.qps*o.slotBytes, 1)
+	total := max(len(peers)*o.qps*o.slotBytes, o.spread, 1)
 	if m.mr, err = m.pd.RegMR(total, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead); err != nil {
 		return nil, err
 	}
@@ -82,6 +83,9 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			m.psn[pi] = append(m.psn[pi], info.PSN)
 			s := m.slot(pi, k, m.slotBytes)
 			info.Addr, info.RKey, info.Bytes = s.Addr, m.mr.RKey(), uint64(m.slotBytes)
+			if o.spread > 0 {
+				info.Addr, info.Bytes = m.mr.Addr(), uint64(m.mr.Len())
+			}
 			enc, _ := info.MarshalBinary()
 			blob = binary.BigEndian.AppendUint32(blob, uint32(peer))
 			blob = append(blob, enc...)

@@ -39,6 +39,11 @@ type Config struct {
 	// pair's window before moving to the next, which keeps few queue pairs
 	// active at once.
 	Interleave bool
+	// Spread (write_bw, read_bw) makes each server register a region of
+	// Spread bytes and has every request target a random 64-byte-aligned
+	// offset in it, to expose the NIC's address-translation cache; 0 keeps
+	// perftest's one buffer per queue pair.
+	Spread int
 	// alltoall_bw only: Schedule (ScheduleSpread, ScheduleRandom or
 	// ScheduleRR), messages in flight per node for the ordered schedules
 	// (Window, default 2) and messages per round-robin phase (Burst,
@@ -118,6 +123,10 @@ func (c *Config) Normalize(nodes int) error {
 		return fmt.Errorf("%w: --schedule %q: choose random or rr (or leave it empty)", ErrConfig, c.Schedule)
 	case c.Schedule != ScheduleSpread && c.Test != "alltoall_bw":
 		return fmt.Errorf("%w: --schedule applies to alltoall_bw only", ErrConfig)
+	case c.Spread < 0 || c.Spread > 0 && c.Test != "write_bw" && c.Test != "read_bw":
+		return fmt.Errorf("%w: --spread %d: applies to write_bw and read_bw only, and must not be negative", ErrConfig, c.Spread)
+	case c.Spread > 0 && c.Spread < c.Size:
+		return fmt.Errorf("%w: --spread %d is smaller than the message size %d", ErrConfig, c.Spread, c.Size)
 	case c.Window < 1 || c.Burst < 1:
 		return fmt.Errorf("%w: --window and --burst must be at least 1", ErrConfig)
 	case !c.bandwidth() && c.QPs != 1 && c.Test != "reg_mr":

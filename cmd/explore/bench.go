@@ -72,6 +72,7 @@ per-packet headers for that message size.`,
 	fl.IntVar(&f.cfg.Burst, "burst", 8, "alltoall_bw --schedule rr: messages per target and phase")
 	fl.BoolVar(&f.sweepQPs, "sweep-qps", false, "run every queue-pair count from 1 to 4096 (powers of two)")
 	fl.BoolVar(&f.cfg.Interleave, "interleave", false, "post one request per queue pair in turn (as a shuffle does), not a window per queue pair (perftest)")
+	fl.IntVar(&f.cfg.Spread, "spread", 0, "write_bw, read_bw: target random offsets in a remote region of this many bytes (exposes the NIC's translation cache)")
 	addCommonFlags(cmd, &f)
 	return cmd
 }
