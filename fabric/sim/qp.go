@@ -31,7 +31,7 @@ type rqe struct {
 	buf  []byte
 	addr uint64 // where buf starts (for the translation cache)
 	bad  bool
-	ck  ckState // the verbs-usage checker's record (checker.go)
+	ck   ckState // the verbs-usage checker's record (checker.go)
 }
 
 // readCtx is an RDMA Read the responder is answering.
