@@ -102,11 +102,25 @@ func init() {
 						return NewSweep(name, c, Vary("design", IStoreDesign, IStoreUnicastDesign, "MESQ/SR", "MEMQ/SR"))
 					})
 				}
+				// The shuffle plan with twice the cores (10 sending and 10
+				// receiving threads), for the sensitivity in C29's record.
+				for _, tables := range []int{2, 3, 4} {
+					ss = append(ss, func() (*Sweep, error) {
+						c := DefaultConfig()
+						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 10, istoreJoinLabel(tables, joinSF(full)), 16, ""
+						return NewSweep(fmt.Sprintf("istore-joins-20cores-%d", tables), c, Vary("design", "MESQ/SR"), Vary("threads", 10))
+					})
+				}
 				return sweeps(ss...)
 			},
 			Plots: func(rs []Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"istore-joins", PlotSpec{Title: "Star joins (size-only), 8 FDR nodes", XLabel: "tables joined", YLabel: "response time [ms]", Kind: "bars",
-					Series: bars(all(rs), func(r *Record) string { return r.Design }, func(r *Record) string { return fmt.Sprint(istoreTables(r)) }, respMS)}}}, nil
+					Series: bars(all(rs), func(r *Record) string {
+						if r.Threads != 5 {
+							return fmt.Sprintf("%s, %d cores", r.Design, 2*r.Threads)
+						}
+						return r.Design
+					}, func(r *Record) string { return fmt.Sprint(istoreTables(r)) }, respMS)}}}, nil
 			},
 		},
 	)
@@ -197,14 +211,24 @@ func judgeC28(rs []*Record, _ map[string][]Result) Verdict {
 // multicast) is faster than the best shuffle plan, by about 3x (2.1-3.9x)
 // at best; the 2-table join is reported beside (the paper: alike).
 func judgeC29(rs []*Record, _ map[string][]Result) Verdict {
-	speedup := func(tables int) (float64, string) {
-		is, _ := mean(rs, func(r *Record) bool { return r.Design == IStoreDesign && istoreTables(r) == tables }, respMS)
+	var threads int // the remote-read runs' (cores = 2 x threads in both plans)
+	for _, r := range rs {
+		if r.Design == IStoreDesign {
+			threads = r.Threads
+		}
+	}
+	shuffle := func(tables, threads int) (float64, string) {
 		best, name := math.Inf(1), ""
 		for _, r := range rs {
-			if r.Design != IStoreDesign && r.Design != IStoreUnicastDesign && istoreTables(r) == tables && r.ResponseS*1e3 < best {
+			if r.Design != IStoreDesign && r.Design != IStoreUnicastDesign && istoreTables(r) == tables && r.Threads == threads && r.ResponseS*1e3 < best {
 				best, name = r.ResponseS*1e3, r.Design
 			}
 		}
+		return best, name
+	}
+	speedup := func(tables int) (float64, string) {
+		is, _ := mean(rs, func(r *Record) bool { return r.Design == IStoreDesign && istoreTables(r) == tables }, respMS)
+		best, name := shuffle(tables, threads)
 		if is == 0 || math.IsInf(best, 0) {
 			return math.NaN(), ""
 		}
@@ -219,16 +243,20 @@ func judgeC29(rs []*Record, _ map[string][]Result) Verdict {
 		}
 		sp[t] = s
 		parts = append(parts, fmt.Sprintf("%d tables: %.2fx over the best shuffle plan (%s)", t, s, name))
+		if more, _ := shuffle(t, 2*threads); threads > 0 && !math.IsInf(more, 0) {
+			is, _ := mean(rs, func(r *Record) bool { return r.Design == IStoreDesign && istoreTables(r) == t }, respMS)
+			parts[len(parts)-1] += fmt.Sprintf(" (%.2fx over MESQ/SR on twice the cores)", more/is)
+		}
 	}
 	faster := sp[3] > 1 && sp[4] > 1
 	top := math.Max(sp[3], sp[4])
-	v := Verdict{Expected: "3- and 4-table joins: remote reads faster than the best shuffle plan, up to about 3x (2.1-3.9x)",
+	v := Verdict{Expected: "3- and 4-table joins: remote reads faster than the best shuffle plan on as many cores, up to about 3x (2.1-3.9x)",
 		Measured: strings.Join(parts, "; "), Verdict: grade(faster && top >= 2.1 && top <= 3.9, faster)}
 	switch {
 	case !faster:
 		v.Reason = "the shuffle plan is as fast: remote reads do not pay off here"
 	case top < 2.1:
-		v.Reason = "remote reads win by less: the probes are CPU-bound (the TPC-H operator costs, 83-108 cycles per fact row on 10 threads) while a shuffle of 16-byte tuples runs near the FDR link rate, so removing shuffles saves less than their count suggests"
+		v.Reason = "remote reads win by less: their probes are CPU-bound (the TPC-H operator costs, 58-108 cycles per fact row on 10 workers), so removing shuffles saves less than their count suggests"
 	case top > 3.9:
 		v.Reason = "remote reads win by more than the paper's 3x"
 	}

@@ -230,7 +230,7 @@ func Run(f fabric.Fabric, db *DB, cfg Config) (*Result, error) {
 			ns.dims[d] = make([]uint8, sizes[d]+1)
 		}
 		states[me] = ns
-		start, _, st, err := runEngine(th, ec)
+		start, _, st, teardown, err := runEngine(th, ec)
 		if err != nil {
 			return err
 		}
@@ -262,6 +262,9 @@ func Run(f fabric.Fabric, db *DB, cfg Config) (*Result, error) {
 		}
 		answers[me] = ans
 		end := th.Now()
+		if err := teardown(); err != nil {
+			return err
+		}
 		stats, err := gatherInts(th, "istore/stats", []int64{int64(end.Sub(start)), int64(st.Setup), st.Reads, st.Forwards,
 			ns.dimB, ns.fact, int64(st.MaxOutstanding), int64(st.QPs), st.RegisteredBytes})
 		if err != nil {

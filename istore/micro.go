@@ -127,8 +127,11 @@ func RunMicro(f fabric.Fabric, cfg MicroConfig) (*MicroResult, error) {
 	err := f.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		sums[me] = make([]uint64, cfg.Threads)
-		start, ends, st, err := runEngine(th, ec)
+		start, ends, st, teardown, err := runEngine(th, ec)
 		if err != nil {
+			return err
+		}
+		if err := teardown(); err != nil {
 			return err
 		}
 		var end fabric.Time

@@ -370,35 +370,35 @@ func (e *engine) setup(th fabric.Thread) error {
 }
 
 // runEngine runs cfg on the calling node: setup, a start barrier, the
-// worker threads (compute servers), a done barrier and teardown. It
-// returns the start time (after the barrier), each worker's end time and
-// the node's statistics.
-func runEngine(th fabric.Thread, cfg *EngineConfig) (start fabric.Time, ends []fabric.Time, st EngineStats, err error) {
+// worker threads (compute servers) and a done barrier. It returns the
+// start time (after the barrier), each worker's end time, the node's
+// statistics and the teardown, which the caller runs once it has taken its
+// own end time (deregistering is not part of a query's response time).
+func runEngine(th fabric.Thread, cfg *EngineConfig) (start fabric.Time, ends []fabric.Time, st EngineStats, teardown func() error, err error) {
 	node := th.Node()
 	if cfg.Timeout == 0 {
 		cfg.Timeout = fabric.Second
 	}
 	if err := cfg.check(cfg.Nodes, node.Cores()); err != nil {
-		return 0, nil, st, err
+		return 0, nil, st, nil, err
 	}
 	e := &engine{cfg: cfg, me: node.ID(), nodes: cfg.Nodes, payload: node.Payload()}
 	if err := e.setup(th); err != nil {
-		return 0, nil, st, fmt.Errorf("istore: node %d setup: %w", e.me, err)
+		return 0, nil, st, nil, fmt.Errorf("istore: node %d setup: %w", e.me, err)
 	}
 	if err := node.OOB().Barrier("istore/start"); err != nil {
-		return 0, nil, st, err
+		return 0, nil, st, nil, err
 	}
 	start = th.Now()
 	if slices.Contains(cfg.Compute, e.me) {
 		if ends, err = e.runWorkers(th); err != nil {
-			return 0, nil, st, err
+			return 0, nil, st, nil, err
 		}
 	}
 	if err := node.OOB().Barrier("istore/done"); err != nil {
-		return 0, nil, st, err
+		return 0, nil, st, nil, err
 	}
-	st = e.stats
-	return start, ends, st, e.teardown()
+	return start, ends, e.stats, e.teardown, nil
 }
 
 func (e *engine) teardown() error {
