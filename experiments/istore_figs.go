@@ -167,6 +167,8 @@ func judgeC27(rs []*Record, _ map[string][]Result) Verdict {
 		v.Reason = "the gain from prefetching is not about 3x: it follows the round trip of one read over the time per block at the peak"
 	case near5 < 0.9:
 		v.Reason = "5 outstanding reads are well below the maximum"
+	default:
+		v.Reason = fmt.Sprintf("a pass with %d streams per reader, a workload setting fitted to the paper's absolute numbers (it does not say); with one stream the gain is %.1fx", istoreStreams, s.ten/math.Max(s.one, 1e-9))
 	}
 	return v
 }
