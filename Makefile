@@ -1,7 +1,7 @@
 # rdmashuffle: the two commands a new user needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run overview reproduce test bench fuzz fuzz-short vet build clean
+.PHONY: run overview reproduce test bench fuzz fuzz-short vet build clean ibverbs-dev
 
 # The main job on the default simulated cluster: no RDMA hardware, no setup.
 # Seed 001's figure 19 at quick scale: the eight designs and the qperf, IPoIB
@@ -19,9 +19,10 @@ reproduce:
 	$(GO) run ./cmd/explore reproduce
 
 # go vet, every test, and a few seconds of every fuzz target; with
-# libibverbs-dev installed, also the real-hardware backend (its
-# conformance suite skips without a device).
-test: vet fuzz-short
+# libibverbs-dev installed (installed here when missing and running as
+# root on Debian), also the real-hardware backend (its conformance suite
+# skips without a device).
+test: ibverbs-dev vet fuzz-short
 	$(GO) test -count=1 ./...
 	@if [ -e /usr/include/infiniband/verbs.h ]; then \
 		echo "$(GO) vet -tags ibverbs ./fabric/ibv/ && $(GO) test -count=1 -tags ibverbs ./fabric/ibv/"; \
@@ -32,6 +33,17 @@ test: vet fuzz-short
 
 vet:
 	$(GO) vet ./...
+
+# The headers and library of the real-hardware backend.
+ibverbs-dev:
+	@if [ ! -e /usr/include/infiniband/verbs.h ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing libibverbs-dev to build the real-hardware backend"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libibverbs-dev >/dev/null; \
+		else \
+			echo "libibverbs-dev is not installed: the real-hardware backend will not be built (sudo apt-get install libibverbs-dev)"; \
+		fi; \
+	fi
 
 # Performance benchmarks (see docs/performance.md for what each measures).
 bench:
