@@ -146,12 +146,8 @@ type tpt struct {
 }
 
 func newTPT(p *Profile) tpt {
-	t := tpt{on: p.NIC.MTTCacheEntries > 0, rtt: ns(p.PCIe.RTTNS)}
-	if t.on {
-		t.mpt = newLRU(p.NIC.MPTCacheEntries)
-		t.mtt = newLRU(p.NIC.MTTCacheEntries / mttLinePages)
-	}
-	return t
+	return tpt{on: p.NIC.MTTCacheEntries > 0, rtt: ns(p.PCIe.RTTNS),
+		mpt: newLRU(p.NIC.MPTCacheEntries), mtt: newLRU(p.NIC.MTTCacheEntries / mttLinePages)}
 }
 
 func mttKey(m *mr, line uint64) uint64 { return uint64(m.key)<<32 | line&(1<<32-1) }

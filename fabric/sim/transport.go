@@ -138,12 +138,16 @@ func (q *qp) nextPacket() *packet {
 		q.ackOn = false
 		p := q.newPacket(q.destNode, q.attr.Dest.QPN)
 		p.op, p.psn, p.nak = pAck, q.ackPSN, q.nakCode
+		fatal := q.nakCode == nakInvalid
 		if q.nakCode != 0 {
 			p.op = pNak
 			p.rnrCode = q.attr.MinRNRTimer
 		}
 		q.nakCode = 0
 		p.setWire()
+		if fatal {
+			q.enterError() // a NAK-Invalid Request ends the responder's connection
+		}
 		return p
 	}
 	e := &q.sq[q.sqTx%uint64(len(q.sq))]
@@ -575,10 +579,14 @@ func (q *qp) rcReceive(p *packet) {
 		if q.rdIn >= q.attr.MaxDestRdAtomic {
 			// More new reads in flight than the responder has resources
 			// for (max_dest_rd_atomic): the requester broke the limit it
-			// was given, or reads are not enabled (0). IBA answers with a
-			// NAK-Invalid Request; rxe does so for max_dest_rd_atomic 0.
+			// was given, or reads are not enabled (0). The responder
+			// answers with a NAK-Invalid Request (rxe does so for
+			// max_dest_rd_atomic 0), after the responses it owes for the
+			// reads before it (responses leave in PSN order), and then
+			// goes to the error state; later packets are dropped.
 			q.c.stats.ReadResourceNaks++
-			q.responderError(nakInvalid, p.psn)
+			q.nakSent = true
+			q.nak(nakInvalid, p.psn)
 			return
 		}
 		if !q.respondRead(p, false) {
