@@ -17,6 +17,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -55,9 +56,16 @@ type Endpoint struct {
 	errs    chan error         // first reader error
 	ended   []bool             // per source, seen by GetData
 	endedN  int
-	gmu     sync.Mutex // guards ended, endedN
+	gmu     sync.Mutex    // guards ended, endedN
+	allEnd  chan struct{} // closed once every source has ended: wakes every GetData
 	readers sync.WaitGroup
-	info    algos.EndpointInfo
+	sent    atomic.Int64 // frames written (EndpointInfo.Transfers); threads send concurrently
+	// Buffers lent to the caller (send buffers by Acquire, receive buffers
+	// by GetData, by their first byte), so that one handed back twice or
+	// not lent at all is an error rather than a second owner.
+	lmu      sync.Mutex
+	lentSend map[*algos.Buffer]bool
+	lentRecv map[*byte]bool
 	closed  bool
 }
 
@@ -81,7 +89,7 @@ func Open(th fabric.Thread, cfg algos.Config, host string) (*Endpoint, error) {
 	threads := max(1, cfg.Threads)
 	me, n := th.Node().ID(), cfg.Nodes
 	e := &Endpoint{cfg: cfg, me: me, n: n, conns: make([]net.Conn, n), wmu: make([]sync.Mutex, n), ended: make([]bool, n),
-		errs: make(chan error, 1)}
+		errs: make(chan error, 1), allEnd: make(chan struct{}), lentSend: map[*algos.Buffer]bool{}, lentRecv: map[*byte]bool{}}
 	payload := cfg.MsgBytes - algos.HeaderBytes
 	sendBufs := cfg.Buffers * n * threads
 	e.free = make(chan *algos.Buffer, sendBufs)
@@ -112,18 +120,26 @@ func Open(th fabric.Thread, cfg algos.Config, host string) (*Endpoint, error) {
 	// dialer introduces itself with its node id.
 	accepted := make(chan error, 1)
 	go func() { accepted <- e.accept(me) }()
+	// giveUp closes everything once the accepting goroutine has stopped
+	// (closing the listener stops it), so that no connection it takes
+	// meanwhile is left open and e.conns has one writer at a time.
+	giveUp := func() {
+		e.ln.Close()
+		<-accepted
+		e.Abort()
+	}
 	for j := me + 1; j < n; j++ {
 		addr := string(all[j])
 		c, err := net.DialTimeout("tcp", addr, dialTimeout)
 		if err != nil {
-			e.Abort()
+			giveUp()
 			return nil, fmt.Errorf("TCP endpoint %d: node %d cannot connect to node %d at %s: %w", cfg.Tag, me, j, addr, err)
 		}
 		var id [2]byte
 		binary.LittleEndian.PutUint16(id[:], uint16(me))
 		if _, err := c.Write(id[:]); err != nil {
 			c.Close()
-			e.Abort()
+			giveUp()
 			return nil, err
 		}
 		e.conns[j] = c
@@ -138,7 +154,14 @@ func Open(th fabric.Thread, cfg algos.Config, host string) (*Endpoint, error) {
 			go e.read(j, c)
 		}
 	}
-	return e, th.Node().OOB().Barrier(fmt.Sprintf("tcp/%d/up", cfg.Tag))
+	if err := th.Node().OOB().Barrier(fmt.Sprintf("tcp/%d/up", cfg.Tag)); err != nil {
+		// Nobody will close an endpoint that failed to open: its readers
+		// and connections go now.
+		e.Abort()
+		e.readers.Wait()
+		return nil, err
+	}
+	return e, nil
 }
 
 // accept takes a connection from every node below me.
@@ -240,6 +263,9 @@ func (e *Endpoint) Acquire(th fabric.Thread) (*algos.Buffer, error) {
 	select {
 	case b := <-e.free:
 		b.N, b.Tuples, b.Sum = 0, 0, 0
+		e.lmu.Lock()
+		e.lentSend[b] = true
+		e.lmu.Unlock()
 		return b, nil
 	case <-time.After(timeout(e.cfg)):
 		return nil, fmt.Errorf("TCP endpoint %d on node %d: no free send buffer for %v", e.cfg.Tag, e.me, timeout(e.cfg))
@@ -261,6 +287,13 @@ func (e *Endpoint) PutData(th fabric.Thread, b *algos.Buffer, dests []int, st al
 	if b == nil || b.N < 0 || b.N > len(b.Data) {
 		return fmt.Errorf("%w: PutData with a malformed buffer", algos.ErrConfig)
 	}
+	e.lmu.Lock()
+	lent := e.lentSend[b]
+	delete(e.lentSend, b)
+	e.lmu.Unlock()
+	if !lent {
+		return fmt.Errorf("%w: PutData with a buffer this endpoint did not lend (or one already handed back)", algos.ErrConfig)
+	}
 	defer func() { e.free <- b }()
 	var h [frameHeader]byte
 	putHeader(h[:], e.me, b, st)
@@ -268,7 +301,7 @@ func (e *Endpoint) PutData(th fabric.Thread, b *algos.Buffer, dests []int, st al
 		if d < 0 || d >= e.n {
 			return fmt.Errorf("%w: destination node %d in a %d-node cluster", algos.ErrConfig, d, e.n)
 		}
-		e.info.Transfers++
+		e.sent.Add(1)
 		if d == e.me {
 			buf := <-e.recv
 			copy(buf, b.Data[:b.N])
@@ -278,6 +311,9 @@ func (e *Endpoint) PutData(th fabric.Thread, b *algos.Buffer, dests []int, st al
 			continue
 		}
 		e.wmu[d].Lock()
+		// A peer that stops reading blocks the write: fail after the
+		// endpoint's timeout instead of hanging.
+		e.conns[d].SetWriteDeadline(time.Now().Add(timeout(e.cfg)))
 		_, err := (&net.Buffers{h[:], b.Data[:b.N]}).WriteTo(e.conns[d])
 		e.wmu[d].Unlock()
 		if err != nil {
@@ -302,11 +338,20 @@ func (e *Endpoint) GetData(th fabric.Thread) (algos.Delivery, error) {
 				e.gmu.Lock()
 				if !e.ended[r.d.Src] {
 					e.ended[r.d.Src] = true
-					e.endedN++
+					if e.endedN++; e.endedN == e.n {
+						close(e.allEnd)
+					}
 				}
 				e.gmu.Unlock()
 			}
+			e.lmu.Lock()
+			e.lentRecv[&r.buf[0]] = true
+			e.lmu.Unlock()
 			return r.d, nil
+		case <-e.allEnd:
+			// Another thread took the last end of stream: nothing more
+			// comes (without this, a second receiving thread waited for
+			// the timeout and failed).
 		case err := <-e.errs:
 			e.fail(err) // others see it too
 			return algos.Delivery{}, err
@@ -333,7 +378,15 @@ func (e *Endpoint) Release(th fabric.Thread, d algos.Delivery) error {
 	if cap(d.Data) != e.cfg.MsgBytes-algos.HeaderBytes {
 		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", algos.ErrConfig)
 	}
-	e.recv <- d.Data[:cap(d.Data)]
+	buf := d.Data[:cap(d.Data)]
+	e.lmu.Lock()
+	lent := e.lentRecv[&buf[0]]
+	delete(e.lentRecv, &buf[0])
+	e.lmu.Unlock()
+	if !lent {
+		return fmt.Errorf("%w: Release of a delivery this endpoint did not make, or released twice", algos.ErrConfig)
+	}
+	e.recv <- buf
 	return nil
 }
 
@@ -372,4 +425,4 @@ func (e *Endpoint) Abort() {
 
 // Info describes the endpoint: no queue pairs and no registered memory;
 // a socket per peer.
-func (e *Endpoint) Info() algos.EndpointInfo { return e.info }
+func (e *Endpoint) Info() algos.EndpointInfo { return algos.EndpointInfo{Transfers: e.sent.Load()} }
