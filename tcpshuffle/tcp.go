@@ -66,7 +66,7 @@ type Endpoint struct {
 	lmu      sync.Mutex
 	lentSend map[*algos.Buffer]bool
 	lentRecv map[*byte]bool
-	closed  bool
+	closed   bool
 }
 
 type delivery struct {
