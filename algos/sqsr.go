@@ -444,17 +444,26 @@ func (e *sqsr) awaitStreamAcks(th fabric.Thread, dests []int) error {
 }
 
 // acked applies destination d's cumulative acknowledgement: every message
-// up to ack arrived, so its buffer need not be kept for d.
+// up to ack arrived, so its buffer need not be kept for d. The queue is in
+// posting order, which is not number order on a shared endpoint (a thread
+// reserves its number, then may wait for credit while another thread
+// sends the next one), so every entry is checked: stopping at the first
+// unacknowledged one kept acknowledged buffers and retransmitted them.
 func (e *sqsr) acked(d int, ack uint64) error {
 	q := e.unacked[d]
 	k := 0
-	for k < len(q) && q[k].seq <= ack {
-		if err := e.unhold(q[k].id); err != nil {
-			return err
+	for _, r := range q {
+		if r.seq <= ack {
+			if err := e.unhold(r.id); err != nil {
+				return err
+			}
+			continue
 		}
+		q[k] = r
 		k++
 	}
-	e.unacked[d] = q[k:]
+	clear(q[k:])
+	e.unacked[d] = q[:k]
 	return nil
 }
 
@@ -850,7 +859,11 @@ func (e *sqsr) awaitAcks(th fabric.Thread) error {
 			msg := ""
 			for d, q := range e.unacked {
 				if len(q) > 0 {
-					msg += fmt.Sprintf("; node %d has not acknowledged %d messages (from number %d)", d, len(q), q[0].seq)
+					first := q[0].seq
+					for _, r := range q {
+						first = min(first, r.seq)
+					}
+					msg += fmt.Sprintf("; node %d has not acknowledged %d messages (from number %d)", d, len(q), first)
 				}
 			}
 			return fmt.Errorf("algos: SQ/SR endpoint %d on node %d: no acknowledgement for %v%s", e.cfg.Tag, e.me, e.cfg.Timeout, msg)
