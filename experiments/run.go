@@ -92,6 +92,7 @@ type Record struct {
 	// bytes per node.
 	Adaptive        bool    `json:"adaptive,omitempty"`
 	MaxBuffers      int     `json:"max_buffers,omitempty"`
+	PinnedCapMiB    int64   `json:"pinned_cap_mib,omitempty"`
 	RecvBuffersMean float64 `json:"recv_buffers_mean,omitempty"`
 	// The same per node (time mean of the receive buffers of its endpoints).
 	RecvBuffersByNode []float64 `json:"recv_buffers_by_node,omitempty"`
@@ -613,7 +614,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: f.Backend(), Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
-		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, UDRecovery: cfg.UDRecovery, WallS: time.Since(t0).Seconds()}
+		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, PinnedCapMiB: cfg.PinnedCapMiB, UDRecovery: cfg.UDRecovery, WallS: time.Since(t0).Seconds()}
 	rec.Integrity = integrity(sent, got, corrupt)
 	var recvBytes float64
 	var all nodeMeter
@@ -706,7 +707,7 @@ func (r *Record) Config() RunConfig {
 	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
 	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed
 	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, 0, r.CyclesPerTuple, r.NodeCycles
-	c.Adaptive, c.MaxBuffers, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.Label, r.UDRecovery
+	c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.PinnedCapMiB, r.Label, r.UDRecovery
 	return c
 }
 

@@ -215,19 +215,28 @@ func TestAdaptivePinnedCap(t *testing.T) {
 // TestRecordConfig: a record's Config runs the same shuffle again, with
 // the same numbers.
 func TestRecordConfig(t *testing.T) {
-	cfg := RunConfig{Design: "MESQ/SR", Nodes: 3, Threads: 2, Profile: "fdr-cx3", Buffers: 3, CreditEvery: 1,
-		BytesPerPair: 64 << 10, Seed: 7, Adaptive: true, MaxBuffers: 8, NodeCycles: []int64{5, 50}, Label: "x"}
-	a, err := Run(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Run(a.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.WallS, b.WallS, a.BytesPerPair = 0, 0, 0 // the rerun asks for the bytes, not the pairs
-	if fmt.Sprintf("%+v", *a) != fmt.Sprintf("%+v", *b) {
-		t.Fatalf("rerun differs:\n%+v\n%+v", *a, *b)
+	for _, cfg := range []RunConfig{
+		{Design: "MESQ/SR", Nodes: 3, Threads: 2, Profile: "fdr-cx3", Buffers: 3, CreditEvery: 1,
+			BytesPerPair: 64 << 10, Seed: 7, Adaptive: true, MaxBuffers: 8, NodeCycles: []int64{5, 50}, Label: "x"},
+		// The pinned-memory cap was not in the record: the rerun (the
+		// steady-state check, say) ran without it.
+		{Design: "MEMQ/WR", Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 2, CreditEvery: 1,
+			BytesPerNode: 2 << 20, Seed: 1, Adaptive: true, MaxBuffers: 64, PinnedCapMiB: 1, CyclesPerTuple: 30},
+	} {
+		t.Run(cfg.Design, func(t *testing.T) {
+			a, err := Run(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := Run(a.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.WallS, b.WallS, a.BytesPerPair = 0, 0, 0 // the rerun asks for the bytes, not the pairs
+			if fmt.Sprintf("%+v", *a) != fmt.Sprintf("%+v", *b) {
+				t.Fatalf("rerun differs:\n%+v\n%+v", *a, *b)
+			}
+		})
 	}
 }
 
