@@ -95,6 +95,14 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--backend", "ibv", "--local", "--nodes", "2"}, "-tags ibverbs"},
 		{[]string{"bench"}, "accepts 1 arg"},
 		{[]string{"overview", "--nodes", "1"}, "at least 2 nodes"},
+		// Zero means "default" inside a run configuration; on the
+		// command line it ran the default silently.
+		{[]string{"run", "--nodes", "2", "--threads", "0"}, "--threads 0: want at least 1"},
+		{[]string{"run", "--nodes", "2", "--buffers", "0"}, "--buffers 0"},
+		{[]string{"run", "--nodes", "2", "--credit-every", "0"}, "--credit-every 0"},
+		{[]string{"run", "--nodes", "2", "--bytes-per-node", "0"}, "--bytes-per-node 0"},
+		{[]string{"run", "--nodes", "2", "--timeout-ms", "-1"}, "--timeout-ms -1"},
+		{[]string{"run", "--nodes", "2", "--timeout-ms", "0"}, "--timeout-ms 0"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := run(t, tc.args...)

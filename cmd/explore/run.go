@@ -37,6 +37,25 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
   explore run --design SEMQ/SR --nodes 4 --threads 4 --pattern broadcast --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The run configuration reads 0 as "the default": a 0 (or a
+			// negative timeout) given on the command line would silently
+			// run something else than asked.
+			for _, z := range []struct {
+				flag string
+				bad  bool
+				want string
+			}{
+				{"threads", cfg.Threads == 0, "at least 1"},
+				{"buffers", cfg.Buffers == 0, "at least 1"},
+				{"credit-every", cfg.CreditEvery == 0, "at least 1"},
+				{"bytes-per-node", cfg.BytesPerNode == 0 && cfg.BytesPerPair == 0, "at least 1 (or size the input with --bytes-per-pair)"},
+				{"timeout-ms", timeoutMS <= 0, "a positive number of simulated milliseconds"},
+			} {
+				if z.bad && cmd.Flags().Changed(z.flag) {
+					v := cmd.Flags().Lookup(z.flag).Value.String()
+					return fmt.Errorf("--%s %s: want %s", z.flag, v, z.want)
+				}
+			}
 			cfg.Pattern = algos.Pattern(pattern)
 			cfg.Notify = algos.Notify(notify)
 			cy, err := experiments.ParseNodeCycles(nodeCycles)
