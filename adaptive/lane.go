@@ -20,10 +20,10 @@ import "fmt"
 // safe for concurrent use: the endpoint's lock guards it.
 type Lane struct {
 	min, max int
-	wait     int // receiver: posted and empty; sender: free
-	ready    int // receiver: filled, not yet taken; sender: unused (0)
-	lent     int // receiver: being consumed; sender: being populated or sent
-	marked   int // lent buffers that retire when they come back
+	wait     int  // receiver: posted and empty; sender: free
+	ready    int  // receiver: filled, not yet taken; sender: unused (0)
+	lent     int  // receiver: being consumed; sender: being populated or sent
+	marked   int  // lent buffers that retire when they come back
 	grew     bool // grown since the last buffer filled: one growth per wait for data
 	stats    LaneStats
 }

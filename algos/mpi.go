@@ -450,8 +450,9 @@ func (e *mpi) deliver(r int) {
 
 // GetData is MPI_Waitany over the posted receive buffers.
 func (e *mpi) GetData(th fabric.Thread) (Delivery, error) {
-	th.Compute(e.costs.CallCycles)
-	return e.getData(th, receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: func() (int, error) { return e.progress(th) }})
+	return e.getData(th, receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: func() (int, error) { return e.progress(th) },
+		// The call's bookkeeping, under the library's lock like every call.
+		taken: func(*Delivery) error { th.Compute(e.costs.CallCycles); return nil }})
 }
 
 // Release posts the buffer again as an MPI_Irecv and matches any

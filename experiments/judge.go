@@ -425,20 +425,24 @@ func judgeC16(rs []*Record, _ map[string][]Result) Verdict {
 	if bestMESQ == 0 {
 		return missingData("MESQ/SR")
 	}
-	beaten, worse := "", 0
+	beaten, fewer := "", ""
 	for _, r := range rs {
 		if strings.Contains(r.Design, "MQ/") && r.ThroughputGiBs > bestMESQ {
 			beaten = fmt.Sprintf("%s with %d QPs reaches %.2f GiB/s", r.Design, r.QPsPerNode, r.ThroughputGiBs)
 		}
-		if strings.Contains(r.Design, "MQ/") && r.QPsPerNode > qpsMESQ {
-			worse++
+		if strings.Contains(r.Design, "MQ/") && r.QPsPerNode <= qpsMESQ {
+			fewer = fmt.Sprintf("%s runs with %d QPs, no more than MESQ/SR's %d", r.Design, r.QPsPerNode, qpsMESQ)
 		}
 	}
-	v := Verdict{Expected: "MESQ/SR's best throughput above every MQ design's, with fewer QPs",
-		Measured: fmt.Sprintf("MESQ/SR best %.2f GiB/s with %d QPs per node", bestMESQ, qpsMESQ), Verdict: grade(beaten == "", worse > 0)}
-	if beaten != "" {
+	v := Verdict{Expected: "MESQ/SR's best throughput above every MQ design's, with fewer QPs than any MQ configuration",
+		Measured: fmt.Sprintf("MESQ/SR best %.2f GiB/s with %d QPs per node", bestMESQ, qpsMESQ), Verdict: grade(beaten == "" && fewer == "", beaten == "" || fewer == "")}
+	switch {
+	case beaten != "":
 		v.Measured += "; " + beaten
 		v.Reason = "an MQ design matches MESQ/SR at 16 EDR nodes: the EDR context cache holds their queue pairs"
+	case fewer != "":
+		v.Measured += "; " + fewer
+		v.Reason = "at its best MESQ/SR needs as many QPs as some MQ configuration"
 	}
 	return v
 }

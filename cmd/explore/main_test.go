@@ -119,3 +119,9 @@ func TestProfiles(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+func TestTCPBackendNeedsTheTCPDesign(t *testing.T) {
+	if out, err := run(t, "run", "--backend", "tcp", "--local", "--design", "MESQ/SR", "--nodes", "2"); err == nil || !strings.Contains(err.Error(), "--design TCP") {
+		t.Fatalf("got %v (%s)", err, out)
+	}
+}

@@ -109,7 +109,7 @@ func overviewShuffle(w io.Writer, f *benchFlags) error {
 		f.nodes, threads, threads, mib)
 	t := newTable(w)
 	t.Header("design", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity", "sim wall[s]")
-	for _, d := range experiments.AllDesigns {
+	for _, d := range append(append([]string{}, experiments.Designs...), experiments.Baselines...) {
 		rec, err := experiments.Run(experiments.RunConfig{Design: d, Nodes: f.nodes, Threads: threads, Profile: f.profile,
 			BytesPerNode: mib << 20, Seed: f.seed})
 		if err != nil {

@@ -67,6 +67,9 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 			if err := applyFaults(&cfg); err != nil {
 				return err
 			}
+			if hw.backend == "tcp" && cfg.Design != "TCP" {
+				return fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
+			}
 			var rec *experiments.Record
 			fab, err := hw.open(cfg.Nodes, fmt.Sprintf("run %s %s %d %d %d %d", cfg.Design, cfg.Pattern, cfg.Nodes, cfg.Threads, cfg.MsgBytes, cfg.Buffers))
 			if err != nil {
