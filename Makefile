@@ -32,6 +32,7 @@ test: ibverbs-dev vet fuzz-short
 	fi
 
 vet:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-formatted (run gofmt -w): $$out"; exit 1; fi
 	$(GO) vet ./...
 
 # The headers and library of the real-hardware backend.
