@@ -262,36 +262,26 @@ func (e *hyper) setup(th fabric.Thread) error {
 			e.cs[j].Update(uint64(e.recvPer))
 			qi := qp.Info()
 			info.QPN, info.LID, info.GID = qi.QPN, qi.LID, qi.GID
-			info.PSN = uint32(mix(uint64(e.me*1000+j+7)) & 0xffffff)
+			info.PSN = rcPSN(e.me, j)
 		}
 		enc, _ := info.MarshalBinary()
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n - 1
-	all, err := e.node.OOB().AllGather(fmt.Sprintf("hyper/%d", e.cfg.Tag), blob)
+	got, err := gatherQPInfo(e.node, fmt.Sprintf("hyper/%d", e.cfg.Tag), blob, n, 1)
 	if err != nil {
 		return err
 	}
 	for j := 0; j < n; j++ {
-		if len(all[j]) != n*fabric.QPInfoWireBytes {
-			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)", j, len(all[j]), n*fabric.QPInfoWireBytes)
-		}
 		if j == e.me {
 			continue
 		}
-		off := e.me * fabric.QPInfoWireBytes
-		if err := e.remote[j].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
-			return fmt.Errorf("from node %d: %w", j, err)
-		}
+		e.remote[j] = got[j][0]
 		r := e.remote[j]
 		if r.Bytes != uint64(e.end) {
 			return fmt.Errorf("node %d registered %d bytes, this node %d: same configuration everywhere?", j, r.Bytes, e.end)
 		}
-		if err := e.qps[j].Modify(fabric.StateRTR, fabric.QPAttr{Dest: r.Address(), RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 1}); err != nil {
-			return err
-		}
-		mine := uint32(mix(uint64(e.me*1000+j+7)) & 0xffffff)
-		if err := e.qps[j].Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}); err != nil {
+		if err := connectRC(e.qps[j], r, rcPSN(e.me, j), 1); err != nil {
 			return err
 		}
 	}

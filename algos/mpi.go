@@ -177,32 +177,20 @@ func (e *mpi) setup(th fabric.Thread) error {
 			}
 		}
 		info := qp.Info()
-		info.PSN = uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
+		info.PSN = rcPSN(e.me, j)
 		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.recvOff), e.mr.RKey(), uint64(count*e.msg)
 		enc, _ := info.MarshalBinary()
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n
-	all, err := e.node.OOB().AllGather(fmt.Sprintf("mpi/%d", e.cfg.Tag), blob)
+	got, err := gatherQPInfo(e.node, fmt.Sprintf("mpi/%d", e.cfg.Tag), blob, n, 1)
 	if err != nil {
 		return err
 	}
 	e.peers = make([]fabric.QPInfo, n)
 	for j := 0; j < n; j++ {
-		if len(all[j]) != n*fabric.QPInfoWireBytes {
-			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)",
-				j, len(all[j]), n*fabric.QPInfoWireBytes)
-		}
-		off := e.me * fabric.QPInfoWireBytes
-		if err := e.peers[j].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
-			return fmt.Errorf("from node %d: %w", j, err)
-		}
-		r := e.peers[j]
-		if err := e.qps[j].Modify(fabric.StateRTR, fabric.QPAttr{Dest: r.Address(), RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 1}); err != nil {
-			return err
-		}
-		mine := uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
-		if err := e.qps[j].Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}); err != nil {
+		e.peers[j] = got[j][0]
+		if err := connectRC(e.qps[j], e.peers[j], rcPSN(e.me, j), 1); err != nil {
 			return err
 		}
 	}

@@ -167,7 +167,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		}
 		e.qps = append(e.qps, qp)
 		info := qp.Info()
-		info.PSN = uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
+		info.PSN = rcPSN(e.me, j)
 		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.sendOff), e.mr.RKey(), uint64(sendBytes)
 		valid := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.validOff+j*e.ringN*rdDescBytes), RKey: e.mr.RKey()}
 		free := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.freeOff+j*e.ringN*8), RKey: e.mr.RKey()}
@@ -177,29 +177,14 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		}
 	}
 	e.info.QPs = n
-	all, err := e.node.OOB().AllGather(fmt.Sprintf("mqrd/%d", e.cfg.Tag), blob)
+	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqrd/%d", e.cfg.Tag), blob, n, 3)
 	if err != nil {
 		return err
 	}
 	e.peer = make([]rdPeer, n)
-	const rec = 3 * fabric.QPInfoWireBytes
 	for j := 0; j < n; j++ {
-		if len(all[j]) != n*rec {
-			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same design everywhere?)", j, len(all[j]), n*rec)
-		}
-		x := all[j][e.me*rec:]
-		var qi fabric.QPInfo
-		for i, dst := range []*fabric.QPInfo{&qi, &e.peer[j].valid, &e.peer[j].free} {
-			if err := dst.UnmarshalBinary(x[i*fabric.QPInfoWireBytes : (i+1)*fabric.QPInfoWireBytes]); err != nil {
-				return fmt.Errorf("from node %d: %w", j, err)
-			}
-		}
-		e.peer[j].bufs = qi
-		mine := uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
-		if err := e.qps[j].Modify(fabric.StateRTR, fabric.QPAttr{Dest: qi.Address(), RemotePSN: qi.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 16}); err != nil {
-			return err
-		}
-		if err := e.qps[j].Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16}); err != nil {
+		e.peer[j] = rdPeer{bufs: got[j][0], valid: got[j][1], free: got[j][2]}
+		if err := connectRC(e.qps[j], got[j][0], rcPSN(e.me, j), 16); err != nil {
 			return err
 		}
 	}

@@ -202,7 +202,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		e.cr = append(e.cr, cr)
 		e.cs[j].Update(uint64(b))
 		info := qp.Info()
-		info.PSN = uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
+		info.PSN = rcPSN(e.me, j)
 		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.creditOff+8*j), e.mr.RKey(), 8
 		enc, _ := info.MarshalBinary()
 		blob = append(blob, enc...)
@@ -214,7 +214,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n
-	all, err := e.node.OOB().AllGather(fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob)
+	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob, n, 3)
 	if err != nil {
 		return err
 	}
@@ -222,27 +222,8 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	e.ring = make([]fabric.QPInfo, n)
 	e.notices = make([]fabric.QPInfo, n)
 	for j := 0; j < n; j++ {
-		const rec = 3 * fabric.QPInfoWireBytes
-		if len(all[j]) != n*rec {
-			return fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)",
-				j, len(all[j]), n*rec)
-		}
-		off := e.me * rec
-		if err := e.remote[j].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
-			return fmt.Errorf("from node %d: %w", j, err)
-		}
-		if err := e.ring[j].UnmarshalBinary(all[j][off+fabric.QPInfoWireBytes : off+2*fabric.QPInfoWireBytes]); err != nil {
-			return fmt.Errorf("from node %d: %w", j, err)
-		}
-		if err := e.notices[j].UnmarshalBinary(all[j][off+2*fabric.QPInfoWireBytes : off+rec]); err != nil {
-			return fmt.Errorf("from node %d: %w", j, err)
-		}
-		r := e.remote[j]
-		mine := uint32(mix(uint64(e.me*1000+j)) & 0xffffff)
-		if err := e.qps[j].Modify(fabric.StateRTR, fabric.QPAttr{Dest: r.Address(), RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 1}); err != nil {
-			return err
-		}
-		if err := e.qps[j].Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}); err != nil {
+		e.remote[j], e.ring[j], e.notices[j] = got[j][0], got[j][1], got[j][2]
+		if err := connectRC(e.qps[j], e.remote[j], rcPSN(e.me, j), 1); err != nil {
 			return err
 		}
 	}
