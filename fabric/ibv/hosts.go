@@ -25,20 +25,23 @@ func (noDevice) CreateCQ(int) (fabric.CQ, error) {
 // on it, in any build and on any machine. The caller closes it.
 func OpenHosts(cfg Config) (fabric.Fabric, error) {
 	cfg = cfg.withDefaults()
-	var b Bootstrap
-	if cfg.Bootstrap != nil {
-		b = *cfg.Bootstrap
-	} else {
-		var err error
-		if b, err = BootstrapFromEnv(); err != nil {
-			return nil, err
-		}
+	b, err := cfg.bootstrap()
+	if err != nil {
+		return nil, err
 	}
 	o, err := dialOOB(b, cfg.Signature, cfg.ConnectTimeout, cfg.OOBTimeout, nil)
 	if err != nil {
 		return nil, err
 	}
 	return newCluster(cfg, b.Size, []int{b.Rank}, []fabric.Device{noDevice{}}, []oobChannel{o}, func() error { return nil }), nil
+}
+
+// bootstrap is cfg.Bootstrap, or the job layout from the environment.
+func (c Config) bootstrap() (Bootstrap, error) {
+	if c.Bootstrap != nil {
+		return *c.Bootstrap, nil
+	}
+	return BootstrapFromEnv()
 }
 
 // OpenLocalHosts is OpenHosts for nodes nodes in this process, with the

@@ -120,14 +120,9 @@ func Open(device string) (fabric.Fabric, error) {
 // node, whose id is the rank; the caller closes it.
 func OpenConfig(cfg Config) (fabric.Fabric, error) {
 	cfg = cfg.withDefaults()
-	var b Bootstrap
-	if cfg.Bootstrap != nil {
-		b = *cfg.Bootstrap
-	} else {
-		var err error
-		if b, err = BootstrapFromEnv(); err != nil {
-			return nil, err
-		}
+	b, err := cfg.bootstrap()
+	if err != nil {
+		return nil, err
 	}
 	o, err := dialOOB(b, cfg.Signature, cfg.ConnectTimeout, cfg.OOBTimeout, nil)
 	if err != nil {
