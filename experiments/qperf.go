@@ -27,24 +27,12 @@ func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
 	if err := pc.Normalize(n); err != nil {
 		return nil, err
 	}
-	c, err := sim.New(sim.Config{Nodes: n, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
+	// The faults and fault schedule apply as to any design.
+	c, done, err := newCluster(cfg, prof)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	for i := 0; i < n; i++ {
-		if err := c.SetFaults(i, cfg.Faults); err != nil {
-			return nil, err
-		}
-	}
-	// The fault schedule applies as to any design (it was ignored, so
-	// qperf ran clean under any --fault flag).
-	if err := c.SetPlan(cfg.Plan); err != nil {
-		return nil, err
-	}
-	if cfg.Inspect != nil {
-		defer cfg.Inspect(c)
-	}
+	defer done()
 	t0 := time.Now()
 	res, err := perftest.Run(c, pc)
 	if err != nil {

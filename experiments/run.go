@@ -171,6 +171,26 @@ type DesignSpec struct {
 	RealOnly bool
 }
 
+// openDesign opens one endpoint of a design (Run, RunOn and the query
+// runners use it).
+func openDesign(th fabric.Thread, design string, ec algos.Config) (algos.Endpoint, error) {
+	switch {
+	case registered[design].Open != nil:
+		return registered[design].Open(th, ec)
+	case design == "IPoIB":
+		return algos.OpenIPoIB(th, ec, algos.DefaultIPoIBCosts)
+	case design == "MPI":
+		return algos.OpenMPI(th, ec, algos.DefaultMPICosts)
+	case strings.Contains(design, "SQ/"):
+		return algos.OpenSQSR(th, ec)
+	case strings.HasSuffix(design, "/WR"):
+		return algos.OpenMQWR(th, ec)
+	case strings.HasSuffix(design, "/RD"):
+		return algos.OpenMQRD(th, ec)
+	}
+	return algos.OpenMQSR(th, ec)
+}
+
 // SimDesigns lists the designs Run (the simulator) accepts: AllDesigns
 // but those that need real hosts.
 func SimDesigns() []string {
@@ -195,6 +215,21 @@ func RegisterDesign(d DesignSpec) {
 	AllDesigns = append(AllDesigns, d.Name)
 }
 
+// defaultMsgBytes is a design's message size unless one is given: one MTU
+// for UD, 128 KB for the sockets designs and 64 KB for MPI, as in seed
+// 001, and 64 KiB for the RC designs.
+func defaultMsgBytes(design string) int {
+	switch {
+	case strings.Contains(design, "SQ/"):
+		return 4096 // one MTU: UD's limit
+	case design == "IPoIB", design == "TCP":
+		return algos.IPoIBMsgBytes
+	case design == "MPI":
+		return algos.MPIMsgBytes
+	}
+	return 64 << 10
+}
+
 func (c *RunConfig) normalize(cores int) error {
 	if c.Pattern == "" {
 		c.Pattern = algos.Repartition
@@ -207,17 +242,7 @@ func (c *RunConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
-	switch {
-	case strings.Contains(c.Design, "SQ/"):
-		def(&c.MsgBytes, 4096) // one MTU: UD's limit
-	case c.Design == "IPoIB":
-		def(&c.MsgBytes, algos.IPoIBMsgBytes)
-	case c.Design == "MPI":
-		def(&c.MsgBytes, algos.MPIMsgBytes)
-	case c.Design == "TCP":
-		def(&c.MsgBytes, algos.IPoIBMsgBytes)
-	}
-	def(&c.MsgBytes, 64<<10)
+	def(&c.MsgBytes, defaultMsgBytes(c.Design))
 	if c.BytesPerNode == 0 {
 		c.BytesPerNode = 64 << 20
 	}
@@ -308,22 +333,11 @@ func Run(cfg RunConfig) (*Record, error) {
 	if registered[cfg.Design].RealOnly {
 		return nil, fmt.Errorf("the %s design moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it with explore run --backend tcp (in this process with --local, or one process per node, e.g. explore launch)", cfg.Design)
 	}
-	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
+	c, done, err := newCluster(cfg, prof)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	for i := 0; i < cfg.Nodes; i++ {
-		if err := c.SetFaults(i, cfg.Faults); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.SetPlan(cfg.Plan); err != nil {
-		return nil, err
-	}
-	if cfg.Inspect != nil {
-		defer cfg.Inspect(c)
-	}
+	defer done()
 	rec, err := shuffleOn(c, cfg)
 	if err != nil {
 		if s := c.FaultSummary(); s != "" {
@@ -343,6 +357,32 @@ func Run(cfg RunConfig) (*Record, error) {
 		rec.Profile = "file:" + prof.Source()
 	}
 	return rec, nil
+}
+
+// newCluster builds the simulated cluster of a run with its faults, fault
+// plan and inspector; done runs the inspector and closes the cluster.
+func newCluster(cfg RunConfig, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
+	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
+	if err != nil {
+		return nil, nil, err
+	}
+	done = func() {
+		if cfg.Inspect != nil {
+			cfg.Inspect(c)
+		}
+		c.Close()
+	}
+	for i := 0; i < cfg.Nodes; i++ {
+		if err := c.SetFaults(i, cfg.Faults); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+	}
+	if err := c.SetPlan(cfg.Plan); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, done, nil
 }
 
 // RunOn runs one shuffle on a fabric built elsewhere, such as the
@@ -443,26 +483,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 			if shared {
 				ec.Threads = t
 			}
-			open := algos.OpenMQSR
-			switch {
-			case registered[cfg.Design].Open != nil:
-				open = registered[cfg.Design].Open
-			case cfg.Design == "IPoIB":
-				open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
-					return algos.OpenIPoIB(th, c, algos.DefaultIPoIBCosts)
-				}
-			case cfg.Design == "MPI":
-				open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
-					return algos.OpenMPI(th, c, algos.DefaultMPICosts)
-				}
-			case strings.Contains(cfg.Design, "SQ/"):
-				open = algos.OpenSQSR
-			case strings.HasSuffix(cfg.Design, "/WR"):
-				open = algos.OpenMQWR
-			case strings.HasSuffix(cfg.Design, "/RD"):
-				open = algos.OpenMQRD
-			}
-			ep, err := open(th, ec)
+			ep, err := openDesign(th, cfg.Design, ec)
 			if err != nil {
 				return err
 			}

@@ -78,15 +78,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
-	switch {
-	case strings.Contains(c.Design, "SQ/"):
-		def(&c.MsgBytes, 4096)
-	case c.Design == "IPoIB":
-		def(&c.MsgBytes, algos.IPoIBMsgBytes)
-	case c.Design == "MPI":
-		def(&c.MsgBytes, algos.MPIMsgBytes)
-	}
-	def(&c.MsgBytes, 64<<10)
+	def(&c.MsgBytes, defaultMsgBytes(c.Design))
 	if c.Timeout == 0 {
 		c.Timeout = 100 * fabric.Millisecond
 	}
@@ -224,25 +216,6 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 		}
 	}
 	return rec, nil
-}
-
-// openDesign opens one endpoint of a design, as Run does.
-func openDesign(th fabric.Thread, design string, ec algos.Config) (algos.Endpoint, error) {
-	switch {
-	case registered[design].Open != nil:
-		return registered[design].Open(th, ec)
-	case design == "IPoIB":
-		return algos.OpenIPoIB(th, ec, algos.DefaultIPoIBCosts)
-	case design == "MPI":
-		return algos.OpenMPI(th, ec, algos.DefaultMPICosts)
-	case strings.Contains(design, "SQ/"):
-		return algos.OpenSQSR(th, ec)
-	case strings.HasSuffix(design, "/WR"):
-		return algos.OpenMQWR(th, ec)
-	case strings.HasSuffix(design, "/RD"):
-		return algos.OpenMQRD(th, ec)
-	}
-	return algos.OpenMQSR(th, ec)
 }
 
 // exchanger runs a plan's steps on one node with the SHUFFLE and RECEIVE
