@@ -172,19 +172,13 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 		if shared {
 			neps = 1
 		}
-		eps := make([][]algos.Endpoint, ns)
-		for x := range ns {
-			eps[x] = make([]algos.Endpoint, neps)
-			for k := range neps {
-				ec := algos.Config{Nodes: n, Tag: x*neps + k, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout}
-				if shared {
-					ec.Threads = t
-				}
-				ep, err := openDesign(th, cfg.Design, ec)
-				if err != nil {
-					return err
-				}
-				eps[x][k] = ep
+		eps, err := openSteps(th, cfg.Design, ns, neps, shared,
+			algos.Config{Nodes: n, Threads: t, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout})
+		if err != nil {
+			return err
+		}
+		for _, step := range eps {
+			for _, ep := range step {
 				qps[me] += ep.Info().QPs
 				reg[me] += ep.Info().RegisteredBytes
 			}

@@ -137,20 +137,10 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 		if shared {
 			neps = 1
 		}
-		eps := make([][]algos.Endpoint, ns)
-		for x := range ns {
-			eps[x] = make([]algos.Endpoint, neps)
-			for k := range neps {
-				ec := algos.Config{Nodes: n, Tag: x*neps + k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
-				if shared {
-					ec.Threads = t
-				}
-				ep, err := openDesign(th, cfg.Design, ec)
-				if err != nil {
-					return err
-				}
-				eps[x][k] = ep
-			}
+		eps, err := openSteps(th, cfg.Design, ns, neps, shared,
+			algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout})
+		if err != nil {
+			return err
 		}
 		setup[me] = th.Now().Sub(begin)
 		if err := th.Node().OOB().Barrier("start"); err != nil {
@@ -216,6 +206,29 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 		}
 	}
 	return rec, nil
+}
+
+// openSteps opens the endpoints of a plan of steps shuffles: per step, one
+// shared endpoint or one per thread (neps), endpoint k of step x with tag
+// x*neps+k; base gives the sizes (and Threads, for a shared endpoint).
+func openSteps(th fabric.Thread, design string, steps, neps int, shared bool, base algos.Config) ([][]algos.Endpoint, error) {
+	eps := make([][]algos.Endpoint, steps)
+	for x := range steps {
+		eps[x] = make([]algos.Endpoint, neps)
+		for k := range neps {
+			ec := base
+			ec.Tag = x*neps + k
+			if !shared {
+				ec.Threads = 0
+			}
+			ep, err := openDesign(th, design, ec)
+			if err != nil {
+				return nil, err
+			}
+			eps[x][k] = ep
+		}
+	}
+	return eps, nil
 }
 
 // exchanger runs a plan's steps on one node with the SHUFFLE and RECEIVE
