@@ -195,14 +195,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 		}
 		resp[me] = th.Now().Sub(start)
 		answers[me] = ans
-		for _, row := range eps {
-			for _, ep := range row {
-				if err := ep.Close(th); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return closeSteps(th, eps)
 	})
 	if err != nil {
 		return nil, err

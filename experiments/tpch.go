@@ -154,14 +154,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 		}
 		resp[me] = th.Now().Sub(start)
 		answers[me] = ans
-		for _, row := range eps {
-			for _, ep := range row {
-				if err := ep.Close(th); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return closeSteps(th, eps)
 	})
 	if err != nil {
 		return nil, err
@@ -229,6 +222,18 @@ func openSteps(th fabric.Thread, design string, steps, neps int, shared bool, ba
 		}
 	}
 	return eps, nil
+}
+
+// closeSteps closes the endpoints openSteps opened.
+func closeSteps(th fabric.Thread, eps [][]algos.Endpoint) error {
+	for _, step := range eps {
+		for _, ep := range step {
+			if err := ep.Close(th); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // exchanger runs a plan's steps on one node with the SHUFFLE and RECEIVE
