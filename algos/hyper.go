@@ -241,12 +241,9 @@ func (e *hyper) setup(th fabric.Thread) error {
 	for j := 0; j < n; j++ {
 		info := fabric.QPInfo{Node: uint32(e.me), Addr: e.mr.Addr(), RKey: e.mr.RKey(), Bytes: uint64(e.end)}
 		if j != e.me {
-			qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
-				Caps: fabric.QPCaps{MaxSendWR: nsend + 4*n + 64, MaxRecvWR: e.recvPer, MaxInline: HeaderBytes}})
+			qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: nsend + 4*n + 64, MaxRecvWR: e.recvPer, MaxInline: HeaderBytes},
+				fabric.AccessRemoteWrite)
 			if err != nil {
-				return err
-			}
-			if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
 				return err
 			}
 			e.qps[j] = qp

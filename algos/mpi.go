@@ -162,12 +162,9 @@ func (e *mpi) setup(th fabric.Thread) error {
 	e.unsignaled = make([]int, n)
 	var blob []byte
 	for j := 0; j < n; j++ {
-		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
-			Caps: fabric.QPCaps{MaxSendWR: 4*t + 2*creditSignalEvery + 8, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes}})
+		qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 4*t + 2*creditSignalEvery + 8, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes},
+			fabric.AccessRemoteWrite)
 		if err != nil {
-			return err
-		}
-		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
 			return err
 		}
 		e.qps = append(e.qps, qp)

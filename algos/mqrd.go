@@ -157,12 +157,9 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	}
 	var blob []byte
 	for j := 0; j < n; j++ {
-		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
-			Caps: fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: 1, MaxInline: rdDescBytes}})
+		qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: 1, MaxInline: rdDescBytes},
+			fabric.AccessRemoteWrite|fabric.AccessRemoteRead)
 		if err != nil {
-			return err
-		}
-		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessRemoteRead | fabric.AccessLocalWrite}); err != nil {
 			return err
 		}
 		e.qps = append(e.qps, qp)

@@ -175,15 +175,12 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	}
 	var blob []byte
 	for j := 0; j < n; j++ {
-		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
-			// Send queue: data sends (at most b, the credit), parity
-			// messages (at most b), and up to creditSignalEvery credit
-			// writes awaiting a signaled one, twice over.
-			Caps: fabric.QPCaps{MaxSendWR: 2*b + 2*creditSignalEvery + 8, MaxRecvWR: b, MaxInline: HeaderBytes}})
+		// Send queue: data sends (at most b, the credit), parity messages
+		// (at most b), and up to creditSignalEvery credit writes awaiting
+		// a signaled one, twice over.
+		qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 2*b + 2*creditSignalEvery + 8, MaxRecvWR: b, MaxInline: HeaderBytes},
+			fabric.AccessRemoteWrite)
 		if err != nil {
-			return err
-		}
-		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
 			return err
 		}
 		e.qps = append(e.qps, qp)

@@ -49,3 +49,17 @@ func connectRC(qp fabric.QP, r fabric.QPInfo, mine uint32, rdAtomic int) error {
 	}
 	return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: rdAtomic})
 }
+
+// newRCQP creates an RC queue pair on pd with the given completion queues
+// and capacities and moves it to INIT with the remote access a design
+// needs (its peers' RDMA Writes, and Reads for the RDMA Read design).
+func newRCQP(pd fabric.PD, scq, rcq fabric.CQ, caps fabric.QPCaps, remote fabric.Access) (fabric.QP, error) {
+	qp, err := pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: scq, RecvCQ: rcq, Caps: caps})
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: remote | fabric.AccessLocalWrite}); err != nil {
+		return nil, err
+	}
+	return qp, nil
+}

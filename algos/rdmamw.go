@@ -231,12 +231,9 @@ func (e *mw) setup(th fabric.Thread) error {
 				return err
 			}
 			e.info.RegisteredBytes += int64(e.regionBytes)
-			qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq,
-				Caps: fabric.QPCaps{MaxSendWR: t + 8, MaxRecvWR: mwNoticeRecvs, MaxInline: HeaderBytes}})
+			qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: t + 8, MaxRecvWR: mwNoticeRecvs, MaxInline: HeaderBytes},
+				fabric.AccessRemoteWrite)
 			if err != nil {
-				return err
-			}
-			if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
 				return err
 			}
 			e.qps[j] = qp
