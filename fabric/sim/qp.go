@@ -24,6 +24,24 @@ type sqe struct {
 	ck      ckState     // the verbs-usage checker's record (checker.go)
 }
 
+// ringSize is the length of a work-request ring holding n requests: the
+// next power of two, so that a request's slot is its index masked, not
+// divided (a 64-bit division per access was a measurable part of each
+// packet's cost). How many requests a queue accepts is still n (qp.caps).
+func ringSize(n int) int {
+	s := 1
+	for s < n {
+		s <<= 1
+	}
+	return s
+}
+
+// sqAt is the send-queue slot of request index i.
+func (q *qp) sqAt(i uint64) *sqe { return &q.sq[i&uint64(len(q.sq)-1)] }
+
+// rqAt is the receive-queue slot of request index i.
+func (q *qp) rqAt(i uint64) *rqe { return &q.rq[i&uint64(len(q.rq)-1)] }
+
 // rqe is a receive-queue entry.
 type rqe struct {
 	id   uint64
@@ -76,7 +94,7 @@ type qp struct {
 	recvLk  lockState   // serializes PostRecv across threads
 	readyEv fabric.Time // a pending re-activation, 0 if none
 
-	// Send queue: a ring of caps.MaxSendWR entries indexed by counters.
+	// Send queue: a ring of at least caps.MaxSendWR entries (a power of two, see ringSize) indexed by counters.
 	// sqFree <= sqHead <= sqTx <= sqVisible <= sqTail. The counters only
 	// grow, even across RESET, so that a stale event or completion that
 	// names an old counter value finds nothing to do.
@@ -173,7 +191,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: node %d already has %d queue pairs (nic.max_qp)", fabric.ErrLimit, n.node.id, live)
 	}
 	q := &qp{c: c, nic: n, pd: p, qpn: uint32(qpnBase + len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
-		sq: make([]sqe, caps.MaxSendWR), rq: make([]rqe, caps.MaxRecvWR), mtu: c.prof.Link.MTU}
+		sq: make([]sqe, ringSize(caps.MaxSendWR)), rq: make([]rqe, ringSize(caps.MaxRecvWR)), mtu: c.prof.Link.MTU}
 	n.qps = append(n.qps, q)
 	if ch := c.chk; ch != nil {
 		ch.attach(scq, caps.MaxSendWR, q, "send")
@@ -372,12 +390,12 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 }
 
 func (q *qp) postOne(wr *fabric.SendWR) error {
-	if q.sqTail-q.sqFree >= uint64(len(q.sq)) {
+	if q.sqTail-q.sqFree >= uint64(q.caps.MaxSendWR) {
 		if ch := q.c.chk; ch != nil {
-			ch.notice(QueueFull, q.nic.node.id, "PostSend", q.String(), fmt.Sprintf("PostSend on %v with all %d send slots taken (rejected: ErrQueueFull)", q, len(q.sq)))
+			ch.notice(QueueFull, q.nic.node.id, "PostSend", q.String(), fmt.Sprintf("PostSend on %v with all %d send slots taken (rejected: ErrQueueFull)", q, q.caps.MaxSendWR))
 		}
 		return fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
-			fabric.ErrQueueFull, q, len(q.sq))
+			fabric.ErrQueueFull, q, q.caps.MaxSendWR)
 	}
 	e := sqe{wr: *wr, length: int(wr.Local.Length)}
 	switch wr.Op {
@@ -443,7 +461,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 	if ch := q.c.chk; ch != nil {
 		ch.sendPosted(q, &e)
 	}
-	q.sq[q.sqTail%uint64(len(q.sq))] = e
+	*q.sqAt(q.sqTail) = e
 	q.sqTail++
 	return nil
 }
@@ -460,17 +478,17 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	c.acquire(&q.recvLk)
 	defer c.release(&q.recvLk)
 	for i := range wrs {
-		if q.rqTail-q.rqFree >= uint64(len(q.rq)) {
+		if q.rqTail-q.rqFree >= uint64(q.caps.MaxRecvWR) {
 			if ch := c.chk; ch != nil {
-				ch.notice(QueueFull, q.nic.node.id, "PostRecv", q.String(), fmt.Sprintf("PostRecv on %v with all %d receive slots taken (rejected: ErrQueueFull)", q, len(q.rq)))
+				ch.notice(QueueFull, q.nic.node.id, "PostRecv", q.String(), fmt.Sprintf("PostRecv on %v with all %d receive slots taken (rejected: ErrQueueFull)", q, q.caps.MaxRecvWR))
 			}
 			return i, fmt.Errorf("%w: %v receive queue holds %d buffers; a receive's slot is free again once its completion has been polled",
-				fabric.ErrQueueFull, q, len(q.rq))
+				fabric.ErrQueueFull, q, q.caps.MaxRecvWR)
 		}
 		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
-		q.rq[q.rqTail%uint64(len(q.rq))] = rqe{id: wrs[i].ID, mr: m, buf: buf, addr: wrs[i].Local.Addr, bad: !ok}
+		*q.rqAt(q.rqTail) = rqe{id: wrs[i].ID, mr: m, buf: buf, addr: wrs[i].Local.Addr, bad: !ok}
 		if ch := c.chk; ch != nil {
-			ch.recvPosted(q, &q.rq[q.rqTail%uint64(len(q.rq))])
+			ch.recvPosted(q, q.rqAt(q.rqTail))
 		}
 		q.rqTail++
 		if th := c.cur; th != nil {

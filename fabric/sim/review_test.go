@@ -817,3 +817,52 @@ func TestReviewRNRNakNotReplaced(t *testing.T) {
 		t.Errorf("%d NAKs, stats %+v; want one RNR NAK and no retransmission", naks, st)
 	}
 }
+
+// TestQueueDepthNotPowerOfTwo: work-request rings are allocated at a power
+// of two, but a queue pair accepts exactly the depth it was created with,
+// and requests keep their order and slots through many wrap-arounds.
+func TestQueueDepthNotPowerOfTwo(t *testing.T) {
+	for _, depth := range []int{1, 3, 5, 7} {
+		c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
+		a := rvEndpoint(t, c.Node(0), fabric.RC, depth, depth)
+		b := rvEndpoint(t, c.Node(1), fabric.RC, depth, depth)
+		rvConnect(t, a, b, fabric.QPAttr{}, fabric.QPAttr{Timeout: 14, RetryCnt: 7})
+		next := uint64(0)
+		for round := 0; round < 5; round++ {
+			var recvs []fabric.RecvWR
+			var sends []fabric.SendWR
+			var wantR, wantS []fabric.WC
+			for i := 0; i < depth; i++ {
+				id := next + uint64(i)
+				recvs = append(recvs, fabric.RecvWR{ID: id, Local: b.mr.SGE(i*64, 64)})
+				sends = append(sends, fabric.SendWR{ID: id, Op: fabric.OpSend, Local: a.mr.SGE(i*64, 8+i), Flags: fabric.Signaled})
+				wantR = append(wantR, fabric.WC{ID: id, Bytes: 8 + i})
+				wantS = append(wantS, fabric.WC{ID: id})
+			}
+			next += uint64(depth)
+			if _, err := b.qp.PostRecv(recvs); err != nil {
+				t.Fatalf("depth %d, round %d: PostRecv of %d: %v", depth, round, depth, err)
+			}
+			if _, err := b.qp.PostRecv(recvs[:1]); !errors.Is(err, fabric.ErrQueueFull) {
+				t.Fatalf("depth %d, round %d: receive %d accepted (%v), want ErrQueueFull", depth, round, depth+1, err)
+			}
+			if _, err := a.qp.PostSend(sends); err != nil {
+				t.Fatalf("depth %d, round %d: PostSend of %d: %v", depth, round, depth, err)
+			}
+			if _, err := a.qp.PostSend(sends[:1]); !errors.Is(err, fabric.ErrQueueFull) {
+				t.Fatalf("depth %d, round %d: send %d accepted (%v), want ErrQueueFull", depth, round, depth+1, err)
+			}
+			c.Advance(100 * fabric.Microsecond)
+			wantWCs(t, "sender", a.scq, wantS)
+			got, err := drain(b.rcq)
+			if err != nil || len(got) != len(wantR) {
+				t.Fatalf("depth %d, round %d: receive completions %v (%v), want %v", depth, round, got, err, wantR)
+			}
+			for i := range got {
+				if got[i].ID != wantR[i].ID || got[i].Bytes != wantR[i].Bytes || got[i].Status != fabric.StatusSuccess {
+					t.Fatalf("depth %d, round %d: receive completion %d is %v, want %v", depth, round, i, got[i], wantR[i])
+				}
+			}
+		}
+	}
+}

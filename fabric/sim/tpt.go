@@ -249,7 +249,7 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 			return nil, false
 		}
 		q.rxSeen = i + 1
-		e := &q.rq[i%uint64(len(q.rq))]
+		e := q.rqAt(i)
 		return e, !e.bad && e.mr != nil
 	}
 	var cur *rxCursor
@@ -278,7 +278,7 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 		}
 	case pReadResp:
 		for i := q.sqHead; i < q.sqTx; i++ {
-			e := &q.sq[i%uint64(len(q.sq))]
+			e := q.sqAt(i)
 			if d := psnDiff(p.psn, e.psn); e.wr.Op == fabric.OpRead && d >= 0 && d < int32(e.npkts) {
 				if e.mr == nil {
 					return nil, 0

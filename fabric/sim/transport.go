@@ -66,7 +66,7 @@ func (q *qp) gate(now fabric.Time) fabric.Time {
 	if q.ackOn || q.readHead < len(q.reads) || q.txPkt > 0 || q.state != fabric.StateRTS || q.sqTx >= q.sqVisible {
 		return now
 	}
-	return q.sq[q.sqTx%uint64(len(q.sq))].procAt
+	return q.sqAt(q.sqTx).procAt
 }
 
 // process runs newly visible work requests through the NIC: each takes a
@@ -80,7 +80,7 @@ func (q *qp) process(from, to uint64) {
 	n := q.nic
 	pu := &n.puFree[int(q.qpn)%len(n.puFree)]
 	for i := from; i < to; i++ {
-		e := &q.sq[i%uint64(len(q.sq))]
+		e := q.sqAt(i)
 		at := n.contextAt(q, max(*pu, n.c.now))
 		if e.wr.Op != fabric.OpRead && e.wr.Flags&fabric.Inline == 0 && e.bad == fabric.StatusSuccess {
 			at = n.translate(e.mr, e.wr.Local.Addr, e.length, at)
@@ -112,7 +112,7 @@ func (q *qp) hasOutput() bool {
 	if q.state != fabric.StateRTS || q.sqTx >= q.sqVisible || q.c.now < q.rnrUntil {
 		return false
 	}
-	e := &q.sq[q.sqTx%uint64(len(q.sq))]
+	e := q.sqAt(q.sqTx)
 	if e.bad != fabric.StatusSuccess {
 		// Fail it only once every earlier request has completed, so that
 		// completions stay in order and none is lost to the flush.
@@ -150,7 +150,7 @@ func (q *qp) nextPacket() *packet {
 		}
 		return p
 	}
-	e := &q.sq[q.sqTx%uint64(len(q.sq))]
+	e := q.sqAt(q.sqTx)
 	if e.bad != fabric.StatusSuccess {
 		q.fail(q.sqTx, e.bad)
 		return nil
@@ -248,7 +248,7 @@ func (q *qp) readResponse() *packet {
 // completion; successes only when signaled. Polling the completion releases
 // every slot up to i.
 func (q *qp) complete(i uint64, st fabric.Status) {
-	e := &q.sq[i%uint64(len(q.sq))]
+	e := q.sqAt(i)
 	if e.done {
 		return
 	}
@@ -292,7 +292,7 @@ func (q *qp) flushRecvs() {
 		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv})
 	}
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
-		e := &q.rq[q.rqHead%uint64(len(q.rq))]
+		e := q.rqAt(q.rqHead)
 		q.rcq.push(fabric.WC{ID: e.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv, QPN: q.qpn}, q, q.rqHead+1, true)
 	}
 }
@@ -339,7 +339,7 @@ func (q *qp) timeout() {
 		return
 	}
 	q.retries--
-	e := &q.sq[q.sqHead%uint64(len(q.sq))]
+	e := q.sqAt(q.sqHead)
 	q.goBack(e.psn)
 	q.armTimer()
 }
@@ -347,13 +347,13 @@ func (q *qp) timeout() {
 // goBack rewinds transmission to the entry holding psn (go-back-N).
 func (q *qp) goBack(psn uint32) {
 	for i := q.sqHead; i < q.sqTx || (i == q.sqTx && q.txPkt > 0); i++ {
-		e := &q.sq[i%uint64(len(q.sq))]
+		e := q.sqAt(i)
 		d := psnDiff(psn, e.psn)
 		if d < 0 || d >= int32(e.npkts) {
 			continue
 		}
 		for j := i; j < q.sqTx; j++ {
-			if f := &q.sq[j%uint64(len(q.sq))]; f.wr.Op == fabric.OpRead {
+			if f := q.sqAt(j); f.wr.Op == fabric.OpRead {
 				q.rdOut--
 				f.rdGot, f.rdGap = 0, false
 			}
@@ -382,7 +382,7 @@ func (q *qp) progress() {
 func (q *qp) ackThrough(a uint32) {
 	moved := false
 	for q.sqHead < q.sqTx {
-		e := &q.sq[q.sqHead%uint64(len(q.sq))]
+		e := q.sqAt(q.sqHead)
 		if psnDiff(e.psn+uint32(e.npkts)-1, a) > 0 {
 			break
 		}
@@ -449,7 +449,7 @@ func (q *qp) requesterRecv(p *packet) {
 		if q.sqHead >= q.sqTx {
 			return
 		}
-		e := &q.sq[q.sqHead%uint64(len(q.sq))]
+		e := q.sqAt(q.sqHead)
 		if e.wr.Op != fabric.OpRead {
 			return
 		}
@@ -522,9 +522,9 @@ func (q *qp) takeRecv(p *packet) bool {
 		}
 		return false
 	}
-	q.msgRQE, q.msgIdx, q.msgRecv = q.rq[q.rqHead%uint64(len(q.rq))], q.rqHead, true
+	q.msgRQE, q.msgIdx, q.msgRecv = *q.rqAt(q.rqHead), q.rqHead, true
 	if ch := q.c.chk; ch != nil {
-		ch.recvFilling(q, &q.rq[q.rqHead%uint64(len(q.rq))])
+		ch.recvFilling(q, q.rqAt(q.rqHead))
 	}
 	q.rqHead++
 	if q.msgRQE.bad {
@@ -762,7 +762,7 @@ func (q *qp) udReceive(p *packet) {
 		return
 	}
 	idx := q.rqHead
-	e := q.rq[idx%uint64(len(q.rq))]
+	e := *q.rqAt(idx)
 	q.rqHead++
 	wc := fabric.WC{ID: e.id, Op: fabric.OpRecv, QPN: q.qpn, SrcQP: p.srcQPN, SrcLID: p.srcLID}
 	switch {
@@ -772,7 +772,7 @@ func (q *qp) udReceive(p *packet) {
 		wc.Status = fabric.StatusLocalLength
 	default:
 		if ch := q.c.chk; ch != nil {
-			ch.recvFilling(q, &q.rq[idx%uint64(len(q.rq))])
+			ch.recvFilling(q, q.rqAt(idx))
 		}
 		writeGRH(e.buf[:fabric.GRHBytes], p)
 		p.storePayload(e.buf[fabric.GRHBytes:])
