@@ -277,8 +277,17 @@ func peakRate(segs []segment, start, end fabric.Time) float64 {
 			d = 1
 			s.from = s.to - 1
 		}
-		for k := 0; k < tiles; k++ {
+		// Only the tiles the segment overlaps: those before k0 end by
+		// s.from, and the loop stops at the first that starts at s.to.
+		k0 := 0
+		if s.from > start {
+			k0 = int(min(s.from.Sub(start)/w, tiles))
+		}
+		for k := k0; k < tiles; k++ {
 			a := start.Add(w * fabric.Duration(k))
+			if a >= s.to {
+				break
+			}
 			b := a.Add(w)
 			lo, hi := max(a, s.from), min(b, s.to)
 			if hi > lo {
