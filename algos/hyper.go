@@ -99,19 +99,20 @@ func (o *HyPerOptions) fill(cfg Config) error {
 // receives written back by RDMA Write, as in MQ/SR); the queues are
 // bounded by the pool. Network scheduling: see Schedule.
 type hyper struct {
-	opt  HyPerOptions
-	cfg  Config
-	node fabric.Node
-	me   int
-	n    int
-	mu   fabric.Mutex
-	pd   fabric.PD
-	scq  fabric.CQ
-	rcq  fabric.CQ
-	mr   fabric.MR
-	qps  []fabric.QP // per node; nil for this node
-	info EndpointInfo
-	wcs  []fabric.WC
+	waitList []fabric.Waitable // what the progress wait watches, built on first use
+	opt      HyPerOptions
+	cfg      Config
+	node     fabric.Node
+	me       int
+	n        int
+	mu       fabric.Mutex
+	pd       fabric.PD
+	scq      fabric.CQ
+	rcq      fabric.CQ
+	mr       fabric.MR
+	qps      []fabric.QP // per node; nil for this node
+	info     EndpointInfo
+	wcs      []fabric.WC
 
 	recvPer                                                  int // receive buffers per source
 	sendOff, recvOff, creditOff, barrierOff, scratchOff, end int
@@ -512,7 +513,10 @@ func (e *hyper) loop(th fabric.Thread) error {
 			deadline = e.lastMove.Add(e.cfg.Timeout)
 		}
 		e.mu.Unlock()
-		th.Wait(deadline, e.work, e.scq, e.rcq, e.mr)
+		if e.waitList == nil { // built once: a variadic call through the interface allocates
+			e.waitList = []fabric.Waitable{e.work, e.scq, e.rcq, e.mr}
+		}
+		th.Wait(deadline, e.waitList...)
 		e.mu.Lock()
 	}
 }

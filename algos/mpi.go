@@ -79,6 +79,7 @@ const (
 // is a send to every member, not MPI_Ibcast's tree: the root sends every
 // copy.
 type mpi struct {
+	waitList []fabric.Waitable // what the progress wait watches, built on first use
 	srBase
 	costs MPICosts
 	pd    fabric.PD
@@ -282,7 +283,10 @@ func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, wh
 		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
 	e.unlock()
-	th.Wait(deadline, e.scq, e.rcq)
+	if e.waitList == nil { // built once: a variadic call through the interface allocates
+		e.waitList = []fabric.Waitable{e.scq, e.rcq}
+	}
+	th.Wait(deadline, e.waitList...)
 	e.lock()
 	return nil
 }

@@ -74,22 +74,23 @@ const (
 // The last stream's end flushes every ring regardless of the threshold and
 // sends an end notice.
 type mw struct {
-	opt  MWOptions
-	cfg  Config
-	node fabric.Node
-	me   int
-	n    int
-	t    int // rings per direction per pair: the sharing threads
-	ring int
-	mu   fabric.Mutex
-	pd   fabric.PD
-	scq  fabric.CQ
-	rcq  fabric.CQ
-	qps  []fabric.QP
-	mrs  []fabric.MR // per peer: the pair's region
-	rem  []fabric.QPInfo
-	info EndpointInfo
-	wcs  []fabric.WC
+	waitList []fabric.Waitable // what the progress wait watches, built on first use
+	opt      MWOptions
+	cfg      Config
+	node     fabric.Node
+	me       int
+	n        int
+	t        int // rings per direction per pair: the sharing threads
+	ring     int
+	mu       fabric.Mutex
+	pd       fabric.PD
+	scq      fabric.CQ
+	rcq      fabric.CQ
+	qps      []fabric.QP
+	mrs      []fabric.MR // per peer: the pair's region
+	rem      []fabric.QPInfo
+	info     EndpointInfo
+	wcs      []fabric.WC
 
 	outOff, inOff, nsendOff, nrecvOff, noticeBytes, regionBytes int
 
@@ -724,7 +725,10 @@ func (e *mw) netLoop(th fabric.Thread) error {
 			deadline = last.Add(e.cfg.Timeout)
 		}
 		e.mu.Unlock()
-		th.Wait(deadline, e.work, e.scq, e.rcq)
+		if e.waitList == nil { // built once: a variadic call through the interface allocates
+			e.waitList = []fabric.Waitable{e.work, e.scq, e.rcq}
+		}
+		th.Wait(deadline, e.waitList...)
 		e.mu.Lock()
 	}
 }

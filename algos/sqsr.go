@@ -26,6 +26,7 @@ import (
 // send/receive parity step: receives are not per connection on UD, and the
 // leftovers are flushed when the endpoint closes.
 type sqsr struct {
+	waitList []fabric.Waitable // what the progress wait watches, built on first use
 	srBase
 	pd    fabric.PD
 	rcq   fabric.CQ // data receives
@@ -869,7 +870,10 @@ func (e *sqsr) awaitAcks(th fabric.Thread) error {
 			return fmt.Errorf("algos: SQ/SR endpoint %d on node %d: no acknowledgement for %v%s", e.cfg.Tag, e.me, e.cfg.Timeout, msg)
 		}
 		e.unlock()
-		th.Wait(min(deadline, next), e.ccq, e.rcq)
+		if e.waitList == nil { // built once: a variadic call through the interface allocates
+			e.waitList = []fabric.Waitable{e.ccq, e.rcq}
+		}
+		th.Wait(min(deadline, next), e.waitList...)
 		e.lock()
 	}
 }

@@ -225,7 +225,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 		if now.Sub(lastProgress) > stall {
 			return nil, fmt.Errorf("perftest: node %d: no send completion for %v (%d of %d done)", m.node.ID(), stall, completed, total)
 		}
-		th.Wait(lastProgress.Add(stall+1), m.scq)
+		th.Wait(lastProgress.Add(stall+1), m.onSCQ...)
 	}
 	r.end = th.Now()
 	r.bytes, r.msgs = int64(total)*int64(cfg.Size), int64(total)
@@ -329,7 +329,7 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 			}
 			return nil, fmt.Errorf("perftest: node %d: no receive for %v (%d of %d arrived)", m.node.ID(), idle, got, expected)
 		}
-		th.Wait(last.Add(idle+1), m.rcq)
+		th.Wait(last.Add(idle+1), m.onRCQ...)
 	}
 	r.end = last
 	r.msgs = int64(got)

@@ -120,7 +120,7 @@ func (p *pingPong) await(i int, send bool) error {
 			if th.Now() >= deadline {
 				return fmt.Errorf("perftest: node %d: message %d did not arrive within %v", p.m.node.ID(), i, stall)
 			}
-			th.Wait(deadline, p.m.rcq)
+			th.Wait(deadline, p.m.onRCQ...)
 		}
 	}
 	buf := p.m.mr.Bytes()

@@ -11,16 +11,20 @@ import (
 // one protection domain, one send CQ, one receive CQ and one memory region
 // holding a slot of slotBytes per queue pair.
 type mesh struct {
-	node      fabric.Node
-	pd        fabric.PD
-	scq, rcq  fabric.CQ
-	mr        fabric.MR
-	slotBytes int
-	peers     []int
-	qps       [][]fabric.QP     // [peer index][k]
-	remote    [][]fabric.QPInfo // the peer's matching queue pair and slot
-	psn       [][]uint32        // our first PSN per queue pair
-	ahs       []fabric.AH       // UD: per peer
+	node     fabric.Node
+	pd       fabric.PD
+	scq, rcq fabric.CQ
+	// onSCQ and onRCQ are the argument lists of a Thread.Wait on one
+	// queue: built once, because a variadic call through the interface
+	// allocates its list on every call, and the loops wait once per message.
+	onSCQ, onRCQ []fabric.Waitable
+	mr           fabric.MR
+	slotBytes    int
+	peers        []int
+	qps          [][]fabric.QP     // [peer index][k]
+	remote       [][]fabric.QPInfo // the peer's matching queue pair and slot
+	psn          [][]uint32        // our first PSN per queue pair
+	ahs          []fabric.AH       // UD: per peer
 }
 
 type meshOpts struct {
@@ -58,6 +62,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	if m.rcq, err = dev.CreateCQ(o.cqDepth); err != nil {
 		return nil, err
 	}
+	m.onSCQ, m.onRCQ = []fabric.Waitable{m.scq}, []fabric.Waitable{m.rcq}
 	total := max(len(peers)*o.qps*o.slotBytes, o.spread, 1)
 	if m.mr, err = m.pd.RegMR(total, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead); err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ func orderedSend(th fabric.Thread, m *mesh, cfg *Config, order []int, phaseEnd f
 				return nil
 			}
 			deadline := th.Now().Add(stall)
-			th.Wait(deadline, m.scq)
+			th.Wait(deadline, m.onSCQ...)
 			if th.Now() >= deadline {
 				return fmt.Errorf("perftest: node %d: no send completion for %v", m.node.ID(), stall)
 			}
