@@ -20,6 +20,10 @@ import (
 // launchExecutable is what launch starts (tests point it at their binary).
 var launchExecutable = os.Executable
 
+// launchGrace is how long the other nodes of a job may run on after one
+// has failed before launch kills them.
+const launchGrace = 3 * time.Second
+
 func launchCmd() *cobra.Command {
 	var nodes int
 	var timeout time.Duration
@@ -30,6 +34,7 @@ func launchCmd() *cobra.Command {
 layout in the environment (RDMASHUFFLE_RANK, RDMASHUFFLE_SIZE and node 0's address
 in RDMASHUFFLE_COORDINATOR, on a free loopback port), waits for all of them,
 prints node 0's output, and fails if any node fails (printing its output too).
+Once one node has failed, the others have 3 s to end before they are killed.
 It is how a distributed job is tried on one machine: the TCP design over real
 sockets, or the hardware backend with one device per process. On a cluster use
 srun or mpirun instead (docs/hardware.md).`,
@@ -51,6 +56,24 @@ srun or mpirun instead (docs/hardware.md).`,
 			ln.Close() // node 0 listens on it next; a race with another program is reported by node 0
 			outs := make([]bytes.Buffer, nodes)
 			errs := make([]error, nodes)
+			// The first node to fail ends the job: the others get a grace
+			// period to fail on their own (their messages usually say more,
+			// such as which peer vanished), then are killed rather than left
+			// waiting for the timeout.
+			var mu sync.Mutex
+			firstFailed := -1
+			abort := make(chan struct{})
+			fail := func(i int) {
+				mu.Lock()
+				defer mu.Unlock()
+				if firstFailed < 0 {
+					firstFailed = i
+					close(abort)
+				}
+			}
+			timedOut := make(chan struct{})
+			deadline := time.AfterFunc(timeout, func() { close(timedOut) })
+			defer deadline.Stop()
 			var wg sync.WaitGroup
 			for i := 0; i < nodes; i++ {
 				c := exec.Command(exe, args...)
@@ -58,19 +81,40 @@ srun or mpirun instead (docs/hardware.md).`,
 					ibv.EnvCoordinator+"=127.0.0.1:"+strconv.Itoa(port))
 				c.Stdout, c.Stderr = &outs[i], &outs[i]
 				if err := c.Start(); err != nil {
-					return fmt.Errorf("starting node %d: %w", i, err)
+					errs[i] = fmt.Errorf("not started: %w", err)
+					fail(i)
+					break // the nodes already started are stopped below
 				}
 				wg.Add(1)
 				go func(i int, c *exec.Cmd) {
 					defer wg.Done()
 					done := make(chan error, 1)
 					go func() { done <- c.Wait() }()
+					kill := func(why error) {
+						c.Process.Kill()
+						<-done
+						errs[i] = why
+					}
 					select {
 					case errs[i] = <-done:
-					case <-time.After(timeout):
-						c.Process.Kill()
-						errs[i] = fmt.Errorf("still running after %v: killed", timeout)
-						<-done
+						if errs[i] != nil {
+							fail(i)
+						}
+						return
+					case <-timedOut:
+						kill(fmt.Errorf("still running after %v: killed", timeout))
+						return
+					case <-abort:
+					}
+					grace := time.NewTimer(launchGrace)
+					defer grace.Stop()
+					select {
+					case errs[i] = <-done:
+					case <-grace.C:
+						mu.Lock()
+						first := firstFailed
+						mu.Unlock()
+						kill(fmt.Errorf("killed %v after node %d failed", launchGrace, first))
 					}
 				}(i, c)
 			}
