@@ -2,7 +2,6 @@ package algos
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"unsafe"
 )
 
@@ -28,13 +27,16 @@ type Partitioner struct {
 // index fits a uint8, so indexing the lane arrays needs no bounds check.
 const maxFastGroups = 256
 
-// lanes is Scatter's per-group state while it runs: where each group's
-// buffer starts, how full it is and its checksum. Keeping them in flat
-// arrays indexed by a uint8 avoids the *Buffer indirection per tuple.
+// lanes is Scatter's per-group state while it runs, in flat arrays indexed
+// by a uint8 group (no *Buffer indirection per tuple). Group g's next tuple
+// goes to last[g]+off[g], where last[g] is the buffer's last whole-tuple
+// slot, &Data[len(Data)-16], and off[g] = N - (len(Data)-16) is at most 0
+// while the buffer has room for one more tuple. So the fullness check is a
+// sign test on the offset the append loads anyway, and the pointer formed
+// always lies inside the buffer.
 type lanes struct {
-	base [maxFastGroups]unsafe.Pointer // &Out[g].Data[0]
-	pos  [maxFastGroups]int            // Out[g].N
-	lim  [maxFastGroups]int            // len(Out[g].Data) - TupleBytes: full when pos > lim
+	last [maxFastGroups]unsafe.Pointer // &Out[g].Data[len-16]; nil when len < 16 (never written)
+	off  [maxFastGroups]int            // Out[g].N - (len(Out[g].Data) - 16), bytes
 	sum  [maxFastGroups]uint64         // Out[g].Sum
 	seen [maxFastGroups]*Buffer        // Out[g] already checked distinct from the others
 }
@@ -45,9 +47,11 @@ type lanes struct {
 // appended it returns len(vec)/16 and -1.
 //
 // The fast path (at most 256 groups, distinct buffers) computes the group
-// with a multiply-based remainder that equals Groups.Of for every key,
-// and copies tuples without per-tuple bounds or fullness checks: before
-// each run of k tuples it checks that every buffer has room for k more.
+// with a multiply-based remainder that equals Groups.Of for every key (in
+// payload mode without checksum, a mask when the number of groups is a
+// power of two), and copies each tuple as one 16-byte move without bounds
+// checks; the only per-tuple check is the sign of the group's offset (see
+// lanes), so there is no separate room check per run of tuples.
 func (p *Partitioner) Scatter(vec []byte, i int) (next, full int) {
 	ng := p.Groups.Len()
 	n := len(vec) / TupleBytes
@@ -65,58 +69,34 @@ func (p *Partitioner) Scatter(vec []byte, i int) (next, full int) {
 	}
 	l := p.lanes
 	for g, b := range out {
-		l.base[g] = unsafe.Pointer(unsafe.SliceData(b.Data))
-		l.pos[g] = b.N
-		l.lim[g] = len(b.Data) - TupleBytes
+		l.off[g] = b.N - (len(b.Data) - TupleBytes)
+		if len(b.Data) >= TupleBytes {
+			l.last[g] = unsafe.Pointer(&b.Data[len(b.Data)-TupleBytes])
+		}
 		l.sum[g] = b.Sum
 	}
-	// Lemire, Kaser and Kurz's fastmod: for 32-bit x and d < 2^32,
-	// x % d == hi64((m*x mod 2^64) * d) with m = 2^64/d rounded up.
-	d := uint64(ng)
-	m := ^uint64(0)/d + 1
 	src := unsafe.Pointer(unsafe.SliceData(vec))
-	next, full = n, -1
-	for i < n {
-		// Every buffer has room for k more tuples: they need no checks.
-		k := n - i
-		for g := range ng {
-			r := l.lim[g] - l.pos[g]
-			if r < 0 {
-				k = 0
-				break
-			}
-			k = min(k, r/TupleBytes+1)
-		}
-		if k == 0 {
-			// Some buffer is full: go on one tuple at a time until a
-			// tuple of a full group.
-			a := binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(src, i*TupleBytes))[:])
-			hi, _ := bits.Mul64(m*uint64(a), d)
-			if g := uint8(hi); l.pos[g] > l.lim[g] {
-				next, full = i, int(g)
-				break
-			}
-			k = 1
-		}
-		switch {
-		case p.Payload && p.Checksum:
-			scatterCopySum(l, src, i, i+k, m, d)
-		case p.Payload:
-			scatterCopy(l, src, i, i+k, m, d)
-		case p.Checksum:
-			scatterSum(l, src, i, i+k, m, d)
-		default:
-			scatterCount(l, src, i, i+k, m, d)
-		}
-		i += k
+	dv := newDivider(ng)
+	switch {
+	case p.Payload && p.Checksum:
+		next, full = scatterCopySum(l, src, i, n, dv)
+	case p.Payload && dv.pow2:
+		next, full = scatterCopyMask(l, src, i, n, dv.mask)
+	case p.Payload:
+		next, full = scatterCopy(l, src, i, n, dv)
+	case p.Checksum:
+		next, full = scatterSum(l, src, i, n, dv)
+	default:
+		next, full = scatterCount(l, src, i, n, dv)
 	}
 	for g, b := range out {
-		b.Tuples += uint64((l.pos[g] - b.N) / TupleBytes)
-		b.N = l.pos[g]
+		nb := l.off[g] + len(b.Data) - TupleBytes
+		b.Tuples += uint64((nb - b.N) / TupleBytes)
+		b.N = nb
 		if p.Checksum {
 			b.Sum = l.sum[g]
 		}
-		l.base[g] = nil
+		l.last[g] = nil
 	}
 	return next, full
 }
@@ -148,85 +128,181 @@ func (p *Partitioner) distinct(ng int) bool {
 	return true
 }
 
-// The four loops below are Scatter's fast path, one per mode, for tuples
-// [i, n) of src, whose groups' buffers all have room for them. They use
-// unsafe pointer arithmetic so that the loop carries no bounds checks; it
-// stays in bounds because src holds at least n tuples and Scatter checked
-// that pos[g]+TupleBytes <= len(Data) for every tuple appended to group g.
-// A tuple is copied as one 16-byte move. The payload loop, the hottest,
-// is unrolled four times (computing four groups before the copies lets
-// their multiplies overlap); appends to a group still happen in input
-// order.
+// divider computes the group of a key, uint32(a) % d for 1 <= d <= 256,
+// without a divide. It is Lemire, Kaser and Kurz's direct remainder with
+// F = 40 fraction bits: with c = ceil(2^40/d) = (2^40+e)/d, 0 <= e < d,
+// and x = q*d + r < 2^32, (c*x) mod 2^40 = r*2^40/d + x*e/d (as x*e < 2^40),
+// so ((c*x) mod 2^40) * d / 2^40 = r + x*e/2^40, whose floor is r; the
+// product stays below 2^48. Every step is a 64-bit multiply or mask, free
+// of the register constraints of a 128-bit multiply.
+type divider struct {
+	c    uint64 // ceil(2^40/d)
+	d    uint64
+	pow2 bool   // d is a power of two: the group is x & mask
+	mask uint64 // d-1
+}
 
-func scatterCopy(l *lanes, src unsafe.Pointer, i, n int, m, d uint64) {
-	pos, base := &l.pos, &l.base
+// divBits is the divider's fraction bits, F above.
+const divBits = 40
+
+// newDivider returns the divider for ng groups, 1 <= ng <= 256.
+func newDivider(ng int) divider {
+	d := uint64(ng)
+	return divider{c: (1<<divBits-1)/d + 1, d: d, pow2: d&(d-1) == 0, mask: d - 1}
+}
+
+// of returns x % d.
+func (v divider) of(x uint32) uint8 {
+	return uint8(((v.c * uint64(x)) & (1<<divBits - 1)) * v.d >> divBits)
+}
+
+// The loops below are Scatter's fast path, one per mode, for tuples [i, n)
+// of src. Each returns where it stopped as Scatter does. They use unsafe
+// pointer arithmetic so that they carry no bounds checks; they stay in
+// bounds because src holds at least n tuples and a tuple goes to group g
+// only when off[g] <= 0, i.e. last[g]+off[g] is a whole slot of the buffer.
+// A tuple is copied as one 16-byte move. The payload loops without
+// checksum, the hottest, are unrolled four times (computing four groups
+// before the copies lets their multiplies overlap); appends still happen
+// in input order, and a stop leaves the tuples before it appended and none
+// after.
+
+func scatterCopyMask(l *lanes, src unsafe.Pointer, i, n int, mask uint64) (int, int) {
+	off, last := &l.off, &l.last
 	for ; i+4 <= n; i += 4 {
 		t := unsafe.Add(src, i*TupleBytes)
-		h0, _ := bits.Mul64(m*uint64(key32(t, 0)), d)
-		h1, _ := bits.Mul64(m*uint64(key32(t, 1)), d)
-		h2, _ := bits.Mul64(m*uint64(key32(t, 2)), d)
-		h3, _ := bits.Mul64(m*uint64(key32(t, 3)), d)
-		g := uint8(h0)
-		o := pos[g]
-		*(*[TupleBytes]byte)(unsafe.Add(base[g], o)) = *(*[TupleBytes]byte)(t)
-		pos[g] = o + TupleBytes
-		g = uint8(h1)
-		o = pos[g]
-		*(*[TupleBytes]byte)(unsafe.Add(base[g], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, TupleBytes))
-		pos[g] = o + TupleBytes
-		g = uint8(h2)
-		o = pos[g]
-		*(*[TupleBytes]byte)(unsafe.Add(base[g], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, 2*TupleBytes))
-		pos[g] = o + TupleBytes
-		g = uint8(h3)
-		o = pos[g]
-		*(*[TupleBytes]byte)(unsafe.Add(base[g], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, 3*TupleBytes))
-		pos[g] = o + TupleBytes
+		g0 := uint8(uint64(key32(t, 0)) & mask)
+		g1 := uint8(uint64(key32(t, 1)) & mask)
+		g2 := uint8(uint64(key32(t, 2)) & mask)
+		g3 := uint8(uint64(key32(t, 3)) & mask)
+		o := off[g0]
+		if o > 0 {
+			return i, int(g0)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g0], o)) = *(*[TupleBytes]byte)(t)
+		off[g0] = o + TupleBytes
+		o = off[g1]
+		if o > 0 {
+			return i + 1, int(g1)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g1], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, TupleBytes))
+		off[g1] = o + TupleBytes
+		o = off[g2]
+		if o > 0 {
+			return i + 2, int(g2)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g2], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, 2*TupleBytes))
+		off[g2] = o + TupleBytes
+		o = off[g3]
+		if o > 0 {
+			return i + 3, int(g3)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g3], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, 3*TupleBytes))
+		off[g3] = o + TupleBytes
 	}
 	for ; i < n; i++ {
 		t := unsafe.Add(src, i*TupleBytes)
-		h, _ := bits.Mul64(m*uint64(key32(t, 0)), d)
-		g := uint8(h)
-		o := pos[g]
-		*(*[TupleBytes]byte)(unsafe.Add(base[g], o)) = *(*[TupleBytes]byte)(t)
-		pos[g] = o + TupleBytes
+		g := uint8(uint64(key32(t, 0)) & mask)
+		o := off[g]
+		if o > 0 {
+			return i, int(g)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g], o)) = *(*[TupleBytes]byte)(t)
+		off[g] = o + TupleBytes
 	}
+	return n, -1
 }
 
-func scatterCopySum(l *lanes, src unsafe.Pointer, i, n int, m, d uint64) {
-	pos, base, sum := &l.pos, &l.base, &l.sum
+func scatterCopy(l *lanes, src unsafe.Pointer, i, n int, dv divider) (int, int) {
+	off, last := &l.off, &l.last
+	for ; i+4 <= n; i += 4 {
+		t := unsafe.Add(src, i*TupleBytes)
+		g0 := dv.of(key32(t, 0))
+		g1 := dv.of(key32(t, 1))
+		g2 := dv.of(key32(t, 2))
+		g3 := dv.of(key32(t, 3))
+		o := off[g0]
+		if o > 0 {
+			return i, int(g0)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g0], o)) = *(*[TupleBytes]byte)(t)
+		off[g0] = o + TupleBytes
+		o = off[g1]
+		if o > 0 {
+			return i + 1, int(g1)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g1], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, TupleBytes))
+		off[g1] = o + TupleBytes
+		o = off[g2]
+		if o > 0 {
+			return i + 2, int(g2)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g2], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, 2*TupleBytes))
+		off[g2] = o + TupleBytes
+		o = off[g3]
+		if o > 0 {
+			return i + 3, int(g3)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g3], o)) = *(*[TupleBytes]byte)(unsafe.Add(t, 3*TupleBytes))
+		off[g3] = o + TupleBytes
+	}
+	for ; i < n; i++ {
+		t := unsafe.Add(src, i*TupleBytes)
+		g := dv.of(key32(t, 0))
+		o := off[g]
+		if o > 0 {
+			return i, int(g)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g], o)) = *(*[TupleBytes]byte)(t)
+		off[g] = o + TupleBytes
+	}
+	return n, -1
+}
+
+func scatterCopySum(l *lanes, src unsafe.Pointer, i, n int, dv divider) (int, int) {
+	off, last, sum := &l.off, &l.last, &l.sum
 	for ; i < n; i++ {
 		t := unsafe.Add(src, i*TupleBytes)
 		a := binary.LittleEndian.Uint64((*[8]byte)(t)[:])
 		b := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(t, 8))[:])
-		h, _ := bits.Mul64(m*uint64(uint32(a)), d)
-		g := uint8(h)
-		o := pos[g]
-		*(*[TupleBytes]byte)(unsafe.Add(base[g], o)) = *(*[TupleBytes]byte)(t)
-		pos[g] = o + TupleBytes
+		g := dv.of(uint32(a))
+		o := off[g]
+		if o > 0 {
+			return i, int(g)
+		}
+		*(*[TupleBytes]byte)(unsafe.Add(last[g], o)) = *(*[TupleBytes]byte)(t)
+		off[g] = o + TupleBytes
 		sum[g] += TupleSum(a, b)
 	}
+	return n, -1
 }
 
-func scatterSum(l *lanes, src unsafe.Pointer, i, n int, m, d uint64) {
-	pos, sum := &l.pos, &l.sum
+func scatterSum(l *lanes, src unsafe.Pointer, i, n int, dv divider) (int, int) {
+	off, sum := &l.off, &l.sum
 	for ; i < n; i++ {
 		t := unsafe.Add(src, i*TupleBytes)
 		a := binary.LittleEndian.Uint64((*[8]byte)(t)[:])
 		b := binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(t, 8))[:])
-		h, _ := bits.Mul64(m*uint64(uint32(a)), d)
-		g := uint8(h)
-		pos[g] += TupleBytes
+		g := dv.of(uint32(a))
+		if off[g] > 0 {
+			return i, int(g)
+		}
+		off[g] += TupleBytes
 		sum[g] += TupleSum(a, b)
 	}
+	return n, -1
 }
 
-func scatterCount(l *lanes, src unsafe.Pointer, i, n int, m, d uint64) {
-	pos := &l.pos
+func scatterCount(l *lanes, src unsafe.Pointer, i, n int, dv divider) (int, int) {
+	off := &l.off
 	for ; i < n; i++ {
-		h, _ := bits.Mul64(m*uint64(key32(unsafe.Add(src, i*TupleBytes), 0)), d)
-		pos[uint8(h)] += TupleBytes
+		g := dv.of(key32(unsafe.Add(src, i*TupleBytes), 0))
+		if off[g] > 0 {
+			return i, int(g)
+		}
+		off[g] += TupleBytes
 	}
+	return n, -1
 }
 
 // key32 returns the low 32 bits of key a of tuple j after t.
