@@ -145,7 +145,12 @@ func (q *eventQueue) push(at fabric.Time, h handler, arg uint64, p *packet) {
 		q.body = append(q.body, evBody{h, arg, p})
 	}
 	k := evKey{at: at, key: q.seq<<slotBits | uint64(slot)}
-	q.minOK = false
+	// The earliest event stays the earliest unless k comes before it: k
+	// then lands behind it in its bucket, or in a later one, or in the far
+	// heap below its top.
+	if q.minOK && k.before(q.minKey) {
+		q.minOK = false
+	}
 	if q.ring == nil {
 		q.newRing()
 	}
@@ -224,11 +229,16 @@ func (q *eventQueue) take() (evKey, evBody) {
 	if i := q.minRing; i >= 0 {
 		b := &q.ring[i]
 		b.head++
+		q.nr--
+		q.minOK = false
 		if b.head == len(b.k) {
 			b.k, b.head = b.k[:0], 0
 			q.bits[i>>6] &^= 1 << (i & 63)
+		} else if next := b.k[b.head]; len(q.far) == 0 || next.before(q.far[0]) {
+			// Bucket i is the ring's first (it holds the event just
+			// taken), so its new head is the ring's earliest event.
+			q.minOK, q.minKey = true, next
 		}
-		q.nr--
 	} else {
 		h := q.far
 		n := len(h) - 1
@@ -237,8 +247,8 @@ func (q *eventQueue) take() (evKey, evBody) {
 		if n > 0 {
 			q.down(0)
 		}
+		q.minOK = false
 	}
-	q.minOK = false
 	q.base = int64(top.at) >> q.shift
 	slot := uint32(top.key & slotMask)
 	// The slot keeps its stale payload until it is reused: clearing it
