@@ -48,7 +48,7 @@ ibverbs-dev:
 
 # Performance benchmarks (see docs/performance.md for what each measures).
 bench:
-	$(GO) test -run '^$$' -bench . ./fabric/sim/
+	$(GO) test -run '^$$' -bench . ./fabric/sim/ ./algos/
 
 # Every fuzz target for FUZZ_SHORT each (part of make test).
 FUZZ_SHORT ?= 3s

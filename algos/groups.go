@@ -80,7 +80,7 @@ func (g Groups) Len() int { return len(g.members) }
 // Of returns the group of a key: the low 32 bits of the key modulo the
 // number of groups (seed 001 repartitions by modulo; a 32-bit division is
 // cheaper than a 64-bit one). Partitioner.Scatter computes the same
-// remainder with a precomputed multiply (Lemire's fastmod), measured
+// remainder by direct computation (a precomputed multiply), measured
 // faster there.
 func (g Groups) Of(key uint64) int {
 	return int(uint32(key) % uint32(len(g.members)))
