@@ -165,7 +165,11 @@ func (v divider) of(x uint32) uint8 {
 // checksum, the hottest, are unrolled four times (computing four groups
 // before the copies lets their multiplies overlap); appends still happen
 // in input order, and a stop leaves the tuples before it appended and none
-// after.
+// after. scatterCopyMask and scatterCopy differ only in how they compute a
+// group; they are written out twice on purpose: with the append as a
+// shared inlined helper the loops took 5% more instructions (callgrind,
+// BenchmarkScatterInCache), and a type parameter's method would not be
+// inlined at all.
 
 func scatterCopyMask(l *lanes, src unsafe.Pointer, i, n int, mask uint64) (int, int) {
 	off, last := &l.off, &l.last
