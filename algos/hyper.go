@@ -237,7 +237,6 @@ func (e *hyper) setup(th fabric.Thread) error {
 	e.cs = make([]flowctl.CreditSender, n)
 	e.cr = make([]*flowctl.CreditReceiver, n)
 	e.qps = make([]fabric.QP, n)
-	e.remote = make([]fabric.QPInfo, n)
 	var blob []byte
 	for j := 0; j < n; j++ {
 		info := fabric.QPInfo{Node: uint32(e.me), Addr: e.mr.Addr(), RKey: e.mr.RKey(), Bytes: uint64(e.end)}
@@ -266,24 +265,8 @@ func (e *hyper) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n - 1
-	got, err := gatherQPInfo(e.node, fmt.Sprintf("hyper/%d", e.cfg.Tag), blob, n, 1)
-	if err != nil {
-		return err
-	}
-	for j := 0; j < n; j++ {
-		if j == e.me {
-			continue
-		}
-		e.remote[j] = got[j][0]
-		r := e.remote[j]
-		if r.Bytes != uint64(e.end) {
-			return fmt.Errorf("node %d registered %d bytes, this node %d: same configuration everywhere?", j, r.Bytes, e.end)
-		}
-		if err := connectRC(e.qps[j], r, rcPSN(e.me, j), 1); err != nil {
-			return err
-		}
-	}
-	return e.node.OOB().Barrier(fmt.Sprintf("hyper/%d/up", e.cfg.Tag))
+	e.remote, err = connectPeers(e.node, fmt.Sprintf("hyper/%d", e.cfg.Tag), blob, e.qps, uint64(e.end), false)
+	return err
 }
 
 func (e *hyper) postRecv(src, k int) error {

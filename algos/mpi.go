@@ -181,18 +181,8 @@ func (e *mpi) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n
-	got, err := gatherQPInfo(e.node, fmt.Sprintf("mpi/%d", e.cfg.Tag), blob, n, 1)
-	if err != nil {
-		return err
-	}
-	e.peers = make([]fabric.QPInfo, n)
-	for j := 0; j < n; j++ {
-		e.peers[j] = got[j][0]
-		if err := connectRC(e.qps[j], e.peers[j], rcPSN(e.me, j), 1); err != nil {
-			return err
-		}
-	}
-	return e.node.OOB().Barrier(fmt.Sprintf("mpi/%d/up", e.cfg.Tag))
+	e.peers, err = connectPeers(e.node, fmt.Sprintf("mpi/%d", e.cfg.Tag), blob, e.qps, 0, true)
+	return err
 }
 
 func (e *mpi) slotOff(peer, k int) int { return e.ctlOff + (peer*e.slotsPer+k)*e.slotBytes }

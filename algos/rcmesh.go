@@ -39,6 +39,34 @@ func gatherQPInfo(node fabric.Node, key string, blob []byte, n, per int) ([][]fa
 	return got, nil
 }
 
+// connectPeers ends the connection setup of a design with one RC queue
+// pair per node: it publishes blob (one encoded QPInfo per node, node j's
+// at j) under name, checks that every peer registered want bytes (unless
+// want is 0), takes qps[j] to RTS towards what node j published for this
+// node (for every node, this one too when self is true) and waits at the
+// barrier name+"/up". It returns what every node published for this node.
+func connectPeers(node fabric.Node, name string, blob []byte, qps []fabric.QP, want uint64, self bool) ([]fabric.QPInfo, error) {
+	n, me := len(qps), node.ID()
+	got, err := gatherQPInfo(node, name, blob, n, 1)
+	if err != nil {
+		return nil, err
+	}
+	peers := make([]fabric.QPInfo, n)
+	for j := range peers {
+		if j == me && !self {
+			continue
+		}
+		peers[j] = got[j][0]
+		if want != 0 && peers[j].Bytes != want {
+			return nil, fmt.Errorf("node %d registered %d bytes, this node %d: same configuration everywhere?", j, peers[j].Bytes, want)
+		}
+		if err := connectRC(qps[j], peers[j], rcPSN(me, j), 1); err != nil {
+			return nil, err
+		}
+	}
+	return peers, node.OOB().Barrier(name + "/up")
+}
+
 // connectRC takes an RC queue pair in INIT to RTS towards the peer r (its
 // address and first PSN), sending from PSN mine, with rdAtomic RDMA Reads
 // outstanding at most in each direction, the transport's retries at

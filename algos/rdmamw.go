@@ -219,7 +219,7 @@ func (e *mw) setup(th fabric.Thread) error {
 	}
 	e.retain = make([]int, nstage)
 	e.info.RegisteredBytes = int64(nstage * e.opt.RecordBytes)
-	e.qps, e.mrs, e.rem = make([]fabric.QP, n), make([]fabric.MR, n), make([]fabric.QPInfo, n)
+	e.qps, e.mrs = make([]fabric.QP, n), make([]fabric.MR, n)
 	e.out, e.in = make([][]mwRing, n), make([][]mwRing, n)
 	e.flushing, e.endSent, e.srcEnded, e.noticeBusy = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
 	e.ended, e.closedSrc = make([]bool, n), make([]bool, n)
@@ -257,24 +257,8 @@ func (e *mw) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n - 1
-	got, err := gatherQPInfo(e.node, fmt.Sprintf("rdmamw/%d", e.cfg.Tag), blob, n, 1)
-	if err != nil {
-		return err
-	}
-	for j := 0; j < n; j++ {
-		if j == e.me {
-			continue
-		}
-		e.rem[j] = got[j][0]
-		r := e.rem[j]
-		if r.Bytes != uint64(e.regionBytes) {
-			return fmt.Errorf("node %d's region is %d bytes, this node's %d: same configuration everywhere?", j, r.Bytes, e.regionBytes)
-		}
-		if err := connectRC(e.qps[j], r, rcPSN(e.me, j), 1); err != nil {
-			return err
-		}
-	}
-	return e.node.OOB().Barrier(fmt.Sprintf("rdmamw/%d/up", e.cfg.Tag))
+	e.rem, err = connectPeers(e.node, fmt.Sprintf("rdmamw/%d", e.cfg.Tag), blob, e.qps, uint64(e.regionBytes), false)
+	return err
 }
 
 func (e *mw) postNoticeRecv(j, k int) error {
