@@ -516,44 +516,27 @@ func (e *hyper) state() string {
 
 // step does whatever can be done now and reports whether anything moved.
 func (e *hyper) step(th fabric.Thread) (bool, error) {
-	moved := false
 	// Send completions.
-	for {
-		k, err := e.scq.Poll(e.wcs)
-		if err != nil {
-			return false, err
+	moved, err := pollAll(e.scq, e.wcs, func(wc fabric.WC) error {
+		if wc.Status != fabric.StatusSuccess {
+			return &fabric.CompletionError{WC: wc, Node: e.me}
 		}
-		for _, wc := range e.wcs[:k] {
-			if wc.Status != fabric.StatusSuccess {
-				return false, &fabric.CompletionError{WC: wc, Node: e.me}
-			}
-			e.signaled--
-			if wc.ID&wrKind == hyWrData {
-				e.inflight--
-				e.release(int(wc.ID &^ wrKind))
-			}
+		e.signaled--
+		if wc.ID&wrKind == hyWrData {
+			e.inflight--
+			e.release(int(wc.ID &^ wrKind))
 		}
-		moved = moved || k > 0
-		if k < len(e.wcs) {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
 	// Receive completions: hand the messages to the workers.
-	for {
-		k, err := e.rcq.Poll(e.wcs)
-		if err != nil {
-			return false, err
-		}
-		for _, wc := range e.wcs[:k] {
-			if err := e.received(th, wc); err != nil {
-				return false, err
-			}
-		}
-		moved = moved || k > 0
-		if k < len(e.wcs) {
-			break
-		}
+	got, err := pollAll(e.rcq, e.wcs, func(wc fabric.WC) error { return e.received(th, wc) })
+	if err != nil {
+		return false, err
 	}
+	moved = moved || got
 	// Released receive buffers: repost, and credit the source.
 	for _, slot := range e.reposts {
 		src := slot / e.recvPer
@@ -574,7 +557,6 @@ func (e *hyper) step(th fabric.Thread) (bool, error) {
 	e.reposts = e.reposts[:0]
 	// Sending.
 	var sent bool
-	var err error
 	if e.opt.Schedule == ScheduleNone {
 		sent, err = e.sendUnscheduled(th)
 	} else {

@@ -91,3 +91,24 @@ func newRCQP(pd fabric.PD, scq, rcq fabric.CQ, caps fabric.QPCaps, remote fabric
 	}
 	return qp, nil
 }
+
+// pollAll polls cq into wcs until a poll returns fewer completions than wcs
+// holds, calling each for every completion in order, and stops at the
+// first error. moved reports whether any completion came.
+func pollAll(cq fabric.CQ, wcs []fabric.WC, each func(fabric.WC) error) (moved bool, err error) {
+	for {
+		k, err := cq.Poll(wcs)
+		if err != nil {
+			return moved, err
+		}
+		for _, wc := range wcs[:k] {
+			if err := each(wc); err != nil {
+				return moved, err
+			}
+		}
+		moved = moved || k > 0
+		if k < len(wcs) {
+			return moved, nil
+		}
+	}
+}

@@ -718,51 +718,34 @@ func (e *mw) netLoop(th fabric.Thread) error {
 }
 
 func (e *mw) netStep(th fabric.Thread) (bool, error) {
-	moved := false
-	for {
-		k, err := e.scq.Poll(e.wcs)
-		if err != nil {
-			return false, err
+	moved, err := pollAll(e.scq, e.wcs, func(wc fabric.WC) error {
+		if wc.Status != fabric.StatusSuccess {
+			return &fabric.CompletionError{WC: wc, Node: e.me}
 		}
-		for _, wc := range e.wcs[:k] {
-			if wc.Status != fabric.StatusSuccess {
-				return false, &fabric.CompletionError{WC: wc, Node: e.me}
-			}
-			e.signaled--
-			id := int(wc.ID &^ wrKind)
-			if wc.ID&wrKind == mwWrNotice {
-				e.noticeBusy[id] = false
-				continue
-			}
-			d, s := id/e.t, id%e.t
-			o := &e.out[d][s]
-			o.inflight, o.acked = false, o.wrEnd
-			e.queueNotice(d, mwEntry{kind: mwWritten, slot: uint32(s), pos: uint64(o.written)})
-			if err := e.tryWrite(th, d, s); err != nil {
-				return false, err
-			}
-			e.space.Notify()
+		e.signaled--
+		id := int(wc.ID &^ wrKind)
+		if wc.ID&wrKind == mwWrNotice {
+			e.noticeBusy[id] = false
+			return nil
 		}
-		moved = moved || k > 0
-		if k < len(e.wcs) {
-			break
+		d, s := id/e.t, id%e.t
+		o := &e.out[d][s]
+		o.inflight, o.acked = false, o.wrEnd
+		e.queueNotice(d, mwEntry{kind: mwWritten, slot: uint32(s), pos: uint64(o.written)})
+		if err := e.tryWrite(th, d, s); err != nil {
+			return err
 		}
+		e.space.Notify()
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
-	for {
-		k, err := e.rcq.Poll(e.wcs)
-		if err != nil {
-			return false, err
-		}
-		for _, wc := range e.wcs[:k] {
-			if err := e.notice(th, wc); err != nil {
-				return false, err
-			}
-		}
-		moved = moved || k > 0
-		if k < len(e.wcs) {
-			break
-		}
+	got, err := pollAll(e.rcq, e.wcs, func(wc fabric.WC) error { return e.notice(th, wc) })
+	if err != nil {
+		return false, err
 	}
+	moved = moved || got
 	// Flushing destinations: post what is left; once every ring's data is
 	// written and acknowledged, announce the end.
 	for j := 0; j < e.n; j++ {
