@@ -99,20 +99,20 @@ func (o *HyPerOptions) fill(cfg Config) error {
 // receives written back by RDMA Write, as in MQ/SR); the queues are
 // bounded by the pool. Network scheduling: see Schedule.
 type hyper struct {
-	waitList []fabric.Waitable // what the progress wait watches, built on first use
-	opt      HyPerOptions
-	cfg      Config
-	node     fabric.Node
-	me       int
-	n        int
-	mu       fabric.Mutex
-	pd       fabric.PD
-	scq      fabric.CQ
-	rcq      fabric.CQ
-	mr       fabric.MR
-	qps      []fabric.QP // per node; nil for this node
-	info     EndpointInfo
-	wcs      []fabric.WC
+	waitList       []fabric.Waitable // what the progress wait watches, built on first use
+	opt            HyPerOptions
+	cfg            Config
+	node           fabric.Node
+	me             int
+	n              int
+	progressThread // the multiplexer
+	pd             fabric.PD
+	scq            fabric.CQ
+	rcq            fabric.CQ
+	mr             fabric.MR
+	qps            []fabric.QP // per node; nil for this node
+	info           EndpointInfo
+	wcs            []fabric.WC
 
 	recvPer                                                  int // receive buffers per source
 	sendOff, recvOff, creditOff, barrierOff, scratchOff, end int
@@ -137,9 +137,7 @@ type hyper struct {
 	doneCount int
 	reposts   []int // released receive slots for the multiplexer to repost
 
-	work, avail, exit fabric.Signal
-	stop, exited      bool
-	muxErr            error
+	avail fabric.Signal // a send buffer was freed, or the multiplexer exited
 
 	// Multiplexer state.
 	phase     uint64 // current phase (round-robin), from 1
@@ -183,6 +181,7 @@ func OpenHyPer(th fabric.Thread, cfg Config, opt HyPerOptions) (Endpoint, error)
 	}
 	e := &hyper{opt: opt, cfg: cfg, node: th.Node(), me: th.Node().ID(), n: cfg.Nodes}
 	e.mu = e.node.NewMutex()
+	e.label("HyPer", "multiplexer", cfg.Tag, e.me)
 	e.work, e.avail, e.exit = e.node.NewSignal(), e.node.NewSignal(), e.node.NewSignal()
 	e.wcs = make([]fabric.WC, 64)
 	if err := e.setup(th); err != nil {
@@ -274,16 +273,6 @@ func (e *hyper) postRecv(src, k int) error {
 	off := e.recvOff + slot*e.cfg.MsgBytes
 	_, err := e.qps[src].PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(off, e.cfg.MsgBytes)}})
 	return err
-}
-
-func (e *hyper) failed() error {
-	if e.muxErr != nil {
-		return e.muxErr
-	}
-	if e.exited {
-		return fmt.Errorf("algos: HyPer endpoint %d on node %d: the multiplexer has stopped", e.cfg.Tag, e.me)
-	}
-	return nil
 }
 
 // wait releases the lock, waits for w or the deadline, and takes it again;
@@ -429,17 +418,7 @@ func (e *hyper) Release(th fabric.Thread, d Delivery) error {
 // Close stops the multiplexer once it has sent everything, waits for it,
 // meets the other nodes at a barrier and frees everything.
 func (e *hyper) Close(th fabric.Thread) error {
-	e.mu.Lock()
-	e.stop = true
-	e.work.Notify()
-	for !e.exited {
-		e.mu.Unlock()
-		th.Wait(fabric.Forever, e.exit)
-		e.mu.Lock()
-	}
-	err := e.muxErr
-	e.mu.Unlock()
-	if err != nil {
+	if err := e.halt(th); err != nil {
 		return err
 	}
 	if err := e.node.OOB().Barrier(fmt.Sprintf("hyper/%d/down", e.cfg.Tag)); err != nil {
@@ -461,18 +440,7 @@ func (e *hyper) Info() EndpointInfo {
 }
 
 // multiplex is the multiplexer thread.
-func (e *hyper) multiplex(th fabric.Thread) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	err := e.loop(th)
-	if err != nil {
-		e.muxErr = fmt.Errorf("algos: HyPer multiplexer %d on node %d: %w", e.cfg.Tag, e.me, err)
-	}
-	e.exited = true
-	e.avail.Notify()
-	e.exit.Notify()
-	return e.muxErr
-}
+func (e *hyper) multiplex(th fabric.Thread) error { return e.run(th, e.loop, e.avail) }
 
 func (e *hyper) loop(th fabric.Thread) error {
 	e.lastMove = th.Now()
@@ -495,12 +463,10 @@ func (e *hyper) loop(th fabric.Thread) error {
 			}
 			deadline = e.lastMove.Add(e.cfg.Timeout)
 		}
-		e.mu.Unlock()
 		if e.waitList == nil { // built once: a variadic call through the interface allocates
 			e.waitList = []fabric.Waitable{e.work, e.scq, e.rcq, e.mr}
 		}
-		th.Wait(deadline, e.waitList...)
-		e.mu.Lock()
+		e.idle(th, deadline, e.waitList)
 	}
 }
 

@@ -74,23 +74,23 @@ const (
 // The last stream's end flushes every ring regardless of the threshold and
 // sends an end notice.
 type mw struct {
-	waitList []fabric.Waitable // what the progress wait watches, built on first use
-	opt      MWOptions
-	cfg      Config
-	node     fabric.Node
-	me       int
-	n        int
-	t        int // rings per direction per pair: the sharing threads
-	ring     int
-	mu       fabric.Mutex
-	pd       fabric.PD
-	scq      fabric.CQ
-	rcq      fabric.CQ
-	qps      []fabric.QP
-	mrs      []fabric.MR // per peer: the pair's region
-	rem      []fabric.QPInfo
-	info     EndpointInfo
-	wcs      []fabric.WC
+	waitList       []fabric.Waitable // what the progress wait watches, built on first use
+	opt            MWOptions
+	cfg            Config
+	node           fabric.Node
+	me             int
+	n              int
+	t              int // rings per direction per pair: the sharing threads
+	ring           int
+	progressThread // the network thread
+	pd             fabric.PD
+	scq            fabric.CQ
+	rcq            fabric.CQ
+	qps            []fabric.QP
+	mrs            []fabric.MR // per peer: the pair's region
+	rem            []fabric.QPInfo
+	info           EndpointInfo
+	wcs            []fabric.WC
 
 	outOff, inOff, nsendOff, nrecvOff, noticeBytes, regionBytes int
 
@@ -113,11 +113,9 @@ type mw struct {
 	doneCount int
 	closedSrc []bool
 
-	work, avail, space, exit fabric.Signal
-	stop, exited             bool
-	netErr                   error
-	txLock                   fabric.Mutex
-	scan                     int
+	avail, space fabric.Signal // data arrived / ring space freed, or the network thread exited
+	txLock       fabric.Mutex
+	scan         int
 }
 
 type mwEntry struct {
@@ -179,6 +177,7 @@ func OpenRDMAMW(th fabric.Thread, cfg Config, opt MWOptions) (Endpoint, error) {
 	}
 	e := &mw{opt: opt, cfg: cfg, node: th.Node(), me: th.Node().ID(), n: cfg.Nodes, t: cfg.Threads, ring: r, slots: map[string]int{}}
 	e.mu, e.txLock = e.node.NewMutex(), e.node.NewMutex()
+	e.label("RDMA-MW", "network thread", cfg.Tag, e.me)
 	e.work, e.avail, e.space, e.exit = e.node.NewSignal(), e.node.NewSignal(), e.node.NewSignal(), e.node.NewSignal()
 	e.wcs = make([]fabric.WC, 64)
 	if err := e.setup(th); err != nil {
@@ -275,16 +274,6 @@ func (e *mw) spanStart(q int64) int64 {
 		return q + left
 	}
 	return q
-}
-
-func (e *mw) failed() error {
-	if e.netErr != nil {
-		return e.netErr
-	}
-	if e.exited {
-		return fmt.Errorf("algos: RDMA-MW endpoint %d on node %d: the network thread has stopped", e.cfg.Tag, e.me)
-	}
-	return nil
 }
 
 func (e *mw) waitOn(th fabric.Thread, deadline fabric.Time, what string, w fabric.Waitable) error {
@@ -628,17 +617,7 @@ func (e *mw) queueNotice(j int, x mwEntry) {
 // Close stops the network thread once every ring is flushed and every
 // notice sent, meets the other nodes and frees everything.
 func (e *mw) Close(th fabric.Thread) error {
-	e.mu.Lock()
-	e.stop = true
-	e.work.Notify()
-	for !e.exited {
-		e.mu.Unlock()
-		th.Wait(fabric.Forever, e.exit)
-		e.mu.Lock()
-	}
-	err := e.netErr
-	e.mu.Unlock()
-	if err != nil {
+	if err := e.halt(th); err != nil {
 		return err
 	}
 	if err := e.node.OOB().Barrier(fmt.Sprintf("rdmamw/%d/down", e.cfg.Tag)); err != nil {
@@ -661,19 +640,7 @@ func (e *mw) Info() EndpointInfo {
 	return e.info
 }
 
-func (e *mw) network(th fabric.Thread) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	err := e.netLoop(th)
-	if err != nil {
-		e.netErr = fmt.Errorf("algos: RDMA-MW network thread %d on node %d: %w", e.cfg.Tag, e.me, err)
-	}
-	e.exited = true
-	e.avail.Notify()
-	e.space.Notify()
-	e.exit.Notify()
-	return e.netErr
-}
+func (e *mw) network(th fabric.Thread) error { return e.run(th, e.netLoop, e.avail, e.space) }
 
 func (e *mw) finished() bool {
 	if e.signaled > 0 {
@@ -708,12 +675,10 @@ func (e *mw) netLoop(th fabric.Thread) error {
 			}
 			deadline = last.Add(e.cfg.Timeout)
 		}
-		e.mu.Unlock()
 		if e.waitList == nil { // built once: a variadic call through the interface allocates
 			e.waitList = []fabric.Waitable{e.work, e.scq, e.rcq}
 		}
-		th.Wait(deadline, e.waitList...)
-		e.mu.Lock()
+		e.idle(th, deadline, e.waitList)
 	}
 }
 
