@@ -213,3 +213,27 @@ func (h *header) get(b []byte, max int) error {
 	}
 	return nil
 }
+
+// deliveries is a FIFO of the deliveries an endpoint has received and
+// GetData has not handed out yet; its array is reused once it empties.
+type deliveries struct {
+	q    []Delivery
+	head int
+}
+
+func (r *deliveries) push(d Delivery) { r.q = append(r.q, d) }
+
+func (r *deliveries) len() int { return len(r.q) - r.head }
+
+// pop hands out the oldest delivery, if any.
+func (r *deliveries) pop() (Delivery, bool) {
+	if r.head == len(r.q) {
+		return Delivery{}, false
+	}
+	d := r.q[r.head]
+	r.q[r.head] = Delivery{}
+	if r.head++; r.head == len(r.q) {
+		r.q, r.head = r.q[:0], 0
+	}
+	return d, true
+}

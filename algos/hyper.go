@@ -131,8 +131,7 @@ type hyper struct {
 	cs      []flowctl.CreditSender
 	cr      []*flowctl.CreditReceiver
 
-	ready     []Delivery
-	readyHead int
+	ready     deliveries
 	closedSrc []bool
 	doneCount int
 	reposts   []int // released receive slots for the multiplexer to repost
@@ -352,7 +351,7 @@ func (e *hyper) PutData(th fabric.Thread, b *Buffer, dests []int, st State) erro
 				e.closedSrc[d] = true
 				e.doneCount++
 			}
-			e.ready = append(e.ready, dl)
+			e.ready.push(dl)
 			e.avail.Notify()
 			continue
 		}
@@ -373,12 +372,7 @@ func (e *hyper) GetData(th fabric.Thread) (Delivery, error) {
 	defer e.mu.Unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for {
-		if e.readyHead < len(e.ready) {
-			d := e.ready[e.readyHead]
-			e.ready[e.readyHead] = Delivery{}
-			if e.readyHead++; e.readyHead == len(e.ready) {
-				e.ready, e.readyHead = e.ready[:0], 0
-			}
+		if d, ok := e.ready.pop(); ok {
 			return d, nil
 		}
 		if e.doneCount == e.n {
@@ -587,7 +581,7 @@ func (e *hyper) received(th fabric.Thread, wc fabric.WC) error {
 		e.closedSrc[src] = true
 		e.doneCount++
 	}
-	e.ready = append(e.ready, d)
+	e.ready.push(d)
 	e.avail.Notify()
 	return nil
 }

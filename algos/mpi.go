@@ -424,7 +424,7 @@ func (e *mpi) deliver(r int) {
 		e.closedSrc[p.src] = true
 		e.doneCount++
 	}
-	e.ready = append(e.ready, d)
+	e.ready.push(d)
 }
 
 // GetData is MPI_Waitany over the posted receive buffers.

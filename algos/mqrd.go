@@ -423,7 +423,7 @@ func (e *mqrd) readDone(slot int) error {
 		e.closedSrc[r.src] = true
 		e.doneCount++
 	}
-	e.ready = append(e.ready, d)
+	e.ready.push(d)
 	return nil
 }
 

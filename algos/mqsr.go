@@ -450,7 +450,7 @@ func (e *mqsr) deliver(src, slot, n int) error {
 			return err
 		}
 	}
-	e.ready = append(e.ready, d)
+	e.ready.push(d)
 	return nil
 }
 

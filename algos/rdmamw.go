@@ -108,8 +108,7 @@ type mw struct {
 	signaled   int
 	ended      []bool // PutData saw Depleted for the node
 
-	ready     []Delivery
-	readyHead int
+	ready     deliveries
 	doneCount int
 	closedSrc []bool
 
@@ -380,7 +379,7 @@ func (e *mw) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
 				e.ended[d], e.closedSrc[d] = true, true
 				e.doneCount++
 			}
-			e.ready = append(e.ready, dl)
+			e.ready.push(dl)
 			e.avail.Notify()
 			continue
 		}
@@ -488,12 +487,7 @@ func (e *mw) GetData(th fabric.Thread) (Delivery, error) {
 	defer e.mu.Unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for {
-		if e.readyHead < len(e.ready) {
-			d := e.ready[e.readyHead]
-			e.ready[e.readyHead] = Delivery{}
-			if e.readyHead++; e.readyHead == len(e.ready) {
-				e.ready, e.readyHead = e.ready[:0], 0
-			}
+		if d, ok := e.ready.pop(); ok {
 			return d, nil
 		}
 		if d, ok, err := e.take(); err != nil || ok {

@@ -566,7 +566,7 @@ func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
 			if n > 0 {
 				quiet = th.Now()
 			}
-			if n == 0 && e.rlanes != nil && len(e.ready) == e.readyHead {
+			if n == 0 && e.rlanes != nil && e.ready.len() == 0 {
 				// Nothing ready: grow, then wait for the data the new
 				// credit brings (growth is not progress).
 				if _, err := e.growStarving(th); err != nil {
@@ -676,7 +676,7 @@ func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 			}
 		}
 	}
-	e.ready = append(e.ready, d)
+	e.ready.push(d)
 	return nil
 }
 
@@ -835,7 +835,7 @@ func (e *sqsr) awaitAcks(th fabric.Thread) error {
 				return err
 			}
 		}
-		if e.readyHead < len(e.ready) {
+		if e.ready.len() > 0 {
 			return fmt.Errorf("%w: SQ/SR endpoint %d on node %d: data arrived after every stream ended", ErrBadMessage, e.cfg.Tag, e.me)
 		}
 		pending := 0

@@ -45,8 +45,7 @@ type srBase struct {
 	tick   func(th fabric.Thread) (int, fabric.Time, error)
 	tickOn []fabric.Waitable
 
-	ready     []Delivery
-	readyHead int
+	ready     deliveries
 	doneCount int // sources whose stream has ended
 }
 
@@ -200,19 +199,6 @@ func (e *srBase) checkBuffer(b *Buffer) error {
 	return nil
 }
 
-// popReady hands out the oldest polled delivery, if any.
-func (e *srBase) popReady() (Delivery, bool) {
-	if e.readyHead == len(e.ready) {
-		return Delivery{}, false
-	}
-	d := e.ready[e.readyHead]
-	e.ready[e.readyHead] = Delivery{}
-	if e.readyHead++; e.readyHead == len(e.ready) {
-		e.ready, e.readyHead = e.ready[:0], 0
-	}
-	return d, true
-}
-
 func (e *srBase) Info() EndpointInfo {
 	i := e.info
 	if e.slane != nil {
@@ -263,7 +249,7 @@ func (e *srBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for {
-		if d, ok := e.popReady(); ok {
+		if d, ok := e.ready.pop(); ok {
 			if r.taken != nil {
 				if err := r.taken(&d); err != nil {
 					return Delivery{}, err
