@@ -1,4 +1,4 @@
-package ibv
+package host
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // localCluster is an OpenLocal cluster without devices (the environment
 // never touches them).
 func localCluster(t *testing.T, nodes int, cfg Config) *cluster {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	hub := newLocalHub(nodes, cfg.OOBTimeout)
 	ids := make([]int, nodes)
 	devs := make([]fabric.Device, nodes)
@@ -25,7 +25,7 @@ func localCluster(t *testing.T, nodes int, cfg Config) *cluster {
 		ids[i], oobs[i] = i, hub.view(i)
 	}
 	released := 0
-	c := newCluster(cfg, nodes, ids, devs, oobs, func() error { released++; return nil })
+	c := newCluster("host", cfg, nodes, ids, devs, oobs, func() error { released++; return nil })
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -39,7 +39,7 @@ func localCluster(t *testing.T, nodes int, cfg Config) *cluster {
 
 func TestRunThreadsAndOOB(t *testing.T) {
 	c := localCluster(t, 3, Config{Cores: 4, Seed: 9})
-	if c.Backend() != "ibv" || c.Size() != 3 || len(c.Local()) != 3 {
+	if c.Backend() != "host" || c.Size() != 3 || len(c.Local()) != 3 {
 		t.Fatal("cluster shape")
 	}
 	var spawned atomic.Int32
@@ -249,7 +249,7 @@ func TestDistributedRun(t *testing.T) {
 				errs[r] = err
 				return
 			}
-			c := newCluster(Config{}.withDefaults(), n, []int{r}, []fabric.Device{nil}, []oobChannel{o}, nil)
+			c := newCluster("host", Config{}.WithDefaults(), n, []int{r}, []fabric.Device{nil}, []oobChannel{o}, nil)
 			defer c.Close()
 			if c.Size() != n || len(c.Local()) != 1 || c.Local()[0].ID() != r {
 				errs[r] = errors.New("shape")
