@@ -35,7 +35,7 @@ var layers = []layer{
 	{pkg: "flowctl", may: nil, execs: true},
 	{pkg: "adaptive", may: []string{"fabric"}, execs: true},
 	{pkg: "algos", may: []string{"fabric", "flowctl", "adaptive"}, execs: true},
-	{pkg: "algos/perftest", may: []string{"fabric"}, execs: true},
+	{pkg: "fabric/perftest", may: []string{"fabric"}, execs: true},
 	{pkg: "tpch", may: []string{"fabric", "algos"}, execs: true},
 	{pkg: "istore", may: []string{"fabric", "algos", "tpch"}, execs: true},
 }
@@ -100,7 +100,7 @@ func TestLayeringCoversTree(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	roots := []string{"algos", "flowctl", "adaptive", "tpch", "istore"}
+	roots := []string{"algos", "flowctl", "adaptive", "tpch", "istore", "fabric/perftest"}
 	for _, imp := range strings.Fields(string(out)) {
 		rel := strings.TrimPrefix(imp, module)
 		for _, r := range roots {
