@@ -118,6 +118,14 @@ func TestDeregisteredMRFails(t *testing.T) {
 			h.c.Advance(done)
 			return h.statuses(h.a.scq)[1], fabric.StatusLocalProtection
 		}},
+		{"RDMA Read whose destination is deregistered mid-transfer", func(h *hazardPair) (fabric.Status, fabric.Status) {
+			m := h.regMR(h.a, bigMsg)
+			h.post(h.a, fabric.SendWR{ID: 1, Op: fabric.OpRead, Local: m.SGE(0, bigMsg), RemoteAddr: h.b.mr.Addr(), RKey: h.b.mr.RKey()})
+			h.c.Advance(midway)
+			h.dereg(m)
+			h.c.Advance(done)
+			return h.statuses(h.a.scq)[1], fabric.StatusLocalProtection
+		}},
 		{"receive into a deregistered region", func(h *hazardPair) (fabric.Status, fabric.Status) {
 			m := h.regMR(h.b, 4096)
 			h.recv(h.b, 1, m.SGE(0, 4096))

@@ -182,8 +182,8 @@ func (q *qp) nextPacket() *packet {
 	if p.op != pReadReq {
 		off := q.txPkt * q.mtu
 		p.n = min(q.mtu, e.length-off)
-		if ch := q.c.chk; ch != nil && q.txPkt == 0 {
-			ch.sendRead(q, e)
+		if ch := q.c.chk; ch != nil && (q.txPkt == 0 || ch.payload) {
+			ch.sendRead(q, e, q.txPkt)
 		}
 		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
 		p.noDMA, p.dataAt = e.wr.Flags&fabric.Inline != 0, e.procAt
@@ -475,7 +475,14 @@ func (q *qp) requesterRecv(p *packet) {
 			return
 		}
 		if e.buf != nil {
+			ch := q.c.chk
+			if ch != nil && p.nseg > 0 {
+				ch.readLanding(q, e, e.rdGot)
+			}
 			p.storePayload(e.buf[e.rdGot*q.mtu:])
+			if ch != nil && p.nseg > 0 {
+				ch.readLanded(q, e, e.rdGot)
+			}
 			e.mr.signal()
 		}
 		e.rdGot++
