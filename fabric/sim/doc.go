@@ -27,7 +27,8 @@
 //     pairs and the verbs objects, the RC, UC and UD transports and their
 //     retransmission timers; qpcache.go and tpt.go the NIC's queue-pair
 //     context cache and its translation and protection caches.
-//   - checker.go: the verbs-usage checker (hazards, objects left open).
+//   - checker.go: the verbs-usage checker (hazards, objects left open);
+//     checker_buffers.go its checks of who owns a posted buffer.
 //
 // A Cluster is confined to the goroutine that calls Run and the threads Run
 // starts; it is not safe for use by other goroutines.
