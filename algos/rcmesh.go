@@ -8,7 +8,7 @@ import (
 
 // rcPSN is the first packet sequence number node me sends with on its
 // connection to node j; both ends compute it, so any agreed value works.
-func rcPSN(me, j int) uint32 { return uint32(mix(uint64(me*1000+j)) & 0xffffff) }
+func rcPSN(me, j int) fabric.PSN { return fabric.PSNOf(mix(uint64(me*1000 + j))) }
 
 // gatherQPInfo is the connection exchange of the RC designs: this node
 // publishes per records for every node (blob holds n*per encoded QPInfo,
@@ -71,7 +71,7 @@ func connectPeers(node fabric.Node, name string, blob []byte, qps []fabric.QP, w
 // address and first PSN), sending from PSN mine, with rdAtomic RDMA Reads
 // outstanding at most in each direction, the transport's retries at
 // their maximum and RNR retried for ever.
-func connectRC(qp fabric.QP, r fabric.QPInfo, mine uint32, rdAtomic int) error {
+func connectRC(qp fabric.QP, r fabric.QPInfo, mine fabric.PSN, rdAtomic int) error {
 	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: r.Address(), RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: rdAtomic}); err != nil {
 		return err
 	}

@@ -18,6 +18,23 @@ type Address struct {
 	QPN    uint32 // remote queue pair number (connected QPs)
 }
 
+// PSN is a packet sequence number: 24 bits that wrap around (IBA vol. 1,
+// §9.7). Arithmetic through Add and Sub stays within the 24 bits.
+type PSN uint32
+
+// MaxPSN is the largest PSN; the next one is 0.
+const MaxPSN PSN = 1<<24 - 1
+
+// PSNOf returns the low 24 bits of v as a PSN.
+func PSNOf(v uint64) PSN { return PSN(v) & MaxPSN }
+
+// Add returns p advanced by n packets (n may be negative), wrapping.
+func (p PSN) Add(n int) PSN { return (p + PSN(n)) & MaxPSN }
+
+// Sub returns how many packets p comes after q (negative: before), taking
+// the shorter way round the 24-bit circle.
+func (p PSN) Sub(q PSN) int32 { return int32(uint32(p-q)<<8) >> 8 }
+
 // QPInfo is what one node tells another, out of band, so the other can
 // connect to (RC, UC) or address (UD) one of its queue pairs, together with
 // an optional remote buffer (address, rkey, length) for one-sided access.
@@ -26,7 +43,7 @@ type QPInfo struct {
 	LID   uint16
 	GID   GID
 	QPN   uint32
-	PSN   uint32
+	PSN   PSN
 	QKey  uint32 // UD
 	Addr  uint64 // optional remote buffer
 	RKey  uint32
@@ -55,7 +72,7 @@ func (q QPInfo) MarshalBinary() ([]byte, error) {
 	b = binary.BigEndian.AppendUint16(b, q.LID)
 	b = append(b, q.GID[:]...)
 	b = binary.BigEndian.AppendUint32(b, q.QPN)
-	b = binary.BigEndian.AppendUint32(b, q.PSN)
+	b = binary.BigEndian.AppendUint32(b, uint32(q.PSN))
 	b = binary.BigEndian.AppendUint32(b, q.QKey)
 	b = binary.BigEndian.AppendUint64(b, q.Addr)
 	b = binary.BigEndian.AppendUint32(b, q.RKey)
@@ -80,7 +97,7 @@ func (q *QPInfo) UnmarshalBinary(b []byte) error {
 	q.LID = binary.BigEndian.Uint16(b[4:])
 	copy(q.GID[:], b[6:22])
 	q.QPN = binary.BigEndian.Uint32(b[22:])
-	q.PSN = binary.BigEndian.Uint32(b[26:])
+	q.PSN = PSN(binary.BigEndian.Uint32(b[26:]))
 	q.QKey = binary.BigEndian.Uint32(b[30:])
 	q.Addr = binary.BigEndian.Uint64(b[34:])
 	q.RKey = binary.BigEndian.Uint32(b[42:])
@@ -88,7 +105,7 @@ func (q *QPInfo) UnmarshalBinary(b []byte) error {
 	if q.QPN >= 1<<24 {
 		return fmt.Errorf("%w: QPN %#x does not fit in 24 bits", ErrBadQPInfo, q.QPN)
 	}
-	if q.PSN >= 1<<24 {
+	if q.PSN > MaxPSN {
 		return fmt.Errorf("%w: PSN %#x does not fit in 24 bits", ErrBadQPInfo, q.PSN)
 	}
 	return nil

@@ -78,3 +78,33 @@ func TestTimeUnits(t *testing.T) {
 		t.Errorf("Duration.String = %q", s)
 	}
 }
+
+func TestPSNArithmetic(t *testing.T) {
+	for _, tc := range []struct {
+		p    fabric.PSN
+		n    int
+		want fabric.PSN
+	}{
+		{0, 1, 1},
+		{fabric.MaxPSN, 1, 0},
+		{0, -1, fabric.MaxPSN},
+		{fabric.MaxPSN - 2, 5, 2},
+		{5, -1 << 24, 5},
+	} {
+		if got := tc.p.Add(tc.n); got != tc.want {
+			t.Errorf("%#x.Add(%d) = %#x, want %#x", tc.p, tc.n, got, tc.want)
+		}
+		if d := tc.want.Sub(tc.p); int(d) != ((tc.n%(1<<24))+(1<<24)+(1<<23))%(1<<24)-(1<<23) {
+			t.Errorf("%#x.Sub(%#x) = %d, want %d modulo 2^24", tc.want, tc.p, d, tc.n)
+		}
+	}
+	if fabric.PSNOf(1<<40|0x123456) != 0x123456 {
+		t.Error("PSNOf keeps more than 24 bits")
+	}
+	if d := fabric.PSN(2).Sub(fabric.MaxPSN - 1); d != 4 {
+		t.Errorf("across the wrap: %d, want 4", d)
+	}
+	if d := (fabric.MaxPSN - 1).Sub(2); d != -4 {
+		t.Errorf("back across the wrap: %d, want -4", d)
+	}
+}

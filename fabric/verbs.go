@@ -166,17 +166,17 @@ type QPAttr struct {
 
 	// Init -> RTR (RC, UC)
 	Dest            Address // remote port and queue pair
-	RemotePSN       uint32  // expected first PSN from the peer
+	RemotePSN       PSN     // expected first PSN from the peer
 	PathMTU         int     // bytes; 0 means the port's active MTU
 	MinRNRTimer     uint8   // IB encoding 0..31 (see RNRTimerDuration)
 	MaxDestRdAtomic int     // incoming RDMA Reads allowed in flight
 
 	// RTR -> RTS
-	SendPSN     uint32 // first PSN we send
-	Timeout     uint8  // local ACK timeout, 4.096 us * 2^Timeout (0 = infinite)
-	RetryCnt    uint8  // 0..7 transport retries
-	RNRRetry    uint8  // 0..7, 7 = infinite
-	MaxRdAtomic int    // outgoing RDMA Reads in flight
+	SendPSN     PSN   // first PSN we send
+	Timeout     uint8 // local ACK timeout, 4.096 us * 2^Timeout (0 = infinite)
+	RetryCnt    uint8 // 0..7 transport retries
+	RNRRetry    uint8 // 0..7, 7 = infinite
+	MaxRdAtomic int   // outgoing RDMA Reads in flight
 }
 
 // QP is a queue pair.

@@ -207,7 +207,7 @@ func (e *engine) setup(th fabric.Thread) error {
 	}
 	info := func(qp fabric.QP, tag uint64, mr fabric.MR, off, n int) entry {
 		in := qp.Info()
-		in.PSN = uint32(mix(tag^uint64(e.me)<<50) & 0xffffff)
+		in.PSN = fabric.PSNOf(mix(tag ^ uint64(e.me)<<50))
 		if mr != nil {
 			in.Addr, in.RKey, in.Bytes = mr.Addr()+uint64(off), mr.RKey(), uint64(n)
 		}
@@ -320,7 +320,7 @@ func (e *engine) setup(th fabric.Thread) error {
 		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Address(), RemotePSN: peer.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 16}); err != nil {
 			return err
 		}
-		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: uint32(mix(myTag^uint64(e.me)<<50) & 0xffffff), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
+		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: fabric.PSNOf(mix(myTag ^ uint64(e.me)<<50)), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
 	}
 	for k := range e.pair {
 		for p, qp := range e.pair[k] {

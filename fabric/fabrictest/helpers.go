@@ -79,7 +79,7 @@ func (o *Options) defaults() {
 
 // initialPSN gives each node a different start, near the 24-bit wrap so
 // that every test crosses it.
-func initialPSN(node int) uint32 { return (1<<24 - 3 + uint32(node)*1000) & (1<<24 - 1) }
+func initialPSN(node int) fabric.PSN { return fabric.PSN(1<<24 - 3).Add(node * 1000) }
 
 // Connect sets up one queue pair on the calling node and connects it to
 // the same on node peer. Both nodes must call it (it exchanges over OOB).

@@ -591,7 +591,7 @@ type qp struct {
 	caps     fabric.QPCaps
 	sq, rq   *wqRing
 	state    atomic.Uint32 // fabric.QPState last set by Modify (or read by State)
-	psn      uint32
+	psn      fabric.PSN
 	qkey     uint32
 	dead     bool
 
@@ -643,7 +643,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, e
 	}
 	x := &qp{pd: p, qp: q, qpn: uint32(q.qp_num), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
-		sq: newWQRing(caps.MaxSendWR), rq: newWQRing(caps.MaxRecvWR), psn: rand.Uint32() & (1<<24 - 1)}
+		sq: newWQRing(caps.MaxSendWR), rq: newWQRing(caps.MaxRecvWR), psn: fabric.PSNOf(uint64(rand.Uint32()))}
 	s, r := C.size_t(caps.MaxSendWR), C.size_t(caps.MaxRecvWR)
 	x.sendIn = (*C.rs_send)(C.calloc(s, C.sizeof_rs_send))
 	x.sendWR = (*C.struct_ibv_send_wr)(C.calloc(s, C.sizeof_struct_ibv_send_wr))
@@ -759,7 +759,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			args.path = d.path(a.Dest)
 			args.mtu = C.int32_t(mtu)
 			args.dest_qpn = C.uint32_t(a.Dest.QPN)
-			args.rq_psn = C.uint32_t(a.RemotePSN & (1<<24 - 1))
+			args.rq_psn = C.uint32_t(a.RemotePSN & fabric.MaxPSN)
 			args.max_dest_rd_atomic = C.uint8_t(min(a.MaxDestRdAtomic, d.maxRd, 255))
 			args.min_rnr_timer = C.uint8_t(a.MinRNRTimer)
 		}
@@ -773,7 +773,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		if a.MaxRdAtomic < 0 {
 			return bad(fmt.Sprintf("max_rd_atomic %d is negative", a.MaxRdAtomic))
 		}
-		args.sq_psn = C.uint32_t(a.SendPSN & (1<<24 - 1))
+		args.sq_psn = C.uint32_t(a.SendPSN & fabric.MaxPSN)
 		args.timeout = C.uint8_t(a.Timeout)
 		args.retry_cnt = C.uint8_t(a.RetryCnt)
 		args.rnr_retry = C.uint8_t(a.RNRRetry)
@@ -790,7 +790,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			q.qkey = a.QKey
 		}
 	case fabric.StateRTS:
-		q.psn = a.SendPSN & (1<<24 - 1)
+		q.psn = a.SendPSN & fabric.MaxPSN
 	case fabric.StateReset:
 		q.discard()
 	}

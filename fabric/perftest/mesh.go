@@ -23,7 +23,7 @@ type mesh struct {
 	peers        []int
 	qps          [][]fabric.QP     // [peer index][k]
 	remote       [][]fabric.QPInfo // the peer's matching queue pair and slot
-	psn          [][]uint32        // our first PSN per queue pair
+	psn          [][]fabric.PSN    // our first PSN per queue pair
 	ahs          []fabric.AH       // UD: per peer
 }
 
@@ -84,7 +84,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			}
 			m.qps[pi] = append(m.qps[pi], qp)
 			info := qp.Info()
-			info.PSN = uint32(th.Rand().IntN(1 << 24))
+			info.PSN = fabric.PSN(th.Rand().IntN(1 << 24))
 			m.psn[pi] = append(m.psn[pi], info.PSN)
 			s := m.slot(pi, k, m.slotBytes)
 			info.Addr, info.RKey, info.Bytes = s.Addr, m.mr.RKey(), uint64(m.slotBytes)
@@ -135,7 +135,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	return m, nil
 }
 
-func connect(qp fabric.QP, psn uint32, peer fabric.QPInfo, typ fabric.QPType) error {
+func connect(qp fabric.QP, psn fabric.PSN, peer fabric.QPInfo, typ fabric.QPType) error {
 	if typ == fabric.UD {
 		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{}); err != nil {
 			return err

@@ -123,12 +123,12 @@ func newEndpoint(t *testing.T, n fabric.Node, typ fabric.QPType, mrBytes int) *e
 
 // connectPair brings a and b (RC or UC) to RTS, connected to each other,
 // with the given first PSNs.
-func connectPair(t *testing.T, a, b *endpoint, psnA, psnB uint32, timeout, retry uint8) {
+func connectPair(t *testing.T, a, b *endpoint, psnA, psnB fabric.PSN, timeout, retry uint8) {
 	t.Helper()
 	acc := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
 	for _, s := range []struct {
 		e, peer    *endpoint
-		send, recv uint32
+		send, recv fabric.PSN
 	}{{a, b, psnA, psnB}, {b, a, psnB, psnA}} {
 		if err := s.e.qp.Modify(fabric.StateInit, fabric.QPAttr{Access: acc}); err != nil {
 			t.Fatal(err)

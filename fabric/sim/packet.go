@@ -59,7 +59,7 @@ type packet struct {
 	qpType         fabric.QPType
 	op             pktOp
 	first, last    bool
-	psn            uint32
+	psn            fabric.PSN
 	n              int // payload bytes
 	wire           int // bytes on the wire
 	imm            uint32
@@ -90,7 +90,7 @@ type PacketInfo struct {
 	Op       string // SEND, WRITE, READ_REQ, READ_RESP, ACK, NAK
 	First    bool
 	Last     bool
-	PSN      uint32
+	PSN      fabric.PSN
 	Bytes    int // payload bytes
 }
 

@@ -13,9 +13,9 @@ type sqe struct {
 	mr      *mr    // region of buf (nil for inline or empty)
 	length  int
 	npkts   int
-	psn     uint32 // first PSN, once assigned
-	rdGot   int    // read responses received
-	rdGap   bool   // a missing read response was detected and the read asked for again
+	psn     fabric.PSN // first PSN, once assigned
+	rdGot   int        // read responses received
+	rdGap   bool       // a missing read response was detected and the read asked for again
 	bad     fabric.Status
 	done    bool
 	procAt  fabric.Time // when the NIC has processed this request
@@ -71,7 +71,7 @@ func (e *rqe) broken() bool { return e.bad || e.mr != nil && e.mr.dead }
 type readCtx struct {
 	mr    *mr
 	buf   []byte
-	psn   uint32
+	psn   fabric.PSN
 	npkts int
 	idx   int
 	at    fabric.Time // when the data can be read: the request accepted and its translations on the NIC
@@ -120,7 +120,7 @@ type qp struct {
 	sqVisible uint64 // entries whose doorbell the NIC has processed
 	sqTail    uint64 // next slot to post into
 	txPkt     int    // next packet of sq[sqTx]
-	nextPSN   uint32
+	nextPSN   fabric.PSN
 	rdOut     int // RDMA Reads in flight
 
 	// RC requester reliability.
@@ -139,7 +139,7 @@ type qp struct {
 	rqTail uint64
 
 	// Responder.
-	ePSN     uint32
+	ePSN     fabric.PSN
 	nakSent  bool
 	inMsg    bool // a multi-packet send or write is in progress
 	msgRecv  bool // msgRQE holds a receive taken for the message in progress (UC: or for the next one)
@@ -151,7 +151,7 @@ type qp struct {
 	dropMsg  bool // UC: dropping the rest of a message
 	ucMid    bool // UC: the last packet that arrived was not the last of its message
 	ackOn    bool
-	ackPSN   uint32
+	ackPSN   fabric.PSN
 	nakCode  nakCode
 	reads    []readCtx
 	readHead int
@@ -304,7 +304,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			}
 			q.destNode, q.mtu = n, mtu
 			q.attr.Dest, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest, a.MinRNRTimer, a.MaxDestRdAtomic
-			q.ePSN = a.RemotePSN & psnMask
+			q.ePSN = a.RemotePSN & fabric.MaxPSN
 		}
 	case fabric.StateRTS:
 		if from != fabric.StateRTR {
@@ -324,7 +324,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		if q.attr.MaxRdAtomic == 0 {
 			q.attr.MaxRdAtomic = 1
 		}
-		q.nextPSN = a.SendPSN & psnMask
+		q.nextPSN = a.SendPSN & fabric.MaxPSN
 		q.retries, q.rnrRetries = int(a.RetryCnt), int(a.RNRRetry)
 		c.rtsAttr(q)
 	default:
@@ -471,7 +471,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 	}
 	if q.typ != fabric.UD {
 		e.psn = q.nextPSN
-		q.nextPSN = (q.nextPSN + uint32(e.npkts)) & psnMask
+		q.nextPSN = q.nextPSN.Add(e.npkts)
 	}
 	if ch := q.c.chk; ch != nil {
 		ch.sendPosted(q, &e)

@@ -451,7 +451,7 @@ func TestRCPSNWrap(t *testing.T) {
 					return err
 				}
 				for r := 0; r < rounds; r++ {
-					psn := uint32(1<<24-1-r*5) & (1<<24 - 1) // 0xffffff, 0xfffffa, ...
+					psn := fabric.MaxPSN.Add(-r * 5) // 0xffffff, 0xfffffa, ...
 					if err := reconnect(conn, psn, rcOptions(ops)); err != nil {
 						return err
 					}
@@ -479,7 +479,7 @@ func TestRCPSNWrap(t *testing.T) {
 
 // reconnect takes a connected queue pair through RESET and back to RTS,
 // with psn as the first PSN in both directions.
-func reconnect(c *fabrictest.Conn, psn uint32, o fabrictest.Options) error {
+func reconnect(c *fabrictest.Conn, psn fabric.PSN, o fabrictest.Options) error {
 	qp := c.QP
 	if err := qp.Modify(fabric.StateReset, fabric.QPAttr{}); err != nil {
 		return err

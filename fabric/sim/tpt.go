@@ -279,7 +279,7 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 	case pReadResp:
 		for i := q.sqHead; i < q.sqTx; i++ {
 			e := q.sqAt(i)
-			if d := psnDiff(p.psn, e.psn); e.wr.Op == fabric.OpRead && d >= 0 && d < int32(e.npkts) {
+			if d := p.psn.Sub(e.psn); e.wr.Op == fabric.OpRead && d >= 0 && d < int32(e.npkts) {
 				if e.mr == nil {
 					return nil, 0
 				}

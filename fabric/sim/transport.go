@@ -17,11 +17,6 @@ const (
 	valMask    uint64 = 1<<56 - 1
 )
 
-const psnMask = 1<<24 - 1
-
-// psnDiff is a-b in 24-bit sequence space, wraparound-safe.
-func psnDiff(a, b uint32) int32 { return int32((a-b)<<8) >> 8 }
-
 func (q *qp) handle(arg uint64, _ *packet) {
 	if q.destroyed {
 		return
@@ -165,7 +160,7 @@ func (q *qp) nextPacket() *packet {
 	} else {
 		p = q.newPacket(q.destNode, q.attr.Dest.QPN)
 	}
-	p.psn = (e.psn + uint32(q.txPkt)) & psnMask
+	p.psn = e.psn.Add(q.txPkt)
 	p.first, p.last = q.txPkt == 0, q.txPkt == e.npkts-1
 	switch e.wr.Op {
 	case fabric.OpSend, fabric.OpSendImm:
@@ -227,11 +222,11 @@ func (q *qp) readResponse() *packet {
 		// Deregistered while its responses were leaving: the NIC finds
 		// no translation for the rest and answers with a remote access
 		// error, as for a bad rkey.
-		q.responderError(nakRemoteAccess, r.psn+uint32(r.idx))
+		q.responderError(nakRemoteAccess, r.psn.Add(r.idx))
 		return nil
 	}
 	p := q.newPacket(q.destNode, q.attr.Dest.QPN)
-	p.op, p.psn = pReadResp, (r.psn+uint32(r.idx))&psnMask
+	p.op, p.psn = pReadResp, r.psn.Add(r.idx)
 	p.first, p.last = r.idx == 0, r.idx == r.npkts-1
 	off := r.idx * q.mtu
 	p.n = min(q.mtu, len(r.buf)-off)
@@ -352,10 +347,10 @@ func (q *qp) timeout() {
 }
 
 // goBack rewinds transmission to the entry holding psn (go-back-N).
-func (q *qp) goBack(psn uint32) {
+func (q *qp) goBack(psn fabric.PSN) {
 	for i := q.sqHead; i < q.sqTx || (i == q.sqTx && q.txPkt > 0); i++ {
 		e := q.sqAt(i)
-		d := psnDiff(psn, e.psn)
+		d := psn.Sub(e.psn)
 		if d < 0 || d >= int32(e.npkts) {
 			continue
 		}
@@ -386,11 +381,11 @@ func (q *qp) progress() {
 }
 
 // ackThrough completes every entry whose last PSN is at or before a.
-func (q *qp) ackThrough(a uint32) {
+func (q *qp) ackThrough(a fabric.PSN) {
 	moved := false
 	for q.sqHead < q.sqTx {
 		e := q.sqAt(q.sqHead)
-		if psnDiff(e.psn+uint32(e.npkts)-1, a) > 0 {
+		if e.psn.Add(e.npkts-1).Sub(a) > 0 {
 			break
 		}
 		if e.wr.Op == fabric.OpRead && e.rdGot < e.npkts {
@@ -426,7 +421,7 @@ func (q *qp) requesterRecv(p *packet) {
 	case pAck:
 		q.ackThrough(p.psn)
 	case pNak:
-		q.ackThrough((p.psn - 1) & psnMask)
+		q.ackThrough(p.psn.Add(-1))
 		if q.state == fabric.StateError || !q.outstanding() {
 			return
 		}
@@ -452,7 +447,7 @@ func (q *qp) requesterRecv(p *packet) {
 			q.fail(q.sqHead, fabric.StatusRemoteInvalid)
 		}
 	case pReadResp:
-		q.ackThrough((p.psn - 1) & psnMask)
+		q.ackThrough(p.psn.Add(-1))
 		if q.sqHead >= q.sqTx {
 			return
 		}
@@ -460,8 +455,8 @@ func (q *qp) requesterRecv(p *packet) {
 		if e.wr.Op != fabric.OpRead {
 			return
 		}
-		want := (e.psn + uint32(e.rdGot)) & psnMask
-		if d := psnDiff(p.psn, want); d != 0 {
+		want := e.psn.Add(e.rdGot)
+		if d := p.psn.Sub(want); d != 0 {
 			if d > 0 {
 				q.readGap(e) // a response was lost
 			}
@@ -511,16 +506,16 @@ func (q *qp) receive(p *packet) {
 	}
 }
 
-func (q *qp) ack(psn uint32) {
+func (q *qp) ack(psn fabric.PSN) {
 	if q.ackOn && q.nakCode != 0 {
 		return // a pending NAK already acknowledges everything before it
 	}
-	q.ackOn, q.ackPSN, q.nakCode = true, psn&psnMask, 0
+	q.ackOn, q.ackPSN, q.nakCode = true, psn, 0
 	q.nic.activate(q)
 }
 
-func (q *qp) nak(code nakCode, psn uint32) {
-	q.ackOn, q.ackPSN, q.nakCode = true, psn&psnMask, code
+func (q *qp) nak(code nakCode, psn fabric.PSN) {
+	q.ackOn, q.ackPSN, q.nakCode = true, psn, code
 	q.nic.activate(q)
 }
 
@@ -560,21 +555,21 @@ func (q *qp) takeRecv(p *packet) bool {
 }
 
 // responderError answers with a NAK and moves the responder to error.
-func (q *qp) responderError(code nakCode, psn uint32) {
+func (q *qp) responderError(code nakCode, psn fabric.PSN) {
 	p := q.newPacket(q.destNode, q.attr.Dest.QPN)
-	p.op, p.psn, p.nak = pNak, psn&psnMask, code
+	p.op, p.psn, p.nak = pNak, psn, code
 	p.setWire()
 	q.c.schedule(q.c.now, q.c.net, evDirect, p)
 	q.enterError()
 }
 
 func (q *qp) rcReceive(p *packet) {
-	d := psnDiff(p.psn, q.ePSN)
+	d := p.psn.Sub(q.ePSN)
 	if d < 0 { // duplicate: answer again, never deliver twice
 		if p.op == pReadReq {
 			q.respondRead(p, true)
 		} else {
-			q.ack(q.ePSN - 1)
+			q.ack(q.ePSN.Add(-1))
 		}
 		return
 	}
@@ -613,10 +608,10 @@ func (q *qp) rcReceive(p *packet) {
 			return
 		}
 		npk := (int(p.dmaLen) + q.mtu - 1) / q.mtu
-		q.ePSN = (q.ePSN + uint32(max(npk, 1))) & psnMask
+		q.ePSN = q.ePSN.Add(max(npk, 1))
 		return
 	}
-	q.ePSN = (q.ePSN + 1) & psnMask
+	q.ePSN = q.ePSN.Add(1)
 	if p.last {
 		q.ack(p.psn)
 	}
@@ -755,7 +750,7 @@ func (q *qp) respondRead(p *packet, dup bool) bool {
 }
 
 func (q *qp) ucReceive(p *packet) {
-	if d := psnDiff(p.psn, q.ePSN); d != 0 {
+	if d := p.psn.Sub(q.ePSN); d != 0 {
 		// Packets were lost. The message in progress is gone, and so is
 		// this packet's message unless the packet starts it; a gap inside
 		// a message already being dropped adds nothing, and a message lost
@@ -768,11 +763,11 @@ func (q *qp) ucReceive(p *packet) {
 		q.inMsg = false
 		if !p.first {
 			q.dropMsg, q.ucMid = true, !p.last
-			q.ePSN = (p.psn + 1) & psnMask
+			q.ePSN = p.psn.Add(1)
 			return
 		}
 	}
-	q.ePSN = (p.psn + 1) & psnMask
+	q.ePSN = p.psn.Add(1)
 	q.ucMid = !p.last
 	if p.first {
 		q.dropMsg = false
