@@ -396,13 +396,13 @@ func (e *hyper) Release(th fabric.Thread, d Delivery) error {
 	if d.id < 0 {
 		id := -1 - d.id
 		if id >= len(e.bufs) || d.Src != e.me {
-			return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+			return errForeignDelivery
 		}
 		e.release(id)
 		return nil
 	}
 	if d.id >= e.n*e.recvPer || d.Src != d.id/e.recvPer {
-		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+		return errForeignDelivery
 	}
 	e.reposts = append(e.reposts, d.id)
 	e.work.Notify()
@@ -477,10 +477,7 @@ func (e *hyper) state() string {
 // step does whatever can be done now and reports whether anything moved.
 func (e *hyper) step(th fabric.Thread) (bool, error) {
 	// Send completions.
-	moved, err := pollAll(e.scq, e.wcs, func(wc fabric.WC) error {
-		if wc.Status != fabric.StatusSuccess {
-			return &fabric.CompletionError{WC: wc, Node: e.me}
-		}
+	moved, err := pollAll(e.scq, e.wcs, e.me, func(wc fabric.WC) error {
 		e.signaled--
 		if wc.ID&wrKind == hyWrData {
 			e.inflight--
@@ -492,7 +489,7 @@ func (e *hyper) step(th fabric.Thread) (bool, error) {
 		return false, err
 	}
 	// Receive completions: hand the messages to the workers.
-	got, err := pollAll(e.rcq, e.wcs, func(wc fabric.WC) error { return e.received(th, wc) })
+	got, err := pollAll(e.rcq, e.wcs, e.me, func(wc fabric.WC) error { return e.received(th, wc) })
 	if err != nil {
 		return false, err
 	}
@@ -553,11 +550,9 @@ func (e *hyper) allEnded() bool {
 	return true
 }
 
-// received hands one received message to the workers.
+// received hands one received message (a successful completion) to the
+// workers.
 func (e *hyper) received(th fabric.Thread, wc fabric.WC) error {
-	if wc.Status != fabric.StatusSuccess {
-		return &fabric.CompletionError{WC: wc, Node: e.me}
-	}
 	slot := int(wc.ID)
 	src := slot / e.recvPer
 	off := e.recvOff + slot*e.cfg.MsgBytes

@@ -301,30 +301,19 @@ func (e *mpi) Acquire(th fabric.Thread) (*Buffer, error) {
 // progress is the library's progress engine: it handles send completions
 // and incoming control messages. Called with the lock held.
 func (e *mpi) progress(th fabric.Thread) (int, error) {
-	n, err := e.scq.Poll(e.wcs)
-	if err != nil {
-		return 0, err
-	}
-	for _, wc := range e.wcs[:n] {
-		if wc.Status != fabric.StatusSuccess {
-			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
-		}
+	n, err := pollOnce(e.scq, e.wcs, e.me, func(wc fabric.WC) error {
 		e.signaled--
 		if wc.ID&wrKind == wrMPIDone {
 			e.remaining[int(wc.ID&^wrKind)]--
 		}
-	}
-	m, err := e.rcq.Poll(e.wcs)
+		return nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	for _, wc := range e.wcs[:m] {
-		if wc.Status != fabric.StatusSuccess {
-			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
-		}
-		if err := e.incoming(th, wc); err != nil {
-			return 0, err
-		}
+	m, err := pollOnce(e.rcq, e.wcs, e.me, func(wc fabric.WC) error { return e.incoming(th, wc) })
+	if err != nil {
+		return 0, err
 	}
 	return n + m, nil
 }
@@ -443,7 +432,7 @@ func (e *mpi) Release(th fabric.Thread, d Delivery) error {
 	e.lock()
 	defer e.unlock()
 	if d.id < 0 || d.id >= len(e.pending) || e.pending[d.id].state != recvLent {
-		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+		return errForeignDelivery
 	}
 	th.Compute(e.costs.CallCycles)
 	e.pending[d.id].state = recvFree

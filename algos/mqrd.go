@@ -201,23 +201,13 @@ func (e *mqrd) notify(d, i int, raddr uint64, rkey uint32, n int) error {
 // poll handles send-queue completions: reads (receiver side) and signaled
 // notices.
 func (e *mqrd) poll() (int, error) {
-	n, err := e.scq.Poll(e.wcs)
-	if err != nil {
-		return 0, err
-	}
-	for _, wc := range e.wcs[:n] {
-		if wc.Status != fabric.StatusSuccess {
-			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
-		}
+	return pollOnce(e.scq, e.wcs, e.me, func(wc fabric.WC) error {
 		if wc.ID&wrKind == wrRead {
-			if err := e.readDone(int(wc.ID &^ wrKind)); err != nil {
-				return 0, err
-			}
-			continue
+			return e.readDone(int(wc.ID &^ wrKind))
 		}
 		e.signaled--
-	}
-	return n, nil
+		return nil
+	})
 }
 
 // takeFree applies the FreeArr entries receivers have written; a buffer
@@ -445,7 +435,7 @@ func (e *mqrd) Release(th fabric.Thread, d Delivery) error {
 	e.lock()
 	defer e.unlock()
 	if d.id < 0 || d.id >= len(e.reading) || d.Src != e.reading[d.id].src {
-		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+		return errForeignDelivery
 	}
 	e.localFree[d.Src] = append(e.localFree[d.Src], d.id)
 	return nil

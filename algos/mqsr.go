@@ -387,24 +387,12 @@ func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) {
 		return e.getData(th, receiving{on: []fabric.Waitable{e.mr}, progress: func() (int, error) { return e.scanNotices(th) }})
 	}
 	return e.getData(th, receiving{on: []fabric.Waitable{e.rcq}, progress: func() (int, error) {
-		n, err := e.rcq.Poll(e.wcs)
-		if err != nil {
-			return 0, err
-		}
-		for _, wc := range e.wcs[:n] {
-			if err := e.received(th, wc); err != nil {
-				return 0, err
-			}
-		}
-		return n, nil
+		return pollOnce(e.rcq, e.wcs, e.me, func(wc fabric.WC) error { return e.received(th, wc) })
 	}})
 }
 
-// received handles one receive completion.
+// received handles one successful receive completion.
 func (e *mqsr) received(th fabric.Thread, wc fabric.WC) error {
-	if wc.Status != fabric.StatusSuccess {
-		return &fabric.CompletionError{WC: wc, Node: e.me}
-	}
 	slot := int(wc.ID)
 	if e.write {
 		src := int(wc.ID)
@@ -476,7 +464,7 @@ func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
 	e.lock()
 	defer e.unlock()
 	if d.id < 0 || d.id >= e.n*e.cfg.Buffers || d.Src != d.id/e.cfg.Buffers {
-		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+		return errForeignDelivery
 	}
 	if e.closedSrc[d.Src] {
 		return nil // the stream from d.Src has ended: no more receives for it

@@ -92,19 +92,14 @@ func newRCQP(pd fabric.PD, scq, rcq fabric.CQ, caps fabric.QPCaps, remote fabric
 	return qp, nil
 }
 
-// pollAll polls cq into wcs until a poll returns fewer completions than wcs
-// holds, calling each for every completion in order, and stops at the
-// first error. moved reports whether any completion came.
-func pollAll(cq fabric.CQ, wcs []fabric.WC, each func(fabric.WC) error) (moved bool, err error) {
+// pollAll drains cq through wcs, handing each completion to each, and
+// reports whether there was any. A completion that failed is a
+// fabric.CompletionError naming node me (each never sees it).
+func pollAll(cq fabric.CQ, wcs []fabric.WC, me int, each func(fabric.WC) error) (moved bool, err error) {
 	for {
-		k, err := cq.Poll(wcs)
+		k, err := pollOnce(cq, wcs, me, each)
 		if err != nil {
 			return moved, err
-		}
-		for _, wc := range wcs[:k] {
-			if err := each(wc); err != nil {
-				return moved, err
-			}
 		}
 		moved = moved || k > 0
 		if k < len(wcs) {
@@ -112,3 +107,26 @@ func pollAll(cq fabric.CQ, wcs []fabric.WC, each func(fabric.WC) error) (moved b
 		}
 	}
 }
+
+// pollOnce polls cq once through wcs, hands each completion to each, and
+// returns how many there were. A completion that failed is a
+// fabric.CompletionError naming node me (each never sees it).
+func pollOnce(cq fabric.CQ, wcs []fabric.WC, me int, each func(fabric.WC) error) (int, error) {
+	k, err := cq.Poll(wcs)
+	if err != nil {
+		return 0, err
+	}
+	for _, wc := range wcs[:k] {
+		if wc.Status != fabric.StatusSuccess {
+			return 0, &fabric.CompletionError{WC: wc, Node: me}
+		}
+		if err := each(wc); err != nil {
+			return 0, err
+		}
+	}
+	return k, nil
+}
+
+// errForeignDelivery is what Release returns for a delivery its endpoint
+// did not make (or one released already).
+var errForeignDelivery = fmt.Errorf("%w: Release of a delivery this endpoint did not make (or one already released)", ErrConfig)

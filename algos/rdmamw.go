@@ -561,7 +561,7 @@ func (e *mw) Release(th fabric.Thread, d Delivery) error {
 	if d.id < 0 {
 		id := -1 - d.id
 		if id >= len(e.stage) || d.Src != e.me {
-			return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+			return errForeignDelivery
 		}
 		e.drop(id)
 		return nil
@@ -569,7 +569,7 @@ func (e *mw) Release(th fabric.Thread, d Delivery) error {
 	idx, pos := d.id&0xfff, int64(d.id>>12)
 	j, k := idx/e.t, idx%e.t
 	if idx >= e.n*e.t || j != d.Src || j == e.me {
-		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
+		return errForeignDelivery
 	}
 	in := &e.in[j][k]
 	found := false
@@ -580,7 +580,7 @@ func (e *mw) Release(th fabric.Thread, d Delivery) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("%w: Release of a delivery this endpoint did not make (or released twice)", ErrConfig)
+		return errForeignDelivery
 	}
 	for len(in.spans) > 0 && in.spans[0].released {
 		in.consumed = e.spanStart(in.spans[0].end)
@@ -677,10 +677,7 @@ func (e *mw) netLoop(th fabric.Thread) error {
 }
 
 func (e *mw) netStep(th fabric.Thread) (bool, error) {
-	moved, err := pollAll(e.scq, e.wcs, func(wc fabric.WC) error {
-		if wc.Status != fabric.StatusSuccess {
-			return &fabric.CompletionError{WC: wc, Node: e.me}
-		}
+	moved, err := pollAll(e.scq, e.wcs, e.me, func(wc fabric.WC) error {
 		e.signaled--
 		id := int(wc.ID &^ wrKind)
 		if wc.ID&wrKind == mwWrNotice {
@@ -700,7 +697,7 @@ func (e *mw) netStep(th fabric.Thread) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	got, err := pollAll(e.rcq, e.wcs, func(wc fabric.WC) error { return e.notice(th, wc) })
+	got, err := pollAll(e.rcq, e.wcs, e.me, func(wc fabric.WC) error { return e.notice(th, wc) })
 	if err != nil {
 		return false, err
 	}
@@ -756,11 +753,8 @@ func (e *mw) netStep(th fabric.Thread) (bool, error) {
 	return moved, nil
 }
 
-// notice applies one notice from a peer.
+// notice applies one notice from a peer (a successful completion).
 func (e *mw) notice(th fabric.Thread, wc fabric.WC) error {
-	if wc.Status != fabric.StatusSuccess {
-		return &fabric.CompletionError{WC: wc, Node: e.me}
-	}
 	j, k := int(wc.ID)/mwNoticeRecvs, int(wc.ID)%mwNoticeRecvs
 	mem := e.mrs[j].Bytes()[e.nrecvOff+k*e.noticeBytes : e.nrecvOff+(k+1)*e.noticeBytes]
 	cnt, src := int(binary.LittleEndian.Uint32(mem)), int(binary.LittleEndian.Uint32(mem[4:]))
