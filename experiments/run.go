@@ -264,6 +264,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
 	case c.Threads < 1 || 2*c.Threads > cores:
 		return fmt.Errorf("--threads %d: each node runs that many sending and receiving threads on its %d cores; use 1..%d", c.Threads, cores, cores/2)
+	case c.MsgBytes < 0:
+		return fmt.Errorf("--msg-bytes %d: must be positive (0: the design's default)", c.MsgBytes)
 	case c.BytesPerNode < 0:
 		return fmt.Errorf("--bytes-per-node %d: must not be negative", c.BytesPerNode)
 	case c.Notify != "" && !strings.HasSuffix(c.Design, "/WR"):

@@ -48,6 +48,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 				{"threads", cfg.Threads == 0, "at least 1"},
 				{"buffers", cfg.Buffers == 0, "at least 1"},
 				{"credit-every", cfg.CreditEvery == 0, "at least 1"},
+				{"msg-bytes", cfg.MsgBytes == 0, "at least 1 (leave the flag out for the design's default)"},
 				{"bytes-per-node", cfg.BytesPerNode == 0 && cfg.BytesPerPair == 0, "at least 1 (or size the input with --bytes-per-pair)"},
 				{"timeout-ms", timeoutMS <= 0, "a positive number of simulated milliseconds"},
 			} {
@@ -84,15 +85,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if jsonOut {
-				return json.NewEncoder(w).Encode(rec)
-			}
-			printRun(w, rec)
-			if rec.Integrity != "ok" {
-				return fmt.Errorf("integrity check failed: %s", rec.Integrity)
-			}
-			return nil
+			return reportRun(cmd.OutOrStdout(), rec, jsonOut)
 		},
 	}
 	fl := cmd.Flags()
@@ -120,6 +113,22 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	hw.register(fl)
 	applyFaults = faultFlags(cmd)
 	return cmd
+}
+
+// reportRun prints the record (as JSON, or a table) and then fails a run
+// whose integrity check failed, whatever the format.
+func reportRun(w io.Writer, rec *experiments.Record, jsonOut bool) error {
+	if jsonOut {
+		if err := json.NewEncoder(w).Encode(rec); err != nil {
+			return err
+		}
+	} else {
+		printRun(w, rec)
+	}
+	if rec.Integrity != "ok" {
+		return fmt.Errorf("integrity check failed: %s", rec.Integrity)
+	}
+	return nil
 }
 
 func printRun(w io.Writer, r *experiments.Record) {
