@@ -113,6 +113,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--nodes", "2", "--timeout-ms", "-1"}, "--timeout-ms -1"},
 		{[]string{"run", "--nodes", "2", "--timeout-ms", "0"}, "--timeout-ms 0"},
 		{[]string{"run", "--nodes", "2", "--msg-bytes", "0"}, "--msg-bytes 0: want at least 1"},
+		{[]string{"run", "--nodes", "100000"}, "--nodes 100000: the simulated cluster would need about"},
 		{[]string{"run", "--nodes", "2", "--msg-bytes", "-5"}, "--msg-bytes -5: must be positive"},
 		{[]string{"query", "--msg-bytes", "0"}, "--msg-bytes 0: want at least 1"},
 		{[]string{"run", "--nodes", "2", "--faults", emptyFaults}, "injects no fault"},

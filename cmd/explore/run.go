@@ -21,6 +21,7 @@ func runCmd() *cobra.Command {
 	var timeoutMS float64
 	var notify string
 	var nodeCycles string
+	var noMemCheck bool
 	var hw hwFlags
 	var applyFaults func(*experiments.RunConfig) error
 	cmd := &cobra.Command{
@@ -80,6 +81,11 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 				defer fab.Close()
 				rec, err = experiments.RunOn(fab, cfg)
 			} else {
+				if avail, ok := experiments.AvailableMemory(); ok && !noMemCheck {
+					if err := experiments.CheckMemory(cfg, avail); err != nil {
+						return err
+					}
+				}
 				rec, err = experiments.Run(cfg)
 			}
 			if err != nil {
@@ -110,6 +116,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	fl.BoolVar(&cfg.Payload, "payload", false, "move every byte and check tuple contents (default: size-only, checksums in headers)")
 	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest wait for progress, simulated milliseconds, before the run fails")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
+	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available")
 	hw.register(fl)
 	applyFaults = faultFlags(cmd)
 	return cmd
