@@ -1,9 +1,12 @@
 package experiments
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/faults"
 )
@@ -18,7 +21,9 @@ func TestSoakShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(res)
-	if !res.OK() || res.Runs != 3*12 || res.Injected == 0 {
+	// 12 runs per seed under drawn schedules, and the UD designs with
+	// recovery under high UD loss.
+	if !res.OK() || res.Runs != 3*14 || res.Injected == 0 || res.ByScenario[faults.HighUDLoss].Runs != 3*2 {
 		for _, f := range res.Failures {
 			t.Errorf("%+v", f)
 		}
@@ -135,6 +140,40 @@ func TestCrashNamed(t *testing.T) {
 		_, err, c := runSchedule(t, cfg, tc.crash)
 		if err == nil || !strings.Contains(err.Error(), "crashed at") || len(c.FaultCounts().Crashed) != 1 {
 			t.Errorf("%s seed %d: %v; crashed %v", tc.design, tc.seed, err, c.FaultCounts().Crashed)
+		}
+	}
+}
+
+// TestClassify: a run is classified by its first cause. A stop at the
+// simulated time limit is a hang whatever panics or errors follow it; a
+// panic is a masked error, not a clean one.
+func TestClassify(t *testing.T) {
+	limit := fmt.Errorf("%w: 20s simulated; still running: n0/main", fabric.ErrTimeLimit)
+	pan := errors.New("n1/shuffle0: panic: sim: Unlock of an unlocked Mutex\ngoroutine 7 [running]:")
+	clean := errors.New("n0/receive0: algos: no progress for 100.000ms")
+	ok, missing := &Record{Integrity: "ok"}, &Record{Integrity: "missing"}
+	for _, tc := range []struct {
+		name string
+		rec  *Record
+		err  error
+		want SoakOutcome
+	}{
+		{"exact", ok, nil, Exact},
+		{"silent", missing, nil, Silent},
+		{"clean", nil, clean, CleanError},
+		{"wrapped clean", nil, fmt.Errorf("%w [faults injected: node 2 crashed at 1ms]", clean), CleanError},
+		{"time limit", nil, limit, Hang},
+		{"time limit then panic", nil, errors.Join(limit, pan), Hang},
+		{"time limit wrapped", nil, fmt.Errorf("%w [faults injected: x]", errors.Join(limit, clean)), Hang},
+		{"panic", nil, pan, Masked},
+		{"panic then error", nil, errors.Join(pan, clean), Masked},
+		{"panic wrapped", nil, fmt.Errorf("%w [faults injected: x]", pan), Masked},
+		{"deadlock", nil, fmt.Errorf("%w: n0/main waits", fabric.ErrDeadlock), Hang},
+		{"checker", nil, fmt.Errorf("%w: 3 objects still open", sim.ErrVerbsUsage), CheckerFail},
+		{"leak after error", nil, errors.Join(clean, fmt.Errorf("%w: 3 objects still open", sim.ErrVerbsUsage)), CheckerFail},
+	} {
+		if got := classify(tc.rec, tc.err); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }
