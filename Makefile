@@ -56,7 +56,7 @@ bench:
 # FuzzParseProfile ran 368 executions in 60 s).
 FUZZ_SHORT ?= 3s
 FUZZ_MINIMIZE ?= 200x
-FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/ibv/:FuzzFrame ./algos/:FuzzHeader \
+FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader \
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
 	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
 	./tcpshuffle/:FuzzParseHeader
@@ -71,7 +71,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/sim/
 	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./algos/
 	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./experiments/
-	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/ibv/
+	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/host/
 	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./tcpshuffle/
 
 build:
