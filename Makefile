@@ -50,25 +50,29 @@ ibverbs-dev:
 bench:
 	$(GO) test -run '^$$' -bench . ./fabric/sim/ ./algos/
 
-# Every fuzz target for FUZZ_SHORT each (part of make test).
+# Every fuzz target for FUZZ_SHORT each (part of make test). Minimizing a
+# new interesting input may take at most FUZZ_MINIMIZE executions (Go's
+# default is 60 s per input, which a short run can spend entirely on it:
+# FuzzParseProfile ran 368 executions in 60 s).
 FUZZ_SHORT ?= 3s
+FUZZ_MINIMIZE ?= 200x
 FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader \
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
 	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
 	./tcpshuffle/:FuzzParseHeader
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "$(GO) test -run '^$$' -fuzz ^$$fn\$$ -fuzztime $(FUZZ_SHORT) $$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_SHORT) $$pkg || exit 1; done
+		echo "$(GO) test -run '^$$' -fuzz ^$$fn\$$ -fuzztime $(FUZZ_SHORT) -fuzzminimizetime $(FUZZ_MINIMIZE) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_SHORT) -fuzzminimizetime $(FUZZ_MINIMIZE) $$pkg || exit 1; done
 
 # A longer run of the main fuzz targets.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzQPInfo -fuzztime 30s ./fabric/
-	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s ./fabric/sim/
-	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s ./algos/
-	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s ./experiments/
-	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s ./fabric/host/
-	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s ./tcpshuffle/
+	$(GO) test -run '^$$' -fuzz FuzzQPInfo -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/
+	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/sim/
+	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./algos/
+	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./experiments/
+	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/host/
+	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./tcpshuffle/
 
 build:
 	$(GO) build -o bin/explore ./cmd/explore

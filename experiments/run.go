@@ -3,7 +3,9 @@ package experiments
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -264,6 +266,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
 	case c.Threads < 1 || 2*c.Threads > cores:
 		return fmt.Errorf("--threads %d: each node runs that many sending and receiving threads on its %d cores; use 1..%d", c.Threads, cores, cores/2)
+	case c.MsgBytes < 0:
+		return fmt.Errorf("--msg-bytes %d: must be positive (0: the design's default)", c.MsgBytes)
 	case c.BytesPerNode < 0:
 		return fmt.Errorf("--bytes-per-node %d: must not be negative", c.BytesPerNode)
 	case c.Notify != "" && !strings.HasSuffix(c.Design, "/WR"):
@@ -338,10 +342,23 @@ func Run(cfg RunConfig) (*Record, error) {
 		return nil, err
 	}
 	defer done()
-	rec, err := shuffleOn(c, cfg)
+	ended := make([]bool, cfg.Nodes)
+	rec, err := shuffleOn(c, cfg, ended)
 	if err != nil {
 		if s := c.FaultSummary(); s != "" {
 			err = fmt.Errorf("%w [faults injected: %s]", err, s)
+		}
+		// A failed run is checked too: a hazard is one whatever the
+		// outcome, and a node whose driver thread ended (with its error)
+		// could close what it opened. Nodes that crashed, and nodes whose
+		// threads the run's end stopped mid-call, could not.
+		// (CheckError first: OpenObjects adds still-open findings of
+		// every node.)
+		if hazard := c.CheckError(); hazard != nil {
+			err = fmt.Errorf("%w; and %w", err, hazard)
+		}
+		if leak := leaksAfterFailure(c, ended); leak != nil {
+			err = fmt.Errorf("%w; and %w", err, leak)
 		}
 		return nil, err
 	}
@@ -411,7 +428,7 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if cfg.Design == "qperf" {
 		return nil, fmt.Errorf("the qperf baseline on hardware: run qperf itself, or explore bench alltoall_bw --backend %s", f.Backend())
 	}
-	rec, err := shuffleOn(f, cfg)
+	rec, err := shuffleOn(f, cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -433,8 +450,34 @@ type nodeResult struct {
 	PoolPeak  int64
 }
 
-// shuffleOn runs cfg (normalized) on f and builds the record.
-func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+// leaksAfterFailure reports the objects left open on nodes whose driver
+// thread ended (ended[i]) and that did not crash: after a failure, each
+// node's driver closes what it opened before it returns its error.
+func leaksAfterFailure(c *sim.Cluster, ended []bool) error {
+	crashed := c.FaultCounts().Crashed
+	var left []string
+	for _, o := range c.OpenObjects() {
+		m := nodeOf.FindStringSubmatch(o)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		if n < len(ended) && ended[n] && !slices.Contains(crashed, n) {
+			left = append(left, o)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d objects still open after the failure on nodes that could close them: %s", sim.ErrVerbsUsage, len(left), strings.Join(left[:min(len(left), 5)], "; "))
+}
+
+var nodeOf = regexp.MustCompile(`node (\d+)\b`)
+
+// shuffleOn runs cfg (normalized) on f and builds the record. ended, if
+// not nil, marks each node whose driver thread returned (with or without
+// an error) rather than being stopped by the end of the run.
+func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*Record, error) {
 	groups, err := algos.NewGroups(cfg.Pattern, cfg.Nodes)
 	if err != nil {
 		return nil, err
@@ -454,7 +497,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	poolPeak := make([]int64, n)
 	tuplesPerNode := cfg.BytesPerNode / algos.TupleBytes
 	t0 := time.Now()
-	err = c.Run(func(th fabric.Thread) error {
+	node := func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
 		neps := t
@@ -464,6 +507,26 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 		eps := make([]algos.Endpoint, neps)
 		var pool *adaptive.Pool
 		var poolPD fabric.PD
+		defer func() {
+			// On an error of this thread's own, close what the node
+			// opened and has not closed (a failed run leaves no objects
+			// behind on a node that can still act). Not when the end of
+			// the run unwinds the thread: it may not call the fabric.
+			if r := recover(); r != nil {
+				panic(r)
+			}
+			for _, ep := range eps {
+				if ep != nil {
+					ep.Close(th)
+				}
+			}
+			if pool != nil {
+				pool.Close()
+			}
+			if poolPD != nil {
+				poolPD.Dealloc()
+			}
+		}()
 		if cfg.Adaptive {
 			var err error
 			if poolPD, err = th.Node().Device().AllocPD(); err != nil {
@@ -568,7 +631,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 			return e.(error)
 		}
 		resp[me] = end.Sub(start)
-		for _, ep := range eps {
+		for k, ep := range eps {
 			i := ep.Info()
 			infos[me].QPs += i.QPs
 			infos[me].RegisteredBytes += i.RegisteredBytes
@@ -586,22 +649,24 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 			}
 			infos[me].AdaptiveGrown += i.AdaptiveGrown
 			infos[me].AdaptiveRetired += i.AdaptiveRetired
+			eps[k] = nil // closed here, whatever Close says
 			if err := ep.Close(th); err != nil {
 				return err
 			}
 		}
-		if pool != nil {
+		if p, pd := pool, poolPD; p != nil {
+			pool, poolPD = nil, nil // closed here, whatever Close says
 			// Every registered byte is accounted for: what was registered
 			// was deregistered, and nothing is still lent.
-			if err := pool.Close(); err != nil {
+			if err := p.Close(); err != nil {
 				return err
 			}
-			st := pool.Stats()
+			st := p.Stats()
 			if st.RegisteredTotal != st.DeregisteredTotal || st.Registered != 0 {
 				return fmt.Errorf("node %d: buffer pool leaked: %+v", me, st)
 			}
 			poolPeak[me] = st.Peak
-			if err := poolPD.Dealloc(); err != nil {
+			if err := pd.Dealloc(); err != nil {
 				return err
 			}
 		}
@@ -619,6 +684,13 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 			gathered = all
 		}
 		return nil
+	}
+	err = c.Run(func(th fabric.Thread) error {
+		err := node(th)
+		if ended != nil { // not reached when the run's end stops the thread
+			ended[th.Node().ID()] = true
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err

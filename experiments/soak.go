@@ -42,7 +42,8 @@ const (
 	CleanError  SoakOutcome = "clean-error" // stopped with an error (not a deadlock, time limit or checker finding)
 	Silent      SoakOutcome = "silent"      // returned without error but delivered something else
 	Hang        SoakOutcome = "hang"        // deadlock, simulated time limit or wall-time limit
-	CheckerFail SoakOutcome = "checker"     // the verbs-usage checker found a hazard
+	CheckerFail SoakOutcome = "checker"     // the verbs-usage checker found a hazard, or objects left open
+	Masked      SoakOutcome = "masked"      // a panic (a programming error such as a sim misuse) ended the run: the fault's own error is lost
 	Unrecovered SoakOutcome = "unrecovered" // UD recovery under loss below 0.1% did not deliver exactly
 )
 
@@ -58,23 +59,76 @@ type SoakRun struct {
 	Wall      time.Duration
 }
 
+// SoakCounts counts runs by outcome: the soak record of docs/results.md,
+// for the whole soak and per design and per fault kind.
+type SoakCounts struct {
+	Runs        int64 `json:"runs"`
+	Injected    int64 `json:"faults_injected"`
+	Exact       int   `json:"exact_deliveries"`
+	CleanErrors int   `json:"clean_errors"`
+	Silent      int   `json:"silent_failures"`
+	Hangs       int   `json:"hangs"`
+	Checker     int   `json:"checker_findings"`
+	Masked      int   `json:"masked_errors"`
+	Unrecovered int   `json:"unrecovered"`
+}
+
+func (c *SoakCounts) add(run SoakRun) {
+	c.Runs++
+	c.Injected += run.Injected
+	switch run.Outcome {
+	case Exact:
+		c.Exact++
+	case CleanError:
+		c.CleanErrors++
+	case Silent:
+		c.Silent++
+	case Hang:
+		c.Hangs++
+	case CheckerFail:
+		c.Checker++
+	case Masked:
+		c.Masked++
+	case Unrecovered:
+		c.Unrecovered++
+	}
+}
+
 // SoakResult counts a soak's outcomes.
 type SoakResult struct {
-	Runs, Injected                             int64
-	Exact, CleanErrors, Silent, Hangs, Checker int
-	Unrecovered                                int
-	Failures                                   []SoakRun         // silent, hang, checker and unrecovered runs
-	ByScenario                                 map[string][2]int // scenario -> exact, errors
-	Wall                                       time.Duration
+	SoakCounts
+	Failures   []SoakRun              // every run but exact and clean-error ones
+	ByDesign   map[string]*SoakCounts // design, "+recovery" for UD runs with recovery
+	ByScenario map[string]*SoakCounts // fault kind (a run of two kinds counts in both)
+	Wall       time.Duration
+	Config     SoakConfig // as run, defaults filled in
 }
 
 // OK reports whether no run failed silently, hung, broke the verbs
-// contract or failed to recover.
-func (r *SoakResult) OK() bool { return r.Silent+r.Hangs+r.Checker+r.Unrecovered == 0 }
+// contract, masked its error with a panic or failed to recover.
+func (r *SoakResult) OK() bool { return r.Silent+r.Hangs+r.Checker+r.Masked+r.Unrecovered == 0 }
 
 func (r *SoakResult) String() string {
-	return fmt.Sprintf("%d runs, %d faults injected: %d exact deliveries, %d clean errors, %d silent failures, %d hangs, %d checker hazards, %d unrecovered (UD recovery, loss < 0.1%%); %.1fs wall",
-		r.Runs, r.Injected, r.Exact, r.CleanErrors, r.Silent, r.Hangs, r.Checker, r.Unrecovered, r.Wall.Seconds())
+	return fmt.Sprintf("%d runs, %d faults injected: %d exact deliveries, %d clean errors, %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered (UD recovery, loss < 0.1%%); %.1fs wall",
+		r.Runs, r.Injected, r.Exact, r.CleanErrors, r.Silent, r.Hangs, r.Checker, r.Masked, r.Unrecovered, r.Wall.Seconds())
+}
+
+// SoakRecord is the soak record of docs/results.md (explore soak --json).
+type SoakRecord struct {
+	Experiment string `json:"experiment"` // "soak"
+	Seeds      int    `json:"seeds"`
+	FirstSeed  uint64 `json:"first_seed"`
+	Nodes      int    `json:"nodes"`
+	SoakCounts
+	ByDesign map[string]*SoakCounts `json:"by_design"`
+	ByFault  map[string]*SoakCounts `json:"by_fault"`
+	WallS    float64                `json:"wall_s"`
+}
+
+// Record is r as the soak record.
+func (r *SoakResult) Record() SoakRecord {
+	return SoakRecord{Experiment: "soak", Seeds: r.Config.Seeds, FirstSeed: r.Config.FirstSeed, Nodes: r.Config.Nodes,
+		SoakCounts: r.SoakCounts, ByDesign: r.ByDesign, ByFault: r.ByScenario, WallS: r.Wall.Seconds()}
 }
 
 // SoakDesigns is the default design list of a soak.
@@ -94,10 +148,15 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 		}
 	}
 	for _, s := range cfg.Scenarios {
-		if !slices.Contains(faults.Scenarios, s) {
-			return nil, fmt.Errorf("--scenarios: %q is not one of %s", s, strings.Join(faults.Scenarios, ", "))
+		if !slices.Contains(faults.Scenarios, s) && s != faults.HighUDLoss {
+			return nil, fmt.Errorf("--scenarios: %q is not one of %s, %s", s, strings.Join(faults.Scenarios, ", "), faults.HighUDLoss)
 		}
 	}
+	// High UD loss is a family of its own: the UD designs with recovery,
+	// once per seed, beside the drawn schedules.
+	highLoss := len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, faults.HighUDLoss)
+	draw := slices.DeleteFunc(slices.Clone(cfg.Scenarios), func(s string) bool { return s == faults.HighUDLoss })
+	drawn := len(cfg.Scenarios) == 0 || len(draw) > 0
 	if cfg.FirstSeed == 0 {
 		cfg.FirstSeed = 1
 	}
@@ -136,14 +195,14 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 		}
 		span[d] = faults.Phases{Setup: fabric.Duration(rec.SetupMS / 1e3 * float64(fabric.Second)), Data: fabric.Duration(rec.ResponseS * float64(fabric.Second))}
 	}
-	res := &SoakResult{ByScenario: map[string][2]int{}}
+	res := &SoakResult{ByDesign: map[string]*SoakCounts{}, ByScenario: map[string]*SoakCounts{}, Config: cfg}
 	t0 := time.Now()
 	for i := 0; i < cfg.Seeds; i++ {
 		seed := cfg.FirstSeed + uint64(i)
 		for _, d := range cfg.Designs {
 			ud := strings.Contains(d, "SQ/")
 			for _, recovery := range []bool{false, true} {
-				if recovery && !ud {
+				if recovery && !ud || !drawn {
 					continue
 				}
 				// The same schedule for every design of a seed, scaled
@@ -151,8 +210,8 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 				r := rand.New(rand.NewPCG(seed, 0x50a4))
 				var sched *faults.Schedule
 				var names []string
-				if len(cfg.Scenarios) > 0 {
-					names = []string{cfg.Scenarios[r.IntN(len(cfg.Scenarios))]}
+				if len(draw) > 0 {
+					names = []string{draw[r.IntN(len(draw))]}
 					sched, _ = faults.Scenario(r, names[0], cfg.Nodes, span[d])
 				} else {
 					sched, names = faults.Random(r, cfg.Nodes, span[d])
@@ -165,15 +224,29 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 					run.Outcome = Unrecovered
 				}
 				res.add(run)
-				if cfg.Log != nil {
-					fmt.Fprintf(cfg.Log, "seed %d %s%s [%s]: %s, %d faults, %.2fs%s\n", seed, d, map[bool]string{true: " +recovery"}[recovery],
-						strings.Join(names, "+"), run.Outcome, run.Injected, run.Wall.Seconds(), errSuffix(run.Err))
-				}
+				cfg.log(run)
+			}
+			if ud && highLoss {
+				r := rand.New(rand.NewPCG(seed, 0x1055))
+				sched, _ := faults.Scenario(r, faults.HighUDLoss, cfg.Nodes, span[d])
+				rc := base(d, seed)
+				rc.UDRecovery = true
+				run := soakOne(rc, sched, cfg.WallLimit)
+				run.Scenarios = []string{faults.HighUDLoss}
+				res.add(run)
+				cfg.log(run)
 			}
 		}
 	}
 	res.Wall = time.Since(t0)
 	return res, nil
+}
+
+func (cfg *SoakConfig) log(run SoakRun) {
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "seed %d %s%s [%s]: %s, %d faults, %.2fs%s\n", run.Seed, run.Design, map[bool]string{true: " +recovery"}[run.Recovery],
+			strings.Join(run.Scenarios, "+"), run.Outcome, run.Injected, run.Wall.Seconds(), errSuffix(run.Err))
+	}
 }
 
 func errSuffix(e string) string {
@@ -196,34 +269,24 @@ func udLossOnly(names []string) bool {
 }
 
 func (r *SoakResult) add(run SoakRun) {
-	r.Runs++
-	r.Injected += run.Injected
-	for _, s := range run.Scenarios {
-		v := r.ByScenario[s]
-		if run.Outcome == Exact {
-			v[0]++
-		} else {
-			v[1]++
+	r.SoakCounts.add(run)
+	count := func(m map[string]*SoakCounts, k string) {
+		if m[k] == nil {
+			m[k] = &SoakCounts{}
 		}
-		r.ByScenario[s] = v
+		m[k].add(run)
 	}
-	switch run.Outcome {
-	case Exact:
-		r.Exact++
-		return
-	case CleanError:
-		r.CleanErrors++
-		return
-	case Silent:
-		r.Silent++
-	case Hang:
-		r.Hangs++
-	case CheckerFail:
-		r.Checker++
-	case Unrecovered:
-		r.Unrecovered++
+	design := run.Design
+	if run.Recovery {
+		design += "+recovery"
 	}
-	r.Failures = append(r.Failures, run)
+	count(r.ByDesign, design)
+	for _, s := range run.Scenarios {
+		count(r.ByScenario, s)
+	}
+	if run.Outcome != Exact && run.Outcome != CleanError {
+		r.Failures = append(r.Failures, run)
+	}
 }
 
 // soakOne runs cfg under sched and classifies the outcome; a run that
@@ -257,20 +320,67 @@ func soakOne(cfg RunConfig, sched *faults.Schedule, wall time.Duration) SoakRun 
 	select {
 	case r := <-done:
 		run.Wall, run.Injected = time.Since(t0), r.injected
+		run.Outcome = classify(r.rec, r.err)
 		switch {
-		case r.err == nil && r.rec.Integrity == "ok":
-			run.Outcome = Exact
-		case r.err == nil:
-			run.Outcome, run.Err = Silent, "integrity "+r.rec.Integrity
-		case errors.Is(r.err, fabric.ErrDeadlock) || errors.Is(r.err, fabric.ErrTimeLimit):
-			run.Outcome, run.Err = Hang, r.err.Error()
-		case errors.Is(r.err, sim.ErrVerbsUsage):
-			run.Outcome, run.Err = CheckerFail, r.err.Error()
-		default:
-			run.Outcome, run.Err = CleanError, r.err.Error()
+		case r.err != nil:
+			run.Err = r.err.Error()
+		case run.Outcome == Silent:
+			run.Err = "integrity " + r.rec.Integrity
 		}
 	case <-time.After(wall):
 		run.Wall, run.Outcome, run.Err = wall, Hang, fmt.Sprintf("still running after %v of wall time (abandoned)", wall)
 	}
 	return run
+}
+
+// classify names a run's outcome by its first cause: a run that reached
+// the simulated time limit hung, whatever errors or panics its stop
+// caused; a panic (a programming error, "sim: Unlock of an unlocked
+// Mutex" say) masks the fault's own error; then deadlocks, the checker's
+// findings (a hazard, or objects left open by a node that could still
+// close them), and clean errors.
+func classify(rec *Record, err error) SoakOutcome {
+	switch {
+	case err == nil && rec.Integrity == "ok":
+		return Exact
+	case err == nil:
+		return Silent
+	case errors.Is(err, fabric.ErrTimeLimit):
+		return Hang
+	case panicked(err):
+		return Masked
+	case errors.Is(err, fabric.ErrDeadlock):
+		return Hang
+	case errors.Is(err, sim.ErrVerbsUsage):
+		return CheckerFail
+	}
+	return CleanError
+}
+
+// panicked reports whether err's chain holds a panic: the simulator turns
+// a thread's panic into an error whose text starts with "panic: " after
+// the thread's name.
+func panicked(err error) bool {
+	for _, e := range unwrapAll(err) {
+		if m := e.Error(); strings.HasPrefix(m, "panic: ") || strings.Contains(m, ": panic: ") {
+			return true
+		}
+	}
+	return false
+}
+
+// unwrapAll lists err and every error in its chain (and in joined lists).
+func unwrapAll(err error) []error {
+	out := []error{err}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			out = append(out, unwrapAll(e)...)
+		}
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = append(out, unwrapAll(e)...)
+		}
+	}
+	return out
 }

@@ -11,6 +11,11 @@ import (
 var Scenarios = []string{"loss", "ud-loss", "drop-kind", "drop-packet", "duplicate", "reorder", "corrupt",
 	"link-down", "slow-receiver", "crash", "retry-exhaustion", "cache-thrash"}
 
+// HighUDLoss is a scenario family Random does not draw: random loss of
+// 10% to 50% of UD packets, for the UD designs with loss recovery (which
+// must deliver exactly, or stop with an error, never hang).
+const HighUDLoss = "ud-loss-high"
+
 // Phases are how long a shuffle's setup and data phase last without
 // faults; timed faults fall in either, half the time each.
 type Phases struct{ Setup, Data fabric.Duration }
@@ -42,7 +47,7 @@ func Random(r *rand.Rand, nodes int, span Phases) (*Schedule, []string) {
 
 // Scenario returns a schedule of one named scenario (Scenarios).
 func Scenario(r *rand.Rand, name string, nodes int, span Phases) (*Schedule, error) {
-	if !contains(Scenarios, name) {
+	if !contains(Scenarios, name) && name != HighUDLoss {
 		return nil, fmt.Errorf("unknown fault scenario %q (scenarios: %v)", name, Scenarios)
 	}
 	s := &Schedule{}
@@ -59,6 +64,8 @@ func addScenario(r *rand.Rand, s *Schedule, sc string, nodes int, span Phases) {
 		s.Loss = append(s.Loss, RateFault{Rate: pick(1e-4, 5e-4, 1e-3, 5e-3, 2e-2)})
 	case "ud-loss": // below 0.1%: UD designs with recovery must deliver exactly
 		s.Loss = append(s.Loss, RateFault{Selector: Selector{Transport: "UD"}, Rate: pick(1e-4, 3e-4, 9e-4)})
+	case HighUDLoss:
+		s.Loss = append(s.Loss, RateFault{Selector: Selector{Transport: "UD"}, Rate: pick(0.1, 0.2, 0.3, 0.5)})
 	case "drop-kind":
 		d := Drop{Selector: Selector{Kind: Kinds[1+r.IntN(3)]}, Nth: 1 + r.IntN(5)}
 		if r.IntN(2) == 0 {

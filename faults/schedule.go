@@ -170,7 +170,10 @@ func Load(path string) (*Schedule, error) {
 	}
 	s, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("fault schedule %s: %w", path, err)
+		return nil, fmt.Errorf("fault schedule %s: %s", path, strings.TrimPrefix(err.Error(), "fault schedule: "))
+	}
+	if s.Empty() {
+		return nil, fmt.Errorf("fault schedule %s: injects no fault (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, qp_cache_entries (docs/reliability.md), or leave out --faults", path)
 	}
 	return s, nil
 }
@@ -309,6 +312,9 @@ func (s *Schedule) Validate(nodes int) error {
 			field := fmt.Sprintf("%s[%d]", name, i)
 			if err := node(field+".node", w.Node); err != nil {
 				return err
+			}
+			if w.To == 0 {
+				return fmt.Errorf("fault schedule: %s.to: missing: when the window ends, after from, e.g. to: 300us", field)
 			}
 			if w.To <= w.From {
 				return fmt.Errorf("fault schedule: %s: to %v is not after from %v", field, w.To, w.From)

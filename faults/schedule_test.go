@@ -2,6 +2,8 @@ package faults
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -98,6 +100,8 @@ var BadSchedules = []struct{ yaml, want string }{
 	{"los:\n  - rate: 0.1\n", `unknown field "los" in the schedule`},
 	{"crash:\n  - node: 1\n    when: 5us\n", `unknown field "when" in a crash`},
 	{"qp_cache_entries: many\n", "field qp_cache_entries: cannot unmarshal"},
+	{"link_down:\n  - node: 1\n    from: 100us\n", "link_down[0].to: missing: when the window ends"},
+	{"slow_receiver:\n  - node: 1\n", "slow_receiver[0].to: missing"},
 }
 
 func TestParseErrors(t *testing.T) {
@@ -106,6 +110,26 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// TestLoadEmpty: a schedule file that injects nothing is an error, not a
+// fault-free run that looks like a fault test.
+func TestLoadEmpty(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"empty": "", "comments": "# nothing yet\n", "empty lists": "loss: []\ncrash: []\n"} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yaml")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "injects no fault") {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	path := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(path, []byte("crash: [{node: -1, at: 1us}]\n"), 0o644)
+	if _, err := Load(path); err == nil || strings.Count(err.Error(), "fault schedule") != 1 {
+		t.Errorf("prefix repeated: %v", err)
 	}
 }
 

@@ -9,25 +9,40 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 // figureFlags are the options figure and reproduce share.
 type figureFlags struct {
-	full, resume, noSteady bool
-	out                    string
-	jobs                   int
+	full, quick, resume, noSteady bool
+	out                           string
+	jobs                          int
 }
 
 func (f *figureFlags) register(cmd *cobra.Command, out string) {
 	fl := cmd.Flags()
 	fl.BoolVar(&f.full, "full", false, "the paper's scale (14 threads, far more data: hours) instead of the quick one")
-	fl.Bool("quick", true, "the quick scale (the default; about a minute per figure on 2 cores)")
+	fl.BoolVar(&f.quick, "quick", true, "the quick scale (the default; about a minute per figure on 2 cores); --quick=false is --full")
 	fl.BoolVar(&f.resume, "resume", false, "keep points already in the output files (otherwise they are rerun)")
 	fl.BoolVar(&f.noSteady, "no-steady-check", false, "skip the steady-state check (one extra run per figure)")
 	fl.StringVar(&f.out, "out", out, "output directory for JSONL, CSV and plots")
 	fl.IntVar(&f.jobs, "jobs", 0, "parallel runs (default: one per core)")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return f.scale(cmd.Flags()) }
+}
+
+// scale settles the scale from --quick and --full: --quick=false asks for
+// the other scale, the paper's; two flags that disagree are an error.
+func (f *figureFlags) scale(fl *pflag.FlagSet) error {
+	quick, full := fl.Changed("quick"), fl.Changed("full")
+	switch {
+	case quick && full && f.quick == f.full:
+		return fmt.Errorf("--quick=%v with --full=%v: choose one scale (--quick, the default, or --full, the paper's)", f.quick, f.full)
+	case quick && !f.quick:
+		f.full = true
+	}
+	return nil
 }
 
 func (f *figureFlags) options(w io.Writer) experiments.FigureOptions {

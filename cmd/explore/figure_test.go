@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestFigureDeterministic runs the cheapest figure twice: same code and
@@ -96,6 +98,37 @@ func TestCalibrateAndValidateOnTheSimulator(t *testing.T) {
 	} {
 		if out, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v (%s), want %q", tc.args, err, out, tc.want)
+		}
+	}
+}
+
+// TestFigureScaleFlags: --quick=false asks for the paper's scale (it used
+// to run the quick one); --quick and --full that disagree are an error.
+func TestFigureScaleFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		wantFull bool
+		wantErr  string
+	}{
+		{nil, false, ""},
+		{[]string{"--quick"}, false, ""},
+		{[]string{"--quick=false"}, true, ""},
+		{[]string{"--full"}, true, ""},
+		{[]string{"--full", "--quick=false"}, true, ""},
+		{[]string{"--full=false", "--quick"}, false, ""},
+		{[]string{"--full", "--quick"}, false, "choose one scale"},
+		{[]string{"--full=false", "--quick=false"}, false, "choose one scale"},
+	} {
+		cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+		var ff figureFlags
+		ff.register(cmd, "out")
+		cmd.SetArgs(tc.args)
+		err := cmd.Execute()
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: got %v, want %q", tc.args, err, tc.wantErr)
+		case tc.wantErr == "" && (err != nil || ff.full != tc.wantFull):
+			t.Errorf("%v: full %v, err %v; want full %v", tc.args, ff.full, err, tc.wantFull)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,9 @@ srun or mpirun instead (docs/hardware.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if nodes < 1 || nodes > 64 {
 				return fmt.Errorf("--nodes %d: launch starts 1 to 64 processes on this machine", nodes)
+			}
+			if err := launchBackend(args); err != nil {
+				return err
 			}
 			exe, err := launchExecutable()
 			if err != nil {
@@ -136,4 +140,26 @@ srun or mpirun instead (docs/hardware.md).`,
 	cmd.Flags().IntVar(&nodes, "nodes", 2, "processes (nodes) to start")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "kill the job after this long")
 	return cmd
+}
+
+// launchBackend checks that the command launch is to start runs on a real
+// backend: every process started with the simulator would simulate a whole
+// cluster of its own, N unrelated simulations that all succeed.
+func launchBackend(args []string) error {
+	backend := "sim"
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--backend="); ok {
+			backend = v
+		} else if a == "--backend" && i+1 < len(args) {
+			backend = args[i+1]
+		}
+	}
+	if backend == "tcp" || backend == "ibv" {
+		return nil
+	}
+	return fmt.Errorf("launch starts one process per node of a real cluster, but %q runs on the %s backend, which simulates every node in one process (launch would run unrelated simulations): add --backend tcp (with --design TCP) or --backend ibv to the command, or drop launch and run it directly (explore %s)",
+		strings.Join(args, " "), backend, strings.Join(args, " "))
 }

@@ -61,7 +61,7 @@ func TestLaunchStopsTheJobWhenANodeFails(t *testing.T) {
 	t.Setenv(asMain, "1")
 	t.Setenv(failOne, "1")
 	launchExecutable = func() (string, error) { return os.Args[0], nil }
-	out, err := run(t, "launch", "--nodes", "3", "--timeout", "2m", "--", "overview")
+	out, err := run(t, "launch", "--nodes", "3", "--timeout", "2m", "--", "run", "--backend", "tcp", "--design", "TCP")
 	if err == nil {
 		t.Fatalf("a job with a failed node succeeded:\n%s", out)
 	}
@@ -76,5 +76,31 @@ func TestLaunchStopsTheJobWhenANodeFails(t *testing.T) {
 	}
 	if !strings.Contains(out, "node 1: failing at once") {
 		t.Errorf("the failed node's output is missing:\n%s", out)
+	}
+}
+
+// TestLaunchNeedsARealBackend: launch with the simulator would start N
+// independent simulations that all succeed; it is an error instead.
+func TestLaunchNeedsARealBackend(t *testing.T) {
+	launchExecutable = func() (string, error) { t.Fatal("launch started processes"); return "", nil }
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"run", "--design", "MESQ/SR"}, false},
+		{[]string{"run", "--backend", "sim", "--design", "MESQ/SR"}, false},
+		{[]string{"run", "--backend=sim"}, false},
+		{[]string{"overview"}, false},
+		{[]string{"run", "--backend", "tcp", "--design", "TCP"}, true},
+		{[]string{"run", "--backend=ibv"}, true},
+	} {
+		err := launchBackend(tc.args)
+		if tc.ok != (err == nil) {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+	}
+	_, err := run(t, "launch", "--nodes", "2", "--", "run", "--design", "MESQ/SR")
+	if err == nil || !strings.Contains(err.Error(), "--backend tcp") || !strings.Contains(err.Error(), "simulates every node in one process") {
+		t.Fatalf("launch with the simulator: %v", err)
 	}
 }

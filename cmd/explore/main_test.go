@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -76,6 +79,12 @@ func TestBadInput(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, bytes.Replace(data, []byte("mtu: 4096"), []byte("mtu: 3000"), 1), 0o644)
+	hugeReg := filepath.Join(t.TempDir(), "huge.yaml")
+	os.WriteFile(hugeReg, regexp.MustCompile(`\breg_mr_us: [0-9.]+`).ReplaceAll(data, []byte("reg_mr_us: 1e13")), 0o644)
+	emptyFaults := filepath.Join(t.TempDir(), "empty.yaml")
+	os.WriteFile(emptyFaults, nil, 0o644)
+	openLink := filepath.Join(t.TempDir(), "link.yaml")
+	os.WriteFile(openLink, []byte("link_down:\n  - node: 1\n    from: 100us\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -103,6 +112,13 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--nodes", "2", "--bytes-per-node", "0"}, "--bytes-per-node 0"},
 		{[]string{"run", "--nodes", "2", "--timeout-ms", "-1"}, "--timeout-ms -1"},
 		{[]string{"run", "--nodes", "2", "--timeout-ms", "0"}, "--timeout-ms 0"},
+		{[]string{"run", "--nodes", "2", "--msg-bytes", "0"}, "--msg-bytes 0: want at least 1"},
+		{[]string{"run", "--nodes", "100000"}, "--nodes 100000: the simulated cluster would need about"},
+		{[]string{"run", "--nodes", "2", "--msg-bytes", "-5"}, "--msg-bytes -5: must be positive"},
+		{[]string{"query", "--msg-bytes", "0"}, "--msg-bytes 0: want at least 1"},
+		{[]string{"run", "--nodes", "2", "--faults", emptyFaults}, "injects no fault"},
+		{[]string{"run", "--nodes", "2", "--faults", openLink}, "link_down[0].to: missing"},
+		{[]string{"run", "--nodes", "2", "--profile", hugeReg}, "setup.reg_mr_us: 10000000000000 us outside the range 0 to 1000000 us"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := run(t, tc.args...)
@@ -123,5 +139,46 @@ func TestProfiles(t *testing.T) {
 func TestTCPBackendNeedsTheTCPDesign(t *testing.T) {
 	if out, err := run(t, "run", "--backend", "tcp", "--local", "--design", "MESQ/SR", "--nodes", "2"); err == nil || !strings.Contains(err.Error(), "--design TCP") {
 		t.Fatalf("got %v (%s)", err, out)
+	}
+}
+
+// TestOverviewJSON: overview --json prints records, one per line (the
+// microbenchmarks' and the shuffles'), and no tables.
+func TestOverviewJSON(t *testing.T) {
+	out, err := run(t, "overview", "--nodes", "2", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var bench, runs int
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("line does not parse: %v\n%s", err, line)
+		}
+		switch {
+		case rec["test"] != nil:
+			bench++
+		case rec["experiment"] == "run":
+			runs++
+		}
+	}
+	if bench != 8 || runs != len(experiments.Designs)+len(experiments.Baselines) {
+		t.Fatalf("%d benchmark and %d run records:\n%s", bench, runs, out)
+	}
+}
+
+// TestRunReportFailsOnIntegrity: a failed integrity check fails the
+// command with --json as without (it used to return after encoding).
+func TestRunReportFailsOnIntegrity(t *testing.T) {
+	for _, jsonOut := range []bool{false, true} {
+		var out bytes.Buffer
+		err := reportRun(&out, &experiments.Record{Design: "MESQ/SR", Integrity: "missing"}, jsonOut)
+		if err == nil || !strings.Contains(err.Error(), "integrity check failed: missing") || out.Len() == 0 {
+			t.Errorf("json %v: %v, printed %q", jsonOut, err, out.String())
+		}
+		out.Reset()
+		if err := reportRun(&out, &experiments.Record{Design: "MESQ/SR", Integrity: "ok"}, jsonOut); err != nil {
+			t.Errorf("json %v: %v", jsonOut, err)
+		}
 	}
 }

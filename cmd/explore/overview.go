@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -39,8 +40,16 @@ func runOverview(w io.Writer, f *benchFlags) error {
 	if f.nodes < 2 {
 		return fmt.Errorf("--nodes %d: the overview needs at least 2 nodes", f.nodes)
 	}
-	fmt.Fprintf(w, "rdmashuffle overview: simulated %s cluster (%s)\n", prof.Name, prof.Description)
-	fmt.Fprintf(w, "link data rate %.2f Gb/s after %s encoding, MTU %d, seed %d\n\n", prof.DataRateBps()/1e9, prof.Link.Encoding, prof.Link.MTU, f.seed)
+	// With --json, every benchmark prints its microbenchmark record and
+	// every shuffle its run record (docs/results.md), one per line, and
+	// nothing else.
+	var enc *json.Encoder
+	if f.jsonOut {
+		enc = json.NewEncoder(w)
+	} else {
+		fmt.Fprintf(w, "rdmashuffle overview: simulated %s cluster (%s)\n", prof.Name, prof.Description)
+		fmt.Fprintf(w, "link data rate %.2f Gb/s after %s encoding, MTU %d, seed %d\n\n", prof.DataRateBps()/1e9, prof.Link.Encoding, prof.Link.MTU, f.seed)
+	}
 	type item struct {
 		label string
 		cfg   perftest.Config
@@ -74,6 +83,12 @@ func runOverview(w io.Writer, f *benchFlags) error {
 		}
 		pkts += row.stats.PacketsSent
 		r := row.res
+		if enc != nil {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+			continue
+		}
 		var result, bound, frac string
 		if cfg.Test == "send_lat" || cfg.Test == "write_lat" {
 			result = fmt.Sprintf("%.3f us one-way (p99 %.3f)", r.TTypicalUS, r.TP99US)
@@ -87,6 +102,9 @@ func runOverview(w io.Writer, f *benchFlags) error {
 			frac = fmt.Sprintf("%.1f%%", 100*r.BWAvgGbps/row.bound)
 		}
 		t.Append(it.label, fmt.Sprint(it.nodes), result, bound, frac, fmt.Sprintf("%.2f", row.wall.Seconds()))
+	}
+	if enc != nil {
+		return overviewShuffle(w, f)
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -105,8 +123,13 @@ func runOverview(w io.Writer, f *benchFlags) error {
 // on one configuration and prints one row each.
 func overviewShuffle(w io.Writer, f *benchFlags) error {
 	const threads, mib = 4, 32
-	fmt.Fprintf(w, "\nShuffle designs and baselines: %d nodes, repartition of 16-byte tuples, %d sending and %d receiving threads per node, %d MiB per node\n",
-		f.nodes, threads, threads, mib)
+	var enc *json.Encoder
+	if f.jsonOut {
+		enc = json.NewEncoder(w)
+	} else {
+		fmt.Fprintf(w, "\nShuffle designs and baselines: %d nodes, repartition of 16-byte tuples, %d sending and %d receiving threads per node, %d MiB per node\n",
+			f.nodes, threads, threads, mib)
+	}
 	t := newTable(w)
 	t.Header("design", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity", "sim wall[s]")
 	for _, d := range append(append([]string{}, experiments.Designs...), experiments.Baselines...) {
@@ -115,12 +138,21 @@ func overviewShuffle(w io.Writer, f *benchFlags) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", d, err)
 		}
+		if enc != nil {
+			if err := enc.Encode(rec); err != nil {
+				return err
+			}
+			continue
+		}
 		setup, reg := fmt.Sprintf("%.2f", rec.SetupMS), fmt.Sprintf("%.1f MiB", float64(rec.RegisteredPer)/(1<<20))
 		if d == "qperf" {
 			setup, reg = "n/a", "n/a" // a benchmark tool's own setup is not part of a shuffle
 		}
 		t.Append(d, fmt.Sprintf("%.2f", rec.ThroughputGiBs), fmt.Sprintf("%.3f", rec.ResponseS*1e3), setup,
 			fmt.Sprint(rec.QPsPerNode), reg, rec.Integrity, fmt.Sprintf("%.2f", rec.WallS))
+	}
+	if enc != nil {
+		return nil
 	}
 	if err := t.Render(); err != nil {
 		return err

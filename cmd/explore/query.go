@@ -44,6 +44,9 @@ Designs: ` + strings.Join(experiments.AllDesigns, ", ") + ` (not qperf), local.`
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
+			if cmd.Flags().Changed("msg-bytes") && cfg.MsgBytes <= 0 {
+				return fmt.Errorf("--msg-bytes %d: want at least 1 (leave the flag out for the design's default)", cfg.MsgBytes)
+			}
 			if figure != "" {
 				f, err := experiments.FigureByID(figure)
 				if err != nil {
@@ -74,7 +77,13 @@ Designs: ` + strings.Join(experiments.AllDesigns, ", ") + ` (not qperf), local.`
 				return err
 			}
 			if jsonOut {
-				return json.NewEncoder(w).Encode(rec)
+				if err := json.NewEncoder(w).Encode(rec); err != nil {
+					return err
+				}
+				if rec.Integrity != "ok" {
+					return fmt.Errorf("integrity check failed: %s", rec.Integrity)
+				}
+				return nil
 			}
 			fmt.Fprintf(w, "TPC-H %s, SF %g, %s plan over %s, %d nodes x %d threads, %s, %s\n", rec.Query, rec.SF, rec.Plan, rec.Design, rec.Nodes, rec.Threads, rec.Profile, rec.Mode)
 			fmt.Fprintf(w, "response time %.3f ms (setup %.2f ms, excluded); %.2f MB shuffled; integrity %s; simulated in %.2f s\n",

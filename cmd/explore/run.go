@@ -21,6 +21,7 @@ func runCmd() *cobra.Command {
 	var timeoutMS float64
 	var notify string
 	var nodeCycles string
+	var noMemCheck bool
 	var hw hwFlags
 	var applyFaults func(*experiments.RunConfig) error
 	cmd := &cobra.Command{
@@ -48,6 +49,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 				{"threads", cfg.Threads == 0, "at least 1"},
 				{"buffers", cfg.Buffers == 0, "at least 1"},
 				{"credit-every", cfg.CreditEvery == 0, "at least 1"},
+				{"msg-bytes", cfg.MsgBytes == 0, "at least 1 (leave the flag out for the design's default)"},
 				{"bytes-per-node", cfg.BytesPerNode == 0 && cfg.BytesPerPair == 0, "at least 1 (or size the input with --bytes-per-pair)"},
 				{"timeout-ms", timeoutMS <= 0, "a positive number of simulated milliseconds"},
 			} {
@@ -79,20 +81,17 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 				defer fab.Close()
 				rec, err = experiments.RunOn(fab, cfg)
 			} else {
+				if avail, ok := experiments.AvailableMemory(); ok && !noMemCheck {
+					if err := experiments.CheckMemory(cfg, avail); err != nil {
+						return err
+					}
+				}
 				rec, err = experiments.Run(cfg)
 			}
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if jsonOut {
-				return json.NewEncoder(w).Encode(rec)
-			}
-			printRun(w, rec)
-			if rec.Integrity != "ok" {
-				return fmt.Errorf("integrity check failed: %s", rec.Integrity)
-			}
-			return nil
+			return reportRun(cmd.OutOrStdout(), rec, jsonOut)
 		},
 	}
 	fl := cmd.Flags()
@@ -117,9 +116,26 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 	fl.BoolVar(&cfg.Payload, "payload", false, "move every byte and check tuple contents (default: size-only, checksums in headers)")
 	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest wait for progress, simulated milliseconds, before the run fails")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
+	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available")
 	hw.register(fl)
 	applyFaults = faultFlags(cmd)
 	return cmd
+}
+
+// reportRun prints the record (as JSON, or a table) and then fails a run
+// whose integrity check failed, whatever the format.
+func reportRun(w io.Writer, rec *experiments.Record, jsonOut bool) error {
+	if jsonOut {
+		if err := json.NewEncoder(w).Encode(rec); err != nil {
+			return err
+		}
+	} else {
+		printRun(w, rec)
+	}
+	if rec.Integrity != "ok" {
+		return fmt.Errorf("integrity check failed: %s", rec.Integrity)
+	}
+	return nil
 }
 
 func printRun(w io.Writer, r *experiments.Record) {

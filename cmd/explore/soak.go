@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -15,7 +17,7 @@ import (
 func soakCmd() *cobra.Command {
 	var cfg experiments.SoakConfig
 	var designs, scenarios string
-	var verbose bool
+	var verbose, jsonOut bool
 	var wallS float64
 	cmd := &cobra.Command{
 		Use:   "soak",
@@ -29,7 +31,8 @@ multiset or stop with an error; a run that returns a wrong result (silent), dead
 outlives its time limits (hang), trips the verbs-usage checker, or (UD recovery under
 random loss below 0.1%) fails to deliver, makes soak exit non-zero.
 
-Scenarios: ` + strings.Join(faults.Scenarios, ", ") + `.`,
+Scenarios: ` + strings.Join(faults.Scenarios, ", ") + `; and ` + faults.HighUDLoss + `, random UD
+loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recovery.`,
 		Example: `  explore soak --seeds 200
   explore soak --seeds 50 --designs MESQ/SR,SESQ/SR --scenarios ud-loss,duplicate -v`,
 		Args: cobra.NoArgs,
@@ -47,34 +50,23 @@ Scenarios: ` + strings.Join(faults.Scenarios, ", ") + `.`,
 			w := cmd.OutOrStdout()
 			if verbose {
 				cfg.Log = w
+				if jsonOut {
+					cfg.Log = cmd.ErrOrStderr()
+				}
 			}
 			res, err := experiments.Soak(cfg)
 			if err != nil {
 				return err
 			}
-			t := newTable(w)
-			t.Header("runs", "faults injected", "exact", "clean errors", "silent", "hangs", "checker", "unrecovered")
-			t.Append(fmt.Sprint(res.Runs), fmt.Sprint(res.Injected), fmt.Sprint(res.Exact), fmt.Sprint(res.CleanErrors),
-				fmt.Sprint(res.Silent), fmt.Sprint(res.Hangs), fmt.Sprint(res.Checker), fmt.Sprint(res.Unrecovered))
-			t.Render()
-			var names []string
-			for k := range res.ByScenario {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			t = newTable(w)
-			t.Header("scenario", "exact", "errors")
-			for _, k := range names {
-				v := res.ByScenario[k]
-				t.Append(k, fmt.Sprint(v[0]), fmt.Sprint(v[1]))
-			}
-			t.Render()
-			fmt.Fprintf(w, "%d seeds from %d, %d nodes; %.1fs wall\n", cfg.Seeds, max(cfg.FirstSeed, 1), cfg.Nodes, res.Wall.Seconds())
-			for _, f := range res.Failures {
-				fmt.Fprintf(w, "FAILED seed %d %s (recovery %v) [%s]: %s: %s\n", f.Seed, f.Design, f.Recovery, strings.Join(f.Scenarios, "+"), f.Outcome, f.Err)
+			if jsonOut {
+				if err := json.NewEncoder(w).Encode(res.Record()); err != nil {
+					return err
+				}
+			} else {
+				printSoak(w, res)
 			}
 			if !res.OK() {
-				return fmt.Errorf("soak: %d silent failures, %d hangs, %d checker hazards, %d unrecovered", res.Silent, res.Hangs, res.Checker, res.Unrecovered)
+				return fmt.Errorf("soak: %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered", res.Silent, res.Hangs, res.Checker, res.Masked, res.Unrecovered)
 			}
 			return nil
 		},
@@ -90,6 +82,38 @@ Scenarios: ` + strings.Join(faults.Scenarios, ", ") + `.`,
 	fl.StringVar(&cfg.Profile, "profile", "edr-cx4", "hardware profile")
 	fl.BoolVar(&cfg.Payload, "payload", true, "move and check every byte")
 	fl.Float64Var(&wallS, "wall-limit-s", 60, "a run taking longer (wall seconds) counts as a hang")
-	fl.BoolVarP(&verbose, "verbose", "v", false, "one line per run")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "one line per run (on standard error with --json)")
+	fl.BoolVar(&jsonOut, "json", false, "print the soak record (docs/results.md) as one JSON object instead of tables")
 	return cmd
+}
+
+func printSoak(w io.Writer, res *experiments.SoakResult) {
+	t := newTable(w)
+	t.Header("runs", "faults injected", "exact", "clean errors", "silent", "hangs", "checker", "masked", "unrecovered")
+	t.Append(fmt.Sprint(res.Runs), fmt.Sprint(res.Injected), fmt.Sprint(res.Exact), fmt.Sprint(res.CleanErrors),
+		fmt.Sprint(res.Silent), fmt.Sprint(res.Hangs), fmt.Sprint(res.Checker), fmt.Sprint(res.Masked), fmt.Sprint(res.Unrecovered))
+	t.Render()
+	for _, by := range []struct {
+		name string
+		m    map[string]*experiments.SoakCounts
+	}{{"scenario", res.ByScenario}, {"design", res.ByDesign}} {
+		var names []string
+		for k := range by.m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		t = newTable(w)
+		t.Header(by.name, "runs", "exact", "clean errors", "silent", "hangs", "checker", "masked", "unrecovered")
+		for _, k := range names {
+			v := by.m[k]
+			t.Append(k, fmt.Sprint(v.Runs), fmt.Sprint(v.Exact), fmt.Sprint(v.CleanErrors), fmt.Sprint(v.Silent), fmt.Sprint(v.Hangs),
+				fmt.Sprint(v.Checker), fmt.Sprint(v.Masked), fmt.Sprint(v.Unrecovered))
+		}
+		t.Render()
+	}
+	c := res.Config
+	fmt.Fprintf(w, "%d seeds from %d, %d nodes; %.1fs wall\n", c.Seeds, c.FirstSeed, c.Nodes, res.Wall.Seconds())
+	for _, f := range res.Failures {
+		fmt.Fprintf(w, "FAILED seed %d %s (recovery %v) [%s]: %s: %s\n", f.Seed, f.Design, f.Recovery, strings.Join(f.Scenarios, "+"), f.Outcome, f.Err)
+	}
 }

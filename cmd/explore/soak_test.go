@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -33,6 +34,37 @@ func TestSoakCommand(t *testing.T) {
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestSoakJSON: soak --json prints the soak record of docs/results.md,
+// with the high-UD-loss family.
+func TestSoakJSON(t *testing.T) {
+	var out bytes.Buffer
+	cmd := soakCmd()
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--seeds", "1", "--nodes", "3", "--designs", "MESQ/SR,MEMQ/SR", "--bytes-per-node", "65536", "--json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rec); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out.String())
+	}
+	for _, f := range []string{"experiment", "runs", "faults_injected", "exact_deliveries", "clean_errors", "silent_failures", "hangs",
+		"checker_findings", "masked_errors", "unrecovered", "by_design", "by_fault", "seeds", "nodes", "wall_s"} {
+		if _, ok := rec[f]; !ok {
+			t.Errorf("record lacks %q: %s", f, out.String())
+		}
+	}
+	if rec["experiment"] != "soak" || rec["runs"] != 4.0 || rec["nodes"] != 3.0 {
+		t.Errorf("record %s", out.String())
+	}
+	if _, ok := rec["by_fault"].(map[string]any)["ud-loss-high"]; !ok {
+		t.Errorf("no ud-loss-high runs: %s", out.String())
+	}
+	if _, ok := rec["by_design"].(map[string]any)["MESQ/SR+recovery"]; !ok {
+		t.Errorf("no per-design counts: %s", out.String())
 	}
 }
 

@@ -199,8 +199,8 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 	def := experiments.DefaultConfig()
 	flags := runCmd().Flags()
 	flags.VisitAll(func(f *pflag.Flag) {
-		// Output and where to run (the backend) are not sweep parameters.
-		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit"}, f.Name) ||
+		// Output, where to run (the backend) and the memory guard are not sweep parameters.
+		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check"}, f.Name) ||
 			strings.HasPrefix(f.Name, "fault") { // faults are the soak's business, not a sweep's
 			return
 		}

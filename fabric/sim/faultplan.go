@@ -199,6 +199,11 @@ type injector struct {
 	down    [][]window
 	starve  [][]window
 	crashAt []fabric.Time
+	// crashSeen marks the nodes whose crash took effect: a thread of the
+	// node stopped or the node's link dropped a packet. A thread's clock
+	// runs ahead of the cluster's, so the cluster's clock at the end of a
+	// run can be short of a crash that has happened.
+	crashSeen []bool
 	// Counts of what was injected.
 	counts FaultCounts
 }
@@ -245,7 +250,7 @@ func (c *Cluster) SetPlan(p *Plan) error {
 		return err
 	}
 	in := &injector{plan: *p, down: make([][]window, len(c.nodes)), starve: make([][]window, len(c.nodes)),
-		crashAt: make([]fabric.Time, len(c.nodes))}
+		crashAt: make([]fabric.Time, len(c.nodes)), crashSeen: make([]bool, len(c.nodes))}
 	in.plan.Rules = append([]Rule(nil), p.Rules...)
 	for i := range in.crashAt {
 		in.crashAt[i] = fabric.Forever
@@ -275,6 +280,7 @@ func (c *Cluster) SetPlan(p *Plan) error {
 // node crashed).
 func (in *injector) linkDown(node int, t fabric.Time) bool {
 	if t >= in.crashAt[node] {
+		in.crashSeen[node] = true
 		return true
 	}
 	for _, w := range in.down[node] {
@@ -384,7 +390,7 @@ func (c *Cluster) FaultCounts() FaultCounts {
 	f := c.inj.counts
 	f.Crashed = nil
 	for i, at := range c.inj.crashAt {
-		if at != fabric.Forever && c.now >= at {
+		if at != fabric.Forever && (c.now >= at || c.inj.crashSeen[i]) {
 			f.Crashed = append(f.Crashed, i)
 		}
 	}
@@ -415,7 +421,7 @@ func (c *Cluster) FaultSummary() string {
 				parts = append(parts, r.describe())
 			}
 		case Crash:
-			if c.now >= r.From {
+			if c.now >= r.From || in.crashSeen[r.Node] && in.crashAt[r.Node] == r.From {
 				parts = append(parts, fmt.Sprintf("node %d crashed at %v", r.Node, fabric.Duration(r.From)))
 			}
 		}
@@ -466,6 +472,9 @@ func (c *Cluster) rtsAttr(q *qp) {
 // limit); aborting the run unwinds it.
 func (th *thread) freeze() {
 	c := th.c
+	if c.inj != nil {
+		c.inj.crashSeen[th.node.id] = true
+	}
 	th.gen++
 	c.timers.clear(th)
 	th.waitSince, th.waitOn = c.now, crashed(th.node.id)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -228,21 +229,9 @@ func (p *Profile) Validate() error {
 	bad := func(field string, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("profile field %s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	pos := func(field string, v float64) {
-		if !(v > 0) || math.IsInf(v, 0) {
-			bad(field, "must be a positive number, got %v (missing?)", v)
-		}
-	}
-	nonneg := func(field string, v float64) {
-		if !(v >= 0) || math.IsInf(v, 0) {
-			bad(field, "must be zero or positive, got %v", v)
-		}
-	}
 	if p.Name == "" {
 		bad("name", "missing")
 	}
-	pos("link.lanes", float64(p.Link.Lanes))
-	pos("link.lane_gbaud", p.Link.LaneGbaud)
 	if _, ok := encodings[p.Link.Encoding]; !ok {
 		bad("link.encoding", "must be \"8b/10b\", \"64b/66b\" or \"rs-fec\", got %q", p.Link.Encoding)
 	}
@@ -251,39 +240,26 @@ func (p *Profile) Validate() error {
 	default:
 		bad("link.mtu", "must be one of 256, 512, 1024, 2048, 4096 bytes, got %d", p.Link.MTU)
 	}
-	nonneg("link.propagation_ns", p.Link.PropagationNS)
-	nonneg("switch.latency_ns", p.Switch.LatencyNS)
-	nonneg("nic.tx_latency_ns", p.NIC.TxLatencyNS)
-	nonneg("nic.rx_latency_ns", p.NIC.RxLatencyNS)
-	nonneg("nic.ack_delay_ns", p.NIC.LocalAckNS)
-	pos("nic.max_qp", float64(p.NIC.MaxQP))
-	pos("nic.max_qp_wr", float64(p.NIC.MaxQPWR))
-	pos("nic.max_cqe", float64(p.NIC.MaxCQE))
-	nonneg("nic.max_inline_rc", float64(p.NIC.MaxInlineRC))
-	nonneg("nic.max_inline_ud", float64(p.NIC.MaxInlineUD))
-	pos("nic.max_rd_atomic", float64(p.NIC.MaxRdAtomic))
-	pos("nic.max_mr_bytes", float64(p.NIC.MaxMRBytes))
-	pos("host.cores", float64(p.Host.Cores))
-	pos("host.ghz", p.Host.GHz)
+	for _, f := range p.numbers() {
+		switch {
+		case f.positive && !(f.v > 0):
+			bad(f.field, "must be a positive number, got %v (missing?)", f.v)
+		case !(f.v >= 0):
+			bad(f.field, "must be zero or positive, got %v", f.v)
+		case f.v > f.max:
+			// Beyond the bound the model's picosecond arithmetic can
+			// overflow (1e13 us of registration became a shorter setup).
+			lo := "0"
+			if f.positive {
+				lo = "above 0"
+			}
+			num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+			bad(f.field, "%s %s outside the range %s to %s %s", num(f.v), f.unit, lo, num(f.max), f.unit)
+		}
+	}
 	if p.Host.GHz > 10 {
 		bad("host.ghz", "%v GHz is not a plausible clock (did you mean MHz?)", p.Host.GHz)
 	}
-	nonneg("host.post_send_ns", p.Host.PostSendNS)
-	nonneg("host.post_recv_ns", p.Host.PostRecvNS)
-	nonneg("host.poll_empty_ns", p.Host.PollEmptyNS)
-	nonneg("host.poll_per_cqe_ns", p.Host.PollPerCQENS)
-	nonneg("host.lock_ns", p.Host.LockNS)
-	nonneg("host.lock_handoff_ns", p.Host.LockHandoffNS)
-	nonneg("oob.rtt_us", p.OOB.RTTUS)
-	pos("switch.input_buffer_bytes", float64(p.Switch.InputBufferBytes))
-	pos("nic.processing_units", float64(p.NIC.ProcessingUnits))
-	pos("nic.wqe_ns", p.NIC.WQENS)
-	nonneg("nic.rx_packet_ns", p.NIC.RxPacketNS)
-	pos("nic.rx_buffer_bytes", float64(p.NIC.RxBufferBytes))
-	pos("nic.qp_cache_entries", float64(p.NIC.QPCacheEntries))
-	nonneg("nic.qp_cache_miss_ns", p.NIC.QPCacheMissNS)
-	nonneg("nic.mpt_cache_entries", float64(p.NIC.MPTCacheEntries))
-	nonneg("nic.mtt_cache_entries", float64(p.NIC.MTTCacheEntries))
 	switch mpt, mtt := p.NIC.MPTCacheEntries, p.NIC.MTTCacheEntries; {
 	case mtt%mttLinePages != 0:
 		bad("nic.mtt_cache_entries", "%d is not a multiple of %d (entries are fetched in 64-byte lines of %d)", mtt, mttLinePages, mttLinePages)
@@ -292,17 +268,6 @@ func (p *Profile) Validate() error {
 	case mpt > 0 && mtt == 0:
 		bad("nic.mtt_cache_entries", "0 with nic.mpt_cache_entries %d: set both to 0 to leave translation out of the model, or both positive", mpt)
 	}
-	pos("host.memcpy_gbps", p.Host.MemcpyGBps)
-	nonneg("host.hash_tuple_ns", p.Host.HashTupleNS)
-	pos("pcie.gbps", p.PCIe.GBps)
-	nonneg("pcie.rtt_ns", p.PCIe.RTTNS)
-	nonneg("setup.reg_mr_us", p.Setup.RegMRUS)
-	nonneg("setup.reg_mr_per_page_ns", p.Setup.RegMRPerPageNS)
-	nonneg("setup.dereg_mr_us", p.Setup.DeregMRUS)
-	nonneg("setup.dereg_mr_per_page_ns", p.Setup.DeregPerPageNS)
-	nonneg("setup.create_qp_us", p.Setup.CreateQPUS)
-	nonneg("setup.modify_qp_us", p.Setup.ModifyQPUS)
-	nonneg("setup.create_cq_us", p.Setup.CreateCQUS)
 	if mtuPkt := p.Link.MTU + maxHeaderBytes; p.Switch.InputBufferBytes > 0 && p.Switch.InputBufferBytes < mtuPkt {
 		bad("switch.input_buffer_bytes", "%d bytes cannot hold one MTU packet (%d bytes)", p.Switch.InputBufferBytes, mtuPkt)
 	}
@@ -310,6 +275,78 @@ func (p *Profile) Validate() error {
 		bad("nic.rx_buffer_bytes", "%d bytes cannot hold one MTU packet (%d bytes)", p.NIC.RxBufferBytes, mtuPkt)
 	}
 	return errors.Join(errs...)
+}
+
+// profileNumber is one numeric field of a profile with its unit and its
+// allowed range: zero (or, if positive, above zero) to max.
+type profileNumber struct {
+	field, unit string
+	v, max      float64
+	positive    bool
+}
+
+// Upper bounds of the numeric fields: well above any real hardware, and
+// low enough that the model's arithmetic (int64 picoseconds, products of
+// per-page costs and region sizes) cannot overflow.
+const (
+	maxLatencyNS = 1e6     // 1 ms: a latency, delay or per-item CPU cost
+	maxSetupUS   = 1e6     // 1 s: one control-path verb
+	maxCount     = 1 << 24 // queue pairs, work requests, cache entries (QPNs are 24 bits)
+	maxBytes     = 1 << 30 // a buffer on the NIC or switch, inline data
+	maxRateGB    = 1e4     // GB/s or Gbaud: 10 TB/s
+)
+
+// numbers lists the profile's numeric fields with their units and ranges.
+func (p *Profile) numbers() []profileNumber {
+	n := func(field, unit string, v, max float64, positive bool) profileNumber {
+		return profileNumber{field: field, unit: unit, v: v, max: max, positive: positive}
+	}
+	l, sw, nic, h, s := &p.Link, &p.Switch, &p.NIC, &p.Host, &p.Setup
+	return []profileNumber{
+		n("link.lanes", "lanes", float64(l.Lanes), 12, true),
+		n("link.lane_gbaud", "Gbaud", l.LaneGbaud, maxRateGB, true),
+		n("link.propagation_ns", "ns", l.PropagationNS, maxLatencyNS, false),
+		n("switch.latency_ns", "ns", sw.LatencyNS, maxLatencyNS, false),
+		n("switch.input_buffer_bytes", "bytes", float64(sw.InputBufferBytes), maxBytes, true),
+		n("nic.tx_latency_ns", "ns", nic.TxLatencyNS, maxLatencyNS, false),
+		n("nic.rx_latency_ns", "ns", nic.RxLatencyNS, maxLatencyNS, false),
+		n("nic.ack_delay_ns", "ns", nic.LocalAckNS, maxLatencyNS, false),
+		n("nic.max_qp", "queue pairs", float64(nic.MaxQP), maxCount, true),
+		n("nic.max_qp_wr", "work requests", float64(nic.MaxQPWR), maxCount, true),
+		n("nic.max_cqe", "completions", float64(nic.MaxCQE), maxCount, true),
+		n("nic.max_inline_rc", "bytes", float64(nic.MaxInlineRC), maxBytes, false),
+		n("nic.max_inline_ud", "bytes", float64(nic.MaxInlineUD), maxBytes, false),
+		n("nic.max_rd_atomic", "reads", float64(nic.MaxRdAtomic), 1<<16, true),
+		n("nic.max_mr_bytes", "bytes", float64(nic.MaxMRBytes), 1<<52, true),
+		n("nic.processing_units", "units", float64(nic.ProcessingUnits), 1<<16, true),
+		n("nic.wqe_ns", "ns", nic.WQENS, maxLatencyNS, true),
+		n("nic.rx_packet_ns", "ns", nic.RxPacketNS, maxLatencyNS, false),
+		n("nic.rx_buffer_bytes", "bytes", float64(nic.RxBufferBytes), maxBytes, true),
+		n("nic.qp_cache_entries", "entries", float64(nic.QPCacheEntries), maxCount, true),
+		n("nic.qp_cache_miss_ns", "ns", nic.QPCacheMissNS, maxLatencyNS, false),
+		n("nic.mpt_cache_entries", "entries", float64(nic.MPTCacheEntries), maxCount, false),
+		n("nic.mtt_cache_entries", "entries", float64(nic.MTTCacheEntries), maxCount, false),
+		n("host.cores", "cores", float64(h.Cores), 1<<12, true),
+		n("host.ghz", "GHz", h.GHz, maxRateGB, true),
+		n("host.post_send_ns", "ns", h.PostSendNS, maxLatencyNS, false),
+		n("host.post_recv_ns", "ns", h.PostRecvNS, maxLatencyNS, false),
+		n("host.poll_empty_ns", "ns", h.PollEmptyNS, maxLatencyNS, false),
+		n("host.poll_per_cqe_ns", "ns", h.PollPerCQENS, maxLatencyNS, false),
+		n("host.lock_ns", "ns", h.LockNS, maxLatencyNS, false),
+		n("host.lock_handoff_ns", "ns", h.LockHandoffNS, maxLatencyNS, false),
+		n("host.memcpy_gbps", "GB/s", h.MemcpyGBps, maxRateGB, true),
+		n("host.hash_tuple_ns", "ns", h.HashTupleNS, maxLatencyNS, false),
+		n("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB, true),
+		n("pcie.rtt_ns", "ns", p.PCIe.RTTNS, maxLatencyNS, false),
+		n("setup.reg_mr_us", "us", s.RegMRUS, maxSetupUS, false),
+		n("setup.reg_mr_per_page_ns", "ns", s.RegMRPerPageNS, maxLatencyNS, false),
+		n("setup.dereg_mr_us", "us", s.DeregMRUS, maxSetupUS, false),
+		n("setup.dereg_mr_per_page_ns", "ns", s.DeregPerPageNS, maxLatencyNS, false),
+		n("setup.create_qp_us", "us", s.CreateQPUS, maxSetupUS, false),
+		n("setup.modify_qp_us", "us", s.ModifyQPUS, maxSetupUS, false),
+		n("setup.create_cq_us", "us", s.CreateCQUS, maxSetupUS, false),
+		n("oob.rtt_us", "us", p.OOB.RTTUS, maxSetupUS, false),
+	}
 }
 
 // encodings maps a line code to the fraction of the signalling rate that
