@@ -82,8 +82,8 @@ func recvBuffersPerNode(r *Record) float64 {
 	return float64(r.Buffers * r.Threads * r.Nodes)
 }
 
-func init() {
-	Figures = append(Figures,
+func adaptiveFigures() []Figure {
+	return []Figure{
 		Figure{
 			ID: "fig23", X: "buffers", Title: "Fixed, adaptive and bandwidth-delay-product buffering (seed 001 fig. 23)", Claims: []string{"C19"},
 			Sweeps: func(full bool) ([]*Sweep, error) { return adaptiveSweeps("fig23", full, false) },
@@ -124,15 +124,7 @@ func init() {
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true, Series: series, HLines: ref}}}, nil
 			},
 		},
-	)
-	judges["C19"] = struct {
-		fig  string
-		rule judgeFunc
-	}{"fig23", judgeC19}
-	judges["C20"] = struct {
-		fig  string
-		rule judgeFunc
-	}{"fig24", judgeC20}
+	}
 }
 
 // judgeC19: at every load, adaptive within 3% of the best fixed depth (or

@@ -103,200 +103,210 @@ func sweeps(ss ...func() (*Sweep, error)) ([]*Sweep, error) {
 	return out, nil
 }
 
-// Figures lists the figures in the order of the paper.
-var Figures = []Figure{
-	{
-		ID: "fig13", X: "credit-every", Title: "Credit write-back frequency (seed 001 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 16<<20))
-			base.Buffers = 16
-			mem := figBase("edr-cx4", 8, 14, 64<<10)
-			mem.Buffers, mem.CreditEvery = 16, 16
-			return sweeps(
-				func() (*Sweep, error) {
-					return NewSweep("fig13", base, Vary("design", "MESQ/SR", "MEMQ/SR"), Vary("credit-every", 1, 2, 4, 8, 16))
-				},
-				func() (*Sweep, error) { return NewSweep("fig13-qperf", base, Vary("design", "qperf")) },
-				func() (*Sweep, error) { return NewSweep("fig13-memory", mem, Vary("design", "MESQ/SR", "MEMQ/SR")) },
-			)
+// AllFigures lists every figure (a fresh slice), in this order: seed 001's
+// figures 13-22, its adaptive-buffer figures 23-24, the I-Store figures,
+// the peer designs' figures and seed 001's TPC-H figures 26-27.
+func AllFigures() []Figure {
+	return slices.Concat(seedFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures())
+}
+
+// seedFigures are seed 001's figures 13-22, in the order of the paper.
+func seedFigures() []Figure {
+	return []Figure{
+		{
+			ID: "fig13", X: "credit-every", Title: "Credit write-back frequency (seed 001 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 16<<20))
+				base.Buffers = 16
+				mem := figBase("edr-cx4", 8, 14, 64<<10)
+				mem.Buffers, mem.CreditEvery = 16, 16
+				return sweeps(
+					func() (*Sweep, error) {
+						return NewSweep("fig13", base, Vary("design", "MESQ/SR", "MEMQ/SR"), Vary("credit-every", 1, 2, 4, 8, 16))
+					},
+					func() (*Sweep, error) { return NewSweep("fig13-qperf", base, Vary("design", "qperf")) },
+					func() (*Sweep, error) { return NewSweep("fig13-memory", mem, Vary("design", "MESQ/SR", "MEMQ/SR")) },
+				)
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				main := filter(rs, func(r *Record) bool { return r.Design != "qperf" && r.BytesPerPair != 64<<10 }) // not the memory runs
+				var ref []RefLine
+				if q := filter(rs, func(r *Record) bool { return designOf(r.Design).Ceiling }); len(q) > 0 {
+					ref = append(ref, RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
+				}
+				byDesign := func(r *Record) string { return r.Design }
+				f := func(r *Record) float64 { return float64(r.CreditEvery) }
+				return []NamedPlot{
+					{"fig13", PlotSpec{Title: "Throughput vs credit write-back frequency (8 nodes, EDR)", XLabel: "receives per credit write-back",
+						YLabel: "receive throughput per node [GiB/s]", Kind: "lines", Series: lines(main, byDesign, f, tput), HLines: ref}},
+					{"fig14", PlotSpec{Title: "Receivers' time returning buffers and credit", XLabel: "receives per credit write-back",
+						YLabel: "time in Release [ms per GiB]", Kind: "lines", Series: lines(main, byDesign, f, func(r *Record) float64 { return r.ReleaseMSPerGiB })}},
+				}, nil
+			},
 		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			main := filter(rs, func(r *Record) bool { return r.Design != "qperf" && r.BytesPerPair != 64<<10 }) // not the memory runs
-			var ref []RefLine
-			if q := filter(rs, func(r *Record) bool { return r.Design == "qperf" }); len(q) > 0 {
-				ref = append(ref, RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
-			}
-			byDesign := func(r *Record) string { return r.Design }
-			f := func(r *Record) float64 { return float64(r.CreditEvery) }
-			return []NamedPlot{
-				{"fig13", PlotSpec{Title: "Throughput vs credit write-back frequency (8 nodes, EDR)", XLabel: "receives per credit write-back",
-					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", Series: lines(main, byDesign, f, tput), HLines: ref}},
-				{"fig14", PlotSpec{Title: "Receivers' time returning buffers and credit", XLabel: "receives per credit write-back",
-					YLabel: "time in Release [ms per GiB]", Kind: "lines", Series: lines(main, byDesign, f, func(r *Record) float64 { return r.ReleaseMSPerGiB })}},
-			}, nil
+		{
+			ID: "fig15", X: "cycles-per-tuple", Title: "RDMA Write notification variants under receiver load (seed 001 fig. 15)", Claims: []string{"C4"},
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
+				base.Design = "MEMQ/WR"
+				return sweeps(func() (*Sweep, error) {
+					return NewSweep("fig15", base, Vary("notify", "cq", "buffers", "queue"), Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
+				})
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig15", PlotSpec{Title: "MEMQ/WR notification variants (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
+					YLabel: "receive throughput per node [GiB/s]", Kind: "lines",
+					Series: lines(all(rs), func(r *Record) string { return "notify=" + r.Notify }, batchMicros, tput)}}}, nil
+			},
 		},
-	},
-	{
-		ID: "fig15", X: "cycles-per-tuple", Title: "RDMA Write notification variants under receiver load (seed 001 fig. 15)", Claims: []string{"C4"},
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
-			base.Design = "MEMQ/WR"
-			return sweeps(func() (*Sweep, error) {
-				return NewSweep("fig15", base, Vary("notify", "cq", "buffers", "queue"), Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
-			})
+		{
+			ID: "fig16", X: "notify", Title: "When a slot returns to the sender, per notification variant (seed 001 fig. 16)", Claims: []string{"C5"},
+			Table: func(r *Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
+				base.Design = "MEMQ/WR"
+				return sweeps(func() (*Sweep, error) { return NewSweep("fig16", base, Vary("notify", "cq", "buffers", "queue")) })
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig16", PlotSpec{Title: "Slot return latency (MEMQ/WR, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
+					YLabel: "slot return after its write [us]", Kind: "bars",
+					Series: bars(all(rs), func(*Record) string { return "MEMQ/WR" }, func(r *Record) string { return r.Notify },
+						func(r *Record) float64 { return r.SlotReturnUS })}}}, nil
+			},
 		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			return []NamedPlot{{"fig15", PlotSpec{Title: "MEMQ/WR notification variants (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
-				YLabel: "receive throughput per node [GiB/s]", Kind: "lines",
-				Series: lines(all(rs), func(r *Record) string { return "notify=" + r.Notify }, batchMicros, tput)}}}, nil
+		{
+			ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (seed 001 fig. 17)", Claims: []string{"C6"},
+			Table: func(r *Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 1<<20, 8<<20))
+				base.Design, base.Buffers = "MEMQ/WR", 4
+				return sweeps(func() (*Sweep, error) {
+					return NewSweep("fig17", base, Vary("notify", "cq", "buffers", "queue"), Vary("credit-every", 1, 2, 4))
+				})
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig17", PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR, 8 nodes, EDR)", XLabel: "receives per credit write-back",
+					YLabel: "RDMA Writes per data transfer", Kind: "lines",
+					Series: lines(all(rs), func(r *Record) string { return "notify=" + r.Notify }, func(r *Record) float64 { return float64(r.CreditEvery) },
+						func(r *Record) float64 { return r.WritesPerTransfer })}}}, nil
+			},
 		},
-	},
-	{
-		ID: "fig16", X: "notify", Title: "When a slot returns to the sender, per notification variant (seed 001 fig. 16)", Claims: []string{"C5"},
-		Table: func(r *Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
-			base.Design = "MEMQ/WR"
-			return sweeps(func() (*Sweep, error) { return NewSweep("fig16", base, Vary("notify", "cq", "buffers", "queue")) })
+		{
+			ID: "fig18", X: "msg-bytes", Title: "Message size (seed 001 fig. 18)", Claims: []string{"C7", "C8"},
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				t := scale(full, 8, 14)
+				base := figBase("edr-cx4", 8, t, scale[int64](full, 2<<20, 16<<20))
+				ud := figBase("edr-cx4", 8, t, scale[int64](full, 256<<10, 4<<20))
+				return sweeps(
+					func() (*Sweep, error) {
+						return NewSweep("fig18", base, Vary("design", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"),
+							Vary("msg-bytes", 4096, 16384, 65536, 262144, 1048576))
+					},
+					func() (*Sweep, error) { return NewSweep("fig18-ud", ud, Vary("design", "SESQ/SR", "MESQ/SR")) },
+				)
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				rc := filter(rs, func(r *Record) bool { return !isUD(r.Design) })
+				byDesign := func(r *Record) string { return r.Design }
+				size := func(r *Record) float64 { return float64(r.MsgBytes) }
+				return []NamedPlot{
+					{"fig18", PlotSpec{Title: "Throughput vs message size (8 nodes, EDR)", XLabel: "message size [bytes]", YLabel: "receive throughput per node [GiB/s]",
+						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, tput)}},
+					{"fig18c", PlotSpec{Title: "Registered memory vs message size", XLabel: "message size [bytes]", YLabel: "registered memory per node [MiB]",
+						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, func(r *Record) float64 { return float64(r.RegisteredPer) / (1 << 20) })}},
+				}, nil
+			},
 		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			return []NamedPlot{{"fig16", PlotSpec{Title: "Slot return latency (MEMQ/WR, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
-				YLabel: "slot return after its write [us]", Kind: "bars",
-				Series: bars(all(rs), func(*Record) string { return "MEMQ/WR" }, func(r *Record) string { return r.Notify },
-					func(r *Record) float64 { return r.SlotReturnUS })}}}, nil
+		{
+			ID: "fig19", X: "nodes", Title: "Cluster size, FDR and EDR, repartition and broadcast (seed 001 fig. 19)",
+			Claims: []string{"C9", "C10", "C11", "C12", "C13", "C14", "C15"},
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				// Quick: 10 threads, so that MEMQ's n x t queue pairs exceed
+				// the FDR context cache at 16 nodes as with the paper's 14.
+				base := figBase("edr-cx4", 2, scale(full, 10, 14), scale[int64](full, 256<<10, 8<<20))
+				designs := append(SeedDesigns(), "MPI", "IPoIB")
+				nodes := Vary("nodes", 2, 4, 8, 16)
+				profiles := Vary("profile", "fdr-cx3", "edr-cx4")
+				return sweeps(
+					func() (*Sweep, error) {
+						return NewSweep("fig19", base, profiles, Vary("pattern", "repartition", "broadcast"), Vary("design", anys(designs...)...), nodes)
+					},
+					func() (*Sweep, error) { return NewSweep("fig19-qperf", base, profiles, Vary("design", "qperf"), nodes) },
+				)
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				var out []NamedPlot
+				for i, panel := range []struct{ profile, pattern string }{
+					{"fdr-cx3", "repartition"}, {"fdr-cx3", "broadcast"}, {"edr-cx4", "repartition"}, {"edr-cx4", "broadcast"},
+				} {
+					sel := filter(rs, func(r *Record) bool { return r.Profile == panel.profile && r.Pattern == panel.pattern })
+					out = append(out, NamedPlot{fmt.Sprintf("fig19%c", 'a'+i), PlotSpec{
+						Title:  fmt.Sprintf("%s, %s", panel.pattern, panel.profile),
+						XLabel: "nodes", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
+						Series: bars(sel, func(r *Record) string { return r.Design }, func(r *Record) string { return fmt.Sprint(r.Nodes) }, tput)}})
+				}
+				return out, nil
+			},
 		},
-	},
-	{
-		ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (seed 001 fig. 17)", Claims: []string{"C6"},
-		Table: func(r *Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 1<<20, 8<<20))
-			base.Design, base.Buffers = "MEMQ/WR", 4
-			return sweeps(func() (*Sweep, error) {
-				return NewSweep("fig17", base, Vary("notify", "cq", "buffers", "queue"), Vary("credit-every", 1, 2, 4))
-			})
+		{
+			ID: "fig20", X: "threads", Title: "Queue pairs per node at 16 nodes (seed 001 fig. 20)", Claims: []string{"C16"},
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				base := figBase("edr-cx4", 16, 2, scale[int64](full, 128<<10, 8<<20))
+				threads := Vary("threads", anys(scale(full, []int{2, 4, 8}, []int{2, 4, 8, 14})...)...)
+				return sweeps(func() (*Sweep, error) {
+					return NewSweep("fig20", base, Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MEMQ/RD"), threads)
+				})
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig20", PlotSpec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
+					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true,
+					Series: lines(all(rs), func(r *Record) string { return r.Design }, func(r *Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
+			},
 		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			return []NamedPlot{{"fig17", PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR, 8 nodes, EDR)", XLabel: "receives per credit write-back",
-				YLabel: "RDMA Writes per data transfer", Kind: "lines",
-				Series: lines(all(rs), func(r *Record) string { return "notify=" + r.Notify }, func(r *Record) float64 { return float64(r.CreditEvery) },
-					func(r *Record) float64 { return r.WritesPerTransfer })}}}, nil
+		{
+			ID: "fig21", X: "nodes", Title: "Connection setup time (seed 001 fig. 21)", Claims: []string{"C17"},
+			Table: func(r *Record) float64 { return r.SetupMS }, TableUnit: "setup [ms]", NoSteady: true,
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				base := figBase("edr-cx4", 2, scale(full, 4, 14), 16<<10)
+				return sweeps(func() (*Sweep, error) {
+					return NewSweep("fig21", base, Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MPI"), Vary("nodes", 2, 4, 8, 16))
+				})
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig21", PlotSpec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
+					Series: lines(all(rs), func(r *Record) string { return r.Design }, func(r *Record) float64 { return float64(r.Nodes) },
+						func(r *Record) float64 { return r.SetupMS })}}}, nil
+			},
 		},
-	},
-	{
-		ID: "fig18", X: "msg-bytes", Title: "Message size (seed 001 fig. 18)", Claims: []string{"C7", "C8"},
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			t := scale(full, 8, 14)
-			base := figBase("edr-cx4", 8, t, scale[int64](full, 2<<20, 16<<20))
-			ud := figBase("edr-cx4", 8, t, scale[int64](full, 256<<10, 4<<20))
-			return sweeps(
-				func() (*Sweep, error) {
-					return NewSweep("fig18", base, Vary("design", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"),
-						Vary("msg-bytes", 4096, 16384, 65536, 262144, 1048576))
-				},
-				func() (*Sweep, error) { return NewSweep("fig18-ud", ud, Vary("design", "SESQ/SR", "MESQ/SR")) },
-			)
+		{
+			ID: "fig22", X: "cycles-per-tuple", Title: "Overlap of communication and computation (seed 001 fig. 22)", Claims: []string{"C18"},
+			Sweeps: func(full bool) ([]*Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
+				return sweeps(func() (*Sweep, error) {
+					return NewSweep("fig22", base, Vary("design", "SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/RD", "MEMQ/WR", "MPI", "IPoIB"),
+						Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32, 64, 128))
+				})
+			},
+			Plots: func(rs []Result) ([]NamedPlot, error) {
+				loaded := filter(rs, func(r *Record) bool { return r.CyclesPerTuple > 0 })
+				return []NamedPlot{{"fig22", PlotSpec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
+					XLabel: "processing per 32 KiB batch [us]", YLabel: "throughput / processing throughput", Kind: "lines",
+					Series: lines(loaded, func(r *Record) string { return r.Design }, batchMicros, overlap)}}}, nil
+			},
 		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			rc := filter(rs, func(r *Record) bool { return !strings.Contains(r.Design, "SQ/") })
-			byDesign := func(r *Record) string { return r.Design }
-			size := func(r *Record) float64 { return float64(r.MsgBytes) }
-			return []NamedPlot{
-				{"fig18", PlotSpec{Title: "Throughput vs message size (8 nodes, EDR)", XLabel: "message size [bytes]", YLabel: "receive throughput per node [GiB/s]",
-					Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, tput)}},
-				{"fig18c", PlotSpec{Title: "Registered memory vs message size", XLabel: "message size [bytes]", YLabel: "registered memory per node [MiB]",
-					Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, func(r *Record) float64 { return float64(r.RegisteredPer) / (1 << 20) })}},
-			}, nil
-		},
-	},
-	{
-		ID: "fig19", X: "nodes", Title: "Cluster size, FDR and EDR, repartition and broadcast (seed 001 fig. 19)",
-		Claims: []string{"C9", "C10", "C11", "C12", "C13", "C14", "C15"},
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			// Quick: 10 threads, so that MEMQ's n x t queue pairs exceed
-			// the FDR context cache at 16 nodes as with the paper's 14.
-			base := figBase("edr-cx4", 2, scale(full, 10, 14), scale[int64](full, 256<<10, 8<<20))
-			designs := append(append([]string{}, Designs...), "MPI", "IPoIB")
-			nodes := Vary("nodes", 2, 4, 8, 16)
-			profiles := Vary("profile", "fdr-cx3", "edr-cx4")
-			return sweeps(
-				func() (*Sweep, error) {
-					return NewSweep("fig19", base, profiles, Vary("pattern", "repartition", "broadcast"), Vary("design", anys(designs...)...), nodes)
-				},
-				func() (*Sweep, error) { return NewSweep("fig19-qperf", base, profiles, Vary("design", "qperf"), nodes) },
-			)
-		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			var out []NamedPlot
-			for i, panel := range []struct{ profile, pattern string }{
-				{"fdr-cx3", "repartition"}, {"fdr-cx3", "broadcast"}, {"edr-cx4", "repartition"}, {"edr-cx4", "broadcast"},
-			} {
-				sel := filter(rs, func(r *Record) bool { return r.Profile == panel.profile && r.Pattern == panel.pattern })
-				out = append(out, NamedPlot{fmt.Sprintf("fig19%c", 'a'+i), PlotSpec{
-					Title:  fmt.Sprintf("%s, %s", panel.pattern, panel.profile),
-					XLabel: "nodes", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
-					Series: bars(sel, func(r *Record) string { return r.Design }, func(r *Record) string { return fmt.Sprint(r.Nodes) }, tput)}})
-			}
-			return out, nil
-		},
-	},
-	{
-		ID: "fig20", X: "threads", Title: "Queue pairs per node at 16 nodes (seed 001 fig. 20)", Claims: []string{"C16"},
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			base := figBase("edr-cx4", 16, 2, scale[int64](full, 128<<10, 8<<20))
-			threads := Vary("threads", anys(scale(full, []int{2, 4, 8}, []int{2, 4, 8, 14})...)...)
-			return sweeps(func() (*Sweep, error) {
-				return NewSweep("fig20", base, Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MEMQ/RD"), threads)
-			})
-		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			return []NamedPlot{{"fig20", PlotSpec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
-				YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true,
-				Series: lines(all(rs), func(r *Record) string { return r.Design }, func(r *Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
-		},
-	},
-	{
-		ID: "fig21", X: "nodes", Title: "Connection setup time (seed 001 fig. 21)", Claims: []string{"C17"},
-		Table: func(r *Record) float64 { return r.SetupMS }, TableUnit: "setup [ms]", NoSteady: true,
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			base := figBase("edr-cx4", 2, scale(full, 4, 14), 16<<10)
-			return sweeps(func() (*Sweep, error) {
-				return NewSweep("fig21", base, Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MPI"), Vary("nodes", 2, 4, 8, 16))
-			})
-		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			return []NamedPlot{{"fig21", PlotSpec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
-				Series: lines(all(rs), func(r *Record) string { return r.Design }, func(r *Record) float64 { return float64(r.Nodes) },
-					func(r *Record) float64 { return r.SetupMS })}}}, nil
-		},
-	},
-	{
-		ID: "fig22", X: "cycles-per-tuple", Title: "Overlap of communication and computation (seed 001 fig. 22)", Claims: []string{"C18"},
-		Sweeps: func(full bool) ([]*Sweep, error) {
-			base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
-			return sweeps(func() (*Sweep, error) {
-				return NewSweep("fig22", base, Vary("design", "SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/RD", "MEMQ/WR", "MPI", "IPoIB"),
-					Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32, 64, 128))
-			})
-		},
-		Plots: func(rs []Result) ([]NamedPlot, error) {
-			loaded := filter(rs, func(r *Record) bool { return r.CyclesPerTuple > 0 })
-			return []NamedPlot{{"fig22", PlotSpec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
-				XLabel: "processing per 32 KiB batch [us]", YLabel: "throughput / processing throughput", Kind: "lines",
-				Series: lines(loaded, func(r *Record) string { return r.Design }, batchMicros, overlap)}}}, nil
-		},
-	},
+	}
 }
 
 // FigureByID finds a figure.
 func FigureByID(id string) (Figure, error) {
-	for _, f := range Figures {
+	figs := AllFigures()
+	for _, f := range figs {
 		if f.ID == id {
 			return f, nil
 		}
 	}
-	ids := make([]string, len(Figures))
-	for i, f := range Figures {
+	ids := make([]string, len(figs))
+	for i, f := range figs {
 		ids[i] = f.ID
 	}
 	return Figure{}, fmt.Errorf("unknown figure %q: choose one of %s", id, strings.Join(ids, ", "))

@@ -12,7 +12,7 @@ import (
 // TestFiguresBuild: every figure's sweeps build at both scales, name the
 // figure first, and every claim a figure names has a rule.
 func TestFiguresBuild(t *testing.T) {
-	for _, f := range Figures {
+	for _, f := range AllFigures() {
 		for _, full := range []bool{false, true} {
 			sws, err := f.Sweeps(full)
 			if err != nil || len(sws) == 0 || sws[0].Name != f.ID {

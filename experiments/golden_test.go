@@ -64,14 +64,14 @@ func goldenRunCases() (names []string, cfgs []RunConfig) {
 	add := func(name string, c RunConfig) {
 		names, cfgs = append(names, name), append(cfgs, c)
 	}
-	for _, d := range SimDesigns() {
+	for _, d := range DesignNames(OnSimulator) {
 		for _, p := range goldenPatterns {
 			c := goldenBase()
 			c.Design, c.Pattern = d, p
 			add(fmt.Sprintf("%s %s", d, p), c)
 		}
 	}
-	for _, d := range append(append([]string{}, Designs...), "IPoIB", "MPI", "HyPer", "RDMA-MW") {
+	for _, d := range append(SeedDesigns(), "IPoIB", "MPI", "HyPer", "RDMA-MW") {
 		c := goldenBase()
 		c.Design, c.Payload = d, true
 		add(d+" payload", c)

@@ -106,9 +106,9 @@ func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
 		cfg.Timeout = 100 * fabric.Millisecond
 	}
 	remote := cfg.Design == IStoreDesign || cfg.Design == IStoreUnicastDesign
-	if !remote && (!slices.Contains(SimDesigns(), cfg.Design) || cfg.Design == "qperf") {
+	if d := designOf(cfg.Design); !remote && (d.Name == "" || !MovesTuples(d)) {
 		return nil, fmt.Errorf("design %q: choose %s or %s (remote reads) or a shuffle design: %s", cfg.Design, IStoreDesign, IStoreUnicastDesign,
-			strings.Join(slices.DeleteFunc(SimDesigns(), func(d string) bool { return d == "qperf" }), ", "))
+			strings.Join(DesignNames(MovesTuples), ", "))
 	}
 	db, err := ssbDB(cfg.SF, cfg.Seed)
 	if err != nil {
@@ -156,7 +156,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 	steps := istore.ShuffleSteps(q)
 	plan := tpch.Plan{Nodes: cfg.Nodes, Steps: steps}
 	n, t, ns := cfg.Nodes, qc.Threads, len(steps)
-	shared := sharedEndpoint(cfg.Design)
+	shared := designOf(cfg.Design).Shared
 	sent, got := make([][][]algos.Tally, ns), make([][][]algos.Tally, ns)
 	for x := range ns {
 		sent[x], got[x] = make([][]algos.Tally, n), make([][]algos.Tally, n)
@@ -172,7 +172,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 		if shared {
 			neps = 1
 		}
-		eps, err := openSteps(th, cfg.Design, ns, neps, shared,
+		eps, err := openSteps(th, designOf(cfg.Design), ns, neps, shared,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout})
 		if err != nil {
 			return err

@@ -36,7 +36,7 @@ func istoreTables(r *Record) int {
 	return 0
 }
 
-func init() {
+func istoreFigures() []Figure {
 	microBase := func(full bool) RunConfig {
 		c := DefaultConfig()
 		c.Profile, c.Nodes, c.Threads, c.Design = "fdr-cx3", 2, istoreStreams, IStoreReadDesign
@@ -45,7 +45,7 @@ func init() {
 		return c
 	}
 	joinSF := func(full bool) float64 { return scale(full, 0.5, 4.0) }
-	Figures = append(Figures,
+	return []Figure{
 		Figure{
 			ID: "istore-prefetch", X: "buffers", Title: "I-Store: scan throughput of one reader against outstanding RDMA Reads, 2 KB blocks (seed 002 fig. 7b)", Claims: []string{"C27"},
 			Run: RunIStorePoint, NoSteady: true,
@@ -123,12 +123,6 @@ func init() {
 					}, func(r *Record) string { return fmt.Sprint(istoreTables(r)) }, respMS)}}}, nil
 			},
 		},
-	)
-	for id, j := range map[string]struct {
-		fig  string
-		rule judgeFunc
-	}{"C27": {"istore-prefetch", judgeC27}, "C28": {"istore-fanout", judgeC28}, "C29": {"istore-joins", judgeC29}} {
-		judges[id] = j
 	}
 }
 

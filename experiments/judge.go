@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
 )
 
 // Judge evaluates every claim of Claims from the results of the figures
@@ -44,6 +46,16 @@ var judges = map[string]struct {
 	"C16": {"fig20", judgeC16},
 	"C17": {"fig21", judgeC17},
 	"C18": {"fig22", judgeC18},
+	"C19": {"fig23", judgeC19},
+	"C20": {"fig24", judgeC20},
+	"C21": {"fig26", judgeC21},
+	"C22": {"fig27", judgeC22},
+	"C24": {"hyper-conns", judgeC24},
+	"C25": {"hyper-sched", judgeC25},
+	"C26": {"mw", judgeC26},
+	"C27": {"istore-prefetch", judgeC27},
+	"C28": {"istore-fanout", judgeC28},
+	"C29": {"istore-joins", judgeC29},
 }
 
 func judgeOne(c Claim, res map[string][]Result) Verdict {
@@ -245,7 +257,7 @@ func judgeC8(rs []*Record, _ map[string][]Result) Verdict {
 	mib := func(r *Record) float64 { return float64(r.RegisteredPer) / (1 << 20) }
 	rcMin := math.Inf(1)
 	for _, r := range rs {
-		if r.MsgBytes == 1<<20 && !strings.Contains(r.Design, "SQ/") {
+		if r.MsgBytes == 1<<20 && !isUD(r.Design) {
 			rcMin = math.Min(rcMin, mib(r))
 		}
 	}
@@ -349,10 +361,10 @@ func judgeC13(rs []*Record, _ map[string][]Result) Verdict {
 	v := ratioVerdict(rs, "SEMQ/SR", "MPI", "edr-cx4", "broadcast", 16, 4, 2.5, 5)
 	v.Expected = "SEMQ/SR up to 4x MPI (2.5-5x) under broadcast; RDMA Read designs below 80% of the Send/Receive ones"
 	rd, _ := mean(rs, func(r *Record) bool {
-		return strings.HasSuffix(r.Design, "/RD") && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+		return isSeedMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	sr, _ := mean(rs, func(r *Record) bool {
-		return strings.HasSuffix(r.Design, "MQ/SR") && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+		return isSeedMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	rdLow := sr > 0 && rd < 0.8*sr
 	v.Measured += fmt.Sprintf("; RD designs %.2f vs MQ/SR designs %.2f GiB/s", rd, sr)
@@ -391,7 +403,7 @@ func judgeC14(rs []*Record, _ map[string][]Result) Verdict {
 // 15-45% of their time, and some receiver idles 60-95%.
 func judgeC15(rs []*Record, _ map[string][]Result) Verdict {
 	best, bestT := "", 0.0
-	for _, d := range Designs {
+	for _, d := range SeedDesigns() {
 		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), tput); n > 0 && v > bestT {
 			best, bestT = d, v
 		}
@@ -401,7 +413,7 @@ func judgeC15(rs []*Record, _ map[string][]Result) Verdict {
 	}
 	si, _ := mean(rs, at(best, "edr-cx4", "repartition", 8), func(r *Record) float64 { return r.SenderIdle })
 	ri := 0.0
-	for _, d := range Designs {
+	for _, d := range SeedDesigns() {
 		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), func(r *Record) float64 { return r.ReceiverIdle }); n > 0 {
 			ri = math.Max(ri, v)
 		}
@@ -427,10 +439,10 @@ func judgeC16(rs []*Record, _ map[string][]Result) Verdict {
 	}
 	beaten, fewer := "", ""
 	for _, r := range rs {
-		if strings.Contains(r.Design, "MQ/") && r.ThroughputGiBs > bestMESQ {
+		if isSeedMQ(r.Design, "") && r.ThroughputGiBs > bestMESQ {
 			beaten = fmt.Sprintf("%s with %d QPs reaches %.2f GiB/s", r.Design, r.QPsPerNode, r.ThroughputGiBs)
 		}
-		if strings.Contains(r.Design, "MQ/") && r.QPsPerNode <= qpsMESQ {
+		if isSeedMQ(r.Design, "") && r.QPsPerNode <= qpsMESQ {
 			fewer = fmt.Sprintf("%s runs with %d QPs, no more than MESQ/SR's %d", r.Design, r.QPsPerNode, qpsMESQ)
 		}
 	}

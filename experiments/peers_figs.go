@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
 )
 
 // The figures and claims of the peer designs (seeds 004 and 003) and the
@@ -12,16 +14,16 @@ import (
 // peerComparison lists the designs of the "peers" figure: seed 001's eight,
 // its baselines and the peer designs that run on InfiniBand.
 func peerComparison() []string {
-	out := append([]string{}, Designs...)
+	out := SeedDesigns()
 	out = append(out, "MPI", "IPoIB", "HyPer", "HyPer/unsched", "HyPer-TCP", "RDMA-MW", "Sockets-MW")
 	return out
 }
 
-func init() {
+func peerFigures() []Figure {
 	byDesign := func(r *Record) string { return r.Design }
 	nodesCat := func(r *Record) string { return fmt.Sprint(r.Nodes) }
 	respMS := func(r *Record) float64 { return r.ResponseS * 1e3 }
-	Figures = append(Figures,
+	return []Figure{
 		Figure{
 			ID: "hyper-sched", X: "nodes", Title: "HyPer multiplexer: round-robin scheduling, RDMA and TCP/IPoIB (seed 004 fig. 10b, §5)", Claims: []string{"C25"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
@@ -61,8 +63,8 @@ func init() {
 				thr := base
 				thr.Threads = 2
 				var designs []any
-				for _, t := range MWThresholds {
-					designs = append(designs, MWDesign(t))
+				for _, t := range algos.MWThresholds {
+					designs = append(designs, algos.MWDesign(t))
 				}
 				return sweeps(
 					func() (*Sweep, error) {
@@ -75,7 +77,7 @@ func init() {
 			},
 			Plots: func(rs []Result) ([]NamedPlot, error) {
 				cmp := filter(rs, func(r *Record) bool { return r.Design == "Sockets-MW" || r.Design == "RDMA-MW/siw" })
-				thr := filter(rs, func(r *Record) bool { return strings.HasPrefix(r.Design, "RDMA-MW/siw") && r.Threads == 2 })
+				thr := filter(rs, func(r *Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
 				return []NamedPlot{
 					{"mw", PlotSpec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
 						Kind: "bars", Series: bars(cmp, byDesign, func(r *Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, respMS)}},
@@ -101,7 +103,7 @@ func init() {
 			},
 			Plots: func(rs []Result) ([]NamedPlot, error) {
 				var ref []RefLine
-				if q := filter(rs, func(r *Record) bool { return r.Design == "qperf" }); len(q) > 0 {
+				if q := filter(rs, func(r *Record) bool { return designOf(r.Design).Ceiling }); len(q) > 0 {
 					ref = append(ref, RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
 				name := func(r *Record) string {
@@ -123,19 +125,13 @@ func init() {
 				return out, nil
 			},
 		},
-	)
-	for id, j := range map[string]struct {
-		fig  string
-		rule judgeFunc
-	}{"C24": {"hyper-conns", judgeC24}, "C25": {"hyper-sched", judgeC25}, "C26": {"mw", judgeC26}} {
-		judges[id] = j
 	}
 }
 
 // mwThreshold is an RDMA-MW/siw record's write threshold in KiB.
 func mwThreshold(r *Record) float64 {
-	for _, t := range MWThresholds {
-		if MWDesign(t) == r.Design {
+	for _, t := range algos.MWThresholds {
+		if algos.MWDesign(t) == r.Design {
 			return float64(t >> 10)
 		}
 	}
@@ -230,7 +226,7 @@ func judgeC26(rs []*Record, _ map[string][]Result) Verdict {
 	for _, n := range []int{4, 8} {
 		lo, hi, at16 := math.Inf(1), 0.0, 0.0
 		for _, r := range rs {
-			if t := mwThreshold(r); !math.IsNaN(t) && r.Nodes == n && r.Threads == 2 && r.BytesPerNode > 0 && strings.Contains(r.Design, "siw") {
+			if t := mwThreshold(r); !math.IsNaN(t) && r.Nodes == n && r.Threads == 2 && r.BytesPerNode > 0 {
 				lo, hi = math.Min(lo, r.ResponseS), math.Max(hi, r.ResponseS)
 				if t == 16 {
 					at16 = r.ResponseS

@@ -186,7 +186,7 @@ type ReproduceReport struct {
 func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error) {
 	rep := &ReproduceReport{}
 	res := map[string][]Result{}
-	for _, f := range Figures {
+	for _, f := range AllFigures() {
 		if len(o.Figures) > 0 && !contains(o.Figures, f.ID) {
 			continue
 		}
@@ -283,7 +283,7 @@ func writeComparison(b *strings.Builder, rs []*Record) {
 		fmt.Fprintf(b, "| %s | %.2f | %.2f |\n", d, at(d, "repartition"), at(d, "broadcast"))
 	}
 	best, bestV := "", 0.0
-	for _, d := range Designs {
+	for _, d := range SeedDesigns() {
 		if v := at(d, "repartition"); v > bestV {
 			best, bestV = d, v
 		}

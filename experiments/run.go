@@ -138,100 +138,6 @@ type Record struct {
 	WallS           float64 `json:"wall_s"`
 }
 
-// Designs lists the eight endpoint designs of seed 001.
-var Designs = []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"}
-
-// Baselines lists the baselines seed 001 compares the designs with:
-// qperf-like RC traffic that moves no tuples (the network's ceiling),
-// TCP over IPoIB, and MVAPICH-style MPI.
-var Baselines = []string{"qperf", "IPoIB", "MPI"}
-
-// AllDesigns is Designs followed by Baselines: everything Run accepts.
-var AllDesigns = append(append([]string{}, Designs...), Baselines...)
-
-// sharedEndpoint reports whether a design has one endpoint per node that
-// every thread shares: the SE designs, the baselines whose library or
-// kernel is per node, and registered designs that say so.
-func sharedEndpoint(design string) bool {
-	if d, ok := registered[design]; ok {
-		return d.Shared
-	}
-	return strings.HasPrefix(design, "SE") || design == "IPoIB" || design == "MPI"
-}
-
-// DesignSpec is a design added from outside this file (a peer system's
-// endpoint, say): how to open its endpoint and whether one endpoint per
-// node is shared by every thread (otherwise each thread has its own).
-type DesignSpec struct {
-	Name   string
-	Shared bool
-	Open   func(th fabric.Thread, cfg algos.Config) (algos.Endpoint, error)
-	// About is one line for help texts.
-	About string
-	// RealOnly marks a design that needs real hosts (RunOn), not the
-	// simulator.
-	RealOnly bool
-}
-
-// openDesign opens one endpoint of a design (Run, RunOn and the query
-// runners use it).
-func openDesign(th fabric.Thread, design string, ec algos.Config) (algos.Endpoint, error) {
-	switch {
-	case registered[design].Open != nil:
-		return registered[design].Open(th, ec)
-	case design == "IPoIB":
-		return algos.OpenIPoIB(th, ec, algos.DefaultIPoIBCosts)
-	case design == "MPI":
-		return algos.OpenMPI(th, ec, algos.DefaultMPICosts)
-	case strings.Contains(design, "SQ/"):
-		return algos.OpenSQSR(th, ec)
-	case strings.HasSuffix(design, "/WR"):
-		return algos.OpenMQWR(th, ec)
-	case strings.HasSuffix(design, "/RD"):
-		return algos.OpenMQRD(th, ec)
-	}
-	return algos.OpenMQSR(th, ec)
-}
-
-// SimDesigns lists the designs Run (the simulator) accepts: AllDesigns
-// but those that need real hosts.
-func SimDesigns() []string {
-	var out []string
-	for _, d := range AllDesigns {
-		if !registered[d].RealOnly {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-var registered = map[string]DesignSpec{}
-
-// RegisterDesign adds a design that Run accepts; call it from an init
-// function. It panics on a name already taken (a programming error).
-func RegisterDesign(d DesignSpec) {
-	if _, dup := registered[d.Name]; dup || slices.Contains(AllDesigns, d.Name) || d.Open == nil {
-		panic(fmt.Sprintf("experiments: design %q registered twice or without Open", d.Name))
-	}
-	registered[d.Name] = d
-	AllDesigns = append(AllDesigns, d.Name)
-}
-
-// defaultMsgBytes is a design's message size unless one is given: one MTU
-// for UD, 128 KB for the sockets designs and 64 KB for MPI, as in seed
-// 001, and 64 KiB for the RC designs.
-func defaultMsgBytes(design string) int {
-	switch {
-	case strings.Contains(design, "SQ/"):
-		return 4096 // one MTU: UD's limit
-	case design == "IPoIB", design == "TCP":
-		return algos.IPoIBMsgBytes
-	case design == "MPI":
-		return algos.MPIMsgBytes
-	}
-	return 64 << 10
-}
-
 func (c *RunConfig) normalize(cores int) error {
 	if c.Pattern == "" {
 		c.Pattern = algos.Repartition
@@ -244,7 +150,11 @@ func (c *RunConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
-	def(&c.MsgBytes, defaultMsgBytes(c.Design))
+	d, err := LookupDesign(c.Design)
+	if err != nil {
+		return err
+	}
+	def(&c.MsgBytes, d.MsgBytes)
 	if c.BytesPerNode == 0 {
 		c.BytesPerNode = 64 << 20
 	}
@@ -255,13 +165,7 @@ func (c *RunConfig) normalize(cores int) error {
 		// Room for growth, within a receive queue of 16,000 requests.
 		c.MaxBuffers = max(c.Buffers, min(256, 16000/max(1, c.Nodes*c.Threads)))
 	}
-	known := false
-	for _, d := range AllDesigns {
-		known = known || d == c.Design
-	}
 	switch {
-	case !known:
-		return fmt.Errorf("unknown design %q: choose one of %s", c.Design, strings.Join(AllDesigns, ", "))
 	case c.Nodes < 1:
 		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
 	case c.Threads < 1 || 2*c.Threads > cores:
@@ -270,14 +174,10 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--msg-bytes %d: must be positive (0: the design's default)", c.MsgBytes)
 	case c.BytesPerNode < 0:
 		return fmt.Errorf("--bytes-per-node %d: must not be negative", c.BytesPerNode)
-	case c.Notify != "" && !strings.HasSuffix(c.Design, "/WR"):
-		return fmt.Errorf("--notify applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR), not %s", c.Design)
-	case strings.Contains(c.Design, "SQ/") && strings.HasPrefix(string(c.Pattern), string(algos.Multicast)):
-		return fmt.Errorf("--pattern %s with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", c.Pattern, c.Design)
-	case c.Design == "qperf" && c.Nodes < 2:
-		return fmt.Errorf("--nodes %d: the qperf baseline sends between distinct nodes; use at least 2", c.Nodes)
-	case c.Design == "qperf" && c.Pattern != algos.Repartition:
-		return fmt.Errorf("--pattern %s: the qperf baseline is all-to-all traffic (a repartition ceiling, as in seed 001); use repartition", c.Pattern)
+	case d.Ceiling && c.Nodes < 2:
+		return fmt.Errorf("--nodes %d: the %s baseline sends between distinct nodes; use at least 2", c.Nodes, d.Name)
+	case d.Ceiling && c.Pattern != algos.Repartition:
+		return fmt.Errorf("--pattern %s: the %s baseline is all-to-all traffic (a repartition ceiling, as in seed 001); use repartition", c.Pattern, d.Name)
 	case c.BytesPerPair < 0:
 		return fmt.Errorf("--bytes-per-pair %d: must not be negative", c.BytesPerPair)
 	case c.CyclesPerTuple < 0:
@@ -286,16 +186,15 @@ func (c *RunConfig) normalize(cores int) error {
 		return fmt.Errorf("--node-cycles %v: cycles per tuple must not be negative", c.NodeCycles)
 	case c.Adaptive && c.MaxBuffers != 0 && c.MaxBuffers < c.Buffers:
 		return fmt.Errorf("--max-buffers %d: below the %d buffers per peer to start with (--buffers)", c.MaxBuffers, c.Buffers)
-	case c.UDRecovery && !strings.Contains(c.Design, "SQ/"):
-		return fmt.Errorf("--ud-recovery applies to the UD designs (SESQ/SR, MESQ/SR); %s runs over RC, which recovers in hardware", c.Design)
 	case c.PinnedCapMiB < 0:
 		return fmt.Errorf("--pinned-cap-mib %d: must not be negative (0: no cap)", c.PinnedCapMiB)
 	case !c.Adaptive && (c.MaxBuffers != 0 || c.PinnedCapMiB != 0):
 		return fmt.Errorf("--max-buffers and --pinned-cap-mib apply with --adaptive only")
-	case c.Adaptive && slices.Contains(Baselines, c.Design):
-		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to the Send/Receive, RDMA Read and RDMA Write designs, not the baselines (docs/model.md §5 says why)", c.Design)
 	}
-	return nil
+	if d.Ceiling {
+		return nil
+	}
+	return d.Check(algos.Options{Pattern: c.Pattern, Notify: c.Notify, Recover: c.UDRecovery, Adaptive: c.Adaptive})
 }
 
 // bytesForPairs is the input per node that makes each of Threads sending
@@ -331,10 +230,11 @@ func Run(cfg RunConfig) (*Record, error) {
 			return nil, err
 		}
 	}
-	if cfg.Design == "qperf" {
+	d := designOf(cfg.Design) // known: normalize looked it up
+	if d.Ceiling {
 		return runQperf(cfg, prof)
 	}
-	if registered[cfg.Design].RealOnly {
+	if d.RealOnly {
 		return nil, fmt.Errorf("the %s design moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it with explore run --backend tcp (in this process with --local, or one process per node, e.g. explore launch)", cfg.Design)
 	}
 	c, done, err := newCluster(cfg, prof)
@@ -425,7 +325,7 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if err := cfg.normalize(f.Local()[0].Cores()); err != nil {
 		return nil, err
 	}
-	if cfg.Design == "qperf" {
+	if designOf(cfg.Design).Ceiling {
 		return nil, fmt.Errorf("the qperf baseline on hardware: run qperf itself, or explore bench alltoall_bw --backend %s", f.Backend())
 	}
 	rec, err := shuffleOn(f, cfg, nil)
@@ -485,7 +385,8 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*Record, error) {
 	c := f
 	var gathered [][]byte // every node's nodeResult, kept by this process's first node
 	firstLocal := f.Local()[0].ID()
-	shared := sharedEndpoint(cfg.Design)
+	design := designOf(cfg.Design)
+	shared := design.Shared
 	n, t := cfg.Nodes, cfg.Threads
 	sent := make([][]algos.Tally, n)    // per sending node, per destination
 	got := make([][]algos.Tally, n)     // per receiving node, per source
@@ -546,7 +447,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*Record, error) {
 			if shared {
 				ec.Threads = t
 			}
-			ep, err := openDesign(th, cfg.Design, ec)
+			ep, err := design.Open(th, ec)
 			if err != nil {
 				return err
 			}
@@ -740,7 +641,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*Record, error) {
 		rec.PoolPeakBytes = max(rec.PoolPeakBytes, poolPeak[i])
 		rec.CreditStalls += infos[i].CreditStalls
 	}
-	if strings.HasSuffix(cfg.Design, "/WR") {
+	if design.Family == algos.FamilyDesign && design.Verb == algos.VerbWrite {
 		var transfers, writes int64
 		for i := 0; i < n; i++ {
 			transfers += infos[i].Transfers

@@ -11,7 +11,7 @@ import (
 )
 
 func TestRunIntegrity(t *testing.T) {
-	for _, design := range SimDesigns() {
+	for _, design := range DesignNames(OnSimulator) {
 		for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast, "multicast:3"} {
 			if strings.Contains(design, "SQ/") && pat != algos.Repartition && pat != algos.Broadcast ||
 				design == "qperf" && pat != algos.Repartition {

@@ -132,7 +132,7 @@ func (r *SoakResult) Record() SoakRecord {
 }
 
 // SoakDesigns is the default design list of a soak.
-func SoakDesigns() []string { return append(append([]string{}, Designs...), "MPI", "IPoIB") }
+func SoakDesigns() []string { return append(SeedDesigns(), "MPI", "IPoIB") }
 
 // Soak runs cfg.Seeds randomized fault schedules over every design.
 func Soak(cfg SoakConfig) (*SoakResult, error) {
@@ -143,7 +143,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 		cfg.Designs = SoakDesigns()
 	}
 	for _, d := range cfg.Designs {
-		if !slices.Contains(AllDesigns, d) || d == "qperf" {
+		if x := designOf(d); x.Name == "" || !MovesTuples(x) {
 			return nil, fmt.Errorf("--designs: %q is not a design to soak (choose from %s)", d, strings.Join(SoakDesigns(), ", "))
 		}
 	}
@@ -200,7 +200,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	for i := 0; i < cfg.Seeds; i++ {
 		seed := cfg.FirstSeed + uint64(i)
 		for _, d := range cfg.Designs {
-			ud := strings.Contains(d, "SQ/")
+			ud := isUD(d)
 			for _, recovery := range []bool{false, true} {
 				if recovery && !ud || !drawn {
 					continue

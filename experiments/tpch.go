@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -78,13 +77,18 @@ func (c *QueryConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
-	def(&c.MsgBytes, defaultMsgBytes(c.Design))
+	d := designOf(c.Design)
+	known := c.Design == LocalData || d.Name != "" && MovesTuples(d)
+	if c.Design == LocalData {
+		d.MsgBytes = 64 << 10 // no endpoints: the RC designs' default, as before
+	}
+	def(&c.MsgBytes, d.MsgBytes)
 	if c.Timeout == 0 {
 		c.Timeout = 100 * fabric.Millisecond
 	}
 	switch {
-	case c.Design != LocalData && (!slices.Contains(AllDesigns, c.Design) || c.Design == "qperf"):
-		return fmt.Errorf("design %q: choose one of %s, or %s (Q4)", c.Design, strings.Join(slices.DeleteFunc(slices.Clone(AllDesigns), func(d string) bool { return d == "qperf" }), ", "), LocalData)
+	case !known:
+		return fmt.Errorf("design %q: choose one of %s, or %s (Q4)", c.Design, strings.Join(DesignNames(MovesTuples), ", "), LocalData)
 	case !(c.SF > 0):
 		return fmt.Errorf("scale factor %v: must be above 0", c.SF)
 	case c.Nodes < 1:
@@ -118,7 +122,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	}
 	defer c.Close()
 	n, t, ns := cfg.Nodes, cfg.Threads, len(plan.Steps)
-	shared := sharedEndpoint(cfg.Design)
+	shared := designOf(cfg.Design).Shared
 	gen := tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}
 	sent := make([][][]algos.Tally, ns) // per step, sender, destination
 	got := make([][][]algos.Tally, ns)  // per step, receiver, source
@@ -137,7 +141,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 		if shared {
 			neps = 1
 		}
-		eps, err := openSteps(th, cfg.Design, ns, neps, shared,
+		eps, err := openSteps(th, designOf(cfg.Design), ns, neps, shared,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout})
 		if err != nil {
 			return err
@@ -204,7 +208,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 // openSteps opens the endpoints of a plan of steps shuffles: per step, one
 // shared endpoint or one per thread (neps), endpoint k of step x with tag
 // x*neps+k; base gives the sizes (and Threads, for a shared endpoint).
-func openSteps(th fabric.Thread, design string, steps, neps int, shared bool, base algos.Config) ([][]algos.Endpoint, error) {
+func openSteps(th fabric.Thread, design Design, steps, neps int, shared bool, base algos.Config) ([][]algos.Endpoint, error) {
 	eps := make([][]algos.Endpoint, steps)
 	for x := range steps {
 		eps[x] = make([]algos.Endpoint, neps)
@@ -214,7 +218,7 @@ func openSteps(th fabric.Thread, design string, steps, neps int, shared bool, ba
 			if !shared {
 				ec.Threads = 0
 			}
-			ep, err := openDesign(th, design, ec)
+			ep, err := design.Open(th, ec)
 			if err != nil {
 				return nil, err
 			}

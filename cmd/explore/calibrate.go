@@ -154,7 +154,7 @@ With --backend sim the "hardware" is the simulator running --target.`,
 	}
 	hw.register(cmd.Flags())
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Design, "design", "MESQ/SR", "endpoint design: "+strings.Join(experiments.AllDesigns, ", "))
+	fl.StringVar(&cfg.Design, "design", "MESQ/SR", "endpoint design: "+strings.Join(experiments.DesignNames(nil), ", "))
 	fl.IntVar(&cfg.Nodes, "nodes", 2, "cluster size")
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending (and receiving) threads per node")
 	fl.StringVar(&pattern, "pattern", "repartition", "repartition, broadcast or multicast:K")

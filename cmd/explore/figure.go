@@ -65,8 +65,9 @@ func (f *figureFlags) options(w io.Writer) experiments.FigureOptions {
 }
 
 func figureIDs() string {
-	ids := make([]string, len(experiments.Figures))
-	for i, f := range experiments.Figures {
+	figs := experiments.AllFigures()
+	ids := make([]string, len(figs))
+	for i, f := range figs {
 		ids[i] = f.ID
 	}
 	return strings.Join(ids, ", ")

@@ -132,7 +132,7 @@ func overviewShuffle(w io.Writer, f *benchFlags) error {
 	}
 	t := newTable(w)
 	t.Header("design", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity", "sim wall[s]")
-	for _, d := range append(append([]string{}, experiments.Designs...), experiments.Baselines...) {
+	for _, d := range experiments.DesignNames(func(d experiments.Design) bool { return experiments.IsSeedDesign(d) || experiments.IsBaseline(d) }) {
 		rec, err := experiments.Run(experiments.RunConfig{Design: d, Nodes: f.nodes, Threads: threads, Profile: f.profile,
 			BytesPerNode: mib << 20, Seed: f.seed})
 		if err != nil {

@@ -37,7 +37,7 @@ answer is computed. --design local runs Q4's local-data plan (no shuffle).
 --figure fig26 or fig27 runs that figure (size-only, quick scale unless --full) and
 judges its claim.
 
-Designs: ` + strings.Join(experiments.AllDesigns, ", ") + ` (not qperf), local.`,
+Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", ") + `, local.`,
 		Example: `  explore query --query Q4 --sf 0.05 --design MESQ/SR --nodes 4 --payload
   explore query --query Q10 --sf 1.6 --design MPI --nodes 16 --threads 8
   explore query --figure fig26`,

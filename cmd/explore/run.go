@@ -33,7 +33,7 @@ node (bytes received divided by the response time, setup excluded), setup time, 
 pairs and registered memory per node, and whether every node received exactly the
 tuples sent to it.
 
-Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
+Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.`,
 		Example: `  explore run --design MEMQ/SR --nodes 8 --pattern repartition --profile edr-cx4
   explore run --design SEMQ/SR --nodes 4 --threads 4 --pattern broadcast --json`,
 		Args: cobra.NoArgs,
@@ -95,7 +95,7 @@ Designs in this build: ` + strings.Join(experiments.AllDesigns, ", ") + `.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Design, "design", "MEMQ/SR", "endpoint design: "+strings.Join(experiments.AllDesigns, ", "))
+	fl.StringVar(&cfg.Design, "design", "MEMQ/SR", "endpoint design: "+strings.Join(experiments.DesignNames(nil), ", "))
 	fl.StringVar(&notify, "notify", "", "RDMA Write designs: how receivers learn of a write: cq (write with immediate, default), buffers (a seal per buffer) or queue (a descriptor ring)")
 	fl.IntVar(&cfg.Nodes, "nodes", 8, "cluster size")
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending threads per node (and as many receiving threads)")

@@ -1,0 +1,121 @@
+package experiments
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/tcpshuffle"
+)
+
+// Design is one design a run can name: an endpoint design of package
+// algos, and where and how it runs. Designs are values, immutable once
+// listed, and safe to share.
+type Design struct {
+	algos.Design
+	// Ceiling: not an endpoint but the network's ceiling for the
+	// shuffle's traffic, measured with perftest's all-to-all (the qperf
+	// baseline); it moves no tuples.
+	Ceiling bool
+	// RealOnly: moves real bytes through real sockets in real time, so it
+	// runs on real hosts (RunOn), not on the simulator.
+	RealOnly bool
+}
+
+// EnvTCPHost names the address the TCP design listens on (default
+// 127.0.0.1): on a cluster, the node's IPoIB address.
+const EnvTCPHost = "RDMASHUFFLE_TCP_HOST"
+
+// catalogue is every design, in the order help texts, overviews and
+// sweeps list them: seed 001's eight, its baselines (qperf first), the
+// peer designs, and the real TCP design.
+var catalogue = func() []Design {
+	var out []Design
+	add := func(ds ...algos.Design) {
+		for _, d := range ds {
+			out = append(out, Design{Design: d})
+		}
+	}
+	add(algos.Designs()...)
+	out = append(out, Design{Ceiling: true, Design: algos.Design{Name: "qperf", Family: algos.FamilyBaseline,
+		About:     "the network's ceiling: perftest's all-to-all of RC sends from one buffer, no tuples moved",
+		Transport: fabric.RC, Verb: algos.VerbSend, MsgBytes: 64 << 10, Groups: false}})
+	add(algos.Baselines()...)
+	add(algos.Peers()...)
+	out = append(out, Design{RealOnly: true, Design: algos.Design{Name: "TCP", Family: algos.FamilyBaseline,
+		About:     "real TCP sockets between real hosts (the IPoIB baseline for real): explore run --backend tcp",
+		Transport: 0, Verb: algos.VerbSockets, MsgBytes: algos.IPoIBMsgBytes, Groups: true,
+		Open: func(th fabric.Thread, cfg algos.Config) (algos.Endpoint, error) {
+			host := os.Getenv(EnvTCPHost)
+			if host == "" {
+				host = "127.0.0.1"
+			}
+			return tcpshuffle.Open(th, cfg, host)
+		}}})
+	return out
+}()
+
+// Catalogue returns every design in order (a fresh slice).
+func Catalogue() []Design { return append([]Design(nil), catalogue...) }
+
+// DesignNames lists, in catalogue order, the names of the designs that
+// keep accepts (every design when keep is nil).
+func DesignNames(keep func(Design) bool) []string {
+	var out []string
+	for _, d := range catalogue {
+		if keep == nil || keep(d) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// LookupDesign returns the design called name, or an error that lists the
+// names to choose from.
+func LookupDesign(name string) (Design, error) {
+	for _, d := range catalogue {
+		if d.Name == name {
+			return d, nil
+		}
+	}
+	return Design{}, fmt.Errorf("unknown design %q: choose one of %s", name, strings.Join(DesignNames(nil), ", "))
+}
+
+// designOf is the design of a record or configuration, or the zero Design
+// (no family, no transport) for a name this build does not know, such as
+// one of the I-Store plans or a record from another version.
+func designOf(name string) Design {
+	d, _ := LookupDesign(name)
+	return d
+}
+
+// IsSeedDesign keeps seed 001's eight endpoint designs.
+func IsSeedDesign(d Design) bool { return d.Family == algos.FamilyDesign }
+
+// OnSimulator keeps every design the simulator runs (all but RealOnly).
+func OnSimulator(d Design) bool { return !d.RealOnly }
+
+// MovesTuples keeps the simulated designs with endpoints (not the qperf
+// ceiling): what queries, soaks and I-Store's shuffle plan can use.
+func MovesTuples(d Design) bool { return !d.RealOnly && !d.Ceiling }
+
+// IsBaseline keeps seed 001's simulated baselines (qperf, IPoIB, MPI).
+func IsBaseline(d Design) bool { return d.Family == algos.FamilyBaseline && !d.RealOnly }
+
+// SeedDesigns lists the names of seed 001's eight designs in the paper's
+// order.
+func SeedDesigns() []string { return DesignNames(IsSeedDesign) }
+
+// Questions the figures and the judge ask of a record's design.
+
+// isUD: the design moves its data over UD (the SQ designs).
+func isUD(name string) bool { return designOf(name).Transport == fabric.UD }
+
+// isSeedMQ: one of seed 001's designs with an RC queue pair per peer,
+// optionally of one verb ("" for any).
+func isSeedMQ(name string, verb algos.Verb) bool {
+	d := designOf(name)
+	return d.Family == algos.FamilyDesign && d.Transport == fabric.RC && (verb == "" || d.Verb == verb)
+}
