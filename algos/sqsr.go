@@ -869,12 +869,10 @@ func (e *sqsr) awaitAcks(th fabric.Thread) error {
 			}
 			return fmt.Errorf("algos: SQ/SR endpoint %d on node %d: no acknowledgement for %v%s", e.cfg.Tag, e.me, e.cfg.Timeout, msg)
 		}
-		e.unlock()
 		if e.waitList == nil { // built once: a variadic call through the interface allocates
 			e.waitList = []fabric.Waitable{e.ccq, e.rcq}
 		}
-		th.Wait(min(deadline, next), e.waitList...)
-		e.lock()
+		waitReleased(th, e.mu, min(deadline, next), e.waitList...)
 	}
 }
 
