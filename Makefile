@@ -52,7 +52,7 @@ bench:
 
 # Every fuzz target for FUZZ_SHORT each (part of make test).
 FUZZ_SHORT ?= 3s
-FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/ibv/:FuzzFrame ./algos/:FuzzHeader \
+FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader \
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
 	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
 	./tcpshuffle/:FuzzParseHeader
@@ -67,7 +67,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s ./fabric/sim/
 	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s ./algos/
 	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s ./experiments/
-	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s ./fabric/ibv/
+	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s ./fabric/host/
 	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s ./tcpshuffle/
 
 build:

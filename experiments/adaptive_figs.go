@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 

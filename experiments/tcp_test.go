@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
-	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 )
 
 // TestTCPDesign shuffles over real TCP sockets on loopback between nodes
@@ -16,7 +16,7 @@ func TestTCPDesign(t *testing.T) {
 	for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast} {
 		for _, threads := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/threads=%d", pat, threads), func(t *testing.T) {
-				f, err := ibv.OpenLocalHosts(ibv.Config{Cores: 16}, 3)
+				f, err := host.OpenLocal(host.Config{Cores: 16}, 3)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -26,7 +26,7 @@ func TestTCPDesign(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if rec.Integrity != "ok" || rec.TuplesSent == 0 || rec.Backend != "ibv" {
+				if rec.Integrity != "ok" || rec.TuplesSent == 0 || rec.Backend != "host" {
 					t.Fatalf("%+v", rec)
 				}
 			})

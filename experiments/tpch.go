@@ -292,69 +292,48 @@ func (e *exchanger) Exchange(th fabric.Thread, x int, s tpch.Stream, recvCycles 
 	e.got[x][me] = make([]algos.Tally, n)
 	recv := make([][]byte, t)
 	var count atomic.Uint64
-	var running atomic.Int32
-	running.Store(int32(2 * t))
-	var firstErr atomic.Value
-	done := th.Node().NewSignal()
 	mu := th.Node().NewMutex()
-	finished := 0
-	last := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		finished++
-		return finished == t
-	}
-	if !e.shared {
-		last = nil
-	}
-	for k := range t {
+	step := algos.Step{Name: e.plan.Steps[x].Name + "-", Threads: t, Shared: e.shared, Lock: mu}
+	step.Send = func(st fabric.Thread, k int, last func() bool) error {
 		ep := e.eps[x][min(k, len(e.eps[x])-1)]
 		from, to := total*int64(k)/int64(t), total*int64(k+1)/int64(t)
 		share := s.Cycles / int64(t)
-		th.Spawn(fmt.Sprintf("%s-shuffle%d", e.plan.Steps[x].Name, k), 2*k%th.Node().Cores(), func(st fabric.Thread) error {
-			defer func() { running.Add(-1); done.Notify() }()
-			p := &pipeline{Thread: st}
-			if s.Blocking || to == from {
-				st.Compute(share)
-			} else {
-				p.perTuple = float64(share) / float64(to-from)
-			}
-			sent, err := algos.Shuffle(p, ep, algos.ShuffleInput{Src: tupleSlice(s.Tuples), From: from, To: to}, groups, last)
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return err
-			}
-			mu.Lock()
-			for d := range sent {
-				e.sent[x][me][d].Add(sent[d])
-			}
-			mu.Unlock()
-			return nil
-		})
-		th.Spawn(fmt.Sprintf("%s-receive%d", e.plan.Steps[x].Name, k), (2*k+1)%th.Node().Cores(), func(rt fabric.Thread) error {
-			defer func() { running.Add(-1); done.Notify() }()
-			r, err := algos.ReceiveFunc(rt, ep, n, recvCycles, func(tuples []byte, c uint64) {
-				recv[k] = append(recv[k], tuples...)
-				count.Add(c)
-			})
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return err
-			}
-			mu.Lock()
-			for src := range r.From {
-				e.got[x][me][src].Add(r.From[src])
-			}
-			e.corrupt[me] += r.Corrupt
-			mu.Unlock()
-			return nil
-		})
+		p := &pipeline{Thread: st}
+		if s.Blocking || to == from {
+			st.Compute(share)
+		} else {
+			p.perTuple = float64(share) / float64(to-from)
+		}
+		sent, err := algos.Shuffle(p, ep, algos.ShuffleInput{Src: tupleSlice(s.Tuples), From: from, To: to}, groups, last)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		for d := range sent {
+			e.sent[x][me][d].Add(sent[d])
+		}
+		mu.Unlock()
+		return nil
 	}
-	for running.Load() > 0 && firstErr.Load() == nil {
-		th.Wait(fabric.Forever, done)
+	step.Receive = func(rt fabric.Thread, k int) error {
+		ep := e.eps[x][min(k, len(e.eps[x])-1)]
+		r, err := algos.ReceiveFunc(rt, ep, n, recvCycles, func(tuples []byte, c uint64) {
+			recv[k] = append(recv[k], tuples...)
+			count.Add(c)
+		})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		for src := range r.From {
+			e.got[x][me][src].Add(r.From[src])
+		}
+		e.corrupt[me] += r.Corrupt
+		mu.Unlock()
+		return nil
 	}
-	if e := firstErr.Load(); e != nil {
-		return nil, 0, e.(error)
+	if err := step.Run(th); err != nil {
+		return nil, 0, err
 	}
 	var all []byte
 	for _, r := range recv {

@@ -1,67 +1,138 @@
 package fabric_test
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestLayering keeps the algorithm packages on the fabric contract: neither
-// they nor anything they import may depend on a backend, so every design
-// runs unchanged on the simulator and on hardware.
+const module = "github.com/rdmashuffle/rdmashuffle/"
+
+// layer is one row of the layering table: a package of the algorithm
+// floors, the project packages it may import, and whether it is held to
+// the execution contract (no wall clock, no global randomness, no blocking
+// synchronization, no goroutines, no operating system: these come from
+// fabric.Thread, so that the package runs unchanged and deterministically
+// on the simulator, and on real threads on hardware).
+type layer struct {
+	pkg   string   // relative to the module
+	may   []string // project packages it may import (relative)
+	execs bool     // held to the execution contract
+}
+
+// layers is the table. The backends (fabric/sim, fabric/ibv) and the
+// floors above (experiments, cmd) appear in no row's may-list: an
+// algorithm package that reached one would no longer run unchanged on
+// the other backend.
+var layers = []layer{
+	{pkg: "fabric", may: nil, execs: false},
+	{pkg: "flowctl", may: nil, execs: true},
+	{pkg: "adaptive", may: []string{"fabric"}, execs: true},
+	{pkg: "algos", may: []string{"fabric", "flowctl", "adaptive"}, execs: true},
+	{pkg: "fabric/perftest", may: []string{"fabric"}, execs: true},
+	{pkg: "tpch", may: []string{"fabric", "algos"}, execs: true},
+	{pkg: "istore", may: []string{"fabric", "algos", "tpch"}, execs: true},
+}
+
+// forbidden are the standard packages a package held to the execution
+// contract must not import, with what to use instead. sync/atomic stays
+// allowed: an atomic never blocks a thread behind the scheduler's back.
+var forbidden = map[string]string{
+	"time":         "fabric.Thread's Now, Wait and Busy",
+	"math/rand":    "fabric.Thread.Rand (seeded per thread)",
+	"math/rand/v2": "fabric.Thread.Rand (seeded per thread)",
+	"sync":         "fabric.Node's NewMutex and NewSignal",
+	"os":           "nothing: algorithm packages touch no files or processes",
+	"net":          "the fabric's out-of-band channel (fabric.OOB)",
+	"os/exec":      "nothing: algorithm packages start no processes",
+}
+
+type goPackage struct {
+	ImportPath string
+	Imports    []string
+}
+
+func listPackage(t *testing.T, rel string) goPackage {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./../"+rel).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", rel, err, out)
+	}
+	var p goPackage
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatalf("go list %s: %v", rel, err)
+	}
+	return p
+}
+
+// TestLayering checks every row of the table: project imports within the
+// row's may-list, and no forbidden standard package where the execution
+// contract holds.
 func TestLayering(t *testing.T) {
-	const mod = "github.com/rdmashuffle/rdmashuffle/"
-	backends := []string{mod + "fabric/sim", mod + "fabric/ibv"}
-	for _, pkg := range []string{"algos", "flowctl", "adaptive"} {
-		out, err := exec.Command("go", "list", "-deps", "./../"+pkg+"/...").CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
-		}
-		for _, dep := range strings.Fields(string(out)) {
-			for _, b := range backends {
-				if dep == b || strings.HasPrefix(dep, b+"/") {
-					t.Errorf("%s depends on backend %s; algorithm packages may import only fabric", pkg, dep)
+	for _, l := range layers {
+		t.Run(l.pkg, func(t *testing.T) {
+			p := listPackage(t, l.pkg)
+			for _, imp := range p.Imports {
+				if rel, ok := strings.CutPrefix(imp, module); ok {
+					if !slices.Contains(l.may, rel) {
+						t.Errorf("%s imports %s; the layering table allows only %v (a backend or a higher floor would tie the package to one execution)", l.pkg, rel, l.may)
+					}
+					continue
+				}
+				if use, bad := forbidden[imp]; bad && l.execs {
+					t.Errorf("%s imports %q: use %s", l.pkg, imp, use)
+				}
+			}
+		})
+	}
+}
+
+// TestLayeringCoversTree makes every package under the table's
+// directories a row of it, so that a new package is placed on purpose.
+func TestLayeringCoversTree(t *testing.T) {
+	out, err := exec.Command("go", "list", "./../...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	roots := []string{"algos", "flowctl", "adaptive", "tpch", "istore", "fabric/perftest"}
+	for _, imp := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(imp, module)
+		for _, r := range roots {
+			if rel == r || strings.HasPrefix(rel, r+"/") {
+				if !slices.ContainsFunc(layers, func(l layer) bool { return l.pkg == rel }) {
+					t.Errorf("%s has no row in the layering table (fabric/layering_test.go): add one with the imports it may use", rel)
 				}
 			}
 		}
 	}
 }
 
-// TestNoWallClock keeps the algorithm packages off the wall clock, sleeps,
-// goroutines and global randomness: they take these from fabric.Thread.
-func TestNoWallClock(t *testing.T) {
-	for _, pkg := range []string{"algos", "flowctl", "adaptive"} {
-		out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, "./../"+pkg+"/...").CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			for _, bad := range []string{" math/rand ", " time ", " math/rand\n"} {
-				if strings.Contains(line+" ", bad) {
-					t.Errorf("%s imports %q: take time and randomness from fabric.Thread", line[:strings.Index(line, ":")], strings.TrimSpace(bad))
-				}
-			}
-		}
-	}
-}
-
-// TestNoGoStatements: algorithm packages start threads with Thread.Spawn,
-// never with a go statement.
+// TestNoGoStatements: packages held to the execution contract start
+// threads with Thread.Spawn, never with a go statement.
 func TestNoGoStatements(t *testing.T) {
 	fset := token.NewFileSet()
-	for _, dir := range []string{"../algos", "../flowctl", "../adaptive"} {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
+	for _, l := range layers {
+		if !l.execs {
+			continue
+		}
+		dir := filepath.Join("..", filepath.FromSlash(l.pkg))
+		entries, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range entries {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
 			}
 			f, err := parser.ParseFile(fset, path, nil, 0)
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
 			ast.Inspect(f, func(n ast.Node) bool {
 				if g, ok := n.(*ast.GoStmt); ok {
@@ -69,10 +140,6 @@ func TestNoGoStatements(t *testing.T) {
 				}
 				return true
 			})
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
 }

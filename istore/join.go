@@ -3,6 +3,7 @@ package istore
 import (
 	"fmt"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
@@ -246,7 +247,7 @@ func Run(f fabric.Fabric, db *DB, cfg Config) (*Result, error) {
 		for _, g := range part {
 			flat = append(flat, g.Sum, g.Count)
 		}
-		all, err := gatherInts(th, "istore/agg", flat)
+		all, err := algos.GatherInts(th, "istore/agg", flat)
 		if err != nil {
 			return err
 		}
@@ -265,7 +266,7 @@ func Run(f fabric.Fabric, db *DB, cfg Config) (*Result, error) {
 		if err := teardown(); err != nil {
 			return err
 		}
-		stats, err := gatherInts(th, "istore/stats", []int64{int64(end.Sub(start)), int64(st.Setup), st.Reads, st.Forwards,
+		stats, err := algos.GatherInts(th, "istore/stats", []int64{int64(end.Sub(start)), int64(st.Setup), st.Reads, st.Forwards,
 			ns.dimB, ns.fact, int64(st.MaxOutstanding), int64(st.QPs), st.RegisteredBytes})
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -144,7 +145,7 @@ func RunMicro(f fabric.Fabric, cfg MicroConfig) (*MicroResult, error) {
 		// per node works: time (ps), reads, forwards, QPs, max outstanding,
 		// sum, setup (ps).
 		vals := []int64{int64(end.Sub(start)), st.Reads, st.Forwards, int64(st.QPs), int64(st.MaxOutstanding), int64(total), int64(st.Setup)}
-		all, err := gatherInts(th, "istore/micro", vals)
+		all, err := algos.GatherInts(th, "istore/micro", vals)
 		if err != nil {
 			return err
 		}
@@ -172,23 +173,4 @@ func RunMicro(f fabric.Fabric, cfg MicroConfig) (*MicroResult, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-// gatherInts all-gathers every node's int64 values.
-func gatherInts(th fabric.Thread, key string, vals []int64) ([][]int64, error) {
-	buf := make([]byte, 0, 8*len(vals))
-	for _, v := range vals {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
-	}
-	all, err := th.Node().OOB().AllGather(key, buf)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]int64, len(all))
-	for i, b := range all {
-		for j := 0; j+8 <= len(b); j += 8 {
-			out[i] = append(out[i], int64(binary.LittleEndian.Uint64(b[j:])))
-		}
-	}
-	return out, nil
 }

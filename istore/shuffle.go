@@ -179,7 +179,7 @@ func RunShufflePlan(th fabric.Thread, db *DB, q Query, n int, x tpch.Exchanger) 
 	for _, g := range agg {
 		flat = append(flat, g.Sum, g.Count)
 	}
-	all, err := gatherInts(th, "istore/shuffle-agg", flat)
+	all, err := algos.GatherInts(th, "istore/shuffle-agg", flat)
 	if err != nil || !payload {
 		return nil, err
 	}

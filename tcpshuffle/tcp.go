@@ -1,7 +1,7 @@
 // Package tcpshuffle is the sockets transport of the shuffle: an
 // algos.Endpoint over real TCP connections, the IPoIB baseline run for real
 // (over IPoIB on a cluster, over loopback or any network here). It runs on
-// a fabric of real hosts (ibv.OpenHosts, ibv.OpenLocalHosts, or the
+// a fabric of real hosts (host.Open, host.OpenLocal, or the
 // libibverbs fabric, whose devices it does not use), never on the
 // simulator: it moves real bytes through the kernel in real time. Unlike
 // package algos it starts goroutines (one reader per connection) and

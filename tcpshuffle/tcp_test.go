@@ -8,7 +8,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
-	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 )
 
 // FuzzParseHeader: any 24 bytes either decode to a sane frame or are
@@ -49,7 +49,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 // for the 30-second timeout and failed. A buffer handed back twice is an
 // error, not a hang on a full channel.
 func TestSharedEndpoint(t *testing.T) {
-	f, err := ibv.OpenLocalHosts(ibv.Config{Cores: 8}, 2)
+	f, err := host.OpenLocal(host.Config{Cores: 8}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package tpch
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -178,25 +177,6 @@ func rank(orderkey int64) uint64 {
 	return uint64(i)
 }
 
-// gather all-gathers every node's little-endian int64 values.
-func gather(th fabric.Thread, key string, vals []int64) ([][]int64, error) {
-	buf := make([]byte, 0, 8*len(vals))
-	for _, v := range vals {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
-	}
-	all, err := th.Node().OOB().AllGather(key, buf)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]int64, len(all))
-	for i, b := range all {
-		for j := 0; j+8 <= len(b); j += 8 {
-			out[i] = append(out[i], int64(binary.LittleEndian.Uint64(b[j:])))
-		}
-	}
-	return out, nil
-}
-
 func (p Plan) q4(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Answer, error) {
 	g := fr.G
 	// Step 0: broadcast the orders of the quarter (orderkey, priority).
@@ -254,7 +234,7 @@ func (p Plan) q4(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 }
 
 func (p Plan) finishQ4(th fabric.Thread, counts [5]int64, payload bool) (*Answer, error) {
-	all, err := gather(th, "tpch-q4", counts[:])
+	all, err := algos.GatherInts(th, "tpch-q4", counts[:])
 	if err != nil || !payload {
 		return nil, err
 	}
@@ -396,7 +376,7 @@ func (p Plan) q3(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 	for _, r := range rows {
 		flat = append(flat, r.OrderKey, r.Revenue, int64(r.OrderDate))
 	}
-	all, err := gather(th, "tpch-q3", flat)
+	all, err := algos.GatherInts(th, "tpch-q3", flat)
 	if err != nil || !payload {
 		return nil, err
 	}
@@ -500,7 +480,7 @@ func (p Plan) q10(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*An
 	for _, r := range rows {
 		flat = append(flat, r.CustKey, r.Revenue, r.AcctBal, int64(r.Nation))
 	}
-	all, err := gather(th, "tpch-q10", flat)
+	all, err := algos.GatherInts(th, "tpch-q10", flat)
 	if err != nil || !payload {
 		return nil, err
 	}

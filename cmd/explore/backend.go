@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
 )
 
@@ -43,11 +44,11 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	case "tcp": // real hosts, no RDMA: for the TCP design
 		// Threads are goroutines the operating system schedules (not
 		// pinned): the nodes get nominal cores enough for any thread count.
-		cfg := ibv.Config{TimeLimit: h.timeLimit, Signature: signature, Cores: 256}
+		cfg := host.Config{TimeLimit: h.timeLimit, Signature: signature, Cores: 256}
 		if h.local {
-			return ibv.OpenLocalHosts(cfg, nodes)
+			return host.OpenLocal(cfg, nodes)
 		}
-		return ibv.OpenHosts(cfg)
+		return host.Open(cfg)
 	case "ibv":
 	default:
 		return nil, fmt.Errorf("--backend %q: choose sim, ibv or tcp", h.backend)
@@ -55,7 +56,7 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	if !ibv.Available() {
 		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)
 	}
-	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, TimeLimit: h.timeLimit, Signature: signature}
+	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature}}
 	if h.local {
 		return ibv.OpenLocalConfig(cfg, nodes)
 	}

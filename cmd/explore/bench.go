@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 )
 
 // launchExecutable is what launch starts (tests point it at their binary).
@@ -77,8 +77,8 @@ srun or mpirun instead (docs/hardware.md).`,
 			var wg sync.WaitGroup
 			for i := 0; i < nodes; i++ {
 				c := exec.Command(exe, args...)
-				c.Env = append(os.Environ(), ibv.EnvRank+"="+strconv.Itoa(i), ibv.EnvSize+"="+strconv.Itoa(nodes),
-					ibv.EnvCoordinator+"=127.0.0.1:"+strconv.Itoa(port))
+				c.Env = append(os.Environ(), host.EnvRank+"="+strconv.Itoa(i), host.EnvSize+"="+strconv.Itoa(nodes),
+					host.EnvCoordinator+"=127.0.0.1:"+strconv.Itoa(port))
 				c.Stdout, c.Stderr = &outs[i], &outs[i]
 				if err := c.Start(); err != nil {
 					errs[i] = fmt.Errorf("not started: %w", err)

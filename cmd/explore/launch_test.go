@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 )
 
 // asMain makes the test binary act as explore when launch re-executes it.
@@ -20,7 +20,7 @@ const failOne = "EXPLORE_TEST_FAIL_ONE"
 func TestMain(m *testing.M) {
 	if os.Getenv(asMain) == "1" {
 		if os.Getenv(failOne) == "1" {
-			if os.Getenv(ibv.EnvRank) == "1" {
+			if os.Getenv(host.EnvRank) == "1" {
 				fmt.Println("node 1: failing at once")
 				os.Exit(3)
 			}

@@ -9,27 +9,26 @@
 // loopback, an in-memory out-of-band channel: what the conformance suite
 // uses) and Open/OpenConfig (one process per node; rank, size and node 0's
 // address from Slurm, MPI launchers, RDMASHUFFLE_* variables or a peers
-// file, see BootstrapFromEnv; the out-of-band channel is TCP through node
+// file, see host.BootstrapFromEnv; the out-of-band channel is TCP through node
 // 0). docs/hardware.md says how to build and run, and what was verified.
 //
-// Structure. Hardware-free files (no build tag, tested in every build):
+// Structure. The execution environment, the out-of-band channels and the
+// job bootstrap are package host's (pure Go, no cgo); this package adds
+// the devices. Without the tag only stub.go and config.go (the types its
+// entry points take) are built. With the tag:
 //
 //   - mapping.go: the verbs enum values used, and the translations between
 //     them and the contract (statuses, opcodes, attribute masks per queue
-//     pair transition, MTU, port rate, errno to contract errors);
+//     pair transition, MTU, port rate, errno to contract errors; its tests
+//     check each value against the header);
 //   - queue.go: the slot accounting that enforces the requested work queue
 //     depths (a slot is free once its completion has been polled) and the
 //     staging ring that gives a completion queue its exact depth and
 //     detects overruns;
-//   - env.go, cpu*.go: the execution environment (threads are goroutines
-//     locked to OS threads, optionally pinned; the monotonic clock; Wait
-//     yields and returns, callers busy-poll);
-//   - oob.go, oob_tcp.go, wire.go, peers.go: the out-of-band channels, their
-//     wire format and the job bootstrap.
-//
-// libibverbs files (build tag ibverbs): shim.h (C helpers: one cgo call per
-// batch of work requests or completions, request chains in reused C
-// memory), verbs_ibv.go (devices and verbs objects), open_ibv.go.
+//   - shim.h: C helpers (one cgo call per batch of work requests or
+//     completions, request chains in reused C memory);
+//   - verbs_ibv.go: devices and verbs objects;
+//   - open_ibv.go: the entry points, on host.NewLocal and host.Join.
 //
 // Memory regions live outside the Go heap (posix_memalign), so the NIC may
 // access them while the garbage collector runs; MR.Bytes is a slice over

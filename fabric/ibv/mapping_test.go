@@ -1,3 +1,5 @@
+//go:build ibverbs
+
 package ibv
 
 import (

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 )
 
 // Available reports whether this binary was built with the libibverbs
@@ -89,10 +90,7 @@ func OpenLocalConfig(cfg Config, nodes int) (fabric.Fabric, error) {
 		}
 		return errors.Join(errs...)
 	}
-	hub := newLocalHub(nodes, cfg.OOBTimeout)
-	ids := make([]int, nodes)
 	fdevs := make([]fabric.Device, nodes)
-	oobs := make([]oobChannel, nodes)
 	for i := 0; i < nodes; i++ {
 		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, i)
 		if err != nil {
@@ -100,14 +98,14 @@ func OpenLocalConfig(cfg Config, nodes int) (fabric.Fabric, error) {
 			return nil, err
 		}
 		devs = append(devs, d)
-		ids[i], fdevs[i], oobs[i] = i, d, hub.view(i)
+		fdevs[i] = d
 	}
-	return newCluster(cfg, nodes, ids, fdevs, oobs, closeAll), nil
+	return host.NewLocal("ibv", cfg.Config, fdevs, closeAll), nil
 }
 
 // Open opens this process's node of a distributed job on the named device
 // ("" for the first), taking the job layout from the environment
-// (BootstrapFromEnv) and picking the GID automatically. See OpenConfig.
+// (host.BootstrapFromEnv) and picking the GID automatically. See OpenConfig.
 func Open(device string) (fabric.Fabric, error) {
 	return OpenConfig(Config{Device: device, GIDIndex: -1})
 }
@@ -120,19 +118,11 @@ func Open(device string) (fabric.Fabric, error) {
 // node, whose id is the rank; the caller closes it.
 func OpenConfig(cfg Config) (fabric.Fabric, error) {
 	cfg = cfg.withDefaults()
-	b, err := cfg.bootstrap()
-	if err != nil {
-		return nil, err
-	}
-	o, err := dialOOB(b, cfg.Signature, cfg.ConnectTimeout, cfg.OOBTimeout, nil)
-	if err != nil {
-		return nil, err
-	}
-	d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, b.Rank)
-	if err != nil {
-		o.abort(fmt.Errorf("cannot open its RDMA device: %w", err))
-		o.close()
-		return nil, err
-	}
-	return newCluster(cfg, b.Size, []int{b.Rank}, []fabric.Device{d}, []oobChannel{o}, d.close), nil
+	return host.Join("ibv", cfg.Config, func(rank int) (fabric.Device, func() error, error) {
+		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, rank)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.close, nil
+	})
 }

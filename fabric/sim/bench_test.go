@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 

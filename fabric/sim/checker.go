@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sort"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -16,13 +15,11 @@ import (
 // off). It only observes: no simulated time, event or result depends on it.
 //
 // CPU writes are plain Go slice writes and cannot be trapped, so buffer
-// ownership is checked with checksums: a send's bytes are summed when it is
-// posted and checked again when the NIC reads them (the first packet's DMA)
-// and when its completion is polled; a receive buffer is summed when
-// posted, checked when the NIC first writes into it, summed again once the
-// NIC has written the message, and checked when the completion is polled.
-// A mismatch means the CPU changed bytes the NIC owned. In size-only mode
-// only the head and tail windows the NIC moves are summed.
+// ownership is checked with checksums (checker_buffers.go): a request's
+// bytes are summed when it is posted and checked whenever the NIC moves
+// them and when its completion is polled. A mismatch means the CPU changed
+// bytes the NIC owned. In size-only mode only the head and tail windows
+// the NIC moves are summed.
 
 // FindingKind names a kind of verbs-usage finding.
 type FindingKind uint8
@@ -32,7 +29,10 @@ type FindingKind uint8
 const (
 	SendBufferModified  FindingKind = iota + 1 // a send's buffer changed between post and completion
 	RecvBufferModified                         // the CPU wrote into a buffer posted as a receive
+	ReadDestModified                           // the CPU wrote into an RDMA Read's destination before its completion
 	WriteIntoPostedRecv                        // an RDMA Write landed in a buffer posted as a receive
+	SendFromPostedRecv                         // a send's or RDMA Read's buffer overlaps a buffer posted as a receive
+	RecvPostedTwice                            // a receive's buffer overlaps another posted receive's
 	DeregBusy                                  // a memory region deregistered while requests name it
 	UnsignaledWrap                             // a send queue filled with unsignaled requests: nothing can free it
 	CQCanOverflow                              // a CQ shallower than the queues attached to it
@@ -44,7 +44,8 @@ const (
 )
 
 var findingNames = [...]string{"?", "send buffer modified before completion", "receive buffer modified while posted",
-	"RDMA Write into a posted receive buffer", "memory deregistered with work outstanding",
+	"RDMA Read destination modified before completion", "RDMA Write into a posted receive buffer",
+	"work request buffer also posted as a receive", "buffer posted twice as a receive", "memory deregistered with work outstanding",
 	"unsignaled sends fill the send queue", "CQ can overflow", "post beyond queue depth",
 	"UD send hit no posted receive", "RC send hit no posted receive (RNR)", "CQ overrun", "still open"}
 
@@ -58,7 +59,8 @@ func (k FindingKind) String() string {
 // Hazard reports whether findings of this kind violate the verbs contract.
 func (k FindingKind) Hazard() bool {
 	switch k {
-	case SendBufferModified, RecvBufferModified, WriteIntoPostedRecv, DeregBusy, UnsignaledWrap, StillOpen:
+	case SendBufferModified, RecvBufferModified, ReadDestModified, WriteIntoPostedRecv, SendFromPostedRecv, RecvPostedTwice,
+		DeregBusy, UnsignaledWrap, StillOpen:
 		return true
 	}
 	return false
@@ -91,7 +93,8 @@ type checker struct {
 	c        *Cluster
 	findings []Finding
 	index    map[string]int
-	objs     []openable // every PD, CQ and AH created (QPs and MRs are on their NICs)
+	regions  map[regionKey]int // the finding (-1: none, the list is full) of reportRegion's keys
+	objs     []openable        // every PD, CQ and AH created (QPs and MRs are on their NICs)
 	payload  bool
 }
 
@@ -105,7 +108,7 @@ const maxFindings = 1000
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func newChecker(c *Cluster) *checker {
-	return &checker{c: c, index: map[string]int{}, payload: !c.cfg.SizeOnly}
+	return &checker{c: c, index: map[string]int{}, regions: map[regionKey]int{}, payload: !c.cfg.SizeOnly}
 }
 
 func threadName(th *thread) string {
@@ -121,17 +124,41 @@ var nicThread = &thread{name: "NIC"}
 
 // report records a finding; object distinguishes findings of one kind by
 // the object they concern (merged otherwise).
-func (ch *checker) report(k FindingKind, node int, th *thread, op, object, detail string) {
+func (ch *checker) report(k FindingKind, node int, th *thread, op, object, detail string) int {
 	key := fmt.Sprintf("%d|%d|%s|%s|%s", k, node, threadName(th), op, object)
 	if i, ok := ch.index[key]; ok {
 		ch.findings[i].Count++
-		return
+		return i
 	}
 	if len(ch.findings) >= maxFindings {
-		return
+		return -1
 	}
 	ch.index[key] = len(ch.findings)
 	ch.findings = append(ch.findings, Finding{Kind: k, Node: node, Thread: threadName(th), Op: op, Detail: detail, At: ch.c.now, Count: 1})
+	return len(ch.findings) - 1
+}
+
+// regionKey names a finding of kind k by th on region m.
+type regionKey struct {
+	k  FindingKind
+	th *thread
+	m  *mr
+}
+
+// reportRegion records a finding of kind k by th about region m, merged
+// with the earlier ones of that kind, thread and region. Repetitions cost
+// a map lookup: detail, which formats the finding, runs once. A program
+// may commit these on every request (perftest posts every receive of a
+// queue pair into one buffer, and sends from it too).
+func (ch *checker) reportRegion(k FindingKind, th *thread, op string, m *mr, detail func() string) {
+	key := regionKey{k, th, m}
+	if i, ok := ch.regions[key]; ok {
+		if i >= 0 {
+			ch.findings[i].Count++
+		}
+		return
+	}
+	ch.regions[key] = ch.report(k, m.nic.node.id, th, op, fmt.Sprintf("MR %#x", m.key), detail())
 }
 
 // sum is the checksum of the bytes of b the NIC moves: all of them in
@@ -187,225 +214,6 @@ func wordHash(b []byte, h uint64) uint64 {
 		h ^= h >> 29
 	}
 	return h
-}
-
-// ckState is what the checker keeps per posted request.
-type ckState struct {
-	on     bool
-	sum    uint64
-	buf    []byte
-	mr     *mr
-	poster *thread
-}
-
-func (m *mr) where(b []byte) string {
-	if len(b) == 0 || len(m.buf) == 0 {
-		return fmt.Sprintf("MR %#x", m.key)
-	}
-	off := cap(m.buf) - cap(b)
-	return fmt.Sprintf("MR %#x bytes [%d, %d)", m.key, off, off+len(b))
-}
-
-// sendPosted runs as PostSend accepts e.
-func (ch *checker) sendPosted(q *qp, e *sqe) {
-	if e.wr.Flags&fabric.Signaled != 0 {
-		q.unsig = 0
-	} else if q.unsig++; q.unsig >= q.caps.MaxSendWR {
-		ch.report(UnsignaledWrap, q.nic.node.id, ch.c.cur, "PostSend", q.String(),
-			fmt.Sprintf("%d unsignaled requests in a row on %v, whose send queue holds %d: no completion can free their slots (signal one every fewer than %d)",
-				q.unsig, q, q.caps.MaxSendWR, q.caps.MaxSendWR))
-	}
-	if e.mr == nil || e.bad != fabric.StatusSuccess || e.wr.Flags&fabric.Inline != 0 || e.length == 0 {
-		return
-	}
-	e.mr.busy++
-	e.ck = ckState{on: e.wr.Op != fabric.OpRead, buf: e.buf, mr: e.mr, poster: ch.c.cur}
-	if e.ck.on {
-		e.ck.sum = ch.sum(e.buf)
-	}
-}
-
-// sendRead runs as the NIC fetches the first packet of e.
-func (ch *checker) sendRead(q *qp, e *sqe) {
-	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
-		ch.sendModified(q, e, "when the NIC read it")
-		e.ck.on = false // reported once
-	}
-}
-
-func (ch *checker) sendModified(q *qp, e *sqe, when string) {
-	ch.report(SendBufferModified, q.nic.node.id, e.ck.poster, "PostSend", e.ck.mr.where(e.ck.buf),
-		fmt.Sprintf("%v wr_id %#x on %v: %s changed after the post, detected %s; a send's buffer belongs to the NIC until its completion is polled",
-			e.wr.Op, e.wr.ID, q, e.ck.mr.where(e.ck.buf), when))
-}
-
-// sendReleased runs as polling frees e's slot.
-func (ch *checker) sendReleased(q *qp, e *sqe) {
-	if e.ck.mr == nil {
-		return
-	}
-	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
-		ch.sendModified(q, e, fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur)))
-	}
-	e.ck.mr.busy--
-	e.ck = ckState{}
-}
-
-// recvPosted runs as PostRecv accepts e.
-func (ch *checker) recvPosted(q *qp, e *rqe) {
-	if e.mr == nil || e.bad || len(e.buf) == 0 {
-		return
-	}
-	e.mr.busy++
-	e.mr.addRecv(e.buf)
-	e.ck = ckState{on: true, buf: e.buf, mr: e.mr, poster: ch.c.cur, sum: ch.sum(e.buf)}
-}
-
-// recvFilling runs as the NIC starts writing a message into e.
-func (ch *checker) recvFilling(q *qp, e *rqe) {
-	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
-		ch.recvModified(q, e, "when a message arrived")
-	}
-}
-
-// recvFilled runs once the NIC has written e (ring entry idx).
-func (ch *checker) recvFilled(q *qp, idx uint64) {
-	e := q.rqAt(idx)
-	if e.ck.on {
-		e.ck.sum = ch.sum(e.ck.buf)
-	}
-}
-
-func (ch *checker) recvModified(q *qp, e *rqe, when string) {
-	ch.report(RecvBufferModified, q.nic.node.id, e.ck.poster, "PostRecv", e.ck.mr.where(e.ck.buf),
-		fmt.Sprintf("receive wr_id %#x on %v: %s written by the CPU while posted, detected %s; a receive buffer belongs to the NIC until its completion is polled",
-			e.id, q, e.ck.mr.where(e.ck.buf), when))
-	e.ck.on = false
-}
-
-// recvReleased runs as polling frees e's slot.
-func (ch *checker) recvReleased(q *qp, e *rqe) {
-	if e.ck.mr == nil {
-		return
-	}
-	if e.ck.on && ch.sum(e.ck.buf) != e.ck.sum {
-		ch.recvModified(q, e, fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur)))
-	}
-	e.ck.mr.busy--
-	e.ck.mr.removeRecv(e.ck.buf)
-	e.ck = ckState{}
-}
-
-// release runs the checks of the slots q's release frees.
-func (ch *checker) release(q *qp, from, to uint64, recv bool) {
-	if recv {
-		for i := from; i < to; i++ {
-			ch.recvReleased(q, q.rqAt(i))
-		}
-		return
-	}
-	for i := from; i < to; i++ {
-		ch.sendReleased(q, q.sqAt(i))
-	}
-}
-
-// dropAll forgets q's outstanding requests (reset or destroy), without
-// checksum checks: the requests are discarded.
-func (ch *checker) dropAll(q *qp) {
-	for i := q.sqFree; i < q.sqTail; i++ {
-		if e := q.sqAt(i); e.ck.mr != nil {
-			e.ck.mr.busy--
-			e.ck = ckState{}
-		}
-	}
-	for i := q.rqFree; i < q.rqTail; i++ {
-		if e := q.rqAt(i); e.ck.mr != nil {
-			e.ck.mr.busy--
-			e.ck.mr.removeRecv(e.ck.buf)
-			e.ck = ckState{}
-		}
-	}
-}
-
-// remoteWrite runs as an RDMA Write starts landing in buf of m.
-func (ch *checker) remoteWrite(q *qp, m *mr, buf []byte, p *packet) {
-	if len(m.recvs) == 0 || len(buf) == 0 {
-		return
-	}
-	lo := uint64(cap(m.buf) - cap(buf))
-	hi := lo + uint64(len(buf))
-	if r, ok := m.overlapRecv(lo, hi); ok {
-		ch.report(WriteIntoPostedRecv, q.nic.node.id, nicThread, "RDMA Write", fmt.Sprintf("MR %#x", m.key),
-			fmt.Sprintf("an RDMA Write from node %d (QP %#x) into MR %#x bytes [%d, %d) overlaps bytes [%d, %d) posted as a receive",
-				p.src, p.srcQPN, m.key, lo, hi, r.lo, r.hi))
-		// The receives it hit changed without the CPU: stop checking them.
-		for _, o := range m.nic.qps {
-			if o == nil {
-				continue
-			}
-			for i := o.rqFree; i < o.rqTail; i++ {
-				e := o.rqAt(i)
-				if e.ck.mr == m && len(e.ck.buf) > 0 {
-					elo := uint64(cap(m.buf) - cap(e.ck.buf))
-					if elo < hi && elo+uint64(len(e.ck.buf)) > lo {
-						e.ck.on = false
-					}
-				}
-			}
-		}
-	}
-}
-
-// recvRange is a byte range of a region posted as receive buffers.
-type recvRange struct {
-	lo, hi uint64
-	n      int
-}
-
-func (m *mr) addRecv(b []byte) {
-	lo := uint64(cap(m.buf) - cap(b))
-	hi := lo + uint64(len(b))
-	i := sort.Search(len(m.recvs), func(i int) bool {
-		r := m.recvs[i]
-		return r.lo > lo || r.lo == lo && r.hi >= hi
-	})
-	if i < len(m.recvs) && m.recvs[i].lo == lo && m.recvs[i].hi == hi {
-		m.recvs[i].n++
-		return
-	}
-	m.recvs = append(m.recvs, recvRange{})
-	copy(m.recvs[i+1:], m.recvs[i:])
-	m.recvs[i] = recvRange{lo, hi, 1}
-	m.recvMax = max(m.recvMax, hi-lo)
-}
-
-func (m *mr) removeRecv(b []byte) {
-	lo := uint64(cap(m.buf) - cap(b))
-	hi := lo + uint64(len(b))
-	i := sort.Search(len(m.recvs), func(i int) bool {
-		r := m.recvs[i]
-		return r.lo > lo || r.lo == lo && r.hi >= hi
-	})
-	if i < len(m.recvs) && m.recvs[i].lo == lo && m.recvs[i].hi == hi {
-		if m.recvs[i].n--; m.recvs[i].n == 0 {
-			m.recvs = append(m.recvs[:i], m.recvs[i+1:]...)
-		}
-	}
-}
-
-// overlapRecv finds a posted receive range overlapping [lo, hi).
-func (m *mr) overlapRecv(lo, hi uint64) (recvRange, bool) {
-	start := uint64(0)
-	if lo > m.recvMax {
-		start = lo - m.recvMax
-	}
-	i := sort.Search(len(m.recvs), func(i int) bool { return m.recvs[i].lo >= start })
-	for ; i < len(m.recvs) && m.recvs[i].lo < hi; i++ {
-		if m.recvs[i].hi > lo {
-			return m.recvs[i], true
-		}
-	}
-	return recvRange{}, false
 }
 
 // attach accounts for a queue of depth entries whose completions go to q.

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 )
 
 // mtProfile loads a built-in profile and lets the caller change it.

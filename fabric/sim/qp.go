@@ -24,6 +24,17 @@ type sqe struct {
 	ck      ckState     // the verbs-usage checker's record (checker.go)
 }
 
+// status is e's error as the NIC finds it when it reads the request or
+// its buffer: the one found at the post, or a local protection error when
+// the region was deregistered since (the NIC checks the key at each access;
+// a request whose data has all been read completes normally).
+func (e *sqe) status() fabric.Status {
+	if e.bad == fabric.StatusSuccess && e.mr != nil && e.mr.dead {
+		return fabric.StatusLocalProtection
+	}
+	return e.bad
+}
+
 // ringSize is the length of a work-request ring holding n requests: the
 // next power of two, so that a request's slot is its index masked, not
 // divided (a 64-bit division per access was a measurable part of each
@@ -51,6 +62,10 @@ type rqe struct {
 	bad  bool
 	ck   ckState // the verbs-usage checker's record (checker.go)
 }
+
+// broken reports whether e cannot take a message: its buffer was invalid
+// at the post, or its region has been deregistered since.
+func (e *rqe) broken() bool { return e.bad || e.mr != nil && e.mr.dead }
 
 // readCtx is an RDMA Read the responder is answering.
 type readCtx struct {

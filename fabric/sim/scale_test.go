@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 

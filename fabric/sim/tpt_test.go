@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmashuffle/rdmashuffle/algos/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 )
 
 // TestTPTLRU: scripted touches and drops on a set of 3 keys, with the

@@ -113,7 +113,7 @@ func (q *qp) hasOutput() bool {
 		return false
 	}
 	e := q.sqAt(q.sqTx)
-	if e.bad != fabric.StatusSuccess {
+	if e.status() != fabric.StatusSuccess {
 		// Fail it only once every earlier request has completed, so that
 		// completions stay in order and none is lost to the flush.
 		return q.sqHead == q.sqTx
@@ -151,8 +151,8 @@ func (q *qp) nextPacket() *packet {
 		return p
 	}
 	e := q.sqAt(q.sqTx)
-	if e.bad != fabric.StatusSuccess {
-		q.fail(q.sqTx, e.bad)
+	if st := e.status(); st != fabric.StatusSuccess {
+		q.fail(q.sqTx, st)
 		return nil
 	}
 	var p *packet
@@ -182,8 +182,8 @@ func (q *qp) nextPacket() *packet {
 	if p.op != pReadReq {
 		off := q.txPkt * q.mtu
 		p.n = min(q.mtu, e.length-off)
-		if ch := q.c.chk; ch != nil && q.txPkt == 0 {
-			ch.sendRead(q, e)
+		if ch := q.c.chk; ch != nil && (q.txPkt == 0 || ch.payload) {
+			ch.sendRead(q, e, q.txPkt)
 		}
 		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
 		p.noDMA, p.dataAt = e.wr.Flags&fabric.Inline != 0, e.procAt
@@ -223,6 +223,13 @@ func (q *qp) sent(free fabric.Time) {
 
 func (q *qp) readResponse() *packet {
 	r := &q.reads[q.readHead]
+	if r.mr != nil && r.mr.dead {
+		// Deregistered while its responses were leaving: the NIC finds
+		// no translation for the rest and answers with a remote access
+		// error, as for a bad rkey.
+		q.responderError(nakRemoteAccess, r.psn+uint32(r.idx))
+		return nil
+	}
 	p := q.newPacket(q.destNode, q.attr.Dest.QPN)
 	p.op, p.psn = pReadResp, (r.psn+uint32(r.idx))&psnMask
 	p.first, p.last = r.idx == 0, r.idx == r.npkts-1
@@ -461,8 +468,21 @@ func (q *qp) requesterRecv(p *packet) {
 			return
 		}
 		e.rdGap = false
+		if e.mr != nil && e.mr.dead {
+			// The destination was deregistered since the post: the NIC
+			// cannot place the data (a local protection error).
+			q.fail(q.sqHead, fabric.StatusLocalProtection)
+			return
+		}
 		if e.buf != nil {
+			ch := q.c.chk
+			if ch != nil && p.nseg > 0 {
+				ch.readLanding(q, e, e.rdGot)
+			}
 			p.storePayload(e.buf[e.rdGot*q.mtu:])
+			if ch != nil && p.nseg > 0 {
+				ch.readLanded(q, e, e.rdGot)
+			}
 			e.mr.signal()
 		}
 		e.rdGot++
@@ -527,7 +547,7 @@ func (q *qp) takeRecv(p *packet) bool {
 		ch.recvFilling(q, q.rqAt(q.rqHead))
 	}
 	q.rqHead++
-	if q.msgRQE.bad {
+	if q.msgRQE.broken() {
 		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		if q.typ == fabric.RC {
 			q.responderError(nakInvalid, p.psn)
@@ -617,6 +637,16 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		q.inMsg, q.msgOff = true, 0
 	} else if !q.inMsg {
 		return false
+	} else if q.msgRQE.broken() {
+		// The receive's region was deregistered while the message arrived.
+		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+		q.inMsg = false
+		if reliable {
+			q.responderError(nakInvalid, p.psn)
+		} else {
+			q.enterError()
+		}
+		return false
 	}
 	if q.msgOff+p.n > len(q.msgRQE.buf) {
 		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
@@ -659,6 +689,17 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		}
 		q.msgMR, q.msgBuf, q.msgOff, q.inMsg = m, buf, 0, true
 	} else if !q.inMsg {
+		return false
+	} else if q.msgMR != nil && q.msgMR.dead {
+		// The target region was deregistered while the Write arrived:
+		// the rest finds no translation, a remote access error.
+		q.inMsg = false
+		if reliable {
+			q.responderError(nakRemoteAccess, p.psn)
+		} else {
+			q.c.stats.UCDrops++
+			q.dropMsg = true
+		}
 		return false
 	}
 	if q.msgOff+p.n > len(q.msgBuf) {
@@ -765,8 +806,9 @@ func (q *qp) udReceive(p *packet) {
 	e := *q.rqAt(idx)
 	q.rqHead++
 	wc := fabric.WC{ID: e.id, Op: fabric.OpRecv, QPN: q.qpn, SrcQP: p.srcQPN, SrcLID: p.srcLID}
+	bad := e.broken()
 	switch {
-	case e.bad:
+	case bad:
 		wc.Status = fabric.StatusLocalProtection
 	case len(e.buf) < fabric.GRHBytes+p.n:
 		wc.Status = fabric.StatusLocalLength
@@ -784,7 +826,7 @@ func (q *qp) udReceive(p *packet) {
 		wc.Imm, wc.HasImm = p.imm, p.hasImm
 	}
 	q.rcq.push(wc, q, q.rqHead, true)
-	if e.bad { // unlike a short buffer (documented choice), a bad one is a QP error
+	if bad { // unlike a short buffer (documented choice), a bad one is a QP error
 		q.enterError()
 	}
 }

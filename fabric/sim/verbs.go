@@ -114,6 +114,7 @@ type mr struct {
 	// Byte ranges posted as receives, sorted, and the longest (checker).
 	recvs   []recvRange
 	recvMax uint64
+	shared  int // ranges in recvs marked shared
 }
 
 func (m *mr) Bytes() []byte  { return m.buf }

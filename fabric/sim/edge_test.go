@@ -1,9 +1,11 @@
 package sim_test
 
-// Tests from a review of the transports and the engine. Every test but
-// TestReviewRNRWaitOutlastsAckTimeout (a guard) failed before its fix. Most
-// drive verbs from the test goroutine and step time with Advance, so that
-// every event is placed exactly.
+// Edge cases of the transports and the engine: address wrap-around, UC
+// receive rings and drops, RNR and ACK timers across resets, bad buffers
+// and keys, zero-length operations, odd arguments and dead objects. Every
+// test but TestRNRWaitOutlastsAckTimeout (a guard) failed before its fix.
+// Most drive verbs from the test goroutine and step time with Advance, so
+// that every event is placed exactly.
 
 import (
 	"encoding/binary"
@@ -95,10 +97,10 @@ func wantWCs(t *testing.T, what string, cq fabric.CQ, want []fabric.WC) {
 	}
 }
 
-// TestReviewSGEAddressWrap: an SGE or a remote address so close to 2^64 that
+// TestSGEAddressWrap: an SGE or a remote address so close to 2^64 that
 // address+length wraps around used to pass the bounds checks and panic
 // slicing the region. Each must be a protection or access error instead.
-func TestReviewSGEAddressWrap(t *testing.T) {
+func TestSGEAddressWrap(t *testing.T) {
 	const far = ^uint64(0) - 15 // far+100 wraps to 84
 	cases := []struct {
 		name   string
@@ -147,12 +149,12 @@ func TestReviewSGEAddressWrap(t *testing.T) {
 	}
 }
 
-// TestReviewUCReceiveRing: a UC send whose middle packet is lost gives its
+// TestUCReceiveRing: a UC send whose middle packet is lost gives its
 // receive back for the next message. The receive's ring slot used to be
 // reported free as soon as the first packet arrived; a receive posted then
 // overwrote it, and giving it back (rqHead--) corrupted the ring: one
 // receive was never completed and another completed twice.
-func TestReviewUCReceiveRing(t *testing.T) {
+func TestUCReceiveRing(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a := rvEndpoint(t, c.Node(0), fabric.UC, 16, 2)
 	b := rvEndpoint(t, c.Node(1), fabric.UC, 16, 2)
@@ -213,10 +215,10 @@ func TestReviewUCReceiveRing(t *testing.T) {
 	}
 }
 
-// TestReviewUCDrops: Stats.UCDrops counts a message whose first packet was
+// TestUCDrops: Stats.UCDrops counts a message whose first packet was
 // lost (it used not to), and every other loss that can be told apart from
 // the packets that arrive.
-func TestReviewUCDrops(t *testing.T) {
+func TestUCDrops(t *testing.T) {
 	const n = 5 // ucStream: 3 packets per 10000-byte message
 	cases := []struct {
 		name string
@@ -257,9 +259,9 @@ func TestReviewUCDrops(t *testing.T) {
 	}
 }
 
-// TestReviewUCBadRemoteKeyCounted: a UC write with a bad rkey is dropped
+// TestUCBadRemoteKeyCounted: a UC write with a bad rkey is dropped
 // silently by the target and counted.
-func TestReviewUCBadRemoteKeyCounted(t *testing.T) {
+func TestUCBadRemoteKeyCounted(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a := rvEndpoint(t, c.Node(0), fabric.UC, 16, 16)
 	b := rvEndpoint(t, c.Node(1), fabric.UC, 16, 16)
@@ -278,12 +280,12 @@ func TestReviewUCBadRemoteKeyCounted(t *testing.T) {
 	}
 }
 
-// TestReviewRNRWaitOutlastsAckTimeout guards that the local ACK timer does
+// TestRNRWaitOutlastsAckTimeout guards that the local ACK timer does
 // not count retries while the requester waits out an RNR NAK: with an RNR
 // timer (10.24 ms) far longer than the ACK timeout (65.5 us) and one retry,
 // the send still succeeds. (It holds because an RNR NAK rewinds every
 // unacknowledged packet, so nothing is outstanding when the timer fires.)
-func TestReviewRNRWaitOutlastsAckTimeout(t *testing.T) {
+func TestRNRWaitOutlastsAckTimeout(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a := rvEndpoint(t, c.Node(0), fabric.RC, 16, 16)
 	b := rvEndpoint(t, c.Node(1), fabric.RC, 16, 16)
@@ -303,10 +305,10 @@ func TestReviewRNRWaitOutlastsAckTimeout(t *testing.T) {
 	}
 }
 
-// TestReviewErrorBehindOutstanding: a request that fails locally while
+// TestErrorBehindOutstanding: a request that fails locally while
 // earlier ones still wait for their ACK. The earlier ones used to vanish
 // without a completion.
-func TestReviewErrorBehindOutstanding(t *testing.T) {
+func TestErrorBehindOutstanding(t *testing.T) {
 	for _, typ := range []fabric.QPType{fabric.RC, fabric.UC} {
 		t.Run(typ.String(), func(t *testing.T) {
 			c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
@@ -330,10 +332,10 @@ func TestReviewErrorBehindOutstanding(t *testing.T) {
 	}
 }
 
-// TestReviewResetClearsRNRBackoff: an RNR wait in progress must not
+// TestResetClearsRNRBackoff: an RNR wait in progress must not
 // survive RESET: the new connection used to stay silent until the old
 // wait (491 ms) ran out.
-func TestReviewResetClearsRNRBackoff(t *testing.T) {
+func TestResetClearsRNRBackoff(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a := rvEndpoint(t, c.Node(0), fabric.RC, 16, 16)
 	b := rvEndpoint(t, c.Node(1), fabric.RC, 16, 16)
@@ -360,10 +362,10 @@ func TestReviewResetClearsRNRBackoff(t *testing.T) {
 	wantWCs(t, "sender after reconnecting", a.scq, []fabric.WC{{ID: 2, Status: fabric.StatusSuccess}})
 }
 
-// TestReviewResetStaleAckTimer: the ACK timer of an earlier connection
+// TestResetStaleAckTimer: the ACK timer of an earlier connection
 // with a long timeout (4.3 s) must not delay the retransmission of a new
 // connection with a short one (65.5 us).
-func TestReviewResetStaleAckTimer(t *testing.T) {
+func TestResetStaleAckTimer(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a := rvEndpoint(t, c.Node(0), fabric.RC, 16, 16)
 	b := rvEndpoint(t, c.Node(1), fabric.RC, 16, 16)
@@ -392,11 +394,11 @@ func TestReviewResetStaleAckTimer(t *testing.T) {
 	wantWCs(t, "second connection", a.scq, []fabric.WC{{ID: 2, Status: fabric.StatusSuccess}})
 }
 
-// TestReviewBadReceiveBuffer: a receive whose SGE is invalid completes with
+// TestBadReceiveBuffer: a receive whose SGE is invalid completes with
 // StatusLocalProtection and moves the queue pair to ERROR (contract:
 // only UD receive length errors leave it usable). UC has no NAKs, so
 // none may be sent; UD used to stay in RTS.
-func TestReviewBadReceiveBuffer(t *testing.T) {
+func TestBadReceiveBuffer(t *testing.T) {
 	for _, typ := range []fabric.QPType{fabric.UC, fabric.UD} {
 		t.Run(typ.String(), func(t *testing.T) {
 			c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
@@ -438,9 +440,9 @@ func TestReviewBadReceiveBuffer(t *testing.T) {
 	}
 }
 
-// TestReviewUDControlledQKey: a send's Q_Key with the high bit set means
+// TestUDControlledQKey: a send's Q_Key with the high bit set means
 // "use the sending queue pair's own Q_Key" (IBA 10.2.5; ibv_post_send).
-func TestReviewUDControlledQKey(t *testing.T) {
+func TestUDControlledQKey(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a, b, ah := udPair(t, c)
 	if _, err := b.qp.PostRecv([]fabric.RecvWR{{ID: 1, Local: b.mr.SGE(0, 2048)}}); err != nil {
@@ -457,9 +459,9 @@ func TestReviewUDControlledQKey(t *testing.T) {
 	}
 }
 
-// TestReviewGRHPayloadLength: the GRH's payload length counts the bytes
+// TestGRHPayloadLength: the GRH's payload length counts the bytes
 // after the GRH up to and including the ICRC, not the VCRC.
-func TestReviewGRHPayloadLength(t *testing.T) {
+func TestGRHPayloadLength(t *testing.T) {
 	cases := []struct {
 		n    int
 		imm  bool
@@ -492,9 +494,9 @@ func TestReviewGRHPayloadLength(t *testing.T) {
 	}
 }
 
-// TestReviewSpawnBadCore: Spawn on a core the node does not have fails the
+// TestSpawnBadCore: Spawn on a core the node does not have fails the
 // run with an error wrapping ErrInvalidArg, not a panic.
-func TestReviewSpawnBadCore(t *testing.T) {
+func TestSpawnBadCore(t *testing.T) {
 	for _, core := range []int{-1, 1 << 20} {
 		t.Run(fmt.Sprint(core), func(t *testing.T) {
 			c := newCluster(t, sim.Config{Nodes: 1, Seed: 1})
@@ -510,9 +512,9 @@ func TestReviewSpawnBadCore(t *testing.T) {
 	}
 }
 
-// TestReviewModifyRejectsOddAttributes: negative read depths used to be
+// TestModifyRejectsOddAttributes: negative read depths used to be
 // accepted; a negative MaxRdAtomic then held every RDMA Read back forever.
-func TestReviewModifyRejectsOddAttributes(t *testing.T) {
+func TestModifyRejectsOddAttributes(t *testing.T) {
 	cases := []struct {
 		name     string
 		rtr, rts fabric.QPAttr
@@ -541,9 +543,9 @@ func TestReviewModifyRejectsOddAttributes(t *testing.T) {
 	}
 }
 
-// TestReviewCreateAHOnDeallocatedPD: like every other constructor of a
+// TestCreateAHOnDeallocatedPD: like every other constructor of a
 // protection domain, CreateAH fails once the PD is deallocated.
-func TestReviewCreateAHOnDeallocatedPD(t *testing.T) {
+func TestCreateAHOnDeallocatedPD(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	pd, err := c.Node(0).Device().AllocPD()
 	if err != nil {
@@ -557,10 +559,10 @@ func TestReviewCreateAHOnDeallocatedPD(t *testing.T) {
 	}
 }
 
-// TestReviewSlotsFreedByPoll: as with libibverbs providers, a work queue
+// TestSlotsFreedByPoll: as with libibverbs providers, a work queue
 // slot is free again only once its completion (or, for unsignaled sends, a
 // later one) has been polled, not when the completion is generated.
-func TestReviewSlotsFreedByPoll(t *testing.T) {
+func TestSlotsFreedByPoll(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a := rvEndpoint(t, c.Node(0), fabric.RC, 2, 16)
 	b := rvEndpoint(t, c.Node(1), fabric.RC, 16, 2)
@@ -590,11 +592,11 @@ func TestReviewSlotsFreedByPoll(t *testing.T) {
 	}
 }
 
-// TestReviewReadResponseLossRewindsOnce: one lost response of a long RDMA
+// TestReadResponseLossRewindsOnce: one lost response of a long RDMA
 // Read is one go-back-N rewind and one repeated request. Every later
 // response of the original request used to rewind again and ask for the
 // whole read once more: a quadratic storm of responses.
-func TestReviewReadResponseLossRewindsOnce(t *testing.T) {
+func TestReadResponseLossRewindsOnce(t *testing.T) {
 	const size = 64 * 4096 // 64 responses
 	for _, lost := range []int{1, 2, 33, 64} {
 		t.Run(fmt.Sprintf("response-%d", lost), func(t *testing.T) {
@@ -632,10 +634,10 @@ func TestReviewReadResponseLossRewindsOnce(t *testing.T) {
 	}
 }
 
-// TestReviewZeroLength: zero-length operations of every kind complete, and
+// TestZeroLength: zero-length operations of every kind complete, and
 // a zero-length RDMA access checks no rkey (IBA: a zero-length DMA has no
 // memory to protect).
-func TestReviewZeroLength(t *testing.T) {
+func TestZeroLength(t *testing.T) {
 	cases := []struct {
 		typ  fabric.QPType
 		op   fabric.Opcode
@@ -695,9 +697,9 @@ func TestReviewZeroLength(t *testing.T) {
 	}
 }
 
-// TestReviewBadInput: verbs called with odd arguments or on dead objects
+// TestBadInput: verbs called with odd arguments or on dead objects
 // return the documented error and never panic.
-func TestReviewBadInput(t *testing.T) {
+func TestBadInput(t *testing.T) {
 	type env struct {
 		c    *sim.Cluster
 		a, b *endpoint
@@ -782,13 +784,13 @@ func TestReviewBadInput(t *testing.T) {
 	}
 }
 
-// TestReviewRNRNakNotReplaced: the responder answers a send that finds no
+// TestRNRNakNotReplaced: the responder answers a send that finds no
 // receive with an RNR NAK and ignores the packets behind it until the
 // retry, as it does after a sequence NAK. When its uplink was busy (here
 // with its own RDMA Write), the next packet's sequence-error NAK used to
 // replace the RNR NAK still waiting to leave: the requester then resent at
 // once, without the RNR wait and without counting rnr_retry.
-func TestReviewRNRNakNotReplaced(t *testing.T) {
+func TestRNRNakNotReplaced(t *testing.T) {
 	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
 	a := rvEndpoint(t, c.Node(0), fabric.RC, 16, 16)
 	b := rvEndpoint(t, c.Node(1), fabric.RC, 16, 16)

@@ -1,4 +1,4 @@
-package ibv
+package host
 
 import (
 	"errors"
@@ -16,20 +16,21 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
-// This file is the execution environment of the hardware backend (the
-// fabric.Fabric, Node and Thread of real machines). It does not touch
-// libibverbs: nodes get their fabric.Device from the caller, so the
-// default build tests it with fake devices.
+// This file is the execution environment of real machines (the
+// fabric.Fabric, Node and Thread). It does not touch libibverbs: nodes get
+// their fabric.Device from the caller (package ibv's devices, or none), so
+// every build tests it with fake devices.
 
-// cluster implements fabric.Fabric on real hardware: every node of the job
+// cluster implements fabric.Fabric on real hosts: every node of the job
 // (OpenLocal) or this process's one node (distributed).
 type cluster struct {
-	size  int
-	nodes []*node
-	start time.Time
-	ghz   float64
-	cfg   Config
-	cpus  []int // CPUs threads are pinned to (Config.Pin)
+	backend string // what Backend reports
+	size    int
+	nodes   []*node
+	start   time.Time
+	ghz     float64
+	cfg     Config
+	cpus    []int // CPUs threads are pinned to (Config.Pin)
 	// release frees the devices when the cluster closes.
 	release func() error
 
@@ -49,9 +50,10 @@ type node struct {
 }
 
 // newCluster assembles a cluster of size nodes of which the given ones are
-// local, each with its device and out-of-band channel.
-func newCluster(cfg Config, size int, ids []int, devs []fabric.Device, oobs []oobChannel, release func() error) *cluster {
-	c := &cluster{size: size, start: time.Now(), cfg: cfg, release: release}
+// local, each with its device and out-of-band channel; backend is what
+// Backend reports.
+func newCluster(backend string, cfg Config, size int, ids []int, devs []fabric.Device, oobs []oobChannel, release func() error) *cluster {
+	c := &cluster{backend: backend, size: size, start: time.Now(), cfg: cfg, release: release}
 	c.ghz = cfg.GHz
 	if c.ghz <= 0 {
 		c.ghz = cpuGHz()
@@ -68,7 +70,7 @@ func newCluster(cfg Config, size int, ids []int, devs []fabric.Device, oobs []oo
 }
 
 // Backend implements fabric.Fabric.
-func (c *cluster) Backend() string { return "ibv" }
+func (c *cluster) Backend() string { return c.backend }
 
 // Size implements fabric.Fabric.
 func (c *cluster) Size() int { return c.size }
@@ -112,11 +114,11 @@ func (c *cluster) Run(main func(th fabric.Thread) error) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return fmt.Errorf("%w: ibv: Run after Close", fabric.ErrClosed)
+		return fmt.Errorf("%w: host: Run after Close", fabric.ErrClosed)
 	}
 	if c.run != nil {
 		c.mu.Unlock()
-		return errors.New("ibv: Run called while a run is in progress (or a failed run left threads behind)")
+		return errors.New("host: Run called while a run is in progress (or a failed run left threads behind)")
 	}
 	rs := &runState{c: c, live: map[*thread]bool{}, abortCh: make(chan struct{})}
 	c.run = rs
@@ -130,7 +132,7 @@ func (c *cluster) Run(main func(th fabric.Thread) error) error {
 	}
 	if c.cfg.TimeLimit > 0 {
 		t := time.AfterFunc(c.cfg.TimeLimit, func() {
-			rs.fail(fmt.Errorf("%w: ibv: %v of wall-clock time; still running: %s", fabric.ErrTimeLimit, c.cfg.TimeLimit, rs.running()))
+			rs.fail(fmt.Errorf("%w: host: %v of wall-clock time; still running: %s", fabric.ErrTimeLimit, c.cfg.TimeLimit, rs.running()))
 		})
 		defer t.Stop()
 	}
@@ -398,7 +400,7 @@ func (c *cluster) Close() error {
 		return nil
 	}
 	if c.run != nil {
-		return fmt.Errorf("%w: ibv: Close with threads still running: %s", fabric.ErrBusy, c.run.running())
+		return fmt.Errorf("%w: host: Close with threads still running: %s", fabric.ErrBusy, c.run.running())
 	}
 	c.closed = true
 	var errs []error

@@ -1,10 +1,11 @@
-package ibv
+package host
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -121,11 +122,7 @@ func TestTCPSignatureMismatchNamesTheNode(t *testing.T) {
 }
 
 func TestTCPMissingPeerTimesOut(t *testing.T) {
-	start := time.Now()
 	_, errs := startJob(t, 3, sameSig(3, "s"), map[int]bool{2: true}, 500*time.Millisecond)
-	if time.Since(start) > 10*time.Second {
-		t.Fatal("bootstrap took too long")
-	}
 	if errs[0] == nil || !strings.Contains(errs[0].Error(), "node 2 (127.0.0.1:") || !strings.Contains(errs[0].Error(), "did not connect within 500ms") {
 		t.Errorf("node 0: %v", errs[0])
 	}
@@ -366,7 +363,18 @@ func TestLocalHubMismatchTimeoutAbort(t *testing.T) {
 		t.Errorf("timeout: %v", err)
 	}
 	h.newRun()
-	go func() { time.Sleep(50 * time.Millisecond); h.abort(errors.New("n1/main: failed")) }()
+	go func() { // abort once node 0 waits in the barrier
+		for {
+			h.mu.Lock()
+			waiting := h.rounds[0] != nil
+			h.mu.Unlock()
+			if waiting {
+				break
+			}
+			runtime.Gosched()
+		}
+		h.abort(errors.New("n1/main: failed"))
+	}()
 	if err := h.view(0).Barrier("x"); err == nil || !strings.Contains(err.Error(), "n1/main: failed") {
 		t.Errorf("abort: %v", err)
 	}

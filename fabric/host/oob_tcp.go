@@ -1,4 +1,4 @@
-package ibv
+package host
 
 import (
 	"errors"
@@ -62,7 +62,7 @@ type inFrame struct {
 func dialOOB(b Bootstrap, sig string, connectTimeout, timeout time.Duration, ln net.Listener) (*tcpOOB, error) {
 	o := &tcpOOB{b: b, sig: sig, timeout: timeout, abortCh: make(chan struct{})}
 	if b.Size < 1 || b.Rank < 0 || b.Rank >= b.Size {
-		return nil, fmt.Errorf("%w: ibv: rank %d of %d nodes", fabric.ErrInvalidArg, b.Rank, b.Size)
+		return nil, fmt.Errorf("%w: host: rank %d of %d nodes", fabric.ErrInvalidArg, b.Rank, b.Size)
 	}
 	if b.Size == 1 {
 		if ln != nil {
@@ -74,10 +74,10 @@ func dialOOB(b Bootstrap, sig string, connectTimeout, timeout time.Duration, ln 
 		if ln == nil {
 			_, port, err := net.SplitHostPort(b.Coordinator)
 			if err != nil {
-				return nil, fmt.Errorf("%w: ibv: coordinator address %q: %v", fabric.ErrInvalidArg, b.Coordinator, err)
+				return nil, fmt.Errorf("%w: host: coordinator address %q: %v", fabric.ErrInvalidArg, b.Coordinator, err)
 			}
 			if ln, err = net.Listen("tcp", net.JoinHostPort("", port)); err != nil {
-				return nil, fmt.Errorf("ibv: node 0 cannot listen for the other nodes on port %s: %w", port, err)
+				return nil, fmt.Errorf("host: node 0 cannot listen for the other nodes on port %s: %w", port, err)
 			}
 		}
 		defer ln.Close()
@@ -174,7 +174,7 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 		case a := <-arrivals:
 			if a.err != nil {
 				if errors.Is(a.err, errVersion) {
-					msg := fmt.Sprintf("ibv: a process at %v speaks another out-of-band protocol: %v", a.c.RemoteAddr(), a.err)
+					msg := fmt.Sprintf("host: a process at %v speaks another out-of-band protocol: %v", a.c.RemoteAddr(), a.err)
 					writeFrame(a.c, frameAck, ackMsg{Msg: msg}.encode())
 					a.c.Close()
 					return fail(errors.New(msg))
@@ -187,13 +187,13 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 			var bad string
 			switch {
 			case int(a.h.Size) != n:
-				bad = fmt.Sprintf("ibv: %s was started for a job of %d nodes, node 0 for %d", name, a.h.Size, n)
+				bad = fmt.Sprintf("host: %s was started for a job of %d nodes, node 0 for %d", name, a.h.Size, n)
 			case r < 1 || r >= n:
-				bad = fmt.Sprintf("ibv: a process at %v (%s) claims rank %d, outside 1..%d", a.c.RemoteAddr(), a.h.Host, r, n-1)
+				bad = fmt.Sprintf("host: a process at %v (%s) claims rank %d, outside 1..%d", a.c.RemoteAddr(), a.h.Host, r, n-1)
 			case conns[r] != nil:
-				bad = fmt.Sprintf("ibv: two processes claim rank %d: %s and %s, from %v", r, conns[r].name, a.h.Host, a.c.RemoteAddr())
+				bad = fmt.Sprintf("host: two processes claim rank %d: %s and %s, from %v", r, conns[r].name, a.h.Host, a.c.RemoteAddr())
 			case a.h.Signature != o.sig:
-				bad = fmt.Sprintf("ibv: %s runs %q, expected %q (node 0's job signature)", name, a.h.Signature, o.sig)
+				bad = fmt.Sprintf("host: %s runs %q, expected %q (node 0's job signature)", name, a.h.Signature, o.sig)
 			}
 			if bad != "" {
 				writeFrame(a.c, frameAck, ackMsg{Msg: bad}.encode())
@@ -210,12 +210,12 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 					missing = append(missing, o.b.Name(r))
 				}
 			}
-			return fail(fmt.Errorf("ibv: %s did not connect within %v", strings.Join(missing, ", "), connectTimeout))
+			return fail(fmt.Errorf("host: %s did not connect within %v", strings.Join(missing, ", "), connectTimeout))
 		}
 	}
 	for _, pc := range conns[1:] {
 		if err := pc.write(frameAck, ackMsg{OK: true}.encode(), connectTimeout); err != nil {
-			return fail(fmt.Errorf("ibv: confirming the job to %s: %w", pc.name, err))
+			return fail(fmt.Errorf("host: confirming the job to %s: %w", pc.name, err))
 		}
 	}
 	o.conns = conns
@@ -231,7 +231,7 @@ func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
 		remain := time.Until(deadline)
 		if remain <= 0 {
-			return fmt.Errorf("ibv: node %d: %s, the coordinator, did not accept a connection within %v (last error: %v)", o.b.Rank, coord, connectTimeout, lastErr)
+			return fmt.Errorf("host: node %d: %s, the coordinator, did not accept a connection within %v (last error: %v)", o.b.Rank, coord, connectTimeout, lastErr)
 		}
 		var err error
 		if c, err = net.DialTimeout("tcp", o.b.Coordinator, min(remain, 2*time.Second)); err == nil {
@@ -244,7 +244,7 @@ func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 	c.SetDeadline(time.Now().Add(connectTimeout))
 	if err := writeFrame(c, frameHello, h.encode()); err != nil {
 		c.Close()
-		return fmt.Errorf("ibv: node %d: sending the hello to %s: %w", o.b.Rank, coord, err)
+		return fmt.Errorf("host: node %d: sending the hello to %s: %w", o.b.Rank, coord, err)
 	}
 	// Node 0 confirms once every node has connected, or says what is wrong.
 	c.SetDeadline(time.Now().Add(connectTimeout + 5*time.Second))
@@ -252,9 +252,9 @@ func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 	if err != nil {
 		c.Close()
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
-			return fmt.Errorf("ibv: node %d: %s accepted the connection but did not confirm the job within %v (is another node missing?)", o.b.Rank, coord, connectTimeout)
+			return fmt.Errorf("host: node %d: %s accepted the connection but did not confirm the job within %v (is another node missing?)", o.b.Rank, coord, connectTimeout)
 		}
-		return fmt.Errorf("ibv: node %d: waiting for %s to confirm the job: %w", o.b.Rank, coord, err)
+		return fmt.Errorf("host: node %d: waiting for %s to confirm the job: %w", o.b.Rank, coord, err)
 	}
 	var a ackMsg
 	if typ == frameAck {
@@ -264,11 +264,11 @@ func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 	}
 	if err != nil {
 		c.Close()
-		return fmt.Errorf("ibv: node %d: %s answered the hello with: %w", o.b.Rank, coord, err)
+		return fmt.Errorf("host: node %d: %s answered the hello with: %w", o.b.Rank, coord, err)
 	}
 	if !a.OK {
 		c.Close()
-		return fmt.Errorf("ibv: node %d: %s refused the job: %s", o.b.Rank, coord, a.Msg)
+		return fmt.Errorf("host: node %d: %s refused the job: %s", o.b.Rank, coord, a.Msg)
 	}
 	c.SetDeadline(time.Time{})
 	o.conns = []*peerConn{{rank: 0, name: coord, c: c, in: make(chan inFrame, 4), dead: make(chan struct{})}}
@@ -290,7 +290,7 @@ func (o *tcpOOB) read(pc *peerConn) {
 		if err != nil {
 			pc.err = err
 			if !o.closing.Load() && !pc.bye.Load() {
-				o.fail(fmt.Errorf("ibv: lost the out-of-band connection to %s: %v (did that process crash?)", pc.name, err), pc)
+				o.fail(fmt.Errorf("host: lost the out-of-band connection to %s: %v (did that process crash?)", pc.name, err), pc)
 			}
 			return
 		}
@@ -303,15 +303,15 @@ func (o *tcpOOB) read(pc *peerConn) {
 		case frameAbort:
 			m, err := decodeAbort(body)
 			if err != nil {
-				o.fail(fmt.Errorf("ibv: %s sent a malformed abort: %v", pc.name, err), pc)
+				o.fail(fmt.Errorf("host: %s sent a malformed abort: %v", pc.name, err), pc)
 				continue
 			}
-			o.fail(fmt.Errorf("ibv: %s failed: %s", o.b.Name(int(m.Node)), m.Msg), pc)
+			o.fail(fmt.Errorf("host: %s failed: %s", o.b.Name(int(m.Node)), m.Msg), pc)
 		case frameBye:
 			pc.bye.Store(true)
 		default:
 			pc.err = fmt.Errorf("%w: unexpected frame type %d", errWire, typ)
-			o.fail(fmt.Errorf("ibv: %s: %v", pc.name, pc.err), pc)
+			o.fail(fmt.Errorf("host: %s: %v", pc.name, pc.err), pc)
 			pc.c.Close()
 			return
 		}
@@ -380,7 +380,7 @@ func (o *tcpOOB) Barrier(key string) error {
 }
 
 func (o *tcpOOB) unusable(what string) error {
-	return fmt.Errorf("ibv: out-of-band %s on node %d: %w", what, o.b.Rank, o.abortErr)
+	return fmt.Errorf("host: out-of-band %s on node %d: %w", what, o.b.Rank, o.abortErr)
 }
 
 func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, error) {
@@ -388,7 +388,7 @@ func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, er
 	defer o.mu.Unlock()
 	what := opName(barrier, key)
 	if o.closing.Load() {
-		return nil, fmt.Errorf("%w: ibv: out-of-band %s after Close", fabric.ErrClosed, what)
+		return nil, fmt.Errorf("%w: host: out-of-band %s after Close", fabric.ErrClosed, what)
 	}
 	select {
 	case <-o.abortCh:
@@ -408,7 +408,7 @@ func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, er
 	root := o.conns[0]
 	g := gatherMsg{Seq: o.seq, Key: key, Barrier: barrier, Data: data}
 	if err := root.write(frameGather, g.encode(), o.timeout); err != nil {
-		err = fmt.Errorf("ibv: out-of-band %s: sending to %s: %w", what, root.name, err)
+		err = fmt.Errorf("host: out-of-band %s: sending to %s: %w", what, root.name, err)
 		o.abort(err)
 		return nil, err
 	}
@@ -428,7 +428,7 @@ func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, er
 			err = fmt.Errorf("result with %d contributions for %d nodes", len(m.Data), o.b.Size)
 		}
 		if err != nil {
-			err = fmt.Errorf("ibv: out-of-band %s: bad answer from %s: %v", what, root.name, err)
+			err = fmt.Errorf("host: out-of-band %s: bad answer from %s: %v", what, root.name, err)
 			o.abort(err)
 			return nil, err
 		}
@@ -439,9 +439,9 @@ func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, er
 	case <-o.abortCh:
 		return nil, o.unusable(what)
 	case <-root.dead:
-		return nil, fmt.Errorf("ibv: out-of-band %s: %s closed the connection (%v)", what, root.name, root.err)
+		return nil, fmt.Errorf("host: out-of-band %s: %s closed the connection (%v)", what, root.name, root.err)
 	case <-timer.C:
-		err := fmt.Errorf("ibv: out-of-band %s: no answer from %s within %v", what, root.name, o.timeout)
+		err := fmt.Errorf("host: out-of-band %s: no answer from %s within %v", what, root.name, o.timeout)
 		o.abort(err)
 		return nil, err
 	}
@@ -469,10 +469,10 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 			g, err = decodeGather(f.body)
 		}
 		if err != nil {
-			return fmt.Errorf("ibv: out-of-band %s: bad frame from %s: %v", what, pc.name, err)
+			return fmt.Errorf("host: out-of-band %s: bad frame from %s: %v", what, pc.name, err)
 		}
 		if g.Seq != o.seq || g.Key != key || g.Barrier != barrier {
-			return fmt.Errorf("ibv: out-of-band call %d: %s calls %s as its call %d, but node 0 calls %s (nodes must make the same calls in the same order)",
+			return fmt.Errorf("host: out-of-band call %d: %s calls %s as its call %d, but node 0 calls %s (nodes must make the same calls in the same order)",
 				o.seq, pc.name, opName(g.Barrier, g.Key), g.Seq, what)
 		}
 		if !barrier {
@@ -489,7 +489,7 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 				return failed(err)
 			}
 		case <-pc.dead:
-			return failed(fmt.Errorf("ibv: out-of-band %s: %s closed its connection before reaching it (%v)", what, pc.name, pc.err))
+			return failed(fmt.Errorf("host: out-of-band %s: %s closed its connection before reaching it (%v)", what, pc.name, pc.err))
 		case <-o.abortCh:
 			return nil, o.unusable(what)
 		case <-timer.C:
@@ -506,7 +506,7 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 					missing = append(missing, o.conns[q].name)
 				}
 			}
-			return failed(fmt.Errorf("ibv: out-of-band %s: %s did not reach it within %v", what, strings.Join(missing, ", "), o.timeout))
+			return failed(fmt.Errorf("host: out-of-band %s: %s did not reach it within %v", what, strings.Join(missing, ", "), o.timeout))
 		}
 	}
 	res := resultMsg{Seq: o.seq, Key: key}
@@ -516,7 +516,7 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 	body := res.encode()
 	for _, pc := range o.conns[1:] {
 		if err := pc.write(frameResult, body, o.timeout); err != nil {
-			return failed(fmt.Errorf("ibv: out-of-band %s: sending the result to %s: %w", what, pc.name, err))
+			return failed(fmt.Errorf("host: out-of-band %s: sending the result to %s: %w", what, pc.name, err))
 		}
 	}
 	if barrier {

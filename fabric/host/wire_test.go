@@ -1,4 +1,4 @@
-package ibv
+package host
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package ibv
+package host
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // localCluster is an OpenLocal cluster without devices (the environment
 // never touches them).
 func localCluster(t *testing.T, nodes int, cfg Config) *cluster {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	hub := newLocalHub(nodes, cfg.OOBTimeout)
 	ids := make([]int, nodes)
 	devs := make([]fabric.Device, nodes)
@@ -25,7 +25,7 @@ func localCluster(t *testing.T, nodes int, cfg Config) *cluster {
 		ids[i], oobs[i] = i, hub.view(i)
 	}
 	released := 0
-	c := newCluster(cfg, nodes, ids, devs, oobs, func() error { released++; return nil })
+	c := newCluster("host", cfg, nodes, ids, devs, oobs, func() error { released++; return nil })
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -39,7 +39,7 @@ func localCluster(t *testing.T, nodes int, cfg Config) *cluster {
 
 func TestRunThreadsAndOOB(t *testing.T) {
 	c := localCluster(t, 3, Config{Cores: 4, Seed: 9})
-	if c.Backend() != "ibv" || c.Size() != 3 || len(c.Local()) != 3 {
+	if c.Backend() != "host" || c.Size() != 3 || len(c.Local()) != 3 {
 		t.Fatal("cluster shape")
 	}
 	var spawned atomic.Int32
@@ -94,7 +94,6 @@ func TestRunThreadsAndOOB(t *testing.T) {
 
 func TestRunFailureAbortsOthers(t *testing.T) {
 	c := localCluster(t, 3, Config{})
-	start := time.Now()
 	err := c.Run(func(th fabric.Thread) error {
 		switch th.Node().ID() {
 		case 0:
@@ -108,9 +107,6 @@ func TestRunFailureAbortsOthers(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "n0/main: out of buffers") {
 		t.Fatalf("Run: %v", err)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatal("abort took too long")
 	}
 	// The cluster is usable again.
 	if err := c.Run(func(th fabric.Thread) error { return th.Node().OOB().Barrier("ok") }); err != nil {
@@ -162,11 +158,10 @@ func TestRunStuckThreadRefusesClose(t *testing.T) {
 		t.Fatal("Run while a thread is stuck")
 	}
 	close(release)
-	for i := 0; c.current() != nil; i++ {
-		if i == 500 {
-			t.Fatal("the cluster stays busy after the stuck thread returned")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// The cluster becomes free once the stuck thread returns (a cluster
+	// that stays busy hangs here until go test's own timeout).
+	for c.current() != nil {
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -179,10 +174,11 @@ func TestClockComputeRand(t *testing.T) {
 		t1 := th.Now()
 		th.Compute(2_000_000) // 1 ms at 2 GHz
 		t2 := th.Now()
-		if d := t1.Sub(t0); d < 2*fabric.Millisecond || d > 200*fabric.Millisecond {
+		// Lower bounds only: a loaded machine may take any longer.
+		if d := t1.Sub(t0); d < 2*fabric.Millisecond {
 			return fmt.Errorf("Busy(2ms) took %v", d)
 		}
-		if d := t2.Sub(t1); d < fabric.Millisecond || d > 200*fabric.Millisecond {
+		if d := t2.Sub(t1); d < fabric.Millisecond {
 			return fmt.Errorf("Compute(2e6 cycles at 2 GHz) took %v", d)
 		}
 		th.Charge(fabric.WorkCopy, 1<<20)
@@ -253,7 +249,7 @@ func TestDistributedRun(t *testing.T) {
 				errs[r] = err
 				return
 			}
-			c := newCluster(Config{}.withDefaults(), n, []int{r}, []fabric.Device{nil}, []oobChannel{o}, nil)
+			c := newCluster("host", Config{}.WithDefaults(), n, []int{r}, []fabric.Device{nil}, []oobChannel{o}, nil)
 			defer c.Close()
 			if c.Size() != n || len(c.Local()) != 1 || c.Local()[0].ID() != r {
 				errs[r] = errors.New("shape")

@@ -1,4 +1,4 @@
-package ibv
+package host
 
 import (
 	"fmt"
@@ -70,18 +70,18 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 	if s := getenv(EnvPort); s != "" {
 		p, err := strconv.Atoi(s)
 		if err != nil || p < 1 || p > 65535 {
-			return b, fmt.Errorf("ibv: %s=%q is not a TCP port (1..65535)", EnvPort, s)
+			return b, fmt.Errorf("host: %s=%q is not a TCP port (1..65535)", EnvPort, s)
 		}
 		port = p
 	}
 	// Rank.
 	rankVar, rankStr := firstSet(getenv, EnvRank, "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 	if rankVar == "" {
-		return b, fmt.Errorf("ibv: cannot tell this process's rank: none of %s, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK is set (run under srun or mpirun, or set %s)", EnvRank, EnvRank)
+		return b, fmt.Errorf("host: cannot tell this process's rank: none of %s, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK is set (run under srun or mpirun, or set %s)", EnvRank, EnvRank)
 	}
 	rank, err := strconv.Atoi(rankStr)
 	if err != nil || rank < 0 {
-		return b, fmt.Errorf("ibv: %s=%q is not a rank (a non-negative integer)", rankVar, rankStr)
+		return b, fmt.Errorf("host: %s=%q is not a rank (a non-negative integer)", rankVar, rankStr)
 	}
 	b.Rank = rank
 	b.Source = rankVar
@@ -94,7 +94,7 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 		path := getenv(EnvPeersFile)
 		data, rerr := readFile(path)
 		if rerr != nil {
-			return b, fmt.Errorf("ibv: %s: %w", EnvPeersFile, rerr)
+			return b, fmt.Errorf("host: %s: %w", EnvPeersFile, rerr)
 		}
 		b.Peers, err = ParsePeers(string(data), port)
 		if err != nil {
@@ -110,10 +110,10 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 	if sizeVar != "" {
 		n, err := strconv.Atoi(sizeStr)
 		if err != nil || n < 1 {
-			return b, fmt.Errorf("ibv: %s=%q is not a number of nodes (a positive integer)", sizeVar, sizeStr)
+			return b, fmt.Errorf("host: %s=%q is not a number of nodes (a positive integer)", sizeVar, sizeStr)
 		}
 		if b.Peers != nil && n != len(b.Peers) {
-			return b, fmt.Errorf("ibv: the peers list names %d nodes but %s=%d; they must agree", len(b.Peers), sizeVar, n)
+			return b, fmt.Errorf("host: the peers list names %d nodes but %s=%d; they must agree", len(b.Peers), sizeVar, n)
 		}
 		b.Size = n
 	}
@@ -121,10 +121,10 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 		b.Size = len(b.Peers)
 	}
 	if b.Size == 0 {
-		return b, fmt.Errorf("ibv: cannot tell the number of nodes: give a peers list (%s or %s) or set %s (srun and mpirun set it)", EnvPeers, EnvPeersFile, EnvSize)
+		return b, fmt.Errorf("host: cannot tell the number of nodes: give a peers list (%s or %s) or set %s (srun and mpirun set it)", EnvPeers, EnvPeersFile, EnvSize)
 	}
 	if b.Rank >= b.Size {
-		return b, fmt.Errorf("ibv: rank %d (from %s) outside 0..%d", b.Rank, rankVar, b.Size-1)
+		return b, fmt.Errorf("host: rank %d (from %s) outside 0..%d", b.Rank, rankVar, b.Size-1)
 	}
 	// Coordinator.
 	switch {
@@ -133,7 +133,7 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 	case getenv(EnvCoordinator) != "":
 		c, err := normalizePeer(getenv(EnvCoordinator), port)
 		if err != nil {
-			return b, fmt.Errorf("ibv: %s: %w", EnvCoordinator, err)
+			return b, fmt.Errorf("host: %s: %w", EnvCoordinator, err)
 		}
 		b.Coordinator = c
 	default:
@@ -142,11 +142,11 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 			list = getenv("SLURM_JOB_NODELIST")
 		}
 		if list == "" {
-			return b, fmt.Errorf("ibv: cannot tell where node 0 listens: set %s, %s or %s (under Slurm, SLURM_STEP_NODELIST gives it)", EnvPeers, EnvPeersFile, EnvCoordinator)
+			return b, fmt.Errorf("host: cannot tell where node 0 listens: set %s, %s or %s (under Slurm, SLURM_STEP_NODELIST gives it)", EnvPeers, EnvPeersFile, EnvCoordinator)
 		}
 		hosts, err := ExpandHostlist(list)
 		if err != nil {
-			return b, fmt.Errorf("ibv: SLURM nodelist: %w", err)
+			return b, fmt.Errorf("host: SLURM nodelist: %w", err)
 		}
 		b.Coordinator = net.JoinHostPort(hosts[0], strconv.Itoa(port))
 		b.Source += ", Slurm nodelist"
@@ -177,16 +177,16 @@ func ParsePeers(text string, port int) ([]string, error) {
 			continue
 		}
 		if strings.ContainsAny(line, " \t,") {
-			return nil, fmt.Errorf("ibv: peers file line %d: %q: one host[:port] per line", i+1, line)
+			return nil, fmt.Errorf("host: peers file line %d: %q: one host[:port] per line", i+1, line)
 		}
 		p, err := normalizePeer(line, port)
 		if err != nil {
-			return nil, fmt.Errorf("ibv: peers file line %d: %w", i+1, err)
+			return nil, fmt.Errorf("host: peers file line %d: %w", i+1, err)
 		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("ibv: peers file lists no nodes")
+		return nil, fmt.Errorf("host: peers file lists no nodes")
 	}
 	return out, nil
 }
@@ -196,7 +196,7 @@ func parsePeerList(items []string, port int, what string) ([]string, error) {
 	for i, it := range items {
 		p, err := normalizePeer(strings.TrimSpace(it), port)
 		if err != nil {
-			return nil, fmt.Errorf("ibv: %s entry %d: %w", what, i, err)
+			return nil, fmt.Errorf("host: %s entry %d: %w", what, i, err)
 		}
 		out = append(out, p)
 	}

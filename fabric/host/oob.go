@@ -1,4 +1,4 @@
-package ibv
+package host
 
 import (
 	"fmt"
@@ -113,7 +113,7 @@ func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]by
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
-		return nil, fmt.Errorf("ibv: out-of-band %s on node %d: %w", opName(barrier, key), id, h.err)
+		return nil, fmt.Errorf("host: out-of-band %s on node %d: %w", opName(barrier, key), id, h.err)
 	}
 	pos := h.calls[id]
 	h.calls[id]++
@@ -123,7 +123,7 @@ func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]by
 		h.rounds[pos] = r
 	}
 	if r.key != key || r.barrier != barrier {
-		err := fmt.Errorf("ibv: out-of-band call %d: node %d calls %s but node %d called %s (nodes must make the same calls in the same order)",
+		err := fmt.Errorf("host: out-of-band call %d: node %d calls %s but node %d called %s (nodes must make the same calls in the same order)",
 			pos, id, opName(barrier, key), r.first, opName(r.barrier, r.key))
 		if h.err == nil {
 			h.err = err
@@ -151,7 +151,7 @@ func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]by
 				}
 			}
 			sort.Strings(missing)
-			r.failed = fmt.Errorf("ibv: out-of-band %s: node(s) %s did not reach it within %v", opName(barrier, key), strings.Join(missing, ", "), h.timeout)
+			r.failed = fmt.Errorf("host: out-of-band %s: node(s) %s did not reach it within %v", opName(barrier, key), strings.Join(missing, ", "), h.timeout)
 			if h.err == nil {
 				h.err = r.failed
 			}
@@ -164,7 +164,7 @@ func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]by
 		if r.failed != nil {
 			return nil, r.failed
 		}
-		return nil, fmt.Errorf("ibv: out-of-band %s on node %d: %w", opName(barrier, key), id, h.err)
+		return nil, fmt.Errorf("host: out-of-band %s on node %d: %w", opName(barrier, key), id, h.err)
 	}
 	var out [][]byte
 	if !barrier {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package ibv
+package host
 
 import (
 	"syscall"

@@ -1,0 +1,214 @@
+package algos
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// This file is the catalogue of the endpoint designs this package
+// implements: one descriptor per design, saying what it is built of, what
+// it accepts, and how to open it. Everything above (runs, sweeps, the
+// judge, the command line) asks a descriptor instead of reading a design's
+// name.
+
+// Family groups designs by where they come from.
+type Family string
+
+// Families.
+const (
+	FamilyDesign   Family = "design"   // one of seed 001's eight endpoint designs
+	FamilyBaseline Family = "baseline" // what seed 001 compares them with
+	FamilyPeer     Family = "peer"     // a peer system's design (seeds 003, 004)
+)
+
+// Verb is how a design moves a message's bytes.
+type Verb string
+
+// Verbs.
+const (
+	VerbSend    Verb = "Send/Receive"
+	VerbRead    Verb = "RDMA Read"
+	VerbWrite   Verb = "RDMA Write"
+	VerbSockets Verb = "sockets" // the kernel's TCP stack (over IPoIB or Ethernet)
+	VerbMPI     Verb = "MPI"     // an MPI library: eager sends, RDMA Write rendezvous
+	VerbMux     Verb = "multiplexer"
+)
+
+// Design describes one endpoint design. Descriptors are values, immutable
+// once listed, and safe to share between goroutines.
+type Design struct {
+	Name   string // as the papers write it: "MESQ/SR", "MPI", "HyPer"
+	About  string // one line for help texts
+	Family Family
+	// Transport is the queue-pair type that carries the data (UD or RC);
+	// Verb how the data moves on it.
+	Transport fabric.QPType
+	Verb      Verb
+	// Shared: one endpoint per node that every thread shares (the SE
+	// designs, and the baselines and peers whose library, kernel or
+	// multiplexer is per node); otherwise one endpoint per thread.
+	Shared bool
+	// MsgBytes is the default message (buffer) size, header included.
+	MsgBytes int
+	// What the design accepts beyond the common configuration: a
+	// notification variant (Config.Notify), recovery from lost UD
+	// messages (Config.Recover), adaptive registered buffers
+	// (Config.Adaptive), and multicast groups (a node in several
+	// transmission groups).
+	Notify, Recovery, Adaptive, Groups bool
+	// Open opens one endpoint of the design on th's node. Nil for a
+	// design that is not an Endpoint of this package (Run says how it is
+	// run instead).
+	Open func(th fabric.Thread, cfg Config) (Endpoint, error) `json:"-"`
+}
+
+// Options are the parts of a run's configuration that only some designs
+// accept.
+type Options struct {
+	Pattern  Pattern
+	Notify   Notify
+	Recover  bool
+	Adaptive bool
+}
+
+// Check tells whether the design accepts o, naming the option and what
+// would be accepted instead.
+func (d Design) Check(o Options) error {
+	switch {
+	case o.Notify != "" && !d.Notify:
+		return fmt.Errorf("--notify applies to the RDMA Write designs (%s), not %s", strings.Join(names(Designs(), func(x Design) bool { return x.Notify }), ", "), d.Name)
+	case strings.HasPrefix(string(o.Pattern), string(Multicast)) && !d.Groups:
+		return fmt.Errorf("--pattern %s with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", o.Pattern, d.Name)
+	case o.Recover && !d.Recovery:
+		return fmt.Errorf("--ud-recovery applies to the UD designs (%s); %s runs over %v, which recovers in hardware", strings.Join(names(Designs(), func(x Design) bool { return x.Recovery }), ", "), d.Name, d.Transport)
+	case o.Adaptive && !d.Adaptive:
+		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to seed 001's eight designs (%s), not the baselines or the peer designs (docs/model.md §5 says why)", d.Name, strings.Join(names(Designs(), func(x Design) bool { return x.Adaptive }), ", "))
+	}
+	return nil
+}
+
+// names lists the names of the designs that keep returns true for.
+func names(ds []Design, keep func(Design) bool) []string {
+	var out []string
+	for _, d := range ds {
+		if keep(d) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// rcMsgBytes is the RC designs' default message size.
+const rcMsgBytes = 64 << 10
+
+// seedDesign is one of seed 001's eight: shared or per-thread endpoint
+// (SE/ME), single or multiple queue pairs (SQ: one UD queue pair; MQ: an
+// RC queue pair per peer) and the verb.
+func seedDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoint, error)) Design {
+	se := map[bool]string{true: "SE", false: "ME"}[shared]
+	d := Design{Family: FamilyDesign, Shared: shared, Verb: verb, Transport: fabric.RC, MsgBytes: rcMsgBytes, Adaptive: true, Groups: true, Open: open}
+	switch verb {
+	case VerbSend:
+		d.Name = se + "MQ/SR"
+		d.About = "Send/Receive over an RC queue pair per peer"
+	case VerbRead:
+		d.Name = se + "MQ/RD"
+		d.About = "receivers pull buffers with RDMA Read over an RC queue pair per peer"
+	case VerbWrite:
+		d.Name, d.Notify = se+"MQ/WR", true
+		d.About = "senders push buffers with RDMA Write (with immediate) over an RC queue pair per peer"
+	}
+	if shared {
+		d.About = "one endpoint per node shared by every thread: " + d.About
+	} else {
+		d.About = "one endpoint per thread: " + d.About
+	}
+	return d
+}
+
+// udDesign is an SQ/SR design: one UD queue pair, messages of one MTU.
+func udDesign(shared bool) Design {
+	se := map[bool]string{true: "SE", false: "ME"}[shared]
+	about := map[bool]string{true: "one endpoint per node shared by every thread", false: "one endpoint per thread"}[shared]
+	return Design{Name: se + "SQ/SR", About: about + ": Send/Receive over one UD queue pair, messages of one MTU",
+		Family: FamilyDesign, Transport: fabric.UD, Verb: VerbSend, Shared: shared, MsgBytes: 4096,
+		Recovery: true, Adaptive: true, Open: OpenSQSR}
+}
+
+// Designs returns seed 001's eight endpoint designs in the paper's order
+// (a fresh slice on every call).
+func Designs() []Design {
+	return []Design{
+		udDesign(true), udDesign(false),
+		seedDesign(true, VerbSend, OpenMQSR), seedDesign(false, VerbSend, OpenMQSR),
+		seedDesign(true, VerbRead, OpenMQRD), seedDesign(false, VerbRead, OpenMQRD),
+		seedDesign(true, VerbWrite, OpenMQWR), seedDesign(false, VerbWrite, OpenMQWR),
+	}
+}
+
+// Baselines returns the endpoint baselines of seed 001 (TCP over IPoIB
+// and MVAPICH-style MPI), with their default costs.
+func Baselines() []Design {
+	return []Design{
+		{Name: "IPoIB", About: "TCP sockets over IPoIB: the kernel's costs per call, segment and byte on a shared RC endpoint",
+			Family: FamilyBaseline, Transport: fabric.RC, Verb: VerbSockets, Shared: true, MsgBytes: IPoIBMsgBytes, Groups: true,
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenIPoIB(th, c, DefaultIPoIBCosts) }},
+		{Name: "MPI", About: "MVAPICH-style MPI: one library lock per node, eager sends below 16 KiB, RDMA Write rendezvous above",
+			Family: FamilyBaseline, Transport: fabric.RC, Verb: VerbMPI, Shared: true, MsgBytes: MPIMsgBytes, Groups: true,
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenMPI(th, c, DefaultMPICosts) }},
+	}
+}
+
+// MWThresholds are the write thresholds of the RDMA-MW/siw variants (seed
+// 003's figure 4 sweep); 16 KiB is RDMA-MW/siw itself.
+var MWThresholds = [...]int{2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10}
+
+// MWDesign is the name of the soft-iWARP RDMA-MW design with a write
+// threshold of bytes.
+func MWDesign(threshold int) string {
+	if threshold == 16<<10 {
+		return "RDMA-MW/siw"
+	}
+	return fmt.Sprintf("RDMA-MW/siw/%dK", threshold>>10)
+}
+
+// Peers returns the peer systems' designs: seed 004's HyPer multiplexer
+// (scheduled or not, over RDMA or TCP) and seed 003's RDMA-Write shuffle
+// middleware (on RDMA hardware and over software iWARP at several write
+// thresholds) with its sockets baseline.
+func Peers() []Design {
+	hyper := func(name, about string, o HyPerOptions) Design {
+		return Design{Name: name, About: about, Family: FamilyPeer, Transport: fabric.RC, Verb: VerbMux, Shared: true, MsgBytes: rcMsgBytes, Groups: true,
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenHyPer(th, c, o) }}
+	}
+	mw := func(name, about string, threshold int, stack *IPoIBCosts) Design {
+		return Design{Name: name, About: about, Family: FamilyPeer, Transport: fabric.RC, Verb: VerbWrite, Shared: true, MsgBytes: rcMsgBytes, Groups: true,
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) {
+				// A ring smaller than the paper's 64 KB keeps the threshold
+				// within half of it, so that a ring still pipelines.
+				return OpenRDMAMW(th, c, MWOptions{Threshold: min(threshold, c.MsgBytes/2), Stack: stack})
+			}}
+	}
+	tcp, siw, sock := DefaultIPoIBCosts, SoftIWARPCosts, GbESocketCosts
+	out := []Design{
+		hyper("HyPer", "seed 004's multiplexer: one thread per node owns n-1 RC connections; round-robin phases, a barrier every 8 messages",
+			HyPerOptions{Schedule: ScheduleRR}),
+		hyper("HyPer/unsched", "HyPer without network scheduling: messages in hand-over order, 2 in flight",
+			HyPerOptions{Schedule: ScheduleNone}),
+		hyper("HyPer-TCP", "HyPer's multiplexer over TCP/IPoIB (the IPoIB baseline's kernel costs on the multiplexer thread), scheduled",
+			HyPerOptions{Schedule: ScheduleRR, TCP: &tcp}),
+		hyper("HyPer-TCP/unsched", "HyPer-TCP without network scheduling",
+			HyPerOptions{Schedule: ScheduleNone, TCP: &tcp}),
+		mw("RDMA-MW", "seed 003's middleware: per worker pair 64 KB rings, RDMA Write past a 16 KB threshold, batched Send/Recv notices (hardware RDMA)",
+			16<<10, nil),
+		{Name: "Sockets-MW", About: "seed 003's sockets baseline: TCP sockets with a Gigabit NIC's kernel costs, 64 KB buffers",
+			Family: FamilyPeer, Transport: fabric.RC, Verb: VerbSockets, Shared: true, MsgBytes: rcMsgBytes, Groups: true,
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenIPoIB(th, c, sock) }},
+	}
+	for _, t := range MWThresholds {
+		out = append(out, mw(MWDesign(t), fmt.Sprintf("RDMA-MW over software iWARP (the kernel's costs on the host), write threshold %d KB", t>>10), t, &siw))
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package perftest_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// run runs cfg on a 4-node simulated cluster of the default profile and
+// returns the result and the port's data rate in Gb/s.
+func run(t *testing.T, cfg perftest.Config) (*perftest.Result, float64) {
+	t.Helper()
+	prof, err := sim.LoadProfile(sim.DefaultProfileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.New(sim.Config{Nodes: 4, Seed: 1, Profile: prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := perftest.Run(c, cfg)
+	if err != nil {
+		t.Fatalf("%+v: %v", cfg, err)
+	}
+	return r, prof.DataRateBps() / 1e9
+}
+
+// TestQuick runs every test and checks what its result must satisfy
+// whatever the model's numbers: bandwidth within the port's data rate and
+// consistent with the message rate, the peak at or above the average, and
+// ordered latency statistics.
+func TestQuick(t *testing.T) {
+	for _, cfg := range []perftest.Config{
+		{Test: "send_bw", Size: 65536, Iters: 200},
+		{Test: "write_bw", Size: 4096, Iters: 500, QPs: 4},
+		{Test: "read_bw", Size: 65536, Iters: 200},
+		{Test: "send_bw", Size: 4096, Iters: 500, Conn: fabric.UD},
+		{Test: "send_lat", Size: 8, Iters: 100},
+		{Test: "write_lat", Size: 8, Iters: 100},
+		{Test: "alltoall_bw", Size: 4096, Iters: 100},
+		{Test: "alltoall_bw", Size: 65536, Iters: 16, Schedule: perftest.ScheduleRandom},
+		{Test: "alltoall_bw", Size: 65536, Iters: 16, Schedule: perftest.ScheduleRR, Burst: 4},
+		{Test: "incast_bw", Size: 4096, Iters: 100},
+		{Test: "read_bw", Size: 32, Iters: 50, QPs: 64, Interleave: true},
+		{Test: "reg_mr", Size: 1 << 20},
+	} {
+		r, linkGbps := run(t, cfg)
+		name := r.Test + "/" + r.Conn
+		if r.Test != cfg.Test || r.Bytes != cfg.Size || r.Iterations != max(cfg.Iters, 1) && cfg.Iters != 0 {
+			t.Errorf("%s: result does not echo its configuration: %+v", name, r)
+		}
+		if r.DurationUS <= 0 {
+			t.Errorf("%s: duration %v us", name, r.DurationUS)
+		}
+		switch {
+		case r.Test == "reg_mr", strings.HasSuffix(r.Test, "_lat"):
+			if !(0 < r.TMinUS && r.TMinUS <= r.TTypicalUS && r.TTypicalUS <= r.TP99US && r.TP99US <= r.TMaxUS && r.TMinUS <= r.TAvgUS*(1+1e-9) && r.TAvgUS <= r.TMaxUS*(1+1e-9)) {
+				t.Errorf("%s: latency statistics out of order: min %v typical %v avg %v p99 %v max %v", name, r.TMinUS, r.TTypicalUS, r.TAvgUS, r.TP99US, r.TMaxUS)
+			}
+		default:
+			if !(r.BWAvgGbps > 0 && r.BWAvgGbps <= linkGbps*(1+1e-9)) {
+				t.Errorf("%s: average %.3f Gb/s outside (0, %.3f], the port's data rate", name, r.BWAvgGbps, linkGbps)
+			}
+			if r.BWPeakGbps < r.BWAvgGbps {
+				t.Errorf("%s: peak %.3f below the average %.3f", name, r.BWPeakGbps, r.BWAvgGbps)
+			}
+			// Every message carries Size bytes: the two rates are one.
+			if want := r.MsgRateMpps * float64(r.Bytes) * 8 / 1e3; math.Abs(want-r.BWAvgGbps) > 1e-6*r.BWAvgGbps {
+				t.Errorf("%s: %.4f Mpps of %d B is %.4f Gb/s, but the average is %.4f", name, r.MsgRateMpps, r.Bytes, want, r.BWAvgGbps)
+			}
+			if r.Dropped != 0 {
+				t.Errorf("%s: %d messages dropped with receives posted ahead", name, r.Dropped)
+			}
+		}
+	}
+}
+
+// TestMonotone checks two physical orderings: larger messages use the
+// link better, and registering more memory takes longer.
+func TestMonotone(t *testing.T) {
+	small, _ := run(t, perftest.Config{Test: "send_bw", Size: 64, Iters: 500})
+	large, _ := run(t, perftest.Config{Test: "send_bw", Size: 65536, Iters: 200})
+	if !(small.BWAvgGbps < large.BWAvgGbps && small.MsgRateMpps > large.MsgRateMpps) {
+		t.Errorf("send_bw: 64 B gives %.2f Gb/s and %.2f Mpps, 64 KiB %.2f Gb/s and %.2f Mpps; want less bandwidth and more messages at 64 B",
+			small.BWAvgGbps, small.MsgRateMpps, large.BWAvgGbps, large.MsgRateMpps)
+	}
+	reg1, _ := run(t, perftest.Config{Test: "reg_mr", Size: 1 << 20})
+	reg16, _ := run(t, perftest.Config{Test: "reg_mr", Size: 16 << 20})
+	if !(reg16.TTypicalUS > reg1.TTypicalUS) {
+		t.Errorf("reg_mr: 16 MiB takes %.1f us, 1 MiB %.1f us; want longer for more memory", reg16.TTypicalUS, reg1.TTypicalUS)
+	}
+}
