@@ -156,7 +156,7 @@ func TestUDRecoveryHighLoss(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					w := runUDSweep(t, design, udRates(r.loss, mixed, mixed), seeds)
 					if full {
-						t.Logf("%-40s seeds %d: %v", name, seeds, w)
+						t.Logf("%-40s seeds %d: %v; first failure: %s", name, seeds, w, w.firstBad)
 					}
 					if w.n[udSilent]+w.n[udHang]+w.n[udPanic] > 0 || r.exact && w.n[udClean] > 0 {
 						t.Errorf("%v; %s", w, w.firstBad)
