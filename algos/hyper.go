@@ -280,9 +280,7 @@ func (e *hyper) wait(th fabric.Thread, deadline fabric.Time, what string) error 
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: HyPer endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
-	e.mu.Unlock()
-	th.Wait(deadline, e.avail)
-	e.mu.Lock()
+	waitReleased(th, e.mu, deadline, e.avail)
 	return nil
 }
 

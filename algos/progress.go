@@ -63,9 +63,7 @@ func (p *progressThread) failed() error {
 // idle releases mu while the thread waits for the deadline or for one of
 // on, then takes it again.
 func (p *progressThread) idle(th fabric.Thread, deadline fabric.Time, on []fabric.Waitable) {
-	p.mu.Unlock()
-	th.Wait(deadline, on...)
-	p.mu.Lock()
+	waitReleased(th, p.mu, deadline, on...)
 }
 
 // halt asks the thread to finish what it has and exit, waits until it has,
@@ -75,9 +73,7 @@ func (p *progressThread) halt(th fabric.Thread) error {
 	p.stop = true
 	p.work.Notify()
 	for !p.exited {
-		p.mu.Unlock()
-		th.Wait(fabric.Forever, p.exit)
-		p.mu.Lock()
+		waitReleased(th, p.mu, fabric.Forever, p.exit)
 	}
 	err := p.err
 	p.mu.Unlock()

@@ -282,9 +282,7 @@ func (e *mw) waitOn(th fabric.Thread, deadline fabric.Time, what string, w fabri
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: RDMA-MW endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
-	e.mu.Unlock()
-	th.Wait(deadline, w)
-	e.mu.Lock()
+	waitReleased(th, e.mu, deadline, w)
 	return nil
 }
 

@@ -24,9 +24,11 @@ import (
 // repeat their credit when a connection has been quiet (a credit message
 // can be lost too; absolute values make repeats harmless). There is no
 // send/receive parity step: receives are not per connection on UD, and the
-// leftovers are flushed when the endpoint closes.
+// leftovers are flushed when the endpoint closes. Loss recovery
+// (Config.Recover) is in udrecovery.go.
 type sqsr struct {
-	waitList []fabric.Waitable // what the progress wait watches, built on first use
+	waitList []fabric.Waitable // what Close's wait for acknowledgements watches, built on first use
+	ackWait  []fabric.Waitable // what the sender's wait for acknowledgements watches, likewise
 	srBase
 	pd    fabric.PD
 	rcq   fabric.CQ // data receives
@@ -47,10 +49,16 @@ type sqsr struct {
 	rbufs  []*adaptive.Buf
 	rfree  []int
 
-	// Loss recovery (cfg.Recover): per destination, the messages sent
-	// and not yet acknowledged, oldest first; retransmissions and
-	// duplicates dropped, for the record.
-	unacked [][]retained
+	// Loss recovery (cfg.Recover, udrecovery.go): per destination, the
+	// messages sent and not yet acknowledged, in posting order; the
+	// thread that answers once every stream has ended, and what it waits
+	// on.
+	unacked  [][]retained
+	ended    []bool // destinations whose stream has ended
+	nEnded   int
+	resp     *progressThread
+	respWait []fabric.Waitable
+	rwcs     []fabric.WC // data completions: received may poll send completions into wcs
 
 	seq        []uint64 // messages sent per destination
 	cr         []*flowctl.CreditReceiver
@@ -60,14 +68,6 @@ type sqsr struct {
 }
 
 type udPeer struct{ data, credit fabric.QPInfo }
-
-// retained is a message kept for retransmission until its destination
-// acknowledges it.
-type retained struct {
-	seq uint64
-	id  int         // send buffer
-	at  fabric.Time // last (re)transmission
-}
 
 const (
 	udQKey = 0x5d5d0001
@@ -134,9 +134,11 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.info.RegisteredBytes = int64(size)
+	e.rwcs = make([]fabric.WC, len(e.wcs))
 	if e.cfg.Recover {
 		e.holds = make([]int, 0, n*b)
 		e.unacked = make([][]retained, n)
+		e.ended = make([]bool, n)
 		e.tick, e.tickOn = e.senderTick, []fabric.Waitable{e.ccq}
 	}
 	if ad != nil {
@@ -398,7 +400,7 @@ func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 			return err
 		}
 		if e.unacked != nil { // kept until d acknowledges it
-			e.unacked[d] = append(e.unacked[d], retained{seq: h.seq, id: b.id, at: th.Now()})
+			e.unacked[d] = append(e.unacked[d], retained{seq: h.seq, id: b.id, first: th.Now(), at: th.Now()})
 			e.holds[b.id]++
 		}
 	}
@@ -406,111 +408,9 @@ func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 		return e.freeBuffer(b.id)
 	}
 	if e.unacked != nil && st == Depleted {
-		// The end of a stream returns only once acknowledged: the
-		// sending thread stays to retransmit whatever was lost, as long
-		// as its receivers wait for it.
-		return e.awaitStreamAcks(th, dests)
+		return e.streamsEnded(th, dests)
 	}
 	return nil
-}
-
-// awaitStreamAcks waits until every destination in dests has acknowledged
-// every message, retransmitting as needed.
-func (e *sqsr) awaitStreamAcks(th fabric.Thread, dests []int) error {
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for {
-		pending := 0
-		for _, d := range dests {
-			pending += len(e.unacked[d])
-		}
-		if pending == 0 {
-			return nil
-		}
-		k, next, err := e.senderTick(th)
-		if err != nil {
-			return err
-		}
-		n, err := e.reap()
-		if err != nil {
-			return err
-		}
-		if k+n > 0 {
-			deadline = th.Now().Add(e.cfg.Timeout)
-			continue
-		}
-		if err := e.waitFor(th, deadline, next, fmt.Sprintf("waiting for %d acknowledgements of the end of stream", pending), e.ccq, e.scq); err != nil {
-			return err
-		}
-	}
-}
-
-// acked applies destination d's cumulative acknowledgement: every message
-// up to ack arrived, so its buffer need not be kept for d. The queue is in
-// posting order, which is not number order on a shared endpoint (a thread
-// reserves its number, then may wait for credit while another thread
-// sends the next one), so every entry is checked: stopping at the first
-// unacknowledged one kept acknowledged buffers and retransmitted them.
-func (e *sqsr) acked(d int, ack uint64) error {
-	q := e.unacked[d]
-	k := 0
-	for _, r := range q {
-		if r.seq <= ack {
-			if err := e.unhold(r.id); err != nil {
-				return err
-			}
-			continue
-		}
-		q[k] = r
-		k++
-	}
-	clear(q[k:])
-	e.unacked[d] = q[:k]
-	return nil
-}
-
-// retransmit resends every message unacknowledged for the endpoint's
-// retransmission timeout, and reports how many it sent and when the next
-// one falls due (loss recovery). A retransmission takes no credit: it
-// replaces a message that consumed credit but, lost, no receive (or, if
-// the first copy did arrive, the receiver drops the duplicate and reposts
-// its receive without crediting it).
-func (e *sqsr) retransmit(th fabric.Thread) (int, fabric.Time, error) {
-	now, next, sent := th.Now(), fabric.Forever, 0
-	for d, q := range e.unacked {
-		for i := range q {
-			r := &q[i]
-			if r.at.Add(e.cfg.RTO) > now {
-				next = min(next, r.at.Add(e.cfg.RTO))
-				continue
-			}
-			b := e.bufs[r.id]
-			wr := fabric.SendWR{ID: wrSend | uint64(r.id), Op: fabric.OpSend, Local: b.mr.SGE(b.off, HeaderBytes+b.N), Flags: fabric.Signaled,
-				AH: e.ahs[d], RemoteQPN: e.peers[d].data.QPN, QKey: udQKey}
-			if _, err := e.qp.PostSend([]fabric.SendWR{wr}); errors.Is(err, fabric.ErrQueueFull) {
-				return sent, now.Add(e.cfg.RTO / 8), nil // the queue drains as completions are polled
-			} else if err != nil {
-				return sent, next, err
-			}
-			e.outstanding[r.id]++
-			e.signaled++
-			e.info.Retransmits++
-			r.at = now
-			sent++
-			next = min(next, now.Add(e.cfg.RTO))
-		}
-	}
-	return sent, next, nil
-}
-
-// senderTick is the sender's periodic work while it waits: apply
-// acknowledgements, retransmit what is overdue.
-func (e *sqsr) senderTick(th fabric.Thread) (int, fabric.Time, error) {
-	n, err := e.drainCredit(th)
-	if err != nil {
-		return 0, 0, err
-	}
-	k, next, err := e.retransmit(th)
-	return n + k, next, err
 }
 
 func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
@@ -523,11 +423,11 @@ func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
 		until := deadline
 		if e.unacked != nil {
 			// Lost messages hold credit until they are retransmitted.
-			k, next, err := e.retransmit(th)
+			next, err := e.retransmit(th)
 			if err != nil {
 				return err
 			}
-			n, until = n+k, next
+			until = next
 		}
 		if n > 0 {
 			continue
@@ -554,14 +454,9 @@ func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
 	return e.getData(th, receiving{
 		on: []fabric.Waitable{e.rcq},
 		progress: func() (int, error) {
-			n, err := e.rcq.Poll(e.wcs)
+			n, err := e.pollData(th)
 			if err != nil {
 				return 0, err
-			}
-			for _, wc := range e.wcs[:n] {
-				if err := e.received(th, wc); err != nil {
-					return 0, err
-				}
 			}
 			if n > 0 {
 				quiet = th.Now()
@@ -668,11 +563,15 @@ func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 		e.doneCount++
 		if e.cfg.Recover {
 			// Acknowledge the end, three times: no more credit follows to
-			// carry the acknowledgement should a copy be lost.
+			// carry the acknowledgement should a copy be lost (and the
+			// responder answers a retransmission of it).
 			for k := 0; k < 3; k++ {
 				if err := e.sendCredit(h.src, e.cr[h.src].Written()); err != nil {
 					return err
 				}
+			}
+			if e.doneCount == e.n && e.resp == nil {
+				e.startResponder(th)
 			}
 		}
 	}
@@ -773,15 +672,16 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 }
 
 // Close waits for every send to complete, meets the other nodes' endpoints
-// at a barrier and frees everything.
+// at a barrier and frees everything. With loss recovery it first waits for
+// every acknowledgement and stops the responder (settle).
 func (e *sqsr) Close(th fabric.Thread) error {
-	e.lock()
-	defer e.unlock()
 	if e.unacked != nil {
-		if err := e.awaitAcks(th); err != nil {
+		if err := e.settle(th); err != nil {
 			return err
 		}
 	}
+	e.lock()
+	defer e.unlock()
 	if err := e.quiesce(th, "sqsr"); err != nil {
 		return err
 	}
@@ -808,74 +708,6 @@ func (e *sqsr) Close(th fabric.Thread) error {
 			}
 			return nil
 		})
-}
-
-// awaitAcks (loss recovery, at Close) retransmits until every destination
-// has acknowledged every message, failing after the endpoint's timeout
-// without progress with an error naming what is missing. It also answers
-// peers still recovering: a duplicate gets its acknowledgement again. Once
-// everything is acknowledged it keeps answering for three retransmission
-// timeouts, so that a peer whose last acknowledgement was lost hears it
-// again before this endpoint leaves (the residual risk is that the
-// repeated acknowledgement is lost as well).
-func (e *sqsr) awaitAcks(th fabric.Thread) error {
-	deadline := th.Now().Add(e.cfg.Timeout)
-	var graceEnd fabric.Time
-	for {
-		k, next, err := e.senderTick(th)
-		if err != nil {
-			return err
-		}
-		m, err := e.rcq.Poll(e.wcs)
-		if err != nil {
-			return err
-		}
-		for _, wc := range e.wcs[:m] {
-			if err := e.received(th, wc); err != nil {
-				return err
-			}
-		}
-		if e.ready.len() > 0 {
-			return fmt.Errorf("%w: SQ/SR endpoint %d on node %d: data arrived after every stream ended", ErrBadMessage, e.cfg.Tag, e.me)
-		}
-		pending := 0
-		for _, q := range e.unacked {
-			pending += len(q)
-		}
-		now := th.Now()
-		if pending == 0 {
-			if graceEnd == 0 {
-				graceEnd = now.Add(3 * e.cfg.RTO)
-			}
-			if now >= graceEnd {
-				return nil
-			}
-			next = graceEnd
-		}
-		if k+m > 0 {
-			deadline = now.Add(e.cfg.Timeout)
-			continue
-		}
-		if now >= deadline {
-			msg := ""
-			for d, q := range e.unacked {
-				if len(q) > 0 {
-					first := q[0].seq
-					for _, r := range q {
-						first = min(first, r.seq)
-					}
-					msg += fmt.Sprintf("; node %d has not acknowledged %d messages (from number %d)", d, len(q), first)
-				}
-			}
-			return fmt.Errorf("algos: SQ/SR endpoint %d on node %d: no acknowledgement for %v%s", e.cfg.Tag, e.me, e.cfg.Timeout, msg)
-		}
-		e.unlock()
-		if e.waitList == nil { // built once: a variadic call through the interface allocates
-			e.waitList = []fabric.Waitable{e.ccq, e.rcq}
-		}
-		th.Wait(min(deadline, next), e.waitList...)
-		e.lock()
-	}
 }
 
 // Info adds the receive lanes' statistics to the endpoint's.

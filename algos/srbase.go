@@ -74,6 +74,16 @@ func (e *srBase) initPool(mr fabric.MR, off, count, msg int) {
 func (e *srBase) lock()   { e.mu.Lock() }
 func (e *srBase) unlock() { e.mu.Unlock() }
 
+// waitReleased releases mu while th waits for one of on or the deadline,
+// and takes it again, also when the wait unwinds instead of returning (the
+// simulator unwinds the threads of a run it stops): the caller's deferred
+// Unlock then finds mu held, as it expects.
+func waitReleased(th fabric.Thread, mu fabric.Mutex, deadline fabric.Time, on ...fabric.Waitable) {
+	mu.Unlock()
+	defer mu.Lock()
+	th.Wait(deadline, on...)
+}
+
 // wait releases the lock, waits for w (or the deadline) and takes it again;
 // it fails when the deadline has already passed.
 func (e *srBase) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
@@ -86,9 +96,7 @@ func (e *srBase) waitFor(th fabric.Thread, deadline, until fabric.Time, what str
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while %s", e.design, e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
-	e.unlock()
-	th.Wait(min(deadline, until), ws...)
-	e.lock()
+	waitReleased(th, e.mu, min(deadline, until), ws...)
 	return nil
 }
 
@@ -283,9 +291,7 @@ func (e *srBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
 			return Delivery{}, fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while receiving (%d of %d sources ended)",
 				e.design, e.cfg.Tag, e.me, e.cfg.Timeout, e.doneCount, e.n)
 		}
-		e.unlock()
-		th.Wait(until, r.on...)
-		e.lock()
+		waitReleased(th, e.mu, until, r.on...)
 	}
 }
 

@@ -47,9 +47,8 @@ type Cluster struct {
 	handover *thread // the thread to resume next, chosen by a yielding thread
 	threads  []*thread
 	live     int
-	runErr   error
-	stop     error // set when the run must stop (deadlock, limit, failure)
-	abort    bool  // threads receiving the baton must exit
+	stop     error // the run's first failure, or why it must stop (deadlock, limit)
+	abort    bool  // threads are being unwound: see abortAll
 
 	sigCounter uint64 // counts Waitable signals; orders them against syncs
 	trace      uint64 // FNV-1a hash of every fired event
@@ -166,7 +165,7 @@ func (c *Cluster) Run(main func(th fabric.Thread) error) error {
 	if c.cur != nil || c.live != 0 || c.abort {
 		return errors.New("sim: Run called while a run is in progress")
 	}
-	c.runErr, c.stop, c.abort = nil, nil, false
+	c.stop, c.abort = nil, false
 	c.limit = c.now.Add(c.cfg.TimeLimit)
 	// Out-of-band calls are matched by their position in the run. A failed
 	// run can leave nodes at different positions (one waited in a Barrier
@@ -184,9 +183,6 @@ func (c *Cluster) Run(main func(th fabric.Thread) error) error {
 		c.abortAll()
 	}
 	c.threads = c.threads[:0]
-	if c.runErr != nil {
-		return c.runErr
-	}
 	return c.stop
 }
 
@@ -225,7 +221,11 @@ func (c *Cluster) fireBody(at fabric.Time, b *evBody) {
 }
 
 // abortAll unwinds every thread that has not returned (running its
-// deferred calls) and discards the rest of the run's threads.
+// deferred calls) and discards the rest of the run's threads. Whatever
+// the unwinding provokes (a deferred Unlock of a lock that a Wait had
+// released, an error returned from a deferred call) is a consequence of
+// the stop, not its cause: the run's error stays what stopped it, so a
+// time limit is reported as fabric.ErrTimeLimit.
 func (c *Cluster) abortAll() {
 	c.abort = true
 	for _, th := range c.threads {
@@ -257,11 +257,9 @@ func (c *Cluster) blocked() string {
 	return strings.Join(s, "; ")
 }
 
-// fail records the first error of the run.
+// fail records a thread's error; the first error, or the deadlock or time
+// limit that came before it, is the run's.
 func (c *Cluster) fail(err error) {
-	if c.runErr == nil {
-		c.runErr = err
-	}
 	if c.stop == nil {
 		c.stop = err
 	}

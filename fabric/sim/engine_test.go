@@ -511,3 +511,67 @@ func TestWaitAfterOtherVerbs(t *testing.T) {
 		t.Fatalf("Wait slept %v for a write that had already landed", waited)
 	}
 }
+
+// TestStopCauseWins: when a run stops (time limit, deadlock) while a
+// thread waits with a lock released, the unwinding runs the thread's
+// deferred Unlock on a lock it no longer holds; that, and a panic in a
+// deferred call while unwinding, must not replace the cause. Before, Run returned "panic: sim: Unlock of an unlocked
+// Mutex" with a stack trace, and the time limit was lost.
+func TestStopCauseWins(t *testing.T) {
+	// lockedWait is an endpoint's wait: hold the lock, release it to
+	// wait, take it again; the deferred Unlock expects it held.
+	lockedWait := func(th fabric.Thread, mu fabric.Mutex, on fabric.Waitable) {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			mu.Unlock()
+			th.Wait(th.Now().Add(10*fabric.Microsecond), on)
+			mu.Lock()
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		want error
+		main func(th fabric.Thread) error
+	}{
+		{"time-limit, lock released in a wait", fabric.ErrTimeLimit, func(th fabric.Thread) error {
+			lockedWait(th, th.Node().NewMutex(), th.Node().NewSignal())
+			return nil
+		}},
+		{"time-limit, two threads share the lock", fabric.ErrTimeLimit, func(th fabric.Thread) error {
+			mu, sig := th.Node().NewMutex(), th.Node().NewSignal()
+			th.Spawn("other", 1, func(ot fabric.Thread) error {
+				lockedWait(ot, mu, sig)
+				return nil
+			})
+			lockedWait(th, mu, sig)
+			return nil
+		}},
+		{"deadlock, lock released in a wait", fabric.ErrDeadlock, func(th fabric.Thread) error {
+			mu := th.Node().NewMutex()
+			mu.Lock()
+			defer mu.Unlock()
+			mu.Unlock()
+			th.Wait(fabric.Forever, th.Node().NewSignal())
+			mu.Lock()
+			return nil
+		}},
+		{"time-limit, a deferred call panics while unwinding", fabric.ErrTimeLimit, func(th fabric.Thread) error {
+			defer func() { panic("cleanup panicked") }()
+			for {
+				th.Wait(th.Now().Add(10 * fabric.Microsecond))
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, sim.Config{Nodes: 2, Seed: 1, TimeLimit: fabric.Millisecond})
+			err := c.Run(tc.main)
+			if !errors.Is(err, tc.want) || strings.Contains(err.Error(), "panic") || strings.Contains(err.Error(), "cleanup") {
+				t.Fatalf("Run returned %v, want %v and nothing else", err, tc.want)
+			}
+			if err := c.Run(func(th fabric.Thread) error { return nil }); err != nil {
+				t.Fatalf("next run: %v", err)
+			}
+		})
+	}
+}

@@ -395,10 +395,17 @@ type mutex struct {
 	queue []*thread
 }
 
+// Lock and Unlock do nothing while a run is being aborted: the threads
+// only unwind through their deferred calls then, and a lock that a Wait
+// released when the abort interrupted it is not held, whatever the
+// deferred Unlock that follows expects.
 func (m *mutex) Lock() {
 	th := m.c.cur
 	if th == nil {
 		panic("sim: Mutex.Lock outside a simulated thread")
+	}
+	if m.c.abort {
+		return
 	}
 	th.syncTo(th.local)
 	if !m.held {
@@ -414,6 +421,9 @@ func (m *mutex) Unlock() {
 	th := m.c.cur
 	if th == nil {
 		panic("sim: Mutex.Unlock outside a simulated thread")
+	}
+	if m.c.abort {
+		return
 	}
 	th.syncTo(th.local)
 	if !m.held {
