@@ -4,7 +4,7 @@ GO ?= go
 .PHONY: run overview reproduce test bench fuzz fuzz-short vet build clean ibverbs-dev
 
 # The main job on the default simulated cluster: no RDMA hardware, no setup.
-# Seed 001's figure 19 at quick scale: the eight designs and the qperf, IPoIB
+# Liu19's figure 19 at quick scale: the eight designs and the qperf, IPoIB
 # and MPI baselines on 2 to 16 nodes, FDR and EDR, repartition and broadcast;
 # a table here and the plots in results/fig19 (a few minutes on 2 cores).
 run:

@@ -10,7 +10,7 @@ import (
 )
 
 // TestLaneRule drives a receiver lane event by event through the cases of
-// seed 001 §6.
+// Liu19 §6.
 func TestLaneRule(t *testing.T) {
 	l, err := NewLane(2, 1, 4)
 	if err != nil {

@@ -5,10 +5,10 @@ import (
 	"math"
 )
 
-// BDPBuffers is the query-oblivious sizing of seed 001 §6: enough buffers
+// BDPBuffers is the query-oblivious sizing of Liu19 §6: enough buffers
 // of msgBytes to cover the bandwidth-delay product of a link, bandwidth
 // bytesPerSecond (the available bandwidth, as measured by qperf) times the
-// round-trip time rttSeconds, rounded up, and at least one. Seed 001
+// round-trip time rttSeconds, rounded up, and at least one. Liu19
 // reports 44 buffers on EDR this way.
 func BDPBuffers(bytesPerSecond, rttSeconds float64, msgBytes int) (int, error) {
 	if bytesPerSecond <= 0 || rttSeconds <= 0 || msgBytes <= 0 ||

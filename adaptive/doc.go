@@ -1,5 +1,5 @@
 // Package adaptive is the query-aware management of registered buffers of
-// seed 001 §6: a node-wide pool of registered buffers that registers more
+// Liu19 §6: a node-wide pool of registered buffers that registers more
 // on demand and deregisters under memory pressure (Pool), the controller
 // that decides, buffer by buffer, whether an endpoint's circulation should
 // grow or shrink (Lane), and the query-oblivious baseline, sizing by the

@@ -4,7 +4,7 @@ import "fmt"
 
 // Lane is the adaptive controller for one flow of buffers: the receive
 // buffers a receiving endpoint keeps for one source, or the send buffers
-// of a sending endpoint. Its buffers move through three states (seed 001
+// of a sending endpoint. Its buffers move through three states (Liu19
 // §6): a receiver's Wait (posted, empty) -> Transmit (filled, ready to be
 // taken) -> Consume (lent to the operator) -> Wait; a sender's Wait
 // (free) -> Populate (lent to the operator) -> Transmit (being sent) ->

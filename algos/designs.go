@@ -18,9 +18,9 @@ type Family string
 
 // Families.
 const (
-	FamilyDesign   Family = "design"   // one of seed 001's eight endpoint designs
-	FamilyBaseline Family = "baseline" // what seed 001 compares them with
-	FamilyPeer     Family = "peer"     // a peer system's design (seeds 003, 004)
+	FamilyDesign   Family = "design"   // one of Liu19's eight endpoint designs
+	FamilyBaseline Family = "baseline" // what Liu19 compares them with
+	FamilyPeer     Family = "peer"     // a peer system's design (MW-DQE and Roediger15)
 )
 
 // Verb is how a design moves a message's bytes.
@@ -84,7 +84,7 @@ func (d Design) Check(o Options) error {
 	case o.Recover && !d.Recovery:
 		return fmt.Errorf("--ud-recovery applies to the UD designs (%s); %s runs over %v, which recovers in hardware", strings.Join(names(Designs(), func(x Design) bool { return x.Recovery }), ", "), d.Name, d.Transport)
 	case o.Adaptive && !d.Adaptive:
-		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to seed 001's eight designs (%s), not the baselines or the peer designs (docs/model.md §5 says why)", d.Name, strings.Join(names(Designs(), func(x Design) bool { return x.Adaptive }), ", "))
+		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to Liu19's eight designs (%s), not the baselines or the peer designs (docs/model.md §5 says why)", d.Name, strings.Join(names(Designs(), func(x Design) bool { return x.Adaptive }), ", "))
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func names(ds []Design, keep func(Design) bool) []string {
 // rcMsgBytes is the RC designs' default message size.
 const rcMsgBytes = 64 << 10
 
-// seedDesign is one of seed 001's eight: shared or per-thread endpoint
+// seedDesign is one of Liu19's eight: shared or per-thread endpoint
 // (SE/ME), single or multiple queue pairs (SQ: one UD queue pair; MQ: an
 // RC queue pair per peer) and the verb.
 func seedDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoint, error)) Design {
@@ -137,7 +137,7 @@ func udDesign(shared bool) Design {
 		Recovery: true, Adaptive: true, Open: OpenSQSR}
 }
 
-// Designs returns seed 001's eight endpoint designs in the paper's order
+// Designs returns Liu19's eight endpoint designs in the paper's order
 // (a fresh slice on every call).
 func Designs() []Design {
 	return []Design{
@@ -148,7 +148,7 @@ func Designs() []Design {
 	}
 }
 
-// Baselines returns the endpoint baselines of seed 001 (TCP over IPoIB
+// Baselines returns the endpoint baselines of Liu19 (TCP over IPoIB
 // and MVAPICH-style MPI), with their default costs.
 func Baselines() []Design {
 	return []Design{
@@ -174,8 +174,8 @@ func MWDesign(threshold int) string {
 	return fmt.Sprintf("RDMA-MW/siw/%dK", threshold>>10)
 }
 
-// Peers returns the peer systems' designs: seed 004's HyPer multiplexer
-// (scheduled or not, over RDMA or TCP) and seed 003's RDMA-Write shuffle
+// Peers returns the peer systems' designs: Roediger15's HyPer multiplexer
+// (scheduled or not, over RDMA or TCP) and MW-DQE's RDMA-Write shuffle
 // middleware (on RDMA hardware and over software iWARP at several write
 // thresholds) with its sockets baseline.
 func Peers() []Design {
@@ -193,7 +193,7 @@ func Peers() []Design {
 	}
 	tcp, siw, sock := DefaultIPoIBCosts, SoftIWARPCosts, GbESocketCosts
 	out := []Design{
-		hyper("HyPer", "seed 004's multiplexer: one thread per node owns n-1 RC connections; round-robin phases, a barrier every 8 messages",
+		hyper("HyPer", "Roediger15's multiplexer: one thread per node owns n-1 RC connections; round-robin phases, a barrier every 8 messages",
 			HyPerOptions{Schedule: ScheduleRR}),
 		hyper("HyPer/unsched", "HyPer without network scheduling: messages in hand-over order, 2 in flight",
 			HyPerOptions{Schedule: ScheduleNone}),
@@ -201,9 +201,9 @@ func Peers() []Design {
 			HyPerOptions{Schedule: ScheduleRR, TCP: &tcp}),
 		hyper("HyPer-TCP/unsched", "HyPer-TCP without network scheduling",
 			HyPerOptions{Schedule: ScheduleNone, TCP: &tcp}),
-		mw("RDMA-MW", "seed 003's middleware: per worker pair 64 KB rings, RDMA Write past a 16 KB threshold, batched Send/Recv notices (hardware RDMA)",
+		mw("RDMA-MW", "MW-DQE's middleware: per worker pair 64 KB rings, RDMA Write past a 16 KB threshold, batched Send/Recv notices (hardware RDMA)",
 			16<<10, nil),
-		{Name: "Sockets-MW", About: "seed 003's sockets baseline: TCP sockets with a Gigabit NIC's kernel costs, 64 KB buffers",
+		{Name: "Sockets-MW", About: "MW-DQE's sockets baseline: TCP sockets with a Gigabit NIC's kernel costs, 64 KB buffers",
 			Family: FamilyPeer, Transport: fabric.RC, Verb: VerbSockets, Shared: true, MsgBytes: rcMsgBytes, Groups: true,
 			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenIPoIB(th, c, sock) }},
 	}

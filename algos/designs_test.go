@@ -17,13 +17,13 @@ func TestDesignCatalogue(t *testing.T) {
 	seen := map[string]bool{}
 	for i, d := range append(append(ds, algos.Baselines()...), algos.Peers()...) {
 		if i < len(want) && d.Name != want[i] {
-			t.Errorf("design %d is %s, want %s (seed 001's order)", i, d.Name, want[i])
+			t.Errorf("design %d is %s, want %s (Liu19's order)", i, d.Name, want[i])
 		}
 		if seen[d.Name] || d.Name == "" || d.About == "" || d.Open == nil || d.MsgBytes < algos.HeaderBytes+algos.TupleBytes {
 			t.Errorf("%s: duplicate, or missing name, about, Open or message size: %+v", d.Name, d)
 		}
 		seen[d.Name] = true
-		// The name of a seed 001 design spells its descriptor.
+		// The name of a Liu19 design spells its descriptor.
 		if d.Family == algos.FamilyDesign {
 			if d.Shared != strings.HasPrefix(d.Name, "SE") || (d.Transport == fabric.UD) != strings.Contains(d.Name, "SQ/") ||
 				d.Notify != strings.HasSuffix(d.Name, "/WR") || d.Recovery != (d.Transport == fabric.UD) {

@@ -8,7 +8,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
-// State says whether a buffer is the last of its stream (seed 000 §4.2).
+// State says whether a buffer is the last of its stream (Liu17 §4.2).
 type State uint8
 
 // States.
@@ -138,7 +138,7 @@ func (c *Config) check(maxMsg int) error {
 	case c.CreditEvery < 1:
 		return fmt.Errorf("%w: credit write-back every %d receives", ErrConfig, c.CreditEvery)
 	case c.CreditEvery > c.Buffers:
-		return fmt.Errorf("%w: credit every %d receives needs at least that many buffers per source, not %d (seed 001 §7.1.1)",
+		return fmt.Errorf("%w: credit every %d receives needs at least that many buffers per source, not %d (Liu19 §7.1.1)",
 			ErrConfig, c.CreditEvery, c.Buffers)
 	case c.Threads < 0:
 		return fmt.Errorf("%w: %d threads", ErrConfig, c.Threads)

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Pattern is a shuffle's communication pattern (seed 000 §4.1).
+// Pattern is a shuffle's communication pattern (Liu17 §4.1).
 type Pattern string
 
 // Patterns.
@@ -78,7 +78,7 @@ func multicastFanout(p Pattern, nodes int) (int, error) {
 func (g Groups) Len() int { return len(g.members) }
 
 // Of returns the group of a key: the low 32 bits of the key modulo the
-// number of groups (seed 001 repartitions by modulo; a 32-bit division is
+// number of groups (Liu19 repartitions by modulo; a 32-bit division is
 // cheaper than a 64-bit one). Partitioner.Scatter computes the same
 // remainder by direct computation (a precomputed multiply), measured
 // faster there.

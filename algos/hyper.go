@@ -14,7 +14,7 @@ type Schedule string
 
 // Schedules of the multiplexer.
 const (
-	// ScheduleRR: round-robin phases (seed 004 §3.2.3). In phase p (from
+	// ScheduleRR: round-robin phases (Roediger15 §3.2.3). In phase p (from
 	// 1) node i sends up to PhaseMessages messages to node
 	// (i + ((p-1) mod (n-1)) + 1) mod n, so that it receives from the
 	// mirror node; every node waits for its phase's sends to complete and
@@ -31,7 +31,7 @@ const (
 type HyPerOptions struct {
 	Schedule Schedule // default ScheduleRR
 	// PhaseMessages is how many messages a node sends to one target
-	// between two barriers (seed 004: 8 messages of 512 KB). Default 8.
+	// between two barriers (Roediger15: 8 messages of 512 KB). Default 8.
 	PhaseMessages int
 	// InFlight is how many messages an unscheduled multiplexer keeps in
 	// flight (default 2, as perftest's alltoall_bw --schedule random).
@@ -42,7 +42,7 @@ type HyPerOptions struct {
 	// TCP, if set, makes the multiplexer send and receive through the
 	// kernel's TCP stack over IPoIB instead of RDMA: every send() and
 	// recv() costs what the IPoIB baseline charges, on the multiplexer's
-	// own thread (seed 004's TCP/IPoIB engine).
+	// own thread (Roediger15's TCP/IPoIB engine).
 	TCP *IPoIBCosts
 	// Observe, if set, is called for every data message the multiplexer
 	// posts: the phase (0 when unscheduled) and the destination (tests).
@@ -74,7 +74,7 @@ func (o *HyPerOptions) fill(cfg Config) error {
 	case cfg.CreditEvery > o.RecvBuffers:
 		return fmt.Errorf("%w: HyPer: credit every %d receives needs at least that many receive buffers per source, not %d", ErrConfig, cfg.CreditEvery, o.RecvBuffers)
 	case cfg.Adaptive != nil:
-		return fmt.Errorf("%w: HyPer: adaptive buffers are not supported: the multiplexer's message pool is fixed (seed 004 §3.2.2)", ErrConfig)
+		return fmt.Errorf("%w: HyPer: adaptive buffers are not supported: the multiplexer's message pool is fixed (Roediger15 §3.2.2)", ErrConfig)
 	}
 	if o.TCP != nil {
 		c := o.TCP
@@ -85,7 +85,7 @@ func (o *HyPerOptions) fill(cfg Config) error {
 	return nil
 }
 
-// hyper is the HyPer-style communication multiplexer of seed 004 §3.2.2
+// hyper is the HyPer-style communication multiplexer of Roediger15 §3.2.2
 // as a shared endpoint: workers fill messages taken from the node's
 // registered pool and hand them over with PutData, which only queues them
 // (a local destination gets the message at once, without the network); a

@@ -7,7 +7,7 @@ import (
 )
 
 // IPoIBCosts are the kernel's CPU costs of TCP over IPoIB in connected
-// mode, the IPoIB baseline of seed 001 §7.1: what send() and select() plus
+// mode, the IPoIB baseline of Liu19 §7.1: what send() and select() plus
 // recv() cost beyond moving the bytes on the wire. Cycles are spent on the
 // calling thread's core (Thread.Compute); per-byte copies are charged as
 // memcpy work (Thread.Charge with fabric.WorkCopy), so they follow the
@@ -36,7 +36,7 @@ var DefaultIPoIBCosts = IPoIBCosts{
 }
 
 // IPoIBMsgBytes is the IPoIB baseline's default message (send() call)
-// size, 128 KB as in seed 001 §7.1.
+// size, 128 KB as in Liu19 §7.1.
 const IPoIBMsgBytes = 128 << 10
 
 // ipoib is the IPoIB baseline endpoint: TCP sockets over IP over

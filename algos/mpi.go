@@ -6,7 +6,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
-// MPICosts are the MPI baseline's software costs (seed 001 §7.1 used
+// MPICosts are the MPI baseline's software costs (Liu19 §7.1 used
 // MVAPICH2 with MPI_Send and MPI_Irecv). Cycles are spent on the calling
 // thread's core while it holds the library's lock, so threads serialize on
 // them, as in an MPI library that supports MPI_THREAD_MULTIPLE with one

@@ -7,7 +7,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
-// mqrd is the MQ/RD endpoint (seed 000 Algorithm 3, seed 001 Algorithm 4):
+// mqrd is the MQ/RD endpoint (Liu17 Algorithm 3, Liu19 Algorithm 4):
 // the receiver pulls data with RDMA Reads over one RC queue pair per node.
 // A sender announces a full buffer by writing a 32-byte descriptor (its
 // number, the buffer id, the length, and the buffer's address and rkey)
@@ -17,7 +17,7 @@ import (
 // completes writes the buffer's id back into the sender's ring for that
 // receiver (FreeArr). A buffer returns to the sender's pool only when every
 // member of its transmission group has read it, which is what slows this
-// design under broadcast (seed 001 §7.1.4). No credit is needed: a ring
+// design under broadcast (Liu19 §7.1.4). No credit is needed: a ring
 // holds as many descriptors as the sender can have buffers.
 //
 // With adaptive buffers (cfg.Adaptive) the send buffers come from the

@@ -8,7 +8,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/flowctl"
 )
 
-// mqsr is the MQ/SR endpoint (seed 000 §4.4.1, seed 001 Algorithm 3): RDMA
+// mqsr is the MQ/SR endpoint (Liu17 §4.4.1, Liu19 Algorithm 3): RDMA
 // Send/Receive over one RC queue pair per destination node, one send and
 // one receive completion queue per endpoint, and the stateless credit
 // protocol: a receiver writes the absolute count of receives it has posted
@@ -79,7 +79,7 @@ const (
 	NotifyQueue   Notify = "queue"   // a descriptor in a ring, written after the data; poll the ring
 )
 
-// OpenMQWR opens an MQ/WR endpoint, the RDMA Write design of seed 001 in
+// OpenMQWR opens an MQ/WR endpoint, the RDMA Write design of Liu19 in
 // its poll-the-CQ variant: the sender writes each buffer straight into a
 // slot of the receiver's memory with an RDMA Write with immediate (the
 // immediate names the slot), which completes a zero-length receive at the

@@ -26,7 +26,7 @@ type Source interface {
 	FillVector(vec []byte, from int64)
 }
 
-// Shuffle runs the SHUFFLE operator (seed 000 Algorithm 1) for one thread:
+// Shuffle runs the SHUFFLE operator (Liu17 Algorithm 1) for one thread:
 // it hashes every input tuple to its transmission group, appends it to
 // that group's output buffer, sends full buffers, and at the end flushes
 // every partly filled buffer. The end of stream goes to every receiver:
@@ -135,7 +135,7 @@ type ReceiveStats struct {
 	Corrupt int     // buffers whose payload did not match their header
 }
 
-// Receive runs the RECEIVE operator (seed 000 Algorithm 2) for one thread:
+// Receive runs the RECEIVE operator (Liu17 Algorithm 2) for one thread:
 // it takes every buffer the endpoint delivers, copies the tuples out,
 // releases the buffer at once, and then spends cyclesPerTuple of
 // processing on each tuple (the receiving fragment's work). In payload

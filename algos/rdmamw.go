@@ -12,7 +12,7 @@ import (
 // 003: 64 KB).
 type MWOptions struct {
 	// Threshold is how many unsent bytes an out ring must hold before a
-	// write is posted (seed 003: 16 KB; a flush at the end sends less).
+	// write is posted (MW-DQE: 16 KB; a flush at the end sends less).
 	Threshold int
 	// NoticeBytes is how many bytes a receiver consumes from an in ring
 	// before it tells the sender the space is free (default a quarter of
@@ -58,7 +58,7 @@ const (
 	mwWrNotice    = 2 << 48
 )
 
-// mw is the RDMA Write shuffle middleware of seed 003 as a shared endpoint:
+// mw is the RDMA Write shuffle middleware of MW-DQE as a shared endpoint:
 // one RC connection and one registered region per pair of nodes; the
 // region holds an out ring for every (sending thread, destination) pair and
 // an in ring for every (source thread, this node) pair, of Config.MsgBytes
@@ -161,7 +161,7 @@ func OpenRDMAMW(th fabric.Thread, cfg Config, opt MWOptions) (Endpoint, error) {
 	r := cfg.MsgBytes
 	switch {
 	case cfg.Adaptive != nil:
-		return nil, fmt.Errorf("%w: RDMA-MW: adaptive buffers are not supported: each worker pair has one fixed ring (seed 003)", ErrConfig)
+		return nil, fmt.Errorf("%w: RDMA-MW: adaptive buffers are not supported: each worker pair has one fixed ring (MW-DQE)", ErrConfig)
 	case r%64 != 0:
 		return nil, fmt.Errorf("%w: RDMA-MW: ring of %d bytes (the message size) must be a multiple of 64", ErrConfig, r)
 	case opt.RecordBytes < TupleBytes || opt.RecordBytes%TupleBytes != 0 || mwSpanHeader+opt.RecordBytes > r/4:

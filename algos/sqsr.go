@@ -10,13 +10,13 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/flowctl"
 )
 
-// sqsr is the SQ/SR endpoint (seed 000 §4.4.2): RDMA Send/Receive over one
+// sqsr is the SQ/SR endpoint (Liu17 §4.4.2): RDMA Send/Receive over one
 // UD queue pair for all destinations, messages of at most one MTU, and the
 // stateless credit protocol. The papers leave open how credit travels back
 // over UD; here each endpoint has a second UD queue pair that only carries
 // credit messages (16 bytes, inline), so an endpoint costs 2 queue pairs,
 // whatever the cluster size. The end of a stream is detected by counting
-// (seed 001 §5.3): every message carries its running number per
+// (Liu19 §5.3): every message carries its running number per
 // destination and the last one is flagged, so the receiver knows the total
 // and waits for every message, in whatever order UD delivers them. A
 // stream that stays incomplete for the endpoint's timeout fails with an
@@ -289,7 +289,7 @@ func (e *sqsr) growStarving(th fabric.Thread) (int, error) {
 	grown := 0
 	for s := 0; s < e.n; s++ {
 		l := e.rlanes[s]
-		// Seed 001's rule grows whenever nothing is ready; a receiver that
+		// Liu19's rule grows whenever nothing is ready; a receiver that
 		// outpaces the network finds nothing ready after nearly every
 		// message, so the literal rule grows without bound (measured:
 		// docs/model.md §5). Grow only a source whose unused credit is

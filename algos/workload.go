@@ -1,7 +1,7 @@
 package algos
 
 // TupleBytes is the size of a tuple of the synthetic relation R(a, b): two
-// 8-byte integers (seed 001 §7.1).
+// 8-byte integers (Liu19 §7.1).
 const TupleBytes = 16
 
 // Relation is one node's fragment of the synthetic table R(a, b): Tuples

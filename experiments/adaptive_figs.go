@@ -10,7 +10,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
-// BDPPerNode is the query-oblivious buffer count of seed 001 §6 for a
+// BDPPerNode is the query-oblivious buffer count of Liu19 §6 for a
 // profile: the bandwidth of a stream of msgBytes RC sends times the round
 // trip of an 8-byte send, both measured with the perftest benchmarks on
 // the simulated profile (the paper took both from qperf), in msgBytes
@@ -85,7 +85,7 @@ func recvBuffersPerNode(r *Record) float64 {
 func adaptiveFigures() []Figure {
 	return []Figure{
 		Figure{
-			ID: "fig23", X: "buffers", Title: "Fixed, adaptive and bandwidth-delay-product buffering (seed 001 fig. 23)", Claims: []string{"C19"},
+			ID: "fig23", X: "buffers", Title: "Fixed, adaptive and bandwidth-delay-product buffering (Liu19 fig. 23)", Claims: []string{"C19"},
 			Sweeps: func(full bool) ([]*Sweep, error) { return adaptiveSweeps("fig23", full, false) },
 			Plots: func(rs []Result) ([]NamedPlot, error) {
 				var out []NamedPlot
@@ -109,7 +109,7 @@ func adaptiveFigures() []Figure {
 			},
 		},
 		Figure{
-			ID: "fig24", X: "buffers", Title: "Skewed processing: one node at 21, one at 95 cycles per tuple (seed 001 fig. 24)", Claims: []string{"C20"},
+			ID: "fig24", X: "buffers", Title: "Skewed processing: one node at 21, one at 95 cycles per tuple (Liu19 fig. 24)", Claims: []string{"C20"},
 			Sweeps: func(full bool) ([]*Sweep, error) { return adaptiveSweeps("fig24", full, true) },
 			Plots: func(rs []Result) ([]NamedPlot, error) {
 				fixed := filter(rs, func(r *Record) bool { return !r.Adaptive })

@@ -29,7 +29,7 @@ type Design struct {
 const EnvTCPHost = "RDMASHUFFLE_TCP_HOST"
 
 // catalogue is every design, in the order help texts, overviews and
-// sweeps list them: seed 001's eight, its baselines (qperf first), the
+// sweeps list them: Liu19's eight, its baselines (qperf first), the
 // peer designs, and the real TCP design.
 var catalogue = func() []Design {
 	var out []Design
@@ -91,7 +91,7 @@ func designOf(name string) Design {
 	return d
 }
 
-// IsSeedDesign keeps seed 001's eight endpoint designs.
+// IsSeedDesign keeps Liu19's eight endpoint designs.
 func IsSeedDesign(d Design) bool { return d.Family == algos.FamilyDesign }
 
 // OnSimulator keeps every design the simulator runs (all but RealOnly).
@@ -101,10 +101,10 @@ func OnSimulator(d Design) bool { return !d.RealOnly }
 // ceiling): what queries, soaks and I-Store's shuffle plan can use.
 func MovesTuples(d Design) bool { return !d.RealOnly && !d.Ceiling }
 
-// IsBaseline keeps seed 001's simulated baselines (qperf, IPoIB, MPI).
+// IsBaseline keeps Liu19's simulated baselines (qperf, IPoIB, MPI).
 func IsBaseline(d Design) bool { return d.Family == algos.FamilyBaseline && !d.RealOnly }
 
-// SeedDesigns lists the names of seed 001's eight designs in the paper's
+// SeedDesigns lists the names of Liu19's eight designs in the paper's
 // order.
 func SeedDesigns() []string { return DesignNames(IsSeedDesign) }
 
@@ -113,7 +113,7 @@ func SeedDesigns() []string { return DesignNames(IsSeedDesign) }
 // isUD: the design moves its data over UD (the SQ designs).
 func isUD(name string) bool { return designOf(name).Transport == fabric.UD }
 
-// isSeedMQ: one of seed 001's designs with an RC queue pair per peer,
+// isSeedMQ: one of Liu19's designs with an RC queue pair per peer,
 // optionally of one verb ("" for any).
 func isSeedMQ(name string, verb algos.Verb) bool {
 	d := designOf(name)

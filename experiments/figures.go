@@ -10,7 +10,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
-// Figure is one figure of seed 001's evaluation as a reproducible
+// Figure is one figure of Liu19's evaluation as a reproducible
 // experiment: the sweeps that produce its data at quick scale (a minute or
 // so on a 2-core machine) or at the paper's scale, the plots drawn from
 // them, and the claims they evaluate.
@@ -103,18 +103,18 @@ func sweeps(ss ...func() (*Sweep, error)) ([]*Sweep, error) {
 	return out, nil
 }
 
-// AllFigures lists every figure (a fresh slice), in this order: seed 001's
+// AllFigures lists every figure (a fresh slice), in this order: Liu19's
 // figures 13-22, its adaptive-buffer figures 23-24, the I-Store figures,
-// the peer designs' figures and seed 001's TPC-H figures 26-27.
+// the peer designs' figures and Liu19's TPC-H figures 26-27.
 func AllFigures() []Figure {
 	return slices.Concat(seedFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures())
 }
 
-// seedFigures are seed 001's figures 13-22, in the order of the paper.
+// seedFigures are Liu19's figures 13-22, in the order of the paper.
 func seedFigures() []Figure {
 	return []Figure{
 		{
-			ID: "fig13", X: "credit-every", Title: "Credit write-back frequency (seed 001 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
+			ID: "fig13", X: "credit-every", Title: "Credit write-back frequency (Liu19 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 16<<20))
 				base.Buffers = 16
@@ -145,7 +145,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig15", X: "cycles-per-tuple", Title: "RDMA Write notification variants under receiver load (seed 001 fig. 15)", Claims: []string{"C4"},
+			ID: "fig15", X: "cycles-per-tuple", Title: "RDMA Write notification variants under receiver load (Liu19 fig. 15)", Claims: []string{"C4"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
 				base.Design = "MEMQ/WR"
@@ -160,7 +160,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig16", X: "notify", Title: "When a slot returns to the sender, per notification variant (seed 001 fig. 16)", Claims: []string{"C5"},
+			ID: "fig16", X: "notify", Title: "When a slot returns to the sender, per notification variant (Liu19 fig. 16)", Claims: []string{"C5"},
 			Table: func(r *Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
@@ -175,7 +175,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (seed 001 fig. 17)", Claims: []string{"C6"},
+			ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (Liu19 fig. 17)", Claims: []string{"C6"},
 			Table: func(r *Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 1<<20, 8<<20))
@@ -192,7 +192,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig18", X: "msg-bytes", Title: "Message size (seed 001 fig. 18)", Claims: []string{"C7", "C8"},
+			ID: "fig18", X: "msg-bytes", Title: "Message size (Liu19 fig. 18)", Claims: []string{"C7", "C8"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				t := scale(full, 8, 14)
 				base := figBase("edr-cx4", 8, t, scale[int64](full, 2<<20, 16<<20))
@@ -218,7 +218,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig19", X: "nodes", Title: "Cluster size, FDR and EDR, repartition and broadcast (seed 001 fig. 19)",
+			ID: "fig19", X: "nodes", Title: "Cluster size, FDR and EDR, repartition and broadcast (Liu19 fig. 19)",
 			Claims: []string{"C9", "C10", "C11", "C12", "C13", "C14", "C15"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				// Quick: 10 threads, so that MEMQ's n x t queue pairs exceed
@@ -249,7 +249,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig20", X: "threads", Title: "Queue pairs per node at 16 nodes (seed 001 fig. 20)", Claims: []string{"C16"},
+			ID: "fig20", X: "threads", Title: "Queue pairs per node at 16 nodes (Liu19 fig. 20)", Claims: []string{"C16"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 16, 2, scale[int64](full, 128<<10, 8<<20))
 				threads := Vary("threads", anys(scale(full, []int{2, 4, 8}, []int{2, 4, 8, 14})...)...)
@@ -264,7 +264,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig21", X: "nodes", Title: "Connection setup time (seed 001 fig. 21)", Claims: []string{"C17"},
+			ID: "fig21", X: "nodes", Title: "Connection setup time (Liu19 fig. 21)", Claims: []string{"C17"},
 			Table: func(r *Record) float64 { return r.SetupMS }, TableUnit: "setup [ms]", NoSteady: true,
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 2, scale(full, 4, 14), 16<<10)
@@ -279,7 +279,7 @@ func seedFigures() []Figure {
 			},
 		},
 		{
-			ID: "fig22", X: "cycles-per-tuple", Title: "Overlap of communication and computation (seed 001 fig. 22)", Claims: []string{"C18"},
+			ID: "fig22", X: "cycles-per-tuple", Title: "Overlap of communication and computation (Liu19 fig. 22)", Claims: []string{"C18"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
 				return sweeps(func() (*Sweep, error) {
@@ -337,7 +337,7 @@ func ghz(r *Record) float64 {
 }
 
 // batchMicros is the receiving fragment's processing time per 32 KiB batch
-// (2048 tuples), the x axis of seed 001's overlap figures.
+// (2048 tuples), the x axis of Liu19's overlap figures.
 func batchMicros(r *Record) float64 {
 	return float64(r.CyclesPerTuple) * float64(32<<10/algos.TupleBytes) / ghz(r) / 1e3
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
-// I-Store-style remote reads (seed 002, package istore): the streaming
+// I-Store-style remote reads (Salama17, package istore): the streaming
 // microbenchmarks and the star joins, against the shuffle plan of the same
 // joins over any shuffle design. Their figures (istore_figs.go) run points
 // through RunIStorePoint, which reads what to run from the point's label.

@@ -8,12 +8,12 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/istore"
 )
 
-// The figures and claims of seed 002 (I-Store, claims C27-C29): prefetch
+// The figures and claims of Salama17 (I-Store, claims C27-C29): prefetch
 // depth, one memory server feeding several readers, and star joins
 // against shuffle plans. Their points run through RunIStorePoint.
 
 // istoreStreams is the worker threads (streams) per reader of the
-// microbenchmark figures' main series. Seed 002 does not say how many
+// microbenchmark figures' main series. Salama17 does not say how many
 // streams its experiment 2 ran; its numbers do: a maximum of about 5 M
 // blocks/s and 3x that at one outstanding read give about 1.7 M blocks/s,
 // a block every 0.6 us, at depth 1, where one FDR read's round trip takes
@@ -47,7 +47,7 @@ func istoreFigures() []Figure {
 	joinSF := func(full bool) float64 { return scale(full, 0.5, 4.0) }
 	return []Figure{
 		Figure{
-			ID: "istore-prefetch", X: "buffers", Title: "I-Store: scan throughput of one reader against outstanding RDMA Reads, 2 KB blocks (seed 002 fig. 7b)", Claims: []string{"C27"},
+			ID: "istore-prefetch", X: "buffers", Title: "I-Store: scan throughput of one reader against outstanding RDMA Reads, 2 KB blocks (Salama17 fig. 7b)", Claims: []string{"C27"},
 			Run: RunIStorePoint, NoSteady: true,
 			Table: mblocks, TableUnit: "scanned blocks per second per reader [M]",
 			Sweeps: func(full bool) ([]*Sweep, error) {
@@ -66,7 +66,7 @@ func istoreFigures() []Figure {
 			},
 		},
 		Figure{
-			ID: "istore-fanout", X: "nodes", Title: "I-Store: one memory server feeding 1 to 8 readers, RDMA Reads vs relayed multicast (seed 002 fig. 7c)", Claims: []string{"C28"},
+			ID: "istore-fanout", X: "nodes", Title: "I-Store: one memory server feeding 1 to 8 readers, RDMA Reads vs relayed multicast (Salama17 fig. 7c)", Claims: []string{"C28"},
 			Run: RunIStorePoint, NoSteady: true,
 			Table: mblocks, TableUnit: "scanned blocks per second per reader [M] (nodes = readers + 1)",
 			Sweeps: func(full bool) ([]*Sweep, error) {
@@ -83,7 +83,7 @@ func istoreFigures() []Figure {
 			},
 		},
 		Figure{
-			ID: "istore-joins", X: "design", Title: "I-Store: SSB-like star joins, remote reads vs shuffle plans, 8 FDR nodes (seed 002 fig. 7a)", Claims: []string{"C29"},
+			ID: "istore-joins", X: "design", Title: "I-Store: SSB-like star joins, remote reads vs shuffle plans, 8 FDR nodes (Salama17 fig. 7a)", Claims: []string{"C29"},
 			Run: RunIStorePoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
 			Sweeps: func(full bool) ([]*Sweep, error) {

@@ -8,10 +8,10 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/algos"
 )
 
-// The figures and claims of the peer designs (seeds 004 and 003) and the
+// The figures and claims of the peer designs (Roediger15 and MW-DQE) and the
 // comparison of every design on one cluster ("peers").
 
-// peerComparison lists the designs of the "peers" figure: seed 001's eight,
+// peerComparison lists the designs of the "peers" figure: Liu19's eight,
 // its baselines and the peer designs that run on InfiniBand.
 func peerComparison() []string {
 	out := SeedDesigns()
@@ -25,7 +25,7 @@ func peerFigures() []Figure {
 	respMS := func(r *Record) float64 { return r.ResponseS * 1e3 }
 	return []Figure{
 		Figure{
-			ID: "hyper-sched", X: "nodes", Title: "HyPer multiplexer: round-robin scheduling, RDMA and TCP/IPoIB (seed 004 fig. 10b, §5)", Claims: []string{"C25"},
+			ID: "hyper-sched", X: "nodes", Title: "HyPer multiplexer: round-robin scheduling, RDMA and TCP/IPoIB (Roediger15 fig. 10b, §5)", Claims: []string{"C25"},
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("qdr-cx3", 8, 4, scale[int64](full, 4<<20, 32<<20))
 				base.MsgBytes = 512 << 10
@@ -39,7 +39,7 @@ func peerFigures() []Figure {
 			},
 		},
 		Figure{
-			ID: "hyper-conns", X: "nodes", NoSteady: true, Title: "Connections: one multiplexer per server against a queue pair per thread (seed 004 §3.1)", Claims: []string{"C24"},
+			ID: "hyper-conns", X: "nodes", NoSteady: true, Title: "Connections: one multiplexer per server against a queue pair per thread (Roediger15 §3.1)", Claims: []string{"C24"},
 			Table: func(r *Record) float64 { return float64(r.QPsPerNode * r.Nodes) }, TableUnit: "queue pairs in the cluster",
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 2, 4, 64<<10)
@@ -54,10 +54,10 @@ func peerFigures() []Figure {
 			},
 		},
 		Figure{
-			ID: "mw", X: "nodes", Title: "RDMA Write middleware against sockets, and the write threshold (seed 003 fig. 3, 4)", Claims: []string{"C26"},
+			ID: "mw", X: "nodes", Title: "RDMA Write middleware against sockets, and the write threshold (MW-DQE fig. 3, 4)", Claims: []string{"C26"},
 			Table: respMS, TableUnit: "communication (response) time [ms]",
 			Sweeps: func(full bool) ([]*Sweep, error) {
-				// Seed 003: 5 M integers per process; here 16-byte tuples.
+				// MW-DQE: 5 M integers per process; here 16-byte tuples.
 				base := figBase("iwarp-1g", 4, 1, 0)
 				base.BytesPerNode, base.MsgBytes = scale[int64](full, 8<<20, 80<<20), 64<<10
 				thr := base
@@ -87,7 +87,7 @@ func peerFigures() []Figure {
 			},
 		},
 		Figure{
-			ID: "peers", X: "pattern", Title: "Every design on one cluster: seed 001's eight, its baselines and the peer designs (8 nodes, EDR)",
+			ID: "peers", X: "pattern", Title: "Every design on one cluster: Liu19's eight, its baselines and the peer designs (8 nodes, EDR)",
 			Sweeps: func(full bool) ([]*Sweep, error) {
 				base := figBase("edr-cx4", 8, 4, scale[int64](full, 1<<20, 8<<20))
 				pats := Vary("pattern", "repartition", "broadcast")
@@ -138,7 +138,7 @@ func mwThreshold(r *Record) float64 {
 	return math.NaN()
 }
 
-// ClassicConnections is the connection count of seed 004's classic
+// ClassicConnections is the connection count of Roediger15's classic
 // exchange operator: every one of the n x t parallel units connected to
 // every other (directed pairs). The paper prints n^2 t^2 - t (57,560 for 6
 // servers of 40 threads), apparently a slip for n^2 t^2 - n t (57,360).
@@ -244,7 +244,7 @@ func judgeC26(rs []*Record, _ map[string][]Result) Verdict {
 		Measured: strings.Join(parts, "; "), Verdict: grade(reductionOK && spreadOK && bestOK, someGain || spreadOK)}
 	switch {
 	case !reductionOK:
-		v.Reason = "on a 1 Gb/s wire both middlewares are wire-bound in the model: the kernel costs of sockets (estimates) are far below a Gigabit link's time per byte, so the 75% must come from costs of seed 003's Java NIO middleware that the paper does not give"
+		v.Reason = "on a 1 Gb/s wire both middlewares are wire-bound in the model: the kernel costs of sockets (estimates) are far below a Gigabit link's time per byte, so the 75% must come from costs of MW-DQE's Java NIO middleware that the paper does not give"
 	case !spreadOK:
 		v.Reason = "the threshold hardly matters: writes of 2 KB and more already keep the Gigabit link busy"
 	case !bestOK:

@@ -18,7 +18,7 @@ import (
 // The record's BytesPerNode is the input asked for; the bytes moved are
 // that rounded down to whole messages per stream (at least one).
 // It measures the network's ceiling for the shuffle's traffic, as the
-// dashed qperf line of seed 001's figure 19.
+// dashed qperf line of Liu19's figure 19.
 func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
 	n, t := cfg.Nodes, cfg.Threads
 	iters := max(1, int(cfg.BytesPerNode/int64(cfg.MsgBytes)/int64(n-1)/int64(t)))

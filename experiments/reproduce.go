@@ -164,7 +164,7 @@ func judgeC23(full bool) Verdict {
 	v := Verdict{Claim: "C23", Figure: "alltoall_bw", Expected: "round-robin up to 40% faster than unscheduled (20-50%)",
 		Measured: fmt.Sprintf("unscheduled %.2f, round-robin %.2f Gb/s per node: %+.0f%%", rnd, rr, 100*gain), Verdict: grade(gain >= 0.2 && gain <= 0.5, gain > 0.05)}
 	if v.Verdict != Pass {
-		v.Reason = "the gain depends on how many messages the unscheduled senders keep in flight (2 here), which seed 004 does not give"
+		v.Reason = "the gain depends on how many messages the unscheduled senders keep in flight (2 here), which Roediger15 does not give"
 	}
 	return v
 }
@@ -290,11 +290,11 @@ func writeComparison(b *strings.Builder, rs []*Record) {
 	}
 	h, hu, mw, mpi, ipoib := at("HyPer", "repartition"), at("HyPer/unsched", "repartition"), at("RDMA-MW", "repartition"), at("MPI", "repartition"), at("IPoIB", "repartition")
 	if bestV > 0 && h > 0 && hu > 0 {
-		fmt.Fprintf(b, "\nWhat this shows: seed 004's single multiplexer per server with round-robin scheduling reaches %.2f GiB/s, %.0f%% of seed 001's best design here (%s, %.2f); "+
+		fmt.Fprintf(b, "\nWhat this shows: Roediger15's single multiplexer per server with round-robin scheduling reaches %.2f GiB/s, %.0f%% of Liu19's best design here (%s, %.2f); "+
 			"without the scheduling it reaches %.2f (%.0f%%), against %.2f for MPI and %.2f for IPoIB. On this model the multiplexer's strength is coordinating the senders, "+
-			"not owning the connections. Seed 003's RDMA Write middleware, built for Gigabit Ethernet, reaches %.2f: its small appends, one write in flight per ring and "+
+			"not owning the connections. MW-DQE's RDMA Write middleware, built for Gigabit Ethernet, reaches %.2f: its small appends, one write in flight per ring and "+
 			"single network thread cap it far below the link when the network is fast. One difference favors the multiplexer: it hands a node's own share over in memory, "+
-			"as seed 004 describes, while seed 001's designs as built here send it through the adapter like any other, so up to 1/n of their link (%.1f%% at %d nodes) "+
+			"as Roediger15 describes, while Liu19's designs as built here send it through the adapter like any other, so up to 1/n of their link (%.1f%% at %d nodes) "+
 			"carries traffic the multiplexer never puts on the wire.\n", h, 100*h/bestV, best, bestV, hu, 100*hu/bestV, mpi, ipoib, mw, 100/float64(rs[0].Nodes), rs[0].Nodes)
 	}
 }

@@ -50,7 +50,7 @@ type RunConfig struct {
 	Inspect         func(*sim.Cluster)
 	// Notify selects the MQ/WR notification variant (default poll-CQ).
 	Notify algos.Notify
-	// Adaptive makes registered buffers adaptive (seed 001 §6), from a
+	// Adaptive makes registered buffers adaptive (Liu19 §6), from a
 	// pool per node: Buffers is where each flow starts, MaxBuffers (per
 	// thread and peer) its ceiling, PinnedCapMiB the pool's pinned-memory
 	// cap per node (0: none).
@@ -177,7 +177,7 @@ func (c *RunConfig) normalize(cores int) error {
 	case d.Ceiling && c.Nodes < 2:
 		return fmt.Errorf("--nodes %d: the %s baseline sends between distinct nodes; use at least 2", c.Nodes, d.Name)
 	case d.Ceiling && c.Pattern != algos.Repartition:
-		return fmt.Errorf("--pattern %s: the %s baseline is all-to-all traffic (a repartition ceiling, as in seed 001); use repartition", c.Pattern, d.Name)
+		return fmt.Errorf("--pattern %s: the %s baseline is all-to-all traffic (a repartition ceiling, as in Liu19); use repartition", c.Pattern, d.Name)
 	case c.BytesPerPair < 0:
 		return fmt.Errorf("--bytes-per-pair %d: must not be negative", c.BytesPerPair)
 	case c.CyclesPerTuple < 0:

@@ -11,7 +11,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
-// Figures 26 and 27 of seed 001 run TPC-H queries (RunQuery), not a
+// Figures 26 and 27 of Liu19 run TPC-H queries (RunQuery), not a
 // synthetic shuffle. Their sweep points carry the query in the run label,
 // "tpch <query> [local] sfpn=<scale factor per node>", and are run by
 // runQueryPoint, the figures' Run (RunFigure uses it for every point). Run
@@ -156,7 +156,7 @@ func designOrLocal(r *Record) string {
 func tpchFigures() []Figure {
 	return []Figure{
 		Figure{
-			ID: "fig26", X: "profile", Title: "TPC-H Q4 at SF 400 on 8 nodes, FDR vs EDR (seed 001 fig. 26)", Claims: []string{"C21"},
+			ID: "fig26", X: "profile", Title: "TPC-H Q4 at SF 400 on 8 nodes, FDR vs EDR (Liu19 fig. 26)", Claims: []string{"C21"},
 			Run: runQueryPoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
 			Sweeps: func(full bool) ([]*Sweep, error) {
@@ -178,7 +178,7 @@ func tpchFigures() []Figure {
 			},
 		},
 		Figure{
-			ID: "fig27", X: "nodes", Title: "TPC-H Q4, Q3 and Q10 on 2 to 16 EDR nodes at constant data per node (seed 001 fig. 27)", Claims: []string{"C22"},
+			ID: "fig27", X: "nodes", Title: "TPC-H Q4, Q3 and Q10 on 2 to 16 EDR nodes at constant data per node (Liu19 fig. 27)", Claims: []string{"C22"},
 			Run: runQueryPoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
 			Sweeps: func(full bool) ([]*Sweep, error) {

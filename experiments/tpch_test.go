@@ -9,7 +9,7 @@ import (
 )
 
 // TestQueriesMatchReference runs Q3, Q4 and Q10 in payload mode over every
-// design of seed 001 and the MPI and IPoIB baselines (on 2 and 3 nodes in
+// design of Liu19 and the MPI and IPoIB baselines (on 2 and 3 nodes in
 // turn, so that Q10 takes both of its plans), and Q4's local-data plan,
 // and compares each answer row for row with the single-node reference.
 func TestQueriesMatchReference(t *testing.T) {

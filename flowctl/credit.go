@@ -62,7 +62,7 @@ type CreditReceiver struct {
 }
 
 // NewCreditReceiver makes a receiver that writes credit back every `every`
-// posted receives (seed 001 settles on 2). every must be at least 1.
+// posted receives (Liu19 settles on 2). every must be at least 1.
 func NewCreditReceiver(every int) (*CreditReceiver, error) {
 	if every < 1 {
 		return nil, fmt.Errorf("flowctl: credit write-back frequency %d: must be at least 1", every)

@@ -4,13 +4,13 @@
 // came in) and act on what they return. Because they see neither a backend
 // nor time, tests drive them event by event.
 //
-//   - Credit: the stateless credit protocol of seed 000 §4.4.1 / seed 001
+//   - Credit: the stateless credit protocol of Liu17 §4.4.1 / Liu19
 //     §5.2: the receiver counts the receives it has posted for a
 //     connection and writes that absolute count back to the sender every f
 //     receives; the sender may send while its sent count is below the last
 //     count it received. Absolute counts make a lost or reordered credit
 //     message harmless: a later one supersedes it.
-//   - Count: end of stream over UD (seed 001 §5.3): a source is finished
+//   - Count: end of stream over UD (Liu19 §5.3): a source is finished
 //     when the number of messages received from it equals the total it
 //     announced in its last message, however the messages were reordered.
 //

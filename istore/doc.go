@@ -1,4 +1,4 @@
-// Package istore is an I-Store-style engine (seed 002): distributed
+// Package istore is an I-Store-style engine (Salama17): distributed
 // pipelined star joins over remote memory read with one-sided RDMA Reads,
 // written against the fabric contract only (no wall clock, no goroutines,
 // no global randomness: clocks, CPU work, waiting and threads come from

@@ -9,7 +9,7 @@ import (
 )
 
 // CyclesPerValue is the CPU cost of the microbenchmarks' pipeline per
-// 8-byte value: scan a 2 KB block and add up its 256 integers (seed 002
+// 8-byte value: scan a 2 KB block and add up its 256 integers (Salama17
 // §5.2), about one cycle per value for a scalar loop over data the NIC
 // just wrote (an estimate; with SIMD it is less).
 const CyclesPerValue = 1
@@ -17,7 +17,7 @@ const CyclesPerValue = 1
 // ValuesPerBlock is the 8-byte integers in a microbenchmark block.
 const ValuesPerBlock = BlockBytes / 8
 
-// MicroConfig is a streaming microbenchmark (seed 002's experiment 2):
+// MicroConfig is a streaming microbenchmark (Salama17's experiment 2):
 // node 0 is the only memory server and holds Blocks blocks of 256 8-byte
 // integers; nodes 1..Readers are compute servers that each scan and sum
 // all of them, with Threads worker threads (each a stream over every

@@ -9,7 +9,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
-// The shuffle-based plan of the same joins (seed 002's baseline: a
+// The shuffle-based plan of the same joins (Salama17's baseline: a
 // shuffle per join, as its RDMA radix join run once per join): every table
 // is hash-partitioned over the n nodes, the dimensions on their keys
 // (Hash, so they never move) and lineorder by order (round-robin over

@@ -1,7 +1,7 @@
 // Package tpch runs TPC-H queries 3, 4 and 10 over the shuffle designs: a
 // deterministic generator of the columns those queries touch (customer,
 // orders, lineitem; nation is replicated), each row placed on a
-// pseudo-random node; the distributed plans of seed 001 (broadcast where
+// pseudo-random node; the distributed plans of Liu19 (broadcast where
 // it moves fewer bytes, repartition by modulo elsewhere, a non-partitioned
 // hash join on the receiving side); a local-data plan for Q4; and a
 // single-node reference evaluation. docs/tpch.md describes what follows

@@ -48,7 +48,7 @@ func share(n int64, k, nodes int) (lo, hi int64) {
 }
 
 // Fragment is one node's share of the database under random placement
-// (seed 001): customers, orders and lineitems each on a pseudo-random
+// (Liu19): customers, orders and lineitems each on a pseudo-random
 // node, independently of one another.
 type Fragment struct {
 	G           Gen

@@ -53,7 +53,7 @@ const (
 	estCustomers    = 150_000
 )
 
-// broadcastCheaper is the rule of seed 001's plans: broadcast the small
+// broadcastCheaper is the rule of Liu19's plans: broadcast the small
 // input s when that moves fewer bytes than repartitioning both inputs
 // (s and l): s(n-1) <= (s+l)(n-1)/n.
 func broadcastCheaper(s, l float64, n int) bool { return s*float64(n-1) <= l }

@@ -77,8 +77,8 @@ func figureCmd() *cobra.Command {
 	var ff figureFlags
 	cmd := &cobra.Command{
 		Use:   "figure <id>",
-		Short: "Run one figure of seed 001's evaluation and write its data and plots",
-		Long: `figure runs the sweeps behind one figure of seed 001's evaluation, writes
+		Short: "Run one figure of Liu19's evaluation and write its data and plots",
+		Long: `figure runs the sweeps behind one figure of Liu19's evaluation, writes
 <sweep>.jsonl (one run record per line, byte-identical for the same code and
 seed), <id>.csv and the plots (.png and .svg), prints a table, and judges the
 claims the figure evaluates.
@@ -205,8 +205,8 @@ func reproduceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reproduce",
 		Short: "Run every figure that evaluates a claim, judge every claim, write docs/validation.md",
-		Long: `reproduce runs the figures of seed 001's evaluation (and the all-to-all
-scheduling experiment of seed 004), judges every claim of the project's claim
+		Long: `reproduce runs the figures of Liu19's evaluation (and the all-to-all
+scheduling experiment of Roediger15), judges every claim of the project's claim
 list (claims without an experiment yet are reported as not-run, never dropped),
 writes the claims report and the figures, and prints a summary. The quick scale
 takes about 10 minutes on 2 cores.`,

@@ -157,7 +157,7 @@ func overviewShuffle(w io.Writer, f *benchFlags) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "Defaults as in seed 001: 4 KiB messages for UD (SQ), 64 KiB for RC (MQ) and MPI, 128 KiB for IPoIB, double buffering,")
+	fmt.Fprintln(w, "Defaults as in Liu19: 4 KiB messages for UD (SQ), 64 KiB for RC (MQ) and MPI, 128 KiB for IPoIB, double buffering,")
 	fmt.Fprintln(w, "credit every 2 receives. qperf moves no tuples (RC sends from one buffer to every other node: the network's ceiling);")
 	fmt.Fprintln(w, "its integrity is checked per message.")
 	return nil

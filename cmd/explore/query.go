@@ -26,7 +26,7 @@ func queryCmd() *cobra.Command {
 		Use:   "query",
 		Short: "Run TPC-H Q3, Q4 or Q10 over a shuffle design (or figure 26 or 27)",
 		Long: `query generates the TPC-H columns Q3, Q4 and Q10 touch at a scale factor, each row on
-a pseudo-random node, runs the query's distributed plan of seed 001 (broadcast where it
+a pseudo-random node, runs the query's distributed plan of Liu19 (broadcast where it
 moves fewer bytes, repartition by modulo elsewhere, hash joins on the receiving side)
 over one design on a simulated cluster, and prints the response time, the bytes
 shuffled per step and, with --payload, the answer, checked against a single-node

@@ -108,7 +108,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	fl.Int64Var(&cfg.BytesPerPair, "bytes-per-pair", 0, "size the input so each sending thread sends about this many bytes to each destination (overrides --bytes-per-node)")
 	fl.Int64Var(&cfg.CyclesPerTuple, "cycles-per-tuple", 0, "receiving fragment's processing per tuple, CPU cycles")
 	fl.StringVar(&nodeCycles, "node-cycles", "", "per-node cycles per tuple, comma-separated, node i taking entry i mod count (overrides --cycles-per-tuple), e.g. 21,95")
-	fl.BoolVar(&cfg.Adaptive, "adaptive", false, "adaptive registered buffers from a pool per node (seed 001 §6): --buffers is where they start")
+	fl.BoolVar(&cfg.Adaptive, "adaptive", false, "adaptive registered buffers from a pool per node (Liu19 §6): --buffers is where they start")
 	fl.IntVar(&cfg.MaxBuffers, "max-buffers", 0, "with --adaptive: the most buffers per thread and peer (default: room within a 16,000-entry receive queue, at most 256)")
 	fl.BoolVar(&cfg.UDRecovery, "ud-recovery", false, "UD designs: recover lost messages (acknowledgements, retransmission, duplicates dropped) instead of failing")
 	fl.Int64Var(&cfg.PinnedCapMiB, "pinned-cap-mib", 0, "with --adaptive: the pool's pinned-memory cap per node in MiB (0: none)")

@@ -47,7 +47,7 @@ type Config struct {
 	// alltoall_bw only: Schedule (ScheduleSpread, ScheduleRandom or
 	// ScheduleRR), messages in flight per node for the ordered schedules
 	// (Window, default 2) and messages per round-robin phase (Burst,
-	// default 8, as in seed 004).
+	// default 8, as in Roediger15).
 	Schedule string
 	Window   int
 	Burst    int

@@ -10,7 +10,7 @@ import (
 const (
 	ScheduleSpread = ""       // every queue pair keeps TxDepth messages in flight (perftest style)
 	ScheduleRandom = "random" // whole messages to targets in a random order, Window in flight: uncoordinated senders
-	ScheduleRR     = "rr"     // round-robin phases (seed 004): Burst messages to target (i+p) mod n, then a barrier
+	ScheduleRR     = "rr"     // round-robin phases (Roediger15): Burst messages to target (i+p) mod n, then a barrier
 )
 
 // orderedSend sends one message at a time to the target order[k], keeping

@@ -19,7 +19,7 @@ func BenchmarkAllToAll8(b *testing.B) { benchAllToAll(b, sim.Config{Nodes: 8}, 5
 func BenchmarkAllToAll16(b *testing.B) { benchAllToAll(b, sim.Config{Nodes: 16}, 200, 4096) }
 
 // BenchmarkAllToAll16Shuffle is a 16-node all-to-all of 512 KiB messages
-// (seed 004's all-to-all message size), 32 per peer: 128 packets of 4 KiB
+// (Roediger15's all-to-all message size), 32 per peer: 128 packets of 4 KiB
 // per message, the way a shuffle moves its data, so that per-packet work
 // dominates rather than per-message work.
 func BenchmarkAllToAll16Shuffle(b *testing.B) { benchAllToAll(b, sim.Config{Nodes: 16}, 32, 512<<10) }
