@@ -165,20 +165,42 @@ func ringTag(stream, pos int, up bool) uint64 {
 // setup creates this node's resources and connects them (every node calls
 // it at the same time).
 func (e *engine) setup(th fabric.Thread) error {
-	cfg := e.cfg
-	node := th.Node()
-	dev := node.Device()
-	var err error
 	t0 := th.Now()
-	if e.pd, err = dev.AllocPD(); err != nil {
+	mine, err := e.create(th)
+	if err != nil {
 		return err
+	}
+	peers, err := e.exchange(th, mine)
+	if err != nil {
+		return err
+	}
+	if err := e.connectAll(peers); err != nil {
+		return err
+	}
+	e.stats.QPs = len(e.qps)
+	for _, mr := range e.mrs {
+		e.stats.RegisteredBytes += int64(mr.Len())
+	}
+	e.stats.Setup = th.Now().Sub(t0)
+	return nil
+}
+
+// create makes the node's protection domain, its region (a memory
+// server), the read connections' and the stream rings' queue pairs and
+// memory, and returns the entries to offer the other nodes.
+func (e *engine) create(th fabric.Thread) ([]entry, error) {
+	cfg := e.cfg
+	dev := th.Node().Device()
+	var err error
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return nil, err
 	}
 	isMem, isComp := slices.Contains(cfg.Memory, e.me), slices.Contains(cfg.Compute, e.me)
 	var mine []entry
 	if isMem {
 		size := cfg.Region(e.me, nil, false)
 		if e.region, err = e.pd.RegMR(int(max(size, 64)), fabric.AccessLocalWrite|fabric.AccessRemoteRead); err != nil {
-			return err
+			return nil, err
 		}
 		e.mrs = append(e.mrs, e.region)
 		if e.payload {
@@ -188,35 +210,10 @@ func (e *engine) setup(th fabric.Thread) error {
 	e.cqs = make([]fabric.CQ, cfg.Threads)
 	e.pair = make([][]fabric.QP, cfg.Threads)
 	e.rings = make([][]*ring, cfg.Threads)
-	newQP := func(k, sendWR, recvWR int) (fabric.QP, error) {
-		if e.cqs[k] == nil {
-			if e.cqs[k], err = dev.CreateCQ(min(cqDepth, dev.Attr().MaxCQE)); err != nil {
-				return nil, err
-			}
-		}
-		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.cqs[k], RecvCQ: e.cqs[k],
-			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: 8}})
-		if err != nil {
-			return nil, err
-		}
-		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
-			return nil, err
-		}
-		e.qps = append(e.qps, qp)
-		return qp, nil
-	}
-	info := func(qp fabric.QP, tag uint64, mr fabric.MR, off, n int) entry {
-		in := qp.Info()
-		in.PSN = fabric.PSNOf(mix(tag ^ uint64(e.me)<<50))
-		if mr != nil {
-			in.Addr, in.RKey, in.Bytes = mr.Addr()+uint64(off), mr.RKey(), uint64(n)
-		}
-		return entry{tag, in}
-	}
 	// Read connections: a compute server to every memory server, per
 	// worker thread; the memory server's end is passive. One queue pair
 	// serves both directions when both nodes have both roles.
-	n := node.Device().Attr().MaxQPWR
+	n := dev.Attr().MaxQPWR
 	for k := range cfg.Threads {
 		e.pair[k] = make([]fabric.QP, e.nodes)
 		for p := range e.pair[k] {
@@ -224,12 +221,12 @@ func (e *engine) setup(th fabric.Thread) error {
 			if !(isComp && pm || isMem && pc) {
 				continue
 			}
-			qp, err := newQP(k, min(cfg.Depth+8, n), 1)
+			qp, err := e.newQP(dev, k, min(cfg.Depth+8, n), 1)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			e.pair[k][p] = qp
-			mine = append(mine, info(qp, pairTag(k, p), e.region, 0, 0))
+			mine = append(mine, e.offer(qp, pairTag(k, p), e.region, 0, 0))
 		}
 	}
 	// Stream rings, in stream order per thread.
@@ -241,66 +238,107 @@ func (e *engine) setup(th fabric.Thread) error {
 		}
 		r := &ring{s: s, idx: i, local: len(e.rings[s.Thread]), pos: pos, ready: make([]int, cfg.Depth)}
 		if len(s.Blocks) >= 1<<24 || r.local >= 1<<16 {
-			return fmt.Errorf("%w: stream %d has %d blocks (at most %d) or thread %d has too many streams", ErrConfig, i, len(s.Blocks), 1<<24-1, s.Thread)
+			return nil, fmt.Errorf("%w: stream %d has %d blocks (at most %d) or thread %d has too many streams", ErrConfig, i, len(s.Blocks), 1<<24-1, s.Thread)
 		}
 		if r.mr, err = e.pd.RegMR(cfg.Depth*BlockBytes+creditBytes, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
-			return err
+			return nil, err
 		}
 		e.mrs = append(e.mrs, r.mr)
 		k := s.Thread
 		if pos > 0 {
-			if r.up, err = newQP(k, min(cfg.Depth+8, n), cfg.Depth); err != nil {
-				return err
+			if r.up, err = e.newQP(dev, k, min(cfg.Depth+8, n), cfg.Depth); err != nil {
+				return nil, err
 			}
-			mine = append(mine, info(r.up, ringTag(i, pos, true), r.mr, 0, cfg.Depth*BlockBytes))
+			mine = append(mine, e.offer(r.up, ringTag(i, pos, true), r.mr, 0, cfg.Depth*BlockBytes))
 			for range min(cfg.Depth, len(s.Blocks)) {
 				if err := r.postRecv(); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		if pos < len(s.Members)-1 {
-			if r.down, err = newQP(k, min(cfg.Depth+8, n), 1); err != nil {
-				return err
+			if r.down, err = e.newQP(dev, k, min(cfg.Depth+8, n), 1); err != nil {
+				return nil, err
 			}
-			mine = append(mine, info(r.down, ringTag(i, pos, false), r.mr, cfg.Depth*BlockBytes, 8))
+			mine = append(mine, e.offer(r.down, ringTag(i, pos, false), r.mr, cfg.Depth*BlockBytes, 8))
 		}
 		e.rings[k] = append(e.rings[k], r)
 	}
 	for k := range e.cqs {
 		if e.cqs[k] == nil {
 			if e.cqs[k], err = dev.CreateCQ(16); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	// Exchange every entry; memory servers add their region.
-	var blob []byte
+	// Memory servers offer their region too.
 	if isMem {
 		in := fabric.QPInfo{Node: uint32(e.me), Addr: e.region.Addr(), RKey: e.region.RKey(), Bytes: uint64(e.region.Len())}
 		mine = append(mine, entry{0, in})
 	}
+	return mine, nil
+}
+
+// newQP creates an RC queue pair of worker thread k (on its completion
+// queue, created with the first) and moves it to INIT.
+func (e *engine) newQP(dev fabric.Device, k, sendWR, recvWR int) (fabric.QP, error) {
+	if e.cqs[k] == nil {
+		var err error
+		if e.cqs[k], err = dev.CreateCQ(min(cqDepth, dev.Attr().MaxCQE)); err != nil {
+			return nil, err
+		}
+	}
+	qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.cqs[k], RecvCQ: e.cqs[k],
+		Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: 8}})
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
+		return nil, err
+	}
+	e.qps = append(e.qps, qp)
+	return qp, nil
+}
+
+// offer describes qp (and n bytes at off of mr, if any) to the other
+// nodes under tag; the first PSN is derived from the tag and the node.
+func (e *engine) offer(qp fabric.QP, tag uint64, mr fabric.MR, off, n int) entry {
+	in := qp.Info()
+	in.PSN = e.psn(tag)
+	if mr != nil {
+		in.Addr, in.RKey, in.Bytes = mr.Addr()+uint64(off), mr.RKey(), uint64(n)
+	}
+	return entry{tag, in}
+}
+
+// psn is the first PSN this node sends with on the connection tag.
+func (e *engine) psn(tag uint64) fabric.PSN { return fabric.PSNOf(mix(tag ^ uint64(e.me)<<50)) }
+
+// exchange all-gathers every node's entries and returns them by node and
+// tag; memory servers' regions (tag 0) go to e.remote.
+func (e *engine) exchange(th fabric.Thread, mine []entry) ([]map[uint64]fabric.QPInfo, error) {
+	var blob []byte
 	for _, en := range mine {
 		enc, _ := en.info.MarshalBinary()
 		blob = binary.BigEndian.AppendUint64(blob, en.tag)
 		blob = append(blob, enc...)
 	}
-	all, err := node.OOB().AllGather("istore/setup", blob)
+	all, err := th.Node().OOB().AllGather("istore/setup", blob)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	const rec = 8 + fabric.QPInfoWireBytes
 	peers := make([]map[uint64]fabric.QPInfo, len(all))
 	e.remote = map[int]fabric.QPInfo{}
 	for j, b := range all {
 		if len(b)%rec != 0 {
-			return fmt.Errorf("istore: node %d sent %d bytes of connection data (same version everywhere?)", j, len(b))
+			return nil, fmt.Errorf("istore: node %d sent %d bytes of connection data (same version everywhere?)", j, len(b))
 		}
 		peers[j] = map[uint64]fabric.QPInfo{}
 		for ; len(b) > 0; b = b[rec:] {
 			var in fabric.QPInfo
 			if err := in.UnmarshalBinary(b[8:rec]); err != nil {
-				return fmt.Errorf("istore: from node %d: %w", j, err)
+				return nil, fmt.Errorf("istore: from node %d: %w", j, err)
 			}
 			tag := binary.BigEndian.Uint64(b)
 			peers[j][tag] = in
@@ -309,6 +347,12 @@ func (e *engine) setup(th fabric.Thread) error {
 			}
 		}
 	}
+	return peers, nil
+}
+
+// connectAll brings every read connection and ring link to RTS with the
+// peer's matching entry.
+func (e *engine) connectAll(peers []map[uint64]fabric.QPInfo) error {
 	find := func(node int, tag uint64) (fabric.QPInfo, error) {
 		in, ok := peers[node][tag]
 		if !ok {
@@ -320,7 +364,7 @@ func (e *engine) setup(th fabric.Thread) error {
 		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Address(), RemotePSN: peer.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 16}); err != nil {
 			return err
 		}
-		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: fabric.PSNOf(mix(myTag ^ uint64(e.me)<<50)), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
+		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: e.psn(myTag), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
 	}
 	for k := range e.pair {
 		for p, qp := range e.pair[k] {
@@ -361,11 +405,6 @@ func (e *engine) setup(th fabric.Thread) error {
 			}
 		}
 	}
-	e.stats.QPs = len(e.qps)
-	for _, mr := range e.mrs {
-		e.stats.RegisteredBytes += int64(mr.Len())
-	}
-	e.stats.Setup = th.Now().Sub(t0)
 	return nil
 }
 
