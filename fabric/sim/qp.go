@@ -196,18 +196,13 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: max inline %d bytes outside 0..%d for %v", fabric.ErrLimit, caps.MaxInline, maxInline, init.Type)
 	}
 	n := p.nic
-	live := 0
-	for _, q := range n.qps {
-		if q != nil && !q.destroyed {
-			live++
-		}
-	}
-	if live >= prof.MaxQP || qpnBase+len(n.qps) >= 1<<24 {
+	if live := n.liveQPs; live >= prof.MaxQP || qpnBase+len(n.qps) >= 1<<24 {
 		return nil, fmt.Errorf("%w: node %d already has %d queue pairs (nic.max_qp)", fabric.ErrLimit, n.node.id, live)
 	}
 	q := &qp{c: c, nic: n, pd: p, qpn: uint32(qpnBase + len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
 		sq: make([]sqe, ringSize(caps.MaxSendWR)), rq: make([]rqe, ringSize(caps.MaxRecvWR)), mtu: c.prof.Link.MTU}
 	n.qps = append(n.qps, q)
+	n.liveQPs++
 	if ch := c.chk; ch != nil {
 		ch.attach(scq, caps.MaxSendWR, q, "send")
 		ch.attach(rcq, caps.MaxRecvWR, q, "receive")
@@ -247,6 +242,7 @@ func (q *qp) Destroy() error {
 	q.scq.users--
 	q.rcq.users--
 	q.nic.qps[q.qpn-qpnBase] = nil
+	q.nic.liveQPs--
 	return nil
 }
 
