@@ -11,6 +11,7 @@ import "C"
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -44,6 +45,38 @@ type device struct {
 	pds    map[*pd]bool
 	cqs    map[*cq]bool
 	closed bool
+
+	// The asynchronous events: a goroutine (events) reads them; the first
+	// error event is kept in fault, which every later Poll returns.
+	fault      atomic.Pointer[error]
+	stopEvents chan struct{}
+	eventsDone chan struct{}
+}
+
+// events reads the device's asynchronous events until stopEvents closes,
+// waking every 100 ms to look (the read itself would block past a close of
+// the device). It runs in its own goroutine: the hardware backend's code,
+// not an algorithm's.
+func (d *device) events() {
+	defer close(d.eventsDone)
+	for {
+		select {
+		case <-d.stopEvents:
+			return
+		default:
+		}
+		var typ C.int
+		var qpn C.uint32_t
+		var port C.int
+		switch C.rs_async(d.ctx, 100, &typ, &qpn, &port) {
+		case 1:
+			if err := asyncEventError(d.name, int(typ), uint32(qpn), int(port)); err != nil {
+				d.fault.CompareAndSwap(nil, &err)
+			}
+		case -1:
+			return // the descriptor failed: nothing more will come
+		}
+	}
 }
 
 var _ fabric.Device = (*device)(nil)
@@ -103,6 +136,8 @@ func openDevice(name string, port, gidIndex, nodeID int, route Path) (*device, e
 		C.ibv_close_device(ctx)
 		return nil, err
 	}
+	d.stopEvents, d.eventsDone = make(chan struct{}), make(chan struct{})
+	go d.events()
 	return d, nil
 }
 
@@ -212,6 +247,10 @@ func (d *device) close() error {
 	d.closed = true
 	pds, cqs := d.pds, d.cqs
 	d.mu.Unlock()
+	if d.stopEvents != nil {
+		close(d.stopEvents)
+		<-d.eventsDone
+	}
 	var first error
 	keep := func(err error) {
 		if first == nil && err != nil {
@@ -427,6 +466,8 @@ func (c *cq) Poll(wcs []fabric.WC) (int, error) {
 	}
 	n := c.stage.pop(wcs)
 	switch {
+	case c.d.fault.Load() != nil:
+		return n, *c.d.fault.Load()
 	case c.stage.overrun:
 		return n, fmt.Errorf("%w: %d completions lost on a CQ of depth %d; size the CQ for every outstanding request",
 			fabric.ErrCQOverrun, c.stage.lost, c.depth)
