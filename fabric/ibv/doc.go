@@ -31,6 +31,14 @@
 //     completion queues and address handles; qp_ibv.go: queue pairs;
 //   - open_ibv.go: the entry points, on host.NewLocal and host.Join.
 //
+// Asynchronous events: a goroutine per device reads them (waiting on the
+// event descriptor 100 ms at a time, so that closing the device stops it);
+// the first error event (a port down, a fatal device, queue pair or
+// completion queue error) becomes ErrAsyncEvent, which every later Poll of
+// the device's completion queues returns, so that a run fails naming it.
+// Informational events (a port coming up, a connection established, a
+// changed LID) are acknowledged and ignored.
+//
 // Memory regions live outside the Go heap (posix_memalign), so the NIC may
 // access them while the garbage collector runs; MR.Bytes is a slice over
 // that memory and must not be used after Dereg. Immediate data is a host

@@ -89,6 +89,65 @@ const (
 	ibvLinkLayerEthernet = 2
 )
 
+// Values of enum ibv_event_type.
+const (
+	ibvEventCQErr            = 0
+	ibvEventQPFatal          = 1
+	ibvEventQPReqErr         = 2
+	ibvEventQPAccessErr      = 3
+	ibvEventCommEst          = 4
+	ibvEventSQDrained        = 5
+	ibvEventPathMig          = 6
+	ibvEventPathMigErr       = 7
+	ibvEventDeviceFatal      = 8
+	ibvEventPortActive       = 9
+	ibvEventPortErr          = 10
+	ibvEventLIDChange        = 11
+	ibvEventPKeyChange       = 12
+	ibvEventSMChange         = 13
+	ibvEventSRQErr           = 14
+	ibvEventSRQLimitReached  = 15
+	ibvEventQPLastWQEReached = 16
+	ibvEventClientRereg      = 17
+	ibvEventGIDChange        = 18
+	ibvEventWQFatal          = 19
+)
+
+// ErrAsyncEvent is a fault the device reported asynchronously (a port that
+// went down, a fatal error of the device, a queue pair or a completion
+// queue): every later Poll of the device's completion queues returns it.
+var ErrAsyncEvent = errors.New("ibv: asynchronous error event")
+
+// asyncEventError turns an asynchronous event of device dev into the error
+// a run fails with, or nil for an event that only informs (a connection
+// established, a port coming up, a changed LID or GID, ...).
+func asyncEventError(dev string, typ int, qpn uint32, port int) error {
+	var what string
+	switch typ {
+	case ibvEventCQErr:
+		what = "a completion queue overran (IBV_EVENT_CQ_ERR): it was sized for fewer completions than were outstanding"
+	case ibvEventQPFatal:
+		what = fmt.Sprintf("queue pair %#x hit an error it could not report in a completion (IBV_EVENT_QP_FATAL)", qpn)
+	case ibvEventQPReqErr:
+		what = fmt.Sprintf("queue pair %#x received a request that violates the transport (IBV_EVENT_QP_REQ_ERR)", qpn)
+	case ibvEventQPAccessErr:
+		what = fmt.Sprintf("queue pair %#x received a request it may not serve: access or key violation (IBV_EVENT_QP_ACCESS_ERR)", qpn)
+	case ibvEventPathMigErr:
+		what = fmt.Sprintf("queue pair %#x failed to migrate to its alternate path (IBV_EVENT_PATH_MIG_ERR)", qpn)
+	case ibvEventDeviceFatal:
+		what = "the device reported a fatal error (IBV_EVENT_DEVICE_FATAL): it must be reset"
+	case ibvEventPortErr:
+		what = fmt.Sprintf("port %d went down (IBV_EVENT_PORT_ERR): check the cable, the switch port and the subnet manager", port)
+	case ibvEventSRQErr:
+		what = "a shared receive queue failed (IBV_EVENT_SRQ_ERR)"
+	case ibvEventWQFatal:
+		what = "a work queue hit a fatal error (IBV_EVENT_WQ_FATAL)"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w on %s: %s", ErrAsyncEvent, dev, what)
+}
+
 // Values of enum ibv_wc_status.
 const (
 	ibvWCSuccess         = 0

@@ -4,6 +4,7 @@ package ibv
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -210,6 +211,33 @@ func TestImmediateByteOrder(t *testing.T) {
 	for _, x := range []uint32{0, 1, 0xdeadbeef, 42, 1 << 31} {
 		if ntohl(htonl(x)) != x {
 			t.Errorf("ntohl(htonl(%#x)) = %#x", x, ntohl(htonl(x)))
+		}
+	}
+}
+
+// TestAsyncEventErrors: error events become an error naming the device,
+// the event and what it hit; informational events are not errors.
+func TestAsyncEventErrors(t *testing.T) {
+	for _, tc := range []struct {
+		typ  int
+		want string // "" for no error
+	}{
+		{ibvEventPortErr, "port 1 went down (IBV_EVENT_PORT_ERR)"},
+		{ibvEventQPFatal, "queue pair 0x2a hit an error"},
+		{ibvEventQPAccessErr, "queue pair 0x2a received a request it may not serve"},
+		{ibvEventCQErr, "IBV_EVENT_CQ_ERR"},
+		{ibvEventDeviceFatal, "IBV_EVENT_DEVICE_FATAL"},
+		{ibvEventPortActive, ""},
+		{ibvEventCommEst, ""},
+		{ibvEventLIDChange, ""},
+		{ibvEventQPLastWQEReached, ""},
+	} {
+		err := asyncEventError("mlx5_0", tc.typ, 0x2a, 1)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("event %d: %v, want none (informational)", tc.typ, err)
+		case tc.want != "" && (err == nil || !errors.Is(err, ErrAsyncEvent) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "mlx5_0")):
+			t.Errorf("event %d: %v, want an ErrAsyncEvent naming mlx5_0 and %q", tc.typ, err, tc.want)
 		}
 	}
 }

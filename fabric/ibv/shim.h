@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <poll.h>
 #include <infiniband/verbs.h>
 
 /* One send work request as Go fills it in (flat, host byte order). */
@@ -164,6 +165,8 @@ typedef struct {
 	uint8_t port;
 	uint8_t sl;
 	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t static_rate;
 } rs_path;
 
 static void rs_fill_ah(struct ibv_ah_attr *ah, const rs_path *p)
@@ -172,14 +175,14 @@ static void rs_fill_ah(struct ibv_ah_attr *ah, const rs_path *p)
 	ah->dlid = p->dlid;
 	ah->sl = p->sl;
 	ah->src_path_bits = 0;
-	ah->static_rate = 0;
+	ah->static_rate = p->static_rate;
 	ah->port_num = p->port;
 	if (p->use_gid) {
 		ah->is_global = 1;
 		memcpy(ah->grh.dgid.raw, p->dgid, 16);
 		ah->grh.sgid_index = p->sgid_index;
 		ah->grh.hop_limit = p->hop_limit;
-		ah->grh.traffic_class = 0;
+		ah->grh.traffic_class = p->traffic_class;
 		ah->grh.flow_label = 0;
 	}
 }
@@ -246,6 +249,48 @@ static int rs_query_state(struct ibv_qp *qp)
 	if (rc)
 		return -rc;
 	return attr.qp_state;
+}
+
+/* rs_async waits up to timeout_ms for an asynchronous event of ctx and, if
+ * one came, reports its type, the QPN of a queue pair event, the port of a
+ * port event, acknowledges it and returns 1; 0 on timeout, -1 on error. */
+static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t *qpn, int *port)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	int r = poll(&p, 1, timeout_ms);
+	if (r <= 0)
+		return r;
+	struct ibv_async_event ev;
+	if (ibv_get_async_event(ctx, &ev))
+		return -1;
+	*type = ev.event_type;
+	*qpn = 0;
+	*port = 0;
+	switch (ev.event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		*qpn = ev.element.qp->qp_num;
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+	case IBV_EVENT_GID_CHANGE:
+		*port = ev.element.port_num;
+		break;
+	default:
+		break;
+	}
+	ibv_ack_async_event(&ev);
+	return 1;
 }
 
 /* rs_create_qp creates a queue pair; caps_out receives the granted caps. */
