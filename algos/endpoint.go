@@ -102,6 +102,28 @@ type EndpointInfo struct {
 	RecvStateMeans [3]float64
 }
 
+// Add adds o's counters and time means to i (the sum over a node's
+// endpoints).
+func (i *EndpointInfo) Add(o EndpointInfo) {
+	i.QPs += o.QPs
+	i.RegisteredBytes += o.RegisteredBytes
+	i.CreditWrites += o.CreditWrites
+	i.CreditStalls += o.CreditStalls
+	i.Transfers += o.Transfers
+	i.Retransmits += o.Retransmits
+	i.Duplicates += o.Duplicates
+	i.NoticeWrites += o.NoticeWrites
+	i.SlotReturnNS += o.SlotReturnNS
+	i.SlotReturns += o.SlotReturns
+	i.AdaptiveGrown += o.AdaptiveGrown
+	i.AdaptiveRetired += o.AdaptiveRetired
+	i.RecvBuffersMean += o.RecvBuffersMean
+	i.SendBuffersMean += o.SendBuffersMean
+	for k := range i.RecvStateMeans {
+		i.RecvStateMeans[k] += o.RecvStateMeans[k]
+	}
+}
+
 // Config configures an endpoint.
 type Config struct {
 	Nodes       int             // cluster size

@@ -168,11 +168,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 	err := c.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		neps := t
-		if shared {
-			neps = 1
-		}
-		eps, err := openSteps(th, designOf(cfg.Design), ns, neps, shared,
+		eps, err := openSteps(th, designOf(cfg.Design), ns,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout})
 		if err != nil {
 			return err

@@ -137,11 +137,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	err = c.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		neps := t
-		if shared {
-			neps = 1
-		}
-		eps, err := openSteps(th, designOf(cfg.Design), ns, neps, shared,
+		eps, err := openSteps(th, designOf(cfg.Design), ns,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout})
 		if err != nil {
 			return err
@@ -206,9 +202,13 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 }
 
 // openSteps opens the endpoints of a plan of steps shuffles: per step, one
-// shared endpoint or one per thread (neps), endpoint k of step x with tag
-// x*neps+k; base gives the sizes (and Threads, for a shared endpoint).
-func openSteps(th fabric.Thread, design Design, steps, neps int, shared bool, base algos.Config) ([][]algos.Endpoint, error) {
+// shared endpoint or one per thread (base.Threads of them), endpoint k of
+// step x with tag x*neps+k; base gives the sizes.
+func openSteps(th fabric.Thread, design Design, steps int, base algos.Config) ([][]algos.Endpoint, error) {
+	neps, shared := base.Threads, design.Shared
+	if shared {
+		neps = 1
+	}
 	eps := make([][]algos.Endpoint, steps)
 	for x := range steps {
 		eps[x] = make([]algos.Endpoint, neps)

@@ -110,10 +110,48 @@ func Run(f fabric.Fabric, db *DB, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec := &EngineConfig{Nodes: n, Memory: cfg.Memory, Compute: cfg.Compute, Threads: cfg.Threads, Depth: cfg.Depth, Timeout: cfg.Timeout}
+	j := &joinRun{q: q, l: l, cfg: cfg, states: make([]*joinNode, n), answers: make([]*Answer, n),
+		sizes: [3]int{len(db.Customers), len(db.Parts), len(db.Suppliers)}, res: &Result{Tiles: tl.Tiles}, first: f.Local()[0].ID()}
+	j.ec = &EngineConfig{Nodes: n, Memory: cfg.Memory, Compute: cfg.Compute, Threads: cfg.Threads, Depth: cfg.Depth, Timeout: cfg.Timeout,
+		Streams: joinStreams(q, l, tl, cfg), Process: j.process}
 	for _, b := range l.Blocks {
-		ec.Locs = append(ec.Locs, Loc{Node: b.Node, Off: b.Off})
+		j.ec.Locs = append(j.ec.Locs, Loc{Node: b.Node, Off: b.Off})
 	}
+	j.ec.Region = func(node int, mem []byte, payload bool) int64 {
+		if payload {
+			for i := range l.Blocks {
+				if b := &l.Blocks[i]; b.Node == node {
+					l.Encode(b, mem[b.Off:])
+				}
+			}
+		}
+		return l.MemBytes[node]
+	}
+	if err := f.Run(j.node); err != nil {
+		return nil, err
+	}
+	for _, node := range f.Local() {
+		if a := j.answers[node.ID()]; !a.Equal(j.answers[j.first]) {
+			return nil, fmt.Errorf("istore: node %d's answer differs from node %d's", node.ID(), j.first)
+		}
+	}
+	j.res.Answer = j.answers[j.first]
+	facts := 0
+	for _, c := range l.Cells {
+		facts += len(c)
+	}
+	if j.res.FactBlocks != int64(facts) {
+		return nil, fmt.Errorf("istore: the compute servers probed %d fact blocks, want each of the %d once", j.res.FactBlocks, facts)
+	}
+	return j.res, nil
+}
+
+// joinStreams plans a join's streams. Phase 0: per joined dimension and
+// tile, the tile's partitions; its members are the compute servers of
+// that tile (in compute-server order), relayed or each reading on its own.
+// Phase 1: each compute server's fact cells. Each stream's blocks are dealt
+// to the Threads workers in turn.
+func joinStreams(q Query, l *Layout, tl Tiling, cfg Config) []Stream {
 	T := cfg.Threads
 	split := func(bs []int, k int) []int {
 		var out []int
@@ -122,9 +160,7 @@ func Run(f fabric.Fabric, db *DB, cfg Config) (*Result, error) {
 		}
 		return out
 	}
-	// Phase 0: per joined dimension and tile, the tile's partitions; its
-	// members are the compute servers of that tile (in compute-server
-	// order), relayed or each reading on its own.
+	var streams []Stream
 	for d := range q.Joins() {
 		for u := range tl.Tiles[d] {
 			var members []int
@@ -140,168 +176,161 @@ func Run(f fabric.Fabric, db *DB, cfg Config) (*Result, error) {
 			}
 			for k := range T {
 				if cfg.Multicast {
-					ec.Streams = append(ec.Streams, Stream{Members: members, Blocks: split(bs, k), Thread: k, Tag: d})
+					streams = append(streams, Stream{Members: members, Blocks: split(bs, k), Thread: k, Tag: d})
 					continue
 				}
 				for _, m := range members {
-					ec.Streams = append(ec.Streams, Stream{Members: []int{m}, Blocks: split(bs, k), Thread: k, Tag: d})
+					streams = append(streams, Stream{Members: []int{m}, Blocks: split(bs, k), Thread: k, Tag: d})
 				}
 			}
 		}
 	}
-	// Phase 1: each compute server's fact cells.
 	for s, node := range cfg.Compute {
 		var bs []int
 		for _, c := range tl.Cells(l, s) {
 			bs = append(bs, l.Cells[c]...)
 		}
 		for k := range T {
-			ec.Streams = append(ec.Streams, Stream{Members: []int{node}, Blocks: split(bs, k), Thread: k, Phase: 1, Tag: 3})
+			streams = append(streams, Stream{Members: []int{node}, Blocks: split(bs, k), Thread: k, Phase: 1, Tag: 3})
 		}
 	}
-	ec.Region = func(node int, mem []byte, payload bool) int64 {
-		if payload {
-			for i := range l.Blocks {
-				if b := &l.Blocks[i]; b.Node == node {
-					l.Encode(b, mem[b.Off:])
-				}
-			}
-		}
-		return l.MemBytes[node]
-	}
-	// Per node: the dimension arrays (attribute + 1 by key; 0: not
-	// built), and per worker thread its partial aggregate.
-	type nodeState struct {
-		dims [3][]uint8
-		agg  [][Groups]Agg
-		dimB int64
-		fact int64
-		mu   fabric.Mutex
-	}
-	states := make([]*nodeState, n)
-	sizes := [3]int{len(db.Customers), len(db.Parts), len(db.Suppliers)}
-	ec.Process = func(th fabric.Thread, s *Stream, blk int, data []byte) error {
-		ns := states[th.Node().ID()]
-		b := &l.Blocks[blk]
-		if s.Tag < 3 { // build
-			th.Compute(CyclesBuildRow * int64(len(b.Rows)))
-			arr := ns.dims[s.Tag]
-			ns.mu.Lock()
-			ns.dimB++
-			err := l.Rows(b, data, func(a, v uint64) {
-				if a >= 1 && a <= uint64(sizes[s.Tag]) {
-					arr[a] = uint8(v) + 1
-				}
-			})
-			ns.mu.Unlock()
-			return err
-		}
-		th.Compute(int64(CyclesScanRow+q.Joins()*CyclesProbe+CyclesAgg) * int64(len(b.Rows)))
-		agg := &ns.agg[s.Thread]
-		var missing error
-		err := l.Rows(b, data, func(a, v uint64) {
-			cust, part, supp, rev := a&0xffffffff, a>>32, v&0xffffffff, int64(v>>32)
-			var attrs [3]uint8
-			keys := [3]uint64{cust, part, supp}
-			for d, key := range keys[:q.Joins()] {
-				if x := ns.dims[d][key]; x > 0 {
-					attrs[d] = x - 1
-				} else if missing == nil {
-					missing = fmt.Errorf("istore: node %d: fact row of block %d probes %s key %d, which its tile did not build", th.Node().ID(), b.Seq, Table(d), key)
-				}
-			}
-			g := &agg[group(attrs[0], attrs[1], attrs[2])]
-			g.Sum += rev
-			g.Count++
-		})
-		if err != nil {
-			return err
-		}
+	return streams
+}
+
+// joinRun is one star join across the fabric's nodes.
+type joinRun struct {
+	q       Query
+	l       *Layout
+	cfg     Config
+	ec      *EngineConfig
+	sizes   [3]int      // rows per dimension
+	states  []*joinNode // per node
+	answers []*Answer   // per node
+	res     *Result     // filled by this process's first node
+	first   int         // this process's first node
+}
+
+// joinNode is one node's state: the dimension arrays (attribute + 1 by
+// key; 0: not built), and per worker thread its partial aggregate.
+type joinNode struct {
+	dims [3][]uint8
+	agg  [][Groups]Agg
+	dimB int64
+	fact int64
+	mu   fabric.Mutex
+}
+
+// process handles one block a worker read: a dimension block builds the
+// dimension's array, a fact block probes them and aggregates.
+func (j *joinRun) process(th fabric.Thread, s *Stream, blk int, data []byte) error {
+	ns, l, q := j.states[th.Node().ID()], j.l, j.q
+	b := &l.Blocks[blk]
+	if s.Tag < 3 { // build
+		th.Compute(CyclesBuildRow * int64(len(b.Rows)))
+		arr := ns.dims[s.Tag]
 		ns.mu.Lock()
-		ns.fact++
+		ns.dimB++
+		err := l.Rows(b, data, func(a, v uint64) {
+			if a >= 1 && a <= uint64(j.sizes[s.Tag]) {
+				arr[a] = uint8(v) + 1
+			}
+		})
 		ns.mu.Unlock()
-		return missing
+		return err
 	}
-	res := &Result{Tiles: tl.Tiles}
-	answers := make([]*Answer, n)
-	err = f.Run(func(th fabric.Thread) error {
-		me := th.Node().ID()
-		ns := &nodeState{agg: make([][Groups]Agg, T), mu: th.Node().NewMutex()}
-		for d := range q.Joins() {
-			ns.dims[d] = make([]uint8, sizes[d]+1)
-		}
-		states[me] = ns
-		start, _, st, teardown, err := runEngine(th, ec)
-		if err != nil {
-			return err
-		}
-		// Gather the partial aggregates: every node sends its groups.
-		var part [Groups]Agg
-		for k := range ns.agg {
-			for g := range part {
-				part[g].Sum += ns.agg[k][g].Sum
-				part[g].Count += ns.agg[k][g].Count
+	th.Compute(int64(CyclesScanRow+q.Joins()*CyclesProbe+CyclesAgg) * int64(len(b.Rows)))
+	agg := &ns.agg[s.Thread]
+	var missing error
+	err := l.Rows(b, data, func(a, v uint64) {
+		cust, part, supp, rev := a&0xffffffff, a>>32, v&0xffffffff, int64(v>>32)
+		var attrs [3]uint8
+		keys := [3]uint64{cust, part, supp}
+		for d, key := range keys[:q.Joins()] {
+			if x := ns.dims[d][key]; x > 0 {
+				attrs[d] = x - 1
+			} else if missing == nil {
+				missing = fmt.Errorf("istore: node %d: fact row of block %d probes %s key %d, which its tile did not build", th.Node().ID(), b.Seq, Table(d), key)
 			}
 		}
-		flat := make([]int64, 0, 2*Groups+8)
-		for _, g := range part {
-			flat = append(flat, g.Sum, g.Count)
-		}
-		all, err := algos.GatherInts(th, "istore/agg", flat)
-		if err != nil {
-			return err
-		}
-		ans := &Answer{Query: q}
-		for _, v := range all {
-			if len(v) != 2*Groups {
-				return fmt.Errorf("istore: a node sent %d aggregate values, want %d", len(v), 2*Groups)
-			}
-			for g := range Groups {
-				ans.Groups[g].Sum += v[2*g]
-				ans.Groups[g].Count += v[2*g+1]
-			}
-		}
-		answers[me] = ans
-		end := th.Now()
-		if err := teardown(); err != nil {
-			return err
-		}
-		stats, err := algos.GatherInts(th, "istore/stats", []int64{int64(end.Sub(start)), int64(st.Setup), st.Reads, st.Forwards,
-			ns.dimB, ns.fact, int64(st.MaxOutstanding), int64(st.QPs), st.RegisteredBytes})
-		if err != nil {
-			return err
-		}
-		if me != f.Local()[0].ID() {
-			return nil
-		}
-		for _, v := range stats {
-			res.ResponseS = max(res.ResponseS, fabric.Duration(v[0]).Seconds())
-			res.SetupS = max(res.SetupS, fabric.Duration(v[1]).Seconds())
-			res.BlocksRead += v[2]
-			res.Forwards += v[3]
-			res.DimBlocks += v[4]
-			res.FactBlocks += v[5]
-			res.MaxOutstanding = max(res.MaxOutstanding, int(v[6]))
-			res.QPsPerNode = max(res.QPsPerNode, int(v[7]))
-			res.RegisteredPerNode = max(res.RegisteredPerNode, v[8])
-		}
-		return nil
+		g := &agg[group(attrs[0], attrs[1], attrs[2])]
+		g.Sum += rev
+		g.Count++
 	})
+	if err != nil {
+		return err
+	}
+	ns.mu.Lock()
+	ns.fact++
+	ns.mu.Unlock()
+	return missing
+}
+
+// node runs one node: the engine, then the gathered answer and statistics.
+func (j *joinRun) node(th fabric.Thread) error {
+	me := th.Node().ID()
+	ns := &joinNode{agg: make([][Groups]Agg, j.cfg.Threads), mu: th.Node().NewMutex()}
+	for d := range j.q.Joins() {
+		ns.dims[d] = make([]uint8, j.sizes[d]+1)
+	}
+	j.states[me] = ns
+	start, _, st, teardown, err := runEngine(th, j.ec)
+	if err != nil {
+		return err
+	}
+	if j.answers[me], err = j.gatherAnswer(th, ns); err != nil {
+		return err
+	}
+	end := th.Now()
+	if err := teardown(); err != nil {
+		return err
+	}
+	stats, err := algos.GatherInts(th, "istore/stats", []int64{int64(end.Sub(start)), int64(st.Setup), st.Reads, st.Forwards,
+		ns.dimB, ns.fact, int64(st.MaxOutstanding), int64(st.QPs), st.RegisteredBytes})
+	if err != nil || me != j.first {
+		return err
+	}
+	res := j.res
+	for _, v := range stats {
+		res.ResponseS = max(res.ResponseS, fabric.Duration(v[0]).Seconds())
+		res.SetupS = max(res.SetupS, fabric.Duration(v[1]).Seconds())
+		res.BlocksRead += v[2]
+		res.Forwards += v[3]
+		res.DimBlocks += v[4]
+		res.FactBlocks += v[5]
+		res.MaxOutstanding = max(res.MaxOutstanding, int(v[6]))
+		res.QPsPerNode = max(res.QPsPerNode, int(v[7]))
+		res.RegisteredPerNode = max(res.RegisteredPerNode, v[8])
+	}
+	return nil
+}
+
+// gatherAnswer sums the node's partial aggregates and gathers every
+// node's, which make the answer.
+func (j *joinRun) gatherAnswer(th fabric.Thread, ns *joinNode) (*Answer, error) {
+	var part [Groups]Agg
+	for k := range ns.agg {
+		for g := range part {
+			part[g].Sum += ns.agg[k][g].Sum
+			part[g].Count += ns.agg[k][g].Count
+		}
+	}
+	flat := make([]int64, 0, 2*Groups+8)
+	for _, g := range part {
+		flat = append(flat, g.Sum, g.Count)
+	}
+	all, err := algos.GatherInts(th, "istore/agg", flat)
 	if err != nil {
 		return nil, err
 	}
-	for _, node := range f.Local() {
-		if a := answers[node.ID()]; !a.Equal(answers[f.Local()[0].ID()]) {
-			return nil, fmt.Errorf("istore: node %d's answer differs from node %d's", node.ID(), f.Local()[0].ID())
+	ans := &Answer{Query: j.q}
+	for _, v := range all {
+		if len(v) != 2*Groups {
+			return nil, fmt.Errorf("istore: a node sent %d aggregate values, want %d", len(v), 2*Groups)
+		}
+		for g := range Groups {
+			ans.Groups[g].Sum += v[2*g]
+			ans.Groups[g].Count += v[2*g+1]
 		}
 	}
-	res.Answer = answers[f.Local()[0].ID()]
-	facts := 0
-	for _, c := range l.Cells {
-		facts += len(c)
-	}
-	if res.FactBlocks != int64(facts) {
-		return nil, fmt.Errorf("istore: the compute servers probed %d fact blocks, want each of the %d once", res.FactBlocks, facts)
-	}
-	return res, nil
+	return ans, nil
 }

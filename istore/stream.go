@@ -165,20 +165,42 @@ func ringTag(stream, pos int, up bool) uint64 {
 // setup creates this node's resources and connects them (every node calls
 // it at the same time).
 func (e *engine) setup(th fabric.Thread) error {
-	cfg := e.cfg
-	node := th.Node()
-	dev := node.Device()
-	var err error
 	t0 := th.Now()
-	if e.pd, err = dev.AllocPD(); err != nil {
+	mine, err := e.create(th)
+	if err != nil {
 		return err
+	}
+	peers, err := e.exchange(th, mine)
+	if err != nil {
+		return err
+	}
+	if err := e.connectAll(peers); err != nil {
+		return err
+	}
+	e.stats.QPs = len(e.qps)
+	for _, mr := range e.mrs {
+		e.stats.RegisteredBytes += int64(mr.Len())
+	}
+	e.stats.Setup = th.Now().Sub(t0)
+	return nil
+}
+
+// create makes the node's protection domain, its region (a memory
+// server), the read connections' and the stream rings' queue pairs and
+// memory, and returns the entries to offer the other nodes.
+func (e *engine) create(th fabric.Thread) ([]entry, error) {
+	cfg := e.cfg
+	dev := th.Node().Device()
+	var err error
+	if e.pd, err = dev.AllocPD(); err != nil {
+		return nil, err
 	}
 	isMem, isComp := slices.Contains(cfg.Memory, e.me), slices.Contains(cfg.Compute, e.me)
 	var mine []entry
 	if isMem {
 		size := cfg.Region(e.me, nil, false)
 		if e.region, err = e.pd.RegMR(int(max(size, 64)), fabric.AccessLocalWrite|fabric.AccessRemoteRead); err != nil {
-			return err
+			return nil, err
 		}
 		e.mrs = append(e.mrs, e.region)
 		if e.payload {
@@ -188,35 +210,10 @@ func (e *engine) setup(th fabric.Thread) error {
 	e.cqs = make([]fabric.CQ, cfg.Threads)
 	e.pair = make([][]fabric.QP, cfg.Threads)
 	e.rings = make([][]*ring, cfg.Threads)
-	newQP := func(k, sendWR, recvWR int) (fabric.QP, error) {
-		if e.cqs[k] == nil {
-			if e.cqs[k], err = dev.CreateCQ(min(cqDepth, dev.Attr().MaxCQE)); err != nil {
-				return nil, err
-			}
-		}
-		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.cqs[k], RecvCQ: e.cqs[k],
-			Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: 8}})
-		if err != nil {
-			return nil, err
-		}
-		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
-			return nil, err
-		}
-		e.qps = append(e.qps, qp)
-		return qp, nil
-	}
-	info := func(qp fabric.QP, tag uint64, mr fabric.MR, off, n int) entry {
-		in := qp.Info()
-		in.PSN = fabric.PSNOf(mix(tag ^ uint64(e.me)<<50))
-		if mr != nil {
-			in.Addr, in.RKey, in.Bytes = mr.Addr()+uint64(off), mr.RKey(), uint64(n)
-		}
-		return entry{tag, in}
-	}
 	// Read connections: a compute server to every memory server, per
 	// worker thread; the memory server's end is passive. One queue pair
 	// serves both directions when both nodes have both roles.
-	n := node.Device().Attr().MaxQPWR
+	n := dev.Attr().MaxQPWR
 	for k := range cfg.Threads {
 		e.pair[k] = make([]fabric.QP, e.nodes)
 		for p := range e.pair[k] {
@@ -224,12 +221,12 @@ func (e *engine) setup(th fabric.Thread) error {
 			if !(isComp && pm || isMem && pc) {
 				continue
 			}
-			qp, err := newQP(k, min(cfg.Depth+8, n), 1)
+			qp, err := e.newQP(dev, k, min(cfg.Depth+8, n), 1)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			e.pair[k][p] = qp
-			mine = append(mine, info(qp, pairTag(k, p), e.region, 0, 0))
+			mine = append(mine, e.offer(qp, pairTag(k, p), e.region, 0, 0))
 		}
 	}
 	// Stream rings, in stream order per thread.
@@ -241,66 +238,107 @@ func (e *engine) setup(th fabric.Thread) error {
 		}
 		r := &ring{s: s, idx: i, local: len(e.rings[s.Thread]), pos: pos, ready: make([]int, cfg.Depth)}
 		if len(s.Blocks) >= 1<<24 || r.local >= 1<<16 {
-			return fmt.Errorf("%w: stream %d has %d blocks (at most %d) or thread %d has too many streams", ErrConfig, i, len(s.Blocks), 1<<24-1, s.Thread)
+			return nil, fmt.Errorf("%w: stream %d has %d blocks (at most %d) or thread %d has too many streams", ErrConfig, i, len(s.Blocks), 1<<24-1, s.Thread)
 		}
 		if r.mr, err = e.pd.RegMR(cfg.Depth*BlockBytes+creditBytes, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
-			return err
+			return nil, err
 		}
 		e.mrs = append(e.mrs, r.mr)
 		k := s.Thread
 		if pos > 0 {
-			if r.up, err = newQP(k, min(cfg.Depth+8, n), cfg.Depth); err != nil {
-				return err
+			if r.up, err = e.newQP(dev, k, min(cfg.Depth+8, n), cfg.Depth); err != nil {
+				return nil, err
 			}
-			mine = append(mine, info(r.up, ringTag(i, pos, true), r.mr, 0, cfg.Depth*BlockBytes))
+			mine = append(mine, e.offer(r.up, ringTag(i, pos, true), r.mr, 0, cfg.Depth*BlockBytes))
 			for range min(cfg.Depth, len(s.Blocks)) {
 				if err := r.postRecv(); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		if pos < len(s.Members)-1 {
-			if r.down, err = newQP(k, min(cfg.Depth+8, n), 1); err != nil {
-				return err
+			if r.down, err = e.newQP(dev, k, min(cfg.Depth+8, n), 1); err != nil {
+				return nil, err
 			}
-			mine = append(mine, info(r.down, ringTag(i, pos, false), r.mr, cfg.Depth*BlockBytes, 8))
+			mine = append(mine, e.offer(r.down, ringTag(i, pos, false), r.mr, cfg.Depth*BlockBytes, 8))
 		}
 		e.rings[k] = append(e.rings[k], r)
 	}
 	for k := range e.cqs {
 		if e.cqs[k] == nil {
 			if e.cqs[k], err = dev.CreateCQ(16); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	// Exchange every entry; memory servers add their region.
-	var blob []byte
+	// Memory servers offer their region too.
 	if isMem {
 		in := fabric.QPInfo{Node: uint32(e.me), Addr: e.region.Addr(), RKey: e.region.RKey(), Bytes: uint64(e.region.Len())}
 		mine = append(mine, entry{0, in})
 	}
+	return mine, nil
+}
+
+// newQP creates an RC queue pair of worker thread k (on its completion
+// queue, created with the first) and moves it to INIT.
+func (e *engine) newQP(dev fabric.Device, k, sendWR, recvWR int) (fabric.QP, error) {
+	if e.cqs[k] == nil {
+		var err error
+		if e.cqs[k], err = dev.CreateCQ(min(cqDepth, dev.Attr().MaxCQE)); err != nil {
+			return nil, err
+		}
+	}
+	qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.cqs[k], RecvCQ: e.cqs[k],
+		Caps: fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxInline: 8}})
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
+		return nil, err
+	}
+	e.qps = append(e.qps, qp)
+	return qp, nil
+}
+
+// offer describes qp (and n bytes at off of mr, if any) to the other
+// nodes under tag; the first PSN is derived from the tag and the node.
+func (e *engine) offer(qp fabric.QP, tag uint64, mr fabric.MR, off, n int) entry {
+	in := qp.Info()
+	in.PSN = e.psn(tag)
+	if mr != nil {
+		in.Addr, in.RKey, in.Bytes = mr.Addr()+uint64(off), mr.RKey(), uint64(n)
+	}
+	return entry{tag, in}
+}
+
+// psn is the first PSN this node sends with on the connection tag.
+func (e *engine) psn(tag uint64) fabric.PSN { return fabric.PSNOf(mix(tag ^ uint64(e.me)<<50)) }
+
+// exchange all-gathers every node's entries and returns them by node and
+// tag; memory servers' regions (tag 0) go to e.remote.
+func (e *engine) exchange(th fabric.Thread, mine []entry) ([]map[uint64]fabric.QPInfo, error) {
+	var blob []byte
 	for _, en := range mine {
 		enc, _ := en.info.MarshalBinary()
 		blob = binary.BigEndian.AppendUint64(blob, en.tag)
 		blob = append(blob, enc...)
 	}
-	all, err := node.OOB().AllGather("istore/setup", blob)
+	all, err := th.Node().OOB().AllGather("istore/setup", blob)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	const rec = 8 + fabric.QPInfoWireBytes
 	peers := make([]map[uint64]fabric.QPInfo, len(all))
 	e.remote = map[int]fabric.QPInfo{}
 	for j, b := range all {
 		if len(b)%rec != 0 {
-			return fmt.Errorf("istore: node %d sent %d bytes of connection data (same version everywhere?)", j, len(b))
+			return nil, fmt.Errorf("istore: node %d sent %d bytes of connection data (same version everywhere?)", j, len(b))
 		}
 		peers[j] = map[uint64]fabric.QPInfo{}
 		for ; len(b) > 0; b = b[rec:] {
 			var in fabric.QPInfo
 			if err := in.UnmarshalBinary(b[8:rec]); err != nil {
-				return fmt.Errorf("istore: from node %d: %w", j, err)
+				return nil, fmt.Errorf("istore: from node %d: %w", j, err)
 			}
 			tag := binary.BigEndian.Uint64(b)
 			peers[j][tag] = in
@@ -309,6 +347,12 @@ func (e *engine) setup(th fabric.Thread) error {
 			}
 		}
 	}
+	return peers, nil
+}
+
+// connectAll brings every read connection and ring link to RTS with the
+// peer's matching entry.
+func (e *engine) connectAll(peers []map[uint64]fabric.QPInfo) error {
 	find := func(node int, tag uint64) (fabric.QPInfo, error) {
 		in, ok := peers[node][tag]
 		if !ok {
@@ -320,7 +364,7 @@ func (e *engine) setup(th fabric.Thread) error {
 		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Address(), RemotePSN: peer.PSN, MinRNRTimer: 1, MaxDestRdAtomic: 16}); err != nil {
 			return err
 		}
-		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: fabric.PSNOf(mix(myTag ^ uint64(e.me)<<50)), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
+		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: e.psn(myTag), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
 	}
 	for k := range e.pair {
 		for p, qp := range e.pair[k] {
@@ -361,11 +405,6 @@ func (e *engine) setup(th fabric.Thread) error {
 			}
 		}
 	}
-	e.stats.QPs = len(e.qps)
-	for _, mr := range e.mrs {
-		e.stats.RegisteredBytes += int64(mr.Len())
-	}
-	e.stats.Setup = th.Now().Sub(t0)
 	return nil
 }
 
@@ -497,119 +536,27 @@ func (e *engine) runWorkers(th fabric.Thread) ([]fabric.Time, error) {
 
 // stream runs this node's part of stream r on worker thread k.
 func (e *engine) stream(th fabric.Thread, k int, r *ring, st *EngineStats) error {
+	w := &streamWork{e: e, k: k, r: r, st: st, head: r.pos == 0, last: r.pos == len(r.s.Members)-1}
 	cfg := e.cfg
-	s := r.s
-	N, D := len(s.Blocks), cfg.Depth
-	head, last := r.pos == 0, r.pos == len(s.Members)-1
 	cq := e.cqs[k]
-	creditOff := D * BlockBytes
 	wcs := make([]fabric.WC, 32)
-	issued, p, fwdPosted, fwdDone, freed, creditSent, creditInFlight, outstanding := 0, 0, 0, 0, 0, 0, 0, 0
+	steps := [...]func(fabric.Thread) (bool, error){w.read, w.forward, w.process, w.credit}
 	lastProgress := th.Now()
-	stalled := func(what string) error {
-		return fmt.Errorf("istore: node %d worker %d: stream %d (member %d of %d, %d blocks) stalled %s: %d processed, %d read, %d forwarded (%d done), %d freed",
-			e.me, k, r.idx, r.pos+1, len(s.Members), N, what, p, issued, fwdPosted, fwdDone, freed)
-	}
-	for {
-		if p == N && (last || fwdDone == N) && (head || creditSent == freed && creditInFlight == 0) {
-			return nil
-		}
-		progress := false
+	for !w.finished() {
 		nwc, err := cq.Poll(wcs)
 		if err != nil {
 			return err
 		}
-		for _, wc := range wcs[:nwc] {
-			if wc.Status != fabric.StatusSuccess {
-				return &fabric.CompletionError{WC: wc, Node: e.me}
-			}
-			progress = true
-			v := int(wc.ID & (1<<24 - 1))
-			switch wc.ID & wrKind {
-			case wrRead:
-				r.ready[v%D] = v + 1
-				outstanding--
-			case wrRecv:
-				// Possibly a later stream's ring: its upstream may start
-				// forwarding before this thread gets there.
-				rg := e.rings[k][int(wc.ID>>24)&0xffff]
-				j := int(wc.Imm)
-				if j >= len(rg.s.Blocks) || rg.ready[j%D] != 0 {
-					return fmt.Errorf("istore: node %d: stream %d: block %d arrived into a full slot or beyond the stream", e.me, rg.idx, j)
-				}
-				rg.ready[j%D] = j + 1
-				if rg.recvPosted < len(rg.s.Blocks) {
-					if err := rg.postRecv(); err != nil {
-						return err
-					}
-				}
-			case wrFwd:
-				fwdDone++
-			case wrCredit:
-				creditInFlight--
-			}
+		if err := w.completed(wcs[:nwc]); err != nil {
+			return err
 		}
-		if head {
-			for issued < N && issued-freed < D {
-				loc := cfg.Locs[s.Blocks[issued]]
-				rem := e.remote[loc.Node]
-				slot := issued % D
-				wr := fabric.SendWR{ID: wrRead | uint64(issued), Op: fabric.OpRead, Flags: fabric.Signaled,
-					Local: r.mr.SGE(slot*BlockBytes, BlockBytes), RemoteAddr: rem.Addr + uint64(loc.Off), RKey: rem.RKey}
-				if _, err := e.pair[k][loc.Node].PostSend([]fabric.SendWR{wr}); err != nil {
-					return err
-				}
-				issued++
-				outstanding++
-				st.Reads++
-				st.MaxOutstanding = max(st.MaxOutstanding, outstanding)
-				progress = true
-			}
-		}
-		if !last && fwdPosted < N {
-			th.Sync()
-			downFreed := int(binary.LittleEndian.Uint64(r.mr.Bytes()[creditOff:]))
-			for fwdPosted < N && r.ready[fwdPosted%D] == fwdPosted+1 && fwdPosted-downFreed < D {
-				slot := fwdPosted % D
-				wr := fabric.SendWR{ID: wrFwd | uint64(fwdPosted), Op: fabric.OpWriteImm, Flags: fabric.Signaled, Imm: uint32(fwdPosted),
-					Local: r.mr.SGE(slot*BlockBytes, BlockBytes), RemoteAddr: r.downRing.Addr + uint64(slot*BlockBytes), RKey: r.downRing.RKey}
-				if _, err := r.down.PostSend([]fabric.SendWR{wr}); err != nil {
-					return err
-				}
-				fwdPosted++
-				st.Forwards++
-				progress = true
-			}
-		}
-		for p < N && r.ready[p%D] == p+1 && (last || fwdPosted > p) {
-			var data []byte
-			if e.payload {
-				data = r.mr.Bytes()[p%D*BlockBytes : (p%D+1)*BlockBytes]
-			}
-			if err := cfg.Process(th, s, s.Blocks[p], data); err != nil {
+		progress := nwc > 0
+		for _, step := range steps {
+			moved, err := step(th)
+			if err != nil {
 				return err
 			}
-			p++
-			progress = true
-		}
-		f := p
-		if !last {
-			f = min(p, fwdDone)
-		}
-		for ; freed < f; freed++ {
-			r.ready[freed%D] = 0
-		}
-		if !head && freed > creditSent && creditInFlight < 4 {
-			binary.LittleEndian.PutUint64(r.mr.Bytes()[creditOff+8:], uint64(freed))
-			wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Flags: fabric.Signaled | fabric.Inline,
-				Local: r.mr.SGE(creditOff+8, 8), RemoteAddr: r.upCredit.Addr, RKey: r.upCredit.RKey}
-			if _, err := r.up.PostSend([]fabric.SendWR{wr}); err != nil {
-				return err
-			}
-			creditSent = freed
-			creditInFlight++
-			st.Credits++
-			progress = true
+			progress = progress || moved
 		}
 		now := th.Now()
 		if progress {
@@ -617,8 +564,163 @@ func (e *engine) stream(th fabric.Thread, k int, r *ring, st *EngineStats) error
 			continue
 		}
 		if now.Sub(lastProgress) > cfg.Timeout {
-			return stalled(fmt.Sprintf("for %v", cfg.Timeout))
+			return w.stalled(fmt.Sprintf("for %v", cfg.Timeout))
 		}
 		th.Wait(lastProgress.Add(cfg.Timeout+1), cq, r.mr)
 	}
+	return nil
+}
+
+// streamWork is worker thread k's progress through its part of stream r:
+// blocks read (the head), forwarded (all but the last member), processed,
+// freed, and credit returned upstream (all but the head).
+type streamWork struct {
+	e                                                                             *engine
+	k                                                                             int
+	r                                                                             *ring
+	st                                                                            *EngineStats
+	head, last                                                                    bool
+	issued, p, fwdPosted, fwdDone, freed, creditSent, creditInFlight, outstanding int
+}
+
+func (w *streamWork) finished() bool {
+	N := len(w.r.s.Blocks)
+	return w.p == N && (w.last || w.fwdDone == N) && (w.head || w.creditSent == w.freed && w.creditInFlight == 0)
+}
+
+func (w *streamWork) stalled(what string) error {
+	r := w.r
+	return fmt.Errorf("istore: node %d worker %d: stream %d (member %d of %d, %d blocks) stalled %s: %d processed, %d read, %d forwarded (%d done), %d freed",
+		w.e.me, w.k, r.idx, r.pos+1, len(r.s.Members), len(r.s.Blocks), what, w.p, w.issued, w.fwdPosted, w.fwdDone, w.freed)
+}
+
+// completed applies completions: reads done, blocks arrived from upstream
+// (possibly into a later stream's ring: its upstream may start forwarding
+// before this thread gets there), forwards and credit writes done.
+func (w *streamWork) completed(wcs []fabric.WC) error {
+	e, D := w.e, w.e.cfg.Depth
+	for _, wc := range wcs {
+		if wc.Status != fabric.StatusSuccess {
+			return &fabric.CompletionError{WC: wc, Node: e.me}
+		}
+		v := int(wc.ID & (1<<24 - 1))
+		switch wc.ID & wrKind {
+		case wrRead:
+			w.r.ready[v%D] = v + 1
+			w.outstanding--
+		case wrRecv:
+			rg := e.rings[w.k][int(wc.ID>>24)&0xffff]
+			j := int(wc.Imm)
+			if j >= len(rg.s.Blocks) || rg.ready[j%D] != 0 {
+				return fmt.Errorf("istore: node %d: stream %d: block %d arrived into a full slot or beyond the stream", e.me, rg.idx, j)
+			}
+			rg.ready[j%D] = j + 1
+			if rg.recvPosted < len(rg.s.Blocks) {
+				if err := rg.postRecv(); err != nil {
+					return err
+				}
+			}
+		case wrFwd:
+			w.fwdDone++
+		case wrCredit:
+			w.creditInFlight--
+		}
+	}
+	return nil
+}
+
+// read (the head) keeps up to Depth RDMA Reads of the stream's blocks in
+// flight, into slots that have been freed.
+func (w *streamWork) read(fabric.Thread) (bool, error) {
+	if !w.head {
+		return false, nil
+	}
+	e, r, s, D := w.e, w.r, w.r.s, w.e.cfg.Depth
+	moved := false
+	for w.issued < len(s.Blocks) && w.issued-w.freed < D {
+		loc := e.cfg.Locs[s.Blocks[w.issued]]
+		rem := e.remote[loc.Node]
+		slot := w.issued % D
+		wr := fabric.SendWR{ID: wrRead | uint64(w.issued), Op: fabric.OpRead, Flags: fabric.Signaled,
+			Local: r.mr.SGE(slot*BlockBytes, BlockBytes), RemoteAddr: rem.Addr + uint64(loc.Off), RKey: rem.RKey}
+		if _, err := e.pair[w.k][loc.Node].PostSend([]fabric.SendWR{wr}); err != nil {
+			return moved, err
+		}
+		w.issued++
+		w.outstanding++
+		w.st.Reads++
+		w.st.MaxOutstanding = max(w.st.MaxOutstanding, w.outstanding)
+		moved = true
+	}
+	return moved, nil
+}
+
+// forward (all but the last member) writes ready blocks into the next
+// member's ring, within the credit it returned.
+func (w *streamWork) forward(th fabric.Thread) (bool, error) {
+	r, N, D := w.r, len(w.r.s.Blocks), w.e.cfg.Depth
+	if w.last || w.fwdPosted >= N {
+		return false, nil
+	}
+	th.Sync()
+	downFreed := int(binary.LittleEndian.Uint64(r.mr.Bytes()[D*BlockBytes:]))
+	moved := false
+	for w.fwdPosted < N && r.ready[w.fwdPosted%D] == w.fwdPosted+1 && w.fwdPosted-downFreed < D {
+		slot := w.fwdPosted % D
+		wr := fabric.SendWR{ID: wrFwd | uint64(w.fwdPosted), Op: fabric.OpWriteImm, Flags: fabric.Signaled, Imm: uint32(w.fwdPosted),
+			Local: r.mr.SGE(slot*BlockBytes, BlockBytes), RemoteAddr: r.downRing.Addr + uint64(slot*BlockBytes), RKey: r.downRing.RKey}
+		if _, err := r.down.PostSend([]fabric.SendWR{wr}); err != nil {
+			return moved, err
+		}
+		w.fwdPosted++
+		w.st.Forwards++
+		moved = true
+	}
+	return moved, nil
+}
+
+// process hands ready blocks to the query (once forwarded, unless this is
+// the last member) and frees the slots every use of which is done.
+func (w *streamWork) process(th fabric.Thread) (bool, error) {
+	e, r, s, D := w.e, w.r, w.r.s, w.e.cfg.Depth
+	moved := false
+	for w.p < len(s.Blocks) && r.ready[w.p%D] == w.p+1 && (w.last || w.fwdPosted > w.p) {
+		var data []byte
+		if e.payload {
+			data = r.mr.Bytes()[w.p%D*BlockBytes : (w.p%D+1)*BlockBytes]
+		}
+		if err := e.cfg.Process(th, s, s.Blocks[w.p], data); err != nil {
+			return moved, err
+		}
+		w.p++
+		moved = true
+	}
+	f := w.p
+	if !w.last {
+		f = min(w.p, w.fwdDone)
+	}
+	for ; w.freed < f; w.freed++ {
+		r.ready[w.freed%D] = 0
+	}
+	return moved, nil
+}
+
+// credit (all but the head) writes the count of freed slots upstream,
+// with at most 4 credit writes in flight.
+func (w *streamWork) credit(fabric.Thread) (bool, error) {
+	r := w.r
+	if w.head || w.freed <= w.creditSent || w.creditInFlight >= 4 {
+		return false, nil
+	}
+	creditOff := w.e.cfg.Depth * BlockBytes
+	binary.LittleEndian.PutUint64(r.mr.Bytes()[creditOff+8:], uint64(w.freed))
+	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Flags: fabric.Signaled | fabric.Inline,
+		Local: r.mr.SGE(creditOff+8, 8), RemoteAddr: r.upCredit.Addr, RKey: r.upCredit.RKey}
+	if _, err := r.up.PostSend([]fabric.SendWR{wr}); err != nil {
+		return false, err
+	}
+	w.creditSent = w.freed
+	w.creditInFlight++
+	w.st.Credits++
+	return true, nil
 }

@@ -27,7 +27,8 @@
 //     detects overruns;
 //   - shim.h: C helpers (one cgo call per batch of work requests or
 //     completions, request chains in reused C memory);
-//   - verbs_ibv.go: devices and verbs objects;
+//   - verbs_ibv.go: devices, protection domains, memory regions,
+//     completion queues and address handles; qp_ibv.go: queue pairs;
 //   - open_ibv.go: the entry points, on host.NewLocal and host.Join.
 //
 // Memory regions live outside the Go heap (posix_memalign), so the NIC may

@@ -23,9 +23,10 @@
 //     injection on links and manual delivery.
 //   - faultplan.go: fault schedules (rules on chosen packets, crashes,
 //     link-down windows, slow receivers).
-//   - nic.go, qp.go, verbs.go, transport.go, timers.go: the NIC, queue
-//     pairs and the verbs objects, the RC, UC and UD transports and their
-//     retransmission timers; qpcache.go and tpt.go the NIC's queue-pair
+//   - nic.go, qp.go, verbs.go, transport.go, responder.go, timers.go: the
+//     NIC, queue pairs and the verbs objects, the RC, UC and UD transports
+//     (the sending side and the receiving side) and their retransmission
+//     timers; qpcache.go and tpt.go the NIC's queue-pair
 //     context cache and its translation and protection caches.
 //   - checker.go: the verbs-usage checker (hazards, objects left open);
 //     checker_buffers.go its checks of who owns a posted buffer.

@@ -1,0 +1,309 @@
+package experiments
+
+// The sweep parameters: the table params is the one place that maps a
+// key (explore run's flag name) to a RunConfig field; a new parameter is
+// added there once and becomes usable in specs, in NewSweep and in point
+// keys.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// param is one sweep parameter: a key (explore run's flag name), what a
+// value must be, and how to set and print it on a RunConfig.
+type param struct {
+	key    string
+	expect string
+	set    func(c *RunConfig, v any) error // v is already known to be of the right kind
+	get    func(c *RunConfig) string       // canonical text, used in point keys
+	kind   func(v any) (any, bool)         // converts a YAML or Go value to the setter's type
+}
+
+// params is the key -> RunConfig table, in the canonical order of point keys.
+var params = []param{
+	// Which designs exist is Run's to say (Validate asks it before a sweep starts).
+	strParam("design", "a design name such as MEMQ/SR",
+		func(c *RunConfig) *string { return &c.Design },
+		func(s string) bool { return s != "" }),
+	{key: "notify", expect: fmt.Sprintf("%s, %s or %s (RDMA Write designs only)", algos.NotifyCQ, algos.NotifyBuffers, algos.NotifyQueue),
+		kind: asString,
+		set: func(c *RunConfig, v any) error {
+			n := algos.Notify(v.(string))
+			if n != "" && n != algos.NotifyCQ && n != algos.NotifyBuffers && n != algos.NotifyQueue {
+				return errBadValue
+			}
+			c.Notify = n
+			return nil
+		},
+		get: func(c *RunConfig) string { return string(c.Notify) }},
+	intParam("nodes", 1, func(c *RunConfig) *int { return &c.Nodes }),
+	intParam("threads", 1, func(c *RunConfig) *int { return &c.Threads }),
+	{key: "pattern", expect: fmt.Sprintf("%s, %s or %s:K", algos.Repartition, algos.Broadcast, algos.Multicast),
+		kind: asString,
+		set: func(c *RunConfig, v any) error {
+			// algos.NewGroups is the judge; multicast:K's K is checked
+			// against the node count by Validate.
+			p := algos.Pattern(v.(string))
+			if _, err := algos.NewGroups(p, 1); err != nil && !strings.HasPrefix(string(p), string(algos.Multicast)+":") {
+				return errBadValue
+			}
+			c.Pattern = p
+			return nil
+		},
+		get: func(c *RunConfig) string { return string(c.Pattern) }},
+	strParam("profile", "a built-in profile name ("+strings.Join(sim.BuiltinProfiles(), ", ")+") or a .yaml path",
+		func(c *RunConfig) *string { return &c.Profile },
+		func(s string) bool { return s != "" }),
+	intParam("msg-bytes", 0, func(c *RunConfig) *int { return &c.MsgBytes }),
+	intParam("buffers", 1, func(c *RunConfig) *int { return &c.Buffers }),
+	intParam("credit-every", 1, func(c *RunConfig) *int { return &c.CreditEvery }),
+	int64Param("bytes-per-node", func(c *RunConfig) *int64 { return &c.BytesPerNode }),
+	int64Param("bytes-per-pair", func(c *RunConfig) *int64 { return &c.BytesPerPair }),
+	int64Param("cycles-per-tuple", func(c *RunConfig) *int64 { return &c.CyclesPerTuple }),
+	{key: "node-cycles", expect: "comma-separated cycles per tuple, one per node in turn (e.g. 21,95)",
+		kind: asString,
+		set: func(c *RunConfig, v any) error {
+			cy, err := ParseNodeCycles(v.(string))
+			if err != nil {
+				return errBadValue
+			}
+			c.NodeCycles = cy
+			return nil
+		},
+		get: func(c *RunConfig) string { return FormatNodeCycles(c.NodeCycles) }},
+	{key: "adaptive", expect: "true or false",
+		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
+		set:  func(c *RunConfig, v any) error { c.Adaptive = v.(bool); return nil },
+		get:  func(c *RunConfig) string { return strconv.FormatBool(c.Adaptive) }},
+	intParam("max-buffers", 0, func(c *RunConfig) *int { return &c.MaxBuffers }),
+	{key: "ud-recovery", expect: "true or false",
+		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
+		set:  func(c *RunConfig, v any) error { c.UDRecovery = v.(bool); return nil },
+		get:  func(c *RunConfig) string { return strconv.FormatBool(c.UDRecovery) }},
+	int64Param("pinned-cap-mib", func(c *RunConfig) *int64 { return &c.PinnedCapMiB }),
+	{key: "seed", expect: "an integer >= 0",
+		kind: asInt,
+		set: func(c *RunConfig, v any) error {
+			if v.(int64) < 0 {
+				return errBadValue
+			}
+			c.Seed = uint64(v.(int64))
+			return nil
+		},
+		get: func(c *RunConfig) string { return strconv.FormatUint(c.Seed, 10) }},
+	{key: "payload", expect: "true or false",
+		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
+		set:  func(c *RunConfig, v any) error { c.Payload = v.(bool); return nil },
+		get:  func(c *RunConfig) string { return strconv.FormatBool(c.Payload) }},
+	{key: "timeout-ms", expect: "a number of simulated milliseconds > 0",
+		kind: asFloat,
+		set: func(c *RunConfig, v any) error {
+			ms := v.(float64)
+			d := ms * float64(fabric.Millisecond)
+			if !(ms > 0) || d < 1 || d > math.MaxInt64/2 {
+				return errBadValue
+			}
+			c.Timeout = fabric.Duration(d)
+			return nil
+		},
+		get: func(c *RunConfig) string {
+			return strconv.FormatFloat(float64(c.Timeout)/float64(fabric.Millisecond), 'g', -1, 64)
+		}},
+}
+
+var errBadValue = errors.New("bad value")
+
+// ParseNodeCycles parses "21,95" (empty: none).
+func ParseNodeCycles(text string) ([]int64, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	var out []int64
+	for _, f := range strings.Split(text, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("node cycles %q: want comma-separated whole numbers >= 0, e.g. 21,95", text)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// FormatNodeCycles is ParseNodeCycles' inverse.
+func FormatNodeCycles(cy []int64) string {
+	f := make([]string, len(cy))
+	for i, v := range cy {
+		f[i] = strconv.FormatInt(v, 10)
+	}
+	return strings.Join(f, ",")
+}
+
+// Params lists the sweep parameter keys (explore run's flag names) in the
+// canonical order used in point keys.
+func Params() []string {
+	keys := make([]string, len(params))
+	for i, p := range params {
+		keys[i] = p.key
+	}
+	return keys
+}
+
+func lookupParam(key string) (*param, bool) {
+	for i := range params {
+		if params[i].key == key {
+			return &params[i], true
+		}
+	}
+	return nil, false
+}
+
+// SetParam sets the parameter key (an explore run flag name, see Params) of
+// cfg to value. value may be a string, bool, any integer type or a float
+// (integral for integer parameters), as YAML decoding or Go code gives them.
+// Errors name the key, the value and what is expected. It checks each value
+// on its own; combinations (threads against the profile's cores, message
+// size against the MTU, ...) are checked by Validate.
+func SetParam(cfg *RunConfig, key string, value any) error {
+	p, ok := lookupParam(key)
+	if !ok {
+		return fmt.Errorf("unknown parameter %q: valid keys are %s", key, strings.Join(Params(), ", "))
+	}
+	v, ok := p.kind(value)
+	if ok {
+		if err := p.set(cfg, v); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %s: want %s", key, showValue(value), p.expect)
+}
+
+// ParamString returns the canonical text of cfg's parameter key, as it
+// appears in point keys ("" for an unknown key).
+func ParamString(cfg RunConfig, key string) string {
+	p, ok := lookupParam(key)
+	if !ok {
+		return ""
+	}
+	return p.get(&cfg)
+}
+
+func showValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case nil:
+		return "no value"
+	}
+	return fmt.Sprint(v)
+}
+
+func strParam(key, expect string, field func(*RunConfig) *string, ok func(string) bool) param {
+	return param{key: key, expect: expect, kind: asString,
+		set: func(c *RunConfig, v any) error {
+			if !ok(v.(string)) {
+				return errBadValue
+			}
+			*field(c) = v.(string)
+			return nil
+		},
+		get: func(c *RunConfig) string { return *field(c) }}
+}
+
+func intParam(key string, lo int, field func(*RunConfig) *int) param {
+	return param{key: key, expect: fmt.Sprintf("an integer >= %d", lo), kind: asInt,
+		set: func(c *RunConfig, v any) error {
+			n := v.(int64)
+			if n < int64(lo) || n > math.MaxInt32 {
+				return errBadValue
+			}
+			*field(c) = int(n)
+			return nil
+		},
+		get: func(c *RunConfig) string { return strconv.Itoa(*field(c)) }}
+}
+
+func int64Param(key string, field func(*RunConfig) *int64) param {
+	return param{key: key, expect: "an integer >= 0", kind: asInt,
+		set: func(c *RunConfig, v any) error {
+			if v.(int64) < 0 {
+				return errBadValue
+			}
+			*field(c) = v.(int64)
+			return nil
+		},
+		get: func(c *RunConfig) string { return strconv.FormatInt(*field(c), 10) }}
+}
+
+func asString(v any) (any, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case algos.Pattern:
+		return string(v), true
+	case algos.Notify:
+		return string(v), true
+	}
+	return nil, false
+}
+
+func asInt(v any) (any, bool) {
+	switch v := v.(type) {
+	case int:
+		return int64(v), true
+	case int8:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
+	case uint:
+		return asInt(uint64(v))
+	case uint8:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint32:
+		return int64(v), true
+	case uint64:
+		if v > math.MaxInt64 {
+			return nil, false
+		}
+		return int64(v), true
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+			return nil, false
+		}
+		return int64(v), true
+	}
+	return nil, false
+}
+
+func asFloat(v any) (any, bool) {
+	if f, ok := v.(float64); ok {
+		return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	if f, ok := v.(float32); ok {
+		return asFloat(float64(f))
+	}
+	if n, ok := asInt(v); ok {
+		return float64(n.(int64)), true
+	}
+	return nil, false
+}
+
+// DefaultConfig returns the RunConfig of `explore run` without flags: the
+// base every sweep starts from before its own base parameters.
+func DefaultConfig() RunConfig {
+	return RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 2, Pattern: algos.Repartition, Profile: sim.DefaultProfileName,
+		Buffers: 2, CreditEvery: 2, BytesPerNode: 64 << 20, Seed: 1, Timeout: 100 * fabric.Millisecond}
+}

@@ -1,0 +1,517 @@
+package experiments
+
+// Running sweeps: RunSweep runs a sweep's points in parallel (sharded,
+// resumable) and writes one JSON line per point; Merge joins the files of
+// shards.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Result is one line of a sweep's output file (JSON Lines): the point's
+// index and key, then the run record's fields (flat), or an error for a
+// point whose run failed. In sweep output the record's WallS is zero so
+// that files are byte-identical across runs; Wall holds it in memory.
+type Result struct {
+	Point   int    `json:"point"`
+	Key     string `json:"key"`
+	*Record        // nil when the run failed
+	Error   string `json:"error,omitempty"`
+
+	Wall time.Duration `json:"-"` // wall-clock time of the run; 0 when read from a file
+	raw  []byte        // the line as read or written, without its newline
+}
+
+// Failed reports whether the point's run returned an error.
+func (r Result) Failed() bool { return r.Record == nil || r.Error != "" }
+
+// line returns r's JSON line, without a newline.
+func (r *Result) line() ([]byte, error) {
+	if r.raw == nil {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		r.raw = b
+	}
+	return r.raw, nil
+}
+
+// Shard selects the points with Index % N == I-1 (I counts from 1, as in a
+// Slurm job array). The zero Shard selects every point.
+type Shard struct{ I, N int }
+
+// ParseShard parses "i/N" with 1 <= i <= N.
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(strings.TrimSpace(a))
+	n, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("shard %q: want i/N with whole numbers, e.g. 2/8", s)
+	}
+	sh := Shard{I: i, N: n}
+	return sh, sh.check()
+}
+
+func (s Shard) check() error {
+	if s == (Shard{}) {
+		return nil
+	}
+	if s.N < 1 || s.I < 1 || s.I > s.N {
+		return fmt.Errorf("shard %d/%d: want i/N with 1 <= i <= N", s.I, s.N)
+	}
+	return nil
+}
+
+// Has reports whether the shard includes point index i.
+func (s Shard) Has(i int) bool { return s.N <= 1 || i%s.N == s.I-1 }
+
+// String returns "i/N", or "all" for the zero Shard.
+func (s Shard) String() string {
+	if s == (Shard{}) {
+		return "all"
+	}
+	return fmt.Sprintf("%d/%d", s.I, s.N)
+}
+
+// Progress reports one finished point to SweepOptions.Progress.
+type Progress struct {
+	Done, Total int    // points finished and to run in this invocation (skipped ones excluded)
+	Result      Result // the point's result (Wall set)
+}
+
+// SweepOptions controls RunSweep. The zero value runs every point on
+// GOMAXPROCS workers and keeps results in memory only.
+type SweepOptions struct {
+	Jobs  int    // parallel runs; 0 means runtime.GOMAXPROCS(0)
+	Shard Shard  // which points to run; zero means all
+	Out   string // JSONL output file: resumed if it exists, rewritten sorted at the end; "" for none
+	// Progress, if set, is called after each point from a single goroutine
+	// (it need not be thread-safe; a slow callback slows the sweep).
+	Progress func(Progress)
+	// Warn, if set, receives non-fatal problems (a truncated last line
+	// left by a killed run); default: ignored.
+	Warn func(string)
+	// Run runs one point; default Run. Tests replace it.
+	Run func(RunConfig) (*Record, error)
+}
+
+// SweepReport is what RunSweep did.
+type SweepReport struct {
+	Results []Result      // every result of this shard, sorted by point (those from a resumed file included)
+	Ran     int           // points run now
+	Skipped int           // points found done in the output file
+	Failed  int           // results with an error (resumed ones included)
+	Wall    time.Duration // wall-clock time of this invocation
+}
+
+// ErrPointsFailed is returned (wrapped) by RunSweep when some point's run
+// failed; the report and the output file are complete nevertheless.
+var ErrPointsFailed = errors.New("sweep points failed")
+
+// RunSweep runs the points of sw selected by opts.Shard, opts.Jobs at a
+// time, after checking every point with ValidatePoints (nothing runs if one
+// is invalid). With opts.Out set, points whose key is already in the file
+// with a record are skipped (points recorded as failed are run again);
+// each finished point is appended at once, so a killed sweep loses only
+// running points, and at the end the file is rewritten sorted by point
+// (temporary file, then rename), so that it is byte-identical whatever
+// Jobs and however often it was resumed. A failed point is recorded with
+// its error and the sweep goes on; RunSweep then returns the report and an
+// error wrapping ErrPointsFailed. When ctx is cancelled no new point
+// starts; running ones finish and are written, and ctx.Err() is returned.
+func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, error) {
+	t0 := time.Now()
+	if err := opts.Shard.check(); err != nil {
+		return nil, err
+	}
+	run := opts.Run
+	if run == nil {
+		run = Run
+	}
+	warn := opts.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	all := sw.Points()
+	var pts []Point
+	for _, p := range all {
+		if opts.Shard.Has(p.Index) {
+			pts = append(pts, p)
+		}
+	}
+	if opts.Run == nil {
+		if err := ValidatePoints(pts); err != nil {
+			return nil, err
+		}
+	}
+	rep := &SweepReport{}
+	done := map[int]Result{}
+	var f *os.File
+	if opts.Out != "" {
+		var err error
+		if done, f, err = resume(sw, all, opts.Out, warn); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+	}
+	var todo []Point
+	for _, p := range pts {
+		if r, ok := done[p.Index]; ok {
+			rep.Results = append(rep.Results, r)
+			rep.Skipped++
+		} else {
+			todo = append(todo, p)
+		}
+	}
+	if err := runPoints(ctx, run, todo, opts, f, rep); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rep.Results, func(a, b Result) int { return a.Point - b.Point })
+	for _, r := range rep.Results {
+		if r.Failed() {
+			rep.Failed++
+		}
+	}
+	if f != nil {
+		if err := rewriteResults(f, opts.Out, rep.Results, warn); err != nil {
+			return nil, err
+		}
+	}
+	rep.Wall = time.Since(t0)
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	if rep.Failed > 0 {
+		return rep, fmt.Errorf("%w: %d of %d", ErrPointsFailed, rep.Failed, len(pts))
+	}
+	return rep, nil
+}
+
+// resume reads the results a sweep's output file out already holds (the
+// points that succeeded, by index; they must be points of sw as specified
+// now) and opens the file to append, cut after its last whole line.
+func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]Result, *os.File, error) {
+	done := map[int]Result{}
+	old, good, err := readResultsFile(out, warn)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	for _, r := range old {
+		if r.Point < 0 || r.Point >= len(all) || all[r.Point].Key != r.Key {
+			return nil, nil, fmt.Errorf("%s: point %d (%s) is not a point of sweep %s as specified now: the file holds results of another spec; use another --out or remove it",
+				out, r.Point, r.Key, sw.Name)
+		}
+		if !r.Failed() {
+			if err := matches(all[r.Point].Config, r.Record); err != nil {
+				return nil, nil, fmt.Errorf("%s: point %d (%s): %v: the file holds results of another spec; use another --out or remove it", out, r.Point, r.Key, err)
+			}
+			done[r.Point] = r
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.Truncate(good); err != nil { // drop a truncated last line
+		f.Close()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(good, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return done, f, nil
+}
+
+// runPoints runs todo on opts.Jobs workers (GOMAXPROCS by default), appends
+// each result to f (if not nil) as it finishes and to rep, and reports
+// progress; it stops handing out points when ctx is done.
+func runPoints(ctx context.Context, run func(RunConfig) (*Record, error), todo []Point, opts SweepOptions, f *os.File, rep *SweepReport) error {
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	in := make(chan Point)
+	out := make(chan Result)
+	var wg sync.WaitGroup
+	for w := 0; w < min(jobs, len(todo)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range in {
+				out <- runPoint(run, p)
+			}
+		}()
+	}
+	go func() {
+		defer close(in)
+		for _, p := range todo {
+			select {
+			case in <- p:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(out) }()
+	var werr error
+	for r := range out {
+		rep.Ran++
+		if f != nil && werr == nil {
+			b, err := r.line()
+			if err == nil {
+				_, err = f.Write(append(b, '\n'))
+			}
+			werr = err
+		}
+		rep.Results = append(rep.Results, r)
+		if opts.Progress != nil {
+			opts.Progress(Progress{Done: rep.Ran, Total: len(todo), Result: r})
+		}
+	}
+	if werr != nil {
+		return fmt.Errorf("%s: %w", opts.Out, werr)
+	}
+	return nil
+}
+
+// rewriteResults closes f and rewrites the output file sorted by point:
+// points run again replace their old lines (a failed point run again, say);
+// lines of other shards in the same file are kept.
+func rewriteResults(f *os.File, out string, results []Result, warn func(string)) error {
+	keep := map[int]Result{}
+	old, _, err := readResultsFile(out, warn)
+	if err != nil {
+		return err
+	}
+	for _, r := range old {
+		keep[r.Point] = r
+	}
+	for _, r := range results {
+		keep[r.Point] = r
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return writeResults(out, sortedResults(keep))
+}
+
+// runPoint runs one point, turning an error or a panic into a failed Result.
+func runPoint(run func(RunConfig) (*Record, error), p Point) (r Result) {
+	t0 := time.Now()
+	r = Result{Point: p.Index, Key: p.Key}
+	defer func() {
+		if v := recover(); v != nil {
+			r.Record, r.Error = nil, fmt.Sprintf("panic: %v", v)
+		}
+		r.Wall = time.Since(t0)
+	}()
+	rec, err := run(p.Config)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	if rec == nil {
+		r.Error = "no record"
+		return r
+	}
+	c := *rec
+	c.WallS = 0 // sweep output is deterministic; the wall time is in r.Wall
+	r.Record = &c
+	return r
+}
+
+// matches checks that rec could be the record of cfg (a resumed file's
+// lines must come from the same spec). Zero fields of cfg, which Run
+// replaces by defaults, match anything; bytes_per_node is not compared
+// (Run may size the input from other parameters).
+func matches(cfg RunConfig, rec *Record) error {
+	type field struct {
+		name      string
+		spec, got any
+		zero      bool
+	}
+	for _, f := range []field{
+		{"design", cfg.Design, rec.Design, cfg.Design == ""},
+		{"nodes", cfg.Nodes, rec.Nodes, false},
+		{"threads", cfg.Threads, rec.Threads, cfg.Threads == 0},
+		{"seed", cfg.Seed, rec.Seed, false},
+		{"cycles_per_tuple", cfg.CyclesPerTuple, rec.CyclesPerTuple, false},
+		{"buffers", cfg.Buffers, rec.Buffers, cfg.Buffers == 0},
+		{"credit_every", cfg.CreditEvery, rec.CreditEvery, cfg.CreditEvery == 0},
+		{"msg_bytes", cfg.MsgBytes, rec.MsgBytes, cfg.MsgBytes == 0},
+		{"pattern", string(cfg.Pattern), rec.Pattern, cfg.Pattern == ""},
+		{"notify", string(cfg.Notify), rec.Notify, false},
+	} {
+		if !f.zero && f.spec != f.got {
+			return fmt.Errorf("%s is %v in the file but %v in the spec", f.name, f.got, f.spec)
+		}
+	}
+	return nil
+}
+
+func sortedResults(m map[int]Result) []Result {
+	rs := make([]Result, 0, len(m))
+	for _, r := range m {
+		rs = append(rs, r)
+	}
+	slices.SortFunc(rs, func(a, b Result) int { return a.Point - b.Point })
+	return rs
+}
+
+// ReadResults reads a sweep output file. A last line cut short (a killed
+// run) is skipped and reported through warn (if not nil); any other bad
+// line is an error naming the file and line.
+func ReadResults(path string, warn func(string)) ([]Result, error) {
+	if warn == nil {
+		warn = func(string) {}
+	}
+	rs, _, err := readResultsFile(path, warn)
+	return rs, err
+}
+
+// readResultsFile returns the results of path and the length of its valid
+// prefix (where appending may continue).
+func readResultsFile(path string, warn func(string)) ([]Result, int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	var rs []Result
+	var good int64
+	for n := 1; len(data) > 0; n++ {
+		line, rest, complete := bytes.Cut(data, []byte("\n"))
+		var r Result
+		err := json.Unmarshal(line, &r)
+		if err == nil && r.Key == "" {
+			err = errors.New("no key")
+		}
+		if err != nil {
+			if len(bytes.TrimSpace(rest)) == 0 {
+				warn(fmt.Sprintf("%s:%d: ignoring a truncated last line (from a killed run?)", path, n))
+				break
+			}
+			return nil, 0, fmt.Errorf("%s:%d: not a sweep result: %v", path, n, err)
+		}
+		r.raw = bytes.Clone(bytes.TrimSpace(line))
+		rs = append(rs, r)
+		if !complete { // a whole record without its newline: keep it, end it
+			break
+		}
+		good += int64(len(line)) + 1
+		data = rest
+	}
+	return rs, good, nil
+}
+
+// writeResults writes rs, one line each, to path atomically (a temporary
+// file in the same directory, then rename).
+func writeResults(path string, rs []Result) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	for i := range rs {
+		b, err := rs[i].line()
+		if err != nil {
+			tmp.Close()
+			return err
+		}
+		w.Write(b)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// MergeReport is what Merge did.
+type MergeReport struct {
+	Results []Result // the merged results, sorted by point
+	Failed  int      // results with an error
+	Missing []Point  // with a spec: its points in no input
+}
+
+// Merge writes to out the union of the sweep output files inputs (the
+// shards of one sweep), sorted by point. The same point in several inputs
+// is fine if its lines are identical and an error naming the point if not.
+// With spec non-nil, every line must be one of its points, and the points
+// in no input are listed in the report (the merged file is still written).
+func Merge(out string, spec *Sweep, warn func(string), inputs ...string) (*MergeReport, error) {
+	if len(inputs) == 0 {
+		return nil, errors.New("merge: no input files")
+	}
+	var pts []Point
+	if spec != nil {
+		pts = spec.Points()
+	}
+	got := map[int]Result{}
+	from := map[int]string{}
+	for _, in := range inputs {
+		rs, err := ReadResults(in, warn)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			if spec != nil && (r.Point < 0 || r.Point >= len(pts) || pts[r.Point].Key != r.Key) {
+				return nil, fmt.Errorf("merge: %s: point %d (%s) is not a point of sweep %s", in, r.Point, r.Key, spec.Name)
+			}
+			if prev, ok := got[r.Point]; ok {
+				if !bytes.Equal(prev.raw, r.raw) {
+					return nil, fmt.Errorf("merge: point %d (%s) differs between %s and %s", r.Point, r.Key, from[r.Point], in)
+				}
+				continue
+			}
+			got[r.Point], from[r.Point] = r, in
+		}
+	}
+	rep := &MergeReport{Results: sortedResults(got)}
+	for _, r := range rep.Results {
+		if r.Failed() {
+			rep.Failed++
+		}
+	}
+	for _, p := range pts {
+		if _, ok := got[p.Index]; !ok {
+			rep.Missing = append(rep.Missing, p)
+		}
+	}
+	if err := writeResults(out, rep.Results); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}

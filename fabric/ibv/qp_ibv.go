@@ -1,0 +1,415 @@
+//go:build ibverbs
+
+package ibv
+
+/*
+#cgo LDFLAGS: -libverbs
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// Queue pairs: creation, state transitions, posting and destruction.
+
+// qp implements fabric.QP.
+//
+// The send and receive request chains are built in C memory allocated at
+// creation for the queue's full depth and reused by every post.
+type qp struct {
+	pd       *pd
+	qp       *C.struct_ibv_qp
+	qpn      uint32
+	typ      fabric.QPType
+	scq, rcq *cq
+	caps     fabric.QPCaps
+	sq, rq   *wqRing
+	state    atomic.Uint32 // fabric.QPState last set by Modify (or read by State)
+	psn      fabric.PSN
+	qkey     uint32
+	dead     bool
+
+	sendIn  *C.rs_send
+	sendWR  *C.struct_ibv_send_wr
+	sendSGE *C.struct_ibv_sge
+	sends   []C.rs_send
+	recvIn  *C.rs_recv
+	recvWR  *C.struct_ibv_recv_wr
+	recvSGE *C.struct_ibv_sge
+	recvs   []C.rs_recv
+}
+
+// CreateQP implements fabric.PD.
+func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
+	d := p.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	scq, ok1 := init.SendCQ.(*cq)
+	rcq, ok2 := init.RecvCQ.(*cq)
+	if !ok1 || !ok2 || scq == nil || rcq == nil || scq.d != d || rcq.d != d {
+		return nil, fmt.Errorf("%w: CreateQP needs a send CQ and a receive CQ of this device", fabric.ErrInvalidArg)
+	}
+	if scq.dead || rcq.dead {
+		return nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
+	}
+	typ, ok := qpTypeOf(init.Type)
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
+	}
+	caps := init.Caps
+	if caps.MaxSendWR < 1 || caps.MaxSendWR > d.attr.MaxQPWR || caps.MaxRecvWR < 1 || caps.MaxRecvWR > d.attr.MaxQPWR {
+		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d (max_qp_wr of %s)",
+			fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, d.attr.MaxQPWR, d.name)
+	}
+	if caps.MaxInline < 0 {
+		return nil, fmt.Errorf("%w: max inline %d bytes is negative", fabric.ErrLimit, caps.MaxInline)
+	}
+	var got C.struct_ibv_qp_cap
+	q, err := C.rs_create_qp(p.pd, scq.cq, rcq.cq, C.int(typ), C.uint32_t(caps.MaxSendWR), C.uint32_t(caps.MaxRecvWR), C.uint32_t(caps.MaxInline), &got)
+	if q == nil {
+		e := errnoErr(fmt.Sprintf("ibv_create_qp(%v, send %d, receive %d, inline %d)", init.Type, caps.MaxSendWR, caps.MaxRecvWR, caps.MaxInline), err, "")
+		if caps.MaxInline > d.attr.MaxInline {
+			e = fmt.Errorf("%w: max inline %d bytes above what %s accepts (%d): %w", fabric.ErrLimit, caps.MaxInline, d.name, d.attr.MaxInline, e)
+		}
+		return nil, e
+	}
+	x := &qp{pd: p, qp: q, qpn: uint32(q.qp_num), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
+		sq: newWQRing(caps.MaxSendWR), rq: newWQRing(caps.MaxRecvWR), psn: fabric.PSNOf(uint64(rand.Uint32()))}
+	s, r := C.size_t(caps.MaxSendWR), C.size_t(caps.MaxRecvWR)
+	x.sendIn = (*C.rs_send)(C.calloc(s, C.sizeof_rs_send))
+	x.sendWR = (*C.struct_ibv_send_wr)(C.calloc(s, C.sizeof_struct_ibv_send_wr))
+	x.sendSGE = (*C.struct_ibv_sge)(C.calloc(s, C.sizeof_struct_ibv_sge))
+	x.recvIn = (*C.rs_recv)(C.calloc(r, C.sizeof_rs_recv))
+	x.recvWR = (*C.struct_ibv_recv_wr)(C.calloc(r, C.sizeof_struct_ibv_recv_wr))
+	x.recvSGE = (*C.struct_ibv_sge)(C.calloc(r, C.sizeof_struct_ibv_sge))
+	if x.sendIn == nil || x.sendWR == nil || x.sendSGE == nil || x.recvIn == nil || x.recvWR == nil || x.recvSGE == nil {
+		C.ibv_destroy_qp(q)
+		x.freeChains()
+		return nil, fmt.Errorf("%w: cannot allocate request chains for %d+%d requests", fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR)
+	}
+	x.sends = unsafe.Slice(x.sendIn, caps.MaxSendWR)
+	x.recvs = unsafe.Slice(x.recvIn, caps.MaxRecvWR)
+	for _, c := range []*cq{scq, rcq} {
+		c.mu.Lock()
+		c.qps[x.qpn] = x
+		c.mu.Unlock()
+	}
+	scq.users++
+	rcq.users++
+	p.qps[x] = true
+	return x, nil
+}
+
+func (q *qp) freeChains() {
+	for _, ptr := range []unsafe.Pointer{unsafe.Pointer(q.sendIn), unsafe.Pointer(q.sendWR), unsafe.Pointer(q.sendSGE),
+		unsafe.Pointer(q.recvIn), unsafe.Pointer(q.recvWR), unsafe.Pointer(q.recvSGE)} {
+		C.free(ptr) // free(NULL) is a no-op
+	}
+	q.sendIn, q.sendWR, q.sendSGE, q.recvIn, q.recvWR, q.recvSGE = nil, nil, nil, nil, nil, nil
+	q.sends, q.recvs = nil, nil
+}
+
+// QPN implements fabric.QP.
+func (q *qp) QPN() uint32 { return q.qpn }
+
+// Type implements fabric.QP.
+func (q *qp) Type() fabric.QPType { return q.typ }
+
+func (q *qp) String() string {
+	return fmt.Sprintf("%v QP %#x on node %d", q.typ, q.qpn, q.pd.d.nodeID)
+}
+
+// State implements fabric.QP. It asks the device (ibv_query_qp), because
+// the hardware moves a queue pair to ERROR on its own when a request fails.
+func (q *qp) State() fabric.QPState {
+	if q.dead {
+		return fabric.StateReset
+	}
+	if s := int32(C.rs_query_state(q.qp)); s >= 0 {
+		st := stateOf(s)
+		q.state.Store(uint32(st))
+		return st
+	}
+	return fabric.QPState(q.state.Load())
+}
+
+// Info implements fabric.QP. PSN is a random initial PSN until RTS, then
+// the SendPSN given to Modify.
+func (q *qp) Info() fabric.QPInfo {
+	d := q.pd.d
+	return fabric.QPInfo{Node: uint32(d.nodeID), LID: d.attr.LID, GID: d.attr.GID, QPN: q.qpn, PSN: q.psn, QKey: q.qkey}
+}
+
+// Modify implements fabric.QP with the attribute mask of modifyMask.
+func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
+	if q.dead {
+		return fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	d := q.pd.d
+	from := q.State()
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %v from %v to %v: %s", fabric.ErrBadTransition, q, from, to, why)
+	}
+	if ok, why := legalTransition(from, to); !ok {
+		return bad(why)
+	}
+	var args C.rs_modify_args
+	args.state = C.int32_t(ibvStateOf(to))
+	args.mask = C.int32_t(modifyMask(q.typ, to))
+	switch to {
+	case fabric.StateInit:
+		args.pkey_index = 0
+		args.port = C.uint8_t(d.port)
+		args.access = C.int32_t(qpAccessFor(q.typ, a.Access))
+		args.qkey = C.uint32_t(a.QKey)
+	case fabric.StateRTR:
+		if q.typ != fabric.UD {
+			if a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24 {
+				return bad(fmt.Sprintf("destination QPN %#x is not a valid queue pair number", a.Dest.QPN))
+			}
+			mtu := d.mtuEnum
+			if a.PathMTU != 0 {
+				e, ok := mtuEnum(a.PathMTU)
+				if !ok {
+					return bad(fmt.Sprintf("path MTU %d is not one of 256..4096", a.PathMTU))
+				}
+				if e > d.mtuEnum {
+					return bad(fmt.Sprintf("path MTU %d above the port's active MTU %d", a.PathMTU, d.attr.MTU))
+				}
+				mtu = e
+			}
+			if a.MinRNRTimer > 31 {
+				return bad(fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer))
+			}
+			if a.MaxDestRdAtomic < 0 {
+				return bad(fmt.Sprintf("max_dest_rd_atomic %d is negative", a.MaxDestRdAtomic))
+			}
+			if !a.Dest.UseGID && !d.ethernet() && a.Dest.LID == 0 {
+				return bad("destination LID 0 (an InfiniBand port needs a LID, or UseGID)")
+			}
+			args.path = d.path(a.Dest)
+			args.mtu = C.int32_t(mtu)
+			args.dest_qpn = C.uint32_t(a.Dest.QPN)
+			args.rq_psn = C.uint32_t(a.RemotePSN & fabric.MaxPSN)
+			args.max_dest_rd_atomic = C.uint8_t(min(a.MaxDestRdAtomic, d.maxRd, 255))
+			args.min_rnr_timer = C.uint8_t(a.MinRNRTimer)
+		}
+	case fabric.StateRTS:
+		if a.RetryCnt > 7 || a.RNRRetry > 7 {
+			return bad(fmt.Sprintf("retry_cnt %d and rnr_retry %d must be 0..7", a.RetryCnt, a.RNRRetry))
+		}
+		if a.Timeout > 31 {
+			return bad(fmt.Sprintf("timeout code %d outside 0..31", a.Timeout))
+		}
+		if a.MaxRdAtomic < 0 {
+			return bad(fmt.Sprintf("max_rd_atomic %d is negative", a.MaxRdAtomic))
+		}
+		args.sq_psn = C.uint32_t(a.SendPSN & fabric.MaxPSN)
+		args.timeout = C.uint8_t(a.Timeout)
+		args.retry_cnt = C.uint8_t(a.RetryCnt)
+		args.rnr_retry = C.uint8_t(a.RNRRetry)
+		// At least one outgoing Read, as the simulator; at most the device's.
+		args.max_rd_atomic = C.uint8_t(max(1, min(a.MaxRdAtomic, d.maxInitR, 255)))
+	}
+	if rc := C.rs_modify(q.qp, &args); rc != 0 {
+		return fmt.Errorf("%w: %v from %v to %v: %w", fabric.ErrBadTransition, q, from, to,
+			errnoErr(fmt.Sprintf("ibv_modify_qp(mask %#x)", int32(args.mask)), syscall.Errno(rc), ""))
+	}
+	switch to {
+	case fabric.StateInit:
+		if q.typ == fabric.UD {
+			q.qkey = a.QKey
+		}
+	case fabric.StateRTS:
+		q.psn = a.SendPSN & fabric.MaxPSN
+	case fabric.StateReset:
+		q.discard()
+	}
+	q.state.Store(uint32(to))
+	return nil
+}
+
+// discard forgets every outstanding request and staged completion (RESET
+// and Destroy: the provider discards them without completions).
+func (q *qp) discard() {
+	for _, c := range []*cq{q.scq, q.rcq} {
+		c.mu.Lock()
+		c.stage.purge(q.sq, q.rq)
+		c.mu.Unlock()
+	}
+	q.sq.reset()
+	q.rq.reset()
+}
+
+// Destroy implements fabric.QP.
+func (q *qp) Destroy() error {
+	d := q.pd.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if q.dead {
+		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
+	}
+	if rc := C.ibv_destroy_qp(q.qp); rc != 0 {
+		return errnoErr("ibv_destroy_qp", syscall.Errno(rc), "")
+	}
+	q.dead = true
+	q.discard()
+	for _, c := range []*cq{q.scq, q.rcq} {
+		c.mu.Lock()
+		if c.qps[q.qpn] == q {
+			delete(c.qps, q.qpn)
+		}
+		c.mu.Unlock()
+	}
+	q.scq.users--
+	q.rcq.users--
+	delete(q.pd.qps, q)
+	q.freeChains()
+	return nil
+}
+
+// checkSend validates one send request before it reaches the provider, so
+// that errors are the contract's and name the request.
+func (q *qp) checkSend(wr *fabric.SendWR) (*C.struct_ibv_ah, error) {
+	switch wr.Op {
+	case fabric.OpSend, fabric.OpSendImm:
+	case fabric.OpWrite, fabric.OpWriteImm:
+		if q.typ == fabric.UD {
+			return nil, fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", fabric.ErrInvalidWR, wr.Op)
+		}
+	case fabric.OpRead:
+		if q.typ != fabric.RC {
+			return nil, fmt.Errorf("%w: RDMA Read needs an RC queue pair, not %v", fabric.ErrInvalidWR, q.typ)
+		}
+		if wr.Flags&fabric.Inline != 0 {
+			return nil, fmt.Errorf("%w: RDMA Read cannot be inline", fabric.ErrInvalidWR)
+		}
+	default:
+		return nil, fmt.Errorf("%w: opcode %v cannot be posted to a send queue", fabric.ErrInvalidWR, wr.Op)
+	}
+	n := int(wr.Local.Length)
+	var h *C.struct_ibv_ah
+	if q.typ == fabric.UD {
+		a, ok := wr.AH.(*ah)
+		if !ok || a == nil || a.dead {
+			return nil, fmt.Errorf("%w: UD send needs a live address handle of this backend", fabric.ErrInvalidWR)
+		}
+		if a.pd != q.pd {
+			return nil, fmt.Errorf("%w: address handle from another protection domain", fabric.ErrInvalidWR)
+		}
+		if mtu := q.pd.d.attr.MTU; n > mtu {
+			return nil, fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, n, mtu)
+		}
+		h = a.ah
+	} else if n > 1<<31 {
+		return nil, fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, n)
+	}
+	if wr.Flags&fabric.Inline != 0 && n > q.caps.MaxInline {
+		return nil, fmt.Errorf("%w: %d bytes inline, queue pair allows %d", fabric.ErrInlineTooLarge, n, q.caps.MaxInline)
+	}
+	return h, nil
+}
+
+// PostSend implements fabric.QP: the valid prefix of wrs is posted with one
+// ibv_post_send (one cgo call).
+func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
+	if q.dead {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if st := fabric.QPState(q.state.Load()); st != fabric.StateRTS && st != fabric.StateError {
+		return 0, fmt.Errorf("%w: %v is in %v; PostSend needs RTS", fabric.ErrBadState, q, st)
+	}
+	room := q.sq.room()
+	base := q.sq.tail.Load()
+	n := 0
+	var verr error
+	for ; n < len(wrs); n++ {
+		if n >= room {
+			verr = fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
+				fabric.ErrQueueFull, q, q.caps.MaxSendWR)
+			break
+		}
+		wr := &wrs[n]
+		h, err := q.checkSend(wr)
+		if err != nil {
+			verr = err
+			break
+		}
+		opcode, _ := wrOpcodeOf(wr.Op)
+		seq := base + uint64(n)
+		s := &q.sends[n]
+		s.wr_id = C.uint64_t(seq)
+		s.addr = C.uint64_t(wr.Local.Addr)
+		s.length = C.uint32_t(wr.Local.Length)
+		s.lkey = C.uint32_t(wr.Local.LKey)
+		s.remote_addr = C.uint64_t(wr.RemoteAddr)
+		s.rkey = C.uint32_t(wr.RKey)
+		s.imm = C.uint32_t(wr.Imm)
+		s.ah = h
+		s.remote_qpn = C.uint32_t(wr.RemoteQPN)
+		s.remote_qkey = C.uint32_t(wr.QKey)
+		s.opcode = C.int32_t(opcode)
+		s.send_flags = C.uint32_t(sendFlagsOf(wr.Flags))
+		q.sq.stage(seq, wqEntry{id: wr.ID, op: wr.Op, length: wr.Local.Length})
+	}
+	if n == 0 {
+		return 0, verr
+	}
+	q.sq.publish(base + uint64(n))
+	r := int64(C.rs_post_send(q.qp, q.sendIn, C.int(n), q.sendWR, q.sendSGE))
+	if errno := syscall.Errno(r >> 32); errno != 0 {
+		posted := int(r & 0xffffffff)
+		q.sq.retract(base + uint64(posted))
+		return posted, postErr("ibv_post_send", errno, posted)
+	}
+	return n, verr
+}
+
+// PostRecv implements fabric.QP with one ibv_post_recv.
+func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
+	if q.dead {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if fabric.QPState(q.state.Load()) == fabric.StateReset {
+		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)
+	}
+	room := q.rq.room()
+	base := q.rq.tail.Load()
+	n := min(len(wrs), room)
+	for i := 0; i < n; i++ {
+		seq := base + uint64(i)
+		r := &q.recvs[i]
+		r.wr_id = C.uint64_t(seq | recvBit)
+		r.addr = C.uint64_t(wrs[i].Local.Addr)
+		r.length = C.uint32_t(wrs[i].Local.Length)
+		r.lkey = C.uint32_t(wrs[i].Local.LKey)
+		q.rq.stage(seq, wqEntry{id: wrs[i].ID, op: fabric.OpRecv, length: wrs[i].Local.Length})
+	}
+	var verr error
+	if n < len(wrs) {
+		verr = fmt.Errorf("%w: %v receive queue holds %d buffers; a receive's slot is free again once its completion has been polled",
+			fabric.ErrQueueFull, q, q.caps.MaxRecvWR)
+	}
+	if n == 0 {
+		return 0, verr
+	}
+	q.rq.publish(base + uint64(n))
+	r := int64(C.rs_post_recv(q.qp, q.recvIn, C.int(n), q.recvWR, q.recvSGE))
+	if errno := syscall.Errno(r >> 32); errno != 0 {
+		posted := int(r & 0xffffffff)
+		q.rq.retract(base + uint64(posted))
+		return posted, postErr("ibv_post_recv", errno, posted)
+	}
+	return n, verr
+}
