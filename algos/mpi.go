@@ -228,6 +228,13 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 	h := e.headerFor(b, st)
 	off := b.id * e.msg
 	eager := HeaderBytes+b.N <= e.slotBytes
+	if eager {
+		// Once for every destination: the buffer belongs to the NIC from
+		// the first send on, so the header must not be written again
+		// while that send reads it.
+		h.seq = mpiSeq(mpiEager, b.id, 0)
+		h.put(e.mr.Bytes()[off:])
+	}
 	for _, d := range dests {
 		if d < 0 || d >= e.n {
 			return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
@@ -235,8 +242,6 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 		th.Compute(e.costs.CallCycles)
 		e.remaining[b.id]++
 		if eager {
-			h.seq = mpiSeq(mpiEager, b.id, 0)
-			h.put(e.mr.Bytes()[off:])
 			wr := fabric.SendWR{ID: wrMPIDone | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
 			e.signaled++
 			if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
