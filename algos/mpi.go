@@ -220,11 +220,11 @@ func mpiFields(seq uint64) (kind, a, b int) {
 // returns once every destination has the data (rendezvous: the FIN has
 // completed; eager: the send has completed).
 func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	e.lock() // before checkBuffer: adaptive buffers grow e.bufs under the lock
+	defer e.unlock()
 	if err := e.checkBuffer(b); err != nil {
 		return err
 	}
-	e.lock()
-	defer e.unlock()
 	h := e.headerFor(b, st)
 	off := b.id * e.msg
 	eager := HeaderBytes+b.N <= e.slotBytes

@@ -87,3 +87,14 @@ func TestMPIBroadcastRepeated(t *testing.T) {
 		shuffle(t, experiments.RunConfig{Design: "MPI", Pattern: algos.Broadcast})
 	}
 }
+
+// TestSharedAdaptiveRepeated: with adaptive buffers, a shared endpoint's
+// PutData checked the buffer against the endpoint's buffer list before
+// taking the endpoint's lock, while another thread's Acquire grew the list
+// under it. Repeated because the detector sees it only when the two
+// threads meet.
+func TestSharedAdaptiveRepeated(t *testing.T) {
+	for i := 0; i < 6; i++ {
+		shuffle(t, experiments.RunConfig{Design: "SEMQ/SR", Pattern: algos.Repartition, Adaptive: true, MaxBuffers: 8})
+	}
+}
