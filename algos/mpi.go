@@ -277,11 +277,12 @@ func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, wh
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
-	e.unlock()
-	if e.waitList == nil { // built once: a variadic call through the interface allocates
+	if e.waitList == nil { // built once (under the lock): a variadic call through the interface allocates
 		e.waitList = []fabric.Waitable{e.scq, e.rcq}
 	}
-	th.Wait(deadline, e.waitList...)
+	list := e.waitList
+	e.unlock()
+	th.Wait(deadline, list...)
 	e.lock()
 	return nil
 }
