@@ -12,6 +12,7 @@ import (
 // holding a slot of slotBytes per queue pair.
 type mesh struct {
 	node     fabric.Node
+	inline   int // largest inline send of the queue pairs (MaxInline)
 	pd       fabric.PD
 	scq, rcq fabric.CQ
 	// onSCQ and onRCQ are the argument lists of a Thread.Wait on one
@@ -51,7 +52,7 @@ func (m *mesh) slot(p, k, n int) fabric.SGE {
 func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	n := th.Node()
 	dev := n.Device()
-	m := &mesh{node: n, slotBytes: o.slotBytes, peers: peers}
+	m := &mesh{node: n, slotBytes: o.slotBytes, peers: peers, inline: o.inline}
 	var err error
 	if m.pd, err = dev.AllocPD(); err != nil {
 		return nil, err
