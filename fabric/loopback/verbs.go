@@ -26,7 +26,7 @@ func (d *device) Gate() host.Gate { return &d.n.gate }
 func (d *device) Attr() fabric.DeviceAttr {
 	id := d.n.id
 	return fabric.DeviceAttr{Name: fmt.Sprintf("loopback%d", id), LinkLayer: "InfiniBand", LID: lidOf(id), GID: gidOf(id),
-		MTU: mtu, MaxQP: maxQP, MaxQPWR: maxQPWR, MaxCQE: maxCQE, MaxSGE: 1, MaxInline: maxInlineRC, MaxMRBytes: maxMRBytes}
+		MTU: mtu, MaxQP: maxQP, MaxQPWR: maxQPWR, MaxCQE: maxCQE, MaxSGE: 1, MaxInline: maxInlineRC, MaxInlineUD: maxInlineUD, MaxMRBytes: maxMRBytes}
 }
 
 func (d *device) AllocPD() (fabric.PD, error) {
