@@ -224,14 +224,21 @@ func mpiFields(seq uint64) (kind, a, b int) {
 // returns once every destination has the data (rendezvous: the FIN has
 // completed; eager: the send has completed).
 func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	e.lock() // before checkBuffer: adaptive buffers grow e.bufs under the lock
+	defer e.unlock()
 	if err := e.checkBuffer(b); err != nil {
 		return err
 	}
-	e.lock()
-	defer e.unlock()
 	h := e.headerFor(b, st)
 	off := b.id * e.msg
 	eager := HeaderBytes+b.N <= e.slotBytes
+	if eager {
+		// Once for every destination: the buffer belongs to the NIC from
+		// the first send on, so the header must not be written again
+		// while that send reads it.
+		h.seq = mpiSeq(mpiEager, b.id, 0)
+		h.put(e.mr.Bytes()[off:])
+	}
 	for _, d := range dests {
 		if d < 0 || d >= e.n {
 			return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
@@ -239,8 +246,6 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 		th.Compute(e.costs.CallCycles)
 		e.remaining[b.id]++
 		if eager {
-			h.seq = mpiSeq(mpiEager, b.id, 0)
-			h.put(e.mr.Bytes()[off:])
 			wr := fabric.SendWR{ID: wrMPIDone | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
 			e.signaled++
 			if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
@@ -276,11 +281,12 @@ func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, wh
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
-	e.unlock()
-	if e.waitList == nil { // built once: a variadic call through the interface allocates
+	if e.waitList == nil { // built once (under the lock): a variadic call through the interface allocates
 		e.waitList = []fabric.Waitable{e.scq, e.rcq}
 	}
-	th.Wait(deadline, e.waitList...)
+	list := e.waitList
+	e.unlock()
+	th.Wait(deadline, list...)
 	e.lock()
 	return nil
 }

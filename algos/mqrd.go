@@ -320,11 +320,11 @@ func (e *mqrd) Acquire(th fabric.Thread) (*Buffer, error) {
 }
 
 func (e *mqrd) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	e.lock() // before checkBuffer: adaptive buffers grow e.bufs under the lock
+	defer e.unlock()
 	if err := e.checkBuffer(b); err != nil {
 		return err
 	}
-	e.lock()
-	defer e.unlock()
 	h := e.headerFor(b, st)
 	h.put(b.mr.Bytes()[b.off:])
 	if len(dests) == 0 {

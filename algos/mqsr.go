@@ -273,11 +273,11 @@ func (e *mqsr) refresh(th fabric.Thread, d int) (final bool) {
 }
 
 func (e *mqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	e.lock() // before checkBuffer: adaptive buffers grow e.bufs under the lock
+	defer e.unlock()
 	if err := e.checkBuffer(b); err != nil {
 		return err
 	}
-	e.lock()
-	defer e.unlock()
 	h := e.headerFor(b, st)
 	off := b.off
 	h.put(b.mr.Bytes()[off:])

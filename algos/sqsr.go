@@ -380,11 +380,11 @@ func (e *sqsr) drainCredit(th fabric.Thread) (int, error) {
 }
 
 func (e *sqsr) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
+	e.lock() // before checkBuffer: adaptive buffers grow e.bufs under the lock
+	defer e.unlock()
 	if err := e.checkBuffer(b); err != nil {
 		return err
 	}
-	e.lock()
-	defer e.unlock()
 	h := e.headerFor(b, st)
 	for i, d := range dests {
 		if d < 0 || d >= e.n {

@@ -26,7 +26,9 @@
 // queue pair or completion queue; sharing one among threads requires a Mutex
 // from the node, exactly as the papers' shared-endpoint designs do.
 //
-// Backends: fabric/sim (discrete-event model, default) and fabric/ibv
-// (libibverbs through cgo, build tag ibverbs). The package fabric/fabrictest
+// Backends: fabric/sim (discrete-event model, default), fabric/ibv
+// (libibverbs through cgo, build tag ibverbs) and fabric/loopback (a
+// software NIC on goroutines, for running with parallel threads and the
+// race detector). The package fabric/fabrictest
 // holds the conformance suite that every backend must pass.
 package fabric

@@ -10,7 +10,8 @@ import "math/rand/v2"
 // A Fabric is not safe for concurrent use by several goroutines outside the
 // threads it runs.
 type Fabric interface {
-	// Backend names the backend: "sim", "ibv", or "host" (real hosts without an RDMA device).
+	// Backend names the backend: "sim", "ibv", "loopback" (the in-process
+	// software NIC), or "host" (real hosts without an RDMA device).
 	Backend() string
 	// Size is the number of nodes in the cluster.
 	Size() int

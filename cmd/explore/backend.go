@@ -9,11 +9,12 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
+	"github.com/rdmashuffle/rdmashuffle/fabric/loopback"
 )
 
-// hwFlags select the backend of a command: the simulator (default) or
-// real RDMA hardware through libibverbs (a build with -tags ibverbs; see
-// docs/hardware.md). With the hardware backend, --local runs every node in
+// hwFlags select the backend of a command: the simulator (default), real
+// RDMA hardware through libibverbs (a build with -tags ibverbs; see
+// docs/hardware.md), or the in-process software NIC (loopback). With the hardware backend, --local runs every node in
 // this process over one device (the HCA loops the traffic back); without
 // it, this process is one node of a job whose layout comes from Slurm, an
 // MPI launcher or RDMASHUFFLE_PEERS/RDMASHUFFLE_RANK.
@@ -26,12 +27,12 @@ type hwFlags struct {
 }
 
 func (h *hwFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&h.backend, "backend", "sim", "sim (the simulator), ibv (real RDMA hardware: a build with -tags ibverbs, docs/hardware.md) or tcp (real hosts without RDMA, for --design TCP)")
+	fl.StringVar(&h.backend, "backend", "sim", "sim (the simulator), ibv (real RDMA hardware: a build with -tags ibverbs, docs/hardware.md), loopback (every node in this process on a software NIC with real threads, no RDMA needed) or tcp (real hosts without RDMA, for --design TCP)")
 	fl.StringVar(&h.device, "device", "", "ibv: the RDMA device (as ibv_devices prints it, e.g. mlx5_0); empty: the first")
 	fl.IntVar(&h.port, "port", 1, "ibv: the device port")
 	fl.IntVar(&h.gid, "gid-index", -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
 	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
-	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv: fail a run that takes longer than this (wall clock)")
+	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv, loopback: fail a run that takes longer than this (wall clock)")
 }
 
 // open returns the hardware fabric, or nil for the simulator. signature
@@ -49,9 +50,11 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 			return host.OpenLocal(cfg, nodes)
 		}
 		return host.Open(cfg)
+	case "loopback": // every node in this process, the NIC a goroutine
+		return loopback.Open(host.Config{TimeLimit: h.timeLimit, Signature: signature}, nodes)
 	case "ibv":
 	default:
-		return nil, fmt.Errorf("--backend %q: choose sim, ibv or tcp", h.backend)
+		return nil, fmt.Errorf("--backend %q: choose sim, ibv, loopback or tcp", h.backend)
 	}
 	if !ibv.Available() {
 		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)

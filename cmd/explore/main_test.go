@@ -99,7 +99,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bench", "send_bw", "--profile", "nope"}, "unknown profile"},
 		{[]string{"bench", "send_bw", "--profile", bad}, "link.mtu"},
 		{[]string{"bench", "send_bw", "--backend", "ibv"}, "-tags ibverbs"},
-		{[]string{"bench", "send_bw", "--backend", "gpu"}, "choose sim, ibv or tcp"},
+		{[]string{"bench", "send_bw", "--backend", "gpu"}, "choose sim, ibv, loopback or tcp"},
 		{[]string{"run", "--backend", "ibv", "--nodes", "2"}, "-tags ibverbs"},
 		{[]string{"run", "--backend", "ibv", "--local", "--nodes", "2"}, "-tags ibverbs"},
 		{[]string{"bench"}, "accepts 1 arg"},

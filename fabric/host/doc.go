@@ -12,8 +12,12 @@
 // libibverbs devices; Open and OpenLocal give hosts without a device, on
 // which software transports (package tcpshuffle) run.
 //
+// A software NIC (package loopback) gives its devices a Gate (gate.go):
+// threads hold it while they run and let go of it at their synchronizing
+// points, which orders the NIC's RDMA Writes with the threads' reads.
+//
 // Files: env.go and cpu*.go (threads, clock, CPU work, locks and signals,
 // aborts and the time limit), oob.go and oob_tcp.go (the out-of-band
-// channels), wire.go (their frames), peers.go (the job bootstrap),
+// channels), wire.go (their frames), gate.go (the software NIC's memory gate), peers.go (the job bootstrap),
 // hosts.go (the entry points).
 package host

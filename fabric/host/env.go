@@ -47,6 +47,7 @@ type node struct {
 	dev   fabric.Device
 	oob   oobChannel
 	cores int
+	gate  Gate // the device's, or nil (GatedDevice)
 }
 
 // newCluster assembles a cluster of size nodes of which the given ones are
@@ -64,7 +65,11 @@ func newCluster(backend string, cfg Config, size int, ids []int, devs []fabric.D
 		cores = max(1, len(c.cpus)/len(ids))
 	}
 	for i, id := range ids {
-		c.nodes = append(c.nodes, &node{c: c, id: id, index: i, dev: devs[i], oob: oobs[i], cores: cores})
+		n := &node{c: c, id: id, index: i, dev: devs[i], oob: oobs[i], cores: cores}
+		if g, ok := devs[i].(GatedDevice); ok {
+			n.gate = g.Gate()
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	return c
 }
@@ -218,6 +223,23 @@ type thread struct {
 	name string
 	core int
 	rng  *rand.Rand
+	held bool // the thread holds its node's gate (only its goroutine touches this)
+}
+
+// enter takes the node's gate (if it has one) as the thread runs on.
+func (th *thread) enter() {
+	if g := th.n.gate; g != nil && !th.held {
+		g.Enter()
+		th.held = true
+	}
+}
+
+// leave lets go of the node's gate at a synchronizing point.
+func (th *thread) leave() {
+	if g := th.n.gate; g != nil && th.held {
+		th.held = false
+		g.Leave()
+	}
 }
 
 func (th *thread) main(fn func(fabric.Thread) error) {
@@ -237,7 +259,9 @@ func (th *thread) main(fn func(fabric.Thread) error) {
 		// mask must not leak into the runtime's pool); others go back.
 		defer runtime.UnlockOSThread()
 	}
+	th.enter()
 	err := th.call(fn)
+	th.leave()
 	rs.mu.Lock()
 	delete(rs.live, th)
 	rs.mu.Unlock()
@@ -300,6 +324,8 @@ func (th *thread) Busy(d fabric.Duration) {
 	if d <= 0 {
 		return
 	}
+	th.leave()
+	defer th.enter()
 	end := th.Now().Add(d)
 	for i := 0; th.Now() < end; i++ {
 		if i&1023 == 1023 {
@@ -312,16 +338,23 @@ func (th *thread) Busy(d fabric.Duration) {
 // Charge implements fabric.Thread: the work was really done; nothing to add.
 func (th *thread) Charge(fabric.Work, int) {}
 
-// Sync implements fabric.Thread: a no-op, memory written by the NIC is
-// visible once its completion has been polled.
-func (th *thread) Sync() {}
+// Sync implements fabric.Thread: a no-op on hardware, where memory written
+// by the NIC is visible once its completion has been polled; with a
+// software NIC (GatedDevice) it passes the node's gate, so that writes
+// placed before it are visible after it.
+func (th *thread) Sync() {
+	th.leave()
+	th.enter()
+}
 
 // Wait implements fabric.Thread by returning at once (after yielding the
 // processor): on hardware callers busy-poll, as the contract allows. It
 // unwinds the thread if the run was aborted.
 func (th *thread) Wait(deadline fabric.Time, on ...fabric.Waitable) {
 	th.checkAbort()
+	th.leave()
 	runtime.Gosched()
+	th.enter()
 }
 
 // Spawn implements fabric.Thread. A core outside 0..Cores()-1 fails the run
@@ -343,32 +376,54 @@ func (n *node) Cores() int { return n.cores }
 // Device implements fabric.Node.
 func (n *node) Device() fabric.Device { return n.dev }
 
-// OOB implements fabric.Node.
-func (n *node) OOB() fabric.OOB { return n.oob }
+// OOB implements fabric.Node. With a gated device the calls let go of the
+// gate while they wait for the other nodes.
+func (n *node) OOB() fabric.OOB {
+	if n.gate != nil {
+		return gatedOOB{n.oob, n.gate}
+	}
+	return n.oob
+}
 
 // Payload implements fabric.Node: real bytes always move.
 func (n *node) Payload() bool { return true }
 
 // NewMutex implements fabric.Node: a spinning lock (threads own their
 // cores) that unwinds a waiting thread when the run is aborted.
-func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c} }
+func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c, gate: n.gate} }
 
 // NewSignal implements fabric.Node.
 func (n *node) NewSignal() fabric.Signal { return &signal{} }
 
 type mutex struct {
-	c  *cluster
-	mu sync.Mutex
+	c    *cluster
+	mu   sync.Mutex
+	gate Gate // the node's, or nil; the locking thread holds it
 }
 
+// Lock spins; while it waits it lets go of the node's gate (a software NIC
+// must be able to place writes while threads queue for a lock), and takes
+// it again before it returns or unwinds.
 func (m *mutex) Lock() {
+	if m.mu.TryLock() {
+		return
+	}
+	if m.gate != nil {
+		m.gate.Leave()
+	}
 	for i := 0; !m.mu.TryLock(); i++ {
 		if i&63 == 63 {
 			if rs := m.c.current(); rs != nil && rs.aborted.Load() {
+				if m.gate != nil {
+					m.gate.Enter()
+				}
 				panic(errAbort{})
 			}
 			runtime.Gosched()
 		}
+	}
+	if m.gate != nil {
+		m.gate.Enter()
 	}
 }
 

@@ -1,0 +1,126 @@
+package loopback
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
+)
+
+// Limits of the loopback device (those of the simulator's EDR profile,
+// so that designs size their queues alike).
+const (
+	mtu         = 4096
+	maxQP       = 1 << 16
+	maxQPWR     = 32768
+	maxCQE      = 4194303
+	maxInlineRC = 988
+	maxInlineUD = 512
+	maxRdAtomic = 16
+	maxMRBytes  = 1 << 40
+	qpnBase     = 0x100
+)
+
+// Open returns a cluster of nodes nodes in this process, each with a
+// loopback device whose NIC is a goroutine, on the execution environment
+// of real hosts (package host: goroutine threads, the monotonic clock,
+// busy polling, an in-memory out-of-band channel). Its Backend is
+// "loopback". The caller closes it; Close stops the NICs.
+func Open(cfg host.Config, nodes int) (fabric.Fabric, error) {
+	if nodes < 1 {
+		return nil, fmt.Errorf("%w: loopback: Open of %d nodes (need at least 1)", fabric.ErrInvalidArg, nodes)
+	}
+	if cfg.Cores <= 0 {
+		// Threads are goroutines the runtime schedules, not pinned:
+		// give every node nominal cores enough for any thread count.
+		cfg.Cores = 256
+	}
+	net := &network{}
+	devs := make([]fabric.Device, nodes)
+	for i := range devs {
+		n := newNIC(net, i)
+		net.nics = append(net.nics, n)
+		devs[i] = &device{n: n}
+	}
+	for _, n := range net.nics {
+		go n.run()
+	}
+	return host.NewLocal("loopback", cfg, devs, net.close), nil
+}
+
+// network is the set of NICs of one cluster.
+type network struct {
+	nics   []*nic
+	closed atomic.Bool
+}
+
+func (w *network) close() error {
+	if w.closed.Swap(true) {
+		return nil
+	}
+	for _, n := range w.nics {
+		close(n.stop)
+		<-n.done
+	}
+	return nil
+}
+
+// resolve maps an address to a NIC.
+func (w *network) resolve(a fabric.Address) (*nic, error) {
+	if a.UseGID {
+		for _, n := range w.nics {
+			if gidOf(n.id) == a.GID {
+				return n, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: no port with GID %x", fabric.ErrInvalidArg, a.GID[:])
+	}
+	if a.LID < 1 || int(a.LID) > len(w.nics) {
+		return nil, fmt.Errorf("%w: no port with LID %d (ports have LIDs 1..%d)", fabric.ErrInvalidArg, a.LID, len(w.nics))
+	}
+	return w.nics[a.LID-1], nil
+}
+
+func lidOf(node int) uint16 { return uint16(node + 1) }
+
+func gidOf(node int) fabric.GID {
+	var g fabric.GID
+	g[0], g[1] = 0xfe, 0x80
+	g[14], g[15] = byte(node>>8), byte(node)
+	return g
+}
+
+// gate is a node's host.Gate: its threads hold it shared while they run;
+// the NIC takes it exclusively to place one-sided writes. A sync.RWMutex
+// orders each reader with the writers before and after it, and readers
+// not with each other, so the race detector still sees two threads of a
+// node that share memory without a lock.
+type gate struct {
+	mu      sync.RWMutex
+	holders atomic.Int32 // threads holding it (at most the node's threads)
+}
+
+func (g *gate) Enter() {
+	g.mu.RLock()
+	g.holders.Add(1)
+}
+
+func (g *gate) Leave() {
+	g.holders.Add(-1)
+	g.mu.RUnlock()
+}
+
+// pass lets the calling thread's writes land: a synchronizing point inside
+// a verb (Poll finding nothing), when the caller holds the gate, as every
+// thread of a run does. Outside a run nobody holds it and it does nothing.
+func (g *gate) pass() {
+	if g.holders.Load() > 0 {
+		g.Leave()
+		g.Enter()
+	}
+}
+
+var errStopped = errors.New("loopback: cluster closed")

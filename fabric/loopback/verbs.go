@@ -1,0 +1,267 @@
+package loopback
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
+)
+
+// device implements fabric.Device and host.GatedDevice for one node.
+type device struct {
+	n *nic
+}
+
+var (
+	_ fabric.Device    = (*device)(nil)
+	_ host.GatedDevice = (*device)(nil)
+	_ fabric.PD        = (*pd)(nil)
+	_ fabric.MR        = (*mr)(nil)
+	_ fabric.CQ        = (*cq)(nil)
+	_ fabric.AH        = (*ah)(nil)
+)
+
+func (d *device) Gate() host.Gate { return &d.n.gate }
+
+func (d *device) Attr() fabric.DeviceAttr {
+	id := d.n.id
+	return fabric.DeviceAttr{Name: fmt.Sprintf("loopback%d", id), LinkLayer: "InfiniBand", LID: lidOf(id), GID: gidOf(id),
+		MTU: mtu, MaxQP: maxQP, MaxQPWR: maxQPWR, MaxCQE: maxCQE, MaxSGE: 1, MaxInline: maxInlineRC, MaxInlineUD: maxInlineUD, MaxMRBytes: maxMRBytes}
+}
+
+func (d *device) AllocPD() (fabric.PD, error) {
+	n := d.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.alive(); err != nil {
+		return nil, err
+	}
+	return &pd{n: n}, nil
+}
+
+func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
+	n := d.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.alive(); err != nil {
+		return nil, err
+	}
+	if depth < 1 || depth > maxCQE {
+		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d", fabric.ErrLimit, depth, maxCQE)
+	}
+	return &cq{n: n, depth: depth}, nil
+}
+
+// pd implements fabric.PD. Its fields are guarded by the NIC's mu.
+type pd struct {
+	n     *nic
+	users int
+	dead  bool
+}
+
+func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
+	n := p.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if length < 1 || int64(length) > maxMRBytes {
+		return nil, fmt.Errorf("%w: memory region of %d bytes outside 1..%d", fabric.ErrInvalidArg, length, int64(maxMRBytes))
+	}
+	if access&fabric.AccessRemoteWrite != 0 && access&fabric.AccessLocalWrite == 0 {
+		return nil, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
+	}
+	n.nextKey++
+	m := &mr{n: n, pd: p, key: n.nextKey<<8 | 0x42, addr: n.nextAddr, buf: make([]byte, length), access: access}
+	n.nextAddr += (uint64(length) + 4095) &^ 4095
+	n.nextAddr += 4096 // a guard page: no two regions touch
+	n.mrs[m.key] = m
+	p.users++
+	return m, nil
+}
+
+func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
+	n := p.n
+	t, err := n.net.resolve(dest)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	p.users++
+	return &ah{pd: p, dest: dest, to: t}, nil
+}
+
+func (p *pd) Dealloc() error {
+	p.n.mu.Lock()
+	defer p.n.mu.Unlock()
+	if p.dead {
+		return fmt.Errorf("%w: protection domain deallocated twice", fabric.ErrClosed)
+	}
+	if p.users > 0 {
+		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs or address handles", fabric.ErrBusy, p.users)
+	}
+	p.dead = true
+	return nil
+}
+
+// mr implements fabric.MR. Its memory is a Go slice. The CPU reads and
+// writes it while holding the node's gate (host threads do); the NIC
+// writes one-sided RDMA Writes into it under the gate exclusively, reads
+// it under the gate shared, and fills posted receive buffers and RDMA
+// Read destinations, which belong to the NIC, without the gate (the
+// completion orders those with the CPU). key, addr and access never
+// change; dead is guarded by the NIC's mu.
+type mr struct {
+	fabric.WaitableBase
+	n      *nic
+	pd     *pd
+	key    uint32
+	addr   uint64
+	buf    []byte
+	access fabric.Access
+	dead   bool
+}
+
+func (m *mr) Bytes() []byte  { return m.buf }
+func (m *mr) Addr() uint64   { return m.addr }
+func (m *mr) Len() int       { return len(m.buf) }
+func (m *mr) LKey() uint32   { return m.key }
+func (m *mr) RKey() uint32   { return m.key }
+func (m *mr) String() string { return fmt.Sprintf("MR(node %d, key %#x)", m.n.id, m.key) }
+func (m *mr) SGE(off, n int) fabric.SGE {
+	return fabric.SGE{Addr: m.addr + uint64(off), Length: uint32(n), LKey: m.key}
+}
+
+// slice returns bytes [addr, addr+n) of the region, or false when they do
+// not lie inside it (without overflow for made-up addresses).
+func (m *mr) slice(addr, n uint64) ([]byte, bool) {
+	size := uint64(len(m.buf))
+	if addr < m.addr || addr-m.addr > size || n > size-(addr-m.addr) {
+		return nil, false
+	}
+	off := addr - m.addr
+	return m.buf[off : off+n : off+n], true
+}
+
+func (m *mr) Dereg() error {
+	n := m.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if m.dead {
+		return fmt.Errorf("%w: memory region %#x deregistered twice", fabric.ErrClosed, m.key)
+	}
+	m.dead = true
+	m.pd.users--
+	delete(n.mrs, m.key)
+	return nil
+}
+
+// cq implements fabric.CQ; guarded by the NIC's mu.
+type cq struct {
+	fabric.WaitableBase
+	n       *nic
+	depth   int
+	buf     []cqe
+	head    int
+	overrun bool
+	lost    int64
+	users   int
+	dead    bool
+}
+
+// cqe is a queued completion and the work-queue slots that polling it
+// frees (as with libibverbs providers: a slot is free once its completion,
+// for unsignaled sends a later one, has been polled).
+type cqe struct {
+	wc   fabric.WC
+	qp   *qp
+	free uint64 // the queue pair's slots before this count are released
+	recv bool   // receive queue, else send queue
+}
+
+func (q *cq) Depth() int { return q.depth }
+
+// push queues a completion (the NIC's mu held).
+func (q *cq) push(e cqe) {
+	if q.dead {
+		return
+	}
+	if len(q.buf)-q.head >= q.depth {
+		q.overrun = true
+		q.lost++
+		e.qp.release(e.free, e.recv) // the completion is lost; do not wedge the queue pair too
+		return
+	}
+	if q.head > 0 && len(q.buf) == cap(q.buf) {
+		k := copy(q.buf, q.buf[q.head:])
+		q.buf, q.head = q.buf[:k], 0
+	}
+	q.buf = append(q.buf, e)
+}
+
+func (q *cq) Poll(wcs []fabric.WC) (int, error) {
+	n := q.n
+	n.mu.Lock()
+	if q.dead {
+		n.mu.Unlock()
+		return 0, fmt.Errorf("%w: completion queue destroyed", fabric.ErrClosed)
+	}
+	k := min(len(wcs), len(q.buf)-q.head)
+	for i, e := range q.buf[q.head : q.head+k] {
+		wcs[i] = e.wc
+		e.qp.release(e.free, e.recv)
+	}
+	q.head += k
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+	var err error
+	if q.overrun {
+		err = fmt.Errorf("%w: %d completions lost on a CQ of depth %d; size the CQ for every outstanding request", fabric.ErrCQOverrun, q.lost, q.depth)
+	}
+	n.mu.Unlock()
+	if k == 0 {
+		n.gate.pass() // a thread spinning on Poll lets RDMA Writes land
+	}
+	return k, err
+}
+
+func (q *cq) Destroy() error {
+	q.n.mu.Lock()
+	defer q.n.mu.Unlock()
+	if q.dead {
+		return fmt.Errorf("%w: completion queue destroyed twice", fabric.ErrClosed)
+	}
+	if q.users > 0 {
+		return fmt.Errorf("%w: completion queue still used by %d queue pairs", fabric.ErrBusy, q.users)
+	}
+	q.dead = true
+	return nil
+}
+
+// ah implements fabric.AH.
+type ah struct {
+	pd   *pd
+	dest fabric.Address
+	to   *nic
+	dead bool // guarded by the NIC's mu
+}
+
+func (a *ah) Dest() fabric.Address { return a.dest }
+
+func (a *ah) Destroy() error {
+	n := a.pd.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if a.dead {
+		return fmt.Errorf("%w: address handle destroyed twice", fabric.ErrClosed)
+	}
+	a.dead = true
+	a.pd.users--
+	return nil
+}
