@@ -131,7 +131,7 @@ func seedFigures() []Figure {
 			Plots: func(rs []Result) ([]NamedPlot, error) {
 				main := filter(rs, func(r *Record) bool { return r.Design != "qperf" && r.BytesPerPair != 64<<10 }) // not the memory runs
 				var ref []RefLine
-				if q := filter(rs, func(r *Record) bool { return designOf(r.Design).Ceiling }); len(q) > 0 {
+				if q := filter(rs, func(r *Record) bool { return DesignOf(r.Design).Ceiling }); len(q) > 0 {
 					ref = append(ref, RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
 				byDesign := func(r *Record) string { return r.Design }
@@ -206,7 +206,7 @@ func seedFigures() []Figure {
 				)
 			},
 			Plots: func(rs []Result) ([]NamedPlot, error) {
-				rc := filter(rs, func(r *Record) bool { return !isUD(r.Design) })
+				rc := filter(rs, func(r *Record) bool { return !IsUD(r.Design) })
 				byDesign := func(r *Record) string { return r.Design }
 				size := func(r *Record) float64 { return float64(r.MsgBytes) }
 				return []NamedPlot{

@@ -234,11 +234,11 @@ func TestGoldenQueries(t *testing.T) {
 	}
 	add("Q3 SEMQ/RD size-only fdr-cx3", rec, err)
 	for _, pt := range []struct{ design, label string }{
-		{IStoreReadDesign, istoreMicroLabel(64)},
-		{IStoreMulticastDesign, istoreMicroLabel(64)},
-		{IStoreDesign, istoreJoinLabel(3, 0.02)},
-		{IStoreUnicastDesign, istoreJoinLabel(2, 0.02)},
-		{"MESQ/SR", istoreJoinLabel(3, 0.02)},
+		{IStoreReadDesign, IStoreMicroLabel(64)},
+		{IStoreMulticastDesign, IStoreMicroLabel(64)},
+		{IStoreDesign, IStoreJoinLabel(3, 0.02)},
+		{IStoreUnicastDesign, IStoreJoinLabel(2, 0.02)},
+		{"MESQ/SR", IStoreJoinLabel(3, 0.02)},
 	} {
 		cfg := goldenBase()
 		cfg.Design, cfg.Label, cfg.Payload = pt.design, pt.label, true

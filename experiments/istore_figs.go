@@ -30,7 +30,7 @@ const istoreFanoutDepth = 10
 func mblocks(r *Record) float64 { return r.ThroughputGiBs * (1 << 30) / istore.BlockBytes / 1e6 }
 
 func istoreTables(r *Record) int {
-	if _, kv, err := parseIStoreLabel(r.Label); err == nil {
+	if _, kv, err := ParseIStoreLabel(r.Label); err == nil {
 		return int(kv["tables"])
 	}
 	return 0
@@ -40,7 +40,7 @@ func istoreFigures() []Figure {
 	microBase := func(full bool) RunConfig {
 		c := DefaultConfig()
 		c.Profile, c.Nodes, c.Threads, c.Design = "fdr-cx3", 2, istoreStreams, IStoreReadDesign
-		c.Label = istoreMicroLabel(scale(full, 8000, 64000))
+		c.Label = IStoreMicroLabel(scale(full, 8000, 64000))
 		c.BytesPerNode, c.Pattern = 16, ""
 		return c
 	}
@@ -98,7 +98,7 @@ func istoreFigures() []Figure {
 						// 5 sending and 5 receiving threads per node for
 						// the shuffle plans, 10 workers for remote reads:
 						// the paper's 10 threads per node.
-						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 5, istoreJoinLabel(tables, joinSF(full)), 16, ""
+						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 5, IStoreJoinLabel(tables, joinSF(full)), 16, ""
 						return NewSweep(name, c, Vary("design", IStoreDesign, IStoreUnicastDesign, "MESQ/SR", "MEMQ/SR"))
 					})
 				}
@@ -107,7 +107,7 @@ func istoreFigures() []Figure {
 				for _, tables := range []int{2, 3, 4} {
 					ss = append(ss, func() (*Sweep, error) {
 						c := DefaultConfig()
-						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 10, istoreJoinLabel(tables, joinSF(full)), 16, ""
+						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 10, IStoreJoinLabel(tables, joinSF(full)), 16, ""
 						return NewSweep(fmt.Sprintf("istore-joins-20cores-%d", tables), c, Vary("design", "MESQ/SR"), Vary("threads", 10))
 					})
 				}

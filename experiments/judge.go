@@ -257,7 +257,7 @@ func judgeC8(rs []*Record, _ map[string][]Result) Verdict {
 	mib := func(r *Record) float64 { return float64(r.RegisteredPer) / (1 << 20) }
 	rcMin := math.Inf(1)
 	for _, r := range rs {
-		if r.MsgBytes == 1<<20 && !isUD(r.Design) {
+		if r.MsgBytes == 1<<20 && !IsUD(r.Design) {
 			rcMin = math.Min(rcMin, mib(r))
 		}
 	}
@@ -361,10 +361,10 @@ func judgeC13(rs []*Record, _ map[string][]Result) Verdict {
 	v := ratioVerdict(rs, "SEMQ/SR", "MPI", "edr-cx4", "broadcast", 16, 4, 2.5, 5)
 	v.Expected = "SEMQ/SR up to 4x MPI (2.5-5x) under broadcast; RDMA Read designs below 80% of the Send/Receive ones"
 	rd, _ := mean(rs, func(r *Record) bool {
-		return isSeedMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+		return IsSeedMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	sr, _ := mean(rs, func(r *Record) bool {
-		return isSeedMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+		return IsSeedMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	rdLow := sr > 0 && rd < 0.8*sr
 	v.Measured += fmt.Sprintf("; RD designs %.2f vs MQ/SR designs %.2f GiB/s", rd, sr)
@@ -439,10 +439,10 @@ func judgeC16(rs []*Record, _ map[string][]Result) Verdict {
 	}
 	beaten, fewer := "", ""
 	for _, r := range rs {
-		if isSeedMQ(r.Design, "") && r.ThroughputGiBs > bestMESQ {
+		if IsSeedMQ(r.Design, "") && r.ThroughputGiBs > bestMESQ {
 			beaten = fmt.Sprintf("%s with %d QPs reaches %.2f GiB/s", r.Design, r.QPsPerNode, r.ThroughputGiBs)
 		}
-		if isSeedMQ(r.Design, "") && r.QPsPerNode <= qpsMESQ {
+		if IsSeedMQ(r.Design, "") && r.QPsPerNode <= qpsMESQ {
 			fewer = fmt.Sprintf("%s runs with %d QPs, no more than MESQ/SR's %d", r.Design, r.QPsPerNode, qpsMESQ)
 		}
 	}

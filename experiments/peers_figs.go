@@ -103,7 +103,7 @@ func peerFigures() []Figure {
 			},
 			Plots: func(rs []Result) ([]NamedPlot, error) {
 				var ref []RefLine
-				if q := filter(rs, func(r *Record) bool { return designOf(r.Design).Ceiling }); len(q) > 0 {
+				if q := filter(rs, func(r *Record) bool { return DesignOf(r.Design).Ceiling }); len(q) > 0 {
 					ref = append(ref, RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
 				name := func(r *Record) string {

@@ -65,6 +65,13 @@ type RunConfig struct {
 	NodeCycles []int64
 }
 
+// DefaultConfig returns the RunConfig of `explore run` without flags: the
+// base every sweep starts from before its own base parameters.
+func DefaultConfig() RunConfig {
+	return RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 2, Pattern: algos.Repartition, Profile: sim.DefaultProfileName,
+		Buffers: 2, CreditEvery: 2, BytesPerNode: 64 << 20, Seed: 1, Timeout: 100 * fabric.Millisecond}
+}
+
 // Record is the run record of docs/results.md.
 type Record struct {
 	Experiment     string  `json:"experiment"`
@@ -226,7 +233,7 @@ func Run(cfg RunConfig) (*Record, error) {
 			return nil, err
 		}
 	}
-	d := designOf(cfg.Design) // known: normalize looked it up
+	d := DesignOf(cfg.Design) // known: normalize looked it up
 	if d.Ceiling {
 		return runQperf(cfg, prof)
 	}
@@ -321,7 +328,7 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if err := cfg.normalize(f.Local()[0].Cores()); err != nil {
 		return nil, err
 	}
-	if designOf(cfg.Design).Ceiling {
+	if DesignOf(cfg.Design).Ceiling {
 		return nil, fmt.Errorf("the qperf baseline on hardware: run qperf itself, or explore bench alltoall_bw --backend %s", f.Backend())
 	}
 	rec, err := shuffleOn(f, cfg, nil)

@@ -143,7 +143,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 		cfg.Designs = SoakDesigns()
 	}
 	for _, d := range cfg.Designs {
-		if x := designOf(d); x.Name == "" || !MovesTuples(x) {
+		if x := DesignOf(d); x.Name == "" || !MovesTuples(x) {
 			return nil, fmt.Errorf("--designs: %q is not a design to soak (choose from %s)", d, strings.Join(SoakDesigns(), ", "))
 		}
 	}
@@ -200,7 +200,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	for i := 0; i < cfg.Seeds; i++ {
 		seed := cfg.FirstSeed + uint64(i)
 		for _, d := range cfg.Designs {
-			ud := isUD(d)
+			ud := IsUD(d)
 			for _, recovery := range []bool{false, true} {
 				if recovery && !ud || !drawn {
 					continue

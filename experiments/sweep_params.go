@@ -300,10 +300,3 @@ func asFloat(v any) (any, bool) {
 	}
 	return nil, false
 }
-
-// DefaultConfig returns the RunConfig of `explore run` without flags: the
-// base every sweep starts from before its own base parameters.
-func DefaultConfig() RunConfig {
-	return RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 2, Pattern: algos.Repartition, Profile: sim.DefaultProfileName,
-		Buffers: 2, CreditEvery: 2, BytesPerNode: 64 << 20, Seed: 1, Timeout: 100 * fabric.Millisecond}
-}
