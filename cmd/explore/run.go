@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -60,7 +61,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 			}
 			cfg.Pattern = algos.Pattern(pattern)
 			cfg.Notify = algos.Notify(notify)
-			cy, err := experiments.ParseNodeCycles(nodeCycles)
+			cy, err := sweep.ParseNodeCycles(nodeCycles)
 			if err != nil {
 				return fmt.Errorf("--node-cycles: %w", err)
 			}

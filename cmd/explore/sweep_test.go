@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // cliSpec is small: 8 points of 1 MiB on 2 or 3 nodes.
@@ -195,7 +196,7 @@ func TestSweepBadInput(t *testing.T) {
 // those flags give. A new run flag needs its entry in the params table of
 // experiments/sweep.go.
 func TestSweepParamsMatchRunFlags(t *testing.T) {
-	params := experiments.Params()
+	params := sweep.Params()
 	def := experiments.DefaultConfig()
 	flags := runCmd().Flags()
 	flags.VisitAll(func(f *pflag.Flag) {
@@ -208,7 +209,7 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 			t.Errorf("explore run --%s has no sweep parameter: add it to the params table in experiments/sweep.go", f.Name)
 			return
 		}
-		if got := experiments.ParamString(def, f.Name); got != f.DefValue {
+		if got := sweep.ParamString(def, f.Name); got != f.DefValue {
 			t.Errorf("%s: sweeps default to %q, explore run to %q", f.Name, got, f.DefValue)
 		}
 	})

@@ -1,4 +1,4 @@
-package experiments
+package figures
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
@@ -27,7 +29,7 @@ const (
 // figures' options are returned unchanged.
 func TPCHFigureOptions(f Figure, o FigureOptions) FigureOptions {
 	if (f.ID == "fig26" || f.ID == "fig27") && o.Run == nil {
-		o.Run, o.NoSteadyCheck = RunQueryPoint, true
+		o.Run, o.NoSteadyCheck = experiments.RunQueryPoint, true
 	}
 	return o
 }
@@ -44,25 +46,25 @@ func RunQueryFigure(ctx context.Context, id string, o FigureOptions) (*FigureRep
 // queryBase is a figure point: the query in the label, size-only, threads
 // from the profile; BytesPerNode of one tuple keeps a point run by plain
 // Run trivial.
-func queryBase(q tpch.Query, local bool, sfpn float64, profile string, nodes int) RunConfig {
-	c := DefaultConfig()
-	c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Design = profile, nodes, 0, TPCHLabel(q, local, sfpn), 16, "MESQ/SR"
+func queryBase(q tpch.Query, local bool, sfpn float64, profile string, nodes int) experiments.RunConfig {
+	c := experiments.DefaultConfig()
+	c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Design = profile, nodes, 0, experiments.TPCHLabel(q, local, sfpn), 16, "MESQ/SR"
 	c.Pattern = "" // the plan's: recorded as its steps' patterns
 	return c
 }
 
-func isQuery(q tpch.Query, local bool) func(*Record) bool {
-	return func(r *Record) bool {
-		rq, rl, _, err := ParseTPCHLabel(r.Label)
+func isQuery(q tpch.Query, local bool) func(*experiments.Record) bool {
+	return func(r *experiments.Record) bool {
+		rq, rl, _, err := experiments.ParseTPCHLabel(r.Label)
 		return err == nil && r.Experiment == "tpch" && rq == q && rl == local
 	}
 }
 
-func respMS(r *Record) float64 { return r.ResponseS * 1e3 }
+func respMS(r *experiments.Record) float64 { return r.ResponseS * 1e3 }
 
 // designOrLocal names a record's series.
-func designOrLocal(r *Record) string {
-	if _, local, _, err := ParseTPCHLabel(r.Label); err == nil && local {
+func designOrLocal(r *experiments.Record) string {
+	if _, local, _, err := experiments.ParseTPCHLabel(r.Label); err == nil && local {
 		return "local data"
 	}
 	return r.Design
@@ -72,57 +74,57 @@ func tpchFigures() []Figure {
 	return []Figure{
 		Figure{
 			ID: "fig26", X: "profile", Title: "TPC-H Q4 at SF 400 on 8 nodes, FDR vs EDR (Liu19 fig. 26)", Claims: []string{"C21"},
-			Run: RunQueryPoint, NoSteady: true,
+			Run: experiments.RunQueryPoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				sfpn := scale[float64](full, quickSFPerNode, fig26SFPerNode)
-				profiles := Vary("profile", "fdr-cx3", "edr-cx4")
+				profiles := sweep.Vary("profile", "fdr-cx3", "edr-cx4")
 				return sweeps(
-					func() (*Sweep, error) {
-						return NewSweep("fig26", queryBase(tpch.Q4, false, sfpn, "edr-cx4", 8), Vary("design", "MESQ/SR", "MPI"), profiles)
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig26", queryBase(tpch.Q4, false, sfpn, "edr-cx4", 8), sweep.Vary("design", "MESQ/SR", "MPI"), profiles)
 					},
-					func() (*Sweep, error) {
-						return NewSweep("fig26-local", queryBase(tpch.Q4, true, sfpn, "edr-cx4", 8), profiles)
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig26-local", queryBase(tpch.Q4, true, sfpn, "edr-cx4", 8), profiles)
 					},
 				)
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				sel := filter(rs, func(r *Record) bool { return r.Experiment == "tpch" })
-				return []NamedPlot{{"fig26", PlotSpec{Title: "TPC-H Q4, 8 nodes (size-only)", XLabel: "cluster", YLabel: "response time [ms]", Kind: "bars",
-					Series: bars(sel, designOrLocal, func(r *Record) string { return r.Profile }, respMS)}}}, nil
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				sel := filter(rs, func(r *experiments.Record) bool { return r.Experiment == "tpch" })
+				return []NamedPlot{{"fig26", sweep.PlotSpec{Title: "TPC-H Q4, 8 nodes (size-only)", XLabel: "cluster", YLabel: "response time [ms]", Kind: "bars",
+					Series: bars(sel, designOrLocal, func(r *experiments.Record) string { return r.Profile }, respMS)}}}, nil
 			},
 		},
 		Figure{
 			ID: "fig27", X: "nodes", Title: "TPC-H Q4, Q3 and Q10 on 2 to 16 EDR nodes at constant data per node (Liu19 fig. 27)", Claims: []string{"C22"},
-			Run: RunQueryPoint, NoSteady: true,
+			Run: experiments.RunQueryPoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				sfpn := scale[float64](full, quickSFPerNode, fig27SFPerNode)
-				designs := Vary("design", "MESQ/SR", "MPI")
-				nodes := Vary("nodes", 2, 4, 8, 16)
-				mk := func(name string, q tpch.Query, local bool) func() (*Sweep, error) {
-					return func() (*Sweep, error) {
+				designs := sweep.Vary("design", "MESQ/SR", "MPI")
+				nodes := sweep.Vary("nodes", 2, 4, 8, 16)
+				mk := func(name string, q tpch.Query, local bool) func() (*sweep.Sweep, error) {
+					return func() (*sweep.Sweep, error) {
 						if local {
-							return NewSweep(name, queryBase(q, true, sfpn, "edr-cx4", 2), nodes)
+							return sweep.NewSweep(name, queryBase(q, true, sfpn, "edr-cx4", 2), nodes)
 						}
-						return NewSweep(name, queryBase(q, false, sfpn, "edr-cx4", 2), designs, nodes)
+						return sweep.NewSweep(name, queryBase(q, false, sfpn, "edr-cx4", 2), designs, nodes)
 					}
 				}
 				return sweeps(mk("fig27", tpch.Q4, false), mk("fig27-local", tpch.Q4, true), mk("fig27-q3", tpch.Q3, false), mk("fig27-q10", tpch.Q10, false))
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				var out []NamedPlot
 				for i, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
-					sel := filter(rs, func(r *Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
-					var ref []RefLine
+					sel := filter(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
+					var ref []sweep.RefLine
 					for _, r := range sel {
 						if r.Design == "MESQ/SR" && r.Nodes == 2 && isQuery(q, false)(r) {
-							ref = append(ref, RefLine{Name: "optimal scale-out (MESQ/SR at 2 nodes)", Y: respMS(r)})
+							ref = append(ref, sweep.RefLine{Name: "optimal scale-out (MESQ/SR at 2 nodes)", Y: respMS(r)})
 						}
 					}
-					out = append(out, NamedPlot{fmt.Sprintf("fig27%c", 'a'+i), PlotSpec{Title: fmt.Sprintf("TPC-H %s, EDR, constant data per node (size-only)", q),
+					out = append(out, NamedPlot{fmt.Sprintf("fig27%c", 'a'+i), sweep.PlotSpec{Title: fmt.Sprintf("TPC-H %s, EDR, constant data per node (size-only)", q),
 						XLabel: "nodes", YLabel: "response time [ms]", Kind: "lines",
-						Series: lines(sel, designOrLocal, func(r *Record) float64 { return float64(r.Nodes) }, respMS), HLines: ref}})
+						Series: lines(sel, designOrLocal, func(r *experiments.Record) float64 { return float64(r.Nodes) }, respMS), HLines: ref}})
 				}
 				return out, nil
 			},
@@ -134,8 +136,8 @@ func tpchFigures() []Figure {
 func about(v, want float64) bool { return v >= 0.7*want && v <= 1.3*want }
 
 // queryTime is the mean response time of the records keep selects.
-func queryTime(rs []*Record, keep func(*Record) bool) float64 {
-	v, _ := mean(rs, keep, func(r *Record) float64 { return r.ResponseS })
+func queryTime(rs []*experiments.Record, keep func(*experiments.Record) bool) float64 {
+	v, _ := mean(rs, keep, func(r *experiments.Record) float64 { return r.ResponseS })
 	return v
 }
 
@@ -145,12 +147,12 @@ var noRunner = Verdict{Verdict: Fail, Measured: "no TPC-H records",
 // judgeC21: MESQ/SR within 1.3x of local data on both clusters; FDR to
 // EDR gains about 50% (35-65%) with MESQ/SR and about 30% (21-39%) with
 // MPI (gain = FDR time / EDR time - 1).
-func judgeC21(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC21(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	if !hasTPCH(rs) {
 		return noRunner
 	}
 	get := func(profile string, local bool, design string) float64 {
-		return queryTime(rs, func(r *Record) bool {
+		return queryTime(rs, func(r *experiments.Record) bool {
 			return isQuery(tpch.Q4, local)(r) && r.Profile == profile && (local || r.Design == design)
 		})
 	}
@@ -180,7 +182,7 @@ func judgeC21(rs []*Record, _ map[string][]Result) Verdict {
 	return v
 }
 
-func hasTPCH(rs []*Record) bool {
+func hasTPCH(rs []*experiments.Record) bool {
 	for _, r := range rs {
 		if r.Experiment == "tpch" {
 			return true
@@ -191,7 +193,7 @@ func hasTPCH(rs []*Record) bool {
 
 // judgeC22: at 2 nodes MPI/MESQ/SR within 0.7-1.3 for every query; at 16
 // nodes about 1.7x (Q4), 1.55x (Q3) and 2x (Q10), each +-30%.
-func judgeC22(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	if !hasTPCH(rs) {
 		return noRunner
 	}
@@ -200,8 +202,8 @@ func judgeC22(rs []*Record, _ map[string][]Result) Verdict {
 	alike, at16, some := true, true, false
 	for _, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
 		ratio := func(n int) float64 {
-			s := queryTime(rs, func(r *Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MESQ/SR" })
-			m := queryTime(rs, func(r *Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MPI" })
+			s := queryTime(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MESQ/SR" })
+			m := queryTime(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MPI" })
 			if s == 0 || m == 0 {
 				return math.NaN()
 			}

@@ -1,4 +1,4 @@
-package experiments
+package sweep
 
 // The sweep parameters: the table params is the one place that maps a
 // key (explore run's flag name) to a RunConfig field; a new parameter is
@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -22,20 +23,20 @@ import (
 type param struct {
 	key    string
 	expect string
-	set    func(c *RunConfig, v any) error // v is already known to be of the right kind
-	get    func(c *RunConfig) string       // canonical text, used in point keys
-	kind   func(v any) (any, bool)         // converts a YAML or Go value to the setter's type
+	set    func(c *experiments.RunConfig, v any) error // v is already known to be of the right kind
+	get    func(c *experiments.RunConfig) string       // canonical text, used in point keys
+	kind   func(v any) (any, bool)                     // converts a YAML or Go value to the setter's type
 }
 
 // params is the key -> RunConfig table, in the canonical order of point keys.
 var params = []param{
 	// Which designs exist is Run's to say (Validate asks it before a sweep starts).
 	strParam("design", "a design name such as MEMQ/SR",
-		func(c *RunConfig) *string { return &c.Design },
+		func(c *experiments.RunConfig) *string { return &c.Design },
 		func(s string) bool { return s != "" }),
 	{key: "notify", expect: fmt.Sprintf("%s, %s or %s (RDMA Write designs only)", algos.NotifyCQ, algos.NotifyBuffers, algos.NotifyQueue),
 		kind: asString,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			n := algos.Notify(v.(string))
 			if n != "" && n != algos.NotifyCQ && n != algos.NotifyBuffers && n != algos.NotifyQueue {
 				return errBadValue
@@ -43,12 +44,12 @@ var params = []param{
 			c.Notify = n
 			return nil
 		},
-		get: func(c *RunConfig) string { return string(c.Notify) }},
-	intParam("nodes", 1, func(c *RunConfig) *int { return &c.Nodes }),
-	intParam("threads", 1, func(c *RunConfig) *int { return &c.Threads }),
+		get: func(c *experiments.RunConfig) string { return string(c.Notify) }},
+	intParam("nodes", 1, func(c *experiments.RunConfig) *int { return &c.Nodes }),
+	intParam("threads", 1, func(c *experiments.RunConfig) *int { return &c.Threads }),
 	{key: "pattern", expect: fmt.Sprintf("%s, %s or %s:K", algos.Repartition, algos.Broadcast, algos.Multicast),
 		kind: asString,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			// algos.NewGroups is the judge; multicast:K's K is checked
 			// against the node count by Validate.
 			p := algos.Pattern(v.(string))
@@ -58,19 +59,19 @@ var params = []param{
 			c.Pattern = p
 			return nil
 		},
-		get: func(c *RunConfig) string { return string(c.Pattern) }},
+		get: func(c *experiments.RunConfig) string { return string(c.Pattern) }},
 	strParam("profile", "a built-in profile name ("+strings.Join(sim.BuiltinProfiles(), ", ")+") or a .yaml path",
-		func(c *RunConfig) *string { return &c.Profile },
+		func(c *experiments.RunConfig) *string { return &c.Profile },
 		func(s string) bool { return s != "" }),
-	intParam("msg-bytes", 0, func(c *RunConfig) *int { return &c.MsgBytes }),
-	intParam("buffers", 1, func(c *RunConfig) *int { return &c.Buffers }),
-	intParam("credit-every", 1, func(c *RunConfig) *int { return &c.CreditEvery }),
-	int64Param("bytes-per-node", func(c *RunConfig) *int64 { return &c.BytesPerNode }),
-	int64Param("bytes-per-pair", func(c *RunConfig) *int64 { return &c.BytesPerPair }),
-	int64Param("cycles-per-tuple", func(c *RunConfig) *int64 { return &c.CyclesPerTuple }),
+	intParam("msg-bytes", 0, func(c *experiments.RunConfig) *int { return &c.MsgBytes }),
+	intParam("buffers", 1, func(c *experiments.RunConfig) *int { return &c.Buffers }),
+	intParam("credit-every", 1, func(c *experiments.RunConfig) *int { return &c.CreditEvery }),
+	int64Param("bytes-per-node", func(c *experiments.RunConfig) *int64 { return &c.BytesPerNode }),
+	int64Param("bytes-per-pair", func(c *experiments.RunConfig) *int64 { return &c.BytesPerPair }),
+	int64Param("cycles-per-tuple", func(c *experiments.RunConfig) *int64 { return &c.CyclesPerTuple }),
 	{key: "node-cycles", expect: "comma-separated cycles per tuple, one per node in turn (e.g. 21,95)",
 		kind: asString,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			cy, err := ParseNodeCycles(v.(string))
 			if err != nil {
 				return errBadValue
@@ -78,34 +79,34 @@ var params = []param{
 			c.NodeCycles = cy
 			return nil
 		},
-		get: func(c *RunConfig) string { return FormatNodeCycles(c.NodeCycles) }},
+		get: func(c *experiments.RunConfig) string { return FormatNodeCycles(c.NodeCycles) }},
 	{key: "adaptive", expect: "true or false",
 		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
-		set:  func(c *RunConfig, v any) error { c.Adaptive = v.(bool); return nil },
-		get:  func(c *RunConfig) string { return strconv.FormatBool(c.Adaptive) }},
-	intParam("max-buffers", 0, func(c *RunConfig) *int { return &c.MaxBuffers }),
+		set:  func(c *experiments.RunConfig, v any) error { c.Adaptive = v.(bool); return nil },
+		get:  func(c *experiments.RunConfig) string { return strconv.FormatBool(c.Adaptive) }},
+	intParam("max-buffers", 0, func(c *experiments.RunConfig) *int { return &c.MaxBuffers }),
 	{key: "ud-recovery", expect: "true or false",
 		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
-		set:  func(c *RunConfig, v any) error { c.UDRecovery = v.(bool); return nil },
-		get:  func(c *RunConfig) string { return strconv.FormatBool(c.UDRecovery) }},
-	int64Param("pinned-cap-mib", func(c *RunConfig) *int64 { return &c.PinnedCapMiB }),
+		set:  func(c *experiments.RunConfig, v any) error { c.UDRecovery = v.(bool); return nil },
+		get:  func(c *experiments.RunConfig) string { return strconv.FormatBool(c.UDRecovery) }},
+	int64Param("pinned-cap-mib", func(c *experiments.RunConfig) *int64 { return &c.PinnedCapMiB }),
 	{key: "seed", expect: "an integer >= 0",
 		kind: asInt,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			if v.(int64) < 0 {
 				return errBadValue
 			}
 			c.Seed = uint64(v.(int64))
 			return nil
 		},
-		get: func(c *RunConfig) string { return strconv.FormatUint(c.Seed, 10) }},
+		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(c.Seed, 10) }},
 	{key: "payload", expect: "true or false",
 		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
-		set:  func(c *RunConfig, v any) error { c.Payload = v.(bool); return nil },
-		get:  func(c *RunConfig) string { return strconv.FormatBool(c.Payload) }},
+		set:  func(c *experiments.RunConfig, v any) error { c.Payload = v.(bool); return nil },
+		get:  func(c *experiments.RunConfig) string { return strconv.FormatBool(c.Payload) }},
 	{key: "timeout-ms", expect: "a number of simulated milliseconds > 0",
 		kind: asFloat,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			ms := v.(float64)
 			d := ms * float64(fabric.Millisecond)
 			if !(ms > 0) || d < 1 || d > math.MaxInt64/2 {
@@ -114,7 +115,7 @@ var params = []param{
 			c.Timeout = fabric.Duration(d)
 			return nil
 		},
-		get: func(c *RunConfig) string {
+		get: func(c *experiments.RunConfig) string {
 			return strconv.FormatFloat(float64(c.Timeout)/float64(fabric.Millisecond), 'g', -1, 64)
 		}},
 }
@@ -171,7 +172,7 @@ func lookupParam(key string) (*param, bool) {
 // Errors name the key, the value and what is expected. It checks each value
 // on its own; combinations (threads against the profile's cores, message
 // size against the MTU, ...) are checked by Validate.
-func SetParam(cfg *RunConfig, key string, value any) error {
+func SetParam(cfg *experiments.RunConfig, key string, value any) error {
 	p, ok := lookupParam(key)
 	if !ok {
 		return fmt.Errorf("unknown parameter %q: valid keys are %s", key, strings.Join(Params(), ", "))
@@ -187,7 +188,7 @@ func SetParam(cfg *RunConfig, key string, value any) error {
 
 // ParamString returns the canonical text of cfg's parameter key, as it
 // appears in point keys ("" for an unknown key).
-func ParamString(cfg RunConfig, key string) string {
+func ParamString(cfg experiments.RunConfig, key string) string {
 	p, ok := lookupParam(key)
 	if !ok {
 		return ""
@@ -205,21 +206,21 @@ func showValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-func strParam(key, expect string, field func(*RunConfig) *string, ok func(string) bool) param {
+func strParam(key, expect string, field func(*experiments.RunConfig) *string, ok func(string) bool) param {
 	return param{key: key, expect: expect, kind: asString,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			if !ok(v.(string)) {
 				return errBadValue
 			}
 			*field(c) = v.(string)
 			return nil
 		},
-		get: func(c *RunConfig) string { return *field(c) }}
+		get: func(c *experiments.RunConfig) string { return *field(c) }}
 }
 
-func intParam(key string, lo int, field func(*RunConfig) *int) param {
+func intParam(key string, lo int, field func(*experiments.RunConfig) *int) param {
 	return param{key: key, expect: fmt.Sprintf("an integer >= %d", lo), kind: asInt,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			n := v.(int64)
 			if n < int64(lo) || n > math.MaxInt32 {
 				return errBadValue
@@ -227,19 +228,19 @@ func intParam(key string, lo int, field func(*RunConfig) *int) param {
 			*field(c) = int(n)
 			return nil
 		},
-		get: func(c *RunConfig) string { return strconv.Itoa(*field(c)) }}
+		get: func(c *experiments.RunConfig) string { return strconv.Itoa(*field(c)) }}
 }
 
-func int64Param(key string, field func(*RunConfig) *int64) param {
+func int64Param(key string, field func(*experiments.RunConfig) *int64) param {
 	return param{key: key, expect: "an integer >= 0", kind: asInt,
-		set: func(c *RunConfig, v any) error {
+		set: func(c *experiments.RunConfig, v any) error {
 			if v.(int64) < 0 {
 				return errBadValue
 			}
 			*field(c) = v.(int64)
 			return nil
 		},
-		get: func(c *RunConfig) string { return strconv.FormatInt(*field(c), 10) }}
+		get: func(c *experiments.RunConfig) string { return strconv.FormatInt(*field(c), 10) }}
 }
 
 func asString(v any) (any, bool) {
