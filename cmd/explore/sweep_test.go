@@ -193,8 +193,9 @@ func TestSweepBadInput(t *testing.T) {
 
 // TestSweepParamsMatchRunFlags: a sweep parameter for every flag of
 // explore run, with the same default, so that a sweep point is the run
-// those flags give. A new run flag needs its entry in the params table of
-// experiments/sweep.go.
+// those flags give. The parameters' flags come from the params table of
+// experiments/sweep/sweep_params.go (sweep.AddFlags); a flag declared by
+// hand in run.go must be one of the exceptions below.
 func TestSweepParamsMatchRunFlags(t *testing.T) {
 	params := sweep.Params()
 	def := experiments.DefaultConfig()
@@ -206,7 +207,7 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 			return
 		}
 		if !slices.Contains(params, f.Name) {
-			t.Errorf("explore run --%s has no sweep parameter: add it to the params table in experiments/sweep.go", f.Name)
+			t.Errorf("explore run --%s has no sweep parameter: add it to the params table in experiments/sweep/sweep_params.go", f.Name)
 			return
 		}
 		if got := sweep.ParamString(def, f.Name); got != f.DefValue {
