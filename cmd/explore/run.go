@@ -17,7 +17,7 @@ func runCmd() *cobra.Command {
 	var jsonOut bool
 	var noMemCheck bool
 	var hw hwFlags
-	var applyFaults func(*experiments.RunConfig) error
+	var simOptions func(nodes int) (experiments.SimOptions, error)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -52,8 +52,12 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 					return fmt.Errorf("--%s %s: want %s", z.flag, v, z.want)
 				}
 			}
-			if err := applyFaults(&cfg); err != nil {
+			opt, err := simOptions(cfg.Nodes)
+			if err != nil {
 				return err
+			}
+			if hw.backend != "sim" && opt.InjectsFaults() {
+				return fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", hw.backend)
 			}
 			if hw.backend == "tcp" && cfg.Design != "TCP" {
 				return fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
@@ -72,7 +76,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 						return err
 					}
 				}
-				rec, err = experiments.Run(cfg)
+				rec, err = experiments.RunSim(cfg, opt)
 			}
 			if err != nil {
 				return err
@@ -87,7 +91,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
 	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available")
 	hw.register(fl)
-	applyFaults = faultFlags(cmd)
+	simOptions = faultFlags(cmd)
 	return cmd
 }
 

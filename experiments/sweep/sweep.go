@@ -23,7 +23,6 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
 // Axis is one varied parameter of a sweep: a key (see Params) and its
@@ -320,7 +319,6 @@ func Validate(cfg experiments.RunConfig) error {
 	probe.BytesPerNode = algos.TupleBytes
 	probe.CyclesPerTuple = 0
 	probe.Payload = false
-	probe.Faults = sim.Faults{}
 	if strings.HasPrefix(string(cfg.Pattern), string(algos.Multicast)+":") {
 		// still multicast (some designs reject it), with K <= probe.Nodes
 		probe.Pattern = algos.Pattern(fmt.Sprintf("%s:%d", algos.Multicast, probe.Nodes))
