@@ -113,6 +113,7 @@ type hyper struct {
 	qps            []fabric.QP // per node; nil for this node
 	info           EndpointInfo
 	wcs            []fabric.WC
+	own            owned // what the endpoint created, freed by a failed Open or by Close
 
 	recvPer                                                  int // receive buffers per source
 	sendOff, recvOff, creditOff, barrierOff, scratchOff, end int
@@ -184,7 +185,7 @@ func OpenHyPer(th fabric.Thread, cfg Config, opt HyPerOptions) (Endpoint, error)
 	e.work, e.avail, e.exit = e.node.NewSignal(), e.node.NewSignal(), e.node.NewSignal()
 	e.wcs = make([]fabric.WC, 64)
 	if err := e.setup(th); err != nil {
-		return nil, fmt.Errorf("algos: open HyPer endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+		return nil, fmt.Errorf("algos: open HyPer endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	e.phase, e.lastMove = 1, th.Now()
 	th.Spawn(fmt.Sprintf("multiplexer%d", cfg.Tag), e.node.Cores()-1, e.multiplex)
@@ -205,13 +206,16 @@ func (e *hyper) setup(th fabric.Thread) error {
 	if e.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
+	e.own.pd(e.pd)
 	nsend := e.sendBuffers()
 	if e.scq, err = dev.CreateCQ(min(nsend*n+8*n+64, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.scq)
 	if e.rcq, err = dev.CreateCQ(min(n*e.recvPer+16, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.rcq)
 	e.sendOff = 0
 	e.recvOff = nsend * msg
 	e.creditOff = e.recvOff + n*e.recvPer*msg
@@ -221,6 +225,7 @@ func (e *hyper) setup(th fabric.Thread) error {
 	if e.mr, err = e.pd.RegMR(e.end, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 		return err
 	}
+	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(e.end)
 	mem := e.mr.Bytes()
 	for i := 0; i < nsend; i++ {
@@ -239,7 +244,7 @@ func (e *hyper) setup(th fabric.Thread) error {
 	for j := 0; j < n; j++ {
 		info := fabric.QPInfo{Node: uint32(e.me), Addr: e.mr.Addr(), RKey: e.mr.RKey(), Bytes: uint64(e.end)}
 		if j != e.me {
-			qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: nsend + 4*n + 64, MaxRecvWR: e.recvPer, MaxInline: HeaderBytes},
+			qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: nsend + 4*n + 64, MaxRecvWR: e.recvPer, MaxInline: HeaderBytes},
 				fabric.AccessRemoteWrite)
 			if err != nil {
 				return err
@@ -408,21 +413,15 @@ func (e *hyper) Release(th fabric.Thread, d Delivery) error {
 }
 
 // Close stops the multiplexer once it has sent everything, waits for it,
-// meets the other nodes at a barrier and frees everything.
+// meets the other nodes at a barrier and frees everything. Should the
+// multiplexer have failed, or the barrier fail, it still frees everything
+// (the multiplexer has exited either way), and returns that error.
 func (e *hyper) Close(th fabric.Thread) error {
-	if err := e.halt(th); err != nil {
-		return err
+	err := e.halt(th)
+	if err == nil {
+		err = e.node.OOB().Barrier(fmt.Sprintf("hyper/%d/down", e.cfg.Tag))
 	}
-	if err := e.node.OOB().Barrier(fmt.Sprintf("hyper/%d/down", e.cfg.Tag)); err != nil {
-		return err
-	}
-	var qps []fabric.QP
-	for _, qp := range e.qps {
-		if qp != nil {
-			qps = append(qps, qp)
-		}
-	}
-	return release(qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
+	return freed(err, e.own.free())
 }
 
 func (e *hyper) Info() EndpointInfo {

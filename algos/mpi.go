@@ -118,7 +118,7 @@ func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
 	e := &mpi{costs: costs}
 	e.init("MPI", th, cfg)
 	if err := e.setup(th); err != nil {
-		return nil, fmt.Errorf("algos: open MPI endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+		return nil, fmt.Errorf("algos: open MPI endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	return e, nil
 }
@@ -139,12 +139,15 @@ func (e *mpi) setup(th fabric.Thread) error {
 	if e.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
+	e.own.pd(e.pd)
 	if e.scq, err = dev.CreateCQ(min(n*(4*t+2*creditSignalEvery+8), dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.scq)
 	if e.rcq, err = dev.CreateCQ(min(n*e.slotsPer+16, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.rcq)
 	e.recvOff = count * e.msg
 	e.ctlOff = 2 * count * e.msg
 	e.scratchOff = e.ctlOff + n*e.slotsPer*e.slotBytes
@@ -152,6 +155,7 @@ func (e *mpi) setup(th fabric.Thread) error {
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 		return err
 	}
+	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(size)
 	e.initPool(e.mr, 0, count, e.msg)
 	e.remaining = make([]int, count)
@@ -163,7 +167,7 @@ func (e *mpi) setup(th fabric.Thread) error {
 	e.unsignaled = make([]int, n)
 	var blob []byte
 	for j := 0; j < n; j++ {
-		qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 4*t + 2*creditSignalEvery + 8, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes},
+		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 4*t + 2*creditSignalEvery + 8, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes},
 			fabric.AccessRemoteWrite)
 		if err != nil {
 			return err
@@ -441,10 +445,16 @@ func (e *mpi) Release(th fabric.Thread, d Delivery) error {
 }
 
 // Close waits for every send to complete, meets the other nodes at a
-// barrier and frees everything.
+// barrier and frees everything. Should any of that fail, it still frees
+// everything, and returns that error.
 func (e *mpi) Close(th fabric.Thread) error {
 	e.lock()
 	defer e.unlock()
+	return freed(e.finish(th), e.own.free())
+}
+
+// finish is Close's bookkeeping. Called with the lock held.
+func (e *mpi) finish(th fabric.Thread) error {
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for e.signaled > 0 {
 		n, err := e.progress(th)
@@ -457,8 +467,5 @@ func (e *mpi) Close(th fabric.Thread) error {
 			}
 		}
 	}
-	if err := e.node.OOB().Barrier(fmt.Sprintf("mpi/%d/down", e.cfg.Tag)); err != nil {
-		return err
-	}
-	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
+	return e.node.OOB().Barrier(fmt.Sprintf("mpi/%d/down", e.cfg.Tag))
 }

@@ -81,7 +81,7 @@ func OpenMQRD(th fabric.Thread, cfg Config) (Endpoint, error) {
 	e := &mqrd{}
 	e.init("MQ/RD", th, cfg)
 	if err := e.setup(th); err != nil {
-		return nil, fmt.Errorf("algos: open MQ/RD endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+		return nil, fmt.Errorf("algos: open MQ/RD endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	return e, nil
 }
@@ -99,13 +99,17 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	e.ringN = n * b
 	if ad != nil {
 		e.ringN = max(n*b, ad.MaxSend*e.cfg.Threads*n)
-		e.pd = ad.Pool.PD()
-	} else if e.pd, err = dev.AllocPD(); err != nil {
-		return err
+		e.pd = ad.Pool.PD() // the pool owns the protection domain
+	} else {
+		if e.pd, err = dev.AllocPD(); err != nil {
+			return err
+		}
+		e.own.pd(e.pd)
 	}
 	if e.scq, err = dev.CreateCQ(min(4*n*e.ringN+64, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.scq)
 	e.sendOff, e.recvOff = 0, n*b*msg
 	if ad != nil {
 		e.recvOff = 0 // send buffers come from the pool
@@ -117,8 +121,10 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	if e.mr, err = e.pd.RegMR(e.end, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead); err != nil {
 		return err
 	}
+	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(e.end)
 	if ad != nil {
+		e.own.lent(e.returnSendBuffers) // once the queue pairs are gone
 		if err := e.initAdaptiveSend(n*b, msg); err != nil {
 			return err
 		}
@@ -144,6 +150,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	if e.rcq, err = dev.CreateCQ(4); err != nil {
 		return err
 	}
+	e.own.cq(e.rcq)
 	// Send queue: reads (at most b, the local slots for the peer), a
 	// descriptor per buffer announced and a FreeArr entry per buffer read
 	// (each at most ringN), and up to creditSignalEvery notices awaiting a
@@ -157,7 +164,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	}
 	var blob []byte
 	for j := 0; j < n; j++ {
-		qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: 1, MaxInline: rdDescBytes},
+		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: 1, MaxInline: rdDescBytes},
 			fabric.AccessRemoteWrite|fabric.AccessRemoteRead)
 		if err != nil {
 			return err
@@ -443,10 +450,16 @@ func (e *mqrd) Release(th fabric.Thread, d Delivery) error {
 
 // Close waits until every receiver has read every buffer this endpoint
 // announced and every notice has completed, meets the other nodes'
-// endpoints at a barrier, and frees everything.
+// endpoints at a barrier, and frees everything. Should any of that fail,
+// it still frees everything, and returns that error.
 func (e *mqrd) Close(th fabric.Thread) error {
 	e.lock()
 	defer e.unlock()
+	return freed(e.finish(th), e.own.free())
+}
+
+// finish is Close's bookkeeping. Called with the lock held.
+func (e *mqrd) finish(th fabric.Thread) error {
 	deadline := th.Now().Add(e.cfg.Timeout)
 	// Buffers live: adaptive ids retired to the pool are not waited for.
 	for len(e.free) < len(e.bufs)-len(e.retiredIDs) || e.signaled > 0 {
@@ -461,11 +474,5 @@ func (e *mqrd) Close(th fabric.Thread) error {
 			return err
 		}
 	}
-	if err := e.node.OOB().Barrier(fmt.Sprintf("mqrd/%d/down", e.cfg.Tag)); err != nil {
-		return err
-	}
-	if e.cfg.Adaptive != nil { // the pool owns the protection domain
-		return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.returnSendBuffers)
-	}
-	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
+	return e.node.OOB().Barrier(fmt.Sprintf("mqrd/%d/down", e.cfg.Tag))
 }

@@ -114,7 +114,7 @@ func openMQ(th fabric.Thread, cfg Config, write bool) (Endpoint, error) {
 	}
 	e.init(name, th, cfg)
 	if err := e.setup(th); err != nil {
-		return nil, fmt.Errorf("algos: open %s endpoint %d on node %d: %w", name, cfg.Tag, e.me, err)
+		return nil, fmt.Errorf("algos: open %s endpoint %d on node %d: %w", name, cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	return e, nil
 }
@@ -127,18 +127,23 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	dev := e.node.Device()
 	var err error
 	ad := e.cfg.Adaptive
-	if ad != nil {
+	if ad != nil { // the pool owns the protection domain
 		e.pd = ad.Pool.PD()
-	} else if e.pd, err = dev.AllocPD(); err != nil {
-		return err
+	} else {
+		if e.pd, err = dev.AllocPD(); err != nil {
+			return err
+		}
+		e.own.pd(e.pd)
 	}
 	depth := min(n*n*b+4*n+64, dev.Attr().MaxCQE)
 	if e.scq, err = dev.CreateCQ(depth); err != nil {
 		return err
 	}
+	e.own.cq(e.scq)
 	if e.rcq, err = dev.CreateCQ(n*b + 16); err != nil {
 		return err
 	}
+	e.own.cq(e.rcq)
 	e.sendOff, e.recvOff = 0, n*b*msg
 	if ad != nil {
 		e.recvOff = 0 // send buffers come from the pool
@@ -151,8 +156,10 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 		return err
 	}
+	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(size)
 	if ad != nil {
+		e.own.lent(e.returnSendBuffers) // once the queue pairs are gone
 		if err := e.initAdaptiveSend(n*b, msg); err != nil {
 			return err
 		}
@@ -178,7 +185,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		// Send queue: data sends (at most b, the credit), parity messages
 		// (at most b), and up to creditSignalEvery credit writes awaiting
 		// a signaled one, twice over.
-		qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 2*b + 2*creditSignalEvery + 8, MaxRecvWR: b, MaxInline: HeaderBytes},
+		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 2*b + 2*creditSignalEvery + 8, MaxRecvWR: b, MaxInline: HeaderBytes},
 			fabric.AccessRemoteWrite)
 		if err != nil {
 			return err
@@ -496,10 +503,18 @@ func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
 // Close pads every stream this endpoint ended with empty messages until
 // send/receive parity, waits for every send to complete, meets the other
 // nodes' endpoints at a barrier (so that no queue pair disappears while a
-// peer still sends) and frees everything.
+// peer still sends) and frees everything. Should any of that fail, it
+// still frees everything (destroying a queue pair discards its outstanding
+// requests), and returns that error.
 func (e *mqsr) Close(th fabric.Thread) error {
 	e.lock()
 	defer e.unlock()
+	return freed(e.finish(th), e.own.free())
+}
+
+// finish is Close's bookkeeping: parity, the last completions, the
+// barrier. Called with the lock held.
+func (e *mqsr) finish(th fabric.Thread) error {
 	parity := header{flags: flagParity, src: e.me}
 	parity.put(e.mr.Bytes()[e.parityOff:])
 	for d := 0; d < e.n; d++ {
@@ -527,11 +542,5 @@ func (e *mqsr) Close(th fabric.Thread) error {
 			}
 		}
 	}
-	if err := e.quiesce(th, "mqsr"); err != nil {
-		return err
-	}
-	if e.cfg.Adaptive != nil { // the pool owns the protection domain
-		return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.returnSendBuffers)
-	}
-	return release(e.qps, e.scq.Destroy, e.rcq.Destroy, e.mr.Dereg, e.pd.Dealloc)
+	return e.quiesce(th, "mqsr")
 }

@@ -79,13 +79,15 @@ func connectRC(qp fabric.QP, r fabric.QPInfo, mine fabric.PSN, rdAtomic int) err
 }
 
 // newRCQP creates an RC queue pair on pd with the given completion queues
-// and capacities and moves it to INIT with the remote access a design
-// needs (its peers' RDMA Writes, and Reads for the RDMA Read design).
-func newRCQP(pd fabric.PD, scq, rcq fabric.CQ, caps fabric.QPCaps, remote fabric.Access) (fabric.QP, error) {
+// and capacities, records it in own and moves it to INIT with the remote
+// access a design needs (its peers' RDMA Writes, and Reads for the RDMA
+// Read design).
+func newRCQP(own *owned, pd fabric.PD, scq, rcq fabric.CQ, caps fabric.QPCaps, remote fabric.Access) (fabric.QP, error) {
 	qp, err := pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: scq, RecvCQ: rcq, Caps: caps})
 	if err != nil {
 		return nil, err
 	}
+	own.qp(qp)
 	if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: remote | fabric.AccessLocalWrite}); err != nil {
 		return nil, err
 	}

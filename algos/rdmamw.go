@@ -91,6 +91,7 @@ type mw struct {
 	rem            []fabric.QPInfo
 	info           EndpointInfo
 	wcs            []fabric.WC
+	own            owned // what the endpoint created, freed by a failed Open or by Close
 
 	outOff, inOff, nsendOff, nrecvOff, noticeBytes, regionBytes int
 
@@ -180,7 +181,7 @@ func OpenRDMAMW(th fabric.Thread, cfg Config, opt MWOptions) (Endpoint, error) {
 	e.work, e.avail, e.space, e.exit = e.node.NewSignal(), e.node.NewSignal(), e.node.NewSignal(), e.node.NewSignal()
 	e.wcs = make([]fabric.WC, 64)
 	if err := e.setup(th); err != nil {
-		return nil, fmt.Errorf("algos: open RDMA-MW endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+		return nil, fmt.Errorf("algos: open RDMA-MW endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	th.Spawn(fmt.Sprintf("network%d", cfg.Tag), e.node.Cores()-1, e.network)
 	return e, nil
@@ -193,12 +194,15 @@ func (e *mw) setup(th fabric.Thread) error {
 	if e.pd, err = dev.AllocPD(); err != nil {
 		return err
 	}
+	e.own.pd(e.pd)
 	if e.scq, err = dev.CreateCQ(min(n*(t+2)+64, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.scq)
 	if e.rcq, err = dev.CreateCQ(min(n*mwNoticeRecvs+16, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.rcq)
 	e.noticeBytes = 8 + mwNoticeEntry*mwNoticeMax
 	e.outOff, e.inOff = 0, t*r
 	e.nsendOff = 2 * t * r
@@ -210,6 +214,7 @@ func (e *mw) setup(th fabric.Thread) error {
 	if e.stageMR, err = e.pd.RegMR(nstage*e.opt.RecordBytes, fabric.AccessLocalWrite); err != nil {
 		return err
 	}
+	e.own.mr(e.stageMR)
 	mem := e.stageMR.Bytes()
 	for i := 0; i < nstage; i++ {
 		e.stage = append(e.stage, &Buffer{Data: mem[i*e.opt.RecordBytes : (i+1)*e.opt.RecordBytes], id: i, mr: e.stageMR, off: i * e.opt.RecordBytes})
@@ -229,8 +234,9 @@ func (e *mw) setup(th fabric.Thread) error {
 			if e.mrs[j], err = e.pd.RegMR(e.regionBytes, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 				return err
 			}
+			e.own.mr(e.mrs[j])
 			e.info.RegisteredBytes += int64(e.regionBytes)
-			qp, err := newRCQP(e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: t + 8, MaxRecvWR: mwNoticeRecvs, MaxInline: HeaderBytes},
+			qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: t + 8, MaxRecvWR: mwNoticeRecvs, MaxInline: HeaderBytes},
 				fabric.AccessRemoteWrite)
 			if err != nil {
 				return err
@@ -607,23 +613,15 @@ func (e *mw) queueNotice(j int, x mwEntry) {
 }
 
 // Close stops the network thread once every ring is flushed and every
-// notice sent, meets the other nodes and frees everything.
+// notice sent, meets the other nodes and frees everything. Should the
+// network thread have failed, or the barrier fail, it still frees
+// everything (the thread has exited either way), and returns that error.
 func (e *mw) Close(th fabric.Thread) error {
-	if err := e.halt(th); err != nil {
-		return err
+	err := e.halt(th)
+	if err == nil {
+		err = e.node.OOB().Barrier(fmt.Sprintf("rdmamw/%d/down", e.cfg.Tag))
 	}
-	if err := e.node.OOB().Barrier(fmt.Sprintf("rdmamw/%d/down", e.cfg.Tag)); err != nil {
-		return err
-	}
-	var qps []fabric.QP
-	rest := []func() error{e.scq.Destroy, e.rcq.Destroy, e.stageMR.Dereg}
-	for j, qp := range e.qps {
-		if qp != nil {
-			qps = append(qps, qp)
-			rest = append(rest, e.mrs[j].Dereg)
-		}
-	}
-	return release(qps, append(rest, e.pd.Dealloc)...)
+	return freed(err, e.own.free())
 }
 
 func (e *mw) Info() EndpointInfo {

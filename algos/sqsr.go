@@ -88,7 +88,7 @@ func OpenSQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
 	e := &sqsr{}
 	e.init("SQ/SR", th, cfg)
 	if err := e.setup(th); err != nil {
-		return nil, fmt.Errorf("algos: open SQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, err)
+		return nil, fmt.Errorf("algos: open SQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	return e, nil
 }
@@ -101,23 +101,29 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	ad := e.cfg.Adaptive
 	maxR, maxS := b, b // receive buffers per source, send buffers per destination, at most
 	var err error
-	if ad != nil {
+	if ad != nil { // the pool owns the protection domain
 		maxR, maxS = ad.MaxRecv*e.cfg.Threads, ad.MaxSend*e.cfg.Threads
 		e.pd = ad.Pool.PD()
-	} else if e.pd, err = dev.AllocPD(); err != nil {
-		return err
+	} else {
+		if e.pd, err = dev.AllocPD(); err != nil {
+			return err
+		}
+		e.own.pd(e.pd)
 	}
 	sendWR := min(n*n*max(maxS, maxR)+2*creditSignalEvery+8, attr.MaxQPWR)
 	e.creditSlots = n*(maxR+2) + 8
 	if e.scq, err = dev.CreateCQ(min(sendWR+64, attr.MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.scq)
 	if e.rcq, err = dev.CreateCQ(min(n*maxR+16, attr.MaxCQE)); err != nil {
 		return err
 	}
+	e.own.cq(e.rcq)
 	if e.ccq, err = dev.CreateCQ(e.creditSlots + 16); err != nil {
 		return err
 	}
+	e.own.cq(e.ccq)
 	e.recvBytes = fabric.GRHBytes + msg
 	e.sendOff = 0
 	e.recvOff = n * b * msg
@@ -133,6 +139,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite); err != nil {
 		return err
 	}
+	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(size)
 	e.rwcs = make([]fabric.WC, len(e.wcs))
 	if e.cfg.Recover {
@@ -142,6 +149,10 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		e.tick, e.tickOn = e.senderTick, []fabric.Waitable{e.ccq}
 	}
 	if ad != nil {
+		// Buffers go back to the pool once the queue pairs, which may
+		// still name them, are gone.
+		e.own.lent(e.returnSendBuffers)
+		e.own.lent(e.returnRecvBuffers)
 		if err := e.initAdaptiveSend(n*b, msg); err != nil {
 			return err
 		}
@@ -168,6 +179,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		if err != nil {
 			return nil, err
 		}
+		e.own.qp(qp)
 		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{QKey: udQKey}); err != nil {
 			return nil, err
 		}
@@ -240,6 +252,7 @@ func (e *sqsr) setup(th fabric.Thread) error {
 		if err != nil {
 			return err
 		}
+		e.own.ah(ah)
 		e.ahs = append(e.ahs, ah)
 	}
 	return e.node.OOB().Barrier(fmt.Sprintf("sqsr/%d/up", e.cfg.Tag))
@@ -673,41 +686,33 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 
 // Close waits for every send to complete, meets the other nodes' endpoints
 // at a barrier and frees everything. With loss recovery it first waits for
-// every acknowledgement and stops the responder (settle).
+// every acknowledgement and stops the responder (settle). Should any of
+// that fail, it still frees everything, and returns that error.
 func (e *sqsr) Close(th fabric.Thread) error {
+	var err error
 	if e.unacked != nil {
-		if err := e.settle(th); err != nil {
-			return err
-		}
+		err = e.settle(th) // the responder has stopped, whatever settle returns
 	}
 	e.lock()
 	defer e.unlock()
-	if err := e.quiesce(th, "sqsr"); err != nil {
-		return err
+	if err == nil {
+		err = e.quiesce(th, "sqsr")
 	}
-	for _, ah := range e.ahs {
-		if err := ah.Destroy(); err != nil {
-			return err
+	return freed(err, e.own.free())
+}
+
+// returnRecvBuffers gives every adaptive receive buffer back to the pool
+// (once the queue pairs are gone, flushing the posted receives).
+func (e *sqsr) returnRecvBuffers() error {
+	for i, pb := range e.rbufs {
+		if pb != nil {
+			if err := e.cfg.Adaptive.Pool.Put(pb); err != nil {
+				return err
+			}
+			e.rbufs[i] = nil
 		}
 	}
-	if e.cfg.Adaptive == nil {
-		return release([]fabric.QP{e.qp, e.cqp}, e.scq.Destroy, e.rcq.Destroy, e.ccq.Destroy, e.mr.Dereg, e.pd.Dealloc)
-	}
-	// Adaptive: once the queue pairs are gone (flushing the posted
-	// receives), every buffer goes back to the pool, which owns the
-	// protection domain.
-	return release([]fabric.QP{e.qp, e.cqp}, e.scq.Destroy, e.rcq.Destroy, e.ccq.Destroy, e.mr.Dereg, e.returnSendBuffers,
-		func() error {
-			for i, pb := range e.rbufs {
-				if pb != nil {
-					if err := e.cfg.Adaptive.Pool.Put(pb); err != nil {
-						return err
-					}
-					e.rbufs[i] = nil
-				}
-			}
-			return nil
-		})
+	return nil
 }
 
 // Info adds the receive lanes' statistics to the endpoint's.

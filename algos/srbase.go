@@ -22,6 +22,7 @@ type srBase struct {
 	scq    fabric.CQ
 	wcs    []fabric.WC
 	info   EndpointInfo
+	own    owned // what the endpoint created, freed by a failed Open or by Close
 
 	bufs        []*Buffer
 	free        []int
@@ -314,20 +315,4 @@ func (e *srBase) headerFor(b *Buffer, st State) header {
 		h.flags = flagDepleted
 	}
 	return h
-}
-
-// release destroys qps, then runs every other release in order, stopping
-// at the first error.
-func release(qps []fabric.QP, rest ...func() error) error {
-	for _, qp := range qps {
-		if err := qp.Destroy(); err != nil {
-			return err
-		}
-	}
-	for _, f := range rest {
-		if err := f(); err != nil {
-			return err
-		}
-	}
-	return nil
 }

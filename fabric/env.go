@@ -110,7 +110,12 @@ type Signal interface {
 // key, in the same order.
 type OOB interface {
 	// AllGather contributes data and returns every node's contribution,
-	// indexed by node id. The returned slices belong to the caller.
+	// indexed by node id. The outer slice belongs to the caller; the
+	// contributions are read-only: a backend may hand the same bytes to
+	// every node of a process (an exchange among n nodes then keeps n
+	// contributions, not n*n copies), so a caller that needs to change
+	// one copies it first. Appending to one is safe (each is capped at its
+	// length).
 	AllGather(key string, data []byte) ([][]byte, error)
 	// Barrier returns when every node has reached it.
 	Barrier(key string) error

@@ -65,18 +65,22 @@ func (s QPState) String() string {
 
 // DeviceAttr describes a device and its active port.
 type DeviceAttr struct {
-	Name       string
-	LinkLayer  string // "InfiniBand" or "Ethernet"
-	LID        uint16 // port LID (InfiniBand)
-	GID        GID    // port GID (RoCE addressing)
-	MTU        int    // active path MTU in bytes
-	MaxQP      int
-	MaxQPWR    int // maximum work requests per queue
-	MaxCQE     int // maximum completion queue depth
-	MaxSGE     int // scatter/gather elements per work request
-	MaxInline  int // maximum inline bytes
-	MaxMRBytes int64
-	RateGbps   float64 // data rate of the port after encoding, 10^9 bit/s
+	Name      string
+	LinkLayer string // "InfiniBand" or "Ethernet"
+	LID       uint16 // port LID (InfiniBand)
+	GID       GID    // port GID (RoCE addressing)
+	MTU       int    // active path MTU in bytes
+	MaxQP     int
+	MaxQPWR   int // maximum work requests per queue
+	MaxCQE    int // maximum completion queue depth
+	MaxSGE    int // scatter/gather elements per work request
+	MaxInline int // largest inline send on an RC or UC queue pair, bytes
+	// MaxInlineUD is the largest inline send on a UD queue pair, bytes:
+	// providers size UD's inline space differently (the address vector
+	// shares the work-queue entry).
+	MaxInlineUD int
+	MaxMRBytes  int64
+	RateGbps    float64 // data rate of the port after encoding, 10^9 bit/s
 }
 
 // Device is an opened RDMA device (a device context). Owned by its Node; the

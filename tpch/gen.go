@@ -82,9 +82,11 @@ func itoa4(v int) string { return itoa2(v/100) + itoa2(v%100) }
 var (
 	Segments   = [5]string{"AUTOMOBILE", "BUILDING", "FURNITURE", "HOUSEHOLD", "MACHINERY"}
 	Priorities = [5]string{"1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW"}
-	Nations    = [25]string{"ALGERIA", "ARGENTINA", "BRAZIL", "CANADA", "EGYPT", "ETHIOPIA", "FRANCE", "GERMANY", "INDIA",
-		"INDONESIA", "IRAN", "IRAQ", "JAPAN", "JORDAN", "KENYA", "MOROCCO", "PERU", "CHINA", "ROMANIA", "SAUDI ARABIA",
-		"VIETNAM", "RUSSIA", "UNITED KINGDOM", "UNITED STATES", "MOZAMBIQUE"}
+	// Nations in n_nationkey order, as the specification's NATION table
+	// lists them (clause 4.2.3).
+	Nations = [25]string{"ALGERIA", "ARGENTINA", "BRAZIL", "CANADA", "EGYPT", "ETHIOPIA", "FRANCE", "GERMANY", "INDIA",
+		"INDONESIA", "IRAN", "IRAQ", "JAPAN", "JORDAN", "KENYA", "MOROCCO", "MOZAMBIQUE", "PERU", "CHINA", "ROMANIA",
+		"SAUDI ARABIA", "VIETNAM", "RUSSIA", "UNITED KINGDOM", "UNITED STATES"}
 )
 
 // Gen generates the database of one scale factor and seed. Every value is
@@ -132,17 +134,18 @@ func (g Gen) Customers() int64 { return g.rows(150_000) }
 func (g Gen) Orders() int64    { return g.rows(1_500_000) }
 func (g Gen) Parts() int64     { return g.rows(200_000) }
 
-// OrderKey returns the key of order i: keys are sparse, the first 8 of
-// every 32 (spec 4.2.3).
-func OrderKey(i int64) int64 { return i/8*32 + i%8 + 1 }
+// OrderKey returns the key of order i (from 0): keys are sparse, as the
+// reference generator makes them (clause 4.2.3: only 8 of every 32 keys
+// are used): row j = i+1 gets (j/8)*32 + j%8, so the keys are 1-7,
+// 32-39, 64-71, ...
+func OrderKey(i int64) int64 { j := i + 1; return (j>>3)<<5 | j&7 }
 
 // OrderIndex inverts OrderKey.
 func OrderIndex(key int64) (int64, bool) {
-	k := key - 1
-	if k < 0 || k%32 >= 8 {
+	if key < 1 || key>>3&3 != 0 {
 		return 0, false
 	}
-	return k/32*8 + k%32, true
+	return ((key>>5)<<3 | key&7) - 1, true
 }
 
 // Table and column tags of the random streams.

@@ -1,6 +1,7 @@
 package tpch
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -23,8 +24,21 @@ func TestOrderKeys(t *testing.T) {
 			t.Fatalf("order %d: key %d back to %d %v", i, k, j, ok)
 		}
 	}
-	if _, ok := OrderIndex(9); ok {
-		t.Fatal("key 9 is not an order key (only the first 8 of every 32)")
+	// The reference generator's keys: 1-7, 32-39, 64-71, ...
+	var first []int64
+	for i := int64(0); i < 16; i++ {
+		first = append(first, OrderKey(i))
+	}
+	if fmt.Sprint(first) != "[1 2 3 4 5 6 7 32 33 34 35 36 37 38 39 64]" {
+		t.Fatalf("first order keys %v, want the reference generator's 1-7, 32-39, 64", first)
+	}
+	for _, k := range []int64{0, 8, 9, 31, 40, 63} {
+		if _, ok := OrderIndex(k); ok {
+			t.Errorf("key %d is not an order key (only 8 of every 32)", k)
+		}
+	}
+	if Nations[16] != "MOZAMBIQUE" || Nations[24] != "UNITED STATES" {
+		t.Errorf("NATION keys 16 and 24 are %s and %s, want MOZAMBIQUE and UNITED STATES (clause 4.2.3)", Nations[16], Nations[24])
 	}
 }
 

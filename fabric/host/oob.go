@@ -171,7 +171,7 @@ func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]by
 		out = make([][]byte, h.nodes)
 		for i, d := range r.data {
 			if d != nil {
-				out[i] = append([]byte(nil), d...)
+				out[i] = d[:len(d):len(d)] // shared, read-only (fabric.OOB)
 			}
 		}
 	}

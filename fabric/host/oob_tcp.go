@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -24,6 +25,9 @@ type tcpOOB struct {
 	b       Bootstrap
 	sig     string
 	timeout time.Duration
+	// resolve looks a host name up (net.DefaultResolver.LookupHost; tests
+	// put in a fake).
+	resolve func(ctx context.Context, host string) ([]string, error)
 	// onAbort is told about failures reported by other nodes (the
 	// environment fails the local run with it).
 	onAbort atomic.Pointer[func(error)]
@@ -60,7 +64,7 @@ type inFrame struct {
 // waits for the others; the others connect to node 0, retrying until
 // connectTimeout.
 func dialOOB(b Bootstrap, sig string, connectTimeout, timeout time.Duration, ln net.Listener) (*tcpOOB, error) {
-	o := &tcpOOB{b: b, sig: sig, timeout: timeout, abortCh: make(chan struct{})}
+	o := &tcpOOB{b: b, sig: sig, timeout: timeout, abortCh: make(chan struct{}), resolve: net.DefaultResolver.LookupHost}
 	if b.Size < 1 || b.Rank < 0 || b.Rank >= b.Size {
 		return nil, fmt.Errorf("%w: host: rank %d of %d nodes", fabric.ErrInvalidArg, b.Rank, b.Size)
 	}
@@ -222,10 +226,37 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 	return nil
 }
 
+// resolvable fails at once when the coordinator's host name does not
+// exist (a typo, or a name the cluster's DNS does not know): retrying
+// until the connect timeout would only delay the same error. A lookup
+// that fails for another reason (a DNS server not answering) is left to
+// the dial loop's retries.
+func (o *tcpOOB) resolvable(deadline time.Time) error {
+	host, _, err := net.SplitHostPort(o.b.Coordinator)
+	if err != nil {
+		return fmt.Errorf("%w: host: coordinator address %q: %v", fabric.ErrInvalidArg, o.b.Coordinator, err)
+	}
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	_, err = o.resolve(ctx, host)
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return fmt.Errorf("host: node %d: the coordinator's host %q does not resolve (%v): check %s, the peers list or the Slurm nodelist (from %s)",
+			o.b.Rank, host, err, EnvCoordinator, o.b.Source)
+	}
+	return nil
+}
+
 // connect is the bootstrap of every node but node 0.
 func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 	coord := o.b.Name(0)
 	deadline := time.Now().Add(connectTimeout)
+	if err := o.resolvable(deadline); err != nil {
+		return err
+	}
 	var c net.Conn
 	var lastErr error
 	for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -382,5 +383,27 @@ func TestLocalHubMismatchTimeoutAbort(t *testing.T) {
 	h.newRun()
 	if err := h.view(1).Barrier("y"); err == nil {
 		t.Error("Barrier after close")
+	}
+}
+
+// TestCoordinatorThatDoesNotResolve: a coordinator name the resolver does
+// not know fails at once (not after the connect timeout); a lookup that
+// fails otherwise is retried by the dial loop.
+func TestCoordinatorThatDoesNotResolve(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		timeout time.Duration
+		want    string
+	}{
+		{"no such host", &net.DNSError{Err: "no such host", Name: "nodo-0", IsNotFound: true}, time.Hour, `the coordinator's host "nodo-0" does not resolve`},
+		{"server not answering", &net.DNSError{Err: "i/o timeout", Name: "nodo-0", IsTimeout: true, IsTemporary: true}, 200 * time.Millisecond, "did not accept a connection within 200ms"},
+	} {
+		o := &tcpOOB{b: Bootstrap{Rank: 1, Size: 2, Coordinator: "nodo-0:1", Source: "test"}, abortCh: make(chan struct{}),
+			resolve: func(context.Context, string) ([]string, error) { return nil, tc.err }}
+		err := o.connect(tc.timeout)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error containing %q", tc.name, err, tc.want)
+		}
 	}
 }

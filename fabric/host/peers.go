@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -52,12 +53,17 @@ const (
 
 // BootstrapFromEnv reads the job layout from the environment:
 //
-//   - rank: RDMASHUFFLE_RANK, else SLURM_PROCID (srun), else
-//     OMPI_COMM_WORLD_RANK (Open MPI), else PMI_RANK (MPICH, Intel MPI);
+//   - rank: from the innermost launcher, which sets its variables last
+//     and so is the one that started this process: RDMASHUFFLE_RANK, else
+//     OMPI_COMM_WORLD_RANK (Open MPI's mpirun), else PMIX_RANK (PMIx
+//     launchers: prterun, srun --mpi=pmix), else PMI_RANK (MPICH, Intel
+//     MPI), else SLURM_PROCID (srun); mpirun inside a Slurm allocation
+//     thus takes mpirun's rank, not the batch step's;
 //   - peers: RDMASHUFFLE_PEERS or the file RDMASHUFFLE_PEERS_FILE;
-//   - size: the length of the peers list, else RDMASHUFFLE_SIZE,
-//     SLURM_NTASKS, OMPI_COMM_WORLD_SIZE or PMI_SIZE (a peers list whose
-//     length disagrees with the launcher's size is an error);
+//   - size: the length of the peers list, else the size the rank's
+//     launcher sets (RDMASHUFFLE_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+//     SLURM_NTASKS; for PMIx, which sets none, the next of these that is
+//     set); a peers list whose length disagrees is an error;
 //   - coordinator: the first peer, else RDMASHUFFLE_COORDINATOR, else
 //     under Slurm the first host of SLURM_STEP_NODELIST (or
 //     SLURM_JOB_NODELIST), where task 0 runs, on RDMASHUFFLE_PORT or
@@ -75,10 +81,15 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 		port = p
 	}
 	// Rank.
-	rankVar, rankStr := firstSet(getenv, EnvRank, "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
-	if rankVar == "" {
-		return b, fmt.Errorf("host: cannot tell this process's rank: none of %s, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK is set (run under srun or mpirun, or set %s)", EnvRank, EnvRank)
+	li := slices.IndexFunc(launchers, func(l launcher) bool { return strings.TrimSpace(getenv(l.rank)) != "" })
+	if li < 0 {
+		var names []string
+		for _, l := range launchers {
+			names = append(names, l.rank)
+		}
+		return b, fmt.Errorf("host: cannot tell this process's rank: none of %s is set (run under srun or mpirun, or set %s)", strings.Join(names, ", "), EnvRank)
 	}
+	rankVar, rankStr := launchers[li].rank, strings.TrimSpace(getenv(launchers[li].rank))
 	rank, err := strconv.Atoi(rankStr)
 	if err != nil || rank < 0 {
 		return b, fmt.Errorf("host: %s=%q is not a rank (a non-negative integer)", rankVar, rankStr)
@@ -106,7 +117,13 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 		return b, err
 	}
 	// Size.
-	sizeVar, sizeStr := firstSet(getenv, EnvSize, "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+	var sizes []string // the rank's launcher's size first, then the others'
+	for _, l := range slices.Concat(launchers[li:], launchers[:li]) {
+		if l.size != "" {
+			sizes = append(sizes, l.size)
+		}
+	}
+	sizeVar, sizeStr := firstSet(getenv, sizes...)
 	if sizeVar != "" {
 		n, err := strconv.Atoi(sizeStr)
 		if err != nil || n < 1 {
@@ -152,6 +169,18 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 		b.Source += ", Slurm nodelist"
 	}
 	return b, nil
+}
+
+// launcher is a job launcher's rank and size variables; launchers lists
+// them innermost first (see BootstrapFromEnv).
+type launcher struct{ rank, size string }
+
+var launchers = []launcher{
+	{EnvRank, EnvSize},
+	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+	{"PMIX_RANK", ""},
+	{"PMI_RANK", "PMI_SIZE"},
+	{"SLURM_PROCID", "SLURM_NTASKS"},
 }
 
 func firstSet(getenv func(string) string, names ...string) (string, string) {

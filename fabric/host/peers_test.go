@@ -140,3 +140,35 @@ func TestBootstrapName(t *testing.T) {
 		t.Error("coordinator name")
 	}
 }
+
+// TestLauncherPrecedence: the innermost launcher's rank and size win, so
+// that mpirun inside a Slurm allocation (SLURM_PROCID set for the batch
+// step) gives every process its own rank.
+func TestLauncherPrecedence(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		rank, size int
+		source     string
+	}{
+		{"srun", map[string]string{"SLURM_PROCID": "3", "SLURM_NTASKS": "8"}, 3, 8, "SLURM_PROCID"},
+		{"mpirun inside a Slurm allocation", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "6"}, 5, 6, "OMPI_COMM_WORLD_RANK"},
+		{"MPICH hydra inside Slurm", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "PMI_RANK": "2", "PMI_SIZE": "4"}, 2, 4, "PMI_RANK"},
+		{"srun --mpi=pmix", map[string]string{"SLURM_PROCID": "7", "SLURM_NTASKS": "16", "PMIX_RANK": "7"}, 7, 16, "PMIX_RANK"},
+		{"prterun with PMIx and Open MPI", map[string]string{"PMIX_RANK": "1", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}, 1, 2, "OMPI_COMM_WORLD_RANK"},
+		{"explore launch inside Slurm", map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "1", EnvRank: "3", EnvSize: "4"}, 3, 4, EnvRank},
+	} {
+		env := map[string]string{EnvCoordinator: "node0:7000"}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		b, err := bootstrapFrom(func(k string) string { return env[k] }, nil)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if b.Rank != tc.rank || b.Size != tc.size || !strings.HasPrefix(b.Source, tc.source) {
+			t.Errorf("%s: rank %d of %d from %q, want %d of %d from %s", tc.name, b.Rank, b.Size, b.Source, tc.rank, tc.size, tc.source)
+		}
+	}
+}

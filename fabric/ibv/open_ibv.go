@@ -78,7 +78,10 @@ func OpenLocal(device string, port, gidIndex, nodes int) (fabric.Fabric, error) 
 // OpenLocalConfig is OpenLocal with every Config setting (Bootstrap and
 // Signature are ignored).
 func OpenLocalConfig(cfg Config, nodes int) (fabric.Fabric, error) {
-	cfg = cfg.withDefaults()
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	if nodes < 1 {
 		return nil, fmt.Errorf("%w: ibv: OpenLocal of %d nodes", fabric.ErrInvalidArg, nodes)
 	}
@@ -92,7 +95,7 @@ func OpenLocalConfig(cfg Config, nodes int) (fabric.Fabric, error) {
 	}
 	fdevs := make([]fabric.Device, nodes)
 	for i := 0; i < nodes; i++ {
-		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, i)
+		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, i, cfg.Path)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -117,9 +120,12 @@ func Open(device string) (fabric.Fabric, error) {
 // fail with its error. The returned Fabric has Size nodes and one Local
 // node, whose id is the rank; the caller closes it.
 func OpenConfig(cfg Config) (fabric.Fabric, error) {
-	cfg = cfg.withDefaults()
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	return host.Join("ibv", cfg.Config, func(rank int) (fabric.Device, func() error, error) {
-		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, rank)
+		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, rank, cfg.Path)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -169,7 +169,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	args.mask = C.int32_t(modifyMask(q.typ, to))
 	switch to {
 	case fabric.StateInit:
-		args.pkey_index = 0
+		args.pkey_index = C.uint16_t(d.route.PKeyIndex)
 		args.port = C.uint8_t(d.port)
 		args.access = C.int32_t(qpAccessFor(q.typ, a.Access))
 		args.qkey = C.uint32_t(a.QKey)

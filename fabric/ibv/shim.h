@@ -164,6 +164,8 @@ typedef struct {
 	uint8_t port;
 	uint8_t sl;
 	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t static_rate;
 } rs_path;
 
 static void rs_fill_ah(struct ibv_ah_attr *ah, const rs_path *p)
@@ -172,14 +174,14 @@ static void rs_fill_ah(struct ibv_ah_attr *ah, const rs_path *p)
 	ah->dlid = p->dlid;
 	ah->sl = p->sl;
 	ah->src_path_bits = 0;
-	ah->static_rate = 0;
+	ah->static_rate = p->static_rate;
 	ah->port_num = p->port;
 	if (p->use_gid) {
 		ah->is_global = 1;
 		memcpy(ah->grh.dgid.raw, p->dgid, 16);
 		ah->grh.sgid_index = p->sgid_index;
 		ah->grh.hop_limit = p->hop_limit;
-		ah->grh.traffic_class = 0;
+		ah->grh.traffic_class = p->traffic_class;
 		ah->grh.flow_label = 0;
 	}
 }

@@ -33,6 +33,7 @@ type device struct {
 	port     int
 	gidIndex int
 	nodeID   int
+	route    Path // marking and routing of every queue pair and address handle
 	attr     fabric.DeviceAttr
 	link     uint8 // enum ibv_link_layer
 	mtuEnum  int32 // the port's active MTU (enum ibv_mtu)
@@ -74,7 +75,7 @@ func deviceList() ([]*C.struct_ibv_device, []string, func(), error) {
 
 // openDevice opens the named device (the first one for "") on port for
 // node nodeID and reads its attributes.
-func openDevice(name string, port, gidIndex, nodeID int) (*device, error) {
+func openDevice(name string, port, gidIndex, nodeID int, route Path) (*device, error) {
 	devs, names, free, err := deviceList()
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func openDevice(name string, port, gidIndex, nodeID int) (*device, error) {
 	if ctx == nil {
 		return nil, errnoErr("ibv_open_device("+names[pick]+")", err, "check permissions on /dev/infiniband")
 	}
-	d := &device{ctx: ctx, name: names[pick], port: port, nodeID: nodeID, pds: map[*pd]bool{}, cqs: map[*cq]bool{}}
+	d := &device{ctx: ctx, name: names[pick], port: port, nodeID: nodeID, route: route, pds: map[*pd]bool{}, cqs: map[*cq]bool{}}
 	if err := d.query(gidIndex); err != nil {
 		C.ibv_close_device(ctx)
 		return nil, err
@@ -143,7 +144,8 @@ func (d *device) query(gidIndex int) error {
 		MaxSGE: int(da.max_sge), MaxMRBytes: int64(da.max_mr_size),
 		RateGbps: portRateGbps(uint8(pa.active_width), uint8(pa.active_speed)),
 	}
-	d.attr.MaxInline = d.probeInline()
+	d.attr.MaxInline = d.probeInline(ibvQPTRC)
+	d.attr.MaxInlineUD = d.probeInline(ibvQPTUD)
 	return nil
 }
 
@@ -173,9 +175,10 @@ func (d *device) autoGID(n int) int {
 	return max(first, 0)
 }
 
-// probeInline finds the largest inline size an RC queue pair of this device
-// accepts (verbs have no attribute for it), trying common sizes.
-func (d *device) probeInline() int {
+// probeInline finds the largest inline size a queue pair of type typ (RC
+// or UD) of this device accepts (verbs have no attribute for it), trying
+// common sizes.
+func (d *device) probeInline(typ C.int) int {
 	p := C.ibv_alloc_pd(d.ctx)
 	if p == nil {
 		return 0
@@ -188,7 +191,7 @@ func (d *device) probeInline() int {
 	defer C.ibv_destroy_cq(c)
 	for _, n := range []int{1024, 512, 256, 220, 128, 64, 32} {
 		var caps C.struct_ibv_qp_cap
-		if q := C.rs_create_qp(p, c, c, ibvQPTRC, 1, 1, C.uint32_t(n), &caps); q != nil {
+		if q := C.rs_create_qp(p, c, c, typ, 1, 1, C.uint32_t(n), &caps); q != nil {
 			C.ibv_destroy_qp(q)
 			return n
 		}
@@ -527,10 +530,13 @@ func (d *device) path(dest fabric.Address) C.rs_path {
 	var p C.rs_path
 	p.dlid = C.uint16_t(dest.LID)
 	p.port = C.uint8_t(d.port)
+	p.sl = C.uint8_t(d.route.ServiceLevel)
+	p.static_rate = C.uint8_t(d.route.StaticRate)
 	if dest.UseGID || d.ethernet() {
 		p.use_gid = 1
 		p.sgid_index = C.uint8_t(d.gidIndex)
-		p.hop_limit = 64
+		p.hop_limit = C.uint8_t(d.route.HopLimit)
+		p.traffic_class = C.uint8_t(d.route.TrafficClass)
 		for i, b := range dest.GID {
 			p.dgid[i] = C.uint8_t(b)
 		}

@@ -46,7 +46,11 @@ func meshFor(th fabric.Thread, peers []int, cfg *Config) (*mesh, error) {
 	}
 	nq := max(len(peers), 1) * cfg.QPs
 	depth := min((cfg.TxDepth+cfg.RxDepth)*nq+16, th.Node().Device().Attr().MaxCQE)
-	inline := min(cfg.Inline, cfg.Size)
+	limit := th.Node().Device().Attr().MaxInline
+	if cfg.Conn == fabric.UD {
+		limit = th.Node().Device().Attr().MaxInlineUD
+	}
+	inline := min(cfg.Inline, cfg.Size, limit)
 	return connectMesh(th, peers, meshOpts{typ: cfg.Conn, qps: cfg.QPs, slotBytes: slot, sendWR: cfg.TxDepth,
 		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth, spread: cfg.Spread})
 }
@@ -142,7 +146,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 	wrs := make([]fabric.SendWR, 0, cfg.TxDepth)
 	wcs := make([]fabric.WC, 64)
 	var segs []segment
-	inline := cfg.Size <= cfg.Inline && op != fabric.OpRead
+	inline := cfg.Size <= m.inline && op != fabric.OpRead
 	r := &nodeResult{ok: true, start: th.Now()}
 	completed, lastProgress := 0, th.Now()
 	batch, passes := cfg.TxDepth, 1

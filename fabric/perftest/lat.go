@@ -74,7 +74,7 @@ func (p *pingPong) ping(i int, send bool) error {
 	if send {
 		wr.Op = fabric.OpSend
 	}
-	if p.cfg.Size <= p.cfg.Inline {
+	if p.cfg.Size <= p.m.inline {
 		wr.Flags |= fabric.Inline
 	}
 	p.pending++

@@ -12,6 +12,7 @@ import (
 // holding a slot of slotBytes per queue pair.
 type mesh struct {
 	node     fabric.Node
+	inline   int // largest inline send of the queue pairs (MaxInline)
 	pd       fabric.PD
 	scq, rcq fabric.CQ
 	// onSCQ and onRCQ are the argument lists of a Thread.Wait on one
@@ -51,7 +52,7 @@ func (m *mesh) slot(p, k, n int) fabric.SGE {
 func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	n := th.Node()
 	dev := n.Device()
-	m := &mesh{node: n, slotBytes: o.slotBytes, peers: peers}
+	m := &mesh{node: n, slotBytes: o.slotBytes, peers: peers, inline: o.inline}
 	var err error
 	if m.pd, err = dev.AllocPD(); err != nil {
 		return nil, err
@@ -102,17 +103,9 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	}
 	const rec = 4 + fabric.QPInfoWireBytes
 	for pi, peer := range peers {
-		b := all[peer]
-		var mine []fabric.QPInfo
-		for len(b) >= rec {
-			if int(binary.BigEndian.Uint32(b)) == n.ID() {
-				var info fabric.QPInfo
-				if err := info.UnmarshalBinary(b[4:rec]); err != nil {
-					return nil, fmt.Errorf("perftest: from node %d: %w", peer, err)
-				}
-				mine = append(mine, info)
-			}
-			b = b[rec:]
+		mine, err := offeredTo(all[peer], n.ID(), peer, o.qps)
+		if err != nil {
+			return nil, err
 		}
 		if len(mine) != o.qps {
 			return nil, fmt.Errorf("perftest: node %d offered %d queue pairs to node %d, want %d (do both run the same -q?)",
@@ -133,6 +126,50 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 		}
 	}
 	return m, nil
+}
+
+// offeredTo decodes the queue pairs peer offered to node me in its blob
+// (records of a node id and a QPInfo). A peer whose peers are every other
+// node in order (the all-to-all and pairwise tests) lists me's qps
+// records at a known place, which is tried first, so that a mesh of n
+// nodes decodes in O(n) per node; otherwise the whole blob is scanned.
+func offeredTo(b []byte, me, peer, qps int) ([]fabric.QPInfo, error) {
+	const rec = 4 + fabric.QPInfoWireBytes
+	at := me
+	if me > peer {
+		at--
+	}
+	var mine []fabric.QPInfo
+	decode := func(r []byte) error {
+		var info fabric.QPInfo
+		if err := info.UnmarshalBinary(r[4:rec]); err != nil {
+			return fmt.Errorf("perftest: from node %d: %w", peer, err)
+		}
+		mine = append(mine, info)
+		return nil
+	}
+	owner := func(i int) int { return int(binary.BigEndian.Uint32(b[i*rec:])) }
+	lo, hi, total := at*qps, (at+1)*qps, len(b)/rec
+	fast := hi <= total && (lo == 0 || owner(lo-1) != me) && (hi == total || owner(hi) != me)
+	for i := lo; fast && i < hi; i++ {
+		fast = owner(i) == me
+	}
+	if fast {
+		for i := lo; i < hi; i++ {
+			if err := decode(b[i*rec:]); err != nil {
+				return nil, err
+			}
+		}
+		return mine, nil
+	}
+	for ; len(b) >= rec; b = b[rec:] {
+		if int(binary.BigEndian.Uint32(b)) == me {
+			if err := decode(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return mine, nil
 }
 
 func connect(qp fabric.QP, psn fabric.PSN, peer fabric.QPInfo, typ fabric.QPType) error {

@@ -95,3 +95,24 @@ func TestMonotone(t *testing.T) {
 		t.Errorf("reg_mr: 16 MiB takes %.1f us, 1 MiB %.1f us; want longer for more memory", reg16.TTypicalUS, reg1.TTypicalUS)
 	}
 }
+
+// TestInlineWithinTheTransportsLimit: the inline size asked for (-I) is
+// capped by the device's limit for the transport, which is smaller for
+// UD than for RC on real NICs.
+func TestInlineWithinTheTransportsLimit(t *testing.T) {
+	prof, err := sim.LoadProfile(sim.DefaultProfileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof.NIC.MaxInlineUD = 64
+	for _, size := range []int{32, 128} {
+		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := perftest.Run(c, perftest.Config{Test: "send_bw", Conn: fabric.UD, Size: size, Iters: 50}); err != nil {
+			t.Errorf("send_bw -c UD -s %d with a 64-byte UD inline limit: %v", size, err)
+		}
+		c.Close()
+	}
+}

@@ -277,8 +277,10 @@ func TestOOBMismatchedKeys(t *testing.T) {
 	}
 }
 
-// TestOOBAllGather: contributions come back indexed by node, as copies,
-// after one out-of-band round trip.
+// TestOOBAllGather: contributions come back indexed by node, after one
+// out-of-band round trip; the caller's own buffer is copied, and the
+// (read-only, shared) contributions are capped so that an append cannot
+// spill into another's.
 func TestOOBAllGather(t *testing.T) {
 	const nodes = 5
 	c := newCluster(t, sim.Config{Nodes: nodes, Seed: 1})
@@ -296,7 +298,12 @@ func TestOOBAllGather(t *testing.T) {
 				return fmt.Errorf("contribution %d is %q", i, b)
 			}
 		}
-		all[0][0] = 'Y' // nor may another node's copy
+		for i, b := range all {
+			if cap(b) != len(b) {
+				return fmt.Errorf("contribution %d has room beyond its bytes (cap %d, len %d): an append would write shared memory", i, cap(b), len(b))
+			}
+		}
+		_ = append(all[0], 'Y')
 		rtt := fabric.Duration(c.Profile().OOB.RTTUS * 1e6)
 		if want := fabric.Time(nodes-1) * fabric.Time(fabric.Microsecond); th.Now() < want.Add(rtt) {
 			return fmt.Errorf("AllGather returned at %v, before the last node arrived plus one round trip", th.Now())

@@ -13,6 +13,7 @@ type nic struct {
 	node *node
 
 	qps      []*qp // by qpn - qpnBase
+	liveQPs  int   // queue pairs created and not destroyed (nic.max_qp)
 	mrs      []*mr // by key>>8 - 1
 	nextAddr uint64
 

@@ -114,7 +114,7 @@ func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 			r, n.id, key, round.key)
 	}
 	if len(data) > 0 {
-		round.data[n.id] = append([]byte(nil), data...)
+		round.data[n.id] = append([]byte(nil), data...) // the caller keeps data
 	}
 	round.from[n.id] = true
 	round.arrived++
@@ -145,23 +145,14 @@ func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 	}
 	var out [][]byte
 	if result {
+		// Every node gets the stored contributions themselves (read-only
+		// by the contract), each capped so that an append by the caller
+		// cannot spill into shared memory: one copy per contribution, not
+		// one per node and contribution.
 		out = make([][]byte, len(round.data))
-		if round.read+1 == len(round.data) {
-			copy(out, round.data) // the last reader takes the stored copies
-		} else {
-			// One allocation for the whole result; each slice is capped, so
-			// that an append by the caller cannot spill into the next.
-			total := 0
-			for _, d := range round.data {
-				total += len(d)
-			}
-			buf := make([]byte, total)
-			off := 0
-			for i, d := range round.data {
-				if len(d) > 0 {
-					out[i] = buf[off : off+len(d) : off+len(d)]
-					off += copy(out[i], d)
-				}
+		for i, d := range round.data {
+			if len(d) > 0 {
+				out[i] = d[:len(d):len(d)]
 			}
 		}
 	}

@@ -47,6 +47,22 @@ func ringSize(n int) int {
 	return s
 }
 
+// firstRing is how many entries a work-request ring starts with; it
+// doubles, up to ringSize of the queue's depth, when that many requests
+// are outstanding (a cluster of thousands of queue pairs, most with few
+// requests in flight, then holds little per queue pair).
+const firstRing = 4
+
+// grown returns ring, doubled, with the entries of indices [from, to)
+// moved to their slots in the larger ring.
+func grown[E any](ring []E, from, to uint64) []E {
+	next := make([]E, 2*len(ring))
+	for i := from; i < to; i++ {
+		next[i&uint64(len(next)-1)] = ring[i&uint64(len(ring)-1)]
+	}
+	return next
+}
+
 // sqAt is the send-queue slot of request index i.
 func (q *qp) sqAt(i uint64) *sqe { return &q.sq[i&uint64(len(q.sq)-1)] }
 
@@ -196,18 +212,13 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: max inline %d bytes outside 0..%d for %v", fabric.ErrLimit, caps.MaxInline, maxInline, init.Type)
 	}
 	n := p.nic
-	live := 0
-	for _, q := range n.qps {
-		if q != nil && !q.destroyed {
-			live++
-		}
-	}
-	if live >= prof.MaxQP || qpnBase+len(n.qps) >= 1<<24 {
+	if live := n.liveQPs; live >= prof.MaxQP || qpnBase+len(n.qps) >= 1<<24 {
 		return nil, fmt.Errorf("%w: node %d already has %d queue pairs (nic.max_qp)", fabric.ErrLimit, n.node.id, live)
 	}
 	q := &qp{c: c, nic: n, pd: p, qpn: uint32(qpnBase + len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
-		sq: make([]sqe, ringSize(caps.MaxSendWR)), rq: make([]rqe, ringSize(caps.MaxRecvWR)), mtu: c.prof.Link.MTU}
+		sq: make([]sqe, min(ringSize(caps.MaxSendWR), firstRing)), rq: make([]rqe, min(ringSize(caps.MaxRecvWR), firstRing)), mtu: c.prof.Link.MTU}
 	n.qps = append(n.qps, q)
+	n.liveQPs++
 	if ch := c.chk; ch != nil {
 		ch.attach(scq, caps.MaxSendWR, q, "send")
 		ch.attach(rcq, caps.MaxRecvWR, q, "receive")
@@ -247,6 +258,7 @@ func (q *qp) Destroy() error {
 	q.scq.users--
 	q.rcq.users--
 	q.nic.qps[q.qpn-qpnBase] = nil
+	q.nic.liveQPs--
 	return nil
 }
 
@@ -476,6 +488,9 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 	if ch := q.c.chk; ch != nil {
 		ch.sendPosted(q, &e)
 	}
+	if q.sqTail-q.sqFree >= uint64(len(q.sq)) {
+		q.sq = grown(q.sq, q.sqFree, q.sqTail)
+	}
 	*q.sqAt(q.sqTail) = e
 	q.sqTail++
 	return nil
@@ -501,6 +516,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 				fabric.ErrQueueFull, q, q.caps.MaxRecvWR)
 		}
 		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
+		if q.rqTail-q.rqFree >= uint64(len(q.rq)) {
+			q.rq = grown(q.rq, q.rqFree, q.rqTail)
+		}
 		*q.rqAt(q.rqTail) = rqe{id: wrs[i].ID, mr: m, buf: buf, addr: wrs[i].Local.Addr, bad: !ok}
 		if ch := c.chk; ch != nil {
 			ch.recvPosted(q, q.rqAt(q.rqTail))

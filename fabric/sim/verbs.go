@@ -17,7 +17,7 @@ func (d *device) Attr() fabric.DeviceAttr {
 	return fabric.DeviceAttr{
 		Name: fmt.Sprintf("sim%d", d.n.id), LinkLayer: "InfiniBand", LID: lidOf(d.n.id), GID: gidOf(d.n.id),
 		MTU: p.Link.MTU, MaxQP: p.NIC.MaxQP, MaxQPWR: p.NIC.MaxQPWR, MaxCQE: p.NIC.MaxCQE, MaxSGE: 1,
-		MaxInline: p.NIC.MaxInlineRC, MaxMRBytes: p.NIC.MaxMRBytes, RateGbps: p.DataRateBps() / 1e9,
+		MaxInline: p.NIC.MaxInlineRC, MaxInlineUD: p.NIC.MaxInlineUD, MaxMRBytes: p.NIC.MaxMRBytes, RateGbps: p.DataRateBps() / 1e9,
 	}
 }
 
