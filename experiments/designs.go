@@ -83,10 +83,10 @@ func LookupDesign(name string) (Design, error) {
 	return Design{}, fmt.Errorf("unknown design %q: choose one of %s", name, strings.Join(DesignNames(nil), ", "))
 }
 
-// designOf is the design of a record or configuration, or the zero Design
+// DesignOf is the design of a record or configuration, or the zero Design
 // (no family, no transport) for a name this build does not know, such as
 // one of the I-Store plans or a record from another version.
-func designOf(name string) Design {
+func DesignOf(name string) Design {
 	d, _ := LookupDesign(name)
 	return d
 }
@@ -110,12 +110,14 @@ func SeedDesigns() []string { return DesignNames(IsSeedDesign) }
 
 // Questions the figures and the judge ask of a record's design.
 
-// isUD: the design moves its data over UD (the SQ designs).
-func isUD(name string) bool { return designOf(name).Transport == fabric.UD }
+// IsUD reports whether the design called name moves its data over UD
+// (the SQ designs).
+func IsUD(name string) bool { return DesignOf(name).Transport == fabric.UD }
 
-// isSeedMQ: one of Liu19's designs with an RC queue pair per peer,
-// optionally of one verb ("" for any).
-func isSeedMQ(name string, verb algos.Verb) bool {
-	d := designOf(name)
+// IsSeedMQ reports whether the design called name is one of Liu19's
+// designs with an RC queue pair per peer, optionally of one verb ("" for
+// any).
+func IsSeedMQ(name string, verb algos.Verb) bool {
+	d := DesignOf(name)
 	return d.Family == algos.FamilyDesign && d.Transport == fabric.RC && (verb == "" || d.Verb == verb)
 }

@@ -59,11 +59,13 @@ func goldenBase() RunConfig {
 // goldenRunCases lists the run cases: every simulated design with every
 // pattern, then one case per feature that changes the path a run takes
 // (payload mode, the notification variants, adaptive buffers, UD loss
-// recovery, receiver work, other profiles, faults).
-func goldenRunCases() (names []string, cfgs []RunConfig) {
-	add := func(name string, c RunConfig) {
-		names, cfgs = append(names, name), append(cfgs, c)
+// recovery, receiver work, other profiles, faults: link faults are the
+// simulator's, in faults).
+func goldenRunCases() (names []string, cfgs []RunConfig, faults []sim.Faults) {
+	addFaults := func(name string, c RunConfig, f sim.Faults) {
+		names, cfgs, faults = append(names, name), append(cfgs, c), append(faults, f)
 	}
+	add := func(name string, c RunConfig) { addFaults(name, c, sim.Faults{}) }
 	for _, d := range DesignNames(OnSimulator) {
 		for _, p := range goldenPatterns {
 			c := goldenBase()
@@ -92,8 +94,7 @@ func goldenRunCases() (names []string, cfgs []RunConfig) {
 		c := goldenBase()
 		c.Design, c.UDRecovery, c.Payload = d, true, true
 		add(d+" ud-recovery payload", c)
-		c.Faults = sim.Faults{Loss: 0.05}
-		add(d+" ud-recovery payload loss=0.05", c)
+		addFaults(d+" ud-recovery payload loss=0.05", c, sim.Faults{Loss: 0.05})
 	}
 	{
 		c := goldenBase()
@@ -106,23 +107,22 @@ func goldenRunCases() (names []string, cfgs []RunConfig) {
 		c.Design, c.Profile = "HyPer", "qdr-cx3"
 		add("HyPer qdr-cx3", c)
 		c = goldenBase()
-		c.Design, c.Faults = "MEMQ/SR", sim.Faults{Loss: 0.01, Duplicate: 0.01, Reorder: 0.02}
-		add("MEMQ/SR RC loss, duplication and reordering", c)
+		c.Design = "MEMQ/SR"
+		addFaults("MEMQ/SR RC loss, duplication and reordering", c, sim.Faults{Loss: 0.01, Duplicate: 0.01, Reorder: 0.02})
 		c = goldenBase()
 		c.Design, c.BytesPerNode, c.BytesPerPair = "MEMQ/WR", 0, 64<<10
 		add("MEMQ/WR bytes-per-pair=64KiB", c)
 	}
-	return names, cfgs
+	return names, cfgs, faults
 }
 
 // TestGoldenRuns checks the run cases against testdata/golden/runs.jsonl.
 func TestGoldenRuns(t *testing.T) {
-	names, cfgs := goldenRunCases()
+	names, cfgs, faults := goldenRunCases()
 	var got []goldenCase
 	for i, cfg := range cfgs {
 		var trace uint64
-		cfg.Inspect = func(c *sim.Cluster) { trace = c.TraceHash() }
-		rec, err := Run(cfg)
+		rec, err := RunSim(cfg, SimOptions{Faults: faults[i], Inspect: func(c *sim.Cluster) { trace = c.TraceHash() }})
 		gc := goldenCase{Case: names[i]}
 		switch {
 		case err != nil && isConfigRejection(err):
@@ -234,11 +234,11 @@ func TestGoldenQueries(t *testing.T) {
 	}
 	add("Q3 SEMQ/RD size-only fdr-cx3", rec, err)
 	for _, pt := range []struct{ design, label string }{
-		{IStoreReadDesign, istoreMicroLabel(64)},
-		{IStoreMulticastDesign, istoreMicroLabel(64)},
-		{IStoreDesign, istoreJoinLabel(3, 0.02)},
-		{IStoreUnicastDesign, istoreJoinLabel(2, 0.02)},
-		{"MESQ/SR", istoreJoinLabel(3, 0.02)},
+		{IStoreReadDesign, IStoreMicroLabel(64)},
+		{IStoreMulticastDesign, IStoreMicroLabel(64)},
+		{IStoreDesign, IStoreJoinLabel(3, 0.02)},
+		{IStoreUnicastDesign, IStoreJoinLabel(2, 0.02)},
+		{"MESQ/SR", IStoreJoinLabel(3, 0.02)},
 	} {
 		cfg := goldenBase()
 		cfg.Design, cfg.Label, cfg.Payload = pt.design, pt.label, true

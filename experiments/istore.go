@@ -106,7 +106,7 @@ func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
 		cfg.Timeout = 100 * fabric.Millisecond
 	}
 	remote := cfg.Design == IStoreDesign || cfg.Design == IStoreUnicastDesign
-	if d := designOf(cfg.Design); !remote && (d.Name == "" || !MovesTuples(d)) {
+	if d := DesignOf(cfg.Design); !remote && (d.Name == "" || !MovesTuples(d)) {
 		return nil, fmt.Errorf("design %q: choose %s or %s (remote reads) or a shuffle design: %s", cfg.Design, IStoreDesign, IStoreUnicastDesign,
 			strings.Join(DesignNames(MovesTuples), ", "))
 	}
@@ -156,7 +156,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 	steps := istore.ShuffleSteps(q)
 	plan := tpch.Plan{Nodes: cfg.Nodes, Steps: steps}
 	n, t, ns := cfg.Nodes, qc.Threads, len(steps)
-	shared := designOf(cfg.Design).Shared
+	shared := DesignOf(cfg.Design).Shared
 	sent, got := make([][][]algos.Tally, ns), make([][][]algos.Tally, ns)
 	for x := range ns {
 		sent[x], got[x] = make([][]algos.Tally, n), make([][]algos.Tally, n)
@@ -168,7 +168,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 	err := c.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		eps, err := openSteps(th, designOf(cfg.Design), ns,
+		eps, err := openSteps(th, DesignOf(cfg.Design), ns,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout})
 		if err != nil {
 			return err
@@ -219,14 +219,20 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 // = outstanding reads per thread) and "istore join tables=<2|3|4>
 // sf=<scale factor>" (the design names the plan; threads as
 // StarJoinConfig's).
-func istoreMicroLabel(blocks int) string { return fmt.Sprintf("istore micro blocks=%d", blocks) }
-func istoreJoinLabel(tables int, sf float64) string {
+
+// IStoreMicroLabel labels a microbenchmark point in which each reader
+// reads blocks blocks.
+func IStoreMicroLabel(blocks int) string { return fmt.Sprintf("istore micro blocks=%d", blocks) }
+
+// IStoreJoinLabel labels a star-join point of tables tables at scale
+// factor sf.
+func IStoreJoinLabel(tables int, sf float64) string {
 	return fmt.Sprintf("istore join tables=%d sf=%s", tables, strconv.FormatFloat(sf, 'g', -1, 64))
 }
 
-// parseIStoreLabel returns the kind ("micro" or "join") and the label's
+// ParseIStoreLabel returns the kind ("micro" or "join") and the label's
 // key=value fields.
-func parseIStoreLabel(label string) (string, map[string]float64, error) {
+func ParseIStoreLabel(label string) (string, map[string]float64, error) {
 	f := strings.Fields(label)
 	if len(f) < 2 || f[0] != "istore" || (f[1] != "micro" && f[1] != "join") {
 		return "", nil, fmt.Errorf("label %q: not an I-Store point (want \"istore micro blocks=N\" or \"istore join tables=N sf=X\")", label)
@@ -255,7 +261,7 @@ func parseIStoreLabel(label string) (string, map[string]float64, error) {
 // the record's throughput is the mean reader's scanned bytes per second.
 // Join points: the record's response time is the query's.
 func RunIStorePoint(cfg RunConfig) (*Record, error) {
-	kind, kv, err := parseIStoreLabel(cfg.Label)
+	kind, kv, err := ParseIStoreLabel(cfg.Label)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 func TestCrashDuringSetupLeavesNothingOpen(t *testing.T) {
 	for _, design := range SoakDesigns() {
 		for _, recovery := range []bool{false, true} {
-			if recovery && !isUD(design) {
+			if recovery && !IsUD(design) {
 				continue
 			}
 			name := design

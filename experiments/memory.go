@@ -38,7 +38,7 @@ func MemoryEstimate(cfg RunConfig) int64 {
 	if cfg.Payload {
 		msg := int64(cfg.MsgBytes)
 		if msg == 0 {
-			msg = int64(designOf(cfg.Design).MsgBytes)
+			msg = int64(DesignOf(cfg.Design).MsgBytes)
 		}
 		registered := 2 * t * n * b * msg // per node: send and receive buffers
 		est += n * registered / 2

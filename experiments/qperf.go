@@ -19,7 +19,7 @@ import (
 // that rounded down to whole messages per stream (at least one).
 // It measures the network's ceiling for the shuffle's traffic, as the
 // dashed qperf line of Liu19's figure 19.
-func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
+func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*Record, error) {
 	n, t := cfg.Nodes, cfg.Threads
 	iters := max(1, int(cfg.BytesPerNode/int64(cfg.MsgBytes)/int64(n-1)/int64(t)))
 	pc := perftest.Config{Test: "alltoall_bw", Size: cfg.MsgBytes, Iters: iters, QPs: t, Interleave: true,
@@ -28,7 +28,7 @@ func runQperf(cfg RunConfig, prof *sim.Profile) (*Record, error) {
 		return nil, err
 	}
 	// The faults and fault schedule apply as to any design.
-	c, done, err := newCluster(cfg, prof)
+	c, done, err := newCluster(cfg, opt, prof)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,10 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
-// RunConfig is one shuffle: a design, a cluster and a workload.
+// RunConfig is one shuffle: a design, a cluster and a workload. It is
+// portable: the same configuration runs on the simulator (Run, RunSim)
+// and on any other fabric (RunOn); what only the simulator can do with a
+// run is in SimOptions.
 type RunConfig struct {
 	Design       string // e.g. "MEMQ/SR"
 	Nodes        int
@@ -32,18 +35,6 @@ type RunConfig struct {
 	Seed           uint64
 	Payload        bool // move real bytes (checks content, slower)
 	Timeout        fabric.Duration
-	// Faults on every link (seeded): for testing how designs behave.
-	Faults sim.Faults
-	// Plan is a fault schedule for the simulated cluster (package faults
-	// builds one from YAML or flags), ProfileOverride a change to the
-	// loaded profile (a schedule's context-cache thrashing, say), and
-	// TimeLimit bounds the run in simulated time (0: the simulator's
-	// default). Inspect, if set, sees the cluster once the run is over,
-	// whatever its outcome (fault counts, the checker's findings).
-	Plan            *sim.Plan
-	ProfileOverride func(*sim.Profile)
-	TimeLimit       fabric.Duration
-	Inspect         func(*sim.Cluster)
 	// Notify selects the MQ/WR notification variant (default poll-CQ).
 	Notify algos.Notify
 	// Adaptive makes registered buffers adaptive (Liu19 §6), from a
@@ -63,6 +54,42 @@ type RunConfig struct {
 	// cycles per tuple (node i gets NodeCycles[i mod len]), for skewed
 	// processing; it overrides CyclesPerTuple.
 	NodeCycles []int64
+}
+
+// SimOptions are what only the simulator does with a run: inject faults,
+// change the loaded profile, bound the run in simulated time and show the
+// cluster to the caller afterwards. RunSim takes them; RunOn, for other
+// fabrics, has no place for them. The zero value is a plain run.
+type SimOptions struct {
+	// Faults on every link (seeded): for testing how designs behave.
+	Faults sim.Faults
+	// Plan is a fault schedule for the simulated cluster (package faults
+	// builds one from YAML or flags).
+	Plan *sim.Plan
+	// ProfileOverride changes the loaded profile (a schedule's
+	// context-cache thrashing, say); the result is validated again.
+	ProfileOverride func(*sim.Profile)
+	// TimeLimit bounds the run in simulated time (0: the simulator's
+	// default).
+	TimeLimit fabric.Duration
+	// Inspect, if set, sees the cluster once the run is over, whatever its
+	// outcome (fault counts, the checker's findings, the trace hash). The
+	// cluster is closed when Inspect returns.
+	Inspect func(*sim.Cluster)
+}
+
+// InjectsFaults reports whether o changes what the simulated hardware does
+// (link faults, a fault plan or a profile change), as opposed to only
+// bounding or watching the run.
+func (o SimOptions) InjectsFaults() bool {
+	return o.Faults != (sim.Faults{}) || o.Plan != nil || o.ProfileOverride != nil
+}
+
+// DefaultConfig returns the RunConfig of `explore run` without flags: the
+// base every sweep starts from before its own base parameters.
+func DefaultConfig() RunConfig {
+	return RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 2, Pattern: algos.Repartition, Profile: sim.DefaultProfileName,
+		Buffers: 2, CreditEvery: 2, BytesPerNode: 64 << 20, Seed: 1, Timeout: 100 * fabric.Millisecond}
 }
 
 // Record is the run record of docs/results.md.
@@ -211,8 +238,14 @@ func (c *RunConfig) bytesForPairs() int64 {
 }
 
 // Run runs one shuffle on a simulated cluster and checks that every node
-// received exactly the tuples sent to it.
-func Run(cfg RunConfig) (*Record, error) {
+// received exactly the tuples sent to it. It is RunSim without options.
+func Run(cfg RunConfig) (*Record, error) { return RunSim(cfg, SimOptions{}) }
+
+// RunSim runs one shuffle on a simulated cluster with the simulator's
+// options (faults, fault plan, profile change, time limit, inspector) and
+// checks that every node received exactly the tuples sent to it. A failed
+// run's error names the faults injected.
+func RunSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
@@ -220,20 +253,20 @@ func Run(cfg RunConfig) (*Record, error) {
 	if err := cfg.normalize(prof.Host.Cores); err != nil {
 		return nil, err
 	}
-	if cfg.ProfileOverride != nil {
-		cfg.ProfileOverride(prof)
+	if opt.ProfileOverride != nil {
+		opt.ProfileOverride(prof)
 		if err := prof.Validate(); err != nil {
 			return nil, err
 		}
 	}
-	d := designOf(cfg.Design) // known: normalize looked it up
+	d := DesignOf(cfg.Design) // known: normalize looked it up
 	if d.Ceiling {
-		return runQperf(cfg, prof)
+		return runQperf(cfg, opt, prof)
 	}
 	if d.RealOnly {
 		return nil, fmt.Errorf("the %s design moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it with explore run --backend tcp (in this process with --local, or one process per node, e.g. explore launch)", cfg.Design)
 	}
-	c, done, err := newCluster(cfg, prof)
+	c, done, err := newCluster(cfg, opt, prof)
 	if err != nil {
 		return nil, err
 	}
@@ -272,26 +305,26 @@ func Run(cfg RunConfig) (*Record, error) {
 	return rec, nil
 }
 
-// newCluster builds the simulated cluster of a run with its faults, fault
-// plan and inspector; done runs the inspector and closes the cluster.
-func newCluster(cfg RunConfig, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
-	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: cfg.TimeLimit})
+// newCluster builds the simulated cluster of a run with the options'
+// faults, fault plan, time limit and inspector; done runs the inspector and closes the cluster.
+func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
+	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit})
 	if err != nil {
 		return nil, nil, err
 	}
 	done = func() {
-		if cfg.Inspect != nil {
-			cfg.Inspect(c)
+		if opt.Inspect != nil {
+			opt.Inspect(c)
 		}
 		c.Close()
 	}
 	for i := 0; i < cfg.Nodes; i++ {
-		if err := c.SetFaults(i, cfg.Faults); err != nil {
+		if err := c.SetFaults(i, opt.Faults); err != nil {
 			c.Close()
 			return nil, nil, err
 		}
 	}
-	if err := c.SetPlan(cfg.Plan); err != nil {
+	if err := c.SetPlan(opt.Plan); err != nil {
 		c.Close()
 		return nil, nil, err
 	}
@@ -302,9 +335,9 @@ func newCluster(cfg RunConfig, prof *sim.Profile) (c *sim.Cluster, done func(), 
 // real-hardware backend (fabric/ibv): in one process for every node, or one
 // process per node, in which case every process runs its node and gets the
 // whole record (the nodes' results travel over the out-of-band channel).
-// cfg.Profile does not apply and fault injection (Faults, Plan) is an
-// error; the record's profile is
-// "hardware" for a backend other than the simulator.
+// cfg.Profile does not apply; fault injection is the simulator's
+// (SimOptions, RunSim). The record's profile is "hardware" for a backend
+// other than the simulator.
 func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")
@@ -315,13 +348,10 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if cfg.Nodes != f.Size() {
 		return nil, fmt.Errorf("--nodes %d but the %s fabric has %d nodes", cfg.Nodes, f.Backend(), f.Size())
 	}
-	if cfg.Faults != (sim.Faults{}) || cfg.Plan != nil || cfg.ProfileOverride != nil {
-		return nil, fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", f.Backend())
-	}
 	if err := cfg.normalize(f.Local()[0].Cores()); err != nil {
 		return nil, err
 	}
-	if designOf(cfg.Design).Ceiling {
+	if DesignOf(cfg.Design).Ceiling {
 		return nil, fmt.Errorf("the qperf baseline on hardware: run qperf itself, or explore bench alltoall_bw --backend %s", f.Backend())
 	}
 	rec, err := shuffleOn(f, cfg, nil)

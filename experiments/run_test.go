@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -41,9 +42,9 @@ func TestUDReorder(t *testing.T) {
 	for _, design := range []string{"SESQ/SR", "MESQ/SR"} {
 		for _, seed := range []uint64{1, 2, 3} {
 			t.Run(fmt.Sprintf("%s/seed=%d", design, seed), func(t *testing.T) {
-				rec, err := Run(RunConfig{Design: design, Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 4,
-					BytesPerNode: 256 << 10, Seed: seed, Payload: true,
-					Faults: sim.Faults{Reorder: 0.2, ReorderDelay: 3 * fabric.Microsecond}})
+				rec, err := RunSim(RunConfig{Design: design, Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 4,
+					BytesPerNode: 256 << 10, Seed: seed, Payload: true},
+					SimOptions{Faults: sim.Faults{Reorder: 0.2, ReorderDelay: 3 * fabric.Microsecond}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -59,8 +60,8 @@ func TestUDReorder(t *testing.T) {
 // error that says what is missing, within the timeout, never a hang or a
 // silently wrong result.
 func TestUDLossEndsCleanly(t *testing.T) {
-	_, err := Run(RunConfig{Design: "MESQ/SR", Nodes: 4, Threads: 1, Profile: "edr-cx4", Buffers: 4,
-		BytesPerNode: 256 << 10, Seed: 1, Faults: sim.Faults{Loss: 0.01}, Timeout: fabric.Millisecond})
+	_, err := RunSim(RunConfig{Design: "MESQ/SR", Nodes: 4, Threads: 1, Profile: "edr-cx4", Buffers: 4,
+		BytesPerNode: 256 << 10, Seed: 1, Timeout: fabric.Millisecond}, SimOptions{Faults: sim.Faults{Loss: 0.01}})
 	if err == nil || !strings.Contains(err.Error(), "missing") && !strings.Contains(err.Error(), "no end of stream") {
 		t.Fatalf("got %v, want an error naming missing messages", err)
 	}
@@ -253,8 +254,8 @@ func TestUDRecovery(t *testing.T) {
 		} {
 			for _, pat := range []algos.Pattern{algos.Repartition, algos.Broadcast} {
 				t.Run(fmt.Sprintf("%s/%s/loss=%v,dup=%v", design, pat, f.Loss, f.Duplicate), func(t *testing.T) {
-					rec, err := Run(RunConfig{Design: design, Nodes: 4, Threads: 2, Pattern: pat, Profile: "edr-cx4", Buffers: 4,
-						BytesPerNode: 1 << 20, Seed: 5, Payload: true, Faults: f, UDRecovery: true})
+					rec, err := RunSim(RunConfig{Design: design, Nodes: 4, Threads: 2, Pattern: pat, Profile: "edr-cx4", Buffers: 4,
+						BytesPerNode: 1 << 20, Seed: 5, Payload: true, UDRecovery: true}, SimOptions{Faults: f})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -278,8 +279,7 @@ func TestUDRecovery(t *testing.T) {
 
 // TestQperfTakesTheFaultPlan: a fault schedule applies to the qperf
 // baseline as to every design (it was ignored, so qperf ran clean under
-// any fault flag), and RunOn, which cannot inject faults, refuses one
-// instead of ignoring it.
+// any fault flag).
 func TestQperfTakesTheFaultPlan(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -293,8 +293,8 @@ func TestQperfTakesTheFaultPlan(t *testing.T) {
 			plan := sim.NewPlan()
 			plan.Rules = append(plan.Rules, tc.rule)
 			var counts sim.FaultCounts
-			rec, err := Run(RunConfig{Design: "qperf", Nodes: 2, Threads: 1, Profile: "edr-cx4", BytesPerNode: 1 << 20, Plan: plan,
-				Timeout: fabric.Millisecond, TimeLimit: 50 * fabric.Millisecond, Inspect: func(c *sim.Cluster) { counts = c.FaultCounts() }})
+			rec, err := RunSim(RunConfig{Design: "qperf", Nodes: 2, Threads: 1, Profile: "edr-cx4", BytesPerNode: 1 << 20, Timeout: fabric.Millisecond},
+				SimOptions{Plan: plan, TimeLimit: 50 * fabric.Millisecond, Inspect: func(c *sim.Cluster) { counts = c.FaultCounts() }})
 			if tc.fail != (err != nil) {
 				t.Fatalf("err %v, record %+v", err, rec)
 			}
@@ -303,21 +303,22 @@ func TestQperfTakesTheFaultPlan(t *testing.T) {
 			}
 		})
 	}
-	f, err := sim.New(sim.Config{Nodes: 2, Profile: mustProfile(t, "edr-cx4"), Seed: 1, SizeOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := RunOn(f, RunConfig{Design: "MEMQ/SR", Nodes: 2, Plan: sim.NewPlan()}); err == nil || !strings.Contains(err.Error(), "fault injection") {
-		t.Fatalf("RunOn with a fault plan: %v", err)
-	}
 }
 
-func mustProfile(t *testing.T, name string) *sim.Profile {
-	t.Helper()
-	p, err := sim.LoadProfile(name)
-	if err != nil {
-		t.Fatal(err)
+// TestRunConfigIsPortable: RunConfig holds no simulator type and no
+// function, so that RunOn, which runs it on any fabric, cannot be handed
+// something only the simulator can do (that is SimOptions, for RunSim).
+func TestRunConfigIsPortable(t *testing.T) {
+	simPath := reflect.TypeFor[sim.Faults]().PkgPath()
+	ty := reflect.TypeFor[RunConfig]()
+	for i := range ty.NumField() {
+		f := ty.Field(i)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.PkgPath() == simPath || ft.Kind() == reflect.Func {
+			t.Errorf("RunConfig.%s is a %s: a simulator option belongs in SimOptions", f.Name, f.Type)
+		}
 	}
-	return p
 }

@@ -51,7 +51,7 @@ func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	design := designOf(cfg.Design)
+	design := DesignOf(cfg.Design)
 	var gathered [][]byte // every node's nodeResult, kept by this process's first node
 	firstLocal := f.Local()[0].ID()
 	t0 := time.Now()

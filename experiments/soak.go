@@ -143,7 +143,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 		cfg.Designs = SoakDesigns()
 	}
 	for _, d := range cfg.Designs {
-		if x := designOf(d); x.Name == "" || !MovesTuples(x) {
+		if x := DesignOf(d); x.Name == "" || !MovesTuples(x) {
 			return nil, fmt.Errorf("--designs: %q is not a design to soak (choose from %s)", d, strings.Join(SoakDesigns(), ", "))
 		}
 	}
@@ -183,13 +183,14 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	}
 	base := func(design string, seed uint64) RunConfig {
 		return RunConfig{Design: design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Buffers: 4, CreditEvery: 2,
-			BytesPerNode: cfg.BytesPerNode, Seed: seed, Payload: cfg.Payload, TimeLimit: cfg.SimLimit}
+			BytesPerNode: cfg.BytesPerNode, Seed: seed, Payload: cfg.Payload}
 	}
+	limit := SimOptions{TimeLimit: cfg.SimLimit}
 	// How long each design's shuffle lasts without faults: faults fall in
 	// that span, setup included.
 	span := map[string]faults.Phases{}
 	for _, d := range cfg.Designs {
-		rec, err := Run(base(d, cfg.FirstSeed))
+		rec, err := RunSim(base(d, cfg.FirstSeed), limit)
 		if err != nil {
 			return nil, fmt.Errorf("%s without faults: %w", d, err)
 		}
@@ -200,7 +201,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	for i := 0; i < cfg.Seeds; i++ {
 		seed := cfg.FirstSeed + uint64(i)
 		for _, d := range cfg.Designs {
-			ud := isUD(d)
+			ud := IsUD(d)
 			for _, recovery := range []bool{false, true} {
 				if recovery && !ud || !drawn {
 					continue
@@ -218,7 +219,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 				}
 				rc := base(d, seed)
 				rc.UDRecovery = recovery
-				run := soakOne(rc, sched, cfg.WallLimit)
+				run := soakOne(rc, limit, sched, cfg.WallLimit)
 				run.Scenarios = names
 				if recovery && run.Outcome != Exact && run.Outcome != Silent && run.Outcome != Hang && udLossOnly(names) {
 					run.Outcome = Unrecovered
@@ -231,7 +232,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 				sched, _ := faults.Scenario(r, faults.HighUDLoss, cfg.Nodes, span[d])
 				rc := base(d, seed)
 				rc.UDRecovery = true
-				run := soakOne(rc, sched, cfg.WallLimit)
+				run := soakOne(rc, limit, sched, cfg.WallLimit)
 				run.Scenarios = []string{faults.HighUDLoss}
 				res.add(run)
 				cfg.log(run)
@@ -289,29 +290,28 @@ func (r *SoakResult) add(run SoakRun) {
 	}
 }
 
-// soakOne runs cfg under sched and classifies the outcome; a run that
-// outlasts wall is abandoned as a hang.
-func soakOne(cfg RunConfig, sched *faults.Schedule, wall time.Duration) SoakRun {
+// soakOne runs cfg with opt under sched and classifies the outcome; a run
+// that outlasts wall is abandoned as a hang.
+func soakOne(cfg RunConfig, opt SimOptions, sched *faults.Schedule, wall time.Duration) SoakRun {
 	run := SoakRun{Seed: cfg.Seed, Design: cfg.Design, Recovery: cfg.UDRecovery}
 	plan, err := sched.Plan(cfg.Nodes)
 	if err != nil {
 		run.Outcome, run.Err = CleanError, err.Error()
 		return run
 	}
-	cfg.Plan, cfg.ProfileOverride = plan, sched.ProfileOverride()
+	opt.Plan, opt.ProfileOverride = plan, sched.ProfileOverride()
 	type result struct {
 		rec      *Record
 		err      error
 		injected int64
 	}
 	done := make(chan result, 1)
-	cfg.Inspect = func(c *sim.Cluster) {}
 	t0 := time.Now()
 	go func() {
 		var injected int64
-		c := cfg
-		c.Inspect = func(cl *sim.Cluster) { injected = cl.FaultCounts().Total() }
-		rec, err := Run(c)
+		o := opt
+		o.Inspect = func(cl *sim.Cluster) { injected = cl.FaultCounts().Total() }
+		rec, err := RunSim(cfg, o)
 		if sched.QPCacheEntries > 0 {
 			injected++ // the profile change
 		}

@@ -40,13 +40,13 @@ func runSchedule(t *testing.T, cfg RunConfig, yaml string) (*Record, error, *sim
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Plan, err = s.Plan(cfg.Nodes); err != nil {
+	opt := SimOptions{ProfileOverride: s.ProfileOverride()}
+	if opt.Plan, err = s.Plan(cfg.Nodes); err != nil {
 		t.Fatal(err)
 	}
-	cfg.ProfileOverride = s.ProfileOverride()
 	var cl *sim.Cluster
-	cfg.Inspect = func(c *sim.Cluster) { cl = c }
-	rec, err := Run(cfg)
+	opt.Inspect = func(c *sim.Cluster) { cl = c }
+	rec, err := RunSim(cfg, opt)
 	return rec, err, cl
 }
 
@@ -111,8 +111,8 @@ func TestUDDuplicateAndLossNotSilent(t *testing.T) {
 			{Action: sim.Dup, Src: 1, Dst: 0, Head: data, Nth: 1},
 			{Action: sim.Lose, Src: 1, Dst: 0, Head: data, Nth: 3},
 		}
-		rec, err := Run(RunConfig{Design: design, Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10,
-			Seed: 1, Payload: true, Plan: p})
+		rec, err := RunSim(RunConfig{Design: design, Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10,
+			Seed: 1, Payload: true}, SimOptions{Plan: p})
 		if err == nil {
 			t.Fatalf("%s: no error; integrity %s", design, rec.Integrity)
 		}

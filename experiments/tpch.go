@@ -77,7 +77,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
-	d := designOf(c.Design)
+	d := DesignOf(c.Design)
 	known := c.Design == LocalData || d.Name != "" && MovesTuples(d)
 	if c.Design == LocalData {
 		d.MsgBytes = 64 << 10 // no endpoints: the RC designs' default, as before
@@ -122,7 +122,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	}
 	defer c.Close()
 	n, t, ns := cfg.Nodes, cfg.Threads, len(plan.Steps)
-	shared := designOf(cfg.Design).Shared
+	shared := DesignOf(cfg.Design).Shared
 	gen := tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}
 	sent := make([][][]algos.Tally, ns) // per step, sender, destination
 	got := make([][][]algos.Tally, ns)  // per step, receiver, source
@@ -137,7 +137,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	err = c.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		eps, err := openSteps(th, designOf(cfg.Design), ns,
+		eps, err := openSteps(th, DesignOf(cfg.Design), ns,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout})
 		if err != nil {
 			return err

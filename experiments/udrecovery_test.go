@@ -50,8 +50,8 @@ func runUD(t *testing.T, design string, seed uint64, bytes int64, s *faults.Sche
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := Run(RunConfig{Design: design, Nodes: 4, Threads: 2, Profile: "edr-cx4", BytesPerNode: bytes, Payload: true,
-		Seed: seed, Plan: plan, UDRecovery: true, Inspect: func(c *sim.Cluster) { end = c.Now() }})
+	rec, err := RunSim(RunConfig{Design: design, Nodes: 4, Threads: 2, Profile: "edr-cx4", BytesPerNode: bytes, Payload: true,
+		Seed: seed, UDRecovery: true}, SimOptions{Plan: plan, Inspect: func(c *sim.Cluster) { end = c.Now() }})
 	switch {
 	case err == nil && rec.Integrity == "ok":
 		return udExact, end, ""

@@ -9,25 +9,26 @@ import (
 
 // faultFlags registers the fault-schedule flags (--faults FILE,
 // --fault-loss, --fault-drop, ... see docs/reliability.md) on cmd and
-// returns the function that puts the schedule they describe into a run
-// configuration (nothing when no fault flag is given). To wire it into a
-// command:
+// returns the function that turns the schedule they describe into the
+// simulator options of a run on nodes nodes (no options when no fault flag
+// is given). To wire it into a command:
 //
-//	applyFaults := faultFlags(cmd)              // after the command is built
-//	if err := applyFaults(&cfg); err != nil {   // in RunE, before experiments.Run
+//	simOptions := faultFlags(cmd)         // after the command is built
+//	opt, err := simOptions(cfg.Nodes)     // in RunE, before experiments.RunSim
+//	if err != nil {
 //		return err
 //	}
-func faultFlags(cmd *cobra.Command) func(cfg *experiments.RunConfig) error {
+func faultFlags(cmd *cobra.Command) func(nodes int) (experiments.SimOptions, error) {
 	f := faults.AddFlags(cmd.Flags())
-	return func(cfg *experiments.RunConfig) error {
+	return func(nodes int) (experiments.SimOptions, error) {
 		s, err := f.Schedule()
 		if err != nil || s == nil {
-			return err
+			return experiments.SimOptions{}, err
 		}
-		if cfg.Plan, err = s.Plan(cfg.Nodes); err != nil {
-			return err
+		plan, err := s.Plan(nodes)
+		if err != nil {
+			return experiments.SimOptions{}, err
 		}
-		cfg.ProfileOverride = s.ProfileOverride()
-		return nil
+		return experiments.SimOptions{Plan: plan, ProfileOverride: s.ProfileOverride()}, nil
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // figureFlags are the options figure and reproduce share.
@@ -45,11 +46,11 @@ func (f *figureFlags) scale(fl *pflag.FlagSet) error {
 	return nil
 }
 
-func (f *figureFlags) options(w io.Writer) experiments.FigureOptions {
+func (f *figureFlags) options(w io.Writer) figures.FigureOptions {
 	var p *progress
-	return experiments.FigureOptions{Full: f.full, OutDir: f.out, Jobs: f.jobs, Resume: f.resume, NoSteadyCheck: f.noSteady,
+	return figures.FigureOptions{Full: f.full, OutDir: f.out, Jobs: f.jobs, Resume: f.resume, NoSteadyCheck: f.noSteady,
 		Warn: func(s string) { fmt.Fprintln(w, "warning:", s) },
-		Progress: func(pr experiments.Progress) {
+		Progress: func(pr sweep.Progress) {
 			if pr.Done == 1 { // a new sweep
 				if p != nil {
 					p.finish()
@@ -65,7 +66,7 @@ func (f *figureFlags) options(w io.Writer) experiments.FigureOptions {
 }
 
 func figureIDs() string {
-	figs := experiments.AllFigures()
+	figs := figures.AllFigures()
 	ids := make([]string, len(figs))
 	for i, f := range figs {
 		ids[i] = f.ID
@@ -87,20 +88,20 @@ Figures: ` + figureIDs() + `.`,
 		Example: "  explore figure fig19 --out results/fig19\n  explore figure fig13 --full --resume",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := experiments.FigureByID(args[0])
+			f, err := figures.FigureByID(args[0])
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("out") {
 				ff.out = filepath.Join("results", f.ID)
 			}
-			rep, err := experiments.RunFigure(cmd.Context(), f, ff.options(cmd.ErrOrStderr()))
+			rep, err := figures.RunFigure(cmd.Context(), f, ff.options(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			printFigure(w, rep)
-			vs := experiments.Judge(map[string][]experiments.Result{f.ID: rep.Results})
+			vs := figures.Judge(map[string][]sweep.Result{f.ID: rep.Results})
 			printVerdicts(w, vs, f.Claims)
 			if rep.Failed > 0 {
 				return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
@@ -115,7 +116,7 @@ Figures: ` + figureIDs() + `.`,
 // printFigure prints the figure's results as a pivot table: one column per
 // value of the figure's x parameter, one row per combination of the other
 // varied parameters.
-func printFigure(w io.Writer, rep *experiments.FigureReport) {
+func printFigure(w io.Writer, rep *figures.FigureReport) {
 	metric, unit := rep.Figure.TableMetric()
 	fmt.Fprintf(w, "%s: %s\n%s\n", rep.Figure.ID, rep.Figure.Title, unit)
 	var rows, cols []string
@@ -177,7 +178,7 @@ func printFigure(w io.Writer, rep *experiments.FigureReport) {
 	}
 }
 
-func printVerdicts(w io.Writer, vs []experiments.Verdict, only []string) {
+func printVerdicts(w io.Writer, vs []figures.Verdict, only []string) {
 	t := newTable(w)
 	t.Header("claim", "verdict", "measured", "reason")
 	for _, v := range vs {
@@ -214,12 +215,12 @@ takes about 10 minutes on 2 cores.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, id := range figs {
-				if _, err := experiments.FigureByID(id); err != nil && id != "alltoall_bw" {
+				if _, err := figures.FigureByID(id); err != nil && id != "alltoall_bw" {
 					return fmt.Errorf("--figures: %w (or alltoall_bw)", err)
 				}
 			}
 			errw := cmd.ErrOrStderr()
-			rep, err := experiments.Reproduce(cmd.Context(), experiments.ReproduceOptions{FigureOptions: ff.options(errw), Figures: figs, Log: errw})
+			rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw), Figures: figs, Log: errw})
 			if err != nil {
 				return err
 			}
@@ -228,7 +229,7 @@ takes about 10 minutes on 2 cores.`,
 			if ff.full {
 				command += " --full"
 			}
-			if err := experiments.WriteValidation(&buf, rep, ff.full, command); err != nil {
+			if err := figures.WriteValidation(&buf, rep, ff.full, command); err != nil {
 				return err
 			}
 			if err := os.MkdirAll(filepath.Dir(validation), 0o755); err != nil {

@@ -102,6 +102,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bench", "send_bw", "--backend", "gpu"}, "choose sim, ibv, loopback or tcp"},
 		{[]string{"run", "--backend", "ibv", "--nodes", "2"}, "-tags ibverbs"},
 		{[]string{"run", "--backend", "ibv", "--local", "--nodes", "2"}, "-tags ibverbs"},
+		{[]string{"run", "--backend", "tcp", "--design", "TCP", "--local", "--nodes", "2", "--fault-loss", "0.01"}, "fault injection (--fault-* and --faults) needs the simulator, not the tcp backend"},
 		{[]string{"bench"}, "accepts 1 arg"},
 		{[]string{"overview", "--nodes", "1"}, "at least 2 nodes"},
 		// Zero means "default" inside a run configuration; on the

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
@@ -48,19 +50,19 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				return fmt.Errorf("--msg-bytes %d: want at least 1 (leave the flag out for the design's default)", cfg.MsgBytes)
 			}
 			if figure != "" {
-				f, err := experiments.FigureByID(figure)
+				f, err := figures.FigureByID(figure)
 				if err != nil {
 					return err
 				}
 				if !cmd.Flags().Changed("out") {
 					ff.out = filepath.Join("results", f.ID)
 				}
-				rep, err := experiments.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr()))
+				rep, err := figures.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr()))
 				if err != nil {
 					return err
 				}
 				printFigure(w, rep)
-				printVerdicts(w, experiments.Judge(map[string][]experiments.Result{f.ID: rep.Results}), f.Claims)
+				printVerdicts(w, figures.Judge(map[string][]sweep.Result{f.ID: rep.Results}), f.Claims)
 				if rep.Failed > 0 {
 					return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
 				}

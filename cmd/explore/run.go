@@ -8,22 +8,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
-	"github.com/rdmashuffle/rdmashuffle/fabric"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 func runCmd() *cobra.Command {
-	var cfg experiments.RunConfig
-	var pattern string
+	cfg := experiments.DefaultConfig()
 	var jsonOut bool
-	var timeoutMS float64
-	var notify string
-	var nodeCycles string
 	var noMemCheck bool
 	var hw hwFlags
-	var applyFaults func(*experiments.RunConfig) error
+	var simOptions func(nodes int) (experiments.SimOptions, error)
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -51,23 +45,19 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 				{"credit-every", cfg.CreditEvery == 0, "at least 1"},
 				{"msg-bytes", cfg.MsgBytes == 0, "at least 1 (leave the flag out for the design's default)"},
 				{"bytes-per-node", cfg.BytesPerNode == 0 && cfg.BytesPerPair == 0, "at least 1 (or size the input with --bytes-per-pair)"},
-				{"timeout-ms", timeoutMS <= 0, "a positive number of simulated milliseconds"},
+				{"timeout-ms", timeoutMS(cmd) <= 0, "a positive number of simulated milliseconds"},
 			} {
 				if z.bad && cmd.Flags().Changed(z.flag) {
 					v := cmd.Flags().Lookup(z.flag).Value.String()
 					return fmt.Errorf("--%s %s: want %s", z.flag, v, z.want)
 				}
 			}
-			cfg.Pattern = algos.Pattern(pattern)
-			cfg.Notify = algos.Notify(notify)
-			cy, err := experiments.ParseNodeCycles(nodeCycles)
+			opt, err := simOptions(cfg.Nodes)
 			if err != nil {
-				return fmt.Errorf("--node-cycles: %w", err)
-			}
-			cfg.NodeCycles = cy
-			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
-			if err := applyFaults(&cfg); err != nil {
 				return err
+			}
+			if hw.backend != "sim" && opt.InjectsFaults() {
+				return fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", hw.backend)
 			}
 			if hw.backend == "tcp" && cfg.Design != "TCP" {
 				return fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
@@ -86,7 +76,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 						return err
 					}
 				}
-				rec, err = experiments.Run(cfg)
+				rec, err = experiments.RunSim(cfg, opt)
 			}
 			if err != nil {
 				return err
@@ -95,31 +85,20 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Design, "design", "MEMQ/SR", "endpoint design: "+strings.Join(experiments.DesignNames(nil), ", "))
-	fl.StringVar(&notify, "notify", "", "RDMA Write designs: how receivers learn of a write: cq (write with immediate, default), buffers (a seal per buffer) or queue (a descriptor ring)")
-	fl.IntVar(&cfg.Nodes, "nodes", 8, "cluster size")
-	fl.IntVar(&cfg.Threads, "threads", 2, "sending threads per node (and as many receiving threads)")
-	fl.StringVar(&pattern, "pattern", "repartition", "repartition, broadcast, or multicast:K (each tuple to K consecutive nodes)")
-	fl.StringVar(&cfg.Profile, "profile", sim.DefaultProfileName, "hardware profile: a built-in name or a .yaml path")
-	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 0, "message (buffer) size in bytes, header included (default 4096 for UD designs, 65536 for RC)")
-	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")
-	fl.IntVar(&cfg.CreditEvery, "credit-every", 2, "receives posted per credit write-back")
-	fl.Int64Var(&cfg.BytesPerNode, "bytes-per-node", 64<<20, "payload bytes each node sends")
-	fl.Int64Var(&cfg.BytesPerPair, "bytes-per-pair", 0, "size the input so each sending thread sends about this many bytes to each destination (overrides --bytes-per-node)")
-	fl.Int64Var(&cfg.CyclesPerTuple, "cycles-per-tuple", 0, "receiving fragment's processing per tuple, CPU cycles")
-	fl.StringVar(&nodeCycles, "node-cycles", "", "per-node cycles per tuple, comma-separated, node i taking entry i mod count (overrides --cycles-per-tuple), e.g. 21,95")
-	fl.BoolVar(&cfg.Adaptive, "adaptive", false, "adaptive registered buffers from a pool per node (Liu19 §6): --buffers is where they start")
-	fl.IntVar(&cfg.MaxBuffers, "max-buffers", 0, "with --adaptive: the most buffers per thread and peer (default: room within a 16,000-entry receive queue, at most 256)")
-	fl.BoolVar(&cfg.UDRecovery, "ud-recovery", false, "UD designs: recover lost messages (acknowledgements, retransmission, duplicates dropped) instead of failing")
-	fl.Int64Var(&cfg.PinnedCapMiB, "pinned-cap-mib", 0, "with --adaptive: the pool's pinned-memory cap per node in MiB (0: none)")
-	fl.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
-	fl.BoolVar(&cfg.Payload, "payload", false, "move every byte and check tuple contents (default: size-only, checksums in headers)")
-	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest wait for progress, simulated milliseconds, before the run fails")
+	// The sweep parameters' flags (design, nodes, pattern, ...) come from
+	// their table; a new parameter is added there once.
+	sweep.AddFlags(fl, &cfg)
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
 	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available")
 	hw.register(fl)
-	applyFaults = faultFlags(cmd)
+	simOptions = faultFlags(cmd)
 	return cmd
+}
+
+// timeoutMS is --timeout-ms as given.
+func timeoutMS(cmd *cobra.Command) float64 {
+	ms, _ := cmd.Flags().GetFloat64("timeout-ms")
+	return ms
 }
 
 // reportRun prints the record (as JSON, or a table) and then fails a run

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-
-	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 func TestSoakCommand(t *testing.T) {
@@ -75,15 +73,14 @@ func TestFaultFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := experiments.RunConfig{Nodes: 4}
-	if err := apply(&cfg); err != nil {
+	opt, err := apply(4)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Plan == nil || len(cfg.Plan.Rules) != 3 {
-		t.Fatalf("plan %+v", cfg.Plan)
+	if opt.Plan == nil || len(opt.Plan.Rules) != 3 || !opt.InjectsFaults() {
+		t.Fatalf("plan %+v", opt.Plan)
 	}
-	cfg = experiments.RunConfig{Nodes: 2}
-	if err := apply(&cfg); err == nil || !strings.Contains(err.Error(), "drop[0].src: node 2 outside the 2-node cluster") {
+	if _, err := apply(2); err == nil || !strings.Contains(err.Error(), "drop[0].src: node 2 outside the 2-node cluster") {
 		t.Fatalf("on 2 nodes: %v", err)
 	}
 }

@@ -1,7 +1,7 @@
 package main
 
 // explore sweep, merge and plot: the command-line face of
-// experiments/sweep.go, stats.go and plot.go (docs/sweeps.md).
+// package experiments/sweep (docs/sweeps.md).
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 func sweepCmd() *cobra.Command {
@@ -37,7 +37,7 @@ is sorted by point and identical whatever --jobs; run the same command again to 
 (points already in the file are skipped, failed ones run again). --shard i/N runs only
 every N-th point (for a Slurm job array); 'explore merge' joins the shards.
 
-Parameters (explore run's flag names): ` + strings.Join(experiments.Params(), ", ") + `.`,
+Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + `.`,
 		Example: `  explore sweep experiments/specs/example.yaml
   explore sweep fig19.yaml --jobs 16 --shard $SLURM_ARRAY_TASK_ID/8`,
 		Args: cobra.ExactArgs(1),
@@ -46,9 +46,9 @@ Parameters (explore run's flag names): ` + strings.Join(experiments.Params(), ",
 			if err != nil {
 				return err
 			}
-			var sh experiments.Shard
+			var sh sweep.Shard
 			if shard != "" {
-				if sh, err = experiments.ParseShard(shard); err != nil {
+				if sh, err = sweep.ParseShard(shard); err != nil {
 					return fmt.Errorf("--shard: %w", err)
 				}
 			}
@@ -63,11 +63,11 @@ Parameters (explore run's flag names): ` + strings.Join(experiments.Params(), ",
 			}
 			stderr := cmd.ErrOrStderr()
 			prog := newProgress(stderr)
-			opts := experiments.SweepOptions{Jobs: jobs, Shard: sh, Out: out, Progress: prog.point,
+			opts := sweep.SweepOptions{Jobs: jobs, Shard: sh, Out: out, Progress: prog.point,
 				Warn: func(w string) { fmt.Fprintln(stderr, "warning:", w) }}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rep, err := experiments.RunSweep(ctx, sw, opts)
+			rep, err := sweep.RunSweep(ctx, sw, opts)
 			prog.finish()
 			if rep == nil {
 				return err
@@ -86,7 +86,7 @@ Parameters (explore run's flag names): ` + strings.Join(experiments.Params(), ",
 			switch {
 			case errors.Is(err, context.Canceled):
 				return fmt.Errorf("interrupted; run the same command again to resume")
-			case errors.Is(err, experiments.ErrPointsFailed):
+			case errors.Is(err, sweep.ErrPointsFailed):
 				return fmt.Errorf("%d of %d points failed (see the error field in %s)", rep.Failed, n, out)
 			}
 			return err
@@ -100,12 +100,12 @@ Parameters (explore run's flag names): ` + strings.Join(experiments.Params(), ",
 	return cmd
 }
 
-func readSpec(path string) (*experiments.Sweep, error) {
+func readSpec(path string) (*sweep.Sweep, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("sweep spec: %w", err)
 	}
-	sw, err := experiments.ParseSweep(data)
+	sw, err := sweep.ParseSweep(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -128,7 +128,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func (p *progress) point(pr experiments.Progress) {
+func (p *progress) point(pr sweep.Progress) {
 	if p.bar == nil && isTerminal(p.w) {
 		p.bar = progressbar.NewOptions(pr.Total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("sweep"),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("points"),
@@ -164,7 +164,7 @@ func (p *progress) finish() {
 // printSweep prints one row per configuration (the varied parameters but
 // the seed): runs, throughput mean (± 95% half-width over seeds),
 // response time, integrity and failures.
-func printSweep(w io.Writer, sw *experiments.Sweep, results []experiments.Result) {
+func printSweep(w io.Writer, sw *sweep.Sweep, results []sweep.Result) {
 	var cols []string
 	for _, k := range sw.Varied() {
 		if k != "seed" {
@@ -181,7 +181,7 @@ func printSweep(w io.Writer, sw *experiments.Sweep, results []experiments.Result
 	var groups []*group
 	byKey := map[string]*group{}
 	for _, r := range results {
-		k := experiments.KeyDrop(r.Key, "seed")
+		k := sweep.KeyDrop(r.Key, "seed")
 		g := byKey[k]
 		if g == nil {
 			g = &group{key: k, integrity: map[string]int{}}
@@ -204,10 +204,10 @@ func printSweep(w io.Writer, sw *experiments.Sweep, results []experiments.Result
 	for _, g := range groups {
 		var row []string
 		for _, c := range cols {
-			v, _ := experiments.KeyValue(g.key, c)
+			v, _ := sweep.KeyValue(g.key, c)
 			row = append(row, v)
 		}
-		tp, rs := experiments.Summarize1(g.tput), experiments.Summarize1(g.resp)
+		tp, rs := sweep.Summarize1(g.tput), sweep.Summarize1(g.resp)
 		integ := make([]string, len(g.integrityOrder))
 		for i, s := range g.integrityOrder {
 			integ[i] = s
@@ -221,7 +221,7 @@ func printSweep(w io.Writer, sw *experiments.Sweep, results []experiments.Result
 	t.Render()
 }
 
-func meanCI(s experiments.Summary, prec int) string {
+func meanCI(s sweep.Summary, prec int) string {
 	switch {
 	case s.N == 0:
 		return "-"
@@ -254,7 +254,7 @@ points in no file are listed (the merged file is written, and merge exits non-ze
 			if out == "" {
 				return errors.New("-o: name the merged output file")
 			}
-			var sw *experiments.Sweep
+			var sw *sweep.Sweep
 			if spec != "" {
 				var err error
 				if sw, err = readSpec(spec); err != nil {
@@ -262,7 +262,7 @@ points in no file are listed (the merged file is written, and merge exits non-ze
 				}
 			}
 			stderr := cmd.ErrOrStderr()
-			rep, err := experiments.Merge(out, sw, func(w string) { fmt.Fprintln(stderr, "warning:", w) }, args...)
+			rep, err := sweep.Merge(out, sw, func(w string) { fmt.Fprintln(stderr, "warning:", w) }, args...)
 			if err != nil {
 				return err
 			}
@@ -282,7 +282,7 @@ points in no file are listed (the merged file is written, and merge exits non-ze
 }
 
 func plotCmd() *cobra.Command {
-	var ps experiments.PlotSpec
+	var ps sweep.PlotSpec
 	var x, series, y, out, csvPath string
 	var hlines []string
 	cmd := &cobra.Command{
@@ -299,21 +299,21 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 			if out == "" {
 				return errors.New("-o: name the output files' base (base.png, base.svg)")
 			}
-			metric, err := experiments.Metric(y)
+			metric, err := sweep.Metric(y)
 			if err != nil {
 				return fmt.Errorf("--y: %w", err)
 			}
 			stderr := cmd.ErrOrStderr()
-			rs, err := experiments.ReadResults(args[0], func(w string) { fmt.Fprintln(stderr, "warning:", w) })
+			rs, err := sweep.ReadResults(args[0], func(w string) { fmt.Fprintln(stderr, "warning:", w) })
 			if err != nil {
 				return err
 			}
 			if csvPath != "" {
-				if err := experiments.WriteCSV(csvPath, rs); err != nil {
+				if err := sweep.WriteCSV(csvPath, rs); err != nil {
 					return err
 				}
 			}
-			if ps.Series, err = experiments.SeriesOf(rs, series, x, metric); err != nil {
+			if ps.Series, err = sweep.SeriesOf(rs, series, x, metric); err != nil {
 				return err
 			}
 			for _, h := range hlines {
@@ -322,7 +322,7 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 				if !ok || err != nil {
 					return fmt.Errorf("--hline %q: want name=value, e.g. qperf=11.2", h)
 				}
-				ps.HLines = append(ps.HLines, experiments.RefLine{Name: name, Y: f})
+				ps.HLines = append(ps.HLines, sweep.RefLine{Name: name, Y: f})
 			}
 			if ps.XLabel == "" {
 				ps.XLabel = x
@@ -333,7 +333,7 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 			if ps.Title == "" {
 				ps.Title = strings.TrimSuffix(filepath.Base(args[0]), ".jsonl")
 			}
-			if err := experiments.WritePlot(out, ps); err != nil {
+			if err := sweep.WritePlot(out, ps); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.png and %s.svg\n", out, out)

@@ -1,4 +1,4 @@
-package experiments
+package sweep
 
 // Figures from sweep results: WritePlot draws a line or grouped-bar chart
 // (PNG and SVG) from a PlotSpec, SeriesOf builds its series from results
@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -333,7 +334,7 @@ func SeriesOf(results []Result, seriesBy, xBy string, y func(Result) float64) ([
 // JSON field names, error.
 func CSVHeader() []string {
 	h := []string{"point", "key"}
-	rt := reflect.TypeFor[Record]()
+	rt := reflect.TypeFor[experiments.Record]()
 	for i := range rt.NumField() {
 		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
 		if name == "-" || name == "" {
@@ -353,7 +354,7 @@ func WriteCSV(path string, results []Result) error {
 	}
 	w := csv.NewWriter(f)
 	w.Write(CSVHeader())
-	rt := reflect.TypeFor[Record]()
+	rt := reflect.TypeFor[experiments.Record]()
 	for _, r := range results {
 		row := []string{strconv.Itoa(r.Point), r.Key}
 		for i := range rt.NumField() {
@@ -388,7 +389,7 @@ func csvValue(v reflect.Value) string {
 // Metric returns a y function for SeriesOf: the numeric run-record field
 // with JSON name name (throughput_gibps, response_s, setup_ms, ...).
 func Metric(name string) (func(Result) float64, error) {
-	rt := reflect.TypeFor[Record]()
+	rt := reflect.TypeFor[experiments.Record]()
 	var numeric []string
 	for i := range rt.NumField() {
 		f := rt.Field(i)

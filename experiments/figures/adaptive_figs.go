@@ -1,4 +1,4 @@
-package experiments
+package figures
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -43,23 +45,25 @@ func BDPPerNode(profile string, msgBytes int) (int, error) {
 // (one node at 21, the other at 95 cycles per tuple) sweeps on two EDR
 // nodes with MESQ/SR: fixed depths, adaptive, and (figure 23) the
 // bandwidth-delay product.
-func adaptiveSweeps(id string, full, skew bool) ([]*Sweep, error) {
+func adaptiveSweeps(id string, full, skew bool) ([]*sweep.Sweep, error) {
 	t := scale(full, 4, 14)
 	base := figBase("edr-cx4", 2, t, scale[int64](full, 2<<20, 64<<20))
 	base.Design, base.CreditEvery = "MESQ/SR", 1
 	// Receive buffers per thread and source: single buffering (the
 	// paper's 28 with 14 threads) up to about 10,000 per node.
 	depths := []int{1, 2, 4, 8, 32, 128, 10000 / (2 * t)}
-	load := Vary("cycles-per-tuple", 21, 40, 60, 95)
+	load := sweep.Vary("cycles-per-tuple", 21, 40, 60, 95)
 	if skew {
 		base.NodeCycles = []int64{21, 95}
-		load = Vary("node-cycles", "21,95")
+		load = sweep.Vary("node-cycles", "21,95")
 	}
 	adapt := base
 	adapt.Adaptive, adapt.Buffers, adapt.MaxBuffers = true, 1, 10000/(2*t)
-	out := []func() (*Sweep, error){
-		func() (*Sweep, error) { return NewSweep(id, base, load, Vary("buffers", anys(depths...)...)) },
-		func() (*Sweep, error) { return NewSweep(id+"-adaptive", adapt, load) },
+	out := []func() (*sweep.Sweep, error){
+		func() (*sweep.Sweep, error) {
+			return sweep.NewSweep(id, base, load, sweep.Vary("buffers", anys(depths...)...))
+		},
+		func() (*sweep.Sweep, error) { return sweep.NewSweep(id+"-adaptive", adapt, load) },
 	}
 	if !skew {
 		bdp, err := BDPPerNode("edr-cx4", 4096)
@@ -68,14 +72,14 @@ func adaptiveSweeps(id string, full, skew bool) ([]*Sweep, error) {
 		}
 		b := base
 		b.Buffers, b.Label = max(1, int(math.Ceil(float64(bdp)/float64(2*t)))), "bdp"
-		out = append(out, func() (*Sweep, error) { return NewSweep(id+"-bdp", b, load) })
+		out = append(out, func() (*sweep.Sweep, error) { return sweep.NewSweep(id+"-bdp", b, load) })
 	}
 	return sweeps(out...)
 }
 
 // recvBuffersPerNode is a run's receive buffers per node: the time mean
 // for adaptive runs, the fixed depth otherwise.
-func recvBuffersPerNode(r *Record) float64 {
+func recvBuffersPerNode(r *experiments.Record) float64 {
 	if r.Adaptive {
 		return r.RecvBuffersMean
 	}
@@ -86,22 +90,22 @@ func adaptiveFigures() []Figure {
 	return []Figure{
 		Figure{
 			ID: "fig23", X: "buffers", Title: "Fixed, adaptive and bandwidth-delay-product buffering (Liu19 fig. 23)", Claims: []string{"C19"},
-			Sweeps: func(full bool) ([]*Sweep, error) { return adaptiveSweeps("fig23", full, false) },
-			Plots: func(rs []Result) ([]NamedPlot, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) { return adaptiveSweeps("fig23", full, false) },
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				var out []NamedPlot
 				for _, cyc := range []int64{21, 40, 60, 95} {
-					sel := filter(rs, func(r *Record) bool { return r.CyclesPerTuple == cyc && len(r.NodeCycles) == 0 })
-					fixed := filter(rs, func(r *Record) bool { return r.CyclesPerTuple == cyc && !r.Adaptive && r.Label == "" })
-					series := lines(fixed, func(*Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
+					sel := filter(rs, func(r *experiments.Record) bool { return r.CyclesPerTuple == cyc && len(r.NodeCycles) == 0 })
+					fixed := filter(rs, func(r *experiments.Record) bool { return r.CyclesPerTuple == cyc && !r.Adaptive && r.Label == "" })
+					series := lines(fixed, func(*experiments.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
 					for _, r := range sel {
 						switch {
 						case r.Adaptive:
-							series = append(series, Series{Name: "adaptive", Points: []XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
+							series = append(series, sweep.Series{Name: "adaptive", Points: []sweep.XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
 						case r.Label == "bdp":
-							series = append(series, Series{Name: "bandwidth-delay product", Points: []XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
+							series = append(series, sweep.Series{Name: "bandwidth-delay product", Points: []sweep.XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
 						}
 					}
-					out = append(out, NamedPlot{fmt.Sprintf("fig23-%d", cyc), PlotSpec{
+					out = append(out, NamedPlot{fmt.Sprintf("fig23-%d", cyc), sweep.PlotSpec{
 						Title:  fmt.Sprintf("%d cycles per tuple (2 nodes, EDR, MESQ/SR)", cyc),
 						XLabel: "receive buffers per node", YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true, Series: series}})
 				}
@@ -110,17 +114,17 @@ func adaptiveFigures() []Figure {
 		},
 		Figure{
 			ID: "fig24", X: "buffers", Title: "Skewed processing: one node at 21, one at 95 cycles per tuple (Liu19 fig. 24)", Claims: []string{"C20"},
-			Sweeps: func(full bool) ([]*Sweep, error) { return adaptiveSweeps("fig24", full, true) },
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				fixed := filter(rs, func(r *Record) bool { return !r.Adaptive })
-				series := lines(fixed, func(*Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
-				var ref []RefLine
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) { return adaptiveSweeps("fig24", full, true) },
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				fixed := filter(rs, func(r *experiments.Record) bool { return !r.Adaptive })
+				series := lines(fixed, func(*experiments.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
+				var ref []sweep.RefLine
 				for _, r := range all(rs) {
 					if r.Adaptive {
-						ref = append(ref, RefLine{Name: "adaptive", Y: r.ThroughputGiBs})
+						ref = append(ref, sweep.RefLine{Name: "adaptive", Y: r.ThroughputGiBs})
 					}
 				}
-				return []NamedPlot{{"fig24", PlotSpec{Title: "Skewed pair (21 and 95 cycles per tuple)", XLabel: "receive buffers per node",
+				return []NamedPlot{{"fig24", sweep.PlotSpec{Title: "Skewed pair (21 and 95 cycles per tuple)", XLabel: "receive buffers per node",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true, Series: series, HLines: ref}}}, nil
 			},
 		},
@@ -130,7 +134,7 @@ func adaptiveFigures() []Figure {
 // judgeC19: at every load, adaptive within 3% of the best fixed depth (or
 // above it); the BDP depth below 90% of the best fixed depth at some load;
 // adaptive's mean buffers at 95 cycles below those at 21.
-func judgeC19(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC19(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	var parts []string
 	matches, bdpUnder := true, false
 	var bufs21, bufs95 float64
@@ -178,7 +182,7 @@ func judgeC19(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC20: the adaptive run's per-node buffer means differ by at least
 // 1.2x, and its throughput beats every fixed depth.
-func judgeC20(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC20(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	best, bestB, ad := 0.0, 0, 0.0
 	var byNode []float64
 	for _, r := range rs {

@@ -1,4 +1,4 @@
-package experiments
+package sweep
 
 // Statistics over sweep results: the repeated runs of a configuration (one
 // per seed) summarized as mean, standard deviation and a 95% confidence

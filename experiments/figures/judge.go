@@ -1,4 +1,4 @@
-package experiments
+package figures
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // Judge evaluates every claim of Claims from the results of the figures
@@ -13,7 +15,7 @@ import (
 // the reason). The thresholds that turn a measurement into pass, partial
 // or fail are written next to each claim below and in docs/validation.md;
 // "about x" is read as within roughly +-30% of x.
-func Judge(res map[string][]Result) []Verdict {
+func Judge(res map[string][]sweep.Result) []Verdict {
 	var out []Verdict
 	for _, c := range Claims {
 		out = append(out, judgeOne(c, res))
@@ -21,7 +23,7 @@ func Judge(res map[string][]Result) []Verdict {
 	return out
 }
 
-type judgeFunc func(rs []*Record, res map[string][]Result) Verdict
+type judgeFunc func(rs []*experiments.Record, res map[string][]sweep.Result) Verdict
 
 // judges maps a claim to its figure and rule.
 var judges = map[string]struct {
@@ -58,7 +60,7 @@ var judges = map[string]struct {
 	"C29": {"istore-joins", judgeC29},
 }
 
-func judgeOne(c Claim, res map[string][]Result) Verdict {
+func judgeOne(c Claim, res map[string][]sweep.Result) Verdict {
 	j, ok := judges[c.ID]
 	if !ok {
 		missing := c.Missing
@@ -78,8 +80,8 @@ func judgeOne(c Claim, res map[string][]Result) Verdict {
 
 // at selects records by design, profile, pattern and nodes (zero values
 // match anything).
-func at(design, profile, pattern string, nodes int) func(*Record) bool {
-	return func(r *Record) bool {
+func at(design, profile, pattern string, nodes int) func(*experiments.Record) bool {
+	return func(r *experiments.Record) bool {
 		return (design == "" || r.Design == design) && (profile == "" || r.Profile == profile) &&
 			(pattern == "" || r.Pattern == pattern) && (nodes == 0 || r.Nodes == nodes)
 	}
@@ -102,7 +104,7 @@ func missingData(what string) Verdict {
 
 // judgeC1: spread over f = 1..16 at most 5% per design, and every point
 // within 15% of the qperf peak.
-func judgeC1(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC1(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	q, nq := mean(rs, at("qperf", "", "", 0), tput)
 	var parts []string
 	spreadOK, peakOK := true, true
@@ -133,10 +135,12 @@ func judgeC1(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC2: MESQ/SR at f = 1 spends at least twice as much time in Release
 // per GiB as every other design and frequency.
-func judgeC2(rs []*Record, _ map[string][]Result) Verdict {
-	rel := func(r *Record) float64 { return r.ReleaseMSPerGiB }
-	main := func(d string, f int) func(*Record) bool {
-		return func(r *Record) bool { return r.Design == d && r.CreditEvery == f && r.BytesPerPair != 64<<10 }
+func judgeC2(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+	rel := func(r *experiments.Record) float64 { return r.ReleaseMSPerGiB }
+	main := func(d string, f int) func(*experiments.Record) bool {
+		return func(r *experiments.Record) bool {
+			return r.Design == d && r.CreditEvery == f && r.BytesPerPair != 64<<10
+		}
 	}
 	top, n := mean(rs, main("MESQ/SR", 1), rel)
 	if n == 0 {
@@ -164,10 +168,10 @@ func judgeC2(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC3: cluster-wide registered memory at f = 16 (16 buffers, 14
 // threads, 8 nodes) within 0.7-1.3 GB.
-func judgeC3(rs []*Record, _ map[string][]Result) Verdict {
-	mem := func(r *Record) float64 { return float64(r.RegisteredPer) * float64(r.Nodes) / 1e9 }
-	memq, n := mean(rs, func(r *Record) bool { return r.Design == "MEMQ/SR" && r.BytesPerPair == 64<<10 }, mem)
-	mesq, _ := mean(rs, func(r *Record) bool { return r.Design == "MESQ/SR" && r.BytesPerPair == 64<<10 }, mem)
+func judgeC3(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+	mem := func(r *experiments.Record) float64 { return float64(r.RegisteredPer) * float64(r.Nodes) / 1e9 }
+	memq, n := mean(rs, func(r *experiments.Record) bool { return r.Design == "MEMQ/SR" && r.BytesPerPair == 64<<10 }, mem)
+	mesq, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == "MESQ/SR" && r.BytesPerPair == 64<<10 }, mem)
 	if n == 0 {
 		return missingData("the memory runs")
 	}
@@ -181,9 +185,9 @@ func judgeC3(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC4: variants within 5% at no processing; poll-CQ's best advantage
 // over the slower variant 1.3x-1.7x under load.
-func judgeC4(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC4(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	get := func(notify string, cyc int64) float64 {
-		v, _ := mean(rs, func(r *Record) bool { return r.Notify == notify && r.CyclesPerTuple == cyc }, tput)
+		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Notify == notify && r.CyclesPerTuple == cyc }, tput)
 		return v
 	}
 	var lo, hi float64 = math.Inf(1), 0
@@ -216,9 +220,9 @@ func judgeC4(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC7: SE designs below 80% of ME designs at 4 KiB (and 16 KiB), ME
 // designs within 15% of their best from 4 KiB to 1 MiB.
-func judgeC7(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC7(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	get := func(d string, size int) float64 {
-		v, _ := mean(rs, func(r *Record) bool { return r.Design == d && r.MsgBytes == size }, tput)
+		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == d && r.MsgBytes == size }, tput)
 		return v
 	}
 	var parts []string
@@ -253,11 +257,11 @@ func judgeC7(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC8: every RC design above 100 MiB at 1 MiB messages; UD designs
 // under 1 MiB.
-func judgeC8(rs []*Record, _ map[string][]Result) Verdict {
-	mib := func(r *Record) float64 { return float64(r.RegisteredPer) / (1 << 20) }
+func judgeC8(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+	mib := func(r *experiments.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) }
 	rcMin := math.Inf(1)
 	for _, r := range rs {
-		if r.MsgBytes == 1<<20 && !isUD(r.Design) {
+		if r.MsgBytes == 1<<20 && !experiments.IsUD(r.Design) {
 			rcMin = math.Min(rcMin, mib(r))
 		}
 	}
@@ -275,7 +279,7 @@ func judgeC8(rs []*Record, _ map[string][]Result) Verdict {
 	return v
 }
 
-func ratioVerdict(rs []*Record, a, b, profile, pattern string, nodes int, want, lo, hi float64) Verdict {
+func ratioVerdict(rs []*experiments.Record, a, b, profile, pattern string, nodes int, want, lo, hi float64) Verdict {
 	x, nx := mean(rs, at(a, profile, pattern, nodes), tput)
 	y, ny := mean(rs, at(b, profile, pattern, nodes), tput)
 	if nx == 0 || ny == 0 || y == 0 {
@@ -287,7 +291,7 @@ func ratioVerdict(rs []*Record, a, b, profile, pattern string, nodes int, want, 
 	return v
 }
 
-func judgeC9(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC9(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	v := ratioVerdict(rs, "MESQ/SR", "MPI", "edr-cx4", "repartition", 16, 2, 1.5, 2.7)
 	if v.Verdict != Pass {
 		v.Reason = "the MPI baseline's costs are estimates (docs/model.md §4); its gap to MESQ/SR comes from the rendezvous round trip per message and the library lock"
@@ -295,7 +299,7 @@ func judgeC9(rs []*Record, _ map[string][]Result) Verdict {
 	return v
 }
 
-func judgeC10(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC10(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	v := ratioVerdict(rs, "MESQ/SR", "IPoIB", "fdr-cx3", "repartition", 8, 3, 2.2, 4)
 	if v.Verdict != Pass {
 		v.Reason = "the IPoIB baseline's kernel costs are estimates (docs/model.md §4): with them, a few threads per node already fill most of an FDR link"
@@ -305,7 +309,7 @@ func judgeC10(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC11: on FDR every MEMQ design at 16 nodes at most 80% of its
 // 2-node throughput, MESQ/SR at least 90%, and MESQ/SR above qperf at 16.
-func judgeC11(rs []*Record, res map[string][]Result) Verdict {
+func judgeC11(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
 	var parts []string
 	degrade := true
 	for _, d := range []string{"MEMQ/SR", "MEMQ/WR", "MEMQ/RD"} {
@@ -320,7 +324,7 @@ func judgeC11(rs []*Record, res map[string][]Result) Verdict {
 	a, _ := mean(rs, at("MESQ/SR", "fdr-cx3", "repartition", 2), tput)
 	b, _ := mean(rs, at("MESQ/SR", "fdr-cx3", "repartition", 16), tput)
 	q, nq := mean(rs, at("qperf", "fdr-cx3", "repartition", 16), tput)
-	miss, _ := mean(rs, at("MEMQ/SR", "fdr-cx3", "repartition", 16), func(r *Record) float64 { return r.QPCacheMiss })
+	miss, _ := mean(rs, at("MEMQ/SR", "fdr-cx3", "repartition", 16), func(r *experiments.Record) float64 { return r.QPCacheMiss })
 	holds := a > 0 && b >= 0.9*a
 	beats := nq > 0 && b > q
 	parts = append(parts, fmt.Sprintf("MESQ/SR %.2f -> %.2f; qperf at 16: %.2f GiB/s; MEMQ/SR QP-cache miss rate at 16: %.0f%%", a, b, q, 100*miss))
@@ -337,7 +341,7 @@ func judgeC11(rs []*Record, res map[string][]Result) Verdict {
 	return v
 }
 
-func judgeC12(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC12(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	var parts []string
 	ok, some := true, true
 	for _, d := range []string{"SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR"} {
@@ -357,14 +361,14 @@ func judgeC12(rs []*Record, _ map[string][]Result) Verdict {
 	return v
 }
 
-func judgeC13(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC13(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	v := ratioVerdict(rs, "SEMQ/SR", "MPI", "edr-cx4", "broadcast", 16, 4, 2.5, 5)
 	v.Expected = "SEMQ/SR up to 4x MPI (2.5-5x) under broadcast; RDMA Read designs below 80% of the Send/Receive ones"
-	rd, _ := mean(rs, func(r *Record) bool {
-		return isSeedMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+	rd, _ := mean(rs, func(r *experiments.Record) bool {
+		return experiments.IsSeedMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
-	sr, _ := mean(rs, func(r *Record) bool {
-		return isSeedMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+	sr, _ := mean(rs, func(r *experiments.Record) bool {
+		return experiments.IsSeedMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	rdLow := sr > 0 && rd < 0.8*sr
 	v.Measured += fmt.Sprintf("; RD designs %.2f vs MQ/SR designs %.2f GiB/s", rd, sr)
@@ -383,7 +387,7 @@ func judgeC13(rs []*Record, _ map[string][]Result) Verdict {
 	return v
 }
 
-func judgeC14(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC14(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	var parts []string
 	ok := true
 	for _, p := range []string{"fdr-cx3", "edr-cx4"} {
@@ -401,9 +405,9 @@ func judgeC14(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC15: at 8 EDR nodes, repartition, the best design's senders idle
 // 15-45% of their time, and some receiver idles 60-95%.
-func judgeC15(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC15(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	best, bestT := "", 0.0
-	for _, d := range SeedDesigns() {
+	for _, d := range experiments.SeedDesigns() {
 		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), tput); n > 0 && v > bestT {
 			best, bestT = d, v
 		}
@@ -411,10 +415,10 @@ func judgeC15(rs []*Record, _ map[string][]Result) Verdict {
 	if best == "" {
 		return missingData("the 8-node EDR runs")
 	}
-	si, _ := mean(rs, at(best, "edr-cx4", "repartition", 8), func(r *Record) float64 { return r.SenderIdle })
+	si, _ := mean(rs, at(best, "edr-cx4", "repartition", 8), func(r *experiments.Record) float64 { return r.SenderIdle })
 	ri := 0.0
-	for _, d := range SeedDesigns() {
-		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), func(r *Record) float64 { return r.ReceiverIdle }); n > 0 {
+	for _, d := range experiments.SeedDesigns() {
+		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), func(r *experiments.Record) float64 { return r.ReceiverIdle }); n > 0 {
 			ri = math.Max(ri, v)
 		}
 	}
@@ -427,7 +431,7 @@ func judgeC15(rs []*Record, _ map[string][]Result) Verdict {
 	return v
 }
 
-func judgeC16(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC16(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	bestMESQ, qpsMESQ := 0.0, 0
 	for _, r := range rs {
 		if r.Design == "MESQ/SR" && r.ThroughputGiBs > bestMESQ {
@@ -439,10 +443,10 @@ func judgeC16(rs []*Record, _ map[string][]Result) Verdict {
 	}
 	beaten, fewer := "", ""
 	for _, r := range rs {
-		if isSeedMQ(r.Design, "") && r.ThroughputGiBs > bestMESQ {
+		if experiments.IsSeedMQ(r.Design, "") && r.ThroughputGiBs > bestMESQ {
 			beaten = fmt.Sprintf("%s with %d QPs reaches %.2f GiB/s", r.Design, r.QPsPerNode, r.ThroughputGiBs)
 		}
-		if isSeedMQ(r.Design, "") && r.QPsPerNode <= qpsMESQ {
+		if experiments.IsSeedMQ(r.Design, "") && r.QPsPerNode <= qpsMESQ {
 			fewer = fmt.Sprintf("%s runs with %d QPs, no more than MESQ/SR's %d", r.Design, r.QPsPerNode, qpsMESQ)
 		}
 	}
@@ -462,9 +466,9 @@ func judgeC16(rs []*Record, _ map[string][]Result) Verdict {
 // judgeC17: MESQ/SR setup flat (16-node at most 1.3x the 2-node), MEMQ/SR
 // growing (at least 3x from 2 to 16 nodes), and the break-even volume
 // against the pre-connected baselines.
-func judgeC17(rs []*Record, res map[string][]Result) Verdict {
+func judgeC17(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
 	s := func(d string, n int) float64 {
-		v, _ := mean(rs, at(d, "", "", n), func(r *Record) float64 { return r.SetupMS })
+		v, _ := mean(rs, at(d, "", "", n), func(r *experiments.Record) float64 { return r.SetupMS })
 		return v
 	}
 	m2, m16, q2, q16 := s("MESQ/SR", 2), s("MESQ/SR", 16), s("MEMQ/SR", 2), s("MEMQ/SR", 16)
@@ -499,7 +503,7 @@ func judgeC17(rs []*Record, res map[string][]Result) Verdict {
 // judgeC18: the best network-bound throughput 9.5-12.5 GiB/s; at the
 // heaviest processing every design but SESQ/SR reaches 90% of the
 // receivers' processing rate, and MPI and IPoIB stay below it everywhere.
-func judgeC18(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC18(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	best := 0.0
 	for _, r := range rs {
 		if r.CyclesPerTuple == 0 && r.Design != "MPI" && r.Design != "IPoIB" {
@@ -515,7 +519,7 @@ func judgeC18(rs []*Record, _ map[string][]Result) Verdict {
 	}
 	var notOverlap []string
 	for _, d := range []string{"MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/RD", "MEMQ/WR"} {
-		if v, _ := mean(rs, func(r *Record) bool { return r.Design == d && r.CyclesPerTuple == maxCyc }, overlap); v < 0.9 {
+		if v, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == d && r.CyclesPerTuple == maxCyc }, overlap); v < 0.9 {
 			notOverlap = append(notOverlap, fmt.Sprintf("%s %.2f", d, v))
 		}
 	}
@@ -548,9 +552,9 @@ func judgeC18(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC6: RDMA Writes per transfer at credit write-back every 2 receives:
 // the paper's poll-message-queue variant spends 3, poll-CQ 2 + 1/b.
-func judgeC6(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC6(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	w := func(notify string) float64 {
-		v, _ := mean(rs, func(r *Record) bool { return r.Notify == notify && r.CreditEvery == 2 }, func(r *Record) float64 { return r.WritesPerTransfer })
+		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Notify == notify && r.CreditEvery == 2 }, func(r *experiments.Record) float64 { return r.WritesPerTransfer })
 		return v
 	}
 	cq, queue, bufs := w("cq"), w("queue"), w("buffers")
@@ -568,9 +572,9 @@ func judgeC6(rs []*Record, _ map[string][]Result) Verdict {
 
 // judgeC5: in a network-bound run, poll-buffers returns a slot to the
 // sender about 0.5 ms (0.25-0.75 ms) later than the other two variants.
-func judgeC5(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC5(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	ret := func(notify string) float64 {
-		v, _ := mean(rs, func(r *Record) bool { return r.Notify == notify }, func(r *Record) float64 { return r.SlotReturnUS })
+		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Notify == notify }, func(r *experiments.Record) float64 { return r.SlotReturnUS })
 		return v
 	}
 	cq, bufs, queue := ret("cq"), ret("buffers"), ret("queue")

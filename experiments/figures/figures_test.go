@@ -1,8 +1,10 @@
-package experiments
+package figures
 
 import (
 	"bytes"
 	"context"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,12 +34,12 @@ func TestFiguresBuild(t *testing.T) {
 
 // figureFakeRun returns a record shaped like cfg's without simulating, with a
 // throughput that depends on the design so that judges have data.
-func figureFakeRun(cfg RunConfig) (*Record, error) {
+func figureFakeRun(cfg experiments.RunConfig) (*experiments.Record, error) {
 	tp := map[string]float64{"MESQ/SR": 11, "SESQ/SR": 3.5, "MPI": 5, "IPoIB": 4, "qperf": 11.5}[cfg.Design]
 	if tp == 0 {
 		tp = 10
 	}
-	return &Record{Design: cfg.Design, Profile: cfg.Profile, Pattern: string(cfg.Pattern), Nodes: cfg.Nodes, Threads: cfg.Threads,
+	return &experiments.Record{Design: cfg.Design, Profile: cfg.Profile, Pattern: string(cfg.Pattern), Nodes: cfg.Nodes, Threads: cfg.Threads,
 		MsgBytes: max(cfg.MsgBytes, 4096), Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, Notify: string(cfg.Notify),
 		CyclesPerTuple: cfg.CyclesPerTuple, BytesPerPair: cfg.BytesPerPair, BytesPerNode: cfg.BytesPerNode,
 		ThroughputGiBs: tp, SetupMS: float64(cfg.Nodes), QPsPerNode: cfg.Nodes, RegisteredPer: 1 << 20, Integrity: "ok"}, nil
@@ -60,7 +62,7 @@ func TestRunFigureWritesFiles(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	vs := Judge(map[string][]Result{"fig21": rep.Results})
+	vs := Judge(map[string][]sweep.Result{"fig21": rep.Results})
 	if len(vs) != len(Claims) {
 		t.Fatalf("%d verdicts for %d claims", len(vs), len(Claims))
 	}
@@ -82,8 +84,8 @@ func TestRunFigureWritesFiles(t *testing.T) {
 	}
 }
 
-func rec(design, profile, pattern string, nodes int, tp float64) *Record {
-	return &Record{Design: design, Profile: profile, Pattern: pattern, Nodes: nodes, ThroughputGiBs: tp}
+func rec(design, profile, pattern string, nodes int, tp float64) *experiments.Record {
+	return &experiments.Record{Design: design, Profile: profile, Pattern: pattern, Nodes: nodes, ThroughputGiBs: tp}
 }
 
 // TestJudges checks the rules on hand-made records.
@@ -91,17 +93,17 @@ func TestJudges(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		rule judgeFunc
-		rs   []*Record
+		rs   []*experiments.Record
 		want string
 	}{
-		{"C9 about 2x", judgeC9, []*Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 5)}, Pass},
-		{"C9 direction only", judgeC9, []*Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Partial},
-		{"C9 reversed", judgeC9, []*Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 5), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Fail},
+		{"C9 about 2x", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 5)}, Pass},
+		{"C9 direction only", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Partial},
+		{"C9 reversed", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 5), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Fail},
 		{"C9 no data", judgeC9, nil, Fail},
-		{"C14 contention", judgeC14, []*Record{
+		{"C14 contention", judgeC14, []*experiments.Record{
 			rec("SESQ/SR", "fdr-cx3", "repartition", 16, 3), rec("MESQ/SR", "fdr-cx3", "repartition", 16, 6),
 			rec("SESQ/SR", "edr-cx4", "repartition", 16, 3.5), rec("MESQ/SR", "edr-cx4", "repartition", 16, 11)}, Pass},
-		{"C12 flat", judgeC12, []*Record{
+		{"C12 flat", judgeC12, []*experiments.Record{
 			rec("SEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("MEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("SEMQ/WR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/WR", "edr-cx4", "repartition", 16, 9.5),
@@ -121,14 +123,14 @@ func TestJudges(t *testing.T) {
 // compared with a different experiment), and never divides by a zero
 // throughput.
 func TestSteadyCheckUsesTheFigureRunner(t *testing.T) {
-	zero := func(cfg RunConfig) (*Record, error) {
+	zero := func(cfg experiments.RunConfig) (*experiments.Record, error) {
 		r, err := figureFakeRun(cfg)
 		r.ThroughputGiBs = 0
 		return r, err
 	}
 	for _, tc := range []struct {
 		name string
-		run  func(RunConfig) (*Record, error)
+		run  func(experiments.RunConfig) (*experiments.Record, error)
 		want string
 	}{
 		{"fake", figureFakeRun, "steady: MEMQ/WR at 8 nodes, 10.00 GiB/s; twice the input 10.00 GiB/s (+0.0%)"},

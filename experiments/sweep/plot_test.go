@@ -1,7 +1,8 @@
-package experiments
+package sweep
 
 import (
 	"encoding/csv"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func TestWritePlot(t *testing.T) {
 
 func TestSeriesOfAndCSV(t *testing.T) {
 	rec := func(p int, key string, v float64) Result {
-		return Result{Point: p, Key: key, Record: &Record{Design: "X", ThroughputGiBs: v, Integrity: "ok"}}
+		return Result{Point: p, Key: key, Record: &experiments.Record{Design: "X", ThroughputGiBs: v, Integrity: "ok"}}
 	}
 	rs := []Result{
 		rec(0, "design=A nodes=2 seed=1", 1), rec(1, "design=A nodes=2 seed=2", 3),

@@ -1,4 +1,4 @@
-package experiments
+package sweep
 
 // Running sweeps: RunSweep runs a sweep's points in parallel (sharded,
 // resumable) and writes one JSON line per point; Merge joins the files of
@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,10 +28,10 @@ import (
 // point whose run failed. In sweep output the record's WallS is zero so
 // that files are byte-identical across runs; Wall holds it in memory.
 type Result struct {
-	Point   int    `json:"point"`
-	Key     string `json:"key"`
-	*Record        // nil when the run failed
-	Error   string `json:"error,omitempty"`
+	Point               int    `json:"point"`
+	Key                 string `json:"key"`
+	*experiments.Record        // nil when the run failed
+	Error               string `json:"error,omitempty"`
 
 	Wall time.Duration `json:"-"` // wall-clock time of the run; 0 when read from a file
 	raw  []byte        // the line as read or written, without its newline
@@ -107,7 +108,7 @@ type SweepOptions struct {
 	// left by a killed run); default: ignored.
 	Warn func(string)
 	// Run runs one point; default Run. Tests replace it.
-	Run func(RunConfig) (*Record, error)
+	Run func(experiments.RunConfig) (*experiments.Record, error)
 }
 
 // SweepReport is what RunSweep did.
@@ -141,7 +142,7 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 	}
 	run := opts.Run
 	if run == nil {
-		run = Run
+		run = experiments.Run
 	}
 	warn := opts.Warn
 	if warn == nil {
@@ -244,7 +245,7 @@ func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]Resu
 // runPoints runs todo on opts.Jobs workers (GOMAXPROCS by default), appends
 // each result to f (if not nil) as it finishes and to rep, and reports
 // progress; it stops handing out points when ctx is done.
-func runPoints(ctx context.Context, run func(RunConfig) (*Record, error), todo []Point, opts SweepOptions, f *os.File, rep *SweepReport) error {
+func runPoints(ctx context.Context, run func(experiments.RunConfig) (*experiments.Record, error), todo []Point, opts SweepOptions, f *os.File, rep *SweepReport) error {
 	jobs := opts.Jobs
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
@@ -315,7 +316,7 @@ func rewriteResults(f *os.File, out string, results []Result, warn func(string))
 }
 
 // runPoint runs one point, turning an error or a panic into a failed Result.
-func runPoint(run func(RunConfig) (*Record, error), p Point) (r Result) {
+func runPoint(run func(experiments.RunConfig) (*experiments.Record, error), p Point) (r Result) {
 	t0 := time.Now()
 	r = Result{Point: p.Index, Key: p.Key}
 	defer func() {
@@ -343,7 +344,7 @@ func runPoint(run func(RunConfig) (*Record, error), p Point) (r Result) {
 // lines must come from the same spec). Zero fields of cfg, which Run
 // replaces by defaults, match anything; bytes_per_node is not compared
 // (Run may size the input from other parameters).
-func matches(cfg RunConfig, rec *Record) error {
+func matches(cfg experiments.RunConfig, rec *experiments.Record) error {
 	type field struct {
 		name      string
 		spec, got any

@@ -1,4 +1,4 @@
-package experiments
+package sweep
 
 // Sweeps: a base RunConfig and a cartesian product of parameter values, the
 // unit in which figures are produced. A sweep comes from a YAML spec
@@ -22,7 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 // Axis is one varied parameter of a sweep: a key (see Params) and its
@@ -40,7 +40,7 @@ func Vary(key string, values ...any) Axis { return Axis{Key: key, Values: values
 // fastest. A Sweep is immutable once built and safe for concurrent use.
 type Sweep struct {
 	Name string
-	Base RunConfig
+	Base experiments.RunConfig
 	Vary []Axis
 }
 
@@ -53,7 +53,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // usually DefaultConfig() with some fields set. It checks the name (used as
 // a file name: letters, digits, '.', '_', '-'), every key and value, and
 // that no key is varied twice or has a value twice.
-func NewSweep(name string, base RunConfig, vary ...Axis) (*Sweep, error) {
+func NewSweep(name string, base experiments.RunConfig, vary ...Axis) (*Sweep, error) {
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("sweep name %q: want letters, digits, '.', '_' or '-' (it names the output file)", name)
 	}
@@ -97,7 +97,7 @@ func NewSweep(name string, base RunConfig, vary ...Axis) (*Sweep, error) {
 type Point struct {
 	Index  int
 	Key    string
-	Config RunConfig
+	Config experiments.RunConfig
 }
 
 // Len returns the number of points.
@@ -130,7 +130,7 @@ func (s *Sweep) Points() []Point {
 }
 
 // key names cfg by the varied parameters, in the canonical order.
-func (s *Sweep) key(cfg RunConfig) string {
+func (s *Sweep) key(cfg experiments.RunConfig) string {
 	var parts []string
 	for _, p := range params {
 		if slices.ContainsFunc(s.Vary, func(a Axis) bool { return a.Key == p.key }) {
@@ -179,7 +179,7 @@ func ParseSweep(data []byte) (s *Sweep, err error) {
 	}
 	var name string
 	var haveName bool
-	base := DefaultConfig()
+	base := experiments.DefaultConfig()
 	inBase := map[string]int{} // key -> line
 	var vary []Axis
 	seenTop := map[string]int{}
@@ -237,7 +237,7 @@ func ParseSweep(data []byte) (s *Sweep, err error) {
 					if err != nil {
 						return nil, err
 					}
-					c := DefaultConfig()
+					c := experiments.DefaultConfig()
 					if err := SetParam(&c, pk.Value, val); err != nil {
 						return nil, fmt.Errorf("sweep spec: line %d: vary.%w", e.Line, err)
 					}
@@ -305,7 +305,7 @@ func scalar(n *yaml.Node, what string) (any, error) {
 // node (milliseconds). Sweeps call it on every distinct configuration
 // before starting, so that a bad value fails the sweep at once rather than
 // after hours.
-func Validate(cfg RunConfig) error {
+func Validate(cfg experiments.RunConfig) error {
 	if cfg.Nodes < 1 {
 		return fmt.Errorf("nodes %d: need at least 1", cfg.Nodes)
 	}
@@ -319,17 +319,16 @@ func Validate(cfg RunConfig) error {
 	probe.BytesPerNode = algos.TupleBytes
 	probe.CyclesPerTuple = 0
 	probe.Payload = false
-	probe.Faults = sim.Faults{}
 	if strings.HasPrefix(string(cfg.Pattern), string(algos.Multicast)+":") {
 		// still multicast (some designs reject it), with K <= probe.Nodes
 		probe.Pattern = algos.Pattern(fmt.Sprintf("%s:%d", algos.Multicast, probe.Nodes))
 	}
-	_, err := Run(probe)
+	_, err := experiments.Run(probe)
 	return err
 }
 
 // validateKey identifies the configurations Validate treats alike.
-func validateKey(c RunConfig) string {
+func validateKey(c experiments.RunConfig) string {
 	return fmt.Sprintf("%s|%s|%d|%d|%s|%s|%d|%d|%d|%d", c.Design, c.Notify, min(c.Nodes, 2), c.Threads, c.Pattern, c.Profile,
 		c.MsgBytes, c.Buffers, c.CreditEvery, c.Timeout)
 }

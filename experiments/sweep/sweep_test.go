@@ -1,4 +1,4 @@
-package experiments
+package sweep
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -105,26 +106,26 @@ func TestSetParam(t *testing.T) {
 	for _, tc := range []struct {
 		key   string
 		value any
-		check func(RunConfig) bool
+		check func(experiments.RunConfig) bool
 		err   string
 	}{
-		{"nodes", 4, func(c RunConfig) bool { return c.Nodes == 4 }, ""},
-		{"nodes", uint64(4), func(c RunConfig) bool { return c.Nodes == 4 }, ""},
-		{"nodes", 4.0, func(c RunConfig) bool { return c.Nodes == 4 }, ""},
+		{"nodes", 4, func(c experiments.RunConfig) bool { return c.Nodes == 4 }, ""},
+		{"nodes", uint64(4), func(c experiments.RunConfig) bool { return c.Nodes == 4 }, ""},
+		{"nodes", 4.0, func(c experiments.RunConfig) bool { return c.Nodes == 4 }, ""},
 		{"nodes", 0, nil, "nodes: 0: want an integer >= 1"},
 		{"nodes", "4", nil, `nodes: "4": want an integer`},
-		{"bytes-per-node", int64(1) << 40, func(c RunConfig) bool { return c.BytesPerNode == 1<<40 }, ""},
-		{"seed", uint64(7), func(c RunConfig) bool { return c.Seed == 7 }, ""},
-		{"pattern", algos.Broadcast, func(c RunConfig) bool { return c.Pattern == algos.Broadcast }, ""},
-		{"notify", "queue", func(c RunConfig) bool { return c.Notify == algos.NotifyQueue }, ""},
+		{"bytes-per-node", int64(1) << 40, func(c experiments.RunConfig) bool { return c.BytesPerNode == 1<<40 }, ""},
+		{"seed", uint64(7), func(c experiments.RunConfig) bool { return c.Seed == 7 }, ""},
+		{"pattern", algos.Broadcast, func(c experiments.RunConfig) bool { return c.Pattern == algos.Broadcast }, ""},
+		{"notify", "queue", func(c experiments.RunConfig) bool { return c.Notify == algos.NotifyQueue }, ""},
 		{"notify", "smoke", nil, `notify: "smoke": want cq, buffers or queue`},
-		{"timeout-ms", 0.5, func(c RunConfig) bool { return c.Timeout == fabric.Millisecond/2 }, ""},
-		{"payload", true, func(c RunConfig) bool { return c.Payload }, ""},
+		{"timeout-ms", 0.5, func(c experiments.RunConfig) bool { return c.Timeout == fabric.Millisecond/2 }, ""},
+		{"payload", true, func(c experiments.RunConfig) bool { return c.Payload }, ""},
 		{"profile", "", nil, `profile: "": want a built-in profile name`},
 		{"colour", 1, nil, `unknown parameter "colour": valid keys are design`},
 	} {
 		t.Run(fmt.Sprintf("%s=%v", tc.key, tc.value), func(t *testing.T) {
-			c := DefaultConfig()
+			c := experiments.DefaultConfig()
 			err := SetParam(&c, tc.key, tc.value)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -138,7 +139,7 @@ func TestSetParam(t *testing.T) {
 		})
 	}
 	// Every parameter round-trips through its canonical text.
-	c := DefaultConfig()
+	c := experiments.DefaultConfig()
 	for _, k := range Params() {
 		if ParamString(c, k) == "" && k != "notify" && k != "node-cycles" { // empty: none
 			t.Errorf("%s has no canonical text", k)
@@ -147,7 +148,7 @@ func TestSetParam(t *testing.T) {
 }
 
 func TestNewSweep(t *testing.T) {
-	base := DefaultConfig()
+	base := experiments.DefaultConfig()
 	base.BytesPerNode = 1 << 20
 	s, err := NewSweep("fig", base, Vary("nodes", 2, 4), Vary("design", "MESQ/SR", "MEMQ/SR"))
 	if err != nil {
@@ -252,13 +253,13 @@ func TestRunSweepDeterministic(t *testing.T) {
 }
 
 // fakeRun is a Run that fails for seed 13 and counts its calls.
-func fakeRun(calls *atomic.Int32) func(RunConfig) (*Record, error) {
-	return func(c RunConfig) (*Record, error) {
+func fakeRun(calls *atomic.Int32) func(experiments.RunConfig) (*experiments.Record, error) {
+	return func(c experiments.RunConfig) (*experiments.Record, error) {
 		calls.Add(1)
 		if c.Seed == 13 {
 			return nil, errors.New("unlucky")
 		}
-		return &Record{Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed, BytesPerNode: c.BytesPerNode,
+		return &experiments.Record{Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed, BytesPerNode: c.BytesPerNode,
 			Pattern: string(c.Pattern), Buffers: c.Buffers, CreditEvery: c.CreditEvery, Integrity: "ok", ThroughputGiBs: float64(c.Nodes), WallS: 1}, nil
 	}
 }

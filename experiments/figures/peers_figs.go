@@ -1,4 +1,4 @@
-package experiments
+package figures
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // The figures and claims of the peer designs (Roediger15 and MW-DQE) and the
@@ -14,49 +16,49 @@ import (
 // peerComparison lists the designs of the "peers" figure: Liu19's eight,
 // its baselines and the peer designs that run on InfiniBand.
 func peerComparison() []string {
-	out := SeedDesigns()
+	out := experiments.SeedDesigns()
 	out = append(out, "MPI", "IPoIB", "HyPer", "HyPer/unsched", "HyPer-TCP", "RDMA-MW", "Sockets-MW")
 	return out
 }
 
 func peerFigures() []Figure {
-	byDesign := func(r *Record) string { return r.Design }
-	nodesCat := func(r *Record) string { return fmt.Sprint(r.Nodes) }
-	respMS := func(r *Record) float64 { return r.ResponseS * 1e3 }
+	byDesign := func(r *experiments.Record) string { return r.Design }
+	nodesCat := func(r *experiments.Record) string { return fmt.Sprint(r.Nodes) }
+	respMS := func(r *experiments.Record) float64 { return r.ResponseS * 1e3 }
 	return []Figure{
 		Figure{
 			ID: "hyper-sched", X: "nodes", Title: "HyPer multiplexer: round-robin scheduling, RDMA and TCP/IPoIB (Roediger15 fig. 10b, §5)", Claims: []string{"C25"},
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("qdr-cx3", 8, 4, scale[int64](full, 4<<20, 32<<20))
 				base.MsgBytes = 512 << 10
-				return sweeps(func() (*Sweep, error) {
-					return NewSweep("hyper-sched", base, Vary("design", "HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched"), Vary("nodes", 4, 8))
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("hyper-sched", base, sweep.Vary("design", "HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched"), sweep.Vary("nodes", 4, 8))
 				})
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"hyper-sched", PlotSpec{Title: "HyPer multiplexer, 512 KB messages (QDR)", XLabel: "nodes",
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"hyper-sched", sweep.PlotSpec{Title: "HyPer multiplexer, 512 KB messages (QDR)", XLabel: "nodes",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "bars", Series: bars(all(rs), byDesign, nodesCat, tput)}}}, nil
 			},
 		},
 		Figure{
 			ID: "hyper-conns", X: "nodes", NoSteady: true, Title: "Connections: one multiplexer per server against a queue pair per thread (Roediger15 §3.1)", Claims: []string{"C24"},
-			Table: func(r *Record) float64 { return float64(r.QPsPerNode * r.Nodes) }, TableUnit: "queue pairs in the cluster",
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Table: func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) }, TableUnit: "queue pairs in the cluster",
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 2, 4, 64<<10)
-				return sweeps(func() (*Sweep, error) {
-					return NewSweep("hyper-conns", base, Vary("design", "HyPer", "MEMQ/SR"), Vary("nodes", 2, 4, 6, 8))
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("hyper-conns", base, sweep.Vary("design", "HyPer", "MEMQ/SR"), sweep.Vary("nodes", 2, 4, 6, 8))
 				})
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"hyper-conns", PlotSpec{Title: "Queue pairs in the cluster (4 threads per node)", XLabel: "nodes", YLabel: "queue pairs",
-					Kind: "lines", Series: lines(all(rs), byDesign, func(r *Record) float64 { return float64(r.Nodes) },
-						func(r *Record) float64 { return float64(r.QPsPerNode * r.Nodes) })}}}, nil
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"hyper-conns", sweep.PlotSpec{Title: "Queue pairs in the cluster (4 threads per node)", XLabel: "nodes", YLabel: "queue pairs",
+					Kind: "lines", Series: lines(all(rs), byDesign, func(r *experiments.Record) float64 { return float64(r.Nodes) },
+						func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })}}}, nil
 			},
 		},
 		Figure{
 			ID: "mw", X: "nodes", Title: "RDMA Write middleware against sockets, and the write threshold (MW-DQE fig. 3, 4)", Claims: []string{"C26"},
 			Table: respMS, TableUnit: "communication (response) time [ms]",
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				// MW-DQE: 5 M integers per process; here 16-byte tuples.
 				base := figBase("iwarp-1g", 4, 1, 0)
 				base.BytesPerNode, base.MsgBytes = scale[int64](full, 8<<20, 80<<20), 64<<10
@@ -67,46 +69,50 @@ func peerFigures() []Figure {
 					designs = append(designs, algos.MWDesign(t))
 				}
 				return sweeps(
-					func() (*Sweep, error) {
-						return NewSweep("mw", base, Vary("design", "Sockets-MW", "RDMA-MW/siw"), Vary("threads", 1, 2), Vary("nodes", 4, 8))
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("mw", base, sweep.Vary("design", "Sockets-MW", "RDMA-MW/siw"), sweep.Vary("threads", 1, 2), sweep.Vary("nodes", 4, 8))
 					},
-					func() (*Sweep, error) {
-						return NewSweep("mw-threshold", thr, Vary("design", designs...), Vary("nodes", 4, 8))
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("mw-threshold", thr, sweep.Vary("design", designs...), sweep.Vary("nodes", 4, 8))
 					},
 				)
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				cmp := filter(rs, func(r *Record) bool { return r.Design == "Sockets-MW" || r.Design == "RDMA-MW/siw" })
-				thr := filter(rs, func(r *Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				cmp := filter(rs, func(r *experiments.Record) bool { return r.Design == "Sockets-MW" || r.Design == "RDMA-MW/siw" })
+				thr := filter(rs, func(r *experiments.Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
 				return []NamedPlot{
-					{"mw", PlotSpec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
-						Kind: "bars", Series: bars(cmp, byDesign, func(r *Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, respMS)}},
-					{"mw-threshold", PlotSpec{Title: "RDMA-MW write threshold (2 threads per node)", XLabel: "write threshold [KiB]", YLabel: "response time [ms]",
-						Kind: "lines", Series: lines(thr, func(r *Record) string { return fmt.Sprintf("%d nodes", r.Nodes) }, mwThreshold, respMS)}},
+					{"mw", sweep.PlotSpec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
+						Kind: "bars", Series: bars(cmp, byDesign, func(r *experiments.Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, respMS)}},
+					{"mw-threshold", sweep.PlotSpec{Title: "RDMA-MW write threshold (2 threads per node)", XLabel: "write threshold [KiB]", YLabel: "response time [ms]",
+						Kind: "lines", Series: lines(thr, func(r *experiments.Record) string { return fmt.Sprintf("%d nodes", r.Nodes) }, mwThreshold, respMS)}},
 				}, nil
 			},
 		},
 		Figure{
 			ID: "peers", X: "pattern", Title: "Every design on one cluster: Liu19's eight, its baselines and the peer designs (8 nodes, EDR)",
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 8, 4, scale[int64](full, 1<<20, 8<<20))
-				pats := Vary("pattern", "repartition", "broadcast")
+				pats := sweep.Vary("pattern", "repartition", "broadcast")
 				h512 := base
 				h512.Design = "HyPer"
 				return sweeps(
-					func() (*Sweep, error) {
-						return NewSweep("peers", base, Vary("design", anys(peerComparison()...)...), pats)
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("peers", base, sweep.Vary("design", anys(peerComparison()...)...), pats)
 					},
-					func() (*Sweep, error) { return NewSweep("peers-qperf", base, Vary("design", "qperf")) },
-					func() (*Sweep, error) { return NewSweep("peers-hyper512k", h512, Vary("msg-bytes", 512<<10), pats) },
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("peers-qperf", base, sweep.Vary("design", "qperf"))
+					},
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("peers-hyper512k", h512, sweep.Vary("msg-bytes", 512<<10), pats)
+					},
 				)
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				var ref []RefLine
-				if q := filter(rs, func(r *Record) bool { return designOf(r.Design).Ceiling }); len(q) > 0 {
-					ref = append(ref, RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				var ref []sweep.RefLine
+				if q := filter(rs, func(r *experiments.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
+					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
-				name := func(r *Record) string {
+				name := func(r *experiments.Record) string {
 					if r.Design == "HyPer" && r.MsgBytes == 512<<10 {
 						return "HyPer 512K"
 					}
@@ -114,9 +120,9 @@ func peerFigures() []Figure {
 				}
 				var out []NamedPlot
 				for _, pat := range []string{"repartition", "broadcast"} {
-					sel := filter(rs, func(r *Record) bool { return r.Pattern == pat && r.Design != "qperf" })
-					p := PlotSpec{Title: fmt.Sprintf("%s, 8 nodes, EDR", pat), XLabel: "design", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
-						Series: bars(sel, func(*Record) string { return pat }, name, tput)}
+					sel := filter(rs, func(r *experiments.Record) bool { return r.Pattern == pat && r.Design != "qperf" })
+					p := sweep.PlotSpec{Title: fmt.Sprintf("%s, 8 nodes, EDR", pat), XLabel: "design", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
+						Series: bars(sel, func(*experiments.Record) string { return pat }, name, tput)}
 					if pat == "repartition" {
 						p.HLines = ref
 					}
@@ -129,7 +135,7 @@ func peerFigures() []Figure {
 }
 
 // mwThreshold is an RDMA-MW/siw record's write threshold in KiB.
-func mwThreshold(r *Record) float64 {
+func mwThreshold(r *experiments.Record) float64 {
 	for _, t := range algos.MWThresholds {
 		if algos.MWDesign(t) == r.Design {
 			return float64(t >> 10)
@@ -147,13 +153,13 @@ func ClassicConnections(n, t int) int { return n * t * (n*t - 1) }
 // judgeC24: the multiplexer's measured queue pairs in the cluster are
 // n(n-1) at every size (30 at 6 nodes), and the classic exchange's count at
 // the paper's 6 x 40 is in the tens of thousands.
-func judgeC24(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC24(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	var parts []string
 	exact := true
 	got6 := 0
 	for _, n := range []int{2, 4, 6, 8} {
-		h, nh := mean(rs, at("HyPer", "", "", n), func(r *Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
-		m, _ := mean(rs, at("MEMQ/SR", "", "", n), func(r *Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
+		h, nh := mean(rs, at("HyPer", "", "", n), func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
+		m, _ := mean(rs, at("MEMQ/SR", "", "", n), func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
 		if nh == 0 {
 			return missingData(fmt.Sprintf("HyPer at %d nodes", n))
 		}
@@ -176,7 +182,7 @@ func judgeC24(rs []*Record, _ map[string][]Result) Verdict {
 // judgeC25: over TCP the multiplexer gains at most 5% from scheduling at 8
 // nodes, and runs well below the RDMA multiplexer (CPU-bound); the RDMA
 // multiplexer's gain is reported beside it (claim C23's 40%).
-func judgeC25(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC25(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	get := func(d string) float64 { v, _ := mean(rs, at(d, "", "", 8), tput); return v }
 	rr, un, trr, tun := get("HyPer"), get("HyPer/unsched"), get("HyPer-TCP"), get("HyPer-TCP/unsched")
 	if rr == 0 || un == 0 || trr == 0 || tun == 0 {
@@ -200,7 +206,7 @@ func judgeC25(rs []*Record, _ map[string][]Result) Verdict {
 // judgeC26: best time of each middleware per cluster size (over threads):
 // RDMA-MW about 75% faster (reduction 52-98%); threshold sweep: time spread
 // above 25% with 16 KB within 2% of the best.
-func judgeC26(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC26(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	best := func(d string, n int) float64 {
 		b := math.Inf(1)
 		for _, r := range rs {

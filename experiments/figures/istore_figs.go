@@ -1,10 +1,12 @@
-package experiments
+package figures
 
 import (
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/istore"
 )
 
@@ -27,20 +29,22 @@ const istoreStreams = 3
 // figure (the paper's largest prefetch, where reads saturate).
 const istoreFanoutDepth = 10
 
-func mblocks(r *Record) float64 { return r.ThroughputGiBs * (1 << 30) / istore.BlockBytes / 1e6 }
+func mblocks(r *experiments.Record) float64 {
+	return r.ThroughputGiBs * (1 << 30) / istore.BlockBytes / 1e6
+}
 
-func istoreTables(r *Record) int {
-	if _, kv, err := parseIStoreLabel(r.Label); err == nil {
+func istoreTables(r *experiments.Record) int {
+	if _, kv, err := experiments.ParseIStoreLabel(r.Label); err == nil {
 		return int(kv["tables"])
 	}
 	return 0
 }
 
 func istoreFigures() []Figure {
-	microBase := func(full bool) RunConfig {
-		c := DefaultConfig()
-		c.Profile, c.Nodes, c.Threads, c.Design = "fdr-cx3", 2, istoreStreams, IStoreReadDesign
-		c.Label = istoreMicroLabel(scale(full, 8000, 64000))
+	microBase := func(full bool) experiments.RunConfig {
+		c := experiments.DefaultConfig()
+		c.Profile, c.Nodes, c.Threads, c.Design = "fdr-cx3", 2, istoreStreams, experiments.IStoreReadDesign
+		c.Label = experiments.IStoreMicroLabel(scale(full, 8000, 64000))
 		c.BytesPerNode, c.Pattern = 16, ""
 		return c
 	}
@@ -48,79 +52,79 @@ func istoreFigures() []Figure {
 	return []Figure{
 		Figure{
 			ID: "istore-prefetch", X: "buffers", Title: "I-Store: scan throughput of one reader against outstanding RDMA Reads, 2 KB blocks (Salama17 fig. 7b)", Claims: []string{"C27"},
-			Run: RunIStorePoint, NoSteady: true,
+			Run: experiments.RunIStorePoint, NoSteady: true,
 			Table: mblocks, TableUnit: "scanned blocks per second per reader [M]",
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				var depths []any
 				for d := 1; d <= 16; d++ {
 					depths = append(depths, d)
 				}
-				return sweeps(func() (*Sweep, error) {
-					return NewSweep("istore-prefetch", microBase(full), Vary("threads", 1, istoreStreams), Vary("buffers", depths...))
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("istore-prefetch", microBase(full), sweep.Vary("threads", 1, istoreStreams), sweep.Vary("buffers", depths...))
 				})
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"istore-prefetch", PlotSpec{Title: "One memory server, one reader (FDR), scan-sum of 2 KB blocks", XLabel: "outstanding reads per stream",
-					YLabel: "scanned blocks/s [M]", Kind: "lines", Series: lines(all(rs), func(r *Record) string { return fmt.Sprintf("%d stream(s)", r.Threads) },
-						func(r *Record) float64 { return float64(r.Buffers) }, mblocks)}}}, nil
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"istore-prefetch", sweep.PlotSpec{Title: "One memory server, one reader (FDR), scan-sum of 2 KB blocks", XLabel: "outstanding reads per stream",
+					YLabel: "scanned blocks/s [M]", Kind: "lines", Series: lines(all(rs), func(r *experiments.Record) string { return fmt.Sprintf("%d stream(s)", r.Threads) },
+						func(r *experiments.Record) float64 { return float64(r.Buffers) }, mblocks)}}}, nil
 			},
 		},
 		Figure{
 			ID: "istore-fanout", X: "nodes", Title: "I-Store: one memory server feeding 1 to 8 readers, RDMA Reads vs relayed multicast (Salama17 fig. 7c)", Claims: []string{"C28"},
-			Run: RunIStorePoint, NoSteady: true,
+			Run: experiments.RunIStorePoint, NoSteady: true,
 			Table: mblocks, TableUnit: "scanned blocks per second per reader [M] (nodes = readers + 1)",
-			Sweeps: func(full bool) ([]*Sweep, error) {
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := microBase(full)
 				base.Buffers = istoreFanoutDepth
-				return sweeps(func() (*Sweep, error) {
-					return NewSweep("istore-fanout", base, Vary("design", IStoreReadDesign, IStoreMulticastDesign), Vary("nodes", 2, 3, 5, 7, 9))
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("istore-fanout", base, sweep.Vary("design", experiments.IStoreReadDesign, experiments.IStoreMulticastDesign), sweep.Vary("nodes", 2, 3, 5, 7, 9))
 				})
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"istore-fanout", PlotSpec{Title: fmt.Sprintf("One memory server, %d streams per reader, %d outstanding (FDR)", istoreStreams, istoreFanoutDepth),
-					XLabel: "readers", YLabel: "scanned blocks/s per reader [M]", Kind: "lines", Series: lines(all(rs), func(r *Record) string { return r.Design },
-						func(r *Record) float64 { return float64(r.Nodes - 1) }, mblocks)}}}, nil
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"istore-fanout", sweep.PlotSpec{Title: fmt.Sprintf("One memory server, %d streams per reader, %d outstanding (FDR)", istoreStreams, istoreFanoutDepth),
+					XLabel: "readers", YLabel: "scanned blocks/s per reader [M]", Kind: "lines", Series: lines(all(rs), func(r *experiments.Record) string { return r.Design },
+						func(r *experiments.Record) float64 { return float64(r.Nodes - 1) }, mblocks)}}}, nil
 			},
 		},
 		Figure{
 			ID: "istore-joins", X: "design", Title: "I-Store: SSB-like star joins, remote reads vs shuffle plans, 8 FDR nodes (Salama17 fig. 7a)", Claims: []string{"C29"},
-			Run: RunIStorePoint, NoSteady: true,
+			Run: experiments.RunIStorePoint, NoSteady: true,
 			Table: respMS, TableUnit: "query response time [ms]",
-			Sweeps: func(full bool) ([]*Sweep, error) {
-				var ss []func() (*Sweep, error)
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				var ss []func() (*sweep.Sweep, error)
 				for i, tables := range []int{2, 3, 4} {
 					name := "istore-joins"
 					if i > 0 {
 						name = fmt.Sprintf("istore-joins-%d", tables)
 					}
-					ss = append(ss, func() (*Sweep, error) {
-						c := DefaultConfig()
+					ss = append(ss, func() (*sweep.Sweep, error) {
+						c := experiments.DefaultConfig()
 						// 5 sending and 5 receiving threads per node for
 						// the shuffle plans, 10 workers for remote reads:
 						// the paper's 10 threads per node.
-						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 5, istoreJoinLabel(tables, joinSF(full)), 16, ""
-						return NewSweep(name, c, Vary("design", IStoreDesign, IStoreUnicastDesign, "MESQ/SR", "MEMQ/SR"))
+						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 5, experiments.IStoreJoinLabel(tables, joinSF(full)), 16, ""
+						return sweep.NewSweep(name, c, sweep.Vary("design", experiments.IStoreDesign, experiments.IStoreUnicastDesign, "MESQ/SR", "MEMQ/SR"))
 					})
 				}
 				// The shuffle plan with twice the cores (10 sending and 10
 				// receiving threads), for the sensitivity in C29's record.
 				for _, tables := range []int{2, 3, 4} {
-					ss = append(ss, func() (*Sweep, error) {
-						c := DefaultConfig()
-						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 10, istoreJoinLabel(tables, joinSF(full)), 16, ""
-						return NewSweep(fmt.Sprintf("istore-joins-20cores-%d", tables), c, Vary("design", "MESQ/SR"), Vary("threads", 10))
+					ss = append(ss, func() (*sweep.Sweep, error) {
+						c := experiments.DefaultConfig()
+						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 10, experiments.IStoreJoinLabel(tables, joinSF(full)), 16, ""
+						return sweep.NewSweep(fmt.Sprintf("istore-joins-20cores-%d", tables), c, sweep.Vary("design", "MESQ/SR"), sweep.Vary("threads", 10))
 					})
 				}
 				return sweeps(ss...)
 			},
-			Plots: func(rs []Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"istore-joins", PlotSpec{Title: "Star joins (size-only), 8 FDR nodes", XLabel: "tables joined", YLabel: "response time [ms]", Kind: "bars",
-					Series: bars(all(rs), func(r *Record) string {
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"istore-joins", sweep.PlotSpec{Title: "Star joins (size-only), 8 FDR nodes", XLabel: "tables joined", YLabel: "response time [ms]", Kind: "bars",
+					Series: bars(all(rs), func(r *experiments.Record) string {
 						if r.Threads != 5 {
 							return fmt.Sprintf("%s, %d cores", r.Design, 2*r.Threads)
 						}
 						return r.Design
-					}, func(r *Record) string { return fmt.Sprint(istoreTables(r)) }, respMS)}}}, nil
+					}, func(r *experiments.Record) string { return fmt.Sprint(istoreTables(r)) }, respMS)}}}, nil
 			},
 		},
 	}
@@ -129,9 +133,9 @@ func istoreFigures() []Figure {
 // judgeC27: with the calibrated number of streams, 10 outstanding reads
 // about 3x (2.1-3.9x) one, and 5 within 10% of the best depth; the single
 // stream's figures are reported beside.
-func judgeC27(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC27(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	at := func(threads, depth int) float64 {
-		v, _ := mean(rs, func(r *Record) bool {
+		v, _ := mean(rs, func(r *experiments.Record) bool {
 			return r.Threads == threads && r.Buffers == depth && r.Experiment == "istore-micro"
 		}, mblocks)
 		return v
@@ -170,19 +174,19 @@ func judgeC27(rs []*Record, _ map[string][]Result) Verdict {
 // judgeC28: per-reader read throughput at 8 readers below half that at 1
 // ("sharply"); multicast within +-30% of its 1-reader value at every
 // count ("flat"), and above reads from 2 readers on.
-func judgeC28(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC28(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	at := func(d string, readers int) float64 {
-		v, _ := mean(rs, func(r *Record) bool { return r.Design == d && r.Nodes == readers+1 }, mblocks)
+		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == d && r.Nodes == readers+1 }, mblocks)
 		return v
 	}
-	r1, r8, m1 := at(IStoreReadDesign, 1), at(IStoreReadDesign, 8), at(IStoreMulticastDesign, 1)
+	r1, r8, m1 := at(experiments.IStoreReadDesign, 1), at(experiments.IStoreReadDesign, 8), at(experiments.IStoreMulticastDesign, 1)
 	if r1 == 0 || r8 == 0 || m1 == 0 {
 		return missingData("1 and 8 readers")
 	}
 	var parts []string
 	flat, above := true, true
 	for _, k := range []int{1, 2, 4, 6, 8} {
-		rd, mc := at(IStoreReadDesign, k), at(IStoreMulticastDesign, k)
+		rd, mc := at(experiments.IStoreReadDesign, k), at(experiments.IStoreMulticastDesign, k)
 		if rd == 0 || mc == 0 {
 			return missingData(fmt.Sprintf("%d readers", k))
 		}
@@ -206,24 +210,26 @@ func judgeC28(rs []*Record, _ map[string][]Result) Verdict {
 // judgeC29: for the 3- and 4-table joins the remote-read design (relayed
 // multicast) is faster than the best shuffle plan, by about 3x (2.1-3.9x)
 // at best; the 2-table join is reported beside (the paper: alike).
-func judgeC29(rs []*Record, _ map[string][]Result) Verdict {
+func judgeC29(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	var threads int // the remote-read runs' (cores = 2 x threads in both plans)
 	for _, r := range rs {
-		if r.Design == IStoreDesign {
+		if r.Design == experiments.IStoreDesign {
 			threads = r.Threads
 		}
 	}
 	shuffle := func(tables, threads int) (float64, string) {
 		best, name := math.Inf(1), ""
 		for _, r := range rs {
-			if r.Design != IStoreDesign && r.Design != IStoreUnicastDesign && istoreTables(r) == tables && r.Threads == threads && r.ResponseS*1e3 < best {
+			if r.Design != experiments.IStoreDesign && r.Design != experiments.IStoreUnicastDesign && istoreTables(r) == tables && r.Threads == threads && r.ResponseS*1e3 < best {
 				best, name = r.ResponseS*1e3, r.Design
 			}
 		}
 		return best, name
 	}
 	speedup := func(tables int) (float64, string) {
-		is, _ := mean(rs, func(r *Record) bool { return r.Design == IStoreDesign && istoreTables(r) == tables }, respMS)
+		is, _ := mean(rs, func(r *experiments.Record) bool {
+			return r.Design == experiments.IStoreDesign && istoreTables(r) == tables
+		}, respMS)
 		best, name := shuffle(tables, threads)
 		if is == 0 || math.IsInf(best, 0) {
 			return math.NaN(), ""
@@ -240,7 +246,7 @@ func judgeC29(rs []*Record, _ map[string][]Result) Verdict {
 		sp[t] = s
 		parts = append(parts, fmt.Sprintf("%d tables: %.2fx over the best shuffle plan (%s)", t, s, name))
 		if more, _ := shuffle(t, 2*threads); threads > 0 && !math.IsInf(more, 0) {
-			is, _ := mean(rs, func(r *Record) bool { return r.Design == IStoreDesign && istoreTables(r) == t }, respMS)
+			is, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == experiments.IStoreDesign && istoreTables(r) == t }, respMS)
 			parts[len(parts)-1] += fmt.Sprintf(" (%.2fx over MESQ/SR on twice the cores)", more/is)
 		}
 	}

@@ -1,4 +1,4 @@
-package experiments
+package figures
 
 // Claim is a published observation the simulator is checked against, in
 // our words, with its source section, cited by the keys of docs/papers.md

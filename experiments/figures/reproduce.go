@@ -1,4 +1,4 @@
-package experiments
+package figures
 
 import (
 	"cmp"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -21,7 +23,7 @@ type FigureOptions struct {
 	OutDir string // where the JSONL, CSV and plots go (created)
 	Jobs   int    // parallel runs (0: GOMAXPROCS)
 	// Progress and Warn are passed to RunSweep.
-	Progress func(Progress)
+	Progress func(sweep.Progress)
 	Warn     func(string)
 	// NoSteadyCheck skips the steady-state check (one extra run).
 	NoSteadyCheck bool
@@ -29,13 +31,13 @@ type FigureOptions struct {
 	// removed first, so that results always come from the current code.
 	Resume bool
 	// Run runs one point; default Run. Tests replace it.
-	Run func(RunConfig) (*Record, error)
+	Run func(experiments.RunConfig) (*experiments.Record, error)
 }
 
 // FigureReport is what RunFigure produced.
 type FigureReport struct {
 	Figure  Figure
-	Results []Result // every sweep's results, in sweep order
+	Results []sweep.Result // every sweep's results, in sweep order
 	Failed  int
 	Files   []string
 	// Steady describes the steady-state check: the largest point run again
@@ -65,8 +67,8 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 				return nil, err
 			}
 		}
-		r, err := RunSweep(ctx, sw, SweepOptions{Jobs: o.Jobs, Out: out, Progress: o.Progress, Warn: o.Warn, Run: o.Run})
-		if err != nil && !errors.Is(err, ErrPointsFailed) {
+		r, err := sweep.RunSweep(ctx, sw, sweep.SweepOptions{Jobs: o.Jobs, Out: out, Progress: o.Progress, Warn: o.Warn, Run: o.Run})
+		if err != nil && !errors.Is(err, sweep.ErrPointsFailed) {
 			return nil, fmt.Errorf("%s: %w", f.ID, err)
 		}
 		rep.Results = append(rep.Results, r.Results...)
@@ -74,7 +76,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 		rep.Files = append(rep.Files, out)
 	}
 	csv := filepath.Join(o.OutDir, f.ID+".csv")
-	if err := WriteCSV(csv, rep.Results); err != nil {
+	if err := sweep.WriteCSV(csv, rep.Results); err != nil {
 		return nil, err
 	}
 	rep.Files = append(rep.Files, csv)
@@ -84,7 +86,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	}
 	for _, p := range plots {
 		base := filepath.Join(o.OutDir, p.Name)
-		if err := WritePlot(base, p.Spec); err != nil {
+		if err := sweep.WritePlot(base, p.Spec); err != nil {
 			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		rep.Files = append(rep.Files, base+".png", base+".svg")
@@ -95,7 +97,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	case !o.NoSteadyCheck:
 		run := o.Run
 		if run == nil {
-			run = Run
+			run = experiments.Run
 		}
 		rep.Steady = steadyCheck(rep.Results, run)
 	}
@@ -106,8 +108,8 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 // if throughput moves by more than 10%, the figure's scale is too short to
 // be in steady state, and the report says so. run runs the point as the
 // figure's own points were run.
-func steadyCheck(rs []Result, run func(RunConfig) (*Record, error)) string {
-	var big *Result
+func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*experiments.Record, error)) string {
+	var big *sweep.Result
 	for i := range rs {
 		r := &rs[i]
 		if !r.Failed() && r.Design != "qperf" && r.ThroughputGiBs > 0 && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
@@ -185,7 +187,7 @@ type ReproduceReport struct {
 // Reproduce runs the figures and judges every claim.
 func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error) {
 	rep := &ReproduceReport{}
-	res := map[string][]Result{}
+	res := map[string][]sweep.Result{}
 	for _, f := range AllFigures() {
 		if len(o.Figures) > 0 && !contains(o.Figures, f.ID) {
 			continue
@@ -235,7 +237,7 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 	fmt.Fprintf(&b, "# Validation against the papers' claims\n\n")
 	fmt.Fprintf(&b, "Written by `%s` (%s scale); do not edit by hand. Every figure is in `docs/figures/` "+
 		"with its data (JSONL, CSV). Model parameters were not tuned to any claim (docs/model.md): a claim that fails is a finding, "+
-		"with its reason. Thresholds: \"about x\" is read as roughly x +-30%%; each rule is in `experiments/judge.go`.\n\n", command, mode)
+		"with its reason. Thresholds: \"about x\" is read as roughly x +-30%%; each rule is in `experiments/figures/judge.go`.\n\n", command, mode)
 	fmt.Fprintf(&b, "Summary: %d pass, %d partial, %d fail, %d not-run (of %d claims).\n\n", counts[Pass], counts[Partial], counts[Fail], counts[NotRun], len(rep.Verdicts))
 	for _, fr := range rep.Figures {
 		fmt.Fprintf(&b, "- %s, %s: %d points (%d failed). %s\n", fr.Figure.ID, fr.Figure.Title, len(fr.Results), fr.Failed, fr.Steady)
@@ -262,9 +264,9 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 
 // writeComparison is the claims report's side-by-side section: every
 // design on one cluster, from the "peers" figure, and what it shows.
-func writeComparison(b *strings.Builder, rs []*Record) {
+func writeComparison(b *strings.Builder, rs []*experiments.Record) {
 	at := func(design, pattern string) float64 {
-		v, _ := mean(rs, func(r *Record) bool {
+		v, _ := mean(rs, func(r *experiments.Record) bool {
 			return r.Design == design && r.Pattern == pattern && (r.Design != "HyPer" || r.MsgBytes != 512<<10)
 		}, tput)
 		return v
@@ -283,7 +285,7 @@ func writeComparison(b *strings.Builder, rs []*Record) {
 		fmt.Fprintf(b, "| %s | %.2f | %.2f |\n", d, at(d, "repartition"), at(d, "broadcast"))
 	}
 	best, bestV := "", 0.0
-	for _, d := range SeedDesigns() {
+	for _, d := range experiments.SeedDesigns() {
 		if v := at(d, "repartition"); v > bestV {
 			best, bestV = d, v
 		}

@@ -1,0 +1,430 @@
+package figures
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// Figure is one figure of Liu19's evaluation as a reproducible
+// experiment: the sweeps that produce its data at quick scale (a minute or
+// so on a 2-core machine) or at the paper's scale, the plots drawn from
+// them, and the claims they evaluate.
+type Figure struct {
+	ID     string
+	Title  string
+	Claims []string
+	// Sweeps returns the figure's sweeps; their names prefix the output
+	// files (the first one's name is the figure's ID).
+	Sweeps func(full bool) ([]*sweep.Sweep, error)
+	// Plots draws the figure from its results.
+	Plots func(rs []sweep.Result) ([]NamedPlot, error)
+	// Table is the metric of the printed table and its unit (default:
+	// throughput in GiB/s).
+	Table     func(*experiments.Record) float64
+	TableUnit string
+	// X is the parameter along the table's columns (the plots' x axis).
+	X string
+	// NoSteady skips the steady-state check: the figure's metric is not a
+	// throughput (setup time, say).
+	NoSteady bool
+	// Run, if set, runs the figure's points instead of Run (queries, say:
+	// the points then describe more than a shuffle).
+	Run func(experiments.RunConfig) (*experiments.Record, error)
+}
+
+// TableMetric returns the figure's table metric and unit.
+func (f Figure) TableMetric() (func(*experiments.Record) float64, string) {
+	if f.Table == nil {
+		return tput, "receive throughput per node [GiB/s]"
+	}
+	return f.Table, f.TableUnit
+}
+
+// NamedPlot is one plot of a figure: Name is the file's base name.
+type NamedPlot struct {
+	Name string
+	Spec sweep.PlotSpec
+}
+
+// Verdict is one claim's evaluation.
+type Verdict struct {
+	Claim    string `json:"claim"`
+	Figure   string `json:"figure,omitempty"`
+	Expected string `json:"expected"`
+	Measured string `json:"measured"`
+	Verdict  string `json:"verdict"` // pass, partial, fail or not-run
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Verdict values.
+const (
+	Pass    = "pass"
+	Partial = "partial"
+	Fail    = "fail"
+	NotRun  = "not-run"
+)
+
+// scale picks the quick or the full value.
+func scale[T any](full bool, quick, paper T) T {
+	if full {
+		return paper
+	}
+	return quick
+}
+
+func figBase(profile string, nodes, threads int, bytesPerPair int64) experiments.RunConfig {
+	c := experiments.DefaultConfig()
+	c.Profile, c.Nodes, c.Threads, c.BytesPerPair = profile, nodes, threads, bytesPerPair
+	return c
+}
+
+func anys[T any](xs ...T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+func sweeps(ss ...func() (*sweep.Sweep, error)) ([]*sweep.Sweep, error) {
+	var out []*sweep.Sweep
+	for _, f := range ss {
+		s, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// AllFigures lists every figure (a fresh slice), in this order: Liu19's
+// figures 13-22, its adaptive-buffer figures 23-24, the I-Store figures,
+// the peer designs' figures and Liu19's TPC-H figures 26-27.
+func AllFigures() []Figure {
+	return slices.Concat(seedFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures())
+}
+
+// seedFigures are Liu19's figures 13-22, in the order of the paper.
+func seedFigures() []Figure {
+	return []Figure{
+		{
+			ID: "fig13", X: "credit-every", Title: "Credit write-back frequency (Liu19 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 16<<20))
+				base.Buffers = 16
+				mem := figBase("edr-cx4", 8, 14, 64<<10)
+				mem.Buffers, mem.CreditEvery = 16, 16
+				return sweeps(
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig13", base, sweep.Vary("design", "MESQ/SR", "MEMQ/SR"), sweep.Vary("credit-every", 1, 2, 4, 8, 16))
+					},
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig13-qperf", base, sweep.Vary("design", "qperf"))
+					},
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig13-memory", mem, sweep.Vary("design", "MESQ/SR", "MEMQ/SR"))
+					},
+				)
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				main := filter(rs, func(r *experiments.Record) bool { return r.Design != "qperf" && r.BytesPerPair != 64<<10 }) // not the memory runs
+				var ref []sweep.RefLine
+				if q := filter(rs, func(r *experiments.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
+					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
+				}
+				byDesign := func(r *experiments.Record) string { return r.Design }
+				f := func(r *experiments.Record) float64 { return float64(r.CreditEvery) }
+				return []NamedPlot{
+					{"fig13", sweep.PlotSpec{Title: "Throughput vs credit write-back frequency (8 nodes, EDR)", XLabel: "receives per credit write-back",
+						YLabel: "receive throughput per node [GiB/s]", Kind: "lines", Series: lines(main, byDesign, f, tput), HLines: ref}},
+					{"fig14", sweep.PlotSpec{Title: "Receivers' time returning buffers and credit", XLabel: "receives per credit write-back",
+						YLabel: "time in Release [ms per GiB]", Kind: "lines", Series: lines(main, byDesign, f, func(r *experiments.Record) float64 { return r.ReleaseMSPerGiB })}},
+				}, nil
+			},
+		},
+		{
+			ID: "fig15", X: "cycles-per-tuple", Title: "RDMA Write notification variants under receiver load (Liu19 fig. 15)", Claims: []string{"C4"},
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
+				base.Design = "MEMQ/WR"
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("fig15", base, sweep.Vary("notify", "cq", "buffers", "queue"), sweep.Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
+				})
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig15", sweep.PlotSpec{Title: "MEMQ/WR notification variants (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
+					YLabel: "receive throughput per node [GiB/s]", Kind: "lines",
+					Series: lines(all(rs), func(r *experiments.Record) string { return "notify=" + r.Notify }, batchMicros, tput)}}}, nil
+			},
+		},
+		{
+			ID: "fig16", X: "notify", Title: "When a slot returns to the sender, per notification variant (Liu19 fig. 16)", Claims: []string{"C5"},
+			Table: func(r *experiments.Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
+				base.Design = "MEMQ/WR"
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("fig16", base, sweep.Vary("notify", "cq", "buffers", "queue"))
+				})
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig16", sweep.PlotSpec{Title: "Slot return latency (MEMQ/WR, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
+					YLabel: "slot return after its write [us]", Kind: "bars",
+					Series: bars(all(rs), func(*experiments.Record) string { return "MEMQ/WR" }, func(r *experiments.Record) string { return r.Notify },
+						func(r *experiments.Record) float64 { return r.SlotReturnUS })}}}, nil
+			},
+		},
+		{
+			ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (Liu19 fig. 17)", Claims: []string{"C6"},
+			Table: func(r *experiments.Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 1<<20, 8<<20))
+				base.Design, base.Buffers = "MEMQ/WR", 4
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("fig17", base, sweep.Vary("notify", "cq", "buffers", "queue"), sweep.Vary("credit-every", 1, 2, 4))
+				})
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig17", sweep.PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR, 8 nodes, EDR)", XLabel: "receives per credit write-back",
+					YLabel: "RDMA Writes per data transfer", Kind: "lines",
+					Series: lines(all(rs), func(r *experiments.Record) string { return "notify=" + r.Notify }, func(r *experiments.Record) float64 { return float64(r.CreditEvery) },
+						func(r *experiments.Record) float64 { return r.WritesPerTransfer })}}}, nil
+			},
+		},
+		{
+			ID: "fig18", X: "msg-bytes", Title: "Message size (Liu19 fig. 18)", Claims: []string{"C7", "C8"},
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				t := scale(full, 8, 14)
+				base := figBase("edr-cx4", 8, t, scale[int64](full, 2<<20, 16<<20))
+				ud := figBase("edr-cx4", 8, t, scale[int64](full, 256<<10, 4<<20))
+				return sweeps(
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig18", base, sweep.Vary("design", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"),
+							sweep.Vary("msg-bytes", 4096, 16384, 65536, 262144, 1048576))
+					},
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig18-ud", ud, sweep.Vary("design", "SESQ/SR", "MESQ/SR"))
+					},
+				)
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				rc := filter(rs, func(r *experiments.Record) bool { return !experiments.IsUD(r.Design) })
+				byDesign := func(r *experiments.Record) string { return r.Design }
+				size := func(r *experiments.Record) float64 { return float64(r.MsgBytes) }
+				return []NamedPlot{
+					{"fig18", sweep.PlotSpec{Title: "Throughput vs message size (8 nodes, EDR)", XLabel: "message size [bytes]", YLabel: "receive throughput per node [GiB/s]",
+						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, tput)}},
+					{"fig18c", sweep.PlotSpec{Title: "Registered memory vs message size", XLabel: "message size [bytes]", YLabel: "registered memory per node [MiB]",
+						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, func(r *experiments.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) })}},
+				}, nil
+			},
+		},
+		{
+			ID: "fig19", X: "nodes", Title: "Cluster size, FDR and EDR, repartition and broadcast (Liu19 fig. 19)",
+			Claims: []string{"C9", "C10", "C11", "C12", "C13", "C14", "C15"},
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				// Quick: 10 threads, so that MEMQ's n x t queue pairs exceed
+				// the FDR context cache at 16 nodes as with the paper's 14.
+				base := figBase("edr-cx4", 2, scale(full, 10, 14), scale[int64](full, 256<<10, 8<<20))
+				designs := append(experiments.SeedDesigns(), "MPI", "IPoIB")
+				nodes := sweep.Vary("nodes", 2, 4, 8, 16)
+				profiles := sweep.Vary("profile", "fdr-cx3", "edr-cx4")
+				return sweeps(
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig19", base, profiles, sweep.Vary("pattern", "repartition", "broadcast"), sweep.Vary("design", anys(designs...)...), nodes)
+					},
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig19-qperf", base, profiles, sweep.Vary("design", "qperf"), nodes)
+					},
+				)
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				var out []NamedPlot
+				for i, panel := range []struct{ profile, pattern string }{
+					{"fdr-cx3", "repartition"}, {"fdr-cx3", "broadcast"}, {"edr-cx4", "repartition"}, {"edr-cx4", "broadcast"},
+				} {
+					sel := filter(rs, func(r *experiments.Record) bool { return r.Profile == panel.profile && r.Pattern == panel.pattern })
+					out = append(out, NamedPlot{fmt.Sprintf("fig19%c", 'a'+i), sweep.PlotSpec{
+						Title:  fmt.Sprintf("%s, %s", panel.pattern, panel.profile),
+						XLabel: "nodes", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
+						Series: bars(sel, func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) string { return fmt.Sprint(r.Nodes) }, tput)}})
+				}
+				return out, nil
+			},
+		},
+		{
+			ID: "fig20", X: "threads", Title: "Queue pairs per node at 16 nodes (Liu19 fig. 20)", Claims: []string{"C16"},
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				base := figBase("edr-cx4", 16, 2, scale[int64](full, 128<<10, 8<<20))
+				threads := sweep.Vary("threads", anys(scale(full, []int{2, 4, 8}, []int{2, 4, 8, 14})...)...)
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("fig20", base, sweep.Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MEMQ/RD"), threads)
+				})
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig20", sweep.PlotSpec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
+					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true,
+					Series: lines(all(rs), func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
+			},
+		},
+		{
+			ID: "fig21", X: "nodes", Title: "Connection setup time (Liu19 fig. 21)", Claims: []string{"C17"},
+			Table: func(r *experiments.Record) float64 { return r.SetupMS }, TableUnit: "setup [ms]", NoSteady: true,
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				base := figBase("edr-cx4", 2, scale(full, 4, 14), 16<<10)
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("fig21", base, sweep.Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MPI"), sweep.Vary("nodes", 2, 4, 8, 16))
+				})
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				return []NamedPlot{{"fig21", sweep.PlotSpec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
+					Series: lines(all(rs), func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) float64 { return float64(r.Nodes) },
+						func(r *experiments.Record) float64 { return r.SetupMS })}}}, nil
+			},
+		},
+		{
+			ID: "fig22", X: "cycles-per-tuple", Title: "Overlap of communication and computation (Liu19 fig. 22)", Claims: []string{"C18"},
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 256<<10, 8<<20))
+				return sweeps(func() (*sweep.Sweep, error) {
+					return sweep.NewSweep("fig22", base, sweep.Vary("design", "SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/RD", "MEMQ/WR", "MPI", "IPoIB"),
+						sweep.Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32, 64, 128))
+				})
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				loaded := filter(rs, func(r *experiments.Record) bool { return r.CyclesPerTuple > 0 })
+				return []NamedPlot{{"fig22", sweep.PlotSpec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
+					XLabel: "processing per 32 KiB batch [us]", YLabel: "throughput / processing throughput", Kind: "lines",
+					Series: lines(loaded, func(r *experiments.Record) string { return r.Design }, batchMicros, overlap)}}}, nil
+			},
+		},
+	}
+}
+
+// FigureByID finds a figure.
+func FigureByID(id string) (Figure, error) {
+	figs := AllFigures()
+	for _, f := range figs {
+		if f.ID == id {
+			return f, nil
+		}
+	}
+	ids := make([]string, len(figs))
+	for i, f := range figs {
+		ids[i] = f.ID
+	}
+	return Figure{}, fmt.Errorf("unknown figure %q: choose one of %s", id, strings.Join(ids, ", "))
+}
+
+// all returns the records of the results that succeeded.
+func all(rs []sweep.Result) []*experiments.Record { return filter(rs, nil) }
+
+func filter(rs []sweep.Result, keep func(*experiments.Record) bool) []*experiments.Record {
+	var out []*experiments.Record
+	for _, r := range rs {
+		if !r.Failed() && (keep == nil || keep(r.Record)) {
+			out = append(out, r.Record)
+		}
+	}
+	return out
+}
+
+func tput(r *experiments.Record) float64 { return r.ThroughputGiBs }
+
+// ghz is the clock of a record's profile (1 if it cannot be loaded).
+func ghz(r *experiments.Record) float64 {
+	name := strings.TrimPrefix(r.Profile, "file:")
+	if p, err := sim.LoadProfile(name); err == nil && p.Host.GHz > 0 {
+		return p.Host.GHz
+	}
+	return 1
+}
+
+// batchMicros is the receiving fragment's processing time per 32 KiB batch
+// (2048 tuples), the x axis of Liu19's overlap figures.
+func batchMicros(r *experiments.Record) float64 {
+	return float64(r.CyclesPerTuple) * float64(32<<10/algos.TupleBytes) / ghz(r) / 1e3
+}
+
+// overlap is the shuffle's throughput relative to what the receiving
+// threads could process (1 = communication fully hidden).
+func overlap(r *experiments.Record) float64 {
+	if r.CyclesPerTuple <= 0 {
+		return 0
+	}
+	proc := float64(r.Threads) * ghz(r) * 1e9 / float64(r.CyclesPerTuple) * algos.TupleBytes / (1 << 30)
+	return r.ThroughputGiBs / proc
+}
+
+// lines groups records into series (by series), points by x, averaging y
+// over the seeds with a 95% interval; points are sorted by x.
+func lines(rs []*experiments.Record, series func(*experiments.Record) string, x, y func(*experiments.Record) float64) []sweep.Series {
+	type key struct {
+		s string
+		x float64
+	}
+	var order []string
+	vals := map[key][]float64{}
+	for _, r := range rs {
+		k := key{series(r), x(r)}
+		if !slices.Contains(order, k.s) {
+			order = append(order, k.s)
+		}
+		vals[k] = append(vals[k], y(r))
+	}
+	var out []sweep.Series
+	for _, s := range order {
+		var pts []sweep.XY
+		for k, v := range vals {
+			if k.s == s {
+				sum := sweep.Summarize1(v)
+				pts = append(pts, sweep.XY{X: k.x, Y: sum.Mean, Err: sum.CI95})
+			}
+		}
+		slices.SortFunc(pts, func(a, b sweep.XY) int { return cmp.Compare(a.X, b.X) })
+		out = append(out, sweep.Series{Name: s, Points: pts})
+	}
+	return out
+}
+
+// bars is lines with categories (labels) instead of numeric x, in order
+// of first appearance.
+func bars(rs []*experiments.Record, series, cat func(*experiments.Record) string, y func(*experiments.Record) float64) []sweep.Series {
+	var cats []string
+	for _, r := range rs {
+		if c := cat(r); !slices.Contains(cats, c) {
+			cats = append(cats, c)
+		}
+	}
+	idx := func(r *experiments.Record) float64 { return float64(slices.Index(cats, cat(r))) }
+	out := lines(rs, series, idx, y)
+	for i := range out {
+		for j := range out[i].Points {
+			out[i].Points[j].Label = cats[int(out[i].Points[j].X)]
+		}
+	}
+	return out
+}
+
+// mean is the mean of y over the records that keep selects, and how many
+// there were.
+func mean(rs []*experiments.Record, keep func(*experiments.Record) bool, y func(*experiments.Record) float64) (float64, int) {
+	var v []float64
+	for _, r := range rs {
+		if keep(r) {
+			v = append(v, y(r))
+		}
+	}
+	if len(v) == 0 {
+		return 0, 0
+	}
+	return sweep.Summarize1(v).Mean, len(v)
+}

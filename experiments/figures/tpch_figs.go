@@ -1,0 +1,231 @@
+package figures
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
+	"github.com/rdmashuffle/rdmashuffle/tpch"
+)
+
+// Figures 26 and 27 of Liu19 run TPC-H queries: their points are run by
+// RunQueryPoint (see tpch_point.go).
+
+// Quick and paper scale factors per node: the paper's fig. 26 is SF 400
+// on 8 nodes (50 per node), fig. 27 SF 200 to 1600 on 2 to 16 nodes (100
+// per node); quick runs 0.1 per node (500 and 1000 times less, the same
+// data per node at every cluster size).
+const (
+	quickSFPerNode = 0.1
+	fig26SFPerNode = 50
+	fig27SFPerNode = 100
+)
+
+// TPCHFigureOptions returns o with the TPC-H runner for figures 26 and
+// 27 (and no steady-state check, which reruns a synthetic shuffle); other
+// figures' options are returned unchanged.
+func TPCHFigureOptions(f Figure, o FigureOptions) FigureOptions {
+	if (f.ID == "fig26" || f.ID == "fig27") && o.Run == nil {
+		o.Run, o.NoSteadyCheck = experiments.RunQueryPoint, true
+	}
+	return o
+}
+
+// RunQueryFigure runs figure 26 or 27 with the TPC-H runner.
+func RunQueryFigure(ctx context.Context, id string, o FigureOptions) (*FigureReport, error) {
+	f, err := FigureByID(id)
+	if err != nil {
+		return nil, err
+	}
+	return RunFigure(ctx, f, TPCHFigureOptions(f, o))
+}
+
+// queryBase is a figure point: the query in the label, size-only, threads
+// from the profile; BytesPerNode of one tuple keeps a point run by plain
+// Run trivial.
+func queryBase(q tpch.Query, local bool, sfpn float64, profile string, nodes int) experiments.RunConfig {
+	c := experiments.DefaultConfig()
+	c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Design = profile, nodes, 0, experiments.TPCHLabel(q, local, sfpn), 16, "MESQ/SR"
+	c.Pattern = "" // the plan's: recorded as its steps' patterns
+	return c
+}
+
+func isQuery(q tpch.Query, local bool) func(*experiments.Record) bool {
+	return func(r *experiments.Record) bool {
+		rq, rl, _, err := experiments.ParseTPCHLabel(r.Label)
+		return err == nil && r.Experiment == "tpch" && rq == q && rl == local
+	}
+}
+
+func respMS(r *experiments.Record) float64 { return r.ResponseS * 1e3 }
+
+// designOrLocal names a record's series.
+func designOrLocal(r *experiments.Record) string {
+	if _, local, _, err := experiments.ParseTPCHLabel(r.Label); err == nil && local {
+		return "local data"
+	}
+	return r.Design
+}
+
+func tpchFigures() []Figure {
+	return []Figure{
+		Figure{
+			ID: "fig26", X: "profile", Title: "TPC-H Q4 at SF 400 on 8 nodes, FDR vs EDR (Liu19 fig. 26)", Claims: []string{"C21"},
+			Run: experiments.RunQueryPoint, NoSteady: true,
+			Table: respMS, TableUnit: "query response time [ms]",
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				sfpn := scale[float64](full, quickSFPerNode, fig26SFPerNode)
+				profiles := sweep.Vary("profile", "fdr-cx3", "edr-cx4")
+				return sweeps(
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig26", queryBase(tpch.Q4, false, sfpn, "edr-cx4", 8), sweep.Vary("design", "MESQ/SR", "MPI"), profiles)
+					},
+					func() (*sweep.Sweep, error) {
+						return sweep.NewSweep("fig26-local", queryBase(tpch.Q4, true, sfpn, "edr-cx4", 8), profiles)
+					},
+				)
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				sel := filter(rs, func(r *experiments.Record) bool { return r.Experiment == "tpch" })
+				return []NamedPlot{{"fig26", sweep.PlotSpec{Title: "TPC-H Q4, 8 nodes (size-only)", XLabel: "cluster", YLabel: "response time [ms]", Kind: "bars",
+					Series: bars(sel, designOrLocal, func(r *experiments.Record) string { return r.Profile }, respMS)}}}, nil
+			},
+		},
+		Figure{
+			ID: "fig27", X: "nodes", Title: "TPC-H Q4, Q3 and Q10 on 2 to 16 EDR nodes at constant data per node (Liu19 fig. 27)", Claims: []string{"C22"},
+			Run: experiments.RunQueryPoint, NoSteady: true,
+			Table: respMS, TableUnit: "query response time [ms]",
+			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
+				sfpn := scale[float64](full, quickSFPerNode, fig27SFPerNode)
+				designs := sweep.Vary("design", "MESQ/SR", "MPI")
+				nodes := sweep.Vary("nodes", 2, 4, 8, 16)
+				mk := func(name string, q tpch.Query, local bool) func() (*sweep.Sweep, error) {
+					return func() (*sweep.Sweep, error) {
+						if local {
+							return sweep.NewSweep(name, queryBase(q, true, sfpn, "edr-cx4", 2), nodes)
+						}
+						return sweep.NewSweep(name, queryBase(q, false, sfpn, "edr-cx4", 2), designs, nodes)
+					}
+				}
+				return sweeps(mk("fig27", tpch.Q4, false), mk("fig27-local", tpch.Q4, true), mk("fig27-q3", tpch.Q3, false), mk("fig27-q10", tpch.Q10, false))
+			},
+			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+				var out []NamedPlot
+				for i, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
+					sel := filter(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
+					var ref []sweep.RefLine
+					for _, r := range sel {
+						if r.Design == "MESQ/SR" && r.Nodes == 2 && isQuery(q, false)(r) {
+							ref = append(ref, sweep.RefLine{Name: "optimal scale-out (MESQ/SR at 2 nodes)", Y: respMS(r)})
+						}
+					}
+					out = append(out, NamedPlot{fmt.Sprintf("fig27%c", 'a'+i), sweep.PlotSpec{Title: fmt.Sprintf("TPC-H %s, EDR, constant data per node (size-only)", q),
+						XLabel: "nodes", YLabel: "response time [ms]", Kind: "lines",
+						Series: lines(sel, designOrLocal, func(r *experiments.Record) float64 { return float64(r.Nodes) }, respMS), HLines: ref}})
+				}
+				return out, nil
+			},
+		},
+	}
+}
+
+// about reports whether v is within +-30% of want.
+func about(v, want float64) bool { return v >= 0.7*want && v <= 1.3*want }
+
+// queryTime is the mean response time of the records keep selects.
+func queryTime(rs []*experiments.Record, keep func(*experiments.Record) bool) float64 {
+	v, _ := mean(rs, keep, func(r *experiments.Record) float64 { return r.ResponseS })
+	return v
+}
+
+var noRunner = Verdict{Verdict: Fail, Measured: "no TPC-H records",
+	Reason: "the figure's points were not run by the TPC-H runner (FigureOptions.Run overrode it?)"}
+
+// judgeC21: MESQ/SR within 1.3x of local data on both clusters; FDR to
+// EDR gains about 50% (35-65%) with MESQ/SR and about 30% (21-39%) with
+// MPI (gain = FDR time / EDR time - 1).
+func judgeC21(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+	if !hasTPCH(rs) {
+		return noRunner
+	}
+	get := func(profile string, local bool, design string) float64 {
+		return queryTime(rs, func(r *experiments.Record) bool {
+			return isQuery(tpch.Q4, local)(r) && r.Profile == profile && (local || r.Design == design)
+		})
+	}
+	var t [2][3]float64 // profile, (MESQ/SR, MPI, local)
+	for i, p := range []string{"fdr-cx3", "edr-cx4"} {
+		t[i] = [3]float64{get(p, false, "MESQ/SR"), get(p, false, "MPI"), get(p, true, "")}
+		for _, v := range t[i] {
+			if v == 0 {
+				return missingData(p)
+			}
+		}
+	}
+	closeFDR, closeEDR := t[0][0]/t[0][2], t[1][0]/t[1][2]
+	gainS, gainM := t[0][0]/t[1][0]-1, t[0][1]/t[1][1]-1
+	close := closeFDR <= 1.3 && closeEDR <= 1.3
+	gS, gM := about(gainS, 0.5), about(gainM, 0.3)
+	v := Verdict{Expected: "MESQ/SR within 1.3x of local data; FDR->EDR gain about 50% (35-65%) with MESQ/SR, about 30% (21-39%) with MPI",
+		Measured: fmt.Sprintf("FDR: MESQ/SR %.3g ms, MPI %.3g ms, local %.3g ms; EDR: %.3g, %.3g, %.3g ms; MESQ/SR/local %.2fx (FDR), %.2fx (EDR); gain MESQ/SR %+.0f%%, MPI %+.0f%%",
+			t[0][0]*1e3, t[0][1]*1e3, t[0][2]*1e3, t[1][0]*1e3, t[1][1]*1e3, t[1][2]*1e3, closeFDR, closeEDR, 100*gainS, 100*gainM),
+		Verdict: grade(close && gS && gM, close || gS || gM)}
+	switch {
+	case !close:
+		v.Reason = "the shuffle adds more than 30% to the local-data time"
+	case !gS || !gM:
+		v.Reason = "the FDR-to-EDR gain differs: in this model Q4 is CPU-bound, so the gain follows the cores used (FDR 20, EDR 28) more than the network"
+	}
+	return v
+}
+
+func hasTPCH(rs []*experiments.Record) bool {
+	for _, r := range rs {
+		if r.Experiment == "tpch" {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeC22: at 2 nodes MPI/MESQ/SR within 0.7-1.3 for every query; at 16
+// nodes about 1.7x (Q4), 1.55x (Q3) and 2x (Q10), each +-30%.
+func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+	if !hasTPCH(rs) {
+		return noRunner
+	}
+	want := map[tpch.Query]float64{tpch.Q4: 1.7, tpch.Q3: 1.55, tpch.Q10: 2}
+	var parts []string
+	alike, at16, some := true, true, false
+	for _, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
+		ratio := func(n int) float64 {
+			s := queryTime(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MESQ/SR" })
+			m := queryTime(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MPI" })
+			if s == 0 || m == 0 {
+				return math.NaN()
+			}
+			return m / s
+		}
+		r2, r16 := ratio(2), ratio(16)
+		if math.IsNaN(r2) || math.IsNaN(r16) {
+			return missingData(string(q))
+		}
+		alike = alike && about(r2, 1)
+		ok := about(r16, want[q])
+		at16 = at16 && ok
+		some = some || ok
+		parts = append(parts, fmt.Sprintf("%s: MPI/MESQ/SR %.2fx at 2 nodes, %.2fx at 16 (want about %.2fx)", q, r2, r16, want[q]))
+	}
+	v := Verdict{Expected: "alike at 2 nodes (0.7-1.3x); at 16 nodes MESQ/SR about 1.7x MPI on Q4, 1.55x on Q3, 2x on Q10 (+-30%)",
+		Measured: strings.Join(parts, "; "), Verdict: grade(alike && at16, some)}
+	switch {
+	case !alike:
+		v.Reason = "MPI and MESQ/SR already differ by more than 30% at 2 nodes"
+	case !at16:
+		v.Reason = "some 16-node speed-up is outside +-30% of the paper's"
+	}
+	return v
+}

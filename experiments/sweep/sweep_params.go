@@ -1,0 +1,394 @@
+package sweep
+
+// The sweep parameters: the table params is the one place that maps a
+// key (explore run's flag name) to a RunConfig field; a new parameter is
+// added there once and becomes usable in specs, in NewSweep, in point keys
+// and as a flag of explore run (AddFlags).
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// param is one sweep parameter: a key (explore run's flag name), what a
+// value must be, how to set and print it on a RunConfig, and its flag.
+type param struct {
+	key    string
+	expect string
+	help   string                                      // the flag's help text
+	set    func(c *experiments.RunConfig, v any) error // v is already known to be of the right kind
+	get    func(c *experiments.RunConfig) string       // canonical text, used in point keys
+	kind   func(v any) (any, bool)                     // converts a YAML or Go value to the setter's type
+	// flag registers the parameter on fs as the flag key with usage
+	// help, bound to c's field and defaulting to its current value.
+	flag func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string)
+}
+
+// params is the key -> RunConfig table, in the canonical order of point keys.
+var params = []param{
+	// Which designs exist is Run's to say (Validate asks it before a sweep starts).
+	strParam("design", "a design name such as MEMQ/SR",
+		"endpoint design: "+strings.Join(experiments.DesignNames(nil), ", "),
+		func(c *experiments.RunConfig) *string { return &c.Design },
+		func(s string) bool { return s != "" }),
+	{key: "notify", expect: fmt.Sprintf("%s, %s or %s (RDMA Write designs only)", algos.NotifyCQ, algos.NotifyBuffers, algos.NotifyQueue),
+		help: "RDMA Write designs: how receivers learn of a write: cq (write with immediate, default), buffers (a seal per buffer) or queue (a descriptor ring)",
+		kind: asString,
+		set: func(c *experiments.RunConfig, v any) error {
+			n := algos.Notify(v.(string))
+			if n != "" && n != algos.NotifyCQ && n != algos.NotifyBuffers && n != algos.NotifyQueue {
+				return errBadValue
+			}
+			c.Notify = n
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return string(c.Notify) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.StringVar((*string)(&c.Notify), key, string(c.Notify), help)
+		}},
+	intParam("nodes", 1, "cluster size", func(c *experiments.RunConfig) *int { return &c.Nodes }),
+	intParam("threads", 1, "sending threads per node (and as many receiving threads)", func(c *experiments.RunConfig) *int { return &c.Threads }),
+	{key: "pattern", expect: fmt.Sprintf("%s, %s or %s:K", algos.Repartition, algos.Broadcast, algos.Multicast),
+		help: "repartition, broadcast, or multicast:K (each tuple to K consecutive nodes)",
+		kind: asString,
+		set: func(c *experiments.RunConfig, v any) error {
+			// algos.NewGroups is the judge; multicast:K's K is checked
+			// against the node count by Validate.
+			p := algos.Pattern(v.(string))
+			if _, err := algos.NewGroups(p, 1); err != nil && !strings.HasPrefix(string(p), string(algos.Multicast)+":") {
+				return errBadValue
+			}
+			c.Pattern = p
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return string(c.Pattern) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.StringVar((*string)(&c.Pattern), key, string(c.Pattern), help)
+		}},
+	strParam("profile", "a built-in profile name ("+strings.Join(sim.BuiltinProfiles(), ", ")+") or a .yaml path",
+		"hardware profile: a built-in name or a .yaml path",
+		func(c *experiments.RunConfig) *string { return &c.Profile },
+		func(s string) bool { return s != "" }),
+	intParam("msg-bytes", 0, "message (buffer) size in bytes, header included (default 4096 for UD designs, 65536 for RC)",
+		func(c *experiments.RunConfig) *int { return &c.MsgBytes }),
+	intParam("buffers", 1, "registered buffers per thread per destination", func(c *experiments.RunConfig) *int { return &c.Buffers }),
+	intParam("credit-every", 1, "receives posted per credit write-back", func(c *experiments.RunConfig) *int { return &c.CreditEvery }),
+	int64Param("bytes-per-node", "payload bytes each node sends", func(c *experiments.RunConfig) *int64 { return &c.BytesPerNode }),
+	int64Param("bytes-per-pair", "size the input so each sending thread sends about this many bytes to each destination (overrides --bytes-per-node)",
+		func(c *experiments.RunConfig) *int64 { return &c.BytesPerPair }),
+	int64Param("cycles-per-tuple", "receiving fragment's processing per tuple, CPU cycles",
+		func(c *experiments.RunConfig) *int64 { return &c.CyclesPerTuple }),
+	{key: "node-cycles", expect: "comma-separated cycles per tuple, one per node in turn (e.g. 21,95)",
+		help: "per-node cycles per tuple, comma-separated, node i taking entry i mod count (overrides --cycles-per-tuple), e.g. 21,95",
+		kind: asString,
+		set: func(c *experiments.RunConfig, v any) error {
+			cy, err := ParseNodeCycles(v.(string))
+			if err != nil {
+				return errBadValue
+			}
+			c.NodeCycles = cy
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return FormatNodeCycles(c.NodeCycles) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.Var(nodeCyclesFlag{c}, key, help)
+		}},
+	boolParam("adaptive", "adaptive registered buffers from a pool per node (Liu19 §6): --buffers is where they start",
+		func(c *experiments.RunConfig) *bool { return &c.Adaptive }),
+	intParam("max-buffers", 0, "with --adaptive: the most buffers per thread and peer (default: room within a 16,000-entry receive queue, at most 256)",
+		func(c *experiments.RunConfig) *int { return &c.MaxBuffers }),
+	boolParam("ud-recovery", "UD designs: recover lost messages (acknowledgements, retransmission, duplicates dropped) instead of failing",
+		func(c *experiments.RunConfig) *bool { return &c.UDRecovery }),
+	int64Param("pinned-cap-mib", "with --adaptive: the pool's pinned-memory cap per node in MiB (0: none)",
+		func(c *experiments.RunConfig) *int64 { return &c.PinnedCapMiB }),
+	{key: "seed", expect: "an integer >= 0", help: "random seed",
+		kind: asInt,
+		set: func(c *experiments.RunConfig, v any) error {
+			if v.(int64) < 0 {
+				return errBadValue
+			}
+			c.Seed = uint64(v.(int64))
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(c.Seed, 10) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.Uint64Var(&c.Seed, key, c.Seed, help)
+		}},
+	boolParam("payload", "move every byte and check tuple contents (default: size-only, checksums in headers)",
+		func(c *experiments.RunConfig) *bool { return &c.Payload }),
+	{key: "timeout-ms", expect: "a number of simulated milliseconds > 0",
+		help: "longest wait for progress, simulated milliseconds, before the run fails",
+		kind: asFloat,
+		set: func(c *experiments.RunConfig, v any) error {
+			ms := v.(float64)
+			d := ms * float64(fabric.Millisecond)
+			if !(ms > 0) || d < 1 || d > math.MaxInt64/2 {
+				return errBadValue
+			}
+			c.Timeout = fabric.Duration(d)
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string {
+			return strconv.FormatFloat(float64(c.Timeout)/float64(fabric.Millisecond), 'g', -1, 64)
+		},
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.Var(&timeoutFlag{c: c, ms: float64(c.Timeout) / float64(fabric.Millisecond)}, key, help)
+		}},
+}
+
+var errBadValue = errors.New("bad value")
+
+// ParseNodeCycles parses "21,95" (empty: none).
+func ParseNodeCycles(text string) ([]int64, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, nil
+	}
+	var out []int64
+	for _, f := range strings.Split(text, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("node cycles %q: want comma-separated whole numbers >= 0, e.g. 21,95", text)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// FormatNodeCycles is ParseNodeCycles' inverse.
+func FormatNodeCycles(cy []int64) string {
+	f := make([]string, len(cy))
+	for i, v := range cy {
+		f[i] = strconv.FormatInt(v, 10)
+	}
+	return strings.Join(f, ",")
+}
+
+// Params lists the sweep parameter keys (explore run's flag names) in the
+// canonical order used in point keys.
+func Params() []string {
+	keys := make([]string, len(params))
+	for i, p := range params {
+		keys[i] = p.key
+	}
+	return keys
+}
+
+func lookupParam(key string) (*param, bool) {
+	for i := range params {
+		if params[i].key == key {
+			return &params[i], true
+		}
+	}
+	return nil, false
+}
+
+// SetParam sets the parameter key (an explore run flag name, see Params) of
+// cfg to value. value may be a string, bool, any integer type or a float
+// (integral for integer parameters), as YAML decoding or Go code gives them.
+// Errors name the key, the value and what is expected. It checks each value
+// on its own; combinations (threads against the profile's cores, message
+// size against the MTU, ...) are checked by Validate.
+func SetParam(cfg *experiments.RunConfig, key string, value any) error {
+	p, ok := lookupParam(key)
+	if !ok {
+		return fmt.Errorf("unknown parameter %q: valid keys are %s", key, strings.Join(Params(), ", "))
+	}
+	v, ok := p.kind(value)
+	if ok {
+		if err := p.set(cfg, v); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %s: want %s", key, showValue(value), p.expect)
+}
+
+// ParamString returns the canonical text of cfg's parameter key, as it
+// appears in point keys ("" for an unknown key).
+func ParamString(cfg experiments.RunConfig, key string) string {
+	p, ok := lookupParam(key)
+	if !ok {
+		return ""
+	}
+	return p.get(&cfg)
+}
+
+func showValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case nil:
+		return "no value"
+	}
+	return fmt.Sprint(v)
+}
+
+func strParam(key, expect, help string, field func(*experiments.RunConfig) *string, ok func(string) bool) param {
+	return param{key: key, expect: expect, help: help, kind: asString,
+		set: func(c *experiments.RunConfig, v any) error {
+			if !ok(v.(string)) {
+				return errBadValue
+			}
+			*field(c) = v.(string)
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return *field(c) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.StringVar(field(c), key, *field(c), help)
+		}}
+}
+
+func intParam(key string, lo int, help string, field func(*experiments.RunConfig) *int) param {
+	return param{key: key, expect: fmt.Sprintf("an integer >= %d", lo), help: help, kind: asInt,
+		set: func(c *experiments.RunConfig, v any) error {
+			n := v.(int64)
+			if n < int64(lo) || n > math.MaxInt32 {
+				return errBadValue
+			}
+			*field(c) = int(n)
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return strconv.Itoa(*field(c)) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.IntVar(field(c), key, *field(c), help)
+		}}
+}
+
+func int64Param(key, help string, field func(*experiments.RunConfig) *int64) param {
+	return param{key: key, expect: "an integer >= 0", help: help, kind: asInt,
+		set: func(c *experiments.RunConfig, v any) error {
+			if v.(int64) < 0 {
+				return errBadValue
+			}
+			*field(c) = v.(int64)
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return strconv.FormatInt(*field(c), 10) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.Int64Var(field(c), key, *field(c), help)
+		}}
+}
+
+func boolParam(key, help string, field func(*experiments.RunConfig) *bool) param {
+	return param{key: key, expect: "true or false", help: help,
+		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
+		set:  func(c *experiments.RunConfig, v any) error { *field(c) = v.(bool); return nil },
+		get:  func(c *experiments.RunConfig) string { return strconv.FormatBool(*field(c)) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.BoolVar(field(c), key, *field(c), help)
+		}}
+}
+
+func asString(v any) (any, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case algos.Pattern:
+		return string(v), true
+	case algos.Notify:
+		return string(v), true
+	}
+	return nil, false
+}
+
+func asInt(v any) (any, bool) {
+	switch v := v.(type) {
+	case int:
+		return int64(v), true
+	case int8:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
+	case uint:
+		return asInt(uint64(v))
+	case uint8:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint32:
+		return int64(v), true
+	case uint64:
+		if v > math.MaxInt64 {
+			return nil, false
+		}
+		return int64(v), true
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+			return nil, false
+		}
+		return int64(v), true
+	}
+	return nil, false
+}
+
+func asFloat(v any) (any, bool) {
+	if f, ok := v.(float64); ok {
+		return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	if f, ok := v.(float32); ok {
+		return asFloat(float64(f))
+	}
+	if n, ok := asInt(v); ok {
+		return float64(n.(int64)), true
+	}
+	return nil, false
+}
+
+// AddFlags registers a flag per sweep parameter on fs, as explore run
+// declares them: named by the parameter's key, with the table's help
+// text, bound to cfg's field and defaulting to its current value (start
+// from experiments.DefaultConfig for explore run's defaults). A flag's
+// value is checked as its type requires (an integer, a bool, a node-cycles
+// list); the rest is Run's to check, as for any RunConfig.
+func AddFlags(fs *pflag.FlagSet, cfg *experiments.RunConfig) {
+	for _, p := range params {
+		p.flag(fs, cfg, p.key, p.help)
+	}
+}
+
+// nodeCyclesFlag is --node-cycles: text parsed by ParseNodeCycles.
+type nodeCyclesFlag struct{ c *experiments.RunConfig }
+
+func (f nodeCyclesFlag) String() string { return FormatNodeCycles(f.c.NodeCycles) }
+func (nodeCyclesFlag) Type() string     { return "string" }
+
+func (f nodeCyclesFlag) Set(text string) error {
+	cy, err := ParseNodeCycles(text)
+	if err != nil {
+		return err
+	}
+	f.c.NodeCycles = cy
+	return nil
+}
+
+// timeoutFlag is --timeout-ms: simulated milliseconds, a float as pflag
+// reads one (GetFloat64 works on it), stored in RunConfig.Timeout.
+type timeoutFlag struct {
+	c  *experiments.RunConfig
+	ms float64
+}
+
+func (f *timeoutFlag) String() string { return strconv.FormatFloat(f.ms, 'g', -1, 64) }
+func (*timeoutFlag) Type() string     { return "float64" }
+
+func (f *timeoutFlag) Set(text string) error {
+	ms, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return err
+	}
+	f.ms, f.c.Timeout = ms, fabric.Duration(ms*float64(fabric.Millisecond))
+	return nil
+}
