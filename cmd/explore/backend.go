@@ -24,6 +24,7 @@ type hwFlags struct {
 	port, gid int
 	local     bool
 	timeLimit time.Duration
+	path      ibv.Path // service level, traffic class, hop limit, static rate, P_Key index
 }
 
 func (h *hwFlags) register(fl *pflag.FlagSet) {
@@ -33,12 +34,20 @@ func (h *hwFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&h.gid, "gid-index", -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
 	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
 	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv, loopback: fail a run that takes longer than this (wall clock)")
+	fl.IntVar(&h.path.ServiceLevel, "service-level", 0, "ibv: InfiniBand service level of every queue pair and address handle (0..15)")
+	fl.IntVar(&h.path.TrafficClass, "traffic-class", 0, "ibv: GRH traffic class (0..255); on RoCE v2 its top six bits are the DSCP")
+	fl.IntVar(&h.path.HopLimit, "hop-limit", 0, "ibv: GRH hop limit for routed RoCE or InfiniBand (1..255; 0: 64)")
+	fl.IntVar(&h.path.StaticRate, "static-rate", 0, "ibv: injection rate cap per destination as enum ibv_rate (0: the port's full rate)")
+	fl.IntVar(&h.path.PKeyIndex, "pkey-index", 0, "ibv: index of the partition key in the port's P_Key table")
 }
 
 // open returns the hardware fabric, or nil for the simulator. signature
 // identifies the job, so that a process started with other settings is
 // reported by name.
 func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
+	if h.path != (ibv.Path{}) && h.backend != "ibv" {
+		return nil, fmt.Errorf("--service-level, --traffic-class, --hop-limit, --static-rate and --pkey-index mark the packets of real RDMA hardware: they apply with --backend ibv, not %s", h.backend)
+	}
 	switch h.backend {
 	case "sim":
 		return nil, nil
@@ -59,7 +68,7 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	if !ibv.Available() {
 		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)
 	}
-	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature}}
+	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Path: h.path, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature}}
 	if h.local {
 		return ibv.OpenLocalConfig(cfg, nodes)
 	}

@@ -101,6 +101,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bench", "send_bw", "--backend", "ibv"}, "-tags ibverbs"},
 		{[]string{"bench", "send_bw", "--backend", "gpu"}, "choose sim, ibv, loopback or tcp"},
 		{[]string{"run", "--backend", "ibv", "--nodes", "2"}, "-tags ibverbs"},
+		{[]string{"run", "--service-level", "3", "--nodes", "2"}, "apply with --backend ibv"},
 		{[]string{"run", "--backend", "ibv", "--local", "--nodes", "2"}, "-tags ibverbs"},
 		{[]string{"run", "--backend", "tcp", "--design", "TCP", "--local", "--nodes", "2", "--fault-loss", "0.01"}, "fault injection (--fault-* and --faults) needs the simulator, not the tcp backend"},
 		{[]string{"bench"}, "accepts 1 arg"},

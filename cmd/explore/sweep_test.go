@@ -202,7 +202,8 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 	flags := runCmd().Flags()
 	flags.VisitAll(func(f *pflag.Flag) {
 		// Output, where to run (the backend) and the memory guard are not sweep parameters.
-		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check"}, f.Name) ||
+		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check",
+			"service-level", "traffic-class", "hop-limit", "static-rate", "pkey-index"}, f.Name) ||
 			strings.HasPrefix(f.Name, "fault") { // faults are the soak's business, not a sweep's
 			return
 		}
