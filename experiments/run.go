@@ -336,8 +336,10 @@ func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluste
 // process per node, in which case every process runs its node and gets the
 // whole record (the nodes' results travel over the out-of-band channel).
 // cfg.Profile does not apply; fault injection is the simulator's
-// (SimOptions, RunSim). The record's profile is "hardware" for a backend
-// other than the simulator.
+// (SimOptions, RunSim). The record's profile says what ran instead of a
+// model: "hardware" on RDMA hardware (ibv), "software" on the loopback
+// verbs provider and on hosts without a device, whose timing models
+// nothing.
 func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")
@@ -358,8 +360,12 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.Backend() != "sim" {
+	switch f.Backend() {
+	case "sim":
+	case "ibv":
 		rec.Profile = "hardware"
+	default:
+		rec.Profile = "software"
 	}
 	return rec, nil
 }
