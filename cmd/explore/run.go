@@ -59,7 +59,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 			if hw.backend != "sim" && opt.InjectsFaults() {
 				return fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", hw.backend)
 			}
-			if hw.backend == "tcp" && cfg.Design != "TCP" {
+			if hw.backend == "tcp" && !experiments.DesignOf(cfg.Design).RealOnly {
 				return fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
 			}
 			var rec *experiments.Record

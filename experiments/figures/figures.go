@@ -135,7 +135,9 @@ func seedFigures() []Figure {
 				)
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				main := filter(rs, func(r *experiments.Record) bool { return r.Design != "qperf" && r.BytesPerPair != 64<<10 }) // not the memory runs
+				main := filter(rs, func(r *experiments.Record) bool {
+					return !experiments.DesignOf(r.Design).Ceiling && r.BytesPerPair != 64<<10
+				}) // not the memory runs
 				var ref []sweep.RefLine
 				if q := filter(rs, func(r *experiments.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
 					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})

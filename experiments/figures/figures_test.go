@@ -3,12 +3,13 @@ package figures
 import (
 	"bytes"
 	"context"
-	"github.com/rdmashuffle/rdmashuffle/experiments"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // TestFiguresBuild: every figure's sweeps build at both scales, name the

@@ -1,9 +1,10 @@
 package figures
 
 import (
-	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 // TestIStorePoints: a micro point and a join point through the figures'

@@ -170,8 +170,8 @@ func judgeC2(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // threads, 8 nodes) within 0.7-1.3 GB.
 func judgeC3(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	mem := func(r *experiments.Record) float64 { return float64(r.RegisteredPer) * float64(r.Nodes) / 1e9 }
-	memq, n := mean(rs, func(r *experiments.Record) bool { return r.Design == "MEMQ/SR" && r.BytesPerPair == 64<<10 }, mem)
-	mesq, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == "MESQ/SR" && r.BytesPerPair == 64<<10 }, mem)
+	memq, n := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMEMQSR && r.BytesPerPair == 64<<10 }, mem)
+	mesq, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMESQSR && r.BytesPerPair == 64<<10 }, mem)
 	if n == 0 {
 		return missingData("the memory runs")
 	}
@@ -434,7 +434,7 @@ func judgeC15(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 func judgeC16(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	bestMESQ, qpsMESQ := 0.0, 0
 	for _, r := range rs {
-		if r.Design == "MESQ/SR" && r.ThroughputGiBs > bestMESQ {
+		if r.Design == algos.NameMESQSR && r.ThroughputGiBs > bestMESQ {
 			bestMESQ, qpsMESQ = r.ThroughputGiBs, r.QPsPerNode
 		}
 	}
@@ -506,7 +506,7 @@ func judgeC17(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
 func judgeC18(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	best := 0.0
 	for _, r := range rs {
-		if r.CyclesPerTuple == 0 && r.Design != "MPI" && r.Design != "IPoIB" {
+		if r.CyclesPerTuple == 0 && experiments.DesignOf(r.Design).Family != algos.FamilyBaseline {
 			best = math.Max(best, r.ThroughputGiBs)
 		}
 	}

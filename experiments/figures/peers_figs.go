@@ -78,7 +78,9 @@ func peerFigures() []Figure {
 				)
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				cmp := filter(rs, func(r *experiments.Record) bool { return r.Design == "Sockets-MW" || r.Design == "RDMA-MW/siw" })
+				cmp := filter(rs, func(r *experiments.Record) bool {
+					return r.Design == algos.NameSocketsMW || r.Design == algos.MWDesign(16<<10)
+				})
 				thr := filter(rs, func(r *experiments.Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
 				return []NamedPlot{
 					{"mw", sweep.PlotSpec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
@@ -113,14 +115,14 @@ func peerFigures() []Figure {
 					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
 				name := func(r *experiments.Record) string {
-					if r.Design == "HyPer" && r.MsgBytes == 512<<10 {
+					if r.Design == algos.NameHyPer && r.MsgBytes == 512<<10 {
 						return "HyPer 512K"
 					}
 					return r.Design
 				}
 				var out []NamedPlot
 				for _, pat := range []string{"repartition", "broadcast"} {
-					sel := filter(rs, func(r *experiments.Record) bool { return r.Pattern == pat && r.Design != "qperf" })
+					sel := filter(rs, func(r *experiments.Record) bool { return r.Pattern == pat && !experiments.DesignOf(r.Design).Ceiling })
 					p := sweep.PlotSpec{Title: fmt.Sprintf("%s, 8 nodes, EDR", pat), XLabel: "design", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
 						Series: bars(sel, func(*experiments.Record) string { return pat }, name, tput)}
 					if pat == "repartition" {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
@@ -112,7 +113,7 @@ func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*experiment
 	var big *sweep.Result
 	for i := range rs {
 		r := &rs[i]
-		if !r.Failed() && r.Design != "qperf" && r.ThroughputGiBs > 0 && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
+		if !r.Failed() && !experiments.DesignOf(r.Design).Ceiling && r.ThroughputGiBs > 0 && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
 			big = r
 		}
 	}
@@ -267,13 +268,13 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 func writeComparison(b *strings.Builder, rs []*experiments.Record) {
 	at := func(design, pattern string) float64 {
 		v, _ := mean(rs, func(r *experiments.Record) bool {
-			return r.Design == design && r.Pattern == pattern && (r.Design != "HyPer" || r.MsgBytes != 512<<10)
+			return r.Design == design && r.Pattern == pattern && (r.Design != algos.NameHyPer || r.MsgBytes != 512<<10)
 		}, tput)
 		return v
 	}
 	var names []string
 	for _, r := range rs {
-		if r.Design != "qperf" && !slices.Contains(names, r.Design) {
+		if !experiments.DesignOf(r.Design).Ceiling && !slices.Contains(names, r.Design) {
 			names = append(names, r.Design)
 		}
 	}

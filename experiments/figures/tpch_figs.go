@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
@@ -118,7 +119,7 @@ func tpchFigures() []Figure {
 					sel := filter(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
 					var ref []sweep.RefLine
 					for _, r := range sel {
-						if r.Design == "MESQ/SR" && r.Nodes == 2 && isQuery(q, false)(r) {
+						if r.Design == algos.NameMESQSR && r.Nodes == 2 && isQuery(q, false)(r) {
 							ref = append(ref, sweep.RefLine{Name: "optimal scale-out (MESQ/SR at 2 nodes)", Y: respMS(r)})
 						}
 					}
@@ -202,8 +203,12 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	alike, at16, some := true, true, false
 	for _, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
 		ratio := func(n int) float64 {
-			s := queryTime(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MESQ/SR" })
-			m := queryTime(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) && r.Nodes == n && r.Design == "MPI" })
+			s := queryTime(rs, func(r *experiments.Record) bool {
+				return isQuery(q, false)(r) && r.Nodes == n && r.Design == algos.NameMESQSR
+			})
+			m := queryTime(rs, func(r *experiments.Record) bool {
+				return isQuery(q, false)(r) && r.Nodes == n && r.Design == algos.NameMPI
+			})
 			if s == 0 || m == 0 {
 				return math.NaN()
 			}
