@@ -47,7 +47,7 @@ func (a *AdaptiveBuffers) check(cfg Config) error {
 
 // initAdaptiveSend makes count send buffers of msg bytes from the pool and
 // the send lane (call with cfg.Buffers already multiplied by Threads).
-func (e *srBase) initAdaptiveSend(count, msg int) error {
+func (e *endpointBase) initAdaptiveSend(count, msg int) error {
 	a := e.cfg.Adaptive
 	e.sendMsg = msg
 	e.outstanding = make([]int, 0, count)
@@ -66,7 +66,7 @@ func (e *srBase) initAdaptiveSend(count, msg int) error {
 }
 
 // addSendBuffer takes one buffer from the pool into the free list.
-func (e *srBase) addSendBuffer() error {
+func (e *endpointBase) addSendBuffer() error {
 	pb, err := e.cfg.Adaptive.Pool.Get(e.sendMsg)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (e *srBase) addSendBuffer() error {
 // adaptSend applies the sender's rule before Acquire hands out a buffer:
 // give all free buffers but one back to the pool, or grow by one when none
 // is free. It reports whether a buffer is free now.
-func (e *srBase) adaptSend(th fabric.Thread) (bool, error) {
+func (e *endpointBase) adaptSend(th fabric.Thread) (bool, error) {
 	e.slane.Observe(int64(th.Now()))
 	if k := e.slane.Shed(); k > 0 {
 		for i := 0; i < k; i++ {
@@ -124,7 +124,7 @@ func (e *srBase) adaptSend(th fabric.Thread) (bool, error) {
 
 // returnSendBuffers gives every send buffer back to the pool (Close, after
 // every send completed).
-func (e *srBase) returnSendBuffers() error {
+func (e *endpointBase) returnSendBuffers() error {
 	for id, pb := range e.sbufs {
 		if pb != nil {
 			if err := e.cfg.Adaptive.Pool.Put(pb); err != nil {

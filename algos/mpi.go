@@ -80,7 +80,7 @@ const (
 // copy.
 type mpi struct {
 	waitList []fabric.Waitable // what the progress wait watches, built on first use
-	srBase
+	endpointBase
 	costs MPICosts
 	pd    fabric.PD
 	rcq   fabric.CQ
@@ -276,7 +276,7 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 	return nil
 }
 
-// wait overrides srBase.wait to wake on either completion queue.
+// wait overrides endpointBase.wait to wake on either completion queue.
 func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, what string) error {
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)

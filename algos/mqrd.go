@@ -27,7 +27,7 @@ import (
 // slots stay fixed: they are local, and reads into them are bounded by
 // them.
 type mqrd struct {
-	srBase
+	endpointBase
 	pd  fabric.PD
 	rcq fabric.CQ // no receives are posted; RC queue pairs need one
 	mr  fabric.MR
@@ -94,7 +94,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	ad := e.cfg.Adaptive
 	// A ring per peer holds as many entries as there can be send buffers:
 	// a buffer's descriptor or FreeArr entry is outstanding only while the
-	// buffer is, and srBase.addSendBuffer reuses retired ids, so ids stay
+	// buffer is, and endpointBase.addSendBuffer reuses retired ids, so ids stay
 	// below the most buffers in circulation.
 	e.ringN = n * b
 	if ad != nil {

@@ -18,7 +18,7 @@ import (
 // sees a source's Depleted message, and the source pads with empty
 // messages until every credited receive is matched (send/receive parity).
 type mqsr struct {
-	srBase
+	endpointBase
 	pd  fabric.PD
 	rcq fabric.CQ
 	mr  fabric.MR

@@ -29,7 +29,7 @@ import (
 type sqsr struct {
 	waitList []fabric.Waitable // what Close's wait for acknowledgements watches, built on first use
 	ackWait  []fabric.Waitable // what the sender's wait for acknowledgements watches, likewise
-	srBase
+	endpointBase
 	pd    fabric.PD
 	rcq   fabric.CQ // data receives
 	ccq   fabric.CQ // credit receives
@@ -552,7 +552,7 @@ func (e *sqsr) returnRecvBuffers() error {
 
 // Info adds the receive lanes' statistics to the endpoint's.
 func (e *sqsr) Info() EndpointInfo {
-	i := e.srBase.Info()
+	i := e.endpointBase.Info()
 	for _, l := range e.rlanes {
 		i.addLane(l, true)
 	}

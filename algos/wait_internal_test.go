@@ -46,14 +46,14 @@ func TestWaitUnwindKeepsLockPaired(t *testing.T) {
 		name string
 		wait func(th fabric.Thread, mu *countingMutex)
 	}{
-		{"srBase.waitFor", func(th fabric.Thread, mu *countingMutex) {
-			e := &srBase{mu: mu}
+		{"endpointBase.waitFor", func(th fabric.Thread, mu *countingMutex) {
+			e := &endpointBase{mu: mu}
 			e.lock()
 			defer e.unlock()
 			_ = e.waitFor(th, fabric.Forever, fabric.Forever, "testing")
 		}},
-		{"srBase.getData", func(th fabric.Thread, mu *countingMutex) {
-			e := &srBase{mu: mu, n: 1, cfg: Config{Timeout: fabric.Second}}
+		{"endpointBase.getData", func(th fabric.Thread, mu *countingMutex) {
+			e := &endpointBase{mu: mu, n: 1, cfg: Config{Timeout: fabric.Second}}
 			_, _ = e.getData(th, receiving{progress: func() (int, error) { return 0, nil }})
 		}},
 		{"progressThread.idle", func(th fabric.Thread, mu *countingMutex) {

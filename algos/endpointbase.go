@@ -8,11 +8,12 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/flowctl"
 )
 
-// srBase is what the Send/Receive endpoints share: the lock of a shared
+// endpointBase is what the buffered endpoints share (Send/Receive over UD
+// and RC, RDMA Write, RDMA Read, and the MPI baseline): the lock of a shared
 // endpoint, waiting with a deadline, the pool of send buffers and their
 // reclamation from send completions, per-destination credit, and the queue
 // of deliveries polled but not yet handed out.
-type srBase struct {
+type endpointBase struct {
 	design string // for error messages: "MQ/SR", "SQ/SR"
 	cfg    Config
 	node   fabric.Node
@@ -50,7 +51,7 @@ type srBase struct {
 	doneCount int // sources whose stream has ended
 }
 
-func (e *srBase) init(design string, th fabric.Thread, cfg Config) {
+func (e *endpointBase) init(design string, th fabric.Thread, cfg Config) {
 	e.design, e.cfg, e.node = design, cfg, th.Node()
 	e.me, e.n = e.node.ID(), cfg.Nodes
 	e.wcs = make([]fabric.WC, 32)
@@ -62,7 +63,7 @@ func (e *srBase) init(design string, th fabric.Thread, cfg Config) {
 
 // initPool makes count send buffers of msg bytes at offset off of mr, each
 // with room for the header in front.
-func (e *srBase) initPool(mr fabric.MR, off, count, msg int) {
+func (e *endpointBase) initPool(mr fabric.MR, off, count, msg int) {
 	mem := mr.Bytes()
 	for i := 0; i < count; i++ {
 		o := off + i*msg
@@ -72,8 +73,8 @@ func (e *srBase) initPool(mr fabric.MR, off, count, msg int) {
 	e.outstanding = make([]int, count)
 }
 
-func (e *srBase) lock()   { e.mu.Lock() }
-func (e *srBase) unlock() { e.mu.Unlock() }
+func (e *endpointBase) lock()   { e.mu.Lock() }
+func (e *endpointBase) unlock() { e.mu.Unlock() }
 
 // waitReleased releases mu while th waits for one of on or the deadline,
 // and takes it again, also when the wait unwinds instead of returning (the
@@ -87,13 +88,13 @@ func waitReleased(th fabric.Thread, mu fabric.Mutex, deadline fabric.Time, on ..
 
 // wait releases the lock, waits for w (or the deadline) and takes it again;
 // it fails when the deadline has already passed.
-func (e *srBase) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
+func (e *endpointBase) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
 	return e.waitFor(th, deadline, deadline, what, w)
 }
 
 // waitFor is wait that returns at until (at the latest) and fails only
 // once deadline has passed.
-func (e *srBase) waitFor(th fabric.Thread, deadline, until fabric.Time, what string, ws ...fabric.Waitable) error {
+func (e *endpointBase) waitFor(th fabric.Thread, deadline, until fabric.Time, what string, ws ...fabric.Waitable) error {
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while %s", e.design, e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
@@ -102,7 +103,7 @@ func (e *srBase) waitFor(th fabric.Thread, deadline, until fabric.Time, what str
 }
 
 // held is the number of holds on send buffer i besides its completions.
-func (e *srBase) held(i int) int {
+func (e *endpointBase) held(i int) int {
 	if e.holds == nil {
 		return 0
 	}
@@ -111,7 +112,7 @@ func (e *srBase) held(i int) int {
 
 // unhold drops a hold on send buffer i, freeing it when nothing else
 // holds it.
-func (e *srBase) unhold(i int) error {
+func (e *endpointBase) unhold(i int) error {
 	if e.holds[i]--; e.holds[i] == 0 && e.outstanding[i] == 0 {
 		return e.freeBuffer(i)
 	}
@@ -120,7 +121,7 @@ func (e *srBase) unhold(i int) error {
 
 // reap polls send completions and frees send buffers whose every
 // destination has completed.
-func (e *srBase) reap() (int, error) {
+func (e *endpointBase) reap() (int, error) {
 	n, err := e.scq.Poll(e.wcs)
 	if err != nil {
 		return 0, err
@@ -142,7 +143,7 @@ func (e *srBase) reap() (int, error) {
 	return n, nil
 }
 
-func (e *srBase) Acquire(th fabric.Thread) (*Buffer, error) {
+func (e *endpointBase) Acquire(th fabric.Thread) (*Buffer, error) {
 	e.lock()
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
@@ -189,7 +190,7 @@ func (e *srBase) Acquire(th fabric.Thread) (*Buffer, error) {
 
 // freeBuffer puts send buffer i back on the free list (every send of it
 // completed, or it had no destination).
-func (e *srBase) freeBuffer(i int) error {
+func (e *endpointBase) freeBuffer(i int) error {
 	e.free = append(e.free, i)
 	if e.slane != nil {
 		return e.slane.Return(false)
@@ -198,7 +199,7 @@ func (e *srBase) freeBuffer(i int) error {
 }
 
 // checkBuffer rejects a buffer this endpoint did not lend.
-func (e *srBase) checkBuffer(b *Buffer) error {
+func (e *endpointBase) checkBuffer(b *Buffer) error {
 	if b == nil || b.id < 0 || b.id >= len(e.bufs) || e.bufs[b.id] != b {
 		return fmt.Errorf("%w: PutData with a buffer this endpoint did not lend", ErrConfig)
 	}
@@ -208,7 +209,7 @@ func (e *srBase) checkBuffer(b *Buffer) error {
 	return nil
 }
 
-func (e *srBase) Info() EndpointInfo {
+func (e *endpointBase) Info() EndpointInfo {
 	i := e.info
 	if e.slane != nil {
 		i.addLane(e.slane, false)
@@ -219,7 +220,7 @@ func (e *srBase) Info() EndpointInfo {
 // quiesce waits until every signaled send has completed, then meets the
 // other nodes' endpoints at a barrier, so that no queue pair disappears
 // while a peer still sends to it. Called with the lock held.
-func (e *srBase) quiesce(th fabric.Thread, name string) error {
+func (e *endpointBase) quiesce(th fabric.Thread, name string) error {
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for e.signaled > 0 {
 		n, err := e.reap()
@@ -253,7 +254,7 @@ type receiving struct {
 // getData is GetData for every design: it hands out polled deliveries,
 // reports the end once every source has ended, and otherwise makes
 // progress or waits, failing after cfg.Timeout without progress.
-func (e *srBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
+func (e *endpointBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
 	e.lock()
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
@@ -300,7 +301,7 @@ func (e *srBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
 // unsignaled request counted by *count, or when force is set: unsignaled
 // requests hold their send-queue slots until a later signaled one of the
 // same queue pair completes.
-func (e *srBase) signalSome(wr *fabric.SendWR, count *int, force bool) {
+func (e *endpointBase) signalSome(wr *fabric.SendWR, count *int, force bool) {
 	if *count++; *count == creditSignalEvery || force {
 		wr.Flags |= fabric.Signaled
 		e.signaled++
@@ -309,7 +310,7 @@ func (e *srBase) signalSome(wr *fabric.SendWR, count *int, force bool) {
 }
 
 // headerFor is the header of b sent with state st.
-func (e *srBase) headerFor(b *Buffer, st State) header {
+func (e *endpointBase) headerFor(b *Buffer, st State) header {
 	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}
 	if st == Depleted {
 		h.flags = flagDepleted
