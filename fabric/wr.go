@@ -139,3 +139,27 @@ type WC struct {
 func (wc WC) String() string {
 	return fmt.Sprintf("wc{id=%d %v %v bytes=%d qpn=%d}", wc.ID, wc.Op, wc.Status, wc.Bytes, wc.QPN)
 }
+
+// CheckOp reports whether a queue pair of type typ can post wr's opcode:
+// UD posts sends only, RDMA Read needs RC and is never inline, and only
+// send-queue opcodes can be posted. The error wraps ErrInvalidWR and
+// names the rule; every backend applies it at PostSend.
+func (wr *SendWR) CheckOp(typ QPType) error {
+	switch wr.Op {
+	case OpSend, OpSendImm:
+	case OpWrite, OpWriteImm:
+		if typ == UD {
+			return fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", ErrInvalidWR, wr.Op)
+		}
+	case OpRead:
+		if typ != RC {
+			return fmt.Errorf("%w: RDMA Read needs an RC queue pair, not %v", ErrInvalidWR, typ)
+		}
+		if wr.Flags&Inline != 0 {
+			return fmt.Errorf("%w: RDMA Read cannot be inline", ErrInvalidWR)
+		}
+	default:
+		return fmt.Errorf("%w: opcode %v cannot be posted to a send queue", ErrInvalidWR, wr.Op)
+	}
+	return nil
+}

@@ -282,21 +282,8 @@ func (q *qp) Destroy() error {
 // checkSend validates one send request before it reaches the provider, so
 // that errors are the contract's and name the request.
 func (q *qp) checkSend(wr *fabric.SendWR) (*C.struct_ibv_ah, error) {
-	switch wr.Op {
-	case fabric.OpSend, fabric.OpSendImm:
-	case fabric.OpWrite, fabric.OpWriteImm:
-		if q.typ == fabric.UD {
-			return nil, fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", fabric.ErrInvalidWR, wr.Op)
-		}
-	case fabric.OpRead:
-		if q.typ != fabric.RC {
-			return nil, fmt.Errorf("%w: RDMA Read needs an RC queue pair, not %v", fabric.ErrInvalidWR, q.typ)
-		}
-		if wr.Flags&fabric.Inline != 0 {
-			return nil, fmt.Errorf("%w: RDMA Read cannot be inline", fabric.ErrInvalidWR)
-		}
-	default:
-		return nil, fmt.Errorf("%w: opcode %v cannot be posted to a send queue", fabric.ErrInvalidWR, wr.Op)
+	if err := wr.CheckOp(q.typ); err != nil {
+		return nil, err
 	}
 	n := int(wr.Local.Length)
 	var h *C.struct_ibv_ah

@@ -320,21 +320,8 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 			fabric.ErrQueueFull, q, q.caps.MaxSendWR)
 	}
 	e := sqe{wr: *wr, length: int(wr.Local.Length)}
-	switch wr.Op {
-	case fabric.OpSend, fabric.OpSendImm:
-	case fabric.OpWrite, fabric.OpWriteImm:
-		if q.typ == fabric.UD {
-			return fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", fabric.ErrInvalidWR, wr.Op)
-		}
-	case fabric.OpRead:
-		if q.typ != fabric.RC {
-			return fmt.Errorf("%w: RDMA Read needs an RC queue pair, not %v", fabric.ErrInvalidWR, q.typ)
-		}
-		if wr.Flags&fabric.Inline != 0 {
-			return fmt.Errorf("%w: RDMA Read cannot be inline", fabric.ErrInvalidWR)
-		}
-	default:
-		return fmt.Errorf("%w: opcode %v cannot be posted to a send queue", fabric.ErrInvalidWR, wr.Op)
+	if err := wr.CheckOp(q.typ); err != nil {
+		return err
 	}
 	if q.typ == fabric.UD {
 		a, ok := wr.AH.(*ah)
