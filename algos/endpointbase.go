@@ -176,16 +176,7 @@ func (e *endpointBase) Acquire(th fabric.Thread) (*Buffer, error) {
 			return nil, err
 		}
 	}
-	i := e.free[len(e.free)-1]
-	e.free = e.free[:len(e.free)-1]
-	if e.slane != nil {
-		if err := e.slane.TakeFree(); err != nil {
-			return nil, err
-		}
-	}
-	b := e.bufs[i]
-	b.N, b.Tuples, b.Sum = 0, 0, 0
-	return b, nil
+	return e.lendFree()
 }
 
 // freeBuffer puts send buffer i back on the free list (every send of it
@@ -316,4 +307,19 @@ func (e *endpointBase) headerFor(b *Buffer, st State) header {
 		h.flags = flagDepleted
 	}
 	return h
+}
+
+// lendFree lends the most recently freed send buffer, empty (there must be
+// one), and tells the adaptive send lane.
+func (e *endpointBase) lendFree() (*Buffer, error) {
+	i := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	if e.slane != nil {
+		if err := e.slane.TakeFree(); err != nil {
+			return nil, err
+		}
+	}
+	b := e.bufs[i]
+	b.N, b.Tuples, b.Sum = 0, 0, 0
+	return b, nil
 }

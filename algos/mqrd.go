@@ -307,16 +307,7 @@ func (e *mqrd) Acquire(th fabric.Thread) (*Buffer, error) {
 			return nil, err
 		}
 	}
-	i := e.free[len(e.free)-1]
-	e.free = e.free[:len(e.free)-1]
-	if e.slane != nil {
-		if err := e.slane.TakeFree(); err != nil {
-			return nil, err
-		}
-	}
-	b := e.bufs[i]
-	b.N, b.Tuples, b.Sum = 0, 0, 0
-	return b, nil
+	return e.lendFree()
 }
 
 func (e *mqrd) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error {
