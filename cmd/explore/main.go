@@ -32,6 +32,6 @@ real hardware.`,
 	root.AddCommand(plotCmd())
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
-	root.AddCommand(queryCmd(), soakCmd())
+	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd())
 	return root
 }

@@ -184,3 +184,20 @@ func TestRunReportFailsOnIntegrity(t *testing.T) {
 		}
 	}
 }
+
+// TestEvidenceReport: explore evidence writes its report where it is told
+// and fails while a modelled point is outside its tolerance.
+func TestEvidenceReport(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "evidence.md")
+	stdout, err := run(t, "evidence", "--out", out)
+	if !strings.Contains(stdout, "points from") {
+		t.Fatalf("no summary line:\n%s", stdout)
+	}
+	md, rerr := os.ReadFile(out)
+	if rerr != nil || !strings.Contains(string(md), "# The model against public measurements") || !strings.Contains(string(md), "## Not modelled yet") {
+		t.Fatalf("report %s: %v\n%s", out, rerr, md)
+	}
+	if strings.Contains(string(md), "| outside |") != (err != nil) {
+		t.Errorf("exit error %v, but the report's verdicts say otherwise", err)
+	}
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
+)
+
+func evidenceCmd() *cobra.Command {
+	var out string
+	var updateDocs bool
+	cmd := &cobra.Command{
+		Use:   "evidence",
+		Short: "Compare the simulator with public hardware measurements (experiments/evidence)",
+		Long: `evidence runs the model at every public measurement it can reproduce (the YAML files of
+experiments/evidence: message rates and bandwidths by message size and queue pairs, per verb
+and NIC generation) and prints the model's value beside the measured one, with the error and
+the point's tolerance; points the model cannot reproduce yet are listed with the reason. It
+writes the report as Markdown to results/evidence.md (docs/evidence.md with --update-docs) and
+exits non-zero when a modelled point falls outside its tolerance.`,
+		Example: `  explore evidence
+  explore evidence --update-docs`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pts, err := evidence.Load()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			var rs []evidence.Result
+			for i, p := range pts {
+				fmt.Fprintf(cmd.ErrOrStderr(), "\r[%d/%d] %-60s", i+1, len(pts), p.ID)
+				rs = append(rs, evidence.Evaluate(p))
+			}
+			fmt.Fprintln(cmd.ErrOrStderr())
+			t := newTable(w)
+			t.Header("point", "profile", "measured", "model", "error", "tolerance", "verdict")
+			for _, r := range rs {
+				if !r.Modelled {
+					continue
+				}
+				t.Append([]string{r.ID, r.Profile, fmt.Sprintf("%.4g %s", r.Y, r.Unit), fmt.Sprintf("%.4g", r.Model),
+					fmt.Sprintf("%+.0f%%", 100*r.Error), fmt.Sprintf("%.0f%%", 100*r.Tolerance), verdictOf(r)})
+			}
+			t.Render()
+			s := evidence.Summarize(rs)
+			fmt.Fprintf(w, "%d points from %d sources; the model ran %d, %d within tolerance, median absolute error %.0f%%; %d not modelled yet (see the report)\n",
+				s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, s.Points-s.Modelled)
+			if updateDocs {
+				out = filepath.Join("docs", "evidence.md")
+			}
+			var md bytes.Buffer
+			writeEvidence(&md, rs, s)
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(out, md.Bytes(), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "wrote %s\n", out)
+			if s.Within < s.Modelled {
+				return fmt.Errorf("%d of %d modelled points are outside their tolerance (findings, listed in %s)", s.Modelled-s.Within, s.Modelled, out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", filepath.Join("results", "evidence.md"), "where to write the report")
+	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write the report to docs/evidence.md")
+	return cmd
+}
+
+func verdictOf(r evidence.Result) string {
+	if r.Within {
+		return "within"
+	}
+	return "outside"
+}
+
+// writeEvidence writes the report: how it was made, the summary, the
+// modelled points and the points not modelled with their reasons.
+func writeEvidence(w io.Writer, rs []evidence.Result, s evidence.Summary) {
+	fmt.Fprintf(w, `# The model against public measurements
+
+Written by `+"`explore evidence --update-docs`"+`; the measurements, their sources and their
+tolerances are in experiments/evidence/ (README.md). Each modelled point runs a
+perftest-style benchmark between two simulated nodes of the point's profile, size-only, 1000
+iterations; the error is (model - measured) / measured.
+
+**%d points from %d sources; the model ran %d of them, %d within tolerance; median absolute
+error %.0f%%.** A point outside its tolerance is a finding about the model (its reason, where
+known, is in docs/model.md), never a reason to tune a profile toward it.
+
+## Modelled points
+
+| point | profile | what ran | measured | model | error | tolerance | |
+|---|---|---|---|---|---|---|---|
+`, s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError)
+	for _, r := range rs {
+		if r.Modelled {
+			fmt.Fprintf(w, "| `%s` | %s | `%s` | %.4g %s | %.4g | %+.0f%% | %.0f%% | %s |\n",
+				r.ID, r.Profile, strings.TrimSuffix(r.How, " on "+r.Profile), r.Y, r.Unit, r.Model, 100*r.Error, 100*r.Tolerance, verdictOf(r))
+		}
+	}
+	fmt.Fprintf(w, "\n## Not modelled yet\n\n| point | measured | why not |\n|---|---|---|\n")
+	for _, r := range rs {
+		if !r.Modelled {
+			fmt.Fprintf(w, "| `%s` | %.4g %s | %s |\n", r.ID, r.Y, r.Unit, r.How)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+// Package evidence compares the simulator with public hardware
+// measurements. The measurements are the YAML files of this directory
+// (README.md gives their schema, vocabulary and sources), embedded in the
+// binary; Evaluate runs the model at each point it can reproduce and says
+// why it cannot for the others. It sits beside experiments: it runs
+// fabric/perftest on simulated clusters and never a shuffle.
+package evidence
+
+import (
+	"embed"
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+//go:embed *.yaml
+var files embed.FS
+
+// Point is one public measurement (README.md, "Schema"). A Point is a
+// value.
+type Point struct {
+	ID            string         `yaml:"id"`
+	Metric        string         `yaml:"metric"`
+	Verb          string         `yaml:"verb"`
+	NIC           string         `yaml:"nic"`
+	Link          string         `yaml:"link"`
+	Profile       string         `yaml:"profile"`
+	Setup         string         `yaml:"setup"`
+	X             map[string]any `yaml:"x"`
+	Y             float64        `yaml:"y"`
+	Unit          string         `yaml:"unit"`
+	Tolerance     float64        `yaml:"tolerance"`
+	ReadOffFigure bool           `yaml:"read_off_figure"`
+	Source        string         `yaml:"source"`
+	URL           string         `yaml:"url"`
+	Note          string         `yaml:"note"`
+	File          string         `yaml:"-"` // the file it came from
+}
+
+// Load reads every embedded point, in file and then file order, and
+// checks each (a unique id, a metric and verb, a positive value and
+// tolerance), naming the file and id of a bad one.
+func Load() ([]Point, error) {
+	names, err := files.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]string{}
+	var out []Point
+	for _, n := range names {
+		data, err := files.ReadFile(n.Name())
+		if err != nil {
+			return nil, err
+		}
+		var pts []Point
+		if err := yaml.Unmarshal(data, &pts); err != nil {
+			return nil, fmt.Errorf("evidence: %s: %w", n.Name(), err)
+		}
+		for _, p := range pts {
+			p.File = path.Base(n.Name())
+			switch {
+			case p.ID == "":
+				return nil, fmt.Errorf("evidence: %s: a point without an id", p.File)
+			case seen[p.ID] != "":
+				return nil, fmt.Errorf("evidence: %s: id %s is also in %s", p.File, p.ID, seen[p.ID])
+			case p.Metric == "" || p.Verb == "":
+				return nil, fmt.Errorf("evidence: %s: %s has no metric or verb", p.File, p.ID)
+			case !(p.Y > 0) || !(p.Tolerance > 0):
+				return nil, fmt.Errorf("evidence: %s: %s needs a positive value and tolerance (y %v, tolerance %v)", p.File, p.ID, p.Y, p.Tolerance)
+			}
+			seen[p.ID] = p.File
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Result is the model's value at a point, or why there is none.
+type Result struct {
+	Point
+	Modelled bool    // the model ran this point
+	Model    float64 // in the point's unit
+	Error    float64 // (model - measured) / measured
+	Within   bool    // |Error| <= Tolerance
+	How      string  // what the model ran, or why it did not
+}
+
+// Evaluate runs the model at p when it can: perftest-style benchmarks of
+// one verb between two simulated nodes of p's profile (message rate and
+// bandwidth by size and queue pairs). The rest (vendor ceilings, MPI
+// point-to-point benchmarks, set-up costs, many-machine sweeps) are
+// reported with the reason.
+func Evaluate(p Point) Result {
+	r := Result{Point: p}
+	cfg, how, why := benchmarkOf(p)
+	if why != "" {
+		r.How = why
+		return r
+	}
+	prof, err := sim.LoadProfile(p.Profile)
+	if err != nil {
+		r.How = err.Error()
+		return r
+	}
+	c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
+	if err != nil {
+		r.How = err.Error()
+		return r
+	}
+	defer c.Close()
+	res, err := perftest.Run(c, cfg)
+	if err != nil {
+		r.How = how + ": " + err.Error()
+		return r
+	}
+	var v float64
+	switch p.Unit {
+	case "Mops/s":
+		v = res.MsgRateMpps
+	case "MB/s":
+		v = res.BWAvgGbps * 1e9 / 8 / 1e6
+	case "GB/s":
+		v = res.BWAvgGbps / 8
+	default:
+		r.How = fmt.Sprintf("unit %q is not one the benchmarks report", p.Unit)
+		return r
+	}
+	r.Modelled, r.Model, r.How = true, v, how
+	r.Error = (v - p.Y) / p.Y
+	r.Within = math.Abs(r.Error) <= p.Tolerance
+	return r
+}
+
+// benchmarkOf maps p to a benchmark, with a line saying what it runs, or
+// says why p has none.
+func benchmarkOf(p Point) (perftest.Config, string, string) {
+	var none perftest.Config
+	if p.Profile == "" {
+		return none, "", "no built-in profile of this NIC"
+	}
+	bytes, ok := p.X["bytes"].(int)
+	if !ok {
+		return none, "", "the message size is not stated as a number"
+	}
+	qps := 1
+	if q, ok := p.X["qps"].(int); ok {
+		qps = q
+	}
+	if t, ok := p.X["threads"].(int); ok && t > 1 {
+		return none, "", fmt.Sprintf("a sweep over many machines with %d threads each (rc-swarm): not reproduced by a two-node benchmark yet", t)
+	}
+	cfg := perftest.Config{Size: bytes, QPs: qps, Iters: 1000}
+	switch p.Verb {
+	case "send":
+		cfg.Test = "send_bw"
+		if strings.Contains(p.Setup, "UD") {
+			cfg.Conn = fabric.UD
+		}
+	case "write":
+		cfg.Test = "write_bw"
+	case "read":
+		cfg.Test = "read_bw"
+	default:
+		return none, "", fmt.Sprintf("no model of %s measurements yet", p.Verb)
+	}
+	if !slices.Contains([]string{"Mops/s", "MB/s", "GB/s"}, p.Unit) {
+		return none, "", fmt.Sprintf("unit %q: only rates and bandwidths are modelled yet", p.Unit)
+	}
+	how := fmt.Sprintf("%s -s %d -q %d -n %d", cfg.Test, cfg.Size, cfg.QPs, cfg.Iters)
+	if cfg.Conn == fabric.UD {
+		how += " -c UD"
+	}
+	return cfg, how + " on " + p.Profile, ""
+}
+
+// Summary counts a set of results: points, points the model ran, within
+// tolerance, distinct sources, and the median absolute error of the ones
+// it ran.
+type Summary struct {
+	Points, Modelled, Within, Sources int
+	MedianAbsError                    float64
+}
+
+// Summarize counts rs.
+func Summarize(rs []Result) Summary {
+	var s Summary
+	src := map[string]bool{}
+	var errs []float64
+	for _, r := range rs {
+		s.Points++
+		src[strings.SplitN(r.ID, "-", 2)[0]] = true
+		if r.Modelled {
+			s.Modelled++
+			errs = append(errs, math.Abs(r.Error))
+			if r.Within {
+				s.Within++
+			}
+		}
+	}
+	s.Sources = len(src)
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		s.MedianAbsError = errs[len(errs)/2]
+		if len(errs)%2 == 0 {
+			s.MedianAbsError = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
+		}
+	}
+	return s
+}
