@@ -395,13 +395,11 @@ func (e *hyper) Release(th fabric.Thread, d Delivery) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if d.id < 0 {
-		id := -1 - d.id
-		if id >= len(e.bufs) || d.Src != e.me {
-			return errForeignDelivery
+	if id, local, err := localDelivery(d, e.me, len(e.bufs)); local {
+		if err == nil {
+			e.release(id)
 		}
-		e.release(id)
-		return nil
+		return err
 	}
 	if d.id >= e.n*e.recvPer || d.Src != d.id/e.recvPer {
 		return errForeignDelivery
@@ -416,11 +414,7 @@ func (e *hyper) Release(th fabric.Thread, d Delivery) error {
 // multiplexer have failed, or the barrier fail, it still frees everything
 // (the multiplexer has exited either way), and returns that error.
 func (e *hyper) Close(th fabric.Thread) error {
-	err := e.halt(th)
-	if err == nil {
-		err = e.node.OOB().Barrier(fmt.Sprintf("hyper/%d/down", e.cfg.Tag))
-	}
-	return freed(err, e.own.free())
+	return e.closeWith(th, e.node, fmt.Sprintf("hyper/%d/down", e.cfg.Tag), &e.own)
 }
 
 func (e *hyper) Info() EndpointInfo {

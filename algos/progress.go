@@ -79,3 +79,15 @@ func (p *progressThread) halt(th fabric.Thread) error {
 	p.mu.Unlock()
 	return err
 }
+
+// closeWith is the Close of an endpoint with a progress thread: it stops
+// the thread, meets the other nodes at barrier, and frees what own holds
+// whatever happened before (the thread has exited either way), returning
+// the first error.
+func (p *progressThread) closeWith(th fabric.Thread, node fabric.Node, barrier string, own *owned) error {
+	err := p.halt(th)
+	if err == nil {
+		err = node.OOB().Barrier(barrier)
+	}
+	return freed(err, own.free())
+}

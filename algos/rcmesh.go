@@ -129,6 +129,21 @@ func pollOnce(cq fabric.CQ, wcs []fabric.WC, me int, each func(fabric.WC) error)
 	return k, nil
 }
 
+// localDelivery tells a delivery that a multiplexing endpoint (HyPer, the
+// RDMA Write middleware) handed its own node without the network (its id
+// is -1 - the id of the sender's buffer, one of n) from one that came
+// over the network; for a local one it returns the buffer's id, or
+// errForeignDelivery when the delivery is not one this node made.
+func localDelivery(d Delivery, me, n int) (id int, local bool, err error) {
+	if d.id >= 0 {
+		return 0, false, nil
+	}
+	if id = -1 - d.id; id >= n || d.Src != me {
+		return 0, true, errForeignDelivery
+	}
+	return id, true, nil
+}
+
 // errForeignDelivery is what Release returns for a delivery its endpoint
 // did not make (or one released already).
 var errForeignDelivery = fmt.Errorf("%w: Release of a delivery this endpoint did not make (or one already released)", ErrConfig)

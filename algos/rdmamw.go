@@ -561,13 +561,11 @@ func (e *mw) Release(th fabric.Thread, d Delivery) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if d.id < 0 {
-		id := -1 - d.id
-		if id >= len(e.stage) || d.Src != e.me {
-			return errForeignDelivery
+	if id, local, err := localDelivery(d, e.me, len(e.stage)); local {
+		if err == nil {
+			e.drop(id)
 		}
-		e.drop(id)
-		return nil
+		return err
 	}
 	idx, pos := d.id&0xfff, int64(d.id>>12)
 	j, k := idx/e.t, idx%e.t
@@ -616,11 +614,7 @@ func (e *mw) queueNotice(j int, x mwEntry) {
 // network thread have failed, or the barrier fail, it still frees
 // everything (the thread has exited either way), and returns that error.
 func (e *mw) Close(th fabric.Thread) error {
-	err := e.halt(th)
-	if err == nil {
-		err = e.node.OOB().Barrier(fmt.Sprintf("rdmamw/%d/down", e.cfg.Tag))
-	}
-	return freed(err, e.own.free())
+	return e.closeWith(th, e.node, fmt.Sprintf("rdmamw/%d/down", e.cfg.Tag), &e.own)
 }
 
 func (e *mw) Info() EndpointInfo {
