@@ -76,6 +76,9 @@ type SimOptions struct {
 	// outcome (fault counts, the checker's findings, the trace hash). The
 	// cluster is closed when Inspect returns.
 	Inspect func(*sim.Cluster)
+	// Progress, if set, is told the simulated time and the events so far
+	// every few tenths of a second of the run (sim.Config.Progress).
+	Progress func(now fabric.Time, events uint64)
 }
 
 // InjectsFaults reports whether o changes what the simulated hardware does
@@ -308,7 +311,7 @@ func RunSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 // newCluster builds the simulated cluster of a run with the options'
 // faults, fault plan, time limit and inspector; done runs the inspector and closes the cluster.
 func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
-	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit})
+	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 // benchFlags are the flags shared by bench and overview.
 type benchFlags struct {
+	errw     io.Writer // progress lines on long benchmarks
 	cfg      perftest.Config
 	conn     string
 	nodes    int
@@ -54,6 +55,7 @@ per-packet headers for that message size.`,
 					return fmt.Errorf("-%s %d: must be at least 1", fl.Shorthand, v)
 				}
 			}
+			f.errw = cmd.ErrOrStderr()
 			return runBench(cmd.OutOrStdout(), &f)
 		},
 	}
@@ -149,13 +151,17 @@ func runBench(w io.Writer, f *benchFlags) error {
 		}
 	}
 	var rows []benchRow
-	for _, pt := range points {
+	t0 := time.Now()
+	for i, pt := range points {
 		cfg := f.cfg
 		cfg.Size, cfg.QPs = pt.size, pt.qps
 		if err := cfg.Normalize(f.nodes); err != nil {
 			return err
 		}
 		row, err := benchOnce(cfg, f, prof)
+		if err == nil && len(points) > 1 && time.Since(t0) > 2*time.Second && f.errw != nil {
+			fmt.Fprintf(f.errw, "[%d/%d] %s -s %d -q %d done, %.1f s wall so far\n", i+1, len(points), cfg.Test, cfg.Size, cfg.QPs, time.Since(t0).Seconds())
+		}
 		if err != nil {
 			return err
 		}
@@ -173,7 +179,11 @@ func runBench(w io.Writer, f *benchFlags) error {
 }
 
 func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow, error) {
-	c, err := sim.New(sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload})
+	sc := sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload}
+	if f.errw != nil {
+		sc.Progress = simProgress(f.errw, fmt.Sprintf("bench %s -s %d -q %d", cfg.Test, cfg.Size, cfg.QPs))
+	}
+	c, err := sim.New(sc)
 	if err != nil {
 		return benchRow{}, err
 	}

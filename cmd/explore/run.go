@@ -76,6 +76,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 						return err
 					}
 				}
+				opt.Progress = simProgress(cmd.ErrOrStderr(), "run "+cfg.Design)
 				rec, err = experiments.RunSim(cfg, opt)
 			}
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/fabrictest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -415,5 +416,35 @@ func TestDeterminismSeedChangesOrder(t *testing.T) {
 				t.Errorf("seeds %d and %d gave the same UD delivery order on every node", seeds[0], seeds[1])
 			}
 		})
+	}
+}
+
+// TestProgressChangesNothing: a progress callback is called as events
+// accumulate, with growing counts, and leaves the trace as it was.
+func TestProgressChangesNothing(t *testing.T) {
+	traceOf := func(progress func(fabric.Time, uint64)) uint64 {
+		c, err := sim.New(sim.Config{Nodes: 4, Seed: 9, Progress: progress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 2000}); err != nil {
+			t.Fatal(err)
+		}
+		return c.TraceHash()
+	}
+	var calls int
+	var last uint64
+	with := traceOf(func(_ fabric.Time, events uint64) {
+		if events <= last {
+			t.Errorf("events went from %d to %d", last, events)
+		}
+		calls, last = calls+1, events
+	})
+	if calls == 0 {
+		t.Fatal("Progress was never called")
+	}
+	if without := traceOf(nil); with != without {
+		t.Errorf("trace %x with a progress callback, %x without", with, without)
 	}
 }

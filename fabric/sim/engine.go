@@ -29,7 +29,16 @@ type Config struct {
 	// NoCheck turns the verbs-usage checker off (checker.go). It is on by
 	// default: it only observes, so it changes no result.
 	NoCheck bool
+	// Progress, if set, is called from the run every 2^18 events (a few
+	// tenths of a second of wall time) with the simulated time and the
+	// events so far, for progress output. It must not call the cluster;
+	// it changes no result.
+	Progress func(now fabric.Time, events uint64)
 }
+
+// progressEvery is how many events pass between calls of Config.Progress
+// (a power of two).
+const progressEvery = 1 << 18
 
 // Cluster is a simulated InfiniBand cluster; it implements fabric.Fabric.
 // See the package comment for its concurrency rules.
@@ -211,10 +220,19 @@ func (c *Cluster) fire(ev *event) {
 	c.fireBody(ev.at, &evBody{h: ev.h, arg: ev.arg, p: ev.p})
 }
 
+// countEvent counts one fired event (or passed Wait deadline) and calls
+// Config.Progress every progressEvery of them.
+func (c *Cluster) countEvent() {
+	c.events++
+	if c.events&(progressEvery-1) == 0 && c.cfg.Progress != nil {
+		c.cfg.Progress(c.now, c.events)
+	}
+}
+
 // fireBody fires an event taken from the queue at time at.
 func (c *Cluster) fireBody(at fabric.Time, b *evBody) {
 	c.now = at
-	c.events++
+	c.countEvent()
 	c.mix(uint64(at))
 	c.mix(b.arg ^ uint64(kindOf(b.h))<<56)
 	b.h.handle(b.arg, b.p)

@@ -111,7 +111,7 @@ func (c *Cluster) step() (w *thread, stop bool) {
 		// A Wait deadline passed.
 		c.timers.clear(tm)
 		c.now = tm.tAt
-		c.events++
+		c.countEvent()
 		c.mix(uint64(tm.tAt))
 		w = tm
 	} else {

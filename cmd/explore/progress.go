@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// simProgress returns a sim.Config.Progress callback that prints one plain
+// line to w once a simulation has run for 2 s of wall time and every 2 s
+// after: simulated time reached, events so far and the event rate. Short
+// runs print nothing.
+func simProgress(w io.Writer, what string) func(now fabric.Time, events uint64) {
+	start := time.Now()
+	next := start.Add(2 * time.Second)
+	return func(now fabric.Time, events uint64) {
+		t := time.Now()
+		if t.Before(next) {
+			return
+		}
+		next = t.Add(2 * time.Second)
+		wall := t.Sub(start).Seconds()
+		fmt.Fprintf(w, "%s: %.1f s wall, %.3f ms simulated, %.1f M events (%.2f M/s)\n",
+			what, wall, fabric.Duration(now).Seconds()*1e3, float64(events)/1e6, float64(events)/1e6/wall)
+	}
+}
