@@ -152,3 +152,40 @@ func TestSteadyCheckUsesTheFigureRunner(t *testing.T) {
 		})
 	}
 }
+
+// TestRatioVerdict: a ratio claim passes within its range, is partial for
+// at least half the lower bound's advantage, and fails below that (a 1.1x
+// gap does not support a 3x claim).
+func TestRatioVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		ratio float64
+		want  string
+	}{{2.5, Pass}, {1.7, Partial}, {1.6, Partial}, {1.12, Fail}, {0.9, Fail}, {5, Partial}} {
+		rs := []*experiments.Record{
+			{Design: "MESQ/SR", Profile: "fdr-cx3", Pattern: "repartition", Nodes: 8, ThroughputGiBs: tc.ratio},
+			{Design: "IPoIB", Profile: "fdr-cx3", Pattern: "repartition", Nodes: 8, ThroughputGiBs: 1},
+		}
+		if v := ratioVerdict(rs, "MESQ/SR", "IPoIB", "fdr-cx3", "repartition", 8, 3, 2.2, 4); v.Verdict != tc.want {
+			t.Errorf("ratio %.2f against 2.2-4x: %s (%s), want %s", tc.ratio, v.Verdict, v.Measured, tc.want)
+		}
+	}
+}
+
+// TestC16At16Nodes: C16 compares the designs at 16 nodes, each at its
+// best; a small MQ configuration elsewhere does not decide it.
+func TestC16At16Nodes(t *testing.T) {
+	rec := func(d string, nodes, qps int, gibps float64) *experiments.Record {
+		return &experiments.Record{Design: d, Nodes: nodes, QPsPerNode: qps, ThroughputGiBs: gibps}
+	}
+	rs := []*experiments.Record{
+		rec("MESQ/SR", 16, 4, 10), rec("MEMQ/SR", 16, 32, 8), rec("MEMQ/SR", 16, 60, 9), rec("SEMQ/RD", 16, 16, 7),
+		rec("MEMQ/SR", 2, 2, 11), // 2 nodes: fewer QPs and more throughput, but not the claim's cluster
+	}
+	if v := judgeC16(rs, nil); v.Verdict != Pass {
+		t.Errorf("%+v", v)
+	}
+	rs = append(rs, rec("MEMQ/WR", 16, 3, 6))
+	if v := judgeC16(rs, nil); v.Verdict != Partial || !strings.Contains(v.Measured, "MEMQ/WR") {
+		t.Errorf("an MQ design with fewer QPs at its best: %+v", v)
+	}
+}

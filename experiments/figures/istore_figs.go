@@ -130,9 +130,11 @@ func istoreFigures() []Figure {
 	}
 }
 
-// judgeC27: with the calibrated number of streams, 10 outstanding reads
-// about 3x (2.1-3.9x) one, and 5 within 10% of the best depth; the single
-// stream's figures are reported beside.
+// judgeC27: 10 outstanding reads about 3x (2.1-3.9x) one, and 5 within
+// 10% of the best depth, with one stream per reader: the paper does not
+// say how many streams a reader runs, and a count fitted to its absolute
+// numbers would make the verdict rest on the claim. The figures with that
+// fitted count are reported beside, not judged.
 func judgeC27(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	at := func(threads, depth int) float64 {
 		v, _ := mean(rs, func(r *experiments.Record) bool {
@@ -155,18 +157,19 @@ func judgeC27(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	if m.one == 0 || m.ten == 0 || m.five == 0 {
 		return missingData(fmt.Sprintf("%d streams at depths 1, 5 and 10", istoreStreams))
 	}
-	r10, near5 := m.ten/m.one, m.five/m.peak
+	if s.one == 0 || s.ten == 0 || s.five == 0 {
+		return missingData("one stream at depths 1, 5 and 10")
+	}
+	r10, near5 := s.ten/s.one, s.five/s.peak
 	v := Verdict{Expected: "10 outstanding reads about 3x (2.1-3.9x) one; 5 within 10% of the maximum",
-		Measured: fmt.Sprintf("%d streams: depth 1 %.2f, 5 %.2f, 10 %.2f M blocks/s (10/1 = %.2fx; 5 at %.0f%% of the peak %.2f); one stream: 10/1 = %.2fx, 5 at %.0f%% of the peak (the stream count is calibrated from the paper's absolute numbers)",
-			istoreStreams, m.one, m.five, m.ten, r10, 100*near5, m.peak, s.ten/math.Max(s.one, 1e-9), 100*s.five/math.Max(s.peak, 1e-9)),
+		Measured: fmt.Sprintf("one stream per reader: depth 1 %.2f, 5 %.2f, 10 %.2f M blocks/s (10/1 = %.2fx; 5 at %.0f%% of the peak %.2f); not judged, %d streams (a count fitted to the paper's absolute numbers): 10/1 = %.2fx, 5 at %.0f%% of the peak",
+			s.one, s.five, s.ten, r10, 100*near5, s.peak, istoreStreams, m.ten/m.one, 100*m.five/m.peak),
 		Verdict: grade(about(r10, 3) && near5 >= 0.9, about(r10, 3) || near5 >= 0.9)}
 	switch {
 	case !about(r10, 3):
-		v.Reason = "the gain from prefetching is not about 3x: it follows the round trip of one read over the time per block at the peak"
+		v.Reason = fmt.Sprintf("with one stream the gain from prefetching is %.1fx: it follows one read's round trip over the time per block at the peak; about 3x needs several streams per reader, a setting the paper does not give", r10)
 	case near5 < 0.9:
 		v.Reason = "5 outstanding reads are well below the maximum"
-	default:
-		v.Reason = fmt.Sprintf("a pass with %d streams per reader, a workload setting fitted to the paper's absolute numbers (it does not say); with one stream the gain is %.1fx", istoreStreams, s.ten/math.Max(s.one, 1e-9))
 	}
 	return v
 }
