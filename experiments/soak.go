@@ -31,6 +31,9 @@ type SoakConfig struct {
 	WallLimit    time.Duration // a run taking longer is a hang (default 60 s)
 	SimLimit     fabric.Duration
 	Log          io.Writer // one line per run, if set
+	// Progress, if set, is called after each seed with the seeds done,
+	// the seeds in all and the runs so far.
+	Progress func(done, seeds, runs int)
 }
 
 // SoakOutcome classifies one run.
@@ -199,6 +202,9 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	res := &SoakResult{ByDesign: map[string]*SoakCounts{}, ByScenario: map[string]*SoakCounts{}, Config: cfg}
 	t0 := time.Now()
 	for i := 0; i < cfg.Seeds; i++ {
+		if cfg.Progress != nil && i > 0 {
+			cfg.Progress(i, cfg.Seeds, int(res.Runs))
+		}
 		seed := cfg.FirstSeed + uint64(i)
 		for _, d := range cfg.Designs {
 			ud := IsUD(d)

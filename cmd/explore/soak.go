@@ -54,6 +54,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 					cfg.Log = cmd.ErrOrStderr()
 				}
 			}
+			cfg.Progress = seedProgress(cmd.ErrOrStderr())
 			res, err := experiments.Soak(cfg)
 			if err != nil {
 				return err
