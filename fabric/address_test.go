@@ -2,6 +2,7 @@ package fabric_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -106,5 +107,35 @@ func TestPSNArithmetic(t *testing.T) {
 	}
 	if d := (fabric.MaxPSN - 1).Sub(2); d != -4 {
 		t.Errorf("back across the wrap: %d, want -4", d)
+	}
+}
+
+func TestQPAttrCheck(t *testing.T) {
+	ok := fabric.QPAttr{Dest: fabric.Address{QPN: 0x10}, MaxDestRdAtomic: 16}
+	for _, tc := range []struct {
+		name      string
+		a         fabric.QPAttr
+		to        fabric.QPState
+		typ       fabric.QPType
+		mtu, maxR int
+		want      string // "" for accepted
+	}{
+		{"good RTR", ok, fabric.StateRTR, fabric.RC, 4096, 16, ""},
+		{"UD RTR has no destination", fabric.QPAttr{}, fabric.StateRTR, fabric.UD, 4096, 16, ""},
+		{"no destination QPN", fabric.QPAttr{}, fabric.StateRTR, fabric.RC, 4096, 16, "destination QPN 0x0"},
+		{"odd MTU", fabric.QPAttr{Dest: ok.Dest, PathMTU: 1500}, fabric.StateRTR, fabric.UC, 4096, 16, "path MTU 1500 is not one of"},
+		{"MTU above the port's", fabric.QPAttr{Dest: ok.Dest, PathMTU: 4096}, fabric.StateRTR, fabric.RC, 2048, 16, "above the port's active MTU 2048"},
+		{"RNR timer", fabric.QPAttr{Dest: ok.Dest, MinRNRTimer: 32}, fabric.StateRTR, fabric.RC, 4096, 16, "min RNR timer code 32"},
+		{"read depth above the device's", fabric.QPAttr{Dest: ok.Dest, MaxDestRdAtomic: 17}, fabric.StateRTR, fabric.RC, 4096, 16, "max_dest_rd_atomic 17 outside 0..16"},
+		{"read depth clamped later", fabric.QPAttr{Dest: ok.Dest, MaxDestRdAtomic: 17}, fabric.StateRTR, fabric.RC, 4096, 0, ""},
+		{"negative read depth", fabric.QPAttr{MaxRdAtomic: -1}, fabric.StateRTS, fabric.RC, 4096, 0, "max_rd_atomic -1 is negative"},
+		{"retries", fabric.QPAttr{RetryCnt: 8}, fabric.StateRTS, fabric.RC, 4096, 16, "retry_cnt 8"},
+		{"timeout", fabric.QPAttr{Timeout: 32}, fabric.StateRTS, fabric.RC, 4096, 16, "timeout code 32"},
+		{"INIT checks nothing here", fabric.QPAttr{Timeout: 32}, fabric.StateInit, fabric.RC, 4096, 16, ""},
+	} {
+		got := tc.a.Check(tc.to, tc.typ, tc.mtu, tc.maxR)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

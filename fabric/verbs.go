@@ -247,3 +247,56 @@ func AckTimeout(code uint8) Duration {
 	}
 	return Duration(4096) * Nanosecond * Duration(1) << code
 }
+
+// Check reports what puts a outside the contract's ranges for a transition
+// of a queue pair of type typ to state to, or "" when nothing does: for
+// RTR of a connected queue pair, the destination QPN (24 bits), the path
+// MTU (256, 512, 1024, 2048 or 4096, at most the port's activeMTU; 0 means
+// the active MTU), the min RNR timer code (0..31) and the incoming read
+// depth; for RTS, the retry counts (0..7), the ACK timeout code (0..31) and
+// the outgoing read depth. Read depths must not be negative, and not above
+// maxRd when maxRd > 0 (a backend that clamps them to its device passes 0).
+// Every backend applies it in QP.Modify, so that they reject the same
+// attributes with the same words.
+func (a QPAttr) Check(to QPState, typ QPType, activeMTU, maxRd int) string {
+	depth := func(name string, v int) string {
+		switch {
+		case v < 0:
+			return fmt.Sprintf("%s %d is negative", name, v)
+		case maxRd > 0 && v > maxRd:
+			return fmt.Sprintf("%s %d outside 0..%d (the device's limit)", name, v, maxRd)
+		}
+		return ""
+	}
+	switch {
+	case to == StateRTR && typ != UD:
+		if a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24 {
+			return fmt.Sprintf("destination QPN %#x is not a valid queue pair number", a.Dest.QPN)
+		}
+		mtu := a.PathMTU
+		if mtu == 0 {
+			mtu = activeMTU
+		}
+		switch mtu {
+		case 256, 512, 1024, 2048, 4096:
+		default:
+			return fmt.Sprintf("path MTU %d is not one of 256..4096", mtu)
+		}
+		if activeMTU > 0 && mtu > activeMTU {
+			return fmt.Sprintf("path MTU %d above the port's active MTU %d", mtu, activeMTU)
+		}
+		if a.MinRNRTimer > 31 {
+			return fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer)
+		}
+		return depth("max_dest_rd_atomic", a.MaxDestRdAtomic)
+	case to == StateRTS:
+		if a.RetryCnt > 7 || a.RNRRetry > 7 {
+			return fmt.Sprintf("retry_cnt %d and rnr_retry %d must be 0..7", a.RetryCnt, a.RNRRetry)
+		}
+		if a.Timeout > 31 {
+			return fmt.Sprintf("timeout code %d outside 0..31", a.Timeout)
+		}
+		return depth("max_rd_atomic", a.MaxRdAtomic)
+	}
+	return ""
+}

@@ -175,25 +175,13 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		args.qkey = C.uint32_t(a.QKey)
 	case fabric.StateRTR:
 		if q.typ != fabric.UD {
-			if a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24 {
-				return bad(fmt.Sprintf("destination QPN %#x is not a valid queue pair number", a.Dest.QPN))
+			// Read depths are clamped to the device below, not refused (0).
+			if why := a.Check(to, q.typ, d.attr.MTU, 0); why != "" {
+				return bad(why)
 			}
 			mtu := d.mtuEnum
 			if a.PathMTU != 0 {
-				e, ok := mtuEnum(a.PathMTU)
-				if !ok {
-					return bad(fmt.Sprintf("path MTU %d is not one of 256..4096", a.PathMTU))
-				}
-				if e > d.mtuEnum {
-					return bad(fmt.Sprintf("path MTU %d above the port's active MTU %d", a.PathMTU, d.attr.MTU))
-				}
-				mtu = e
-			}
-			if a.MinRNRTimer > 31 {
-				return bad(fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer))
-			}
-			if a.MaxDestRdAtomic < 0 {
-				return bad(fmt.Sprintf("max_dest_rd_atomic %d is negative", a.MaxDestRdAtomic))
+				mtu, _ = mtuEnum(a.PathMTU)
 			}
 			if !a.Dest.UseGID && !d.ethernet() && a.Dest.LID == 0 {
 				return bad("destination LID 0 (an InfiniBand port needs a LID, or UseGID)")
@@ -206,14 +194,8 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			args.min_rnr_timer = C.uint8_t(a.MinRNRTimer)
 		}
 	case fabric.StateRTS:
-		if a.RetryCnt > 7 || a.RNRRetry > 7 {
-			return bad(fmt.Sprintf("retry_cnt %d and rnr_retry %d must be 0..7", a.RetryCnt, a.RNRRetry))
-		}
-		if a.Timeout > 31 {
-			return bad(fmt.Sprintf("timeout code %d outside 0..31", a.Timeout))
-		}
-		if a.MaxRdAtomic < 0 {
-			return bad(fmt.Sprintf("max_rd_atomic %d is negative", a.MaxRdAtomic))
+		if why := a.Check(to, q.typ, d.attr.MTU, 0); why != "" {
+			return bad(why)
 		}
 		args.sq_psn = C.uint32_t(a.SendPSN & fabric.MaxPSN)
 		args.timeout = C.uint8_t(a.Timeout)

@@ -174,23 +174,12 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			return bad("RTR is reached from INIT")
 		}
 		if q.typ != fabric.UD {
-			if a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24 {
-				return bad(fmt.Sprintf("destination QPN %#x is not a valid queue pair number", a.Dest.QPN))
+			if why := a.Check(to, q.typ, mtu, maxRdAtomic); why != "" {
+				return bad(why)
 			}
 			m := a.PathMTU
 			if m == 0 {
 				m = mtu
-			}
-			switch m {
-			case 256, 512, 1024, 2048, 4096:
-			default:
-				return bad(fmt.Sprintf("path MTU %d is not one of 256..4096", m))
-			}
-			if a.MinRNRTimer > 31 {
-				return bad(fmt.Sprintf("min RNR timer code %d outside 0..31", a.MinRNRTimer))
-			}
-			if a.MaxDestRdAtomic < 0 || a.MaxDestRdAtomic > maxRdAtomic {
-				return bad(fmt.Sprintf("max_dest_rd_atomic %d outside 0..%d", a.MaxDestRdAtomic, maxRdAtomic))
 			}
 			q.dest, q.mtu = dest, m
 			q.attr.Dest, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest, a.MinRNRTimer, a.MaxDestRdAtomic
@@ -200,14 +189,8 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		if from != fabric.StateRTR {
 			return bad("RTS is reached from RTR")
 		}
-		if a.RetryCnt > 7 || a.RNRRetry > 7 {
-			return bad(fmt.Sprintf("retry_cnt %d and rnr_retry %d must be 0..7", a.RetryCnt, a.RNRRetry))
-		}
-		if a.Timeout > 31 {
-			return bad(fmt.Sprintf("timeout code %d outside 0..31", a.Timeout))
-		}
-		if a.MaxRdAtomic < 0 || a.MaxRdAtomic > maxRdAtomic {
-			return bad(fmt.Sprintf("max_rd_atomic %d outside 0..%d", a.MaxRdAtomic, maxRdAtomic))
+		if why := a.Check(to, q.typ, mtu, maxRdAtomic); why != "" {
+			return bad(why)
 		}
 		q.attr.SendPSN, q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.SendPSN, a.Timeout, a.RetryCnt, a.RNRRetry
 		q.attr.MaxRdAtomic = a.MaxRdAtomic
