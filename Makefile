@@ -79,7 +79,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./tcpshuffle/
 
 build:
-	$(GO) build -o bin/explore ./cmd/explore
+	$(GO) build -buildvcs=auto -o bin/explore ./cmd/explore
 
 clean:
 	rm -rf bin results

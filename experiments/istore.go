@@ -260,7 +260,9 @@ func ParseIStoreLabel(label string) (string, map[string]float64, error) {
 // Threads the worker threads (streams) per reader, Nodes the readers + 1;
 // the record's throughput is the mean reader's scanned bytes per second.
 // Join points: the record's response time is the query's.
-func RunIStorePoint(cfg RunConfig) (*Record, error) {
+func RunIStorePoint(cfg RunConfig) (*Record, error) { return stamped(runIStorePoint(cfg)) }
+
+func runIStorePoint(cfg RunConfig) (*Record, error) {
 	kind, kv, err := ParseIStoreLabel(cfg.Label)
 	if err != nil {
 		return nil, err

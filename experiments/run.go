@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -162,6 +163,10 @@ type Record struct {
 	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
 	SimEvents       uint64  `json:"sim_events"`
 	WallS           float64 `json:"wall_s"`
+	// The build that made the record (buildinfo): module version and
+	// version-control commit.
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
 }
 
 func (c *RunConfig) normalize(cores int) error {
@@ -249,6 +254,19 @@ func Run(cfg RunConfig) (*Record, error) { return RunSim(cfg, SimOptions{}) }
 // checks that every node received exactly the tuples sent to it. A failed
 // run's error names the faults injected.
 func RunSim(cfg RunConfig, opt SimOptions) (*Record, error) {
+	return stamped(runSim(cfg, opt))
+}
+
+// stamped adds the build's provenance to a record.
+func stamped(rec *Record, err error) (*Record, error) {
+	if rec != nil {
+		b := buildinfo.Get()
+		rec.Version, rec.Commit = b.Version, b.Commit
+	}
+	return rec, err
+}
+
+func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
@@ -344,6 +362,10 @@ func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluste
 // verbs provider and on hosts without a device, whose timing models
 // nothing.
 func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+	return stamped(runOn(f, cfg))
+}
+
+func runOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")
 	}

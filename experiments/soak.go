@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/faults"
@@ -126,12 +127,15 @@ type SoakRecord struct {
 	ByDesign map[string]*SoakCounts `json:"by_design"`
 	ByFault  map[string]*SoakCounts `json:"by_fault"`
 	WallS    float64                `json:"wall_s"`
+	Version  string                 `json:"version"` // the build that made it (buildinfo)
+	Commit   string                 `json:"commit"`
 }
 
 // Record is r as the soak record.
 func (r *SoakResult) Record() SoakRecord {
 	return SoakRecord{Experiment: "soak", Seeds: r.Config.Seeds, FirstSeed: r.Config.FirstSeed, Nodes: r.Config.Nodes,
-		SoakCounts: r.SoakCounts, ByDesign: r.ByDesign, ByFault: r.ByScenario, WallS: r.Wall.Seconds()}
+		SoakCounts: r.SoakCounts, ByDesign: r.ByDesign, ByFault: r.ByScenario, WallS: r.Wall.Seconds(),
+		Version: buildinfo.Get().Version, Commit: buildinfo.Get().Commit}
 }
 
 // SoakDesigns is the default design list of a soak.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
@@ -62,6 +63,8 @@ type QueryRecord struct {
 	Answer     []string   `json:"answer,omitempty"` // payload mode
 	SimEvents  uint64     `json:"sim_events"`
 	WallS      float64    `json:"wall_s"`
+	Version    string     `json:"version"` // the build that made it (buildinfo)
+	Commit     string     `json:"commit"`
 	answer     *tpch.Answer
 }
 
@@ -161,6 +164,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	}
 	rec := &QueryRecord{Experiment: "tpch", Query: string(cfg.Query), SF: cfg.SF, Design: cfg.Design, Plan: "shuffle", Profile: prof.Name,
 		Nodes: n, Threads: t, Seed: cfg.Seed, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
+	rec.Version, rec.Commit = buildinfo.Get().Version, buildinfo.Get().Commit
 	if prof.Source() != "builtin" {
 		rec.Profile = "file:" + prof.Source()
 	}

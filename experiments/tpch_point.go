@@ -54,7 +54,9 @@ func ParseTPCHLabel(label string) (q tpch.Query, local bool, sfpn float64, err e
 // payload, threads (when 0) half the profile's cores. The record has
 // Experiment "tpch", the point's label, design and pattern, the response
 // time, the bytes shuffled per node as BytesPerNode and the integrity.
-func RunQueryPoint(cfg RunConfig) (*Record, error) {
+func RunQueryPoint(cfg RunConfig) (*Record, error) { return stamped(runQueryPoint(cfg)) }
+
+func runQueryPoint(cfg RunConfig) (*Record, error) {
 	q, local, sfpn, err := ParseTPCHLabel(cfg.Label)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -167,7 +168,7 @@ func runBench(w io.Writer, f *benchFlags) error {
 		}
 		rows = append(rows, row)
 		if f.jsonOut {
-			if err := json.NewEncoder(w).Encode(row.res); err != nil {
+			if err := json.NewEncoder(w).Encode(stampBench(row.res)); err != nil {
 				return err
 			}
 		}
@@ -286,11 +287,18 @@ func runHWBench(w io.Writer, f *benchFlags) error {
 	}
 	res.Profile = "hardware"
 	if f.jsonOut {
-		return json.NewEncoder(w).Encode(res)
+		return json.NewEncoder(w).Encode(stampBench(res))
 	}
 	t := newTable(w)
 	t.Header("test", "#bytes", "#qps", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "t_typical[usec]")
 	t.Append(res.Test, fmt.Sprint(res.Bytes), fmt.Sprint(res.QPs), fmt.Sprint(res.Iterations), f2(res.BWPeakGbps), f2(res.BWAvgGbps),
 		fmt.Sprintf("%.3f", res.MsgRateMpps), f2(res.TTypicalUS))
 	return t.Render()
+}
+
+// stampBench adds the build's provenance to a benchmark record.
+func stampBench(r *perftest.Result) *perftest.Result {
+	b := buildinfo.Get()
+	r.Version, r.Commit = b.Version, b.Commit
+	return r
 }

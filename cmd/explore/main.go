@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/spf13/cobra"
 )
 
@@ -24,8 +25,10 @@ func newRoot() *cobra.Command {
 simulated InfiniBand cluster (the default) or, in builds with the ibverbs tag, on
 real hardware.`,
 		SilenceUsage:  true,
+		Version:       buildinfo.Get().String(),
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(benchCmd(), overviewCmd(), profilesCmd(), runCmd())
 	root.AddCommand(sweepCmd())
 	root.AddCommand(mergeCmd())

@@ -201,3 +201,10 @@ func TestEvidenceReport(t *testing.T) {
 		t.Errorf("exit error %v, but the report's verdicts say otherwise", err)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, "--version")
+	if err != nil || !strings.HasPrefix(out, "rdmashuffle ") || !strings.Contains(out, " commit ") {
+		t.Errorf("--version: %q %v", out, err)
+	}
+}

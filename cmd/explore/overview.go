@@ -84,7 +84,7 @@ func runOverview(w io.Writer, f *benchFlags) error {
 		pkts += row.stats.PacketsSent
 		r := row.res
 		if enc != nil {
-			if err := enc.Encode(r); err != nil {
+			if err := enc.Encode(stampBench(r)); err != nil {
 				return err
 			}
 			continue

@@ -164,6 +164,10 @@ type Result struct {
 	Dropped int64 `json:"dropped,omitempty"`
 	// DurationUS is the measured interval, slowest node, microseconds.
 	DurationUS float64 `json:"duration_us"`
+	// The build that made the record (set by the command line; see
+	// package buildinfo).
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
 }
 
 // nodeResult is what one measuring node reports.
