@@ -16,7 +16,7 @@ overview:
 
 # Every claim's verdict: docs/validation.md and docs/figures/ (quick scale).
 reproduce:
-	$(GO) run ./cmd/explore reproduce
+	$(GO) run ./cmd/explore reproduce --quick --update-docs
 
 # go vet, every test, and a few seconds of every fuzz target; the race
 # detector over the loopback backend (every design and pattern on real

@@ -203,17 +203,28 @@ func reproduceCmd() *cobra.Command {
 	var ff figureFlags
 	var validation string
 	var figs []string
+	var updateDocs bool
 	cmd := &cobra.Command{
 		Use:   "reproduce",
-		Short: "Run every figure that evaluates a claim, judge every claim, write docs/validation.md",
+		Short: "Run every figure that evaluates a claim, judge every claim, write the claims report",
 		Long: `reproduce runs the figures of Liu19's evaluation (and the all-to-all
 scheduling experiment of Roediger15), judges every claim of the project's claim
 list (claims without an experiment yet are reported as not-run, never dropped),
-writes the claims report and the figures, and prints a summary. The quick scale
-takes about 10 minutes on 2 cores.`,
-		Example: "  explore reproduce --quick\n  explore reproduce --figures fig19,fig21 --validation results/validation.md",
+writes the claims report and the figures, and prints a summary. They go to
+results/reproduce/ unless --update-docs, which writes the project's own
+docs/validation.md and docs/figures/. The quick scale takes a few minutes on 2
+cores.`,
+		Example: "  explore reproduce --quick\n  explore reproduce --quick --update-docs\n  explore reproduce --figures fig19,fig21 --validation results/validation.md",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if updateDocs {
+				if !cmd.Flags().Changed("out") {
+					ff.out = filepath.Join("docs", "figures")
+				}
+				if !cmd.Flags().Changed("validation") {
+					validation = filepath.Join("docs", "validation.md")
+				}
+			}
 			for _, id := range figs {
 				if _, err := figures.FigureByID(id); err != nil && id != "alltoall_bw" {
 					return fmt.Errorf("--figures: %w (or alltoall_bw)", err)
@@ -226,6 +237,9 @@ takes about 10 minutes on 2 cores.`,
 			}
 			var buf bytes.Buffer
 			command := "explore reproduce"
+			if updateDocs {
+				command += " --update-docs"
+			}
 			if ff.full {
 				command += " --full"
 			}
@@ -244,8 +258,9 @@ takes about 10 minutes on 2 cores.`,
 			return nil
 		},
 	}
-	ff.register(cmd, filepath.Join("docs", "figures"))
-	cmd.Flags().StringVar(&validation, "validation", filepath.Join("docs", "validation.md"), "where to write the claims report")
+	ff.register(cmd, filepath.Join("results", "reproduce", "figures"))
+	cmd.Flags().StringVar(&validation, "validation", filepath.Join("results", "reproduce", "validation.md"), "where to write the claims report")
+	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write docs/validation.md and docs/figures/ (the project's tracked copies) instead of results/reproduce/")
 	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23)")
 	return cmd
 }

@@ -454,6 +454,12 @@ func writeResults(path string, rs []Result) error {
 		tmp.Close()
 		return err
 	}
+	// A temporary file is created private (0600); the results file is as
+	// readable as the CSV and plots written beside it.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}

@@ -408,3 +408,15 @@ func FuzzParseSweep(f *testing.F) {
 		}
 	})
 }
+
+// TestResultsFileMode: a results file is 0644, like the CSV and plots.
+func TestResultsFileMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := writeResults(path, []Result{{Point: 0, Key: "k", Error: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, %v; want 0644", st.Mode().Perm(), err)
+	}
+}
