@@ -27,11 +27,21 @@ type hwFlags struct {
 	path      ibv.Path // service level, traffic class, hop limit, static rate, P_Key index
 }
 
-func (h *hwFlags) register(fl *pflag.FlagSet) {
+func (h *hwFlags) register(fl *pflag.FlagSet) { h.registerShort(fl, false) }
+
+// registerShort registers the flags, with perftest's one-letter names for
+// the device, port and GID index (-d, -i, -x) when perftest is set.
+func (h *hwFlags) registerShort(fl *pflag.FlagSet, perftest bool) {
+	short := func(s string) string {
+		if perftest {
+			return s
+		}
+		return ""
+	}
 	fl.StringVar(&h.backend, "backend", "sim", "sim (the simulator), ibv (real RDMA hardware: a build with -tags ibverbs, docs/hardware.md), loopback (every node in this process on a software NIC with real threads, no RDMA needed) or tcp (real hosts without RDMA, for --design TCP)")
-	fl.StringVar(&h.device, "device", "", "ibv: the RDMA device (as ibv_devices prints it, e.g. mlx5_0); empty: the first")
-	fl.IntVar(&h.port, "port", 1, "ibv: the device port")
-	fl.IntVar(&h.gid, "gid-index", -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
+	fl.StringVarP(&h.device, "device", short("d"), "", "ibv: the RDMA device (as ibv_devices prints it, e.g. mlx5_0); empty: the first")
+	fl.IntVarP(&h.port, "port", short("i"), 1, "ibv: the device port")
+	fl.IntVarP(&h.gid, "gid-index", short("x"), -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
 	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
 	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv, loopback: fail a run that takes longer than this (wall clock)")
 	fl.IntVar(&h.path.ServiceLevel, "service-level", 0, "ibv: InfiniBand service level of every queue pair and address handle (0..15)")

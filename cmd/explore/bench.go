@@ -25,6 +25,9 @@ type benchFlags struct {
 	profile  string
 	seed     uint64
 	jsonOut  bool
+	output   string // table or plain (perftest's columns)
+	gbits    bool   // plain output in Gb/s (perftest's --report_gbits), not MB/s
+	duration int    // perftest's -D: refused, with the way to do it
 	all      bool
 	sweepQPs bool
 	payload  bool
@@ -56,6 +59,14 @@ per-packet headers for that message size.`,
 					return fmt.Errorf("-%s %d: must be at least 1", fl.Shorthand, v)
 				}
 			}
+			switch {
+			case f.output != "table" && f.output != "plain":
+				return fmt.Errorf("--output %q: choose table or plain (perftest's columns)", f.output)
+			case f.duration != 0:
+				return fmt.Errorf("-D %d: duration mode is not supported; give the message count per queue pair with -n (perftest's default is 5000 for bandwidth tests)", f.duration)
+			case f.gbits && f.output != "plain":
+				return fmt.Errorf("--report_gbits applies to --output plain (the table is in Gb/s already)")
+			}
 			f.errw = cmd.ErrOrStderr()
 			return runBench(cmd.OutOrStdout(), &f)
 		},
@@ -76,18 +87,25 @@ per-packet headers for that message size.`,
 	fl.BoolVar(&f.sweepQPs, "sweep-qps", false, "run every queue-pair count from 1 to 4096 (powers of two)")
 	fl.BoolVar(&f.cfg.Interleave, "interleave", false, "post one request per queue pair in turn (as a shuffle does), not a window per queue pair (perftest)")
 	fl.IntVar(&f.cfg.Spread, "spread", 0, "write_bw, read_bw: target random offsets in a remote region of this many bytes (exposes the NIC's translation cache)")
-	addCommonFlags(cmd, &f)
+	fl.StringVar(&f.output, "output", "table", "table, or plain: perftest's column layout (bandwidth in MB/sec, 2^20 bytes, unless --report_gbits), for awk and scripts")
+	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
+	fl.IntVarP(&f.duration, "duration", "D", 0, "perftest's duration mode: not supported (use -n)")
+	addCommonFlagsShort(cmd, &f, true)
 	return cmd
 }
 
-func addCommonFlags(cmd *cobra.Command, f *benchFlags) {
+func addCommonFlags(cmd *cobra.Command, f *benchFlags) { addCommonFlagsShort(cmd, f, false) }
+
+// addCommonFlagsShort is addCommonFlags with perftest's one-letter names
+// for the hardware flags when perftest is set.
+func addCommonFlagsShort(cmd *cobra.Command, f *benchFlags, perftest bool) {
 	fl := cmd.Flags()
 	fl.IntVar(&f.nodes, "nodes", 2, "cluster size")
 	fl.StringVar(&f.profile, "profile", sim.DefaultProfileName, "hardware profile: a built-in name ("+strings.Join(sim.BuiltinProfiles(), ", ")+") or a .yaml path")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the simulated run")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON record per line instead of a table")
 	fl.BoolVar(&f.payload, "payload", false, "move every payload byte (default: size-only, headers and trailers only)")
-	f.hw.register(fl)
+	f.hw.registerShort(fl, perftest)
 }
 
 func parseConn(s string) (fabric.QPType, error) {
@@ -173,7 +191,11 @@ func runBench(w io.Writer, f *benchFlags) error {
 			}
 		}
 	}
-	if !f.jsonOut {
+	switch {
+	case f.jsonOut:
+	case f.output == "plain":
+		printPlain(w, f.gbits, rows)
+	default:
 		return printBench(w, f, prof, rows)
 	}
 	return nil
@@ -301,4 +323,32 @@ func stampBench(r *perftest.Result) *perftest.Result {
 	b := buildinfo.Get()
 	r.Version, r.Commit = b.Version, b.Commit
 	return r
+}
+
+// printPlain prints rows as perftest does: a dashed rule, one header line
+// and one line per size, columns separated by spaces, so that scripts
+// that read perftest's output (awk '{print $4}') read this too.
+// Bandwidth is in MB/sec (2^20 bytes) unless gbits, as perftest.
+func printPlain(w io.Writer, gbits bool, rows []benchRow) {
+	rule := strings.Repeat("-", 87)
+	r0 := rows[0].res
+	fmt.Fprintln(w, rule)
+	if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
+		fmt.Fprintf(w, " %-10s %-12s %-14s %-14s %-16s %-14s %-20s\n", "#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "99% percentile[usec]")
+		for _, r := range rows {
+			x := r.res
+			fmt.Fprintf(w, " %-10d %-12d %-14.2f %-14.2f %-16.2f %-14.2f %-20.2f\n", x.Bytes, x.Iterations, x.TMinUS, x.TMaxUS, x.TTypicalUS, x.TAvgUS, x.TP99US)
+		}
+	} else {
+		unit, f := "MB/sec", func(gbps float64) float64 { return gbps * 1e9 / 8 / (1 << 20) }
+		if gbits {
+			unit, f = "Gb/sec", func(gbps float64) float64 { return gbps }
+		}
+		fmt.Fprintf(w, " %-10s %-14s %-18s %-20s %-14s\n", "#bytes", "#iterations", "BW peak["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]")
+		for _, r := range rows {
+			x := r.res
+			fmt.Fprintf(w, " %-10d %-14d %-18.2f %-20.2f %-14.6f\n", x.Bytes, x.Iterations, f(x.BWPeakGbps), f(x.BWAvgGbps), x.MsgRateMpps)
+		}
+	}
+	fmt.Fprintln(w, rule)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -206,5 +207,34 @@ func TestVersion(t *testing.T) {
 	out, err := run(t, "--version")
 	if err != nil || !strings.HasPrefix(out, "rdmashuffle ") || !strings.Contains(out, " commit ") {
 		t.Errorf("--version: %q %v", out, err)
+	}
+}
+
+// TestBenchPlain: --output plain prints perftest's columns, so that
+// scripts written for perftest read it: MB/sec by default, Gb/sec with
+// --report_gbits, and the average bandwidth as the fourth field.
+func TestBenchPlain(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		header string
+	}{
+		{[]string{"bench", "send_bw", "-s", "4096", "-n", "200", "--output", "plain"}, "BW average[MB/sec]"},
+		{[]string{"bench", "write_bw", "-s", "4096", "-n", "200", "--output", "plain", "--report_gbits"}, "BW average[Gb/sec]"},
+		{[]string{"bench", "send_lat", "-s", "8", "-n", "100", "--output", "plain"}, "t_typical[usec]"},
+	} {
+		out, err := run(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if err != nil || len(lines) != 4 || !strings.Contains(lines[1], tc.header) || !strings.HasPrefix(lines[0], "----") {
+			t.Errorf("%v: %v\n%s", tc.args, err, out)
+			continue
+		}
+		if fields := strings.Fields(lines[2]); len(fields) < 5 {
+			t.Errorf("%v: data line %q", tc.args, lines[2])
+		} else if v, err := strconv.ParseFloat(fields[3], 64); err != nil || v <= 0 {
+			t.Errorf("%v: fourth field %q is not a positive number", tc.args, fields[3])
+		}
+	}
+	if _, err := run(t, "bench", "send_bw", "-D", "5"); err == nil || !strings.Contains(err.Error(), "use -n") && !strings.Contains(err.Error(), "with -n") {
+		t.Errorf("-D: %v", err)
 	}
 }
