@@ -325,10 +325,10 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 				ps.HLines = append(ps.HLines, sweep.RefLine{Name: name, Y: f})
 			}
 			if ps.XLabel == "" {
-				ps.XLabel = x
+				ps.XLabel = sweep.AxisLabel(x)
 			}
 			if ps.YLabel == "" {
-				ps.YLabel = y
+				ps.YLabel = sweep.AxisLabel(y)
 			}
 			if ps.Title == "" {
 				ps.Title = strings.TrimSuffix(filepath.Base(args[0]), ".jsonl")
@@ -348,8 +348,8 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 	fl.StringVar(&ps.Kind, "kind", "lines", "lines or bars")
 	fl.BoolVar(&ps.LogX, "logx", false, "log-scale x axis")
 	fl.StringVar(&ps.Title, "title", "", "title (default: the results file's name)")
-	fl.StringVar(&ps.XLabel, "xlabel", "", "x-axis label (default: --x)")
-	fl.StringVar(&ps.YLabel, "ylabel", "", "y-axis label (default: --y)")
+	fl.StringVar(&ps.XLabel, "xlabel", "", "x-axis label (default: --x's name and unit)")
+	fl.StringVar(&ps.YLabel, "ylabel", "", "y-axis label (default: --y's name and unit)")
 	fl.StringArrayVar(&hlines, "hline", nil, "dashed reference line name=value, e.g. qperf=11.2 (repeatable)")
 	fl.StringVar(&csvPath, "csv", "", "also write the results as CSV to this file")
 	return cmd

@@ -10,6 +10,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"reflect"
@@ -23,6 +24,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // XY is one point of a series: a y value with an error half-width (no
@@ -64,21 +67,64 @@ const (
 	plotHeight = 10 * vg.Centimeter
 )
 
-// WritePlot draws p to base+".png" and base+".svg".
+// pngDPI is the resolution of the PNG files: print quality.
+const pngDPI = 300
+
+// WritePlot draws p to base+".png" (300 dpi, for print) and base+".svg"
+// (vector), with the legend to the right of the data.
 func WritePlot(base string, p PlotSpec) error {
-	plt, err := buildPlot(p)
+	plt, leg, err := buildPlot(p)
 	if err != nil {
 		return err
 	}
+	r := leg.Rectangle(draw.Canvas{})
+	legW := r.Size().X + vg.Centimeter/2
+	w, h := plotWidth+legW, max(plotHeight, r.Size().Y+vg.Centimeter)
 	for _, ext := range []string{".png", ".svg"} {
-		if err := plt.Save(plotWidth, plotHeight, base+ext); err != nil {
+		var c vg.CanvasWriterTo
+		switch ext {
+		case ".png":
+			c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI))}
+		case ".svg":
+			c = vgsvg.New(w, h)
+		}
+		dc := draw.New(c)
+		plt.Draw(draw.Crop(dc, 0, -legW, 0, 0))
+		leg.Draw(draw.Crop(dc, plotWidth+vg.Centimeter/4, 0, 0, -vg.Centimeter/2))
+		if err := writeCanvas(base+ext, c); err != nil {
 			return fmt.Errorf("plot %q: %w", p.Title, err)
 		}
 	}
 	return nil
 }
 
-func buildPlot(p PlotSpec) (*plot.Plot, error) {
+func writeCanvas(path string, c vg.CanvasWriterTo) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// buildPlot draws p's data and returns the legend apart (WritePlot puts
+// it outside the data).
+func buildPlot(p PlotSpec) (*plot.Plot, plot.Legend, error) {
+	plt, err := buildData(p)
+	if err != nil {
+		return nil, plot.Legend{}, err
+	}
+	leg := plt.Legend
+	leg.Top, leg.Left = true, true
+	leg.ThumbnailWidth = vg.Points(28)
+	plt.Legend = plot.NewLegend()
+	return plt, leg, nil
+}
+
+func buildData(p PlotSpec) (*plot.Plot, error) {
 	if len(p.Series) == 0 {
 		return nil, fmt.Errorf("plot %q: no series to draw", p.Title)
 	}
@@ -95,11 +141,13 @@ func buildPlot(p PlotSpec) (*plot.Plot, error) {
 			}
 		}
 	}
+	if p.Kind == "lines" && !p.LogX && geometric(p.Series) {
+		p.LogX = true // 1, 2, 4, ... 16 spread evenly, not crowded at the left
+	}
 	plt := plot.New()
 	plt.Title.Text = p.Title
 	plt.X.Label.Text = p.XLabel
 	plt.Y.Label.Text = p.YLabel
-	plt.Legend.Top = true
 	plt.Add(plotter.NewGrid())
 	switch p.Kind {
 	case "lines":
@@ -122,20 +170,60 @@ func buildPlot(p PlotSpec) (*plot.Plot, error) {
 		}
 		y := h.Y
 		f := plotter.NewFunction(func(float64) float64 { return y })
-		f.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		f.Dashes = plotutil.Dashes(i + 1)
 		f.Width = vg.Points(1.5)
-		f.Color = plotutil.Color(len(p.Series) + i)
+		f.Color = color.Gray{Y: uint8(80 * (i % 3))}
 		plt.Add(f)
 		plt.Legend.Add(h.Name, f)
 		plt.Y.Min = math.Min(plt.Y.Min, y)
 		plt.Y.Max = math.Max(plt.Y.Max, y*1.05)
 	}
 	plt.Y.Min = math.Min(plt.Y.Min, 0) // bars and rates are read from zero
-	// Headroom for the legend (top right), about 7% of the height a row.
-	if rows := len(p.Series) + len(p.HLines); rows > 0 && plt.Y.Max > plt.Y.Min {
-		plt.Y.Max = plt.Y.Min + (plt.Y.Max-plt.Y.Min)/(1-0.07*float64(min(rows, 8)))
+	if p.Kind == "lines" && plt.Y.Max > 0 {
+		plt.Y.Max *= 1.06 // the top points and their markers stay inside the frame
+	}
+	plt.Y.Tick.Marker = niceTicks{}
+	if p.Kind == "lines" && !p.LogX {
+		plt.X.Tick.Marker = niceTicks{}
 	}
 	return plt, nil
+}
+
+// niceTicks labels about six values at a step of 1, 2, 2.5 or 5 times a
+// power of ten, with unlabelled minor ticks halfway (gonum's default often
+// labels only two values, e.g. 0 and 25).
+type niceTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / 7
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step, prec := 10*mag, 0
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	if d := -math.Floor(math.Log10(step) + 1e-9); d > 0 {
+		prec = int(d)
+	}
+	if math.Abs(step/math.Pow(10, -float64(prec))-math.Round(step/math.Pow(10, -float64(prec)))) > 1e-6 {
+		prec++ // 0.25, 2.5
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step * 2); i/2*step <= hi*(1+1e-12); i++ {
+		v := i / 2 * step
+		t := plot.Tick{Value: v}
+		if int64(i)%2 == 0 {
+			t.Label = strconv.FormatFloat(v, 'f', prec, 64)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
 }
 
 // xyErr adapts a series to gonum's XYer and YErrorer.
@@ -165,12 +253,9 @@ func addLines(plt *plot.Plot, p PlotSpec) error {
 			}
 		}
 		slices.Sort(xs)
-		var ticks plot.ConstantTicks
-		for _, x := range xs {
-			ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 4, 64)})
-		}
-		plt.X.Tick.Marker = ticks
+		plt.X.Tick.Marker = logTicks(xs)
 	}
+	styles := seriesStyles(seriesNames(p.Series))
 	for i, s := range p.Series {
 		pts := slices.Clone(s.Points)
 		slices.SortStableFunc(pts, func(a, b XY) int { return cmpFloat(a.X, b.X) })
@@ -178,10 +263,11 @@ func addLines(plt *plot.Plot, p PlotSpec) error {
 		if err != nil {
 			return fmt.Errorf("plot %q: series %q: %w", p.Title, s.Name, err)
 		}
-		l.Color = plotutil.Color(i)
+		l.Color = styles[i].color
 		l.Width = vg.Points(1.5)
-		sc.Color = plotutil.Color(i)
-		sc.Shape = plotutil.Shape(i)
+		sc.Color = styles[i].color
+		sc.Shape = styles[i].shape
+		sc.Radius = vg.Points(3)
 		plt.Add(l, sc)
 		plt.Legend.Add(s.Name, l, sc)
 		if e := withErr(pts); len(e) > 0 {
@@ -189,11 +275,41 @@ func addLines(plt *plot.Plot, p PlotSpec) error {
 			if err != nil {
 				return fmt.Errorf("plot %q: series %q: %w", p.Title, s.Name, err)
 			}
-			eb.Color = plotutil.Color(i)
+			eb.Color = styles[i].color
 			plt.Add(eb)
 		}
 	}
 	return nil
+}
+
+// logTicks labels the data's x values on a log axis, thinned so that labels
+// stay at least a tenth of the axis apart; a value too close to the previous
+// label keeps an unlabelled minor tick.
+func logTicks(xs []float64) plot.ConstantTicks {
+	if len(xs) == 0 {
+		return nil
+	}
+	gap := (math.Log10(xs[len(xs)-1]) - math.Log10(xs[0])) / 10
+	var ticks plot.ConstantTicks
+	last := math.Inf(-1)
+	for _, x := range xs {
+		t := plot.Tick{Value: x}
+		if math.Log10(x)-last >= gap {
+			t.Label = tickLabel(x)
+			last = math.Log10(x)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+// tickLabel prints whole numbers in full (10000, not 1e+04) and others to
+// four significant digits.
+func tickLabel(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e9 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
 }
 
 func cmpFloat(a, b float64) int {
@@ -227,6 +343,7 @@ func addBars(plt *plot.Plot, p PlotSpec) error {
 	// area, at most 1 cm each.
 	n := len(p.Series)
 	w := min(vg.Centimeter, (plotWidth-2*vg.Centimeter)*0.8/vg.Length(len(cats)*n))
+	styles := seriesStyles(seriesNames(p.Series))
 	for i, s := range p.Series {
 		vals := make(plotter.Values, len(cats))
 		var errs xyErr
@@ -241,11 +358,14 @@ func addBars(plt *plot.Plot, p PlotSpec) error {
 		if err != nil {
 			return fmt.Errorf("plot %q: series %q: %w", p.Title, s.Name, err)
 		}
-		b.Color = plotutil.Color(i)
+		b.Color = styles[i].color
 		b.LineStyle.Width = vg.Points(0.5)
 		b.Offset = vg.Length(float64(i)-float64(n-1)/2) * w
-		plt.Add(b)
-		plt.Legend.Add(s.Name, b)
+		// The series' marker on top of each bar, so that bars of series
+		// that share a colour differ, also in grey print.
+		marks := &barMarks{vals: vals, dx: b.Offset, glyph: draw.GlyphStyle{Color: color.Black, Shape: styles[i].shape, Radius: min(w/2.5, vg.Points(2.5))}}
+		plt.Add(b, marks)
+		plt.Legend.Add(s.Name, barThumb{color: styles[i].color, glyph: marks.glyph})
 		if len(errs) > 0 {
 			eb, err := plotter.NewYErrorBars(errs)
 			if err != nil {
@@ -255,7 +375,93 @@ func addBars(plt *plot.Plot, p PlotSpec) error {
 		}
 	}
 	plt.NominalX(cats...)
+	// Category names that would run into each other are set at 45 degrees.
+	var total vg.Length
+	for _, c := range cats {
+		total += plt.X.Tick.Label.Width(c) + vg.Points(6)
+	}
+	if total > plotWidth*0.8 {
+		plt.X.Tick.Label.Rotation = math.Pi / 4
+		plt.X.Tick.Label.XAlign, plt.X.Tick.Label.YAlign = draw.XRight, draw.YTop
+	}
+	// Room for the outer bars of the first and last groups, and for the
+	// markers above the tallest bars.
+	plt.X.Min, plt.X.Max = -0.5, float64(len(cats))-0.5
+	plt.Y.Max *= 1.06
 	return nil
+}
+
+// seriesNames lists the series' names in order.
+func seriesNames(ss []Series) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// geometric reports whether the series' x values, taken together, are
+// positive and each about twice the one before (powers of two, or any
+// doubling sweep such as 1.7, 3.4, 6.9 us) and span at least a factor of 8:
+// such data reads best on a log axis.
+func geometric(ss []Series) bool {
+	var xs []float64
+	for _, s := range ss {
+		for _, pt := range s.Points {
+			if pt.X <= 0 {
+				return false
+			}
+			if !slices.Contains(xs, pt.X) {
+				xs = append(xs, pt.X)
+			}
+		}
+	}
+	slices.Sort(xs)
+	if len(xs) < 3 || xs[len(xs)-1] < 8*xs[0] {
+		return false
+	}
+	for i := 1; i < len(xs); i++ {
+		if r := xs[i] / xs[i-1]; r < 1.8 || r > 4.4 {
+			return false
+		}
+	}
+	return true
+}
+
+// barMarks draws a series' marker just above each of its bars, dx to the
+// right of the category (the bars' offset), in black on the background;
+// as a legend thumbnail it draws the marker beside the colour.
+type barMarks struct {
+	vals  plotter.Values
+	dx    vg.Length
+	glyph draw.GlyphStyle
+}
+
+func (m *barMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for i, v := range m.vals {
+		if v == 0 {
+			continue
+		}
+		c.DrawGlyph(m.glyph, vg.Point{X: trX(float64(i)) + m.dx, Y: trY(v) + m.glyph.Radius + vg.Points(1.5)})
+	}
+}
+
+// barThumb is a bar series' legend thumbnail: its colour in a box and its
+// marker beside it.
+type barThumb struct {
+	color color.Color
+	glyph draw.GlyphStyle
+}
+
+func (t barThumb) Thumbnail(c *draw.Canvas) {
+	mid := c.Min.X + (c.Max.X-c.Min.X)*0.55
+	box := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: mid, Y: c.Min.Y}, {X: mid, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Min.Y}}
+	c.FillPolygon(t.color, box)
+	c.StrokeLines(draw.LineStyle{Color: color.Black, Width: vg.Points(0.5)}, box)
+	g := t.glyph
+	g.Radius = vg.Points(3)
+	c.DrawGlyph(g, vg.Point{X: (mid + c.Max.X) / 2, Y: (c.Min.Y + c.Max.Y) / 2})
 }
 
 // shiftedErrBars draws error bars dx to the right of their x (the offset

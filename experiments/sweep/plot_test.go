@@ -2,11 +2,14 @@ package sweep
 
 import (
 	"encoding/csv"
-	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 func TestWritePlot(t *testing.T) {
@@ -94,5 +97,103 @@ func TestSeriesOfAndCSV(t *testing.T) {
 	}
 	if rows[1][1] != "design=A nodes=2 seed=1" || rows[5][len(h)-1] != `boom, "quoted"` || rows[5][2] != "" {
 		t.Errorf("rows %q", rows)
+	}
+}
+
+// TestSeriesStyles: no two series of a figure share both colour and
+// marker, a design keeps its style across figures, and every figure is
+// written as PNG and SVG.
+func TestSeriesStyles(t *testing.T) {
+	names := append(experiments.DesignNames(nil), "qperf ceiling", "fixed depth", "adaptive", "BDP")
+	st := seriesStyles(names)
+	seen := map[string]string{}
+	for i, s := range st {
+		k := fmt.Sprintf("%v/%T", s.color, s.shape)
+		if other, dup := seen[k]; dup {
+			t.Errorf("%s and %s share colour and marker", names[i], other)
+		}
+		seen[k] = names[i]
+	}
+	// MPI alone in a figure keeps MPI's style.
+	if a, b := seriesStyles([]string{"MPI"})[0], st[slices.Index(names, "MPI")]; a != b {
+		t.Errorf("MPI's style depends on the figure: %v vs %v", a, b)
+	}
+	base := filepath.Join(t.TempDir(), "f")
+	spec := PlotSpec{Title: "t", XLabel: "x", YLabel: "y", Kind: "bars", Series: []Series{{Name: "MESQ/SR", Points: []XY{{Label: "a", Y: 1}}}, {Name: "MPI", Points: []XY{{Label: "a", Y: 2}}}}}
+	if err := WritePlot(base, spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{".png", ".svg"} {
+		if st, err := os.Stat(base + ext); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", ext, err)
+		}
+	}
+}
+
+func TestLogTicksThinned(t *testing.T) {
+	tests := []struct {
+		xs     []float64
+		labels []string
+	}{
+		{[]float64{1, 2, 4, 8, 16}, []string{"1", "2", "4", "8", "16"}},
+		{[]float64{8, 9.563, 16, 32, 10000}, []string{"8", "", "", "32", "10000"}},
+		{[]float64{0.25, 0.5, 1}, []string{"0.25", "0.5", "1"}},
+		{nil, nil},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, tk := range logTicks(tt.xs) {
+			got = append(got, tk.Label)
+		}
+		if !slices.Equal(got, tt.labels) {
+			t.Errorf("logTicks(%v) labels = %q, want %q", tt.xs, got, tt.labels)
+		}
+	}
+}
+
+func TestNiceTicks(t *testing.T) {
+	tests := []struct {
+		lo, hi float64
+		labels []string
+	}{
+		{0, 3.4, []string{"0.0", "0.5", "1.0", "1.5", "2.0", "2.5", "3.0"}},
+		{0, 26.5, []string{"0", "5", "10", "15", "20", "25"}},
+		{0, 1.3, []string{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0", "1.2"}},
+		{0, 1.6, []string{"0.00", "0.25", "0.50", "0.75", "1.00", "1.25", "1.50"}},
+		{0, 11.5, []string{"0", "2", "4", "6", "8", "10"}},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, tk := range (niceTicks{}).Ticks(tt.lo, tt.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if !slices.Equal(got, tt.labels) {
+			t.Errorf("niceTicks(%v, %v) labels = %q, want %q", tt.lo, tt.hi, got, tt.labels)
+		}
+	}
+}
+
+func TestGeometricChoosesLogX(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want bool
+	}{
+		{[]float64{1, 2, 4, 8, 16}, true},
+		{[]float64{1.7, 3.4, 6.9, 13.7, 27.5, 55, 110}, true},
+		{[]float64{2, 4, 8}, false},    // spans only 4x
+		{[]float64{1, 3, 9, 27}, true}, // tripling
+		{[]float64{1, 2, 3, 4, 16}, false},
+		{[]float64{0, 1, 2, 4, 8}, false},
+	}
+	for _, tt := range tests {
+		var s Series
+		for _, x := range tt.xs {
+			s.Points = append(s.Points, XY{X: x, Y: 1})
+		}
+		if got := geometric([]Series{s}); got != tt.want {
+			t.Errorf("geometric(%v) = %v, want %v", tt.xs, got, tt.want)
+		}
 	}
 }

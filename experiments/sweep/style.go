@@ -1,0 +1,113 @@
+package sweep
+
+import (
+	"image/color"
+	"slices"
+
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+)
+
+// Series styles: a colour from a palette that colour-blind readers can
+// tell apart (Okabe and Ito, "Color Universal Design", 2008) and a marker
+// shape. Eight colours and seven shapes cycle together, so the first 56
+// styles differ from each other in colour or shape (8 and 7 are coprime)
+// and every series is told apart in grey print too. A design keeps its
+// style in every figure: its index in the design catalogue picks it.
+
+var palette = []color.Color{
+	color.RGBA{0x00, 0x72, 0xB2, 0xff}, // blue
+	color.RGBA{0xE6, 0x9F, 0x00, 0xff}, // orange
+	color.RGBA{0x00, 0x9E, 0x73, 0xff}, // bluish green
+	color.RGBA{0xD5, 0x5E, 0x00, 0xff}, // vermillion
+	color.RGBA{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
+	color.RGBA{0x56, 0xB4, 0xE9, 0xff}, // sky blue
+	color.RGBA{0xF0, 0xE4, 0x42, 0xff}, // yellow
+	color.RGBA{0x00, 0x00, 0x00, 0xff}, // black
+}
+
+var shapes = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+	draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{},
+}
+
+// style is how one series is drawn.
+type style struct {
+	color color.Color
+	shape draw.GlyphDrawer
+}
+
+func styleAt(i int) style { return style{palette[i%len(palette)], shapes[i%len(shapes)]} }
+
+// seriesStyles gives each of names a style: a design its catalogue index's
+// (the same in every figure), any other series the lowest index no series
+// of this figure uses.
+func seriesStyles(names []string) []style {
+	catalogue := experiments.DesignNames(nil)
+	idx := make([]int, len(names))
+	used := map[int]bool{}
+	for i, n := range names {
+		idx[i] = slices.Index(catalogue, n)
+		if idx[i] >= 0 {
+			used[idx[i]] = true
+		}
+	}
+	next := 0
+	for i := range names {
+		if idx[i] >= 0 {
+			continue
+		}
+		for used[next] {
+			next++
+		}
+		idx[i], used[next] = next, true
+	}
+	out := make([]style, len(names))
+	for i, k := range idx {
+		out[i] = styleAt(k)
+	}
+	return out
+}
+
+// axisLabels are the labels, with units, of the run record's metrics and
+// the sweep parameters that figures and `explore plot` put on axes.
+var axisLabels = map[string]string{
+	"throughput_gibps":          "receive throughput per node [GiB/s]",
+	"response_s":                "response time [s]",
+	"setup_ms":                  "setup time [ms]",
+	"qps_per_node":              "queue pairs per node",
+	"registered_bytes_per_node": "registered memory per node [bytes]",
+	"credit_writes":             "credit write-backs",
+	"credit_stalls":             "credit stalls",
+	"qp_cache_miss_rate":        "QP-context cache miss rate",
+	"sender_idle":               "sending threads' idle fraction",
+	"receiver_idle":             "receiving threads' idle fraction",
+	"release_ms_per_gib":        "Release time per GiB received [ms]",
+	"slot_return_us":            "slot return latency [us]",
+	"writes_per_transfer":       "RDMA Writes per transfer",
+	"recv_buffers_mean":         "receive buffers per node (time mean)",
+	"retransmits":               "retransmitted messages",
+	"sim_events":                "simulated events",
+	"wall_s":                    "wall time [s]",
+	"nodes":                     "nodes",
+	"threads":                   "threads per node",
+	"msg-bytes":                 "message size [bytes]",
+	"msg_bytes":                 "message size [bytes]",
+	"buffers":                   "buffers per thread and destination",
+	"credit-every":              "receives per credit write-back",
+	"credit_every":              "receives per credit write-back",
+	"cycles-per-tuple":          "processing per tuple [cycles]",
+	"cycles_per_tuple":          "processing per tuple [cycles]",
+	"bytes-per-node":            "input per node [bytes]",
+	"bytes_per_node":            "input per node [bytes]",
+}
+
+// AxisLabel is the label, with its unit, of a record metric or sweep
+// parameter on a plot axis; an unknown name is its own label.
+func AxisLabel(name string) string {
+	if l, ok := axisLabels[name]; ok {
+		return l
+	}
+	return name
+}
