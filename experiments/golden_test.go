@@ -134,7 +134,7 @@ func TestGoldenRuns(t *testing.T) {
 			if rec.Integrity != "ok" {
 				t.Errorf("%s: integrity %s", names[i], rec.Integrity)
 			}
-			rec.WallS, rec.Version, rec.Commit = 0, "", ""
+			rec.WallS, rec.Version, rec.Commit, rec.GoVersion = 0, "", "", ""
 			gc.Trace, gc.Record = fmt.Sprintf("%016x", trace), mustJSON(t, rec)
 		}
 		got = append(got, gc)
@@ -218,19 +218,19 @@ func TestGoldenQueries(t *testing.T) {
 		for _, d := range []string{"MESQ/SR", "MEMQ/WR", "MPI"} {
 			rec, err := RunQuery(QueryConfig{Query: q, SF: 0.02, Design: d, Nodes: 4, Profile: "edr-cx4", Seed: 5, Payload: true})
 			if rec != nil {
-				rec.WallS, rec.Version, rec.Commit = 0, "", ""
+				rec.WallS, rec.Version, rec.Commit, rec.GoVersion = 0, "", "", ""
 			}
 			add(fmt.Sprintf("%s %s payload", q, d), rec, err)
 		}
 	}
 	rec, err := RunQuery(QueryConfig{Query: tpch.Q4, SF: 0.02, Design: LocalData, Nodes: 4, Profile: "edr-cx4", Seed: 5, Payload: true})
 	if rec != nil {
-		rec.WallS, rec.Version, rec.Commit = 0, "", ""
+		rec.WallS, rec.Version, rec.Commit, rec.GoVersion = 0, "", "", ""
 	}
 	add("Q4 local payload", rec, err)
 	rec, err = RunQuery(QueryConfig{Query: tpch.Q3, SF: 0.05, Design: "SEMQ/RD", Nodes: 4, Profile: "fdr-cx3", Seed: 5})
 	if rec != nil {
-		rec.WallS, rec.Version, rec.Commit = 0, "", ""
+		rec.WallS, rec.Version, rec.Commit, rec.GoVersion = 0, "", "", ""
 	}
 	add("Q3 SEMQ/RD size-only fdr-cx3", rec, err)
 	for _, pt := range []struct{ design, label string }{
@@ -244,7 +244,7 @@ func TestGoldenQueries(t *testing.T) {
 		cfg.Design, cfg.Label, cfg.Payload = pt.design, pt.label, true
 		r, err := RunIStorePoint(cfg)
 		if r != nil {
-			r.WallS, r.Version, r.Commit = 0, "", ""
+			r.WallS, r.Version, r.Commit, r.GoVersion = 0, "", "", ""
 		}
 		add(pt.design+" "+pt.label, r, err)
 	}

@@ -274,7 +274,7 @@ func runIStorePoint(cfg RunConfig) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec.Profile = prof.Name
+	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
 	if kind == "micro" {
 		if cfg.Design != IStoreReadDesign && cfg.Design != IStoreMulticastDesign {
 			return nil, fmt.Errorf("design %q: an I-Store microbenchmark runs %s or %s", cfg.Design, IStoreReadDesign, IStoreMulticastDesign)

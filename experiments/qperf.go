@@ -46,9 +46,7 @@ func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*Record, error)
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple,
 		ThroughputGiBs: res.BWAvgGbps * 1e9 / 8 / (1 << 30), ResponseS: res.DurationUS / 1e6,
 		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
-		QPCacheMiss: c.Stats().QPCacheMissRate()}
-	if prof.Source() != "builtin" {
-		rec.Profile = "file:" + prof.Source()
-	}
+		QPCacheMiss: c.Stats().QPCacheMissRate(), ProfileHash: prof.Hash()}
+	rec.Profile = profileLabel(prof)
 	return rec, nil
 }

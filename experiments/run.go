@@ -163,10 +163,22 @@ type Record struct {
 	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
 	SimEvents       uint64  `json:"sim_events"`
 	WallS           float64 `json:"wall_s"`
-	// The build that made the record (buildinfo): module version and
-	// version-control commit.
-	Version string `json:"version"`
-	Commit  string `json:"commit"`
+	// The build that made the record (buildinfo): module version,
+	// version-control commit and Go toolchain; and the simulated
+	// profile's parameters (sim.Profile.Hash; empty off the simulator).
+	Version     string `json:"version"`
+	Commit      string `json:"commit"`
+	GoVersion   string `json:"go_version"`
+	ProfileHash string `json:"profile_hash"`
+}
+
+// profileLabel is how a record names a simulated profile: its name when
+// built in, "file:<path>" when loaded from a file.
+func profileLabel(prof *sim.Profile) string {
+	if prof.Source() != "builtin" {
+		return "file:" + prof.Source()
+	}
+	return prof.Name
 }
 
 func (c *RunConfig) normalize(cores int) error {
@@ -261,7 +273,7 @@ func RunSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 func stamped(rec *Record, err error) (*Record, error) {
 	if rec != nil {
 		b := buildinfo.Get()
-		rec.Version, rec.Commit = b.Version, b.Commit
+		rec.Version, rec.Commit, rec.GoVersion = b.Version, b.Commit, b.Go
 	}
 	return rec, err
 }
@@ -319,10 +331,8 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 	if err := c.CheckError(); err != nil {
 		return nil, err
 	}
-	rec.Profile, rec.SimEvents, rec.QPCacheMiss = prof.Name, c.Events(), c.Stats().QPCacheMissRate()
-	if prof.Source() != "builtin" {
-		rec.Profile = "file:" + prof.Source()
-	}
+	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
+	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
 	return rec, nil
 }
 

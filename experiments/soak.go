@@ -124,18 +124,19 @@ type SoakRecord struct {
 	FirstSeed  uint64 `json:"first_seed"`
 	Nodes      int    `json:"nodes"`
 	SoakCounts
-	ByDesign map[string]*SoakCounts `json:"by_design"`
-	ByFault  map[string]*SoakCounts `json:"by_fault"`
-	WallS    float64                `json:"wall_s"`
-	Version  string                 `json:"version"` // the build that made it (buildinfo)
-	Commit   string                 `json:"commit"`
+	ByDesign  map[string]*SoakCounts `json:"by_design"`
+	ByFault   map[string]*SoakCounts `json:"by_fault"`
+	WallS     float64                `json:"wall_s"`
+	Version   string                 `json:"version"` // the build that made it (buildinfo)
+	Commit    string                 `json:"commit"`
+	GoVersion string                 `json:"go_version"`
 }
 
 // Record is r as the soak record.
 func (r *SoakResult) Record() SoakRecord {
 	return SoakRecord{Experiment: "soak", Seeds: r.Config.Seeds, FirstSeed: r.Config.FirstSeed, Nodes: r.Config.Nodes,
 		SoakCounts: r.SoakCounts, ByDesign: r.ByDesign, ByFault: r.ByScenario, WallS: r.Wall.Seconds(),
-		Version: buildinfo.Get().Version, Commit: buildinfo.Get().Commit}
+		Version: buildinfo.Get().Version, Commit: buildinfo.Get().Commit, GoVersion: buildinfo.Get().Go}
 }
 
 // SoakDesigns is the default design list of a soak.

@@ -45,27 +45,29 @@ type StepStat struct {
 
 // QueryRecord is the record of one query run.
 type QueryRecord struct {
-	Experiment string     `json:"experiment"` // "tpch"
-	Query      string     `json:"query"`
-	SF         float64    `json:"sf"`
-	Design     string     `json:"design"`
-	Plan       string     `json:"plan"` // "shuffle" or "local"
-	Profile    string     `json:"profile"`
-	Nodes      int        `json:"nodes"`
-	Threads    int        `json:"threads"`
-	Seed       uint64     `json:"seed"`
-	Mode       string     `json:"mode"` // "payload" or "size-only"
-	ResponseS  float64    `json:"response_s"`
-	SetupMS    float64    `json:"setup_ms"`
-	Shuffled   int64      `json:"bytes_shuffled"` // tuple bytes received over all nodes and steps
-	Steps      []StepStat `json:"steps,omitempty"`
-	Integrity  string     `json:"integrity"`
-	Answer     []string   `json:"answer,omitempty"` // payload mode
-	SimEvents  uint64     `json:"sim_events"`
-	WallS      float64    `json:"wall_s"`
-	Version    string     `json:"version"` // the build that made it (buildinfo)
-	Commit     string     `json:"commit"`
-	answer     *tpch.Answer
+	Experiment  string     `json:"experiment"` // "tpch"
+	Query       string     `json:"query"`
+	SF          float64    `json:"sf"`
+	Design      string     `json:"design"`
+	Plan        string     `json:"plan"` // "shuffle" or "local"
+	Profile     string     `json:"profile"`
+	Nodes       int        `json:"nodes"`
+	Threads     int        `json:"threads"`
+	Seed        uint64     `json:"seed"`
+	Mode        string     `json:"mode"` // "payload" or "size-only"
+	ResponseS   float64    `json:"response_s"`
+	SetupMS     float64    `json:"setup_ms"`
+	Shuffled    int64      `json:"bytes_shuffled"` // tuple bytes received over all nodes and steps
+	Steps       []StepStat `json:"steps,omitempty"`
+	Integrity   string     `json:"integrity"`
+	Answer      []string   `json:"answer,omitempty"` // payload mode
+	SimEvents   uint64     `json:"sim_events"`
+	WallS       float64    `json:"wall_s"`
+	Version     string     `json:"version"` // the build that made it (buildinfo)
+	Commit      string     `json:"commit"`
+	GoVersion   string     `json:"go_version"`
+	ProfileHash string     `json:"profile_hash"` // sim.Profile.Hash of the parameters that ran
+	answer      *tpch.Answer
 }
 
 // Result returns the answer (nil in size-only mode).
@@ -164,10 +166,9 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	}
 	rec := &QueryRecord{Experiment: "tpch", Query: string(cfg.Query), SF: cfg.SF, Design: cfg.Design, Plan: "shuffle", Profile: prof.Name,
 		Nodes: n, Threads: t, Seed: cfg.Seed, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
-	rec.Version, rec.Commit = buildinfo.Get().Version, buildinfo.Get().Commit
-	if prof.Source() != "builtin" {
-		rec.Profile = "file:" + prof.Source()
-	}
+	b := buildinfo.Get()
+	rec.Version, rec.Commit, rec.GoVersion = b.Version, b.Commit, b.Go
+	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
 	if plan.Local {
 		rec.Plan = "local"
 	}

@@ -95,5 +95,5 @@ func runQueryPoint(cfg RunConfig) (*Record, error) {
 	return &Record{Experiment: "tpch", Label: cfg.Label, Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
 		Nodes: qr.Nodes, Threads: qr.Threads, MsgBytes: msg, Buffers: max(cfg.Buffers, 2), CreditEvery: max(cfg.CreditEvery, 2), Seed: qr.Seed,
 		BytesPerNode: qr.Shuffled / int64(qr.Nodes), ResponseS: qr.ResponseS, SetupMS: qr.SetupMS, Integrity: qr.Integrity,
-		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS}, nil
+		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash}, nil
 }

@@ -216,7 +216,7 @@ func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow,
 	if err != nil {
 		return benchRow{}, err
 	}
-	res.Profile = prof.Name
+	res.Profile, res.ProfileHash = prof.Name, prof.Hash()
 	if prof.Source() != "builtin" {
 		res.Profile = "file:" + prof.Source()
 	}
@@ -321,7 +321,7 @@ func runHWBench(w io.Writer, f *benchFlags) error {
 // stampBench adds the build's provenance to a benchmark record.
 func stampBench(r *perftest.Result) *perftest.Result {
 	b := buildinfo.Get()
-	r.Version, r.Commit = b.Version, b.Commit
+	r.Version, r.Commit, r.GoVersion = b.Version, b.Commit, b.Go
 	return r
 }
 

@@ -166,8 +166,10 @@ type Result struct {
 	DurationUS float64 `json:"duration_us"`
 	// The build that made the record (set by the command line; see
 	// package buildinfo).
-	Version string `json:"version"`
-	Commit  string `json:"commit"`
+	Version     string `json:"version"`
+	Commit      string `json:"commit"`
+	GoVersion   string `json:"go_version"`
+	ProfileHash string `json:"profile_hash"` // sim.Profile.Hash; empty off the simulator
 }
 
 // nodeResult is what one measuring node reports.
