@@ -166,10 +166,15 @@ type Record struct {
 	// The build that made the record (buildinfo): module version,
 	// version-control commit and Go toolchain; and the simulated
 	// profile's parameters (sim.Profile.Hash; empty off the simulator).
-	Version     string `json:"version"`
-	Commit      string `json:"commit"`
-	GoVersion   string `json:"go_version"`
-	ProfileHash string `json:"profile_hash"`
+	// Steady-state growth (explore reproduce): the input was this many
+	// times the figure's, and the throughput moved by SteadyChange (a
+	// fraction) from the run with half of it. Absent when not grown.
+	InputScale   int     `json:"input_scale,omitempty"`
+	SteadyChange float64 `json:"steady_change,omitempty"`
+	Version      string  `json:"version"`
+	Commit       string  `json:"commit"`
+	GoVersion    string  `json:"go_version"`
+	ProfileHash  string  `json:"profile_hash"`
 }
 
 // profileLabel is how a record names a simulated profile: its name when

@@ -17,7 +17,7 @@ import (
 
 // figureFlags are the options figure and reproduce share.
 type figureFlags struct {
-	full, quick, resume, noSteady bool
+	full, quick, resume, noSteady, grow bool
 	out                           string
 	jobs                          int
 }
@@ -48,7 +48,7 @@ func (f *figureFlags) scale(fl *pflag.FlagSet) error {
 
 func (f *figureFlags) options(w io.Writer) figures.FigureOptions {
 	var p *progress
-	return figures.FigureOptions{Full: f.full, OutDir: f.out, Jobs: f.jobs, Resume: f.resume, NoSteadyCheck: f.noSteady,
+	return figures.FigureOptions{Full: f.full, OutDir: f.out, Jobs: f.jobs, Resume: f.resume, NoSteadyCheck: f.noSteady, Grow: f.grow,
 		Warn: func(s string) { fmt.Fprintln(w, "warning:", s) },
 		Progress: func(pr sweep.Progress) {
 			if pr.Done == 1 { // a new sweep
@@ -110,6 +110,7 @@ Figures: ` + figureIDs() + `.`,
 		},
 	}
 	ff.register(cmd, "results/<id>")
+	cmd.Flags().BoolVar(&ff.grow, "steady", false, "grow every throughput point until doubling its input moves it by < 3% (at most 16x), as explore reproduce does; several times slower")
 	return cmd
 }
 
@@ -243,6 +244,9 @@ cores.`,
 			if ff.full {
 				command += " --full"
 			}
+			if !ff.grow {
+				command += " --steady=false"
+			}
 			if err := figures.WriteValidation(&buf, rep, ff.full, command); err != nil {
 				return err
 			}
@@ -259,6 +263,7 @@ cores.`,
 		},
 	}
 	ff.register(cmd, filepath.Join("results", "reproduce", "figures"))
+	cmd.Flags().BoolVar(&ff.grow, "steady", true, "grow every throughput point until doubling its input moves it by < 3% (at most 16x; --steady=false judges at the quick scale, several times faster)")
 	cmd.Flags().StringVar(&validation, "validation", filepath.Join("results", "reproduce", "validation.md"), "where to write the claims report")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write docs/validation.md and docs/figures/ (the project's tracked copies) instead of results/reproduce/")
 	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23)")

@@ -28,6 +28,9 @@ type FigureOptions struct {
 	Warn     func(string)
 	// NoSteadyCheck skips the steady-state check (one extra run).
 	NoSteadyCheck bool
+	// Grow grows every point of a throughput figure to steady state (see
+	// grow); the check above is then not needed and not run.
+	Grow bool
 	// Resume keeps points already in the output files; otherwise they are
 	// removed first, so that results always come from the current code.
 	Resume bool
@@ -61,6 +64,18 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 		return nil, fmt.Errorf("%s: %w", f.ID, err)
 	}
 	rep := &FigureReport{Figure: f}
+	growing := o.Grow && !f.NoSteady
+	if growing {
+		if o.Run == nil {
+			for _, sw := range sws { // RunSweep checks points only when it runs them itself
+				if err := sweep.ValidatePoints(sw.Points()); err != nil {
+					return nil, fmt.Errorf("%s: %w", f.ID, err)
+				}
+			}
+			o.Run = experiments.Run
+		}
+		o.Run = grow(o.Run)
+	}
 	for _, sw := range sws {
 		out := filepath.Join(o.OutDir, sw.Name+".jsonl")
 		if !o.Resume {
@@ -95,6 +110,8 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	switch {
 	case f.NoSteady:
 		rep.Steady = "steady-state check not applicable (the figure's metric is not a throughput)"
+	case growing:
+		rep.Steady = growthSummary(rep.Results)
 	case !o.NoSteadyCheck:
 		run := o.Run
 		if run == nil {
@@ -239,6 +256,9 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 	fmt.Fprintf(&b, "Written by `%s` (%s scale); do not edit by hand. Every figure is in `docs/figures/` "+
 		"with its data (JSONL, CSV). Model parameters were not tuned to any claim (docs/model.md): a claim that fails is a finding, "+
 		"with its reason. Thresholds: \"about x\" is read as roughly x +-30%%; each rule is in `experiments/figures/judge.go`.\n\n", command, mode)
+	if o := grownPoints(rep); o > 0 {
+		fmt.Fprintf(&b, "Every throughput point (%d) was grown to steady state before it was judged: run again with twice its input until its throughput moved by less than %.0f%%, up to %dx the quick input (fields `input_scale`, `steady_change`; docs/results.md).\n\n", o, 100*SteadyTolerance, MaxGrowth)
+	}
 	fmt.Fprintf(&b, "Summary: %d pass, %d partial, %d fail, %d not-run (of %d claims).\n\n", counts[Pass], counts[Partial], counts[Fail], counts[NotRun], len(rep.Verdicts))
 	for _, fr := range rep.Figures {
 		fmt.Fprintf(&b, "- %s, %s: %d points (%d failed). %s\n", fr.Figure.ID, fr.Figure.Title, len(fr.Results), fr.Failed, fr.Steady)

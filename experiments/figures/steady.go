@@ -1,0 +1,112 @@
+package figures
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
+)
+
+// Steady-state growth (the judged points of explore reproduce). A quick
+// figure sends a few messages per pair, so start-up (connection warm-up,
+// the first credits, empty pipelines) and drain weigh on its throughput.
+// Growing runs a point again with twice its input until the throughput
+// moves by less than SteadyTolerance from one doubling to the next, or the
+// input reaches MaxGrowth times the figure's; the record kept is the last
+// (largest) run, which says how far it was grown (input_scale) and how
+// much its throughput moved at the last doubling (steady_change).
+const (
+	SteadyTolerance = 0.03
+	MaxGrowth       = 16
+)
+
+// grow wraps run so that every successful point with a throughput is
+// grown to steady state. A larger run that fails keeps the last good
+// record, marked by its steady_change as not steady.
+func grow(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+	return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+		rec, err := run(cfg)
+		if err != nil || !growable(rec) || (cfg.BytesPerNode <= 0 && cfg.BytesPerPair <= 0) {
+			return rec, err
+		}
+		for f := int64(2); f <= MaxGrowth; f *= 2 {
+			c := cfg
+			c.BytesPerNode, c.BytesPerPair = cfg.BytesPerNode*f, cfg.BytesPerPair*f
+			next, err := run(c)
+			if err != nil || !growable(next) {
+				return rec, nil // the larger run failed: the last good one stands, not shown steady
+			}
+			next.InputScale = int(f)
+			next.SteadyChange = (next.ThroughputGiBs - rec.ThroughputGiBs) / rec.ThroughputGiBs
+			rec = next
+			if math.Abs(rec.SteadyChange) < SteadyTolerance {
+				break
+			}
+		}
+		return rec, nil
+	}
+}
+
+func growable(r *experiments.Record) bool {
+	return r != nil && r.Integrity == "ok" && r.ThroughputGiBs > 0
+}
+
+// steady reports whether a grown record reached steady state.
+func steady(r *experiments.Record) bool {
+	return r.InputScale > 0 && math.Abs(r.SteadyChange) < SteadyTolerance
+}
+
+// growthSummary is the figure's line in the report: how far its points
+// were grown, and which did not reach steady state.
+func growthSummary(rs []sweep.Result) string {
+	scales := map[int]int{}
+	var unsteady []string
+	total := 0
+	for _, r := range rs {
+		if r.Failed() || r.ThroughputGiBs <= 0 {
+			continue
+		}
+		total++
+		scales[r.InputScale]++
+		if r.InputScale > 0 && !steady(r.Record) {
+			unsteady = append(unsteady, fmt.Sprintf("%s at %d nodes (%+.1f%% at %dx)", r.Design, r.Nodes, 100*r.SteadyChange, r.InputScale))
+		}
+	}
+	if total == 0 {
+		return "steady-state growth: no successful point with a throughput"
+	}
+	var ks []int
+	for k := range scales {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	var parts []string
+	for _, k := range ks {
+		if k == 0 {
+			parts = append(parts, fmt.Sprintf("%d not grown (no input size to scale)", scales[k]))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d at %dx", scales[k], k))
+	}
+	s := fmt.Sprintf("grown to steady state (< %.0f%% change at twice the input) from the quick scale: %s", 100*SteadyTolerance, strings.Join(parts, ", "))
+	if len(unsteady) > 0 {
+		s += fmt.Sprintf("; NOT steady at %dx: %s", MaxGrowth, strings.Join(unsteady, "; "))
+	}
+	return s
+}
+
+// grownPoints counts the report's points that steady-state growth reran.
+func grownPoints(rep *ReproduceReport) int {
+	n := 0
+	for _, fr := range rep.Figures {
+		for _, r := range fr.Results {
+			if !r.Failed() && r.InputScale > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
