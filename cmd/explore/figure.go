@@ -18,8 +18,8 @@ import (
 // figureFlags are the options figure and reproduce share.
 type figureFlags struct {
 	full, quick, resume, noSteady, grow bool
-	out                           string
-	jobs                          int
+	out                                 string
+	jobs                                int
 }
 
 func (f *figureFlags) register(cmd *cobra.Command, out string) {
@@ -202,7 +202,7 @@ func contains(xs []string, x string) bool {
 
 func reproduceCmd() *cobra.Command {
 	var ff figureFlags
-	var validation string
+	var validation, sens string
 	var figs []string
 	var updateDocs bool
 	cmd := &cobra.Command{
@@ -236,6 +236,9 @@ cores.`,
 			if err != nil {
 				return err
 			}
+			if err := loadRobustness(rep, sens); err != nil {
+				return fmt.Errorf("--sensitivity: %w", err)
+			}
 			var buf bytes.Buffer
 			command := "explore reproduce"
 			if updateDocs {
@@ -264,6 +267,7 @@ cores.`,
 	}
 	ff.register(cmd, filepath.Join("results", "reproduce", "figures"))
 	cmd.Flags().BoolVar(&ff.grow, "steady", true, "grow every throughput point until doubling its input moves it by < 3% (at most 16x; --steady=false judges at the quick scale, several times faster)")
+	cmd.Flags().StringVar(&sens, "sensitivity", filepath.Join("docs", "sensitivity.json"), "a sensitivity analysis (explore sensitivity) for the robustness column; a missing file leaves it \"not analysed\"")
 	cmd.Flags().StringVar(&validation, "validation", filepath.Join("results", "reproduce", "validation.md"), "where to write the claims report")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write docs/validation.md and docs/figures/ (the project's tracked copies) instead of results/reproduce/")
 	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23)")

@@ -36,5 +36,6 @@ real hardware.`,
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
 	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd())
+	root.AddCommand(sensitivityCmd())
 	return root
 }

@@ -77,7 +77,7 @@ func TestRunFigureWritesFiles(t *testing.T) {
 			t.Errorf("claims report lacks %s", c.ID)
 		}
 	}
-	if !strings.Contains(out, "figure fig19 was not run") || !strings.Contains(out, "| **not-run** | needs ") {
+	if !strings.Contains(out, "figure fig19 was not run") || !strings.Contains(out, "| **not-run** | not analysed | needs ") {
 		t.Errorf("not-run claims must say why:\n%s", out)
 	}
 	if _, err := FigureByID("fig99"); err == nil || !strings.Contains(err.Error(), "fig19") {
@@ -187,5 +187,31 @@ func TestC16At16Nodes(t *testing.T) {
 	rs = append(rs, rec("MEMQ/WR", 16, 3, 6))
 	if v := judgeC16(rs, nil); v.Verdict != Partial || !strings.Contains(v.Measured, "MEMQ/WR") {
 		t.Errorf("an MQ design with fewer QPs at its best: %+v", v)
+	}
+}
+
+func TestApplyRobustnessDemotesFragilePasses(t *testing.T) {
+	rep := &ReproduceReport{Verdicts: []Verdict{
+		{Claim: "C1", Verdict: Pass},
+		{Claim: "C2", Verdict: Pass},
+		{Claim: "C3", Verdict: Fail, Reason: "slower"},
+	}}
+	rep.ApplyRobustness(map[string]string{"C1": "robust (32 changes)", "C2": "fragile (flips under: host.lock_ns x2: pass -> partial)", "C3": "fragile (...)"},
+		map[string]bool{"C2": true, "C3": true}, "test analysis")
+	want := []string{Pass, Partial, Fail}
+	for i, v := range rep.Verdicts {
+		if v.Verdict != want[i] {
+			t.Errorf("%s: verdict %s, want %s", v.Claim, v.Verdict, want[i])
+		}
+	}
+	if !strings.Contains(rep.Verdicts[1].Reason, "flips") || rep.Verdicts[2].Reason != "slower" {
+		t.Errorf("reasons: %q, %q", rep.Verdicts[1].Reason, rep.Verdicts[2].Reason)
+	}
+	var buf bytes.Buffer
+	if err := WriteValidation(&buf, rep, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "| robust (32 changes) |") || !strings.Contains(buf.String(), "Robustness: test analysis") {
+		t.Errorf("validation lacks the robustness column:\n%s", buf.String())
 	}
 }

@@ -31,6 +31,11 @@ type FigureOptions struct {
 	// Grow grows every point of a throughput figure to steady state (see
 	// grow); the check above is then not needed and not run.
 	Grow bool
+	// Wrap, if set, wraps the function that runs each point (the figure's
+	// own or experiments.Run), e.g. to run it on a changed profile.
+	Wrap func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error)
+	// NoPlots skips the plots (the JSONL and CSV are still written).
+	NoPlots bool
 	// Resume keeps points already in the output files; otherwise they are
 	// removed first, so that results always come from the current code.
 	Resume bool
@@ -65,15 +70,18 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	}
 	rep := &FigureReport{Figure: f}
 	growing := o.Grow && !f.NoSteady
-	if growing {
-		if o.Run == nil {
-			for _, sw := range sws { // RunSweep checks points only when it runs them itself
-				if err := sweep.ValidatePoints(sw.Points()); err != nil {
-					return nil, fmt.Errorf("%s: %w", f.ID, err)
-				}
+	if (growing || o.Wrap != nil) && o.Run == nil {
+		for _, sw := range sws { // RunSweep checks points only when it runs them itself
+			if err := sweep.ValidatePoints(sw.Points()); err != nil {
+				return nil, fmt.Errorf("%s: %w", f.ID, err)
 			}
-			o.Run = experiments.Run
 		}
+		o.Run = experiments.Run
+	}
+	if o.Wrap != nil {
+		o.Run = o.Wrap(o.Run)
+	}
+	if growing {
 		o.Run = grow(o.Run)
 	}
 	for _, sw := range sws {
@@ -96,9 +104,11 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 		return nil, err
 	}
 	rep.Files = append(rep.Files, csv)
-	plots, err := f.Plots(rep.Results)
-	if err != nil {
-		return nil, fmt.Errorf("%s plots: %w", f.ID, err)
+	var plots []NamedPlot
+	if !o.NoPlots {
+		if plots, err = f.Plots(rep.Results); err != nil {
+			return nil, fmt.Errorf("%s plots: %w", f.ID, err)
+		}
 	}
 	for _, p := range plots {
 		base := filepath.Join(o.OutDir, p.Name)
@@ -200,6 +210,23 @@ type ReproduceOptions struct {
 type ReproduceReport struct {
 	Figures  []*FigureReport
 	Verdicts []Verdict
+	// Robustness, when set (ApplyRobustness), is each claim's robustness
+	// cell from a sensitivity analysis, and RobustnessFrom names it.
+	Robustness     map[string]string
+	RobustnessFrom string
+}
+
+// ApplyRobustness adds a sensitivity analysis's robustness to the report:
+// cells by claim, and the claims it found fragile. A fragile pass is not a
+// pass: it becomes a partial whose reason names the analysis.
+func (rep *ReproduceReport) ApplyRobustness(cells map[string]string, fragile map[string]bool, from string) {
+	rep.Robustness, rep.RobustnessFrom = cells, from
+	for i, v := range rep.Verdicts {
+		if v.Verdict == Pass && fragile[v.Claim] {
+			rep.Verdicts[i].Verdict = Partial
+			rep.Verdicts[i].Reason = strings.TrimSpace("passes on the profiles as they are, but an estimate moved by x0.5 or x2 flips it (robustness column). " + v.Reason)
+		}
+	}
 }
 
 // Reproduce runs the figures and judges every claim.
@@ -263,7 +290,12 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 	for _, fr := range rep.Figures {
 		fmt.Fprintf(&b, "- %s, %s: %d points (%d failed). %s\n", fr.Figure.ID, fr.Figure.Title, len(fr.Results), fr.Failed, fr.Steady)
 	}
-	fmt.Fprintf(&b, "\n| claim | source | statement | figure | expected | measured | verdict | reason |\n|---|---|---|---|---|---|---|---|\n")
+	if rep.Robustness != nil {
+		fmt.Fprintf(&b, "\nRobustness: %s. A pass that flips under an estimate is counted as a partial.\n", rep.RobustnessFrom)
+	} else {
+		fmt.Fprintf(&b, "\nRobustness: not analysed (run `explore sensitivity --update-docs`, then this command again).\n")
+	}
+	fmt.Fprintf(&b, "\n| claim | source | statement | figure | expected | measured | verdict | robustness | reason |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, v := range rep.Verdicts {
 		var c Claim
 		for _, x := range Claims {
@@ -272,7 +304,11 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 			}
 		}
 		esc := func(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | **%s** | %s |\n", v.Claim, c.Source, esc(c.Statement), v.Figure, esc(v.Expected), esc(v.Measured), v.Verdict, esc(v.Reason))
+		rob := "not analysed"
+		if cell, ok := rep.Robustness[v.Claim]; ok {
+			rob = cell
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | **%s** | %s | %s |\n", v.Claim, c.Source, esc(c.Statement), v.Figure, esc(v.Expected), esc(v.Measured), v.Verdict, esc(rob), esc(v.Reason))
 	}
 	for _, fr := range rep.Figures {
 		if fr.Figure.ID == "peers" {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
+)
+
+func sensitivityCmd() *cobra.Command {
+	var (
+		changes, figs []string
+		factors       []float64
+		out           string
+		jobs          int
+		updateDocs    bool
+		list          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sensitivity",
+		Short: "Which claims' verdicts flip when an estimated model parameter moves (x0.5, x2)",
+		Long: `sensitivity moves each profile parameter that is an estimate (docs/model.md's
+(E); --list prints them) by each factor in every built-in profile, reruns the
+figures at the quick scale on the changed profiles, judges the claims and
+reports per claim which changes flip its verdict. It writes
+<out>/sensitivity.md and sensitivity.json (docs/ with --update-docs), which
+explore reproduce reads for docs/validation.md's robustness column.
+
+Every change reruns every figure: with the default 16 estimates and 2 factors
+that is 33 quick reproductions, hours on 2 cores. Outcomes are saved as they
+finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
+		Example: "  explore sensitivity --list\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --update-docs",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			if list {
+				for _, e := range sensitivity.Estimates {
+					fmt.Fprintf(w, "%-28s %s\n", e.Field, e.Why)
+				}
+				return nil
+			}
+			o := sensitivity.Options{Figures: figs, OutDir: out, Jobs: jobs, Log: cmd.ErrOrStderr()}
+			for _, c := range changes {
+				ch, err := sensitivity.ParseChange(c)
+				if err != nil {
+					return fmt.Errorf("--change: %w", err)
+				}
+				o.Changes = append(o.Changes, ch)
+			}
+			for _, f := range factors {
+				if f <= 0 || f == 1 {
+					return fmt.Errorf("--factors %v: each factor must be positive and not 1, e.g. 0.5,2", factors)
+				}
+			}
+			if len(o.Changes) == 0 {
+				o.Changes = sensitivity.DefaultChanges(factors...)
+			}
+			for _, id := range figs {
+				if _, err := figures.FigureByID(id); err != nil {
+					return fmt.Errorf("--figures: %w", err)
+				}
+			}
+			outs, err := sensitivity.Run(cmd.Context(), o)
+			if err != nil {
+				return fmt.Errorf("%w (outcomes so far are in %s; run the same command again to resume)", err, filepath.Join(out, "outcomes.jsonl"))
+			}
+			s, err := sensitivity.Analyse(outs)
+			if err != nil {
+				return err
+			}
+			dir := out
+			if updateDocs {
+				dir = "docs"
+			}
+			command := "explore sensitivity" + map[bool]string{true: " --update-docs"}[updateDocs]
+			var buf bytes.Buffer
+			if err := s.WriteMarkdown(&buf, command); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, "sensitivity.md"), buf.Bytes(), 0o644); err != nil {
+				return err
+			}
+			if err := s.WriteJSON(filepath.Join(dir, "sensitivity.json")); err != nil {
+				return err
+			}
+			fragile := 0
+			for _, r := range s.Claims {
+				if r.Fragile() {
+					fragile++
+					fmt.Fprintf(w, "%-4s %-8s %s\n", r.Claim, r.Verdict, r.Label())
+				}
+			}
+			fmt.Fprintf(w, "%d of %d claims fragile under %d changes (%d could not be judged); wrote %s\n",
+				fragile, len(s.Claims), len(s.Changes), len(s.Failed), filepath.Join(dir, "sensitivity.md"))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&changes, "change", nil, "a change to judge, '<profile field> x<factor>' (repeatable; default: every estimate at every --factors)")
+	fl.Float64SliceVar(&factors, "factors", []float64{0.5, 2}, "factors each estimate is moved by")
+	fl.StringSliceVar(&figs, "figures", nil, "judge with only these figures (comma-separated IDs; default all)")
+	fl.StringVar(&out, "out", filepath.Join("results", "sensitivity"), "working directory: outcomes.jsonl (resumed) and each change's runs")
+	fl.IntVar(&jobs, "jobs", 0, "parallel runs (default: one per core)")
+	fl.BoolVar(&updateDocs, "update-docs", false, "write docs/sensitivity.md and docs/sensitivity.json (read by explore reproduce)")
+	fl.BoolVar(&list, "list", false, "print the estimated parameters and what each rests on, and exit")
+	return cmd
+}
+
+// loadRobustness reads a sensitivity summary for the validation report;
+// a missing file leaves the column "not analysed".
+func loadRobustness(rep *figures.ReproduceReport, path string) error {
+	s, err := sensitivity.ReadSummary(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cells, fragile := map[string]string{}, map[string]bool{}
+	for _, r := range s.Claims {
+		cells[r.Claim], fragile[r.Claim] = r.Label(), r.Fragile()
+	}
+	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates in every profile, quick scale", path, s.Commit, len(s.Changes))
+	if len(s.Figures) > 0 {
+		from += ", judged with " + strings.Join(s.Figures, ", ") + " only"
+	}
+	rep.ApplyRobustness(cells, fragile, from)
+	return nil
+}

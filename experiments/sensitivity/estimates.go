@@ -1,0 +1,117 @@
+package sensitivity
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Estimate is a profile parameter whose value is an estimate rather than a
+// measurement or a vendor figure, in at least one built-in profile.
+type Estimate struct {
+	Field string // dotted YAML path in a profile, e.g. "host.lock_handoff_ns"
+	Why   string // what the value rests on (docs/model.md)
+}
+
+// Estimates are the profile parameters marked (E) in docs/model.md for the
+// InfiniBand profiles the figures use. Costs outside profiles (the IPoIB
+// and MPI baselines' cycle counts, constants in package algos) are not
+// here: they are not profile parameters and are not yet varied.
+var Estimates = []Estimate{
+	{"link.propagation_ns", "cable length assumed (2 m)"},
+	{"switch.latency_ns", "vendor figures, unverified, for QDR and EDR switches"},
+	{"switch.input_buffer_bytes", "no public figure; about 64 KB per port in a vendor-contributed model"},
+	{"nic.tx_latency_ns", "an even split of measured end-to-end latency between sender and receiver"},
+	{"nic.rx_latency_ns", "an even split of measured end-to-end latency between sender and receiver"},
+	{"nic.rx_buffer_bytes", "no public figure"},
+	{"nic.qp_cache_entries", "inferred from where measured message rates fall with the QP count"},
+	{"host.poll_empty_ns", "one cached load of a completion's owner bit"},
+	{"host.poll_per_cqe_ns", "order of magnitude from a communication library's cost model"},
+	{"host.lock_ns", "an atomic on a cached line"},
+	{"host.lock_handoff_ns", "a cache-line transfer between cores"},
+	{"host.hash_tuple_ns", "a multiplicative hash and a modulo on a 2-3 GHz core"},
+	{"setup.reg_mr_us", "fixed part of registration"},
+	{"setup.create_qp_us", "order of magnitude of verbs connection set-up"},
+	{"setup.modify_qp_us", "order of magnitude of verbs connection set-up"},
+	{"oob.rtt_us", "a small TCP request and response through the kernel"},
+}
+
+// Change is one parameter moved by one factor.
+type Change struct {
+	Field  string  `json:"field"`
+	Factor float64 `json:"factor"`
+}
+
+// String is "field x0.5".
+func (c Change) String() string { return fmt.Sprintf("%s x%g", c.Field, c.Factor) }
+
+// ParseChange reads "field x0.5" or "field*2" (as printed by String).
+func ParseChange(s string) (Change, error) {
+	f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '*' })
+	if len(f) == 2 {
+		var c Change
+		c.Field = f[0]
+		if _, err := fmt.Sscanf(strings.TrimPrefix(f[1], "x"), "%g", &c.Factor); err == nil && c.Factor > 0 {
+			return c, nil
+		}
+	}
+	return Change{}, fmt.Errorf("change %q: want <profile field> x<factor>, e.g. \"host.lock_ns x2\"", s)
+}
+
+// DefaultChanges is every estimate at each of the factors.
+func DefaultChanges(factors ...float64) []Change {
+	var cs []Change
+	for _, e := range Estimates {
+		for _, f := range factors {
+			cs = append(cs, Change{e.Field, f})
+		}
+	}
+	return cs
+}
+
+// Apply returns a copy of p with c's field multiplied by c's factor
+// (whole-number fields rounded, and kept at 1 or more when they were
+// positive). The copy is validated as a profile file would be, so a change
+// that leaves the parameter's range is an error naming it.
+func Apply(p *sim.Profile, c Change) (*sim.Profile, error) {
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	path := strings.Split(c.Field, ".")
+	m := doc
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: profile %s has no section %q", c, p.Name, k)
+		}
+		m = next
+	}
+	last := path[len(path)-1]
+	switch v := m[last].(type) {
+	case int:
+		m[last] = max(int(math.Round(float64(v)*c.Factor)), min(v, 1))
+	case float64:
+		m[last] = v * c.Factor
+	default:
+		return nil, fmt.Errorf("%s: profile %s has no numeric field %q", c, p.Name, c.Field)
+	}
+	if b, err = yaml.Marshal(doc); err != nil {
+		return nil, err
+	}
+	q, err := sim.ParseProfile(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s on profile %s: %w", c, p.Name, err)
+	}
+	return q, nil
+}
+
+// marshalProfile encodes a profile as a profile file.
+func marshalProfile(p *sim.Profile) ([]byte, error) { return yaml.Marshal(p) }

@@ -1,0 +1,135 @@
+package sensitivity
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+)
+
+// Robustness is one claim's baseline verdict and the changes that flip it.
+type Robustness struct {
+	Claim    string   `json:"claim"`
+	Verdict  string   `json:"verdict"`         // on the profiles as they are
+	Flips    []string `json:"flips,omitempty"` // "host.lock_ns x2: pass -> fail"
+	Analysed int      `json:"analysed"`        // changes judged (a change that failed to run is not counted)
+}
+
+// Label is the validation report's robustness cell.
+func (r Robustness) Label() string {
+	switch {
+	case r.Verdict == figures.NotRun || r.Analysed == 0:
+		return "not analysed"
+	case len(r.Flips) == 0:
+		return fmt.Sprintf("robust (%d changes)", r.Analysed)
+	}
+	return "fragile (flips under: " + strings.Join(r.Flips, "; ") + ")"
+}
+
+// Fragile reports whether some change flips the verdict.
+func (r Robustness) Fragile() bool { return len(r.Flips) > 0 }
+
+// Summary is what docs/sensitivity.json holds.
+type Summary struct {
+	Commit   string       `json:"commit"`
+	Figures  []string     `json:"figures,omitempty"`
+	Changes  []string     `json:"changes"`
+	Failed   []string     `json:"failed,omitempty"` // changes that could not be judged, with why
+	Claims   []Robustness `json:"claims"`
+	Baseline string       `json:"baseline"` // the baseline's pass/partial/fail counts
+}
+
+// Analyse compares every change's verdicts with the baseline's.
+func Analyse(outs []Outcome) (*Summary, error) {
+	var base *Outcome
+	for i := range outs {
+		if outs[i].Change == "" {
+			base = &outs[i]
+		}
+	}
+	if base == nil || base.Error != "" {
+		return nil, errors.New("sensitivity: no baseline outcome to compare with")
+	}
+	s := &Summary{Commit: base.Commit, Figures: base.Figures}
+	counts := map[string]int{}
+	byClaim := map[string]*Robustness{}
+	for _, v := range base.Verdicts {
+		counts[v.Verdict]++
+		s.Claims = append(s.Claims, Robustness{Claim: v.Claim, Verdict: v.Verdict})
+	}
+	for i := range s.Claims {
+		byClaim[s.Claims[i].Claim] = &s.Claims[i]
+	}
+	s.Baseline = fmt.Sprintf("%d pass, %d partial, %d fail, %d not-run", counts[figures.Pass], counts[figures.Partial], counts[figures.Fail], counts[figures.NotRun])
+	for _, oc := range outs {
+		if oc.Change == "" {
+			continue
+		}
+		s.Changes = append(s.Changes, oc.Change)
+		if oc.Error != "" {
+			s.Failed = append(s.Failed, oc.Change+": "+oc.Error)
+			continue
+		}
+		for _, v := range oc.Verdicts {
+			r := byClaim[v.Claim]
+			if r == nil {
+				continue
+			}
+			r.Analysed++
+			if v.Verdict != r.Verdict {
+				r.Flips = append(r.Flips, fmt.Sprintf("%s: %s -> %s", oc.Change, r.Verdict, v.Verdict))
+			}
+		}
+	}
+	return s, nil
+}
+
+// WriteMarkdown writes the sensitivity report (docs/sensitivity.md).
+func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Sensitivity of the verdicts to the model's estimates\n\n")
+	fmt.Fprintf(&b, "Written by `%s` at commit %s; do not edit by hand. Each profile parameter that is an estimate "+
+		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, and the "+
+		"figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
+		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.Commit)
+	fmt.Fprintf(&b, "Baseline: %s. Changes judged: %d of %d.\n\n", s.Baseline, len(s.Changes)-len(s.Failed), len(s.Changes))
+	if len(s.Failed) > 0 {
+		fmt.Fprintf(&b, "Changes that could not be judged:\n\n")
+		for _, f := range s.Failed {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "| claim | verdict | robustness |\n|---|---|---|\n")
+	for _, r := range s.Claims {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.Claim, r.Verdict, strings.ReplaceAll(r.Label(), "|", "\\|"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the summary that explore reproduce reads.
+func (s *Summary) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadSummary reads a summary written by WriteJSON.
+func ReadSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w (rerun explore sensitivity to rewrite it)", path, err)
+	}
+	return &s, nil
+}

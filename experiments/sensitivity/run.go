@@ -1,0 +1,210 @@
+package sensitivity
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/buildinfo"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// Options controls Run.
+type Options struct {
+	Changes []Change // default: DefaultChanges(0.5, 2)
+	Figures []string // figure IDs to judge with; empty: all
+	OutDir  string   // working files and outcomes.jsonl (resumed)
+	Jobs    int      // parallel runs (0: one per core)
+	Log     io.Writer
+}
+
+// Outcome is the verdicts of every claim under one change ("" for the
+// baseline: the profiles as they are).
+type Outcome struct {
+	Change   string            `json:"change"`
+	Figures  []string          `json:"figures,omitempty"`
+	Verdicts []figures.Verdict `json:"verdicts,omitempty"`
+	Error    string            `json:"error,omitempty"`
+	Version  string            `json:"version"`
+	Commit   string            `json:"commit"`
+}
+
+// Run judges the claims on the built-in profiles as they are and then under
+// each change, appending one Outcome per change to OutDir/outcomes.jsonl;
+// changes already there (for the same figures) are not run again, so an
+// interrupted analysis resumes. A change that makes a profile invalid is
+// an Outcome with its error, not a failure of the analysis.
+func Run(ctx context.Context, o Options) ([]Outcome, error) {
+	if len(o.Changes) == 0 {
+		o.Changes = DefaultChanges(0.5, 2)
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(o.OutDir, "outcomes.jsonl")
+	done, err := readOutcomes(path, o.Figures)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	todo := append([]*Change{nil}, ptrs(o.Changes)...)
+	var out []Outcome
+	for i, c := range todo {
+		name := ""
+		if c != nil {
+			name = c.String()
+		}
+		if oc, ok := done[name]; ok {
+			out = append(out, oc)
+			continue
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "sensitivity [%d/%d] %s\n", i+1, len(todo), orBaseline(name))
+		}
+		oc, err := judgeUnder(ctx, c, o)
+		if err != nil {
+			return out, err // interrupted: what was done is saved
+		}
+		b, _ := json.Marshal(oc)
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			return out, err
+		}
+		out = append(out, oc)
+	}
+	return out, nil
+}
+
+func ptrs(cs []Change) []*Change {
+	out := make([]*Change, len(cs))
+	for i := range cs {
+		out[i] = &cs[i]
+	}
+	return out
+}
+
+func orBaseline(name string) string {
+	if name == "" {
+		return "baseline (the profiles as they are)"
+	}
+	return name
+}
+
+// judgeUnder reruns the figures with every built-in profile changed by c
+// (nil: unchanged) and judges the claims.
+func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
+	b := buildinfo.Get()
+	oc := Outcome{Figures: o.Figures, Version: b.Version, Commit: b.Commit}
+	dir := filepath.Join(o.OutDir, "baseline")
+	paths := map[string]string{}
+	if c != nil {
+		oc.Change = c.String()
+		dir = filepath.Join(o.OutDir, strings.NewReplacer(" ", "", "*", "").Replace(oc.Change))
+		var err error
+		if paths, err = writeProfiles(dir, *c); err != nil {
+			oc.Error = err.Error()
+			return oc, nil
+		}
+	}
+	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: onProfiles(paths)},
+		Figures:       o.Figures,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return oc, err
+		}
+		oc.Error = err.Error()
+		return oc, nil
+	}
+	oc.Verdicts = rep.Verdicts
+	return oc, nil
+}
+
+// writeProfiles writes every built-in profile changed by c to dir and
+// returns their paths by name.
+func writeProfiles(dir string, c Change) (map[string]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	paths := map[string]string{}
+	for _, name := range sim.BuiltinProfiles() {
+		p, err := sim.LoadProfile(name)
+		if err != nil {
+			return nil, err
+		}
+		q, err := Apply(p, c)
+		if err != nil {
+			return nil, err
+		}
+		data, err := marshalProfile(q)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return nil, err
+		}
+		paths[name] = path
+	}
+	return paths, nil
+}
+
+// onProfiles runs each point on the changed profile of its name and labels
+// the record with the name again, so that the judge finds it.
+func onProfiles(paths map[string]string) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+			name := cfg.Profile
+			if name == "" {
+				name = sim.DefaultProfileName
+			}
+			path, ok := paths[name]
+			if !ok {
+				return run(cfg)
+			}
+			cfg.Profile = path
+			rec, err := run(cfg)
+			if rec != nil {
+				rec.Profile = name
+			}
+			return rec, err
+		}
+	}
+}
+
+// readOutcomes reads the outcomes already in path for the same figures.
+func readOutcomes(path string, figs []string) (map[string]Outcome, error) {
+	done := map[string]Outcome{}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for n := 1; sc.Scan(); n++ {
+		var oc Outcome
+		if err := json.Unmarshal(sc.Bytes(), &oc); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w (delete the file to start the analysis afresh)", path, n, err)
+		}
+		if strings.Join(oc.Figures, ",") == strings.Join(figs, ",") {
+			done[oc.Change] = oc
+		}
+	}
+	return done, sc.Err()
+}
