@@ -35,6 +35,6 @@ real hardware.`,
 	root.AddCommand(plotCmd())
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
-	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd())
+	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd(), reportCmd())
 	return root
 }
