@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 	"github.com/rdmashuffle/rdmashuffle/experiments/report"
@@ -49,7 +50,7 @@ reproduction itself into the page's directory (a few minutes on 2 cores).`,
 				}
 			}
 			p, err := report.Collect(cmd.Context(), report.Options{Dir: from, Validation: validation, NoEvidence: noEvidence,
-				Command: "explore " + strings.Join(os.Args[1:], " "), Log: errw})
+				Command: commandLine(cmd), Log: errw})
 			if err != nil {
 				return err
 			}
@@ -94,4 +95,11 @@ func runReproduction(cmd *cobra.Command, dir, validation string, jobs int) error
 		return err
 	}
 	return os.WriteFile(validation, buf.Bytes(), 0o644)
+}
+
+// commandLine is the command as given: its path and the flags set.
+func commandLine(cmd *cobra.Command) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) { parts = append(parts, "--"+f.Name+"="+f.Value.String()) })
+	return strings.Join(parts, " ")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 )
@@ -38,8 +39,10 @@ func claimRows(vs []figures.Verdict, figs []Figure, rec *recorded) ([]ClaimRow, 
 		switch {
 		case v.Claim == "C23":
 			row.Robustness = append(row.Robustness, "no steady-state check: a perftest all-to-all, run again for this page")
-		case steady[v.Figure] != "":
+		case strings.Contains(steady[v.Figure], "steady-state"):
 			row.Robustness = append(row.Robustness, steady[v.Figure])
+		case steady[v.Figure] != "":
+			row.Robustness = append(row.Robustness, "steady-state check: "+steady[v.Figure])
 		}
 		row.Robustness = append(row.Robustness, extraFields(v)...)
 		rows = append(rows, row)

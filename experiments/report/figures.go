@@ -74,8 +74,8 @@ func readFigure(dir string, f figures.Figure, full bool, logf func(string, ...an
 	return rs, missing, nil
 }
 
-// embedPlots embeds each plot f draws from rs: its SVG, or its PNG when
-// there is no SVG. A plot with neither is listed in fig.Missing.
+// embedPlots embeds each plot f draws from rs: its PNG, or its SVG when
+// there is no PNG. A plot with neither is listed in fig.Missing.
 func embedPlots(dir string, f figures.Figure, rs []sweep.Result, fig *Figure) (err error) {
 	defer func() { // a figure's plot code meeting records it did not expect
 		if r := recover(); r != nil {
@@ -100,10 +100,13 @@ func embedPlots(dir string, f figures.Figure, rs []sweep.Result, fig *Figure) (e
 	return nil
 }
 
-// mediaTypes are the plot formats embedded, in order of preference.
-var mediaTypes = []struct{ ext, mime string }{{"svg", "image/svg+xml"}, {"png", "image/png"}}
+// mediaTypes are the plot formats embedded, in order of preference: the
+// PNG first, as it looks the same everywhere (a browser draws an SVG's
+// text in its own fonts when the plot's are not installed, and the
+// legends, measured in the plot's fonts, may then be clipped).
+var mediaTypes = []struct{ ext, mime string }{{"png", "image/png"}, {"svg", "image/svg+xml"}}
 
-// embedImage reads base.svg, or base.png, as a data: URI.
+// embedImage reads base.png, or base.svg, as a data: URI.
 func embedImage(base string) (Image, error) {
 	for _, t := range mediaTypes {
 		data, err := os.ReadFile(base + "." + t.ext)

@@ -31,7 +31,7 @@ import (
 // has a sensible default.
 type Options struct {
 	// Dir is the figures directory: the sweeps' JSONL files and the plots
-	// (.svg, or .png when there is no SVG).
+	// (.png, or .svg when there is no PNG).
 	Dir string
 	// Validation is the claims report written with Dir (its steady-state
 	// lines and recorded verdicts are shown); "" looks for validation.md
@@ -75,7 +75,7 @@ type Figure struct {
 // Image is one embedded plot: URI is a data: URI.
 type Image struct {
 	Name   string
-	Format string // "svg" or "png"
+	Format string // "png" or "svg"
 	URI    string
 	Bytes  int // size of the file embedded
 }

@@ -66,12 +66,12 @@ func TestPageStructure(t *testing.T) {
 	}
 	// Every plot in the directory is on the page, embedded, and no
 	// figure misses one.
-	plots, _ := filepath.Glob(filepath.Join(docsFigures, "*.svg"))
+	plots, _ := filepath.Glob(filepath.Join(docsFigures, "*.png"))
 	if len(plots) == 0 {
 		t.Fatal("no plots in docs/figures")
 	}
 	for _, f := range plots {
-		name := strings.TrimSuffix(filepath.Base(f), ".svg")
+		name := strings.TrimSuffix(filepath.Base(f), ".png")
 		if !strings.Contains(page, `data-name="`+name+`"`) {
 			t.Errorf("plot %s is not on the page", name)
 		}
@@ -81,8 +81,8 @@ func TestPageStructure(t *testing.T) {
 		t.Errorf("%d images on the page, %d plots in the directory", len(imgs), len(plots))
 	}
 	for _, m := range imgs {
-		if !strings.HasPrefix(m[1], "data:image/svg+xml;base64,") {
-			t.Errorf("image not embedded as SVG data: %.60s", m[1])
+		if !strings.HasPrefix(m[1], "data:image/png;base64,") {
+			t.Errorf("image not embedded as PNG data: %.60s", m[1])
 		}
 	}
 	for _, f := range p.Figures {
@@ -227,10 +227,10 @@ func TestCollectErrors(t *testing.T) {
 
 // TestMissingPlotAndSubset: a directory with one figure's records but
 // not its plot reports the plot as missing and that figure's claims as
-// judged, the others as not-run; a PNG stands in for a missing SVG.
+// judged, the others as not-run; an SVG stands in for a missing PNG.
 func TestMissingPlotAndSubset(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"fig16.jsonl", "fig21.jsonl", "fig21.png"} {
+	for _, name := range []string{"fig16.jsonl", "fig21.jsonl", "fig21.svg"} {
 		data, err := os.ReadFile(filepath.Join(docsFigures, name))
 		if err != nil {
 			t.Fatal(err)
@@ -246,8 +246,8 @@ func TestMissingPlotAndSubset(t *testing.T) {
 	if len(p.Figures) != 2 || p.Figures[0].ID != "fig16" || len(p.Figures[0].Missing) != 1 || p.Figures[0].Missing[0] != "fig16" {
 		t.Fatalf("figures %+v", p.Figures)
 	}
-	if im := p.Figures[1].Images; len(im) != 1 || im[0].Format != "png" || !strings.HasPrefix(im[0].URI, "data:image/png;base64,") {
-		t.Errorf("fig21's PNG not embedded: %+v", im)
+	if im := p.Figures[1].Images; len(im) != 1 || im[0].Format != "svg" || !strings.HasPrefix(im[0].URI, "data:image/svg+xml;base64,") {
+		t.Errorf("fig21's SVG not embedded: %+v", im)
 	}
 	judged := map[string]bool{"C5": true, "C17": true, "C23": true}
 	for _, r := range p.Claims {
