@@ -18,6 +18,20 @@ overview:
 reproduce:
 	$(GO) run ./cmd/explore reproduce --quick --update-docs
 
+# The one-page HTML report (results/report/index.html: figures, verdicts,
+# evidence, provenance), then its test in headless Chromium: every figure
+# loads and the verdict table has its 29 rows. Installs Debian's chromium
+# when missing (as root, or with sudo).
+.PHONY: report-check
+report-check:
+	@if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
+		sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo"; fi; \
+		echo "installing Debian's chromium to render the report"; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	fi
+	$(GO) run ./cmd/explore report
+	REPORT_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -v -run 'TestRenderChromium|TestPageStructure' ./experiments/report/
+
 # go vet, every test, and a few seconds of every fuzz target; the race
 # detector over the loopback backend (every design and pattern on real
 # threads, at GOMAXPROCS 2 and 4, and the conformance suite); with

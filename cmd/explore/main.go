@@ -35,7 +35,7 @@ real hardware.`,
 	root.AddCommand(plotCmd())
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
-	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd())
+	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd(), reportCmd())
 	root.AddCommand(sensitivityCmd())
 	return root
 }

@@ -1,0 +1,81 @@
+package report
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"regexp"
+	"strconv"
+)
+
+// recorded is what a claims report (validation.md, written by
+// figures.WriteValidation) says about its run: the scale, each figure's
+// steady-state check and point count, and each claim's verdict. A nil
+// *recorded means none was found; its methods then answer "not recorded".
+type recorded struct {
+	isFull   bool
+	steady   map[string]string // figure ID -> steady-state line
+	points   map[string]int    // figure ID -> points
+	verdicts map[string]string // claim ID -> verdict
+}
+
+var (
+	reScale   = regexp.MustCompile(`(?m)^Written by .*? \((full|quick)\b`)
+	reFigLine = regexp.MustCompile(`(?m)^- ([A-Za-z0-9_.-]+), .*: (\d+) points \(\d+ failed\)\. (.*)$`)
+	reVerdict = regexp.MustCompile(`(?m)^\| (C\d+) \|.*\| \*\*(pass|partial|fail|not-run)\*\* \|`)
+)
+
+// readValidationFile reads and parses path; a missing file gives nil.
+func readValidationFile(path string) (*recorded, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseValidation(string(data)), nil
+}
+
+// parseValidation reads the lines of a claims report it knows and ignores
+// the rest; text that is no claims report gives an empty record.
+func parseValidation(text string) *recorded {
+	r := &recorded{steady: map[string]string{}, points: map[string]int{}, verdicts: map[string]string{}}
+	if m := reScale.FindStringSubmatch(text); m != nil {
+		r.isFull = m[1] == "full"
+	}
+	for _, m := range reFigLine.FindAllStringSubmatch(text, -1) {
+		n, err := strconv.Atoi(m[2])
+		if err != nil {
+			continue // too many digits: not a line we wrote
+		}
+		r.points[m[1]], r.steady[m[1]] = n, m[3]
+	}
+	for _, m := range reVerdict.FindAllStringSubmatch(text, -1) {
+		r.verdicts[m[1]] = m[2]
+	}
+	return r
+}
+
+func (r *recorded) full() bool { return r != nil && r.isFull }
+
+func (r *recorded) scale() string {
+	if r.full() {
+		return "full"
+	}
+	return "quick"
+}
+
+func (r *recorded) steadyOf(fig string) string {
+	if r == nil {
+		return ""
+	}
+	return r.steady[fig]
+}
+
+func (r *recorded) verdictOf(claim string) string {
+	if r == nil {
+		return ""
+	}
+	return r.verdicts[claim]
+}
