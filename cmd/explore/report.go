@@ -15,7 +15,7 @@ import (
 )
 
 func reportCmd() *cobra.Command {
-	var out, from, validation string
+	var out, from, validation, sens string
 	var run, noEvidence bool
 	var jobs int
 	cmd := &cobra.Command{
@@ -31,7 +31,8 @@ By default it reads the figures the project tracks (docs/figures, the quick-scal
 of explore reproduce --update-docs, with docs/validation.md beside it) and judges every
 claim again from their records: seconds. --from reads another figures directory (say
 results/reproduce/figures after explore reproduce); --run first runs the quick
-reproduction itself into the page's directory (a few minutes on 2 cores).`,
+reproduction itself, grown to steady state as explore reproduce does, into the
+page's directory (several minutes on 2 cores).`,
 		Example: "  explore report\n  explore report --from results/reproduce/figures --out results/mine.html\n  explore report --run",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,11 +46,13 @@ reproduction itself into the page's directory (a few minutes on 2 cores).`,
 				}
 				from = filepath.Join(filepath.Dir(out), "figures")
 				validation = filepath.Join(filepath.Dir(out), "validation.md")
-				if err := runReproduction(cmd, from, validation, jobs); err != nil {
+			}
+			if run {
+				if err := runReproduction(cmd, from, validation, sens, jobs); err != nil {
 					return err
 				}
 			}
-			p, err := report.Collect(cmd.Context(), report.Options{Dir: from, Validation: validation, NoEvidence: noEvidence,
+			p, err := report.Collect(cmd.Context(), report.Options{Dir: from, Validation: validation, NoEvidence: noEvidence, Sensitivity: sens,
 				Command: commandLine(cmd), Log: errw})
 			if err != nil {
 				return err
@@ -74,7 +77,8 @@ reproduction itself into the page's directory (a few minutes on 2 cores).`,
 	fl.StringVar(&out, "out", filepath.Join("results", "report", "index.html"), "the HTML file to write (a directory: index.html in it)")
 	fl.StringVar(&from, "from", filepath.Join("docs", "figures"), "the figures directory to report on (JSONL records and plots)")
 	fl.StringVar(&validation, "validation", "", "the claims report of that run, for its steady-state checks (default: validation.md beside the directory)")
-	fl.BoolVar(&run, "run", false, "run the quick reproduction first (a few minutes), into the page's directory, and report on it")
+	fl.BoolVar(&run, "run", false, "run the quick reproduction first (several minutes), into the page's directory, and report on it")
+	fl.StringVar(&sens, "sensitivity", filepath.Join("docs", "sensitivity.json"), "a sensitivity analysis (explore sensitivity) for the robustness column; a missing file: not analysed")
 	fl.BoolVar(&noEvidence, "no-evidence", false, "leave out the model-against-measurements section")
 	fl.IntVar(&jobs, "jobs", 0, "with --run: parallel runs (default: one per core)")
 	return cmd
@@ -82,12 +86,15 @@ reproduction itself into the page's directory (a few minutes on 2 cores).`,
 
 // runReproduction runs the quick reproduction as explore reproduce does,
 // with its progress lines, into dir, and writes its claims report.
-func runReproduction(cmd *cobra.Command, dir, validation string, jobs int) error {
+func runReproduction(cmd *cobra.Command, dir, validation, sens string, jobs int) error {
 	errw := cmd.ErrOrStderr()
-	fmt.Fprintf(errw, "report: running the quick reproduction into %s (a few minutes on 2 cores)\n", dir)
-	ff := figureFlags{out: dir, jobs: jobs}
+	fmt.Fprintf(errw, "report: running the quick reproduction, grown to steady state, into %s (several minutes on 2 cores)\n", dir)
+	ff := figureFlags{out: dir, jobs: jobs, grow: true}
 	rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw), Log: errw})
 	if err != nil {
+		return err
+	}
+	if err := loadRobustness(rep, sens); err != nil {
 		return err
 	}
 	var buf bytes.Buffer

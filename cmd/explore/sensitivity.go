@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -115,21 +114,6 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 // loadRobustness reads a sensitivity summary for the validation report;
 // a missing file leaves the column "not analysed".
 func loadRobustness(rep *figures.ReproduceReport, path string) error {
-	s, err := sensitivity.ReadSummary(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	cells, fragile := map[string]string{}, map[string]bool{}
-	for _, r := range s.Claims {
-		cells[r.Claim], fragile[r.Claim] = r.Label(), r.Fragile()
-	}
-	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates in every profile, quick scale", path, s.Commit, len(s.Changes))
-	if len(s.Figures) > 0 {
-		from += ", judged with " + strings.Join(s.Figures, ", ") + " only"
-	}
-	rep.ApplyRobustness(cells, fragile, from)
-	return nil
+	_, err := sensitivity.ApplyFile(rep, path)
+	return err
 }

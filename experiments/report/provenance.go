@@ -3,8 +3,6 @@ package report
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -144,19 +140,14 @@ func addString(xs []string, v any) []string {
 	return slices.Insert(xs, i, s)
 }
 
-// profileHash is a SHA-256 of a built-in profile's parameters as this
-// build has them (re-encoded, so that layout and comments do not count).
+// profileHash is sim.Profile.Hash of a built-in profile as this build
+// has it (the hash records carry in profile_hash).
 func profileHash(name string) string {
 	prof, err := sim.LoadProfile(name)
 	if err != nil {
 		return "unknown (not a profile of this build)"
 	}
-	data, err := yaml.Marshal(prof)
-	if err != nil {
-		return "unknown (" + err.Error() + ")"
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])[:12]
+	return prof.Hash()
 }
 
 // recordsDate says when the records were made: a date the records carry;

@@ -24,6 +24,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
@@ -37,6 +38,10 @@ type Options struct {
 	// lines and recorded verdicts are shown); "" looks for validation.md
 	// in Dir's parent. A missing file is not an error.
 	Validation string
+	// Sensitivity is a sensitivity analysis (explore sensitivity) whose
+	// robustness cells the verdict table shows, fragile passes counted as
+	// partials as in validation.md; "" or a missing file: not analysed.
+	Sensitivity string
 	// NoEvidence leaves the evidence section out.
 	NoEvidence bool
 	// Command is the command line that made the page, shown on it.
@@ -135,7 +140,22 @@ func Collect(ctx context.Context, o Options) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Claims, p.Counts = claimRows(vs, p.Figures, rec)
+	jr := &figures.ReproduceReport{Verdicts: vs}
+	if o.Sensitivity != "" {
+		s, err := sensitivity.ApplyFile(jr, o.Sensitivity)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			logf("robustness from the sensitivity analysis in %s (%d changes)", o.Sensitivity, len(s.Changes))
+		}
+	}
+	p.Claims, p.Counts = claimRows(jr.Verdicts, p.Figures, rec)
+	for i := range p.Claims {
+		if cell, ok := jr.Robustness[p.Claims[i].ID]; ok {
+			p.Claims[i].Robustness = append([]string{cell}, p.Claims[i].Robustness...)
+		}
+	}
 	if !o.NoEvidence {
 		p.Evidence, err = runEvidence(logf)
 		if err != nil {

@@ -110,7 +110,7 @@ func TestPageStructure(t *testing.T) {
 		t.Errorf("provenance incomplete: %+v", pv)
 	}
 	for _, pi := range pv.Profiles {
-		if !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(pi.Hash) {
+		if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(pi.Hash) {
 			t.Errorf("profile %s: hash %q", pi.Name, pi.Hash)
 		}
 	}

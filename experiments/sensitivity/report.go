@@ -133,3 +133,27 @@ func ReadSummary(path string) (*Summary, error) {
 	}
 	return &s, nil
 }
+
+// ApplyFile reads the summary at path (written by WriteJSON) and applies
+// it to rep (figures.ReproduceReport.ApplyRobustness): the robustness
+// cells, and fragile passes demoted. A missing file changes nothing and
+// returns nil.
+func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
+	s, err := ReadSummary(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cells, fragile := map[string]string{}, map[string]bool{}
+	for _, r := range s.Claims {
+		cells[r.Claim], fragile[r.Claim] = r.Label(), r.Fragile()
+	}
+	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates in every profile, quick scale", path, s.Commit, len(s.Changes))
+	if len(s.Figures) > 0 {
+		from += ", judged with " + strings.Join(s.Figures, ", ") + " only"
+	}
+	rep.ApplyRobustness(cells, fragile, from)
+	return s, nil
+}
