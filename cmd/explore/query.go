@@ -57,9 +57,12 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				if !cmd.Flags().Changed("out") {
 					ff.out = filepath.Join("results", f.ID)
 				}
-				rep, err := figures.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr()))
+				t := figureTask(cmd, nil, "query --figure "+f.ID, ff.out)
+				defer t.finish()
+				rep, err := figures.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr(), t))
+				t.finish()
 				if err != nil {
-					return err
+					return asInterrupted(t, err)
 				}
 				printFigure(w, rep)
 				printVerdicts(w, figures.Judge(map[string][]sweep.Result{f.ID: rep.Results}), f.Claims)
@@ -74,7 +77,9 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 			}
 			cfg.Query = q
 			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
+			t := newTask(cmd.ErrOrStderr(), fmt.Sprintf("query %s over %s", q, cfg.Design), "", 0)
 			rec, err := experiments.RunQuery(cfg)
+			t.finish()
 			if err != nil {
 				return err
 			}

@@ -63,6 +63,8 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 				return fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
 			}
 			var rec *experiments.Record
+			t := newTask(cmd.ErrOrStderr(), "run "+cfg.Design, "", 0)
+			defer t.finish()
 			fab, err := hw.open(cfg.Nodes, fmt.Sprintf("run %s %s %d %d %d %d", cfg.Design, cfg.Pattern, cfg.Nodes, cfg.Threads, cfg.MsgBytes, cfg.Buffers))
 			if err != nil {
 				return err
@@ -76,9 +78,10 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 						return err
 					}
 				}
-				opt.Progress = simProgress(cmd.ErrOrStderr(), "run "+cfg.Design)
+				opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
 				rec, err = experiments.RunSim(cfg, opt)
 			}
+			t.finish()
 			if err != nil {
 				return err
 			}

@@ -54,8 +54,10 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 					cfg.Log = cmd.ErrOrStderr()
 				}
 			}
-			cfg.Progress = seedProgress(cmd.ErrOrStderr())
+			t := newTask(cmd.ErrOrStderr(), "soak", "seeds", cfg.Seeds)
+			cfg.Progress = seedProgress(t)
 			res, err := experiments.Soak(cfg)
+			t.finish()
 			if err != nil {
 				return err
 			}
