@@ -51,7 +51,8 @@ per-packet headers for that message size.`,
   explore bench read_bw -a
   explore bench send_lat -s 8 --json
   explore bench alltoall_bw --nodes 8 -s 4096`,
-		Args: cobra.ExactArgs(1),
+		Args:              oneOf("test", "explore bench send_bw", tests),
+		ValidArgsFunction: fixed(tests),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.cfg.Test = args[0]
 			for _, name := range []string{"size", "iters", "qp", "tx-depth", "rx-depth", "cq-mod"} {
@@ -92,6 +93,7 @@ per-packet headers for that message size.`,
 	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
 	fl.IntVarP(&f.duration, "duration", "D", 0, "perftest's duration mode: not supported (use -n)")
 	addCommonFlagsShort(cmd, &f, true)
+	setGroupedUsage(cmd, benchGroups())
 	return cmd
 }
 

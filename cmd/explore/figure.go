@@ -83,8 +83,9 @@ seed), <id>.csv and the plots (.png and .svg), prints a table, and judges the
 claims the figure evaluates.
 
 Figures: ` + figureIDs() + `.`,
-		Example: "  explore figure fig19 --out results/fig19\n  explore figure fig13 --full --resume",
-		Args:    cobra.ExactArgs(1),
+		Example:           "  explore figure fig19 --out results/fig19\n  explore figure fig13 --full --resume",
+		Args:              oneOf("figure", "explore figure fig13", figureIDList),
+		ValidArgsFunction: fixed(figureIDList),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := figures.FigureByID(args[0])
 			if err != nil {

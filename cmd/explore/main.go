@@ -32,5 +32,6 @@ real hardware.`,
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
 	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd())
+	addCompletions(root)
 	return root
 }

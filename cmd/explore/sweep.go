@@ -36,7 +36,8 @@ every N-th point (for a Slurm job array); 'explore merge' joins the shards.
 Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + `.`,
 		Example: `  explore sweep experiments/specs/example.yaml
   explore sweep fig19.yaml --jobs 16 --shard $SLURM_ARRAY_TASK_ID/8`,
-		Args: cobra.ExactArgs(1),
+		Args:              specArg,
+		ValidArgsFunction: specCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sw, err := readSpec(args[0])
 			if err != nil {

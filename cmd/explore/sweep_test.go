@@ -172,7 +172,7 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"sweep", spec, "--shard", "0/3"}, "1 <= i <= N"},
 		{[]string{"sweep", spec, "--shard", "a/b"}, `shard "a/b": want i/N`},
 		{[]string{"sweep", spec, "--jobs", "-1"}, "--jobs -1"},
-		{[]string{"sweep"}, "accepts 1 arg"},
+		{[]string{"sweep"}, "sweep needs a sweep spec"},
 		{[]string{"merge", "a.jsonl"}, "-o: name the merged output file"},
 		{[]string{"merge", "-o", out, filepath.Join(dir, "none.jsonl")}, "none.jsonl"},
 		{[]string{"plot", "x.jsonl"}, "-o: name the output files"},
@@ -202,7 +202,9 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 	flags.VisitAll(func(f *pflag.Flag) {
 		// Output, where to run (the backend) and the memory guard are not sweep parameters.
 		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check",
-			"service-level", "traffic-class", "hop-limit", "static-rate", "pkey-index"}, f.Name) ||
+			"service-level", "traffic-class", "hop-limit", "static-rate", "pkey-index",
+			"timeout"}, f.Name) || // --timeout is the parameter timeout-ms as a Go duration
+
 			strings.HasPrefix(f.Name, "fault") { // faults are the soak's business, not a sweep's
 			return
 		}
