@@ -312,6 +312,9 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 				return err
 			}
 			if csvPath != "" {
+				for i := range rs { // the sweep column: the file's name
+					rs[i].Sweep = strings.TrimSuffix(filepath.Base(args[0]), ".jsonl")
+				}
 				if err := sweep.WriteCSV(csvPath, rs); err != nil {
 					return err
 				}
