@@ -195,7 +195,6 @@ func runBench(w io.Writer, f *benchFlags) error {
 			show(done)
 		}
 	}
-	t.resume = "the finished runs are printed above; run the command again for the rest"
 	for _, pt := range points {
 		cfg := f.cfg
 		cfg.Size, cfg.QPs = pt.size, pt.qps
@@ -213,6 +212,7 @@ func runBench(w io.Writer, f *benchFlags) error {
 		}
 		t.mu.Lock()
 		rows = append(rows, row)
+		t.resume = "the finished runs are printed above; run the command again for the rest"
 		t.mu.Unlock()
 		t.step(1, "")
 	}
