@@ -21,7 +21,7 @@ func TestInterrupt(t *testing.T) {
 	spec := writeSpec(t, dir, "name: intr\nbase: {nodes: 2, threads: 1, bytes-per-node: 4194304}\nvary: {seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}\n")
 	out := filepath.Join(dir, "intr.jsonl")
 	// The signal waits for the first finished point.
-	stderr := interrupt(t, func() bool { b, _ := os.ReadFile(out); return bytes.Count(b, []byte("\n")) > 0 },
+	stderr := interrupt(t, func(string) bool { b, _ := os.ReadFile(out); return bytes.Count(b, []byte("\n")) > 0 },
 		"sweep", spec, "-o", out, "--jobs", "1")
 	for _, want := range []string{"interrupt: no new point starts", "interrupted: sweep intr after ", " of 16 points", "resume with: explore sweep " + spec + " --jobs=1 --out=" + out} {
 		if !strings.Contains(stderr, want) {
@@ -37,33 +37,38 @@ func TestInterrupt(t *testing.T) {
 		t.Errorf("resume: %v\n%s", err, resumed)
 	}
 
-	stderr = interrupt(t, func() bool { return true }, "bench", "send_bw", "-a", "-n", "20000")
+	// The signal waits for the first progress line (after a second).
+	stderr = interrupt(t, func(stderr string) bool { return stderr != "" }, "bench", "send_bw", "-a", "-n", "20000")
 	if !strings.Contains(stderr, "interrupted: bench send_bw after ") || !strings.Contains(stderr, " of 20 runs") {
 		t.Errorf("bench's message:\n%s", stderr)
 	}
 }
 
-// interrupt runs explore with args, waits (at most 30 s) until ready
-// holds, sends SIGINT and returns standard error after checking the exit
-// status 130.
-func interrupt(t *testing.T, ready func() bool, args ...string) string {
+// interrupt runs explore with args, waits (at most 60 s) until ready
+// holds for its standard error so far, sends SIGINT and returns standard
+// error after checking the exit status 130.
+func interrupt(t *testing.T, ready func(stderr string) bool, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), asMain+"=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd.Stderr = f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(30 * time.Second); !ready() && time.Now().Before(end); {
+	stderr := func() string { b, _ := os.ReadFile(f.Name()); return string(b) }
+	for end := time.Now().Add(60 * time.Second); !ready(stderr()) && time.Now().Before(end); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond) // past the signal handler's installation
 	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
-		t.Errorf("%v: exit %v, want status %d\n%s", args, err, exitInterrupted, stderr.String())
+		t.Errorf("%v: exit %v, want status %d\n%s", args, err, exitInterrupted, stderr())
 	}
-	return stderr.String()
+	return stderr()
 }
