@@ -41,7 +41,8 @@ type task struct {
 	done     int
 	detail   string // what runs now
 	start    time.Time
-	shown    int // width of the live line on screen
+	last     time.Time // when done last changed
+	shown    int       // width of the live line on screen
 	graceful bool
 	resume   string        // how to resume after an interrupt ("" : rerun)
 	flush    func()        // writes partial output on an interrupt
@@ -123,8 +124,16 @@ func (t *task) status(now time.Time) string {
 		fmt.Fprintf(&b, "%d/%d %s", t.done, t.total, t.unit)
 		if t.done > 0 {
 			rate := float64(t.done) / el.Seconds()
-			left := time.Duration(float64(el) / float64(t.done) * float64(t.total-t.done))
-			fmt.Fprintf(&b, ", %s/min, about %s left", fmtRate(rate*60), fmtDur(left))
+			avg := el / time.Duration(t.done)
+			fmt.Fprintf(&b, ", %s/min", fmtRate(rate*60))
+			// Units can differ a lot (a bench's last queue-pair counts
+			// take longest): when the one running has outlived twice the
+			// average, the average says nothing about what is left.
+			if cur := now.Sub(t.last); t.last.IsZero() || cur <= 2*avg || t.done == t.total {
+				fmt.Fprintf(&b, ", about %s left", fmtDur(avg*time.Duration(t.total-t.done)))
+			} else {
+				fmt.Fprintf(&b, ", the one running for %s (%s on average so far)", fmtDur(cur), fmtDur(avg))
+			}
 		}
 		b.WriteString(", ")
 	}
@@ -145,6 +154,9 @@ func fmtRate(r float64) string {
 
 // fmtDur prints a duration rounded for people: 0.4s, 12s, 3m05s, 1h02m.
 func fmtDur(d time.Duration) string {
+	if d >= 10*time.Second {
+		d = d.Round(time.Second)
+	}
 	switch {
 	case d < 10*time.Second:
 		return fmt.Sprintf("%.1fs", d.Seconds())
@@ -161,6 +173,7 @@ func (t *task) step(n int, detail string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done += n
+	t.last = time.Now()
 	if detail != "" {
 		t.detail = detail
 	}
@@ -262,6 +275,6 @@ func seedProgress(t *task) func(done, seeds, runs int) {
 	return func(done, seeds, runs int) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		t.done, t.total, t.detail = done, seeds, fmt.Sprintf("%d runs", runs)
+		t.done, t.total, t.detail, t.last = done, seeds, fmt.Sprintf("%d runs", runs), time.Now()
 	}
 }

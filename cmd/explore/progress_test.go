@@ -16,17 +16,20 @@ func TestProgressStatus(t *testing.T) {
 	for _, c := range []struct {
 		what, unit, detail string
 		total, done        int
-		after              time.Duration
+		after, lastAt      time.Duration // now and the last step, after start
 		want               string
 	}{
-		{"run MESQ/SR", "", "8 nodes", 0, 0, 3 * time.Second, "run MESQ/SR: 3.0s elapsed; 8 nodes"},
-		{"bench read_bw", "runs", "", 13, 0, 2 * time.Second, "bench read_bw: 0/13 runs, 2.0s elapsed"},
-		{"bench read_bw", "runs", "-s 64 -q 1", 13, 4, 20 * time.Second,
+		{"run MESQ/SR", "", "8 nodes", 0, 0, 3 * time.Second, 0, "run MESQ/SR: 3.0s elapsed; 8 nodes"},
+		{"bench read_bw", "runs", "", 13, 0, 2 * time.Second, 0, "bench read_bw: 0/13 runs, 2.0s elapsed"},
+		{"bench read_bw", "runs", "-s 64 -q 1", 13, 4, 20 * time.Second, 19 * time.Second,
 			"bench read_bw: 4/13 runs, 12/min, about 45s left, 20s elapsed; -s 64 -q 1"},
-		{"figure fig19", "points", "", 88, 44, 10 * time.Minute, "figure fig19: 44/88 points, 4.4/min, about 10m00s left, 10m00s elapsed"},
-		{"soak", "seeds", "", 200, 1, 90 * time.Second, "soak: 1/200 seeds, 0.7/min, about 4h58m left, 1m30s elapsed"},
+		// The run going on has taken more than twice the average: no estimate.
+		{"bench read_bw", "runs", "-s 32 -q 4096", 13, 12, 40 * time.Second, 12 * time.Second,
+			"bench read_bw: 12/13 runs, 18/min, the one running for 28s (3.3s on average so far), 40s elapsed; -s 32 -q 4096"},
+		{"figure fig19", "points", "", 88, 44, 10 * time.Minute, 10 * time.Minute, "figure fig19: 44/88 points, 4.4/min, about 10m00s left, 10m00s elapsed"},
+		{"soak", "seeds", "", 200, 1, 90 * time.Second, 89 * time.Second, "soak: 1/200 seeds, 0.7/min, about 4h58m left, 1m30s elapsed"},
 	} {
-		tk := &task{what: c.what, unit: c.unit, total: c.total, done: c.done, detail: c.detail, start: start}
+		tk := &task{what: c.what, unit: c.unit, total: c.total, done: c.done, detail: c.detail, start: start, last: start.Add(c.lastAt)}
 		if got := tk.status(start.Add(c.after)); got != c.want {
 			t.Errorf("status:\n got %q\nwant %q", got, c.want)
 		}

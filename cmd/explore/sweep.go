@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -121,7 +122,7 @@ func sweepProgress(t *task, w io.Writer) func(sweep.Progress) {
 		}
 		r := pr.Result
 		t.mu.Lock()
-		t.done, t.total = pr.Done, pr.Total
+		t.done, t.total, t.last = pr.Done, pr.Total, time.Now()
 		t.detail = fmt.Sprintf("last %s in %.1fs", r.Key, r.Wall.Seconds())
 		if sweeps > 1 {
 			t.detail = fmt.Sprintf("sweep %d, %s", sweeps, t.detail)
