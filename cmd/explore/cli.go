@@ -214,3 +214,32 @@ func specCompletion(_ *cobra.Command, args []string, _ string) ([]string, cobra.
 
 // tests are bench's tests.
 func tests() []string { return perftest.Tests }
+
+// atLeast is cobra.MinimumNArgs(n) with a message that says what the
+// arguments are, with an example.
+func atLeast(n int, what, example string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return fmt.Errorf("%s needs %s (e.g. %s)", cmd.Name(), what, example)
+		}
+		return nil
+	}
+}
+
+// exactly is cobra.ExactArgs(n) with such a message.
+func exactly(n int, what, example string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("%s needs %s, got %d arguments (e.g. %s)", cmd.Name(), what, len(args), example)
+		}
+		return nil
+	}
+}
+
+// flagsOnly is cobra.NoArgs with a message that points to the flags.
+func flagsOnly(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes flags only, not %q: explore %s --help lists them", cmd.Name(), strings.Join(args, " "), cmd.Name())
+	}
+	return nil
+}

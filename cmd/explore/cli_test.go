@@ -96,6 +96,10 @@ func TestArgumentMessages(t *testing.T) {
 		{[]string{"figure", "19"}, []string{`figure: "19" is not a figure: choose one of fig13`}},
 		{[]string{"sweep"}, []string{"sweep needs a sweep spec: a YAML file as docs/sweeps.md describes", "(e.g. explore sweep experiments/specs/example.yaml)"}},
 		{[]string{"sweep", "a.yaml", "b.yaml"}, []string{"sweep takes one sweep spec, got 2 (a.yaml b.yaml)"}},
+		{[]string{"plot"}, []string{"plot needs one results file, a sweep's JSONL, got 0 arguments (e.g. explore plot results/example.jsonl"}},
+		{[]string{"merge", "-o", "m.jsonl"}, []string{"merge needs the shard files to join (e.g. explore merge -o "}},
+		{[]string{"launch", "--nodes", "2"}, []string{"launch needs the explore command each process runs, after -- (e.g. explore launch --nodes 4 -- run"}},
+		{[]string{"run", "MESQ/SR"}, []string{`run takes flags only, not "MESQ/SR": explore run --help lists them`}},
 	} {
 		_, err := run(t, c.args...)
 		for _, w := range c.want {

@@ -30,7 +30,7 @@ tuples sent to it.
 Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.`,
 		Example: `  explore run --design MEMQ/SR --nodes 8 --pattern repartition --profile edr-cx4
   explore run --design SEMQ/SR --nodes 4 --threads 4 --pattern broadcast --json`,
-		Args: cobra.NoArgs,
+		Args: flagsOnly,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The run configuration reads 0 as "the default": a 0 (or a
 			// negative timeout) given on the command line would silently

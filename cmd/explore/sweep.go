@@ -253,7 +253,7 @@ point, byte-identical to what an unsharded run writes. A point in several files 
 have identical lines there. With --spec, every line must be a point of that spec, and
 points in no file are listed (the merged file is written, and merge exits non-zero).`,
 		Example: `  explore merge --spec fig19.yaml -o results/fig19.jsonl results/fig19.shard-*-of-8.jsonl`,
-		Args:    cobra.MinimumNArgs(1),
+		Args:    atLeast(1, "the shard files to join", "explore merge -o results/fig19.jsonl results/fig19.shard-*-of-8.jsonl"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return errors.New("-o: name the merged output file")
@@ -298,7 +298,7 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 		Example: `  explore plot results/example.jsonl -o results/example --x nodes --series design
   explore plot results/fig19.jsonl -o fig19 --x nodes --series design --logx --hline qperf=11.2
   explore plot results/patterns.jsonl -o patterns --kind bars --x pattern --series design`,
-		Args: cobra.ExactArgs(1),
+		Args: exactly(1, "one results file, a sweep's JSONL", "explore plot results/example.jsonl -o results/example"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return errors.New("-o: name the output files' base (base.png, base.svg)")
