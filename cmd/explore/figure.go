@@ -58,6 +58,7 @@ func (f *figureFlags) options(w io.Writer, t *task) figures.FigureOptions {
 // stops gracefully on an interrupt, the finished points kept in out.
 func figureTask(cmd *cobra.Command, args []string, what, out string) *task {
 	t := newTask(cmd.ErrOrStderr(), what, "points", 0)
+	t.setDetail("the first points are running")
 	t.graceful = true
 	t.resume = fmt.Sprintf("the finished points are in %s; resume with: %s", out, resumeCommand(cmd, args))
 	return t

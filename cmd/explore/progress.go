@@ -41,6 +41,7 @@ type task struct {
 	done     int
 	detail   string // what runs now
 	start    time.Time
+	from     time.Time // when the count of done started (a figure's next sweep); zero: start
 	last     time.Time // when done last changed
 	shown    int       // width of the live line on screen
 	graceful bool
@@ -123,8 +124,12 @@ func (t *task) status(now time.Time) string {
 	if t.total > 0 {
 		fmt.Fprintf(&b, "%d/%d %s", t.done, t.total, t.unit)
 		if t.done > 0 {
-			rate := float64(t.done) / el.Seconds()
-			avg := el / time.Duration(t.done)
+			from := t.start
+			if !t.from.IsZero() {
+				from = t.from
+			}
+			rate := float64(t.done) / now.Sub(from).Seconds()
+			avg := now.Sub(from) / time.Duration(t.done)
 			fmt.Fprintf(&b, ", %s/min", fmtRate(rate*60))
 			// Units can differ a lot (a bench's last queue-pair counts
 			// take longest): when the one running has outlived twice the

@@ -27,9 +27,13 @@ func TestProgressStatus(t *testing.T) {
 		{"bench read_bw", "runs", "-s 32 -q 4096", 13, 12, 40 * time.Second, 12 * time.Second,
 			"bench read_bw: 12/13 runs, 18/min, the one running for 28s (3.3s on average so far), 40s elapsed; -s 32 -q 4096"},
 		{"figure fig19", "points", "", 88, 44, 10 * time.Minute, 10 * time.Minute, "figure fig19: 44/88 points, 4.4/min, about 10m00s left, 10m00s elapsed"},
+		{"sweep 2", "points", "", 4, 1, 20 * time.Second, 10 * time.Second, "sweep 2: 1/4 points, 6.0/min, about 30s left, 20s elapsed"},
 		{"soak", "seeds", "", 200, 1, 90 * time.Second, 89 * time.Second, "soak: 1/200 seeds, 0.7/min, about 4h58m left, 1m30s elapsed"},
 	} {
 		tk := &task{what: c.what, unit: c.unit, total: c.total, done: c.done, detail: c.detail, start: start, last: start.Add(c.lastAt)}
+		if c.what == "sweep 2" { // a figure's second sweep, begun at 10 s
+			tk.from = start.Add(10 * time.Second)
+		}
 		if got := tk.status(start.Add(c.after)); got != c.want {
 			t.Errorf("status:\n got %q\nwant %q", got, c.want)
 		}

@@ -61,6 +61,7 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 			}
 			stderr := cmd.ErrOrStderr()
 			t := newTask(stderr, "sweep "+sw.Name, "points", 0)
+			t.setDetail("the first points are running")
 			defer t.finish()
 			t.graceful = true
 			t.resume = fmt.Sprintf("the finished points are in %s; resume with: %s", out, resumeCommand(cmd, args))
@@ -117,11 +118,14 @@ func readSpec(path string) (*sweep.Sweep, error) {
 func sweepProgress(t *task, w io.Writer) func(sweep.Progress) {
 	sweeps := 0
 	return func(pr sweep.Progress) {
-		if pr.Done == 1 {
-			sweeps++
-		}
 		r := pr.Result
 		t.mu.Lock()
+		if pr.Done == 1 {
+			sweeps++
+			if sweeps > 1 { // the rate and time left of this sweep alone
+				t.from = t.last
+			}
+		}
 		t.done, t.total, t.last = pr.Done, pr.Total, time.Now()
 		t.detail = fmt.Sprintf("last %s in %.1fs", r.Key, r.Wall.Seconds())
 		if sweeps > 1 {
