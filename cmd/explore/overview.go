@@ -25,7 +25,8 @@ func overviewCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.task = newTask(cmd.ErrOrStderr(), "overview", "runs", 0)
 			defer f.task.finish()
-			return runOverview(cmd.OutOrStdout(), &f)
+			// Rows are printed as they come: clear the progress line first.
+			return runOverview(f.task.writer(cmd.OutOrStdout()), &f)
 		},
 	}
 	addCommonFlags(cmd, &f)
