@@ -175,7 +175,7 @@ func runBench(w io.Writer, f *benchFlags) error {
 	t := newTask(f.errw, "bench "+f.cfg.Test, "runs", len(points))
 	defer t.finish()
 	f.task = t
-	w = t.writer(w) // --json prints records as they come: clear the progress line first
+	w = t.writer(w)     // --json prints records as they come: clear the progress line first
 	var rows []benchRow // guarded by t.mu: an interrupt prints them
 	show := func(rows []benchRow) error {
 		switch {
