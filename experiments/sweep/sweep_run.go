@@ -267,6 +267,9 @@ func runPoints(ctx context.Context, run func(experiments.RunConfig) (*experiment
 	go func() {
 		defer close(in)
 		for _, p := range todo {
+			if ctx.Err() != nil { // select picks at random when a worker is free too
+				return
+			}
 			select {
 			case in <- p:
 			case <-ctx.Done():
