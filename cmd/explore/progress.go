@@ -128,8 +128,12 @@ func (t *task) status(now time.Time) string {
 			if !t.from.IsZero() {
 				from = t.from
 			}
-			rate := float64(t.done) / now.Sub(from).Seconds()
-			avg := now.Sub(from) / time.Duration(t.done)
+			end := now
+			if t.done == t.total && !t.last.IsZero() { // the rate of the work, not of the wait after it
+				end = t.last
+			}
+			rate := float64(t.done) / end.Sub(from).Seconds()
+			avg := end.Sub(from) / time.Duration(t.done)
 			fmt.Fprintf(&b, ", %s/min", fmtRate(rate*60))
 			// Units can differ a lot (a bench's last queue-pair counts
 			// take longest): when the one running has outlived twice the

@@ -28,6 +28,8 @@ func TestProgressStatus(t *testing.T) {
 			"bench read_bw: 12/13 runs, 18/min, the one running for 28s (3.3s on average so far), 40s elapsed; -s 32 -q 4096"},
 		{"figure fig19", "points", "", 88, 44, 10 * time.Minute, 10 * time.Minute, "figure fig19: 44/88 points, 4.4/min, about 10m00s left, 10m00s elapsed"},
 		{"sweep 2", "points", "", 4, 1, 20 * time.Second, 10 * time.Second, "sweep 2: 1/4 points, 6.0/min, about 30s left, 20s elapsed"},
+		// All done at 30 s, still writing at 50 s: the rate is the work's.
+		{"sweep 1", "points", "", 6, 6, 50 * time.Second, 30 * time.Second, "sweep 1: 6/6 points, 12/min, about 0.0s left, 50s elapsed"},
 		{"soak", "seeds", "", 200, 1, 90 * time.Second, 89 * time.Second, "soak: 1/200 seeds, 0.7/min, about 4h58m left, 1m30s elapsed"},
 	} {
 		tk := &task{what: c.what, unit: c.unit, total: c.total, done: c.done, detail: c.detail, start: start, last: start.Add(c.lastAt)}

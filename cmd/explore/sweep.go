@@ -131,6 +131,9 @@ func sweepProgress(t *task, w io.Writer) func(sweep.Progress) {
 		if sweeps > 1 {
 			t.detail = fmt.Sprintf("sweep %d, %s", sweeps, t.detail)
 		}
+		if pr.Done == pr.Total {
+			t.detail += "; its points done, finishing"
+		}
 		t.mu.Unlock()
 		if r.Failed() {
 			t.note(w, fmt.Sprintf("[%d/%d] %s FAILED: %s", pr.Done, pr.Total, r.Key, r.Error))
