@@ -19,6 +19,7 @@ import (
 // benchFlags are the flags shared by bench and overview.
 type benchFlags struct {
 	errw     io.Writer // progress lines on long benchmarks
+	task     *task     // the progress of the running command; nil: none
 	cfg      perftest.Config
 	conn     string
 	nodes    int
@@ -50,7 +51,8 @@ per-packet headers for that message size.`,
   explore bench read_bw -a
   explore bench send_lat -s 8 --json
   explore bench alltoall_bw --nodes 8 -s 4096`,
-		Args: cobra.ExactArgs(1),
+		Args:              oneOf("test", "explore bench send_bw", tests),
+		ValidArgsFunction: fixed(tests),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.cfg.Test = args[0]
 			for _, name := range []string{"size", "iters", "qp", "tx-depth", "rx-depth", "cq-mod"} {
@@ -91,6 +93,7 @@ per-packet headers for that message size.`,
 	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
 	fl.IntVarP(&f.duration, "duration", "D", 0, "perftest's duration mode: not supported (use -n)")
 	addCommonFlagsShort(cmd, &f, true)
+	setGroupedUsage(cmd, benchGroups())
 	return cmd
 }
 
@@ -169,42 +172,60 @@ func runBench(w io.Writer, f *benchFlags) error {
 			points = append(points, point{s, q})
 		}
 	}
-	var rows []benchRow
-	t0 := time.Now()
-	for i, pt := range points {
+	t := newTask(f.errw, "bench "+f.cfg.Test, "runs", len(points))
+	defer t.finish()
+	f.task = t
+	w = t.writer(w)     // --json prints records as they come: clear the progress line first
+	var rows []benchRow // guarded by t.mu: an interrupt prints them
+	show := func(rows []benchRow) error {
+		switch {
+		case f.jsonOut:
+		case f.output == "plain":
+			printPlain(w, f.gbits, rows)
+		default:
+			return printBench(w, f, prof, rows)
+		}
+		return nil
+	}
+	t.flush = func() {
+		t.mu.Lock()
+		done := rows
+		t.mu.Unlock()
+		if len(done) > 0 && !f.jsonOut {
+			fmt.Fprintf(f.errw, "\n%d of %d runs finished:\n", len(done), len(points))
+			show(done)
+		}
+	}
+	for _, pt := range points {
 		cfg := f.cfg
 		cfg.Size, cfg.QPs = pt.size, pt.qps
 		if err := cfg.Normalize(f.nodes); err != nil {
 			return err
 		}
 		row, err := benchOnce(cfg, f, prof)
-		if err == nil && len(points) > 1 && time.Since(t0) > 2*time.Second && f.errw != nil {
-			fmt.Fprintf(f.errw, "[%d/%d] %s -s %d -q %d done, %.1f s wall so far\n", i+1, len(points), cfg.Test, cfg.Size, cfg.QPs, time.Since(t0).Seconds())
-		}
 		if err != nil {
 			return err
 		}
-		rows = append(rows, row)
 		if f.jsonOut {
 			if err := json.NewEncoder(w).Encode(stampBench(row.res)); err != nil {
 				return err
 			}
 		}
+		t.mu.Lock()
+		rows = append(rows, row)
+		t.resume = "the finished runs are printed above; run the command again for the rest"
+		t.mu.Unlock()
+		t.step(1, "")
 	}
-	switch {
-	case f.jsonOut:
-	case f.output == "plain":
-		printPlain(w, f.gbits, rows)
-	default:
-		return printBench(w, f, prof, rows)
-	}
-	return nil
+	t.finish()
+	return show(rows)
 }
 
 func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow, error) {
 	sc := sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload}
-	if f.errw != nil {
-		sc.Progress = simProgress(f.errw, fmt.Sprintf("bench %s -s %d -q %d", cfg.Test, cfg.Size, cfg.QPs))
+	if f.task != nil {
+		f.task.setDetail(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
+		sc.Progress = f.task.sim(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
 	}
 	c, err := sim.New(sc)
 	if err != nil {

@@ -65,7 +65,14 @@ the procedure recovers a known profile.`,
 			if err != nil {
 				return err
 			}
-			cal, err := experiments.Calibrate(open, b, name)
+			prog := newTask(cmd.ErrOrStderr(), "calibrate", "", 0)
+			runs := 0
+			cal, err := experiments.Calibrate(func(nodes int) (fabric.Fabric, error) {
+				runs++
+				prog.setDetail(fmt.Sprintf("measurement run %d", runs))
+				return open(nodes)
+			}, b, name)
+			prog.finish()
 			if err != nil {
 				return err
 			}

@@ -35,11 +35,13 @@ exits non-zero when a modelled point falls outside its tolerance.`,
 			}
 			w := cmd.OutOrStdout()
 			var rs []evidence.Result
-			for i, p := range pts {
-				fmt.Fprintf(cmd.ErrOrStderr(), "\r[%d/%d] %-60s", i+1, len(pts), p.ID)
+			prog := newTask(cmd.ErrOrStderr(), "evidence", "points", len(pts))
+			for _, p := range pts {
+				prog.setDetail(p.ID)
 				rs = append(rs, evidence.Evaluate(p))
+				prog.step(1, "")
 			}
-			fmt.Fprintln(cmd.ErrOrStderr())
+			prog.finish()
 			t := newTable(w)
 			t.Header("point", "profile", "measured", "model", "error", "tolerance", "verdict")
 			for _, r := range rs {

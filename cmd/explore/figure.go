@@ -46,23 +46,22 @@ func (f *figureFlags) scale(fl *pflag.FlagSet) error {
 	return nil
 }
 
-func (f *figureFlags) options(w io.Writer) figures.FigureOptions {
-	var p *progress
+// options are the figure options of the flags, reporting progress to t
+// and warnings and failed points on w.
+func (f *figureFlags) options(w io.Writer, t *task) figures.FigureOptions {
 	return figures.FigureOptions{Full: f.full, OutDir: f.out, Jobs: f.jobs, Resume: f.resume, NoSteadyCheck: f.noSteady, Grow: f.grow,
-		Warn: func(s string) { fmt.Fprintln(w, "warning:", s) },
-		Progress: func(pr sweep.Progress) {
-			if pr.Done == 1 { // a new sweep
-				if p != nil {
-					p.finish()
-				}
-				p = newProgress(w)
-			}
-			p.point(pr)
-			if pr.Done == pr.Total {
-				p.finish()
-				p = nil
-			}
-		}}
+		Warn:     func(s string) { t.note(w, "warning: "+s) },
+		Progress: sweepProgress(t, w)}
+}
+
+// figureTask starts the progress of a command that runs figures: it
+// stops gracefully on an interrupt, the finished points kept in out.
+func figureTask(cmd *cobra.Command, args []string, what, out string) *task {
+	t := newTask(cmd.ErrOrStderr(), what, "points", 0)
+	t.setDetail("the first points are running")
+	t.graceful = true
+	t.resume = fmt.Sprintf("the finished points are in %s; resume with: %s", out, resumeCommand(cmd, args))
+	return t
 }
 
 func figureIDs() string {
@@ -85,8 +84,9 @@ seed), <id>.csv and the plots (.png and .svg), prints a table, and judges the
 claims the figure evaluates.
 
 Figures: ` + figureIDs() + `.`,
-		Example: "  explore figure fig19 --out results/fig19\n  explore figure fig13 --full --resume",
-		Args:    cobra.ExactArgs(1),
+		Example:           "  explore figure fig19 --out results/fig19\n  explore figure fig13 --full --resume",
+		Args:              oneOf("figure", "explore figure fig13", figureIDList),
+		ValidArgsFunction: fixed(figureIDList),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := figures.FigureByID(args[0])
 			if err != nil {
@@ -95,9 +95,12 @@ Figures: ` + figureIDs() + `.`,
 			if !cmd.Flags().Changed("out") {
 				ff.out = filepath.Join("results", f.ID)
 			}
-			rep, err := figures.RunFigure(cmd.Context(), f, ff.options(cmd.ErrOrStderr()))
+			t := figureTask(cmd, args, "figure "+f.ID, ff.out)
+			defer t.finish()
+			rep, err := figures.RunFigure(cmd.Context(), f, ff.options(cmd.ErrOrStderr(), t))
+			t.finish()
 			if err != nil {
-				return err
+				return asInterrupted(t, err)
 			}
 			w := cmd.OutOrStdout()
 			printFigure(w, rep)
@@ -232,9 +235,12 @@ cores.`,
 				}
 			}
 			errw := cmd.ErrOrStderr()
-			rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw), Figures: figs, Log: errw})
+			t := figureTask(cmd, nil, "reproduce", ff.out)
+			defer t.finish()
+			rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw, t), Figures: figs, Log: t.writer(errw)})
+			t.finish()
 			if err != nil {
-				return err
+				return asInterrupted(t, err)
 			}
 			if err := loadRobustness(rep, sens); err != nil {
 				return fmt.Errorf("--sensitivity: %w", err)

@@ -63,8 +63,8 @@ func TestFigureBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"figure", "fig99"}, "unknown figure"},
-		{[]string{"figure"}, "accepts 1 arg"},
+		{[]string{"figure", "fig99"}, `"fig99" is not a figure: choose one of fig13`},
+		{[]string{"figure"}, "figure needs a figure: one of fig13"},
 		{[]string{"reproduce", "--figures", "nope"}, "unknown figure"},
 	} {
 		if out, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {

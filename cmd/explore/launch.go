@@ -40,7 +40,7 @@ It is how a distributed job is tried on one machine: the TCP design over real
 sockets, or the hardware backend with one device per process. On a cluster use
 srun or mpirun instead (docs/hardware.md).`,
 		Example: "  explore launch --nodes 4 -- run --backend tcp --design TCP --nodes 4 --threads 2",
-		Args:    cobra.MinimumNArgs(1),
+		Args:    atLeast(1, "the explore command each process runs, after --", "explore launch --nodes 4 -- run --backend tcp --design TCP --nodes 4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if nodes < 1 || nodes > 64 {
 				return fmt.Errorf("--nodes %d: launch starts 1 to 64 processes on this machine", nodes)

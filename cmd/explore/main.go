@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
@@ -11,10 +10,7 @@ import (
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "explore:", err)
-		os.Exit(2)
-	}
+	os.Exit(execute(newRoot(), os.Stderr))
 }
 
 func newRoot() *cobra.Command {
@@ -37,5 +33,6 @@ real hardware.`,
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
 	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd(), reportCmd())
 	root.AddCommand(sensitivityCmd())
+	addCompletions(root)
 	return root
 }

@@ -90,7 +90,7 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "nope"}, "unknown test"},
+		{[]string{"bench", "nope"}, `"nope" is not a test: choose one of send_bw`},
 		{[]string{"bench", "send_bw", "-c", "XX"}, "RC, UC or UD"},
 		{[]string{"bench", "send_bw", "--nodes", "3"}, "even count"},
 		{[]string{"bench", "send_bw", "--nodes", "1"}, "at least 2 nodes"},
@@ -105,7 +105,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--service-level", "3", "--nodes", "2"}, "apply with --backend ibv"},
 		{[]string{"run", "--backend", "ibv", "--local", "--nodes", "2"}, "-tags ibverbs"},
 		{[]string{"run", "--backend", "tcp", "--design", "TCP", "--local", "--nodes", "2", "--fault-loss", "0.01"}, "fault injection (--fault-* and --faults) needs the simulator, not the tcp backend"},
-		{[]string{"bench"}, "accepts 1 arg"},
+		{[]string{"bench"}, "bench needs a test: one of send_bw, "},
 		{[]string{"overview", "--nodes", "1"}, "at least 2 nodes"},
 		// Zero means "default" inside a run configuration; on the
 		// command line it ran the default silently.

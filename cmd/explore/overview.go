@@ -23,7 +23,10 @@ func overviewCmd() *cobra.Command {
 		Short: "Run the standard microbenchmarks on the default simulated cluster and print a summary",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runOverview(cmd.OutOrStdout(), &f)
+			f.task = newTask(cmd.ErrOrStderr(), "overview", "runs", 0)
+			defer f.task.finish()
+			// Rows are printed as they come: clear the progress line first.
+			return runOverview(f.task.writer(cmd.OutOrStdout()), &f)
 		},
 	}
 	addCommonFlags(cmd, &f)
@@ -66,6 +69,10 @@ func runOverview(w io.Writer, f *benchFlags) error {
 		{"write message rate, 32 B, 16 QPs", perftest.Config{Test: "write_bw", Size: 32, Iters: 2000, QPs: 16}, pair},
 		{fmt.Sprintf("all-to-all, %d nodes, 4 KiB (RC)", f.nodes), perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 2000}, f.nodes},
 	}
+	designs := experiments.DesignNames(func(d experiments.Design) bool { return experiments.IsSeedDesign(d) || experiments.IsBaseline(d) })
+	if f.task != nil {
+		f.task.setTotal(len(items) + len(designs))
+	}
 	t := newTable(w)
 	t.Header("benchmark", "nodes", "result", "bound", "of bound", "sim wall[s]")
 	var pkts int64
@@ -82,6 +89,9 @@ func runOverview(w io.Writer, f *benchFlags) error {
 			return fmt.Errorf("%s: %w", it.label, err)
 		}
 		pkts += row.stats.PacketsSent
+		if f.task != nil {
+			f.task.step(1, "")
+		}
 		r := row.res
 		if enc != nil {
 			if err := enc.Encode(stampBench(r)); err != nil {
@@ -105,6 +115,9 @@ func runOverview(w io.Writer, f *benchFlags) error {
 	}
 	if enc != nil {
 		return overviewShuffle(w, f)
+	}
+	if f.task != nil {
+		f.task.clear()
 	}
 	if err := t.Render(); err != nil {
 		return err
@@ -133,8 +146,16 @@ func overviewShuffle(w io.Writer, f *benchFlags) error {
 	t := newTable(w)
 	t.Header("design", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity", "sim wall[s]")
 	for _, d := range experiments.DesignNames(func(d experiments.Design) bool { return experiments.IsSeedDesign(d) || experiments.IsBaseline(d) }) {
-		rec, err := experiments.Run(experiments.RunConfig{Design: d, Nodes: f.nodes, Threads: threads, Profile: f.profile,
-			BytesPerNode: mib << 20, Seed: f.seed})
+		var opt experiments.SimOptions
+		if f.task != nil {
+			f.task.setDetail(d)
+			opt.Progress = f.task.sim(d)
+		}
+		rec, err := experiments.RunSim(experiments.RunConfig{Design: d, Nodes: f.nodes, Threads: threads, Profile: f.profile,
+			BytesPerNode: mib << 20, Seed: f.seed}, opt)
+		if f.task != nil {
+			f.task.step(1, "")
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", d, err)
 		}
@@ -153,6 +174,9 @@ func overviewShuffle(w io.Writer, f *benchFlags) error {
 	}
 	if enc != nil {
 		return nil
+	}
+	if f.task != nil {
+		f.task.finish()
 	}
 	if err := t.Render(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +23,6 @@ func queryCmd() *cobra.Command {
 	var cfg experiments.QueryConfig
 	var query, figure string
 	var jsonOut bool
-	var timeoutMS float64
 	var ff figureFlags
 	cmd := &cobra.Command{
 		Use:   "query",
@@ -57,9 +57,12 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				if !cmd.Flags().Changed("out") {
 					ff.out = filepath.Join("results", f.ID)
 				}
-				rep, err := figures.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr()))
+				t := figureTask(cmd, nil, "query --figure "+f.ID, ff.out)
+				defer t.finish()
+				rep, err := figures.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr(), t))
+				t.finish()
 				if err != nil {
-					return err
+					return asInterrupted(t, err)
 				}
 				printFigure(w, rep)
 				printVerdicts(w, figures.Judge(map[string][]sweep.Result{f.ID: rep.Results}), f.Claims)
@@ -73,8 +76,12 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				return err
 			}
 			cfg.Query = q
-			cfg.Timeout = fabric.Duration(timeoutMS * float64(fabric.Millisecond))
+			if cfg.Timeout <= 0 {
+				return fmt.Errorf("--timeout %s: want a positive simulated duration, e.g. 100ms", cfg.Timeout.Std())
+			}
+			t := newTask(cmd.ErrOrStderr(), fmt.Sprintf("query %s over %s", q, cfg.Design), "", 0)
 			rec, err := experiments.RunQuery(cfg)
+			t.finish()
 			if err != nil {
 				return err
 			}
@@ -124,7 +131,9 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 0, "message size (default as explore run)")
 	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")
 	fl.IntVar(&cfg.CreditEvery, "credit-every", 2, "receives per credit write-back")
-	fl.Float64Var(&timeoutMS, "timeout-ms", 100, "longest simulated wait for progress")
+	cfg.Timeout = 100 * fabric.Millisecond
+	fl.Var(simDuration{&cfg.Timeout}, "timeout", "longest wait for progress, in simulated time (a Go duration: 100ms, 2.5s)")
+	addDurationAlias(fl, "timeout-ms", "timeout", time.Millisecond, "100ms")
 	fl.BoolVar(&jsonOut, "json", false, "print the record as JSON")
 	ff.register(cmd, "results/<id>")
 	return cmd

@@ -90,9 +90,12 @@ func runReproduction(cmd *cobra.Command, dir, validation, sens string, jobs int)
 	errw := cmd.ErrOrStderr()
 	fmt.Fprintf(errw, "report: running the quick reproduction, grown to steady state, into %s (several minutes on 2 cores)\n", dir)
 	ff := figureFlags{out: dir, jobs: jobs, grow: true}
-	rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw), Log: errw})
+	t := figureTask(cmd, nil, "report --run", dir)
+	defer t.finish()
+	rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw, t), Log: t.writer(errw)})
+	t.finish()
 	if err != nil {
-		return err
+		return asInterrupted(t, err)
 	}
 	if err := loadRobustness(rep, sens); err != nil {
 		return err

@@ -30,7 +30,7 @@ tuples sent to it.
 Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.`,
 		Example: `  explore run --design MEMQ/SR --nodes 8 --pattern repartition --profile edr-cx4
   explore run --design SEMQ/SR --nodes 4 --threads 4 --pattern broadcast --json`,
-		Args: cobra.NoArgs,
+		Args: flagsOnly,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The run configuration reads 0 as "the default": a 0 (or a
 			// negative timeout) given on the command line would silently
@@ -45,7 +45,8 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 				{"credit-every", cfg.CreditEvery == 0, "at least 1"},
 				{"msg-bytes", cfg.MsgBytes == 0, "at least 1 (leave the flag out for the design's default)"},
 				{"bytes-per-node", cfg.BytesPerNode == 0 && cfg.BytesPerPair == 0, "at least 1 (or size the input with --bytes-per-pair)"},
-				{"timeout-ms", timeoutMS(cmd) <= 0, "a positive number of simulated milliseconds"},
+				{"timeout", cfg.Timeout <= 0, "a positive simulated duration, e.g. 100ms"},
+				{"timeout-ms", cfg.Timeout <= 0, "a positive number of simulated milliseconds (better: --timeout 100ms)"},
 			} {
 				if z.bad && cmd.Flags().Changed(z.flag) {
 					v := cmd.Flags().Lookup(z.flag).Value.String()
@@ -63,6 +64,8 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 				return fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
 			}
 			var rec *experiments.Record
+			t := newTask(cmd.ErrOrStderr(), "run "+cfg.Design, "", 0)
+			defer t.finish()
 			fab, err := hw.open(cfg.Nodes, fmt.Sprintf("run %s %s %d %d %d %d", cfg.Design, cfg.Pattern, cfg.Nodes, cfg.Threads, cfg.MsgBytes, cfg.Buffers))
 			if err != nil {
 				return err
@@ -76,9 +79,10 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 						return err
 					}
 				}
-				opt.Progress = simProgress(cmd.ErrOrStderr(), "run "+cfg.Design)
+				opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
 				rec, err = experiments.RunSim(cfg, opt)
 			}
+			t.finish()
 			if err != nil {
 				return err
 			}
@@ -89,17 +93,15 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	// The sweep parameters' flags (design, nodes, pattern, ...) come from
 	// their table; a new parameter is added there once.
 	sweep.AddFlags(fl, &cfg)
+	// --timeout is the sweep parameter timeout-ms as a Go duration.
+	fl.Var(simDuration{&cfg.Timeout}, "timeout", "longest wait for progress, in simulated time, before the run fails (a Go duration: 100ms, 2.5s)")
+	fl.MarkDeprecated("timeout-ms", "use --timeout with a unit (e.g. --timeout 100ms)")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
 	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available")
 	hw.register(fl)
 	simOptions = faultFlags(cmd)
+	setGroupedUsage(cmd, runGroups())
 	return cmd
-}
-
-// timeoutMS is --timeout-ms as given.
-func timeoutMS(cmd *cobra.Command) float64 {
-	ms, _ := cmd.Flags().GetFloat64("timeout-ms")
-	return ms
 }
 
 // reportRun prints the record (as JSON, or a table) and then fails a run

@@ -18,7 +18,6 @@ func soakCmd() *cobra.Command {
 	var cfg experiments.SoakConfig
 	var designs, scenarios string
 	var verbose, jsonOut bool
-	var wallS float64
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Run every design under randomized fault schedules; fail on any silent failure or hang",
@@ -43,10 +42,13 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 			if scenarios != "" {
 				cfg.Scenarios = strings.Split(scenarios, ",")
 			}
-			if wallS <= 0 {
-				return fmt.Errorf("--wall-limit-s %v: must be positive", wallS)
+			if cfg.WallLimit <= 0 {
+				name := "wall-limit"
+				if cmd.Flags().Changed("wall-limit-s") {
+					name = "wall-limit-s"
+				}
+				return fmt.Errorf("--%s %s: must be positive (a Go duration: 60s, 5m)", name, cmd.Flags().Lookup(name).Value)
 			}
-			cfg.WallLimit = time.Duration(wallS * float64(time.Second))
 			w := cmd.OutOrStdout()
 			if verbose {
 				cfg.Log = w
@@ -54,8 +56,10 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 					cfg.Log = cmd.ErrOrStderr()
 				}
 			}
-			cfg.Progress = seedProgress(cmd.ErrOrStderr())
+			t := newTask(cmd.ErrOrStderr(), "soak", "seeds", cfg.Seeds)
+			cfg.Progress = seedProgress(t)
 			res, err := experiments.Soak(cfg)
+			t.finish()
 			if err != nil {
 				return err
 			}
@@ -82,7 +86,8 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 	fl.Int64Var(&cfg.BytesPerNode, "bytes-per-node", 256<<10, "payload bytes each node sends")
 	fl.StringVar(&cfg.Profile, "profile", "edr-cx4", "hardware profile")
 	fl.BoolVar(&cfg.Payload, "payload", true, "move and check every byte")
-	fl.Float64Var(&wallS, "wall-limit-s", 60, "a run taking longer (wall seconds) counts as a hang")
+	fl.DurationVar(&cfg.WallLimit, "wall-limit", time.Minute, "a run taking longer (wall clock, a Go duration: 60s, 5m) counts as a hang")
+	addDurationAlias(fl, "wall-limit-s", "wall-limit", time.Second, "60s")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "one line per run (on standard error with --json)")
 	fl.BoolVar(&jsonOut, "json", false, "print the soak record (docs/results.md) as one JSON object instead of tables")
 	return cmd

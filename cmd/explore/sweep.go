@@ -9,16 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
+	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
@@ -40,7 +37,8 @@ every N-th point (for a Slurm job array); 'explore merge' joins the shards.
 Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + `.`,
 		Example: `  explore sweep experiments/specs/example.yaml
   explore sweep fig19.yaml --jobs 16 --shard $SLURM_ARRAY_TASK_ID/8`,
-		Args: cobra.ExactArgs(1),
+		Args:              specArg,
+		ValidArgsFunction: specCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sw, err := readSpec(args[0])
 			if err != nil {
@@ -62,15 +60,17 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 				}
 			}
 			stderr := cmd.ErrOrStderr()
-			prog := newProgress(stderr)
-			opts := sweep.SweepOptions{Jobs: jobs, Shard: sh, Out: out, Progress: prog.point,
-				Warn: func(w string) { fmt.Fprintln(stderr, "warning:", w) }}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rep, err := sweep.RunSweep(ctx, sw, opts)
-			prog.finish()
+			t := newTask(stderr, "sweep "+sw.Name, "points", 0)
+			t.setDetail("the first points are running")
+			defer t.finish()
+			t.graceful = true
+			t.resume = fmt.Sprintf("the finished points are in %s; resume with: %s", out, resumeCommand(cmd, args))
+			opts := sweep.SweepOptions{Jobs: jobs, Shard: sh, Out: out, Progress: sweepProgress(t, stderr),
+				Warn: func(w string) { t.note(stderr, "warning: "+w) }}
+			rep, err := sweep.RunSweep(cmd.Context(), sw, opts)
+			t.finish()
 			if rep == nil {
-				return err
+				return asInterrupted(t, err)
 			}
 			w := cmd.OutOrStdout()
 			if table {
@@ -85,7 +85,7 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 				what, rep.Ran, rep.Skipped, rep.Failed, rep.Wall.Seconds(), out)
 			switch {
 			case errors.Is(err, context.Canceled):
-				return fmt.Errorf("interrupted; run the same command again to resume")
+				return asInterrupted(t, err)
 			case errors.Is(err, sweep.ErrPointsFailed):
 				return fmt.Errorf("%d of %d points failed (see the error field in %s)", rep.Failed, n, out)
 			}
@@ -112,53 +112,64 @@ func readSpec(path string) (*sweep.Sweep, error) {
 	return sw, nil
 }
 
-// progress shows finished points: a bar with rate and ETA on a terminal,
-// one plain line per point otherwise (logs, Slurm output files).
-type progress struct {
-	w   io.Writer
-	bar *progressbar.ProgressBar
-}
-
-func newProgress(w io.Writer) *progress {
-	return &progress{w: w}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func (p *progress) point(pr sweep.Progress) {
-	if p.bar == nil && isTerminal(p.w) {
-		p.bar = progressbar.NewOptions(pr.Total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription("sweep"),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("points"),
-			progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true), progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100*time.Millisecond))
-		p.bar.Add(pr.Done - 1)
-	}
-	r := pr.Result
-	if p.bar != nil {
-		if r.Failed() {
-			p.bar.Clear()
-			fmt.Fprintf(p.w, "failed: %s: %s\n", r.Key, r.Error)
+// sweepProgress returns a SweepOptions.Progress callback that reports
+// to t the points done of the sweep's total, and prints every failed
+// point as a line on w (above the progress line).
+func sweepProgress(t *task, w io.Writer) func(sweep.Progress) {
+	sweeps := 0
+	return func(pr sweep.Progress) {
+		r := pr.Result
+		t.mu.Lock()
+		if pr.Done == 1 {
+			sweeps++
+			if sweeps > 1 { // the rate and time left of this sweep alone
+				t.from = t.last
+			}
 		}
-		p.bar.Add(1)
-		return
+		t.done, t.total, t.last = pr.Done, pr.Total, time.Now()
+		t.detail = fmt.Sprintf("last %s in %.1fs", r.Key, r.Wall.Seconds())
+		if sweeps > 1 {
+			t.detail = fmt.Sprintf("sweep %d, %s", sweeps, t.detail)
+		}
+		if pr.Done == pr.Total {
+			t.detail += "; its points done, finishing"
+		}
+		t.mu.Unlock()
+		if r.Failed() {
+			t.note(w, fmt.Sprintf("[%d/%d] %s FAILED: %s", pr.Done, pr.Total, r.Key, r.Error))
+		}
 	}
-	var status string
-	if r.Failed() {
-		status = "FAILED: " + r.Error
-	} else {
-		status = fmt.Sprintf("%.2f GiB/s %s", r.ThroughputGiBs, r.Integrity)
-	}
-	fmt.Fprintf(p.w, "[%d/%d] %s %.1fs %s\n", pr.Done, pr.Total, r.Key, r.Wall.Seconds(), status)
 }
 
-func (p *progress) finish() {
-	if p.bar != nil {
-		p.bar.Finish()
-		fmt.Fprintln(p.w)
+// resumeCommand is the command line that resumes cmd's interrupted work:
+// the same arguments and changed flags, with --resume when cmd has it.
+func resumeCommand(cmd *cobra.Command, args []string) string {
+	parts := append([]string{cmd.CommandPath()}, args...)
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name == "resume" {
+			return
+		}
+		v := f.Value.String()
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			v = strings.Join(sv.GetSlice(), ",")
+		}
+		if f.Value.Type() == "bool" && v == "true" {
+			parts = append(parts, "--"+f.Name)
+			return
+		}
+		parts = append(parts, "--"+f.Name+"="+shellQuote(v))
+	})
+	if cmd.Flags().Lookup("resume") != nil {
+		parts = append(parts, "--resume")
 	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./,=:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // printSweep prints one row per configuration (the varied parameters but
@@ -249,7 +260,7 @@ point, byte-identical to what an unsharded run writes. A point in several files 
 have identical lines there. With --spec, every line must be a point of that spec, and
 points in no file are listed (the merged file is written, and merge exits non-zero).`,
 		Example: `  explore merge --spec fig19.yaml -o results/fig19.jsonl results/fig19.shard-*-of-8.jsonl`,
-		Args:    cobra.MinimumNArgs(1),
+		Args:    atLeast(1, "the shard files to join", "explore merge -o results/fig19.jsonl results/fig19.shard-*-of-8.jsonl"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return errors.New("-o: name the merged output file")
@@ -294,7 +305,7 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 		Example: `  explore plot results/example.jsonl -o results/example --x nodes --series design
   explore plot results/fig19.jsonl -o fig19 --x nodes --series design --logx --hline qperf=11.2
   explore plot results/patterns.jsonl -o patterns --kind bars --x pattern --series design`,
-		Args: cobra.ExactArgs(1),
+		Args: exactly(1, "one results file, a sweep's JSONL", "explore plot results/example.jsonl -o results/example"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return errors.New("-o: name the output files' base (base.png, base.svg)")
@@ -309,6 +320,9 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 				return err
 			}
 			if csvPath != "" {
+				for i := range rs { // the sweep column: the file's name
+					rs[i].Sweep = strings.TrimSuffix(filepath.Base(args[0]), ".jsonl")
+				}
 				if err := sweep.WriteCSV(csvPath, rs); err != nil {
 					return err
 				}

@@ -536,10 +536,11 @@ func SeriesOf(results []Result, seriesBy, xBy string, y func(Result) float64) ([
 	return out, nil
 }
 
-// CSVHeader returns WriteCSV's column names: point, key, the run record's
-// JSON field names, error.
+// CSVHeader returns WriteCSV's column names: sweep (the sweep's name: a
+// figure's CSV joins several sweeps, whose point numbers restart), point,
+// key, the run record's JSON field names, error.
 func CSVHeader() []string {
-	h := []string{"point", "key"}
+	h := []string{"sweep", "point", "key"}
 	rt := reflect.TypeFor[experiments.Record]()
 	for i := range rt.NumField() {
 		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
@@ -562,7 +563,7 @@ func WriteCSV(path string, results []Result) error {
 	w.Write(CSVHeader())
 	rt := reflect.TypeFor[experiments.Record]()
 	for _, r := range results {
-		row := []string{strconv.Itoa(r.Point), r.Key}
+		row := []string{r.Sweep, strconv.Itoa(r.Point), r.Key}
 		for i := range rt.NumField() {
 			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
 			if name == "-" || name == "" {

@@ -81,6 +81,9 @@ func TestSeriesOfAndCSV(t *testing.T) {
 	if _, err := SeriesOf(rs, "design", "threads", nil); err == nil || !strings.Contains(err.Error(), `no parameter "threads"`) {
 		t.Errorf("got %v", err)
 	}
+	for i := range rs {
+		rs[i].Sweep = []string{"one", "two"}[i/3]
+	}
 	path := filepath.Join(t.TempDir(), "r.csv")
 	if err := WriteCSV(path, rs); err != nil {
 		t.Fatal(err)
@@ -92,10 +95,10 @@ func TestSeriesOfAndCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := rows[0]
-	if len(rows) != 6 || h[0] != "point" || h[1] != "key" || h[2] != "experiment" || h[len(h)-1] != "error" || !strings.Contains(strings.Join(h, ","), ",throughput_gibps,") {
+	if len(rows) != 6 || h[0] != "sweep" || h[1] != "point" || h[2] != "key" || h[3] != "experiment" || h[len(h)-1] != "error" || !strings.Contains(strings.Join(h, ","), ",throughput_gibps,") {
 		t.Fatalf("header %v, %d rows", h, len(rows))
 	}
-	if rows[1][1] != "design=A nodes=2 seed=1" || rows[5][len(h)-1] != `boom, "quoted"` || rows[5][2] != "" {
+	if rows[1][0] != "one" || rows[4][0] != "two" || rows[1][2] != "design=A nodes=2 seed=1" || rows[5][len(h)-1] != `boom, "quoted"` || rows[5][3] != "" {
 		t.Errorf("rows %q", rows)
 	}
 }

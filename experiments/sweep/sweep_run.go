@@ -33,8 +33,9 @@ type Result struct {
 	*experiments.Record        // nil when the run failed
 	Error               string `json:"error,omitempty"`
 
-	Wall time.Duration `json:"-"` // wall-clock time of the run; 0 when read from a file
-	raw  []byte        // the line as read or written, without its newline
+	Wall  time.Duration `json:"-"` // wall-clock time of the run; 0 when read from a file
+	Sweep string        `json:"-"` // the sweep's name (RunSweep sets it; CSV's sweep column)
+	raw   []byte        // the line as read or written, without its newline
 }
 
 // Failed reports whether the point's run returned an error.
@@ -183,7 +184,8 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 		return nil, err
 	}
 	slices.SortFunc(rep.Results, func(a, b Result) int { return a.Point - b.Point })
-	for _, r := range rep.Results {
+	for i, r := range rep.Results {
+		rep.Results[i].Sweep = sw.Name
 		if r.Failed() {
 			rep.Failed++
 		}
@@ -265,6 +267,9 @@ func runPoints(ctx context.Context, run func(experiments.RunConfig) (*experiment
 	go func() {
 		defer close(in)
 		for _, p := range todo {
+			if ctx.Err() != nil { // select picks at random when a worker is free too
+				return
+			}
 			select {
 			case in <- p:
 			case <-ctx.Done():

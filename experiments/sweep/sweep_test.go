@@ -420,3 +420,19 @@ func TestResultsFileMode(t *testing.T) {
 		t.Errorf("mode %v, %v; want 0644", st.Mode().Perm(), err)
 	}
 }
+
+// TestRunSweepCancelled: a sweep whose context is already cancelled (an
+// interrupted figure going on to its next sweep) starts no point, however
+// many workers are free, and says why.
+func TestRunSweepCancelled(t *testing.T) {
+	s := mustParse(t, "name: t\nbase: {nodes: 2}\nvary: {seed: [1, 2, 3, 4, 5, 6, 7, 8]}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 { // the dispatch once chose at random between a free worker and the cancellation
+		var calls atomic.Int32
+		rep, err := RunSweep(ctx, s, SweepOptions{Jobs: 8, Run: fakeRun(&calls)})
+		if !errors.Is(err, context.Canceled) || calls.Load() != 0 || rep == nil || rep.Ran != 0 {
+			t.Fatalf("cancelled sweep: err %v, %d runs", err, calls.Load())
+		}
+	}
+}
