@@ -253,7 +253,10 @@ func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
 		out.TMinUS, out.TMaxUS = us(lats[0]), us(lats[len(lats)-1])
 		out.TTypicalUS = us(lats[len(lats)/2])
 		out.TAvgUS = us(sum) / float64(len(lats))
-		out.TP99US = us(lats[min(len(lats)-1, len(lats)*99/100)])
+		// perftest's own rule, sorted samples at index ceil(0.99 n), so
+		// that t_99 compares with the tool's output; a library quantile
+		// (gonum's stat.Quantile) picks a neighbouring sample.
+		out.TP99US = us(lats[min(len(lats)-1, (len(lats)*99+99)/100)])
 	}
 	return out
 }
