@@ -329,8 +329,8 @@ func Validate(cfg experiments.RunConfig) error {
 
 // validateKey identifies the configurations Validate treats alike.
 func validateKey(c experiments.RunConfig) string {
-	return fmt.Sprintf("%s|%s|%d|%d|%s|%s|%d|%d|%d|%d", c.Design, c.Notify, min(c.Nodes, 2), c.Threads, c.Pattern, c.Profile,
-		c.MsgBytes, c.Buffers, c.CreditEvery, c.Timeout)
+	return fmt.Sprintf("%s|%s|%d|%d|%s|%s|%d|%d|%d|%d|%v|%v|%d|%d", c.Design, c.Notify, min(c.Nodes, 2), c.Threads, c.Pattern, c.Profile,
+		c.MsgBytes, c.Buffers, c.CreditEvery, c.Timeout, c.UDRecovery, c.Adaptive, c.MaxBuffers, c.PinnedCapMiB)
 }
 
 // ValidatePoints validates every distinct configuration among pts (see

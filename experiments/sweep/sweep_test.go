@@ -436,3 +436,29 @@ func TestRunSweepCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TestValidatePointsChecksEndpointOptions: options that some designs
+// refuse (UD recovery on RC, buffer ceilings without adaptive buffers) stop
+// a sweep before it runs, naming the point.
+func TestValidatePointsChecksEndpointOptions(t *testing.T) {
+	base := experiments.DefaultConfig()
+	base.Nodes = 2
+	tests := []struct {
+		name string
+		mod  func(*experiments.RunConfig)
+		want string
+	}{
+		{"ud recovery on RC", func(c *experiments.RunConfig) { c.Design, c.UDRecovery = "MEMQ/SR", true }, "point 1"},
+		{"max buffers without adaptive", func(c *experiments.RunConfig) { c.MaxBuffers = 8 }, "point 1"},
+	}
+	for _, tt := range tests {
+		ok := base
+		ok.Design = "MEMQ/SR"
+		bad := ok
+		tt.mod(&bad)
+		err := ValidatePoints([]Point{{Index: 0, Key: "ok", Config: ok}, {Index: 1, Key: "bad", Config: bad}})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want an error naming %s", tt.name, err, tt.want)
+		}
+	}
+}
