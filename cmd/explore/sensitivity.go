@@ -44,7 +44,13 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 				}
 				return nil
 			}
-			o := sensitivity.Options{Figures: figs, OutDir: out, Jobs: jobs, Log: cmd.ErrOrStderr()}
+			errw := cmd.ErrOrStderr()
+			t := newTask(errw, "sensitivity", "points", 0)
+			defer t.finish()
+			t.setDetail("the baseline's first points are running")
+			t.graceful = true
+			t.resume = fmt.Sprintf("the judged changes are in %s; resume with the same command", filepath.Join(out, "outcomes.jsonl"))
+			o := sensitivity.Options{Figures: figs, OutDir: out, Jobs: jobs, Log: t.writer(errw), Progress: sweepProgress(t, errw)}
 			for _, c := range changes {
 				ch, err := sensitivity.ParseChange(c)
 				if err != nil {
@@ -66,7 +72,11 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 				}
 			}
 			outs, err := sensitivity.Run(cmd.Context(), o)
+			t.finish()
 			if err != nil {
+				if cmd.Context().Err() != nil {
+					return asInterrupted(t, err)
+				}
 				return fmt.Errorf("%w (outcomes so far are in %s; run the same command again to resume)", err, filepath.Join(out, "outcomes.jsonl"))
 			}
 			s, err := sensitivity.Analyse(outs)

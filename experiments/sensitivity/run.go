@@ -14,6 +14,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -24,6 +25,9 @@ type Options struct {
 	OutDir  string   // working files and outcomes.jsonl (resumed)
 	Jobs    int      // parallel runs (0: one per core)
 	Log     io.Writer
+	// Progress, if set, is called after each point of each figure's sweeps
+	// (see sweep.SweepOptions.Progress).
+	Progress func(sweep.Progress)
 }
 
 // Outcome is the verdicts of every claim under one change ("" for the
@@ -118,7 +122,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		}
 	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
-		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: onProfiles(paths)},
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: onProfiles(paths), Progress: o.Progress},
 		Figures:       o.Figures,
 	})
 	if err != nil {
