@@ -22,15 +22,18 @@ func BenchmarkRunSESQSR16(b *testing.B) { benchRun(b, "SESQ/SR") }
 // the time) and reports data-packets/s, the tuple bytes sent divided by the
 // 4 KiB MTU (the UD messages' payload, headers not counted, so a slight
 // undercount of the messages sent), and packets/s, every packet on the
-// wire (credit writes included).
+// wire (credit writes included), and the events fired and thread
+// hand-offs per data packet (cluster setup included).
 func benchRun(b *testing.B, design string) {
-	var pkts, data int64
+	var pkts, data, events, handoffs int64
 	for i := 0; i < b.N; i++ {
 		cfg := DefaultConfig()
 		cfg.Design, cfg.Nodes, cfg.Profile, cfg.BytesPerNode = design, 16, "edr-cx4", 16<<20
 		var mtu int
 		rec, err := RunSim(cfg, SimOptions{Inspect: func(c *sim.Cluster) {
 			pkts += c.Stats().PacketsSent
+			events += int64(c.Events())
+			handoffs += int64(sim.Handoffs(c))
 			mtu = c.Profile().Link.MTU
 		}})
 		if err != nil {
@@ -43,4 +46,6 @@ func benchRun(b *testing.B, design string) {
 	}
 	b.ReportMetric(float64(pkts)/b.Elapsed().Seconds(), "packets/s")
 	b.ReportMetric(float64(data)/b.Elapsed().Seconds(), "data-packets/s")
+	b.ReportMetric(float64(events)/float64(data), "events/data-packet")
+	b.ReportMetric(float64(handoffs)/float64(data), "handoffs/data-packet")
 }
