@@ -88,14 +88,12 @@ func (p *Partitioner) loadLanes(ng int) bool {
 	if ng == 0 || ng > maxFastGroups || len(p.Out) < ng || !p.distinct(ng) {
 		return false
 	}
-	out := p.Out[:ng]
-	for _, b := range out {
+	l := p.lanes
+	for g, b := range p.Out[:ng] {
 		if b.N < 0 || b.N > len(b.Data) {
+			clear(l.last[:g])
 			return false // let the reference loop report it
 		}
-	}
-	l := p.lanes
-	for g, b := range out {
 		l.off[g] = b.N - (len(b.Data) - TupleBytes)
 		if len(b.Data) >= TupleBytes {
 			l.last[g] = unsafe.Pointer(&b.Data[len(b.Data)-TupleBytes])

@@ -87,9 +87,12 @@ func (p *Partitioner) ScatterRelation(r Relation, from int64, n, i int) (next, f
 	}
 	base := r.Seed ^ uint64(r.Node)<<48
 	dv := newDivider(ng)
-	if p.Checksum {
+	switch {
+	case p.Checksum && dv.pow2:
+		next, full = relationSumMask(p.lanes, base, uint64(from), i, n, dv.mask)
+	case p.Checksum:
 		next, full = relationSum(p.lanes, base, uint64(from), i, n, dv)
-	} else {
+	default:
 		next, full = relationCount(p.lanes, base, uint64(from), i, n, dv)
 	}
 	p.storeLanes(ng)
@@ -103,6 +106,22 @@ func relationSum(l *lanes, base, from uint64, i, n int, dv divider) (int, int) {
 	for ; i < n; i++ {
 		a := mix(base ^ (from + uint64(i)))
 		g := dv.of(uint32(a))
+		if off[g] > 0 {
+			return i, int(g)
+		}
+		off[g] += TupleBytes
+		sum[g] += a
+	}
+	return n, -1
+}
+
+// relationSumMask is relationSum for a power-of-two number of groups,
+// whose group is the key's low bits (mask = groups-1).
+func relationSumMask(l *lanes, base, from uint64, i, n int, mask uint64) (int, int) {
+	off, sum := &l.off, &l.sum
+	for ; i < n; i++ {
+		a := mix(base ^ (from + uint64(i)))
+		g := uint8(a & mask)
 		if off[g] > 0 {
 			return i, int(g)
 		}
