@@ -63,13 +63,24 @@ func Shuffle(th fabric.Thread, ep Endpoint, in ShuffleInput, g Groups, last func
 	if in.Src != nil {
 		src = in.Src
 	}
+	// In size-only mode the synthetic relation's tuples need not exist as
+	// bytes: ScatterRelation computes them as it partitions them (the same
+	// buffers, stops and checksums; the same CPU work is charged).
+	generate := !payload && in.Src == nil
 	for j := in.From; j < in.To; {
 		k := min(int64(vector), in.To-j)
-		src.FillVector(vec[:k*TupleBytes], j)
+		if !generate {
+			src.FillVector(vec[:k*TupleBytes], j)
+		}
 		th.Charge(fabric.WorkHashTuple, int(k))
 		th.Charge(fabric.WorkCopy, int(k)*TupleBytes)
 		for i := 0; ; {
-			next, grp := part.Scatter(vec[:k*TupleBytes], i)
+			var next, grp int
+			if generate {
+				next, grp = part.ScatterRelation(in.Rel, j, int(k), i)
+			} else {
+				next, grp = part.Scatter(vec[:k*TupleBytes], i)
+			}
 			if grp < 0 {
 				break
 			}

@@ -21,6 +21,7 @@ type Partitioner struct {
 	Checksum bool      // keep each buffer's multiset checksum (integrity)
 
 	lanes *lanes // Scatter's scratch, allocated on first use
+	vec   []byte // ScatterRelation's input vector when it needs one
 }
 
 // maxFastGroups is the most groups Scatter's fast path handles: a group
@@ -58,23 +59,10 @@ func (p *Partitioner) Scatter(vec []byte, i int) (next, full int) {
 	if i >= n {
 		return n, -1
 	}
-	if ng == 0 || ng > maxFastGroups || i < 0 || len(p.Out) < ng || !p.distinct(ng) {
+	if i < 0 || !p.loadLanes(ng) {
 		return p.scatterSlow(vec, i)
 	}
-	out := p.Out[:ng]
-	for _, b := range out {
-		if b.N < 0 || b.N > len(b.Data) {
-			return p.scatterSlow(vec, i) // let the reference loop report it
-		}
-	}
 	l := p.lanes
-	for g, b := range out {
-		l.off[g] = b.N - (len(b.Data) - TupleBytes)
-		if len(b.Data) >= TupleBytes {
-			l.last[g] = unsafe.Pointer(&b.Data[len(b.Data)-TupleBytes])
-		}
-		l.sum[g] = b.Sum
-	}
 	src := unsafe.Pointer(unsafe.SliceData(vec))
 	dv := newDivider(ng)
 	switch {
@@ -89,7 +77,36 @@ func (p *Partitioner) Scatter(vec []byte, i int) (next, full int) {
 	default:
 		next, full = scatterCount(l, src, i, n, dv)
 	}
-	for g, b := range out {
+	p.storeLanes(ng)
+	return next, full
+}
+
+// loadLanes readies the fast path's lanes from Out[:ng] and reports
+// whether the fast path applies: 1 to 256 groups, ng distinct buffers,
+// each fill level within its buffer.
+func (p *Partitioner) loadLanes(ng int) bool {
+	if ng == 0 || ng > maxFastGroups || len(p.Out) < ng || !p.distinct(ng) {
+		return false
+	}
+	l := p.lanes
+	for g, b := range p.Out[:ng] {
+		if b.N < 0 || b.N > len(b.Data) {
+			clear(l.last[:g])
+			return false // let the reference loop report it
+		}
+		l.off[g] = b.N - (len(b.Data) - TupleBytes)
+		if len(b.Data) >= TupleBytes {
+			l.last[g] = unsafe.Pointer(&b.Data[len(b.Data)-TupleBytes])
+		}
+		l.sum[g] = b.Sum
+	}
+	return true
+}
+
+// storeLanes writes the lanes' fill levels and sums back to Out[:ng].
+func (p *Partitioner) storeLanes(ng int) {
+	l := p.lanes
+	for g, b := range p.Out[:ng] {
 		nb := l.off[g] + len(b.Data) - TupleBytes
 		b.Tuples += uint64((nb - b.N) / TupleBytes)
 		b.N = nb
@@ -98,7 +115,6 @@ func (p *Partitioner) Scatter(vec []byte, i int) (next, full int) {
 		}
 		l.last[g] = nil
 	}
-	return next, full
 }
 
 // distinct reports whether Out[:ng] holds ng distinct non-nil buffers,

@@ -131,7 +131,7 @@ func (ch *checker) sendPosted(q *qp, e *sqe) {
 
 // sendOverlap reports e, and stops checking its bytes, when its buffer
 // overlaps a posted receive; when says when that was found (at the post
-// if empty).
+// if empty; at a completion poll if whenPolled).
 func (ch *checker) sendOverlap(q *qp, e *sqe, when string) {
 	m := e.ck.mr
 	if len(m.recvs) == 0 || m.dead {
@@ -143,6 +143,9 @@ func (ch *checker) sendOverlap(q *qp, e *sqe, when string) {
 		return
 	}
 	r := m.recvs[ri]
+	if when == whenPolled {
+		when = ch.polled()
+	}
 	if when != "" {
 		when = ", found " + when
 	}
@@ -210,17 +213,27 @@ func (ch *checker) sendReleased(q *qp, e *sqe) {
 		return
 	}
 	if e.ck.on {
-		when := fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur))
 		if e.wr.Op == fabric.OpRead {
 			if ch.changed(&e.ck) >= 0 {
-				ch.readModified(q, e, when)
+				ch.readModified(q, e, ch.polled())
 			}
-		} else if ch.sendOverlap(q, e, when); e.ck.on && ch.changed(&e.ck) >= 0 {
-			ch.sendModified(q, e, when)
+		} else if ch.sendOverlap(q, e, whenPolled); e.ck.on && ch.changed(&e.ck) >= 0 {
+			ch.sendModified(q, e, ch.polled())
 		}
 	}
 	e.ck.mr.busy--
 	e.ck = ckState{}
+}
+
+// whenPolled stands, as sendOverlap's when, for ch.polled(): formatting
+// that at every completion, whether or not anything is found, cost more
+// than the checks.
+const whenPolled = "\x00polled"
+
+// polled says that a check failed at a completion poll by the running
+// thread.
+func (ch *checker) polled() string {
+	return fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur))
 }
 
 // recvPosted runs as PostRecv accepts e.
@@ -277,7 +290,7 @@ func (ch *checker) recvReleased(q *qp, e *rqe) {
 		return
 	}
 	if ch.recvChecked(e) && !ch.intact(&e.ck, 0) {
-		ch.recvModified(q, e, fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur)))
+		ch.recvModified(q, e, ch.polled())
 	}
 	e.ck.mr.busy--
 	e.ck.mr.removeRecv(e.ck.buf)
