@@ -66,7 +66,8 @@ ibverbs-dev:
 
 # Performance benchmarks (see docs/performance.md for what each measures).
 bench:
-	$(GO) test -run '^$$' -bench . ./fabric/sim/ ./algos/
+	$(GO) test -p 1 -run '^$$' -bench . ./fabric/sim/ ./algos/
+	$(GO) test -run '^$$' -bench 'Run(ME|SE)SQSR16' -benchtime 1x ./experiments/
 
 # Every fuzz target for FUZZ_SHORT each (part of make test). Minimizing a
 # new interesting input may take at most FUZZ_MINIMIZE executions (Go's
