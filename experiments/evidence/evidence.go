@@ -42,7 +42,8 @@ type Point struct {
 	Source        string         `yaml:"source"`
 	URL           string         `yaml:"url"`
 	Note          string         `yaml:"note"`
-	File          string         `yaml:"-"` // the file it came from
+	FitFor        string         `yaml:"fit_for"` // the profile fields fitted to this point, if any (docs/model.md)
+	File          string         `yaml:"-"`       // the file it came from
 }
 
 // Load reads every embedded point, in file and then file order, and
@@ -216,35 +217,48 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 
 // Summary counts a set of results: points, points the model ran, within
 // tolerance, distinct sources, and the median absolute error of the ones
-// it ran.
+// it ran, over all of them and over the held-out ones (no fit_for).
 type Summary struct {
 	Points, Modelled, Within, Sources int
 	MedianAbsError                    float64
+	HeldOut                           int     // modelled points not used to fit a parameter
+	MedianAbsErrorHeldOut             float64 // the median over those
 }
 
 // Summarize counts rs.
 func Summarize(rs []Result) Summary {
 	var s Summary
 	src := map[string]bool{}
-	var errs []float64
+	var errs, held []float64
 	for _, r := range rs {
 		s.Points++
 		src[strings.SplitN(r.ID, "-", 2)[0]] = true
 		if r.Modelled {
 			s.Modelled++
 			errs = append(errs, math.Abs(r.Error))
+			if r.FitFor == "" {
+				held = append(held, math.Abs(r.Error))
+			}
 			if r.Within {
 				s.Within++
 			}
 		}
 	}
 	s.Sources = len(src)
-	if len(errs) > 0 {
-		slices.Sort(errs)
-		s.MedianAbsError = errs[len(errs)/2]
-		if len(errs)%2 == 0 {
-			s.MedianAbsError = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
-		}
-	}
+	s.MedianAbsError = median(errs)
+	s.HeldOut, s.MedianAbsErrorHeldOut = len(held), median(held)
 	return s
+}
+
+// median returns the median of xs (sorted in place), 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return m
 }

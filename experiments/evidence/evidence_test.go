@@ -46,8 +46,10 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("%s: model %v, error %v", tc.p.ID, r.Model, r.Error)
 		}
 	}
-	s := Summarize([]Result{{Point: Point{ID: "a-1"}, Modelled: true, Error: 0.1, Within: true}, {Point: Point{ID: "a-2"}, Modelled: true, Error: -0.3}, {Point: Point{ID: "b-1"}}})
-	if s.Points != 3 || s.Modelled != 2 || s.Within != 1 || s.Sources != 2 || s.MedianAbsError < 0.199 || s.MedianAbsError > 0.201 {
+	s := Summarize([]Result{{Point: Point{ID: "a-1"}, Modelled: true, Error: 0.1, Within: true}, {Point: Point{ID: "a-2"}, Modelled: true, Error: -0.3},
+		{Point: Point{ID: "a-3", FitFor: "fdr-cx3: nic.qp_cache_entries"}, Modelled: true, Error: 0.01, Within: true}, {Point: Point{ID: "b-1"}}})
+	if s.Points != 4 || s.Modelled != 3 || s.Within != 2 || s.Sources != 2 || s.MedianAbsError != 0.1 || s.HeldOut != 2 ||
+		s.MedianAbsErrorHeldOut < 0.199 || s.MedianAbsErrorHeldOut > 0.201 {
 		t.Errorf("summary %+v", s)
 	}
 }
