@@ -5,7 +5,7 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // qpCache is the NIC's cache of queue-pair contexts (the QPC part of the
 // NIC's on-chip cache of host-resident state). A context that is not on
 // the NIC must be fetched from host memory over PCIe before the NIC can
-// use the queue pair; see docs/model.md, "Queue-pair context cache".
+// use the queue pair; see docs/model.md §1, "QP-context cache".
 //
 // The cache is set-associative: a queue pair's number picks its set, and a
 // miss in a full set replaces a way chosen at random (from a deterministic

@@ -204,7 +204,7 @@ func (n *network) forward(p *packet, o, b int) {
 	// fetch in the receive buffer (holding its credit) while the pipeline
 	// goes on with later packets: fetches overlap (qpCache), and delivery
 	// stays in order on the port (toPort), so a queue pair's packets are
-	// never reordered. docs/model.md, "Queue-pair context cache".
+	// never reordered. docs/model.md §1, "QP-context cache".
 	nc := c.nodes[o].nic
 	start := max(arrive, nc.rxFree)
 	ready := start
