@@ -113,35 +113,40 @@ func Calibrate(open FabricFactory, base *sim.Profile, name string) (*Calibration
 		cal.Measurements = append(cal.Measurements, Measurement{Name: b.name, Unit: b.unit, Fabric: x, Base: y, Sets: b.sets})
 	}
 	// The queue-pair context cache: the largest QP count at which 32-byte
-	// RDMA Reads spread over the QPs keep 80% of their best rate.
-	knee := func(f FabricFactory) (int, error) {
-		best, last := 0.0, 0
+	// RDMA Reads spread over the QPs keep 80% of their best rate sets the
+	// capacity, and the rate at the largest count (where the cache
+	// thrashes) relative to the best sets how many fetches overlap.
+	knee := func(f FabricFactory) (int, float64, error) {
+		best, last, floor := 0.0, 0, 0.0
 		for q := 16; q <= 4096; q *= 2 {
 			r, err := measure2(measure, f, perftest.Config{Test: "read_bw", Size: 32, Iters: 40, QPs: q, Interleave: true})
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			best = math.Max(best, r.MsgRateMpps)
-			if r.MsgRateMpps < 0.8*best {
-				return last, nil
+			floor = r.MsgRateMpps / best
+			if r.MsgRateMpps >= 0.8*best {
+				last = q
 			}
-			last = q
 		}
-		return last, nil
+		return last, floor, nil
 	}
-	kh, err := knee(open)
+	kh, fh, err := knee(open)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate the QP context cache: %w", err)
 	}
-	kb, err := knee(onSim(base))
+	kb, fb, err := knee(onSim(base))
 	if err != nil {
 		return nil, err
 	}
 	if kh > 0 && kb > 0 {
 		prof.NIC.QPCacheEntries = max(1, prof.NIC.QPCacheEntries*kh/kb)
 	}
+	if fh > 0 && fb > 0 {
+		prof.NIC.QPCacheFetches = max(1, int(math.Round(float64(max(prof.NIC.QPCacheFetches, 1))*fh/fb)))
+	}
 	cal.Measurements = append(cal.Measurements, Measurement{Name: "RDMA Read rate holds up to", Unit: "QPs", Fabric: float64(kh), Base: float64(kb),
-		Sets: "nic.qp_cache_entries, scaled by the ratio of the knees"})
+		Sets: "nic.qp_cache_entries, scaled by the ratio of the knees; nic.qp_cache_fetches, by the ratio of the rates at 4096 QPs"})
 	// The derived profile must load as any profile file does.
 	text, err := yaml.Marshal(&prof)
 	if err != nil {
@@ -160,7 +165,7 @@ func Calibrate(open FabricFactory, base *sim.Profile, name string) (*Calibration
 		}
 		cal.Measurements[i].Calibrated = b.value(r)
 	}
-	kc, err := knee(onSim(p))
+	kc, _, err := knee(onSim(p))
 	if err != nil {
 		return nil, err
 	}

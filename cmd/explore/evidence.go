@@ -53,8 +53,8 @@ exits non-zero when a modelled point falls outside its tolerance.`,
 			}
 			t.Render()
 			s := evidence.Summarize(rs)
-			fmt.Fprintf(w, "%d points from %d sources; the model ran %d, %d within tolerance, median absolute error %.0f%%; %d not modelled yet (see the report)\n",
-				s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, s.Points-s.Modelled)
+			fmt.Fprintf(w, "%d points from %d sources; the model ran %d, %d within tolerance, median absolute error %.0f%% (%.0f%% over %d held out); %d not modelled yet (see the report)\n",
+				s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, 100*s.MedianAbsErrorHeldOut, s.HeldOut, s.Points-s.Modelled)
 			if updateDocs {
 				out = filepath.Join("docs", "evidence.md")
 			}
@@ -93,21 +93,29 @@ func writeEvidence(w io.Writer, rs []evidence.Result, s evidence.Summary) {
 Written by `+"`explore evidence --update-docs`"+`; the measurements, their sources and their
 tolerances are in experiments/evidence/ (README.md). Each modelled point runs a
 perftest-style benchmark between two simulated nodes of the point's profile, size-only, 1000
-iterations; the error is (model - measured) / measured.
+iterations, or, for the rc-swarm sweeps (many machines, threads and operations in flight), a
+two-node swarm in which both nodes issue and serve with the source's threads and window on
+random queue pairs; the error is (model - measured) / measured. Points marked "fit" were used
+to fit the profile fields named in experiments/evidence (`+"`fit_for`"+`; docs/model.md); every
+other point is held out.
 
 **%d points from %d sources; the model ran %d of them, %d within tolerance; median absolute
-error %.0f%%.** A point outside its tolerance is a finding about the model (its reason, where
+error %.0f%% (%.0f%% over the %d held-out points).** A point outside its tolerance is a finding about the model (its reason, where
 known, is in docs/model.md), never a reason to tune a profile toward it.
 
 ## Modelled points
 
-| point | profile | what ran | measured | model | error | tolerance | |
-|---|---|---|---|---|---|---|---|
-`, s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError)
+| point | profile | what ran | measured | model | error | tolerance | | used |
+|---|---|---|---|---|---|---|---|---|
+`, s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, 100*s.MedianAbsErrorHeldOut, s.HeldOut)
 	for _, r := range rs {
 		if r.Modelled {
-			fmt.Fprintf(w, "| `%s` | %s | `%s` | %.4g %s | %.4g | %+.0f%% | %.0f%% | %s |\n",
-				r.ID, r.Profile, strings.TrimSuffix(r.How, " on "+r.Profile), r.Y, r.Unit, r.Model, 100*r.Error, 100*r.Tolerance, verdictOf(r))
+			used := "held out"
+			if r.FitFor != "" {
+				used = "fit"
+			}
+			fmt.Fprintf(w, "| `%s` | %s | `%s` | %.4g %s | %.4g | %+.0f%% | %.0f%% | %s | %s |\n",
+				r.ID, r.Profile, strings.TrimSuffix(r.How, " on "+r.Profile), r.Y, r.Unit, r.Model, 100*r.Error, 100*r.Tolerance, verdictOf(r), used)
 		}
 	}
 	fmt.Fprintf(w, "\n## Not modelled yet\n\n| point | measured | why not |\n|---|---|---|\n")

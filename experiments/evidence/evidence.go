@@ -42,7 +42,8 @@ type Point struct {
 	Source        string         `yaml:"source"`
 	URL           string         `yaml:"url"`
 	Note          string         `yaml:"note"`
-	File          string         `yaml:"-"` // the file it came from
+	FitFor        string         `yaml:"fit_for"` // the profile fields fitted to this point, if any (docs/model.md)
+	File          string         `yaml:"-"`       // the file it came from
 }
 
 // Load reads every embedded point, in file and then file order, and
@@ -100,7 +101,7 @@ type Result struct {
 // reported with the reason.
 func Evaluate(p Point) Result {
 	r := Result{Point: p}
-	cfg, how, why := benchmarkOf(p)
+	run, how, why := benchmarkOf(p)
 	if why != "" {
 		r.How = why
 		return r
@@ -116,21 +117,9 @@ func Evaluate(p Point) Result {
 		return r
 	}
 	defer c.Close()
-	res, err := perftest.Run(c, cfg)
+	v, err := run(c)
 	if err != nil {
 		r.How = how + ": " + err.Error()
-		return r
-	}
-	var v float64
-	switch p.Unit {
-	case "Mops/s":
-		v = res.MsgRateMpps
-	case "MB/s":
-		v = res.BWAvgGbps * 1e9 / 8 / 1e6
-	case "GB/s":
-		v = res.BWAvgGbps / 8
-	default:
-		r.How = fmt.Sprintf("unit %q is not one the benchmarks report", p.Unit)
 		return r
 	}
 	r.Modelled, r.Model, r.How = true, v, how
@@ -139,23 +128,30 @@ func Evaluate(p Point) Result {
 	return r
 }
 
+// runner runs a point's benchmark on a two-node cluster and returns the
+// value in the point's unit.
+type runner func(c *sim.Cluster) (float64, error)
+
 // benchmarkOf maps p to a benchmark, with a line saying what it runs, or
-// says why p has none.
-func benchmarkOf(p Point) (perftest.Config, string, string) {
-	var none perftest.Config
+// says why p has none: perftest for two-node points, the two-node swarm
+// (swarm.go) for rc-swarm points (x.threads and x.window).
+func benchmarkOf(p Point) (runner, string, string) {
 	if p.Profile == "" {
-		return none, "", "no built-in profile of this NIC"
+		return nil, "", "no built-in profile of this NIC"
 	}
 	bytes, ok := p.X["bytes"].(int)
 	if !ok {
-		return none, "", "the message size is not stated as a number"
+		return nil, "", "the message size is not stated as a number"
 	}
 	qps := 1
 	if q, ok := p.X["qps"].(int); ok {
 		qps = q
 	}
+	if !slices.Contains([]string{"Mops/s", "MB/s", "GB/s"}, p.Unit) {
+		return nil, "", fmt.Sprintf("unit %q: only rates and bandwidths are modelled yet", p.Unit)
+	}
 	if t, ok := p.X["threads"].(int); ok && t > 1 {
-		return none, "", fmt.Sprintf("a sweep over many machines with %d threads each (rc-swarm): not reproduced by a two-node benchmark yet", t)
+		return swarmOf(p, qps, bytes, t)
 	}
 	cfg := perftest.Config{Size: bytes, QPs: qps, Iters: 1000}
 	switch p.Verb {
@@ -169,49 +165,100 @@ func benchmarkOf(p Point) (perftest.Config, string, string) {
 	case "read":
 		cfg.Test = "read_bw"
 	default:
-		return none, "", fmt.Sprintf("no model of %s measurements yet", p.Verb)
-	}
-	if !slices.Contains([]string{"Mops/s", "MB/s", "GB/s"}, p.Unit) {
-		return none, "", fmt.Sprintf("unit %q: only rates and bandwidths are modelled yet", p.Unit)
+		return nil, "", fmt.Sprintf("no model of %s measurements yet", p.Verb)
 	}
 	how := fmt.Sprintf("%s -s %d -q %d -n %d", cfg.Test, cfg.Size, cfg.QPs, cfg.Iters)
 	if cfg.Conn == fabric.UD {
 		how += " -c UD"
 	}
-	return cfg, how + " on " + p.Profile, ""
+	run := func(c *sim.Cluster) (float64, error) {
+		res, err := perftest.Run(c, cfg)
+		if err != nil {
+			return 0, err
+		}
+		switch p.Unit {
+		case "Mops/s":
+			return res.MsgRateMpps, nil
+		case "MB/s":
+			return res.BWAvgGbps * 1e9 / 8 / 1e6, nil
+		default: // GB/s
+			return res.BWAvgGbps / 8, nil
+		}
+	}
+	return run, how + " on " + p.Profile, ""
+}
+
+// swarmOps is how many operations each swarm worker completes: enough for
+// every queue pair to be used many times over.
+func swarmOps(qps, threads int) int { return max(2000, 16*qps/threads) }
+
+// swarmOf maps an rc-swarm point to the two-node swarm.
+func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
+	window, ok := p.X["window"].(int)
+	if !ok {
+		return nil, "", "an rc-swarm point without x.window (operations in flight per thread)"
+	}
+	if p.Unit != "Mops/s" {
+		return nil, "", fmt.Sprintf("unit %q: the swarm reports operation rates", p.Unit)
+	}
+	cfg := swarmConfig{QPs: qps, Threads: threads, Window: window, Bytes: bytes, OpsPerThread: swarmOps(qps, threads)}
+	switch p.Verb {
+	case "read":
+		cfg.Op = fabric.OpRead
+	case "write":
+		cfg.Op = fabric.OpWrite
+	default:
+		return nil, "", fmt.Sprintf("no swarm model of %s measurements", p.Verb)
+	}
+	how := fmt.Sprintf("two-node swarm: %s of %d bytes, %d QPs per NIC, %d threads x %d in flight, both nodes issue and serve, on %s",
+		p.Verb, bytes, qps, threads, window, p.Profile)
+	return func(c *sim.Cluster) (float64, error) { return runSwarm(c, cfg) }, how, ""
 }
 
 // Summary counts a set of results: points, points the model ran, within
 // tolerance, distinct sources, and the median absolute error of the ones
-// it ran.
+// it ran, over all of them and over the held-out ones (no fit_for).
 type Summary struct {
 	Points, Modelled, Within, Sources int
 	MedianAbsError                    float64
+	HeldOut                           int     // modelled points not used to fit a parameter
+	MedianAbsErrorHeldOut             float64 // the median over those
 }
 
 // Summarize counts rs.
 func Summarize(rs []Result) Summary {
 	var s Summary
 	src := map[string]bool{}
-	var errs []float64
+	var errs, held []float64
 	for _, r := range rs {
 		s.Points++
 		src[strings.SplitN(r.ID, "-", 2)[0]] = true
 		if r.Modelled {
 			s.Modelled++
 			errs = append(errs, math.Abs(r.Error))
+			if r.FitFor == "" {
+				held = append(held, math.Abs(r.Error))
+			}
 			if r.Within {
 				s.Within++
 			}
 		}
 	}
 	s.Sources = len(src)
-	if len(errs) > 0 {
-		slices.Sort(errs)
-		s.MedianAbsError = errs[len(errs)/2]
-		if len(errs)%2 == 0 {
-			s.MedianAbsError = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
-		}
-	}
+	s.MedianAbsError = median(errs)
+	s.HeldOut, s.MedianAbsErrorHeldOut = len(held), median(held)
 	return s
+}
+
+// median returns the median of xs (sorted in place), 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return m
 }

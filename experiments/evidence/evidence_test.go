@@ -3,6 +3,9 @@ package evidence
 import (
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
 func TestLoad(t *testing.T) {
@@ -30,6 +33,8 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-rate", Metric: "message_rate_mops", Verb: "read", Profile: "hdr-cx6", X: map[string]any{"bytes": 32, "qps": 1}, Y: 2.5, Unit: "Mops/s", Tolerance: 0.2}, true, "read_bw -s 32"},
 		{Point{ID: "t-noprof", Verb: "read", X: map[string]any{"bytes": 32}, Y: 1, Unit: "Mops/s", Tolerance: 0.2}, false, "no built-in profile"},
 		{Point{ID: "t-swarm", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 88, "threads": 8}, Y: 6.7, Unit: "Mops/s", Tolerance: 0.2}, false, "rc-swarm"},
+		{Point{ID: "t-swarm-w", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 16, "threads": 2, "window": 4}, Y: 6.7, Unit: "Mops/s", Tolerance: 0.2}, true, "two-node swarm: read of 32 bytes, 16 QPs"},
+		{Point{ID: "t-swarm-bw", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 16, "threads": 2, "window": 4}, Y: 6.7, Unit: "MB/s", Tolerance: 0.2}, false, "operation rates"},
 		{Point{ID: "t-large", Verb: "read", Profile: "hdr-cx6", X: map[string]any{"bytes": "large"}, Y: 23, Unit: "GB/s", Tolerance: 0.2}, false, "not stated as a number"},
 		{Point{ID: "t-mpi", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "no model of mpi_bw"},
 	} {
@@ -41,8 +46,47 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("%s: model %v, error %v", tc.p.ID, r.Model, r.Error)
 		}
 	}
-	s := Summarize([]Result{{Point: Point{ID: "a-1"}, Modelled: true, Error: 0.1, Within: true}, {Point: Point{ID: "a-2"}, Modelled: true, Error: -0.3}, {Point: Point{ID: "b-1"}}})
-	if s.Points != 3 || s.Modelled != 2 || s.Within != 1 || s.Sources != 2 || s.MedianAbsError < 0.199 || s.MedianAbsError > 0.201 {
+	s := Summarize([]Result{{Point: Point{ID: "a-1"}, Modelled: true, Error: 0.1, Within: true}, {Point: Point{ID: "a-2"}, Modelled: true, Error: -0.3},
+		{Point: Point{ID: "a-3", FitFor: "fdr-cx3: nic.qp_cache_entries"}, Modelled: true, Error: 0.01, Within: true}, {Point: Point{ID: "b-1"}}})
+	if s.Points != 4 || s.Modelled != 3 || s.Within != 2 || s.Sources != 2 || s.MedianAbsError != 0.1 || s.HeldOut != 2 ||
+		s.MedianAbsErrorHeldOut < 0.199 || s.MedianAbsErrorHeldOut > 0.201 {
 		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestSwarm: the two-node swarm completes every operation on both nodes,
+// and its rate falls once the queue pairs outnumber the NIC's context
+// cache (here 16 contexts), gradually rather than at once; a bad
+// configuration is an error, not a hang.
+func TestSwarm(t *testing.T) {
+	rate := func(qps int) float64 {
+		prof, err := sim.LoadProfile("fdr-cx3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		prof.NIC.QPCacheEntries = 16
+		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, err := runSwarm(c, swarmConfig{Op: fabric.OpRead, QPs: qps, Threads: 2, Window: 8, Bytes: 32, OpsPerThread: 400})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r8, r64, r512 := rate(8), rate(64), rate(512)
+	t.Logf("8 QPs %.2f, 64 QPs %.2f, 512 QPs %.2f M reads/s per node", r8, r64, r512)
+	if !(r64 < 0.8*r8) || !(r512 < r64) || r512 < r8/20 {
+		t.Errorf("8, 64, 512 QPs over 16 contexts: %.2f, %.2f, %.2f M reads/s; want a gradual fall", r8, r64, r512)
+	}
+	c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, SizeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := runSwarm(c, swarmConfig{Op: fabric.OpRead, QPs: 1, Threads: 2, Window: 1, Bytes: 32, OpsPerThread: 1}); err == nil {
+		t.Error("fewer queue pairs than threads: no error")
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -523,281 +522,7 @@ func TestModelCreditReturnsOutOfOrder(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 2. The queue-pair context cache.
-
-// lruRef is a reference LRU: most recently used first.
-type lruRef struct {
-	cap   int
-	order []*qp
-}
-
-func (r *lruRef) touch(q *qp) bool {
-	if i := slices.Index(r.order, q); i >= 0 {
-		r.order = slices.Insert(slices.Delete(r.order, i, i+1), 0, q)
-		return false
-	}
-	if len(r.order) == r.cap {
-		r.order = r.order[:r.cap-1]
-	}
-	r.order = slices.Insert(r.order, 0, q)
-	return true
-}
-
-func (r *lruRef) evict(q *qp) {
-	if i := slices.Index(r.order, q); i >= 0 {
-		r.order = slices.Delete(r.order, i, i+1)
-	}
-}
-
-// cacheOrder walks the cache from most to least recently used and checks
-// the list's links, its count and every entry's cached flag.
-func cacheOrder(c *qpCache) ([]*qp, error) {
-	var out []*qp
-	var prev *qp
-	for q := c.head; q != nil; q = q.cache.next {
-		if q.cache.prev != prev {
-			return nil, fmt.Errorf("broken back link at entry %d", len(out))
-		}
-		if !q.cache.cached {
-			return nil, fmt.Errorf("entry %d in the list is not marked cached", len(out))
-		}
-		out = append(out, q)
-		prev = q
-		if len(out) > c.cap+1 {
-			return nil, fmt.Errorf("list longer than the capacity %d (a cycle?)", c.cap)
-		}
-	}
-	if c.tail != prev {
-		return nil, errors.New("tail is not the last entry")
-	}
-	if len(out) != c.n {
-		return nil, fmt.Errorf("list holds %d entries, count says %d", len(out), c.n)
-	}
-	if c.n > c.cap {
-		return nil, fmt.Errorf("%d entries above the capacity %d", c.n, c.cap)
-	}
-	return out, nil
-}
-
-func qpNames(qs []*qp, names map[*qp]string) string {
-	var s []string
-	for _, q := range qs {
-		s = append(s, names[q])
-	}
-	return strings.Join(s, "")
-}
-
-// TestModelQPCacheLRU: scripted sequences of touches and evictions on a
-// cache of 3, with the expected misses and the order (most recent first).
-func TestModelQPCacheLRU(t *testing.T) {
-	cases := []struct {
-		name  string
-		ops   string // lower case: touch; upper case: evict (destroy)
-		miss  string // per touch: m (miss) or h (hit)
-		order string // after all ops, most recent first
-	}{
-		{"cold", "abc", "mmm", "cba"},
-		{"hit-moves-to-front", "abca", "mmmh", "acb"},
-		{"evicts-least-recent", "abcd", "mmmm", "dcb"},
-		{"touch-protects", "abcad", "mmmhm", "dac"},
-		{"cyclic-over-capacity-always-misses", "abcdabcd", "mmmmmmmm", "dcb"},
-		{"cyclic-within-capacity-always-hits", "abcabcabc", "mmmhhhhhh", "cba"},
-		{"tail-touched", "abcab", "mmmhh", "bac"},
-		{"evict-middle", "abcB", "mmm", "ca"},
-		{"evict-head-and-tail", "abcCA", "mmm", "b"},
-		{"evict-not-cached", "abcdA", "mmmm", "dcb"},
-		{"evict-frees-a-slot", "abcBd", "mmmm", "dca"},
-		{"evict-then-touch-misses", "abAa", "mmm", "ab"},
-		{"evict-all", "abcABC", "mmm", ""},
-		{"evict-all-then-refill", "abcCBAcba", "mmmmmm", "abc"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &qpCache{cap: 3}
-			qs := map[rune]*qp{}
-			names := map[*qp]string{}
-			for _, r := range "abcd" {
-				q := &qp{}
-				qs[r], names[q] = q, string(r)
-			}
-			var miss []byte
-			touches := 0
-			for _, op := range tc.ops {
-				if op >= 'a' {
-					touches++
-					if c.touch(qs[op]) {
-						miss = append(miss, 'm')
-					} else {
-						miss = append(miss, 'h')
-					}
-				} else {
-					c.evict(qs[op-'A'+'a'])
-				}
-				if _, err := cacheOrder(c); err != nil {
-					t.Fatalf("after %q: %v", op, err)
-				}
-			}
-			order, _ := cacheOrder(c)
-			if string(miss) != tc.miss || qpNames(order, names) != tc.order {
-				t.Errorf("ops %q: misses %q, order %q; want %q, %q", tc.ops, miss, qpNames(order, names), tc.miss, tc.order)
-			}
-			if c.hits+c.misses != int64(touches) || c.misses != int64(strings.Count(tc.miss, "m")) {
-				t.Errorf("hits %d + misses %d, want %d touches with %d misses", c.hits, c.misses, touches, strings.Count(tc.miss, "m"))
-			}
-		})
-	}
-}
-
-// TestModelQPCacheMatchesReference compares the cache with a reference LRU
-// over long random sequences of touches and evictions.
-func TestModelQPCacheMatchesReference(t *testing.T) {
-	for _, capacity := range []int{1, 2, 5, 16} {
-		t.Run(fmt.Sprint("cap=", capacity), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(capacity), 99))
-			c := &qpCache{cap: capacity}
-			ref := &lruRef{cap: capacity}
-			qs := make([]*qp, 3*capacity+1)
-			for i := range qs {
-				qs[i] = &qp{qpn: uint32(i)}
-			}
-			touches, misses := 0, 0
-			for step := 0; step < 5000; step++ {
-				q := qs[rng.IntN(len(qs))]
-				if rng.IntN(8) == 0 {
-					c.evict(q)
-					ref.evict(q)
-				} else {
-					touches++
-					got, want := c.touch(q), ref.touch(q)
-					if want {
-						misses++
-					}
-					if got != want {
-						t.Fatalf("step %d: touch of qp %d: miss %v, reference says %v", step, q.qpn, got, want)
-					}
-				}
-				order, err := cacheOrder(c)
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-				if !slices.Equal(order, ref.order) {
-					t.Fatalf("step %d: order differs from the reference LRU", step)
-				}
-				for _, q := range qs {
-					if q.cache.cached != slices.Contains(ref.order, q) {
-						t.Fatalf("step %d: qp %d cached flag %v", step, q.qpn, q.cache.cached)
-					}
-				}
-			}
-			if c.hits+c.misses != int64(touches) || c.misses != int64(misses) {
-				t.Errorf("hits %d + misses %d; want %d lookups, %d misses", c.hits, c.misses, touches, misses)
-			}
-		})
-	}
-}
-
-// TestModelQPCacheDestroyEvicts: destroying a queue pair drops its context
-// from its NIC's cache, and the freed entry is used again.
-func TestModelQPCacheDestroyEvicts(t *testing.T) {
-	p := mtProfile(t, "fdr-cx3", func(p *Profile) { p.NIC.QPCacheEntries = 4 })
-	c := mtCluster(t, Config{Nodes: 2, Seed: 1, Profile: p})
-	h := newHarness(t, c, 4096)
-	h.connect(0, 1)
-	nic := c.nodes[0].nic
-	q := h.nodes[0].qps[1].(*qp)
-	h.write(0, 1, 64, 1)
-	for {
-		more, err := h.step()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !more {
-			break
-		}
-	}
-	if !q.cache.cached || nic.cache.n != 1 {
-		t.Fatalf("after a write, the requester's context is not cached (cached %v, %d entries)", q.cache.cached, nic.cache.n)
-	}
-	if err := q.Destroy(); err != nil {
-		t.Fatal(err)
-	}
-	order, err := cacheOrder(&nic.cache)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.cache.cached || len(order) != 0 {
-		t.Fatalf("after Destroy: cached %v, %d entries left", q.cache.cached, len(order))
-	}
-	// So does a reset (qpCache.evict: "destroyed or reset"); the responder
-	// on node 1 was cached when the write arrived.
-	r := h.nodes[1].qps[0].(*qp)
-	if !r.cache.cached {
-		t.Fatal("the responder's context is not cached after a write arrived")
-	}
-	if err := r.Modify(fabric.StateReset, fabric.QPAttr{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cacheOrder(&c.nodes[1].nic.cache); err != nil || r.cache.cached {
-		t.Fatalf("after a reset: cached %v (%v)", r.cache.cached, err)
-	}
-	// Four new queue pairs fill the cache without evicting anything.
-	before := nic.cache.misses
-	for i := 0; i < 4; i++ {
-		h.connect(0, 1)
-		h.write(0, 1, 64, 2)
-		for {
-			more, err := h.step()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !more {
-				break
-			}
-		}
-	}
-	if order, err := cacheOrder(&nic.cache); err != nil || len(order) != 4 || nic.cache.misses-before != 4 {
-		t.Fatalf("after four new queue pairs: %d entries (%v), %d misses; want 4 and 4", len(order), err, nic.cache.misses-before)
-	}
-}
-
-// TestModelQPCacheCapacityKnee: with a cache of 16 contexts, RDMA Reads
-// spread over 16 queue pairs in turn miss only on first use, and over 17
-// they thrash (a cyclic access pattern one larger than an LRU misses on
-// nearly every lookup), and the rate collapses to about one read per
-// context fetch. Every lookup is counted once as a hit or a miss: one when
-// the NIC processes a work request and one per arriving packet.
-func TestModelQPCacheCapacityKnee(t *testing.T) {
-	const iters = 20
-	rate := map[int]float64{}
-	for _, q := range []int{8, 16, 17, 32} {
-		p := mtProfile(t, "fdr-cx3", func(p *Profile) { p.NIC.QPCacheEntries = 16 })
-		c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
-		r, err := perftest.Run(c, perftest.Config{Test: "read_bw", Size: 32, Iters: iters, QPs: q, Interleave: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := c.Stats()
-		rate[q] = r.MsgRateMpps
-		t.Logf("%d QPs: %.2f M reads/s, %d hits, %d misses", q, r.MsgRateMpps, st.QPCacheHits, st.QPCacheMisses)
-		if got, want := st.QPCacheHits+st.QPCacheMisses, st.PacketsSent+int64(iters*q); got != want {
-			t.Errorf("%d QPs: %d lookups counted, want %d packets + %d work requests", q, got, st.PacketsSent, iters*q)
-		}
-		for i, n := range c.nodes {
-			if _, err := cacheOrder(&n.nic.cache); err != nil {
-				t.Errorf("%d QPs: node %d: %v", q, i, err)
-			}
-		}
-		switch {
-		case q <= 16 && st.QPCacheMisses != int64(2*q):
-			t.Errorf("%d QPs fit a cache of 16: %d misses, want only the %d first uses", q, st.QPCacheMisses, 2*q)
-		case q > 16 && st.QPCacheMissRate() < 0.6:
-			t.Errorf("%d QPs exceed a cache of 16: miss rate %.2f, want thrashing", q, st.QPCacheMissRate())
-		}
-	}
-	if rate[17] > rate[16]/5 {
-		t.Errorf("one queue pair beyond the cache: %.2f M reads/s against %.2f within it; want a collapse", rate[17], rate[16])
-	}
-}
+// 2. The queue-pair context cache: qpcache_test.go.
 
 // ---------------------------------------------------------------------------
 // 3. Throughput limits emerge from the mechanisms (docs/model.md §3).
@@ -859,9 +584,13 @@ func TestModelWriteBandwidthLimits(t *testing.T) {
 	}
 }
 
-// TestModelMessageRateVersusQPs: on fdr-cx3 (128 contexts), 32-byte RDMA
-// Reads spread one per queue pair in turn (--interleave) run at the
-// posting rate with 64 queue pairs and collapse with 512; perftest's own
+// TestModelMessageRateVersusQPs: on fdr-cx3 (96 contexts in sets of 2,
+// three fetches in flight), 32-byte RDMA Reads spread one per queue pair
+// in turn (--interleave) run at the posting rate with 64 queue pairs; with
+// 512 nearly every lookup misses, and each NIC fetches about two contexts
+// per read (the client's when it posts and when the response arrives, the
+// server's when the request arrives and when it answers), three at a time
+// in 550 ns: about 2.7 M reads/s; perftest's own
 // order (fill one queue pair's window, then the next) keeps few queue
 // pairs active and does not collapse.
 func TestModelMessageRateVersusQPs(t *testing.T) {
@@ -871,7 +600,7 @@ func TestModelMessageRateVersusQPs(t *testing.T) {
 		lo, hi     float64 // M reads/s
 	}{
 		{64, true, 11, 14},
-		{512, true, 0.5, 1.5},
+		{512, true, 2, 4},
 		{64, false, 11, 14},
 		{512, false, 11, 14},
 	}

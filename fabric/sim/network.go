@@ -80,7 +80,6 @@ type network struct {
 	sw       swtch
 	pcieNS   float64 // ns per byte of DMA
 	rxPkt    fabric.Duration
-	missCost fabric.Duration
 }
 
 const (
@@ -104,7 +103,6 @@ func newNetwork(c *Cluster) *network {
 	n.sw = newSwitch(c.cfg.Nodes, p)
 	n.pcieNS = 1 / p.PCIe.GBps
 	n.rxPkt = ns(p.NIC.RxPacketNS)
-	n.missCost = ns(p.NIC.QPCacheMissNS)
 	return n
 }
 

@@ -30,7 +30,6 @@ type nic struct {
 	wqeCost       fabric.Duration // processing one work request
 	pcieRFree     fabric.Time     // DMA reads (payload fetch) are busy until
 	rxFree        fabric.Time     // the receive pipeline is busy until
-	fetchFree     fabric.Time     // the context-fetch engine is busy until
 	creditBlocked bool            // the uplink has no credit; the switch wakes us
 	maxBlocks     int             // credit needed before sending any packet
 }
@@ -46,7 +45,8 @@ const evStep uint64 = 1
 func newNIC(c *Cluster, n *node) *nic {
 	p := c.prof
 	return &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(p.NIC.TxLatencyNS),
-		cache: qpCache{cap: p.NIC.QPCacheEntries}, puFree: make([]fabric.Time, p.NIC.ProcessingUnits),
+		cache:   newQPCache(p.NIC.QPCacheEntries, p.NIC.QPCacheWays, p.NIC.QPCacheFetches, ns(p.NIC.QPCacheMissNS), uint64(n.id)+1),
+		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p)}
 }
 
@@ -61,16 +61,24 @@ func (n *nic) creditReturned(at fabric.Time) {
 }
 
 // contextAt returns when q's context is on the NIC for a use at time at:
-// at once on a cache hit; on a miss, after a fetch over PCIe. Fetches are
-// served one at a time by the NIC's context-fetch engine, shared by the
-// send and receive sides, so a NIC that thrashes its cache is limited to
-// about one operation per fetch, whatever its processing units could do.
+// at once on a hit, later on a miss or while the context's fetch is under
+// way (qpCache). Fetches overlap up to the profile's qp_cache_fetches, so
+// a NIC that thrashes its cache is limited to about that many operations
+// per fetch time, shared by the send and receive sides.
 func (n *nic) contextAt(q *qp, at fabric.Time) fabric.Time {
-	if !n.cache.touch(q) {
-		return at
-	}
-	n.fetchFree = max(n.fetchFree, at).Add(n.c.net.missCost)
-	return n.fetchFree
+	t, _ := n.cache.touch(q, at)
+	return t
+}
+
+// respondAt returns when the transmit side can start answering an RDMA
+// Read on q that arrived now: it looks q's context up again (contextAt)
+// and, like a work request, takes q's processing unit for the profile's
+// per-request time, since building the responses is the work of a send.
+func (n *nic) respondAt(q *qp) fabric.Time {
+	pu := &n.puFree[int(q.qpn)%len(n.puFree)]
+	at := n.contextAt(q, max(*pu, n.c.now))
+	*pu = at.Add(n.wqeCost)
+	return *pu
 }
 
 // dmaRead fetches bytes of payload over PCIe, starting no earlier than
@@ -207,6 +215,12 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		q.inReady = false
 		if at := q.gate(now); at > now {
 			q.readyAt(at) // its work request is still being processed
+			continue
+		}
+		if q.readHead < len(q.reads) && q.reads[q.readHead].at > now {
+			// A read response waits for its context and translations
+			// without holding the link for the others.
+			q.readyAt(q.reads[q.readHead].at)
 			continue
 		}
 		p := q.nextPacket()

@@ -69,8 +69,15 @@ type NICProfile struct {
 	WQENS           float64 `yaml:"wqe_ns"`           // time a processing unit spends on one work request, ns
 	RxPacketNS      float64 `yaml:"rx_packet_ns"`     // receive pipeline time per packet, ns
 	RxBufferBytes   int     `yaml:"rx_buffer_bytes"`  // port buffer for arriving packets (credits to the switch), bytes
-	QPCacheEntries  int     `yaml:"qp_cache_entries"` // queue-pair contexts held on the NIC (LRU)
+	QPCacheEntries  int     `yaml:"qp_cache_entries"` // queue-pair contexts held on the NIC
 	QPCacheMissNS   float64 `yaml:"qp_cache_miss_ns"` // fetching a context from host memory, ns
+	// The context cache's organisation (qpcache.go): contexts per set
+	// (0: one fully associative set; the capacity is rounded down to a
+	// multiple of it),
+	// replaced at random, and how many context fetches may be in flight
+	// at once (0 counts as 1).
+	QPCacheWays    int `yaml:"qp_cache_ways"`
+	QPCacheFetches int `yaml:"qp_cache_fetches"`
 	// Address translation (tpt.go): memory-region protection entries and
 	// 4 KiB page translations held on the NIC (LRU); a miss costs a PCIe
 	// round trip (pcie.rtt_ns). Both 0: translation is not modelled.
@@ -324,6 +331,8 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.rx_buffer_bytes", "bytes", float64(nic.RxBufferBytes), maxBytes, true),
 		n("nic.qp_cache_entries", "entries", float64(nic.QPCacheEntries), maxCount, true),
 		n("nic.qp_cache_miss_ns", "ns", nic.QPCacheMissNS, maxLatencyNS, false),
+		n("nic.qp_cache_ways", "entries", float64(nic.QPCacheWays), maxCount, false),
+		n("nic.qp_cache_fetches", "fetches", float64(nic.QPCacheFetches), 1<<12, false),
 		n("nic.mpt_cache_entries", "entries", float64(nic.MPTCacheEntries), maxCount, false),
 		n("nic.mtt_cache_entries", "entries", float64(nic.MTTCacheEntries), maxCount, false),
 		n("host.cores", "cores", float64(h.Cores), 1<<12, true),

@@ -1,77 +1,138 @@
 package sim
 
-// qpCache is the NIC's cache of queue-pair contexts: an LRU of fixed
-// capacity kept as an intrusive doubly linked list through the queue pairs
-// themselves, so a lookup allocates nothing. A miss means the NIC must
-// fetch the context from host memory over PCIe before it can go on.
+import "github.com/rdmashuffle/rdmashuffle/fabric"
+
+// qpCache is the NIC's cache of queue-pair contexts (the QPC part of the
+// NIC's on-chip cache of host-resident state). A context that is not on
+// the NIC must be fetched from host memory over PCIe before the NIC can
+// use the queue pair; see docs/model.md §1, "QP-context cache".
+//
+// The cache is set-associative: a queue pair's number picks its set, and a
+// miss in a full set replaces a way chosen at random (from a deterministic
+// per-NIC generator), preferring one whose own fetch has completed. Random
+// replacement, unlike a strict LRU, keeps part of a cyclic working set
+// larger than the cache, so the rate declines gradually past the capacity
+// instead of every access missing.
+//
+// Fetches are DMA reads: up to len(fetch) of them are in flight at once,
+// each taking the miss cost. A queue pair whose fetch is under way is
+// cached already; a second use waits for the same fetch (readyAt) rather
+// than starting another.
+//
+// A qpCache belongs to one NIC and, like the rest of the simulator, runs on
+// the engine's goroutine only.
 type qpCache struct {
-	cap    int
-	n      int
-	head   *qp // most recently used
-	tail   *qp // least recently used
-	hits   int64
-	misses int64
+	ways         int
+	sets         [][]*qp       // each holds up to ways contexts
+	n            int           // contexts cached
+	fetch        []fabric.Time // when each concurrent fetch slot is free
+	miss         fabric.Duration
+	rng          uint64 // xorshift64 state for victim choice
+	hits, misses int64
 }
 
 // cacheLink is the part of a qp that belongs to its NIC's qpCache.
 type cacheLink struct {
-	prev, next *qp
-	cached     bool
+	cached  bool
+	readyAt fabric.Time // when the context is on the NIC (its fetch may be under way)
 }
 
-// touch records a use of q's context and reports whether it missed.
-func (c *qpCache) touch(q *qp) (miss bool) {
+// newQPCache makes a cache of entries contexts in sets of ways (0, or more
+// than entries: one fully associative set), with fetches concurrent
+// context fetches (at least one) of miss each; seed varies the victims.
+func newQPCache(entries, ways, fetches int, miss fabric.Duration, seed uint64) qpCache {
+	entries = max(entries, 1)
+	if ways <= 0 || ways > entries {
+		ways = entries
+	}
+	nsets := max(entries/ways, 1)
+	return qpCache{ways: ways, sets: make([][]*qp, nsets), fetch: make([]fabric.Time, max(fetches, 1)),
+		miss: miss, rng: seed*0x9e3779b97f4a7c15 | 1}
+}
+
+// capacity is the number of contexts the cache can hold.
+func (c *qpCache) capacity() int { return c.ways * len(c.sets) }
+
+// setOf hashes q's number to its set. The hash mixes all the number's
+// bits, so queue pairs with consecutive numbers land in sets as if at
+// random: some sets conflict before the cache is full, and the rate
+// declines from below the capacity rather than at one point.
+func (c *qpCache) setOf(q *qp) int {
+	x := q.qpn
+	x ^= x >> 16
+	x *= 0x7feb352d
+	x ^= x >> 15
+	x *= 0x846ca68b
+	x ^= x >> 16
+	return int(x % uint32(len(c.sets)))
+}
+
+// touch records a use of q's context at time at. It returns when the
+// context is on the NIC (at, on a hit whose fetch is done) and whether the
+// use missed and started a fetch.
+func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
 	if q.cache.cached {
 		c.hits++
-		if c.head != q {
-			c.unlink(q)
-			c.pushFront(q)
-		}
-		return false
+		return max(at, q.cache.readyAt), false
 	}
 	c.misses++
-	if c.n == c.cap {
-		victim := c.tail
-		c.unlink(victim)
-		victim.cache.cached = false
-		c.n--
+	s := c.setOf(q)
+	if len(c.sets[s]) == c.ways {
+		c.replace(s, at)
 	}
-	c.pushFront(q)
-	q.cache.cached = true
+	c.sets[s] = append(c.sets[s], q)
 	c.n++
-	return true
+	slot := 0
+	for i, f := range c.fetch {
+		if f < c.fetch[slot] {
+			slot = i
+		}
+	}
+	done := max(at, c.fetch[slot]).Add(c.miss)
+	c.fetch[slot] = done
+	q.cache.cached, q.cache.readyAt = true, done
+	return done, true
+}
+
+// replace evicts a random way of set s, preferring one whose fetch has
+// completed by at (evicting a context still on its way in would waste the
+// fetch and could starve its queue pair).
+func (c *qpCache) replace(s int, at fabric.Time) {
+	set := c.sets[s]
+	c.rng ^= c.rng << 13
+	c.rng ^= c.rng >> 7
+	c.rng ^= c.rng << 17
+	first := int(c.rng % uint64(len(set)))
+	v := first
+	for i := range set {
+		if w := (first + i) % len(set); set[w].cache.readyAt <= at {
+			v = w
+			break
+		}
+	}
+	c.drop(s, v)
+}
+
+// drop removes way w of set s.
+func (c *qpCache) drop(s, w int) {
+	set := c.sets[s]
+	set[w].cache.cached = false
+	last := len(set) - 1
+	set[w], set[last] = set[last], nil
+	c.sets[s] = set[:last]
+	c.n--
 }
 
 // evict drops q (destroyed or reset).
 func (c *qpCache) evict(q *qp) {
-	if q.cache.cached {
-		c.unlink(q)
-		q.cache.cached = false
-		c.n--
+	if !q.cache.cached {
+		return
 	}
-}
-
-func (c *qpCache) pushFront(q *qp) {
-	q.cache.prev, q.cache.next = nil, c.head
-	if c.head != nil {
-		c.head.cache.prev = q
+	s := c.setOf(q)
+	for w, e := range c.sets[s] {
+		if e == q {
+			c.drop(s, w)
+			return
+		}
 	}
-	c.head = q
-	if c.tail == nil {
-		c.tail = q
-	}
-}
-
-func (c *qpCache) unlink(q *qp) {
-	if q.cache.prev != nil {
-		q.cache.prev.cache.next = q.cache.next
-	} else {
-		c.head = q.cache.next
-	}
-	if q.cache.next != nil {
-		q.cache.next.cache.prev = q.cache.prev
-	} else {
-		c.tail = q.cache.prev
-	}
-	q.cache.prev, q.cache.next = nil, nil
 }

@@ -251,8 +251,11 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 // respondRead queues the responses to an RDMA Read request. A new request
 // (not dup) takes one of the responder's max_dest_rd_atomic resources until
 // its last response has left; a duplicate is answered again without one,
-// as the requester counts it against the read it repeats. The data can be
-// read once the region's translations are on the NIC.
+// as the requester counts it against the read it repeats. The responses
+// are built by the transmit side, which looks the queue pair's context up
+// again (a READ holds responder state that a WRITE, answered by an ACK
+// from the receive pipeline, does not; docs/model.md), and the data can
+// be read once the region's translations are on the NIC.
 func (q *qp) respondRead(p *packet, dup bool) bool {
 	m, buf := q.nic.remoteBuf(q, p.rkey, p.raddr, p.dmaLen, fabric.AccessRemoteRead)
 	if m == nil && p.dmaLen > 0 {
@@ -260,7 +263,7 @@ func (q *qp) respondRead(p *packet, dup bool) bool {
 		return false
 	}
 	npk := max((int(p.dmaLen)+q.mtu-1)/q.mtu, 1)
-	at := q.nic.translate(m, p.raddr, int(p.dmaLen), q.c.now)
+	at := q.nic.translate(m, p.raddr, int(p.dmaLen), q.nic.respondAt(q))
 	if !dup {
 		q.rdIn++
 	}

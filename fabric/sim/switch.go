@@ -198,22 +198,28 @@ func (n *network) forward(p *packet, o, b int) {
 		}
 		dup = dup || dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate
 	}
-	// The receive pipeline: one packet at a time, in arrival order; a
-	// context-cache or translation-cache miss stalls it for a fetch over
-	// PCIe, and the payload must be written to host memory at PCIe speed.
+	// The receive pipeline takes one packet at a time, in arrival order,
+	// and writes its payload to host memory at PCIe speed. A packet whose
+	// queue-pair context or translation is not on the NIC waits for its
+	// fetch in the receive buffer (holding its credit) while the pipeline
+	// goes on with later packets: fetches overlap (qpCache), and delivery
+	// stays in order on the port (toPort), so a queue pair's packets are
+	// never reordered. docs/model.md §1, "QP-context cache".
 	nc := c.nodes[o].nic
 	start := max(arrive, nc.rxFree)
+	ready := start
 	if q := nc.lookupQP(p.dstQPN); q != nil {
-		start = nc.contextAt(q, start)
+		ready = nc.contextAt(q, start)
 		if m, addr := q.rxTarget(p); m != nil {
-			start = nc.translate(m, addr, p.n, start)
+			ready = nc.translate(m, addr, p.n, ready)
 		}
 	}
 	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
 	nc.rxFree = start.Add(svc)
+	done := ready.Add(svc)
 	out.cr.take(b)
-	out.cr.give(nc.rxFree.Add(n.prop), b)
-	deliver := max(start.Add(svc), arrive.Add(n.rxLat))
+	out.cr.give(done.Add(n.prop), b)
+	deliver := max(done, arrive.Add(n.rxLat))
 	if delay > 0 { // a plan's reordering: overtaken by later packets
 		c.stats.PacketsReordered++
 		c.schedule(deliver.Add(delay), n, evDeliver, p)

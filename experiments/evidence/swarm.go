@@ -1,0 +1,183 @@
+package evidence
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// swarmConfig is one run of the rc-swarm benchmark of Kalia et al. (the
+// source of the msgrate_qps.yaml sweeps) reduced to two nodes: each node
+// has Threads workers, each with its own completion queue and QPs/Threads
+// RC queue pairs to the other node, and each worker keeps Window
+// operations of Bytes in flight, every one signaled, each on a queue pair
+// chosen at random. Both nodes issue and both serve, so a NIC holds QPs
+// connected contexts used by requests and responses alike, as in the
+// many-machine original (where a NIC's QPs lead to many machines; the
+// NIC's work per queue pair is the same).
+type swarmConfig struct {
+	Op                   fabric.Opcode // fabric.OpRead or fabric.OpWrite
+	QPs, Threads, Window int
+	Bytes, OpsPerThread  int
+}
+
+// swarmQPDepth is the send queue depth and read depth of each queue pair.
+const swarmQPDepth = 16
+
+// runSwarm runs cfg on f (two nodes) and returns the mean over nodes of
+// the operations each issued per second, in millions.
+func runSwarm(f fabric.Fabric, cfg swarmConfig) (float64, error) {
+	if f.Size() != 2 || cfg.Threads < 1 || cfg.QPs < cfg.Threads || cfg.Window < 1 || cfg.Bytes < 1 || cfg.OpsPerThread < 1 {
+		return 0, fmt.Errorf("evidence: swarm: bad configuration %+v on %d nodes", cfg, f.Size())
+	}
+	rates := make([]float64, 2)
+	err := f.Run(func(th fabric.Thread) error {
+		r, err := swarmNode(th, cfg)
+		rates[th.Node().ID()] = r
+		return err
+	})
+	return (rates[0] + rates[1]) / 2, err
+}
+
+// swarmWorker is one worker's queue pairs and completion queue.
+type swarmWorker struct {
+	cq     fabric.CQ
+	qps    []fabric.QP
+	remote []fabric.QPInfo
+	out    []int // operations in flight per queue pair
+}
+
+func swarmNode(th fabric.Thread, cfg swarmConfig) (float64, error) {
+	n := th.Node()
+	pd, err := n.Device().AllocPD()
+	if err != nil {
+		return 0, err
+	}
+	slot := cfg.Bytes
+	mr, err := pd.RegMR(cfg.QPs*slot, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead)
+	if err != nil {
+		return 0, err
+	}
+	ws := make([]*swarmWorker, cfg.Threads)
+	var blob []byte
+	for i := 0; i < cfg.QPs; i++ {
+		w := ws[i%cfg.Threads]
+		if w == nil {
+			w = &swarmWorker{}
+			if w.cq, err = n.Device().CreateCQ(cfg.Window + 16); err != nil {
+				return 0, err
+			}
+			ws[i%cfg.Threads] = w
+		}
+		qp, err := pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: w.cq, RecvCQ: w.cq,
+			Caps: fabric.QPCaps{MaxSendWR: swarmQPDepth, MaxRecvWR: 1}})
+		if err != nil {
+			return 0, err
+		}
+		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
+			return 0, err
+		}
+		w.qps, w.out = append(w.qps, qp), append(w.out, 0)
+		info := qp.Info()
+		info.PSN = fabric.PSN(i)
+		s := mr.SGE(i*slot, slot)
+		info.Addr, info.RKey, info.Bytes = s.Addr, mr.RKey(), uint64(slot)
+		enc, _ := info.MarshalBinary()
+		blob = append(blob, enc...)
+	}
+	all, err := n.OOB().AllGather("swarm", blob)
+	if err != nil {
+		return 0, err
+	}
+	peer := all[1-n.ID()]
+	for i := 0; i < cfg.QPs; i++ {
+		var info fabric.QPInfo
+		if err := info.UnmarshalBinary(peer[i*fabric.QPInfoWireBytes : (i+1)*fabric.QPInfoWireBytes]); err != nil {
+			return 0, err
+		}
+		w := ws[i%cfg.Threads]
+		qp := w.qps[len(w.remote)]
+		w.remote = append(w.remote, info)
+		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: info.Address(), RemotePSN: info.PSN,
+			MinRNRTimer: 12, MaxDestRdAtomic: swarmQPDepth}); err != nil {
+			return 0, err
+		}
+		if err := qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: fabric.PSN(i), Timeout: 14, RetryCnt: 7,
+			RNRRetry: 7, MaxRdAtomic: swarmQPDepth}); err != nil {
+			return 0, err
+		}
+	}
+	if err := n.OOB().Barrier("swarm-ready"); err != nil {
+		return 0, err
+	}
+	start := th.Now()
+	var left atomic.Int32
+	left.Store(int32(cfg.Threads))
+	done := n.NewSignal()
+	errs := make([]error, cfg.Threads)
+	for i, w := range ws {
+		th.Spawn(fmt.Sprint("swarm-", i), (i+1)%n.Cores(), func(wt fabric.Thread) error {
+			defer func() { left.Add(-1); done.Notify() }()
+			errs[i] = w.run(wt, mr, slot, cfg)
+			return errs[i]
+		})
+	}
+	for left.Load() > 0 {
+		th.Wait(fabric.Forever, done)
+	}
+	end := th.Now()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	if err := n.OOB().Barrier("swarm-done"); err != nil {
+		return 0, err
+	}
+	return float64(cfg.Threads*cfg.OpsPerThread) / end.Sub(start).Seconds() / 1e6, nil
+}
+
+// run keeps cfg.Window operations in flight on random queue pairs of w
+// until cfg.OpsPerThread have completed.
+func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg swarmConfig) error {
+	wcs := make([]fabric.WC, 32)
+	posted, completed, inFlight := 0, 0, 0
+	last := th.Now()
+	for completed < cfg.OpsPerThread {
+		for inFlight < cfg.Window && posted < cfg.OpsPerThread {
+			k := th.Rand().IntN(len(w.qps))
+			if w.out[k] >= swarmQPDepth {
+				break // that queue pair is full: poll first, as rc-swarm does
+			}
+			wr := fabric.SendWR{ID: uint64(k), Op: cfg.Op, Local: mr.SGE(k*slot, cfg.Bytes), Flags: fabric.Signaled,
+				RemoteAddr: w.remote[k].Addr, RKey: w.remote[k].RKey}
+			if _, err := w.qps[k].PostSend([]fabric.SendWR{wr}); err != nil {
+				return err
+			}
+			w.out[k]++
+			posted++
+			inFlight++
+		}
+		n, err := w.cq.Poll(wcs)
+		if err != nil {
+			return err
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Status != fabric.StatusSuccess {
+				return &fabric.CompletionError{WC: wc, Node: th.Node().ID()}
+			}
+			w.out[wc.ID]--
+			completed++
+			inFlight--
+		}
+		if n > 0 {
+			last = th.Now()
+			continue
+		}
+		if th.Now().Sub(last) > fabric.Second {
+			return fmt.Errorf("evidence: swarm: node %d: no completion for a second (%d of %d done)", th.Node().ID(), completed, cfg.OpsPerThread)
+		}
+		th.Wait(last.Add(fabric.Second+1), w.cq)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
+)
+
+// checkCache verifies the cache's invariants: no set holds more than its
+// ways, every entry is in the set its number hashes to and is marked
+// cached, and the count matches.
+func checkCache(c *qpCache) error {
+	total := 0
+	for s, set := range c.sets {
+		if len(set) > c.ways {
+			return fmt.Errorf("set %d holds %d entries, more than %d ways", s, len(set), c.ways)
+		}
+		for _, q := range set {
+			if !q.cache.cached {
+				return fmt.Errorf("qp %d in set %d is not marked cached", q.qpn, s)
+			}
+			if c.setOf(q) != s {
+				return fmt.Errorf("qp %d is in set %d, hashes to %d", q.qpn, s, c.setOf(q))
+			}
+		}
+		total += len(set)
+	}
+	if total != c.n {
+		return fmt.Errorf("sets hold %d entries, count says %d", total, c.n)
+	}
+	return nil
+}
+
+func testQPs(n int) []*qp {
+	qs := make([]*qp, n)
+	for i := range qs {
+		qs[i] = &qp{qpn: uint32(qpnBase + i)}
+	}
+	return qs
+}
+
+// TestQPCacheInvariants drives caches of several shapes with random
+// touches and evictions: the invariants hold after every step, a touched
+// context is cached, a hit changes nothing, an evicted one is gone, and
+// every touch counts once as a hit or a miss.
+func TestQPCacheInvariants(t *testing.T) {
+	cases := []struct{ entries, ways, fetches int }{
+		{1, 0, 1}, {4, 0, 1}, {16, 4, 2}, {96, 2, 3}, {64, 8, 32}, {10, 4, 1}, // 10 in sets of 4: 8 usable
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%d/%d/%d", tc.entries, tc.ways, tc.fetches), func(t *testing.T) {
+			c := newQPCache(tc.entries, tc.ways, tc.fetches, 500, 7)
+			if c.capacity() > tc.entries || c.capacity() < 1 {
+				t.Fatalf("capacity %d for %d entries in sets of %d", c.capacity(), tc.entries, tc.ways)
+			}
+			rng := rand.New(rand.NewPCG(uint64(tc.entries), 3))
+			qs := testQPs(3*tc.entries + 1)
+			touches := int64(0)
+			now := fabric.Time(0)
+			for step := 0; step < 4000; step++ {
+				now += fabric.Time(rng.IntN(300))
+				q := qs[rng.IntN(len(qs))]
+				if rng.IntN(8) == 0 {
+					c.evict(q)
+					if q.cache.cached {
+						t.Fatalf("step %d: qp %d still cached after evict", step, q.qpn)
+					}
+				} else {
+					touches++
+					was, n := q.cache.cached, c.n
+					ready, miss := c.touch(q, now)
+					switch {
+					case miss == was:
+						t.Fatalf("step %d: miss %v for a context cached %v", step, miss, was)
+					case !q.cache.cached:
+						t.Fatalf("step %d: qp %d not cached after a touch", step, q.qpn)
+					case ready < now:
+						t.Fatalf("step %d: ready at %v, before the touch at %v", step, ready, now)
+					case !miss && c.n != n:
+						t.Fatalf("step %d: a hit changed the count from %d to %d", step, n, c.n)
+					}
+				}
+				if err := checkCache(&c); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+			}
+			if c.hits+c.misses != touches {
+				t.Errorf("hits %d + misses %d, want %d touches", c.hits, c.misses, touches)
+			}
+		})
+	}
+}
+
+// TestQPCacheConcurrentFetches: misses that start together overlap up to
+// the number of fetch slots, each taking the miss cost; a second use of a
+// context whose fetch is under way is a hit that waits for the same fetch.
+func TestQPCacheConcurrentFetches(t *testing.T) {
+	const miss = fabric.Duration(500)
+	for _, fetches := range []int{1, 3, 8} {
+		c := newQPCache(64, 0, fetches, miss, 1)
+		qs := testQPs(12)
+		for i, q := range qs {
+			ready, m := c.touch(q, 100)
+			want := fabric.Time(100).Add(miss * fabric.Duration(i/fetches+1))
+			if !m || ready != want {
+				t.Errorf("%d fetches: miss %d ready at %v (miss %v), want %v", fetches, i, ready, m, want)
+			}
+		}
+		first := qs[0].cache.readyAt
+		ready, m := c.touch(qs[0], 101)
+		if m || ready != first || c.misses != int64(len(qs)) {
+			t.Errorf("%d fetches: a use during the fetch: ready %v (miss %v), want %v and no new miss", fetches, ready, m, first)
+		}
+		if ready, _ := c.touch(qs[0], first+10); ready != first+10 {
+			t.Errorf("%d fetches: a use after the fetch waits until %v", fetches, ready)
+		}
+	}
+}
+
+// TestQPCacheVictimNotInFlight: a full set replaces a context whose fetch
+// has completed rather than one still on its way in.
+func TestQPCacheVictimNotInFlight(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		c := newQPCache(4, 0, 4, 1000, seed)
+		qs := testQPs(5)
+		c.touch(qs[0], 0) // ready at 1000
+		for _, q := range qs[1:4] {
+			c.touch(q, 900) // ready at 1900
+		}
+		c.touch(qs[4], 1500) // only qs[0] is on the NIC
+		if qs[0].cache.cached {
+			t.Errorf("seed %d: the completed context survived; an in-flight one was replaced", seed)
+		}
+	}
+}
+
+// TestQPCacheRandomReplacementKeepsPart: a cyclic pattern over twice the
+// capacity misses on every access under a strict LRU; random replacement
+// keeps part of it. With N = 2C accesses between reuses, a context
+// survives the N(1-h) replacements of its set with probability about
+// exp(-2(1-h)) = h, so h is about 0.20; over 4C it is about 0.02.
+func TestQPCacheRandomReplacementKeepsPart(t *testing.T) {
+	cases := []struct {
+		ratio  int
+		lo, hi float64
+	}{{2, 0.12, 0.30}, {4, 0, 0.06}}
+	for _, tc := range cases {
+		c := newQPCache(256, 0, 1, 0, 5)
+		qs := testQPs(256 * tc.ratio)
+		for round := 0; round < 20; round++ {
+			for _, q := range qs {
+				c.touch(q, 0)
+			}
+		}
+		h := float64(c.hits) / float64(c.hits+c.misses)
+		if h < tc.lo || h > tc.hi {
+			t.Errorf("cycle of %dx the capacity: hit rate %.3f, want %.2f..%.2f", tc.ratio, h, tc.lo, tc.hi)
+		}
+	}
+}
+
+// TestModelQPCacheDestroyEvicts: destroying or resetting a queue pair
+// drops its context from its NIC's cache, and new queue pairs fill it.
+func TestModelQPCacheDestroyEvicts(t *testing.T) {
+	p := mtProfile(t, "fdr-cx3", func(p *Profile) { p.NIC.QPCacheEntries, p.NIC.QPCacheWays = 8, 0 })
+	c := mtCluster(t, Config{Nodes: 2, Seed: 1, Profile: p})
+	h := newHarness(t, c, 4096)
+	run := func() {
+		for {
+			more, err := h.step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !more {
+				return
+			}
+		}
+	}
+	h.connect(0, 1)
+	nic := c.nodes[0].nic
+	q := h.nodes[0].qps[1].(*qp)
+	h.write(0, 1, 64, 1)
+	run()
+	if !q.cache.cached || nic.cache.n != 1 {
+		t.Fatalf("after a write, the requester's context is not cached (cached %v, %d entries)", q.cache.cached, nic.cache.n)
+	}
+	if err := q.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if q.cache.cached || nic.cache.n != 0 || checkCache(&nic.cache) != nil {
+		t.Fatalf("after Destroy: cached %v, %d entries left (%v)", q.cache.cached, nic.cache.n, checkCache(&nic.cache))
+	}
+	r := h.nodes[1].qps[0].(*qp)
+	if !r.cache.cached {
+		t.Fatal("the responder's context is not cached after a write arrived")
+	}
+	if err := r.Modify(fabric.StateReset, fabric.QPAttr{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.cache.cached || checkCache(&c.nodes[1].nic.cache) != nil {
+		t.Fatalf("after a reset: cached %v", r.cache.cached)
+	}
+	before := nic.cache.misses
+	for i := 0; i < 4; i++ {
+		h.connect(0, 1)
+		h.write(0, 1, 64, 2)
+		run()
+	}
+	if nic.cache.n != 4 || nic.cache.misses-before != 4 {
+		t.Fatalf("after four new queue pairs: %d entries, %d misses; want 4 and 4", nic.cache.n, nic.cache.misses-before)
+	}
+}
+
+// TestModelQPCacheGradualDecline: with a cache of 32 contexts, 32-byte
+// RDMA Reads and Writes spread over ever more queue pairs in turn
+// (perftest --interleave) lose at most 3x per doubling (no cliff); past
+// the cache READs fall further than WRITEs, since a READ looks its context
+// up once more at the responder to build the response. Every lookup is
+// counted once: one per work request, one per arriving packet and, for a
+// READ, one per response built.
+func TestModelQPCacheGradualDecline(t *testing.T) {
+	const iters = 40
+	rate := map[string]map[int]float64{}
+	qps := []int{8, 16, 32, 64, 128, 256}
+	for _, test := range []string{"read_bw", "write_bw"} {
+		rate[test] = map[int]float64{}
+		for _, q := range qps {
+			p := mtProfile(t, "fdr-cx3", func(p *Profile) { p.NIC.QPCacheEntries, p.NIC.QPCacheWays = 32, 4 })
+			c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+			r, err := perftest.Run(c, perftest.Config{Test: test, Size: 32, Iters: iters, QPs: q, Interleave: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := c.Stats()
+			rate[test][q] = r.MsgRateMpps
+			t.Logf("%s %d QPs: %.2f M/s, %d hits, %d misses", test, q, r.MsgRateMpps, st.QPCacheHits, st.QPCacheMisses)
+			want := st.PacketsSent + int64(iters*q)
+			if test == "read_bw" {
+				want += int64(iters * q)
+			}
+			if got := st.QPCacheHits + st.QPCacheMisses; got != want {
+				t.Errorf("%s %d QPs: %d lookups counted, want %d", test, q, got, want)
+			}
+			for i, n := range c.nodes {
+				if err := checkCache(&n.nic.cache); err != nil {
+					t.Errorf("%s %d QPs: node %d: %v", test, q, i, err)
+				}
+			}
+		}
+		for i := 1; i < len(qps); i++ {
+			if a, b := rate[test][qps[i-1]], rate[test][qps[i]]; b < a/3 {
+				t.Errorf("%s: %d -> %d QPs falls from %.2f to %.2f M/s, more than 3x", test, qps[i-1], qps[i], a, b)
+			}
+		}
+		if rate[test][256] > rate[test][8]/1.5 {
+			t.Errorf("%s: 256 QPs over a cache of 32 keep %.2f of %.2f M/s; want a clear loss", test, rate[test][256], rate[test][8])
+		}
+	}
+	if r, w := rate["read_bw"][256], rate["write_bw"][256]; !(r < 0.85*w) || math.IsNaN(r) {
+		t.Errorf("256 QPs: READ %.2f M/s, WRITE %.2f; want READ clearly lower (responder state)", r, w)
+	}
+}
