@@ -19,6 +19,7 @@ type Family string
 // Families.
 const (
 	FamilyDesign   Family = "design"   // one of Liu19's eight endpoint designs
+	FamilyVariant  Family = "variant"  // our improvement on one of them
 	FamilyBaseline Family = "baseline" // what Liu19 compares them with
 	FamilyPeer     Family = "peer"     // a peer system's design (MW-DQE and Roediger15)
 )
@@ -73,6 +74,10 @@ const (
 	NameMPI       = "MPI"
 	NameHyPer     = "HyPer"
 	NameSocketsMW = "Sockets-MW"
+	NameSEMQWR    = "SEMQ/WR"
+	NameMEMQWR    = "MEMQ/WR"
+	NameSEMQWRCW  = "SEMQ/WR+cw"
+	NameMEMQWRCW  = "MEMQ/WR+cw"
 )
 
 // Options are the parts of a run's configuration that only some designs
@@ -89,7 +94,7 @@ type Options struct {
 func (d Design) Check(o Options) error {
 	switch {
 	case o.Notify != "" && !d.Notify:
-		return fmt.Errorf("--notify applies to the RDMA Write designs (%s), not %s", strings.Join(names(Designs(), func(x Design) bool { return x.Notify }), ", "), d.Name)
+		return fmt.Errorf("--notify applies to the RDMA Write designs (%s), not %s", strings.Join(names(append(Designs(), Variants()...), func(x Design) bool { return x.Notify }), ", "), d.Name)
 	case strings.HasPrefix(string(o.Pattern), string(Multicast)) && !d.Groups:
 		return fmt.Errorf("--pattern %s with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", o.Pattern, d.Name)
 	case o.Recover && !d.Recovery:
@@ -129,7 +134,7 @@ func seedDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoi
 		d.About = "receivers pull buffers with RDMA Read over an RC queue pair per peer"
 	case VerbWrite:
 		d.Name, d.Notify = se+"MQ/WR", true
-		d.About = "senders push buffers with RDMA Write (with immediate) over an RC queue pair per peer"
+		d.About = "senders push buffers with RDMA Write into free slots of the receiver over an RC queue pair per peer; each slot returns with an RDMA Write into the sender's FreeArr at Release"
 	}
 	if shared {
 		d.About = "one endpoint per node shared by every thread: " + d.About
@@ -137,6 +142,24 @@ func seedDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoi
 		d.About = "one endpoint per thread: " + d.About
 	}
 	return d
+}
+
+// Variants returns our improvements on Liu19's designs, each named after
+// the design it changes with a suffix: MQ/WR+cw returns RDMA Write slots
+// through a credit word in ring order (one credit write every CreditEvery
+// releases) instead of a FreeArr write per slot.
+func Variants() []Design {
+	var out []Design
+	for _, shared := range []bool{true, false} {
+		d := seedDesign(shared, VerbWrite, OpenMQWRCW)
+		d.Name += "+cw"
+		d.Family = FamilyVariant
+		d.About = strings.Replace(d.About, "into free slots of the receiver", "into the receiver's slots in ring order", 1)
+		d.About = strings.Replace(d.About, "each slot returns with an RDMA Write into the sender's FreeArr at Release",
+			"slots return through a credit word counting those released in ring order (our improvement: no write per slot)", 1)
+		out = append(out, d)
+	}
+	return out
 }
 
 // udDesign is an SQ/SR design: one UD queue pair, messages of one MTU.

@@ -1,6 +1,7 @@
 package algos_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestDesignCatalogue(t *testing.T) {
 		t.Fatalf("%d designs, want %d", len(ds), len(want))
 	}
 	seen := map[string]bool{}
-	for i, d := range append(append(ds, algos.Baselines()...), algos.Peers()...) {
+	for i, d := range append(append(append(ds, algos.Baselines()...), algos.Peers()...), algos.Variants()...) {
 		if i < len(want) && d.Name != want[i] {
 			t.Errorf("design %d is %s, want %s (Liu19's order)", i, d.Name, want[i])
 		}
@@ -23,6 +24,13 @@ func TestDesignCatalogue(t *testing.T) {
 			t.Errorf("%s: duplicate, or missing name, about, Open or message size: %+v", d.Name, d)
 		}
 		seen[d.Name] = true
+		// A variant is named after the design it improves, which exists.
+		if d.Family == algos.FamilyVariant {
+			base, _, ok := strings.Cut(d.Name, "+")
+			if !ok || !slices.ContainsFunc(ds, func(x algos.Design) bool { return x.Name == base && x.Verb == d.Verb && x.Shared == d.Shared }) {
+				t.Errorf("variant %s does not name one of Liu19's designs with its verb and sharing", d.Name)
+			}
+		}
 		// The name of a Liu19 design spells its descriptor.
 		if d.Family == algos.FamilyDesign {
 			if d.Shared != strings.HasPrefix(d.Name, "SE") || (d.Transport == fabric.UD) != strings.Contains(d.Name, "SQ/") ||
@@ -44,7 +52,7 @@ func TestDesignCheck(t *testing.T) {
 		errHas string // "" for accepted
 	}{
 		{"MEMQ/WR", algos.Options{Notify: algos.NotifyBuffers}, ""},
-		{"MEMQ/SR", algos.Options{Notify: algos.NotifyBuffers}, "--notify applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR), not MEMQ/SR"},
+		{"MEMQ/SR", algos.Options{Notify: algos.NotifyBuffers}, "--notify applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR, SEMQ/WR+cw, MEMQ/WR+cw), not MEMQ/SR"},
 		{"MESQ/SR", algos.Options{Pattern: "multicast:2"}, "cannot belong to two transmission groups"},
 		{"MEMQ/SR", algos.Options{Pattern: "multicast:2"}, ""},
 		{"MPI", algos.Options{Pattern: "multicast:3"}, ""},

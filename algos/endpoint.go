@@ -82,12 +82,24 @@ type Endpoint interface {
 type EndpointInfo struct {
 	QPs             int   // queue pairs created, credit-return ones included
 	RegisteredBytes int64 // registered memory
-	CreditWrites    int64 // credit write-backs sent
-	CreditStalls    int64 // times a PutData had to wait for credit
-	Transfers       int64 // data messages posted (one per destination of a buffer)
-	Retransmits     int64 // UD loss recovery: messages sent again
-	Duplicates      int64 // UD loss recovery: duplicate messages dropped
-	NoticeWrites    int64 // MQ/WR poll-buffers and poll-queue: notification writes posted
+	// RecvPoolBytes is the part of RegisteredBytes that holds received
+	// messages (receive buffers, MQ/WR slots, MQ/RD read slots): the one
+	// pool Liu19 §7.1.3 counts. Zero where receive buffers come from an
+	// adaptive pool.
+	RecvPoolBytes int64
+	// CreditNS is the receivers' time writing credit back (posting the
+	// credit writes or messages in Release), nanoseconds.
+	CreditNS     float64
+	CreditWrites int64 // credit write-backs sent
+	CreditStalls int64 // times a PutData had to wait for credit
+	Transfers    int64 // data messages posted (one per destination of a buffer)
+	Retransmits  int64 // UD loss recovery: messages sent again
+	Duplicates   int64 // UD loss recovery: duplicate messages dropped
+	NoticeWrites int64 // MQ/WR poll-buffers and poll-queue: notification writes posted
+	FreeWrites   int64 // MQ/WR and MQ/RD: FreeArr entries written (a slot or buffer returned)
+	// MQ/WR poll-buffers and poll-queue receivers: scans of the memory
+	// the notices arrive in, and the locations (cache lines) they read.
+	NoticeScans, NoticeLines int64
 	// MQ/WR: the total and count of slot return latencies, from a write
 	// into a slot of the receiver to the sender seeing that slot free.
 	SlotReturnNS float64
@@ -107,12 +119,17 @@ type EndpointInfo struct {
 func (i *EndpointInfo) Add(o EndpointInfo) {
 	i.QPs += o.QPs
 	i.RegisteredBytes += o.RegisteredBytes
+	i.RecvPoolBytes += o.RecvPoolBytes
+	i.CreditNS += o.CreditNS
 	i.CreditWrites += o.CreditWrites
 	i.CreditStalls += o.CreditStalls
 	i.Transfers += o.Transfers
 	i.Retransmits += o.Retransmits
 	i.Duplicates += o.Duplicates
 	i.NoticeWrites += o.NoticeWrites
+	i.FreeWrites += o.FreeWrites
+	i.NoticeScans += o.NoticeScans
+	i.NoticeLines += o.NoticeLines
 	i.SlotReturnNS += o.SlotReturnNS
 	i.SlotReturns += o.SlotReturns
 	i.AdaptiveGrown += o.AdaptiveGrown
@@ -142,7 +159,19 @@ type Config struct {
 	// retransmit it after RTO (default 500 us); receivers drop duplicates.
 	Recover bool
 	RTO     fabric.Duration
+	// PollLineCycles is the CPU cost, in cycles, of each 64-byte cache
+	// line a polling loop reads from memory the NIC writes (credit words,
+	// seals, descriptor rings, FreeArr): 0 means DefaultPollLineCycles,
+	// a negative value charges nothing (the model before polling was
+	// charged, kept so that tests can compare with it).
+	PollLineCycles int64
 }
+
+// DefaultPollLineCycles is the cost of reading one cache line that the
+// NIC has written: a last-level cache hit on the Xeon E5 hosts of Liu19's
+// clusters (inbound DMA writes land in the L3 with DDIO), docs/model.md
+// §2 gives the source and what each design charges.
+const DefaultPollLineCycles = 30
 
 // ErrConfig reports an invalid endpoint configuration.
 var ErrConfig = errors.New("algos: invalid configuration")

@@ -300,6 +300,18 @@ func (e *endpointBase) signalSome(wr *fabric.SendWR, count *int, force bool) {
 	}
 }
 
+// pollLines charges the CPU time of a polling loop that read lines cache
+// lines of memory the NIC writes (Config.PollLineCycles each).
+func (e *endpointBase) pollLines(th fabric.Thread, lines int) {
+	c := e.cfg.PollLineCycles
+	if c == 0 {
+		c = DefaultPollLineCycles
+	}
+	if c > 0 && lines > 0 {
+		th.Compute(c * int64(lines))
+	}
+}
+
 // headerFor is the header of b sent with state st.
 func (e *endpointBase) headerFor(b *Buffer, st State) header {
 	h := header{src: e.me, n: b.N, tuples: b.Tuples, sum: b.Sum}

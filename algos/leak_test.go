@@ -27,7 +27,7 @@ type leakVariant struct {
 // buffers.
 func leakVariants() []leakVariant {
 	var out []leakVariant
-	for _, d := range algos.Designs() {
+	for _, d := range append(algos.Designs(), algos.Variants()...) {
 		out = append(out, leakVariant{name: d.Name, open: d.Open})
 		if d.Recovery {
 			out = append(out, leakVariant{name: d.Name + "+recovery", open: d.Open, recover: true})

@@ -12,10 +12,12 @@ import (
 // A sender announces a full buffer by writing a 32-byte descriptor (its
 // number, the buffer id, the length, and the buffer's address and rkey)
 // into the receiver's ring for that sender (ValidArr) with an inline RDMA
-// Write. The receiver polls its rings, reads announced buffers into free
-// local slots from the address the descriptor names, and as soon as a read
-// completes writes the buffer's id back into the sender's ring for that
-// receiver (FreeArr). A buffer returns to the sender's pool only when every
+// Write. The receiver polls its rings and reads announced buffers into free
+// local slots from the address the descriptor names; when the receiving
+// fragment releases the local copy (Release, Liu17 Algorithm 3), it writes
+// the buffer's id back into the sender's ring for that receiver (FreeArr),
+// and the slot takes the next read. A buffer returns to the sender's pool
+// only when every
 // member of its transmission group has read it, which is what slows this
 // design under broadcast (Liu19 §7.1.4). No credit is needed: a ring
 // holds as many descriptors as the sender can have buffers.
@@ -123,6 +125,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	}
 	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(e.end)
+	e.info.RecvPoolBytes = int64(n * b * msg)
 	if ad != nil {
 		e.own.lent(e.returnSendBuffers) // once the queue pairs are gone
 		if err := e.initAdaptiveSend(n*b, msg); err != nil {
@@ -137,6 +140,9 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	e.depleted = make([]bool, n)
 	e.validSeen = make([]uint64, n)
 	e.reading = make([]rdRead, n*b)
+	for i := range e.reading {
+		e.reading[i] = rdRead{src: -1, buf: -1} // no read yet
+	}
 	e.closedSrc = make([]bool, n)
 	e.freeCount = make([]uint32, n)
 	e.unsig = make([]int, n)
@@ -221,9 +227,11 @@ func (e *mqrd) poll() (int, error) {
 // every destination has read is free again (and its send lane told).
 func (e *mqrd) takeFree(th fabric.Thread) (int, error) {
 	th.Sync()
-	got := 0
+	got, reads := 0, 0
+	defer func() { e.pollLines(th, reads) }()
 	for r := 0; r < e.n; r++ {
 		for {
+			reads++
 			k := e.freeSeen[r] % uint64(e.ringN)
 			v := binary.LittleEndian.Uint64(e.mr.Bytes()[e.freeOff+(r*e.ringN+int(k))*8:])
 			if v>>32 != (e.freeSeen[r]+1)&0xffffffff {
@@ -303,7 +311,7 @@ func (e *mqrd) Acquire(th fabric.Thread) (*Buffer, error) {
 			deadline = th.Now().Add(e.cfg.Timeout)
 			continue
 		}
-		if err := e.wait(th, deadline, e.mr, "waiting for receivers to read a send buffer"); err != nil {
+		if err := e.wait(th, deadline, e.mr, "waiting for receivers to release a send buffer (FreeArr)"); err != nil {
 			return nil, err
 		}
 	}
@@ -353,9 +361,11 @@ func (e *mqrd) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 // free.
 func (e *mqrd) scan(th fabric.Thread) (int, error) {
 	th.Sync()
-	started := 0
+	started, reads := 0, 0
+	defer func() { e.pollLines(th, reads) }()
 	for s := 0; s < e.n; s++ {
 		for !e.closedSrc[s] && len(e.localFree[s]) > 0 {
+			reads++
 			k := e.validSeen[s] % uint64(e.ringN)
 			desc := e.mr.Bytes()[e.validOff+(s*e.ringN+int(k))*rdDescBytes:]
 			if binary.LittleEndian.Uint64(desc) != e.validSeen[s]+1 {
@@ -388,22 +398,13 @@ func (e *mqrd) scan(th fabric.Thread) (int, error) {
 	return started, nil
 }
 
-// readDone delivers a read buffer and tells its sender the buffer is free.
+// readDone delivers a read buffer.
 func (e *mqrd) readDone(slot int) error {
 	r := e.reading[slot]
 	buf := e.mr.Bytes()[e.recvOff+slot*e.cfg.MsgBytes : e.recvOff+(slot+1)*e.cfg.MsgBytes]
 	var h header
 	if err := h.get(buf, e.cfg.MsgBytes-HeaderBytes); err != nil {
 		return fmt.Errorf("from node %d: %w", r.src, err)
-	}
-	// FreeArr entry: its number (high 32 bits, from 1) and the buffer id.
-	e.freeCount[r.src]++
-	ent := e.mr.Bytes()[e.scratchOff+(e.n+r.src)*rdDescBytes:]
-	binary.LittleEndian.PutUint64(ent, uint64(e.freeCount[r.src])<<32|uint64(r.buf))
-	p := e.peer[r.src].free
-	k := uint64(e.freeCount[r.src]-1) % uint64(e.ringN)
-	if err := e.notify(r.src, e.n+r.src, p.Addr+k*8, p.RKey, 8); err != nil {
-		return err
 	}
 	d := Delivery{Src: r.src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
 	if h.flags&flagDepleted != 0 {
@@ -432,9 +433,21 @@ func (e *mqrd) Release(th fabric.Thread, d Delivery) error {
 	}
 	e.lock()
 	defer e.unlock()
-	if d.id < 0 || d.id >= len(e.reading) || d.Src != e.reading[d.id].src {
+	if d.id < 0 || d.id >= len(e.reading) || d.Src != e.reading[d.id].src || e.reading[d.id].buf < 0 {
 		return errForeignDelivery
 	}
+	r := e.reading[d.id]
+	// FreeArr entry: its number (high 32 bits, from 1) and the buffer id.
+	e.freeCount[r.src]++
+	ent := e.mr.Bytes()[e.scratchOff+(e.n+r.src)*rdDescBytes:]
+	binary.LittleEndian.PutUint64(ent, uint64(e.freeCount[r.src])<<32|uint64(r.buf))
+	p := e.peer[r.src].free
+	k := uint64(e.freeCount[r.src]-1) % uint64(e.ringN)
+	if err := e.notify(r.src, e.n+r.src, p.Addr+k*8, p.RKey, 8); err != nil {
+		return err
+	}
+	e.info.FreeWrites++
+	e.reading[d.id].buf = -1 // released: a second Release is refused
 	e.localFree[d.Src] = append(e.localFree[d.Src], d.id)
 	return nil
 }
@@ -461,7 +474,7 @@ func (e *mqrd) finish(th fabric.Thread) error {
 		if n > 0 {
 			continue
 		}
-		if err := e.wait(th, deadline, e.mr, "waiting for receivers to read the last buffers"); err != nil {
+		if err := e.wait(th, deadline, e.mr, "waiting for receivers to release the last buffers (FreeArr)"); err != nil {
 			return err
 		}
 	}

@@ -31,15 +31,19 @@ type mqsr struct {
 
 	depleted []bool // sent Depleted to each destination
 
-	// MQ/WR: the sender writes into the receiver's slots in ring order; the
-	// receiver's credit counts slots released in that order.
+	// MQ/WR: the sender writes into the receiver's slots. With FreeArr
+	// (the paper's design, mqwr.go) the receiver returns each slot with a
+	// write of its own; without (MQ/WR+cw) slots are used in ring order
+	// and the credit counts slots released in that order.
 	write    bool
+	freeArr  bool
 	notify   Notify
 	ring     []fabric.QPInfo // per destination: its slots for us (address, rkey)
 	notices  []fabric.QPInfo // per destination: its notice words for us (poll-buffers, poll-queue)
 	recvNext []uint64        // per source: messages taken (poll-buffers, poll-queue)
-	nextSlot []uint64        // per destination: slots written so far
-	released [][]bool        // per source: released slots not yet credited
+	nextSlot []uint64        // per destination: messages written so far
+	released [][]bool        // per source: released slots not yet credited (MQ/WR+cw)
+	fa       freeArr         // MQ/WR with FreeArr: slot state on both sides
 	// Slot return latency (MQ/WR): when each slot of a destination was
 	// last written, and the credit already accounted for.
 	slotAt     [][]fabric.Time
@@ -66,44 +70,34 @@ const (
 // OpenMQSR opens an MQ/SR endpoint on the calling thread's node. Every node
 // must open endpoint cfg.Tag at the same time (it exchanges queue-pair
 // information and ends with a barrier).
-func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, false) }
+func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, false, false) }
 
-// Notify is how an MQ/WR receiver learns that a buffer has arrived (seed
-// 001 §5.4).
-type Notify string
-
-// The three notification variants.
-const (
-	NotifyCQ      Notify = "cq"      // RDMA Write with immediate; poll the completion queue (default)
-	NotifyBuffers Notify = "buffers" // a seal word per buffer, written after the data; poll the seals
-	NotifyQueue   Notify = "queue"   // a descriptor in a ring, written after the data; poll the ring
-)
-
-// OpenMQWR opens an MQ/WR endpoint, the RDMA Write design of Liu19 in
-// its poll-the-CQ variant: the sender writes each buffer straight into a
-// slot of the receiver's memory with an RDMA Write with immediate (the
-// immediate names the slot), which completes a zero-length receive at the
-// receiver. Slots of a connection are used in ring order, and the credit
-// is the number of slots released in that order, written back as for
-// MQ/SR; a send therefore costs one RDMA Write plus 1/CreditEvery credit
-// writes (the paper's variant spends a second write per transfer to
-// return the slot). The receives consumed by the writes are reposted as
+// OpenMQWRCW opens an MQ/WR+cw endpoint, our improvement on Liu19's
+// RDMA Write design: the sender writes each buffer straight into a slot of
+// the receiver's memory (poll-CQ variant: an RDMA Write with immediate
+// naming the slot, which completes a zero-length receive at the receiver).
+// Slots of a connection are used in ring order, and the credit is the
+// number of slots released in that order, written back as for MQ/SR; a
+// send therefore costs one RDMA Write plus 1/CreditEvery credit writes
+// where the paper's design (OpenMQWR) spends a second write per transfer
+// to return the slot. The receives consumed by the writes are reposted as
 // they complete. There is no parity step: the zero-length receives left at
 // the end are flushed when the endpoint closes. Config.Notify selects the
 // other two variants: after the data the sender writes an 8-byte seal
 // (NotifyBuffers) or a 16-byte descriptor into a ring (NotifyQueue) with an
 // inline RDMA Write, which RC places after the data; the receiver polls
-// that memory instead of a completion queue and needs no receives.
-func OpenMQWR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, true) }
+// that memory (the next slot of each source, in ring order) instead of a
+// completion queue and needs no receives.
+func OpenMQWRCW(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, true, false) }
 
-func openMQ(th fabric.Thread, cfg Config, write bool) (Endpoint, error) {
+func openMQ(th fabric.Thread, cfg Config, write, freeArr bool) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
-	e := &mqsr{write: write, notify: cfg.Notify}
+	e := &mqsr{write: write, freeArr: freeArr, notify: cfg.Notify}
 	name := "MQ/SR"
 	if write {
-		name = "MQ/WR"
+		name = map[bool]string{true: "MQ/WR", false: "MQ/WR+cw"}[freeArr]
 		switch e.notify {
 		case "":
 			e.notify = NotifyCQ
@@ -153,11 +147,16 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	e.parityOff = e.scratchOff + 8*n
 	e.noticeOff = e.parityOff + HeaderBytes
 	size := e.noticeOff + n*b*descBytes + n*descBytes // notice rings, then a scratch notice per destination
+	if e.freeArr {
+		e.fa.off = size
+		size += n*b*8 + n*8 // FreeArr words, then a scratch word per source
+	}
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 		return err
 	}
 	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(size)
+	e.info.RecvPoolBytes = int64(n * b * msg)
 	if ad != nil {
 		e.own.lent(e.returnSendBuffers) // once the queue pairs are gone
 		if err := e.initAdaptiveSend(n*b, msg); err != nil {
@@ -180,12 +179,20 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	for j := 0; j < n; j++ {
 		e.released = append(e.released, make([]bool, b))
 	}
+	per, sqDepth := 3, 2*b+2*creditSignalEvery+8
+	if e.freeArr {
+		e.fa.init(n, b)
+		// Data writes, notices and FreeArr writes: at most b of each,
+		// and up to creditSignalEvery unsignaled writes awaiting a
+		// signaled one per kind.
+		per, sqDepth = 4, 3*b+3*creditSignalEvery+8
+	}
 	var blob []byte
 	for j := 0; j < n; j++ {
 		// Send queue: data sends (at most b, the credit), parity messages
 		// (at most b), and up to creditSignalEvery credit writes awaiting
 		// a signaled one, twice over.
-		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 2*b + 2*creditSignalEvery + 8, MaxRecvWR: b, MaxInline: HeaderBytes},
+		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: b, MaxInline: HeaderBytes},
 			fabric.AccessRemoteWrite)
 		if err != nil {
 			return err
@@ -216,9 +223,14 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		notice := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.noticeOff+j*b*descBytes), RKey: e.mr.RKey(), Bytes: uint64(b * descBytes)}
 		enc, _ = notice.MarshalBinary()
 		blob = append(blob, enc...)
+		if e.freeArr { // where node j returns our slots: its FreeArr words
+			free := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.fa.off+j*b*8), RKey: e.mr.RKey(), Bytes: uint64(b * 8)}
+			enc, _ = free.MarshalBinary()
+			blob = append(blob, enc...)
+		}
 	}
 	e.info.QPs = n
-	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob, n, 3)
+	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob, n, per)
 	if err != nil {
 		return err
 	}
@@ -227,6 +239,9 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	e.notices = make([]fabric.QPInfo, n)
 	for j := 0; j < n; j++ {
 		e.remote[j], e.ring[j], e.notices[j] = got[j][0], got[j][1], got[j][2]
+		if e.freeArr {
+			e.fa.remote[j] = got[j][3]
+		}
 		if err := connectRC(e.qps[j], e.remote[j], rcPSN(e.me, j), 1); err != nil {
 			return err
 		}
@@ -253,9 +268,10 @@ func (e *mqsr) postRecv(src, k int) error {
 // refresh reads the credit word destination d writes into our memory.
 func (e *mqsr) refresh(th fabric.Thread, d int) (final bool) {
 	th.Sync()
+	e.pollLines(th, 1)
 	v := binary.LittleEndian.Uint64(e.mr.Bytes()[e.creditOff+8*d:])
 	e.cs[d].Update(v &^ finalBit)
-	if e.write {
+	if e.write && !e.freeArr {
 		// Credit c returns the slot of write c-b (the first b writes had
 		// the initial credit): how long after its write did the sender
 		// see it free? Seen when the sender looks, which in a
@@ -302,23 +318,21 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 	if d < 0 || d >= e.n {
 		return fmt.Errorf("%w: destination node %d in a %d-node cluster", ErrConfig, d, e.n)
 	}
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for e.cs[d].Available() == 0 {
-		if e.refresh(th, d); e.cs[d].Available() > 0 {
-			break
-		}
-		e.info.CreditStalls++
-		if err := e.wait(th, deadline, e.mr, fmt.Sprintf("waiting for credit from node %d", d)); err != nil {
+	if err := e.await(th, d); err != nil {
+		return err
+	}
+	if e.needCredit() {
+		if err := e.cs[d].Consume(); err != nil {
 			return err
 		}
-	}
-	if err := e.cs[d].Consume(); err != nil {
-		return err
 	}
 	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: b.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
 	var notice []fabric.SendWR
 	if e.write {
 		slot := e.nextSlot[d] % uint64(e.cfg.Buffers)
+		if e.freeArr {
+			slot = e.fa.take(d)
+		}
 		e.nextSlot[d]++
 		e.slotAt[d][slot] = th.Now()
 		wr.Op, wr.Imm = fabric.OpWriteImm, uint32(slot)
@@ -340,56 +354,49 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 	return nil
 }
 
-// notice builds the inline write that tells destination d about the
-// message just written into its slot: the message's number (its seal) at
-// the slot's notice word, or a descriptor in the next ring entry.
-func (e *mqsr) notice(d int, slot uint64, n int) []fabric.SendWR {
-	seq := e.nextSlot[d]
-	m := e.mr.Bytes()[e.noticeOff+e.n*e.cfg.Buffers*descBytes+d*descBytes:]
-	binary.LittleEndian.PutUint64(m, seq)
-	binary.LittleEndian.PutUint32(m[8:], uint32(slot))
-	binary.LittleEndian.PutUint32(m[12:], uint32(n))
-	k := slot // poll-buffers: the slot's own word
-	if e.notify == NotifyQueue {
-		k = (seq - 1) % uint64(e.cfg.Buffers)
-	}
-	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Local: e.mr.SGE(e.noticeOff+e.n*e.cfg.Buffers*descBytes+d*descBytes, descBytes),
-		Flags: fabric.Inline, RemoteAddr: e.notices[d].Addr + k*descBytes, RKey: e.notices[d].RKey}
-	e.signalSome(&wr, &e.unsignaled[d], false)
-	return []fabric.SendWR{wr}
-}
-
-// scanNotices takes every message whose notice has arrived, in order per
-// source (the poll-buffers and poll-queue variants).
-func (e *mqsr) scanNotices(th fabric.Thread) (int, error) {
-	th.Sync()
-	got := 0
-	for s := 0; s < e.n; s++ {
-		for !e.closedSrc[s] {
-			want := e.recvNext[s] + 1
-			k := e.recvNext[s] % uint64(e.cfg.Buffers) // the slot, and the ring entry
-			m := e.mr.Bytes()[e.noticeOff+(s*e.cfg.Buffers+int(k))*descBytes:]
-			if binary.LittleEndian.Uint64(m) != want {
-				break
+// await waits until destination d can take a message: credit (MQ/SR,
+// MQ/WR+cw, and MQ/WR's poll-CQ variant, whose writes consume receives)
+// and, with FreeArr, a slot the receiver has returned.
+func (e *mqsr) await(th fabric.Thread, d int) error {
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for !e.canSend(d) {
+		if e.needCredit() && e.cs[d].Available() == 0 {
+			e.refresh(th, d)
+		}
+		if e.freeArr && !e.fa.any(d) {
+			if err := e.scanFree(th, d); err != nil {
+				return err
 			}
-			slot := k
-			if e.notify == NotifyQueue {
-				slot = uint64(binary.LittleEndian.Uint32(m[8:]))
-				if slot >= uint64(e.cfg.Buffers) {
-					return got, fmt.Errorf("%w: notice from node %d names slot %d", ErrBadMessage, s, slot)
-				}
-			}
-			e.recvNext[s]++
-			if err := e.deliver(s, e.recvSlot(s, int(slot)), e.cfg.MsgBytes); err != nil {
-				return got, err
-			}
-			got++
+		}
+		if e.canSend(d) {
+			break
+		}
+		e.info.CreditStalls++
+		what := "waiting for credit from node %d"
+		if e.freeArr {
+			what = "waiting for node %d to return a slot (FreeArr) or credit"
+		}
+		if err := e.wait(th, deadline, e.mr, fmt.Sprintf(what, d)); err != nil {
+			return err
 		}
 	}
-	return got, nil
+	return nil
+}
+
+// needCredit tells whether sends consume credit: every design but MQ/WR's
+// poll-buffers and poll-queue variants, where FreeArr alone bounds what a
+// sender may write.
+func (e *mqsr) needCredit() bool { return !e.freeArr || e.notify == NotifyCQ }
+
+// canSend tells whether destination d can take a message now.
+func (e *mqsr) canSend(d int) bool {
+	return (!e.needCredit() || e.cs[d].Available() > 0) && (!e.freeArr || e.fa.any(d))
 }
 
 func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) {
+	if e.freeArr && e.notify == NotifyBuffers {
+		return e.getData(th, receiving{on: []fabric.Waitable{e.mr}, progress: func() (int, error) { return e.scanSeals(th) }})
+	}
 	if e.write && e.notify != NotifyCQ {
 		return e.getData(th, receiving{on: []fabric.Waitable{e.mr}, progress: func() (int, error) { return e.scanNotices(th) }})
 	}
@@ -409,6 +416,13 @@ func (e *mqsr) received(th fabric.Thread, wc fabric.WC) error {
 		slot = e.recvSlot(src, int(wc.Imm))
 		if err := e.postRecv(src, 0); err != nil { // the next write's receive
 			return err
+		}
+		if e.freeArr { // credit counts receives, as for MQ/SR
+			if v, ok := e.cr[src].Posted(1); ok {
+				if err := e.writeCredit(src, v); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return e.deliver(slot/e.cfg.Buffers, slot, wc.Bytes)
@@ -437,6 +451,10 @@ func (e *mqsr) deliver(src, slot, n int) error {
 		d.State = Depleted
 		e.closedSrc[src] = true
 		e.doneCount++
+		if !e.needCredit() {
+			e.ready.push(d)
+			return nil
+		}
 		// Every receive posted for src is credited now: the source pads
 		// with empty messages up to this count.
 		e.cr[src].Flush()
@@ -473,6 +491,9 @@ func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
 	if d.id < 0 || d.id >= e.n*e.cfg.Buffers || d.Src != d.id/e.cfg.Buffers {
 		return errForeignDelivery
 	}
+	if e.freeArr {
+		return e.releaseSlot(d.Src, d.id%e.cfg.Buffers)
+	}
 	if e.closedSrc[d.Src] {
 		return nil // the stream from d.Src has ended: no more receives for it
 	}
@@ -495,6 +516,8 @@ func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
 		return err
 	}
 	if v, ok := e.cr[d.Src].Posted(k); ok {
+		t0 := th.Now()
+		defer func() { e.info.CreditNS += th.Now().Sub(t0).Seconds() * 1e9 }()
 		return e.writeCredit(d.Src, v)
 	}
 	return nil

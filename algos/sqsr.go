@@ -514,6 +514,8 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 		return nil
 	}
 	if v, ok := e.cr[d.Src].Posted(1); ok {
+		t0 := th.Now()
+		defer func() { e.info.CreditNS += th.Now().Sub(t0).Seconds() * 1e9 }()
 		return e.sendCredit(d.Src, v)
 	}
 	return nil

@@ -75,6 +75,9 @@ func (e *sqsr) memory() (maxR, sendWR int, err error) {
 	}
 	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(size)
+	if ad == nil {
+		e.info.RecvPoolBytes = int64(n * b * e.recvBytes)
+	}
 	e.rwcs = make([]fabric.WC, len(e.wcs))
 	if e.cfg.Recover {
 		e.holds = make([]int, 0, n*b)

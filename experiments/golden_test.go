@@ -78,7 +78,7 @@ func goldenRunCases() (names []string, cfgs []RunConfig, faults []sim.Faults) {
 		c.Design, c.Payload = d, true
 		add(d+" payload", c)
 	}
-	for _, d := range []string{"SEMQ/WR", "MEMQ/WR"} {
+	for _, d := range []string{"SEMQ/WR", "MEMQ/WR", "SEMQ/WR+cw", "MEMQ/WR+cw"} {
 		for _, n := range []algos.Notify{"buffers", "queue"} {
 			c := goldenBase()
 			c.Design, c.Notify = d, n

@@ -140,10 +140,14 @@ type Record struct {
 	SetupMS        float64 `json:"setup_ms"`
 	QPsPerNode     int     `json:"qps_per_node"`
 	RegisteredPer  int64   `json:"registered_bytes_per_node"`
-	Integrity      string  `json:"integrity"`
-	TuplesSent     uint64  `json:"tuples_sent"`
-	TuplesReceived uint64  `json:"tuples_received"`
-	CreditWrites   int64   `json:"credit_writes"`
+	// RecvPoolPer is the part of RegisteredPer that holds received
+	// messages: the one pool Liu19 §7.1.3 counts (0 with adaptive
+	// receive buffers).
+	RecvPoolPer    int64  `json:"recv_pool_bytes_per_node,omitempty"`
+	Integrity      string `json:"integrity"`
+	TuplesSent     uint64 `json:"tuples_sent"`
+	TuplesReceived uint64 `json:"tuples_received"`
+	CreditWrites   int64  `json:"credit_writes"`
 	// RDMA Write designs: RDMA Writes per data transfer (the data, any
 	// notification write, and credit writes), over the cluster.
 	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
@@ -161,8 +165,11 @@ type Record struct {
 	// Receiving threads' time in Release (returning the buffer: reposting
 	// the receive and writing credit back), milliseconds per GiB received.
 	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
-	SimEvents       uint64  `json:"sim_events"`
-	WallS           float64 `json:"wall_s"`
+	// Receivers' time writing credit back (posting credit writes or
+	// messages in Release), milliseconds per GiB received.
+	CreditMSPerGiB float64 `json:"credit_ms_per_gib,omitempty"`
+	SimEvents      uint64  `json:"sim_events"`
+	WallS          float64 `json:"wall_s"`
 	// The build that made the record (buildinfo): module version,
 	// version-control commit and Go toolchain; and the simulated
 	// profile's parameters (sim.Profile.Hash; empty off the simulator).

@@ -272,7 +272,7 @@ func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult)
 	var recvBytes float64
 	var all nodeMeter
 	var transfers, writes, slotReturns int64
-	var slotNS float64
+	var slotNS, creditNS float64
 	for i, r := range res {
 		info := r.Info
 		all.add(nodeMeter{r.Meter[0], r.Meter[1], r.Meter[2], r.Meter[3], r.Meter[4]})
@@ -285,6 +285,8 @@ func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult)
 		}
 		rec.QPsPerNode = max(rec.QPsPerNode, info.QPs)
 		rec.RegisteredPer = max(rec.RegisteredPer, info.RegisteredBytes)
+		rec.RecvPoolPer = max(rec.RecvPoolPer, info.RecvPoolBytes)
+		creditNS += info.CreditNS
 		rec.CreditWrites += info.CreditWrites
 		rec.Retransmits += info.Retransmits
 		rec.Duplicates += info.Duplicates
@@ -303,11 +305,11 @@ func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult)
 		rec.PoolPeakBytes = max(rec.PoolPeakBytes, r.PoolPeak)
 		rec.CreditStalls += info.CreditStalls
 		transfers += info.Transfers
-		writes += info.Transfers + info.NoticeWrites + info.CreditWrites
+		writes += info.Transfers + info.NoticeWrites + info.CreditWrites + info.FreeWrites
 		slotNS, slotReturns = slotNS+info.SlotReturnNS, slotReturns+info.SlotReturns
 	}
 	// The RDMA Write designs: writes per transfer and slot return latency.
-	if design.Family == algos.FamilyDesign && design.Verb == algos.VerbWrite {
+	if (design.Family == algos.FamilyDesign || design.Family == algos.FamilyVariant) && design.Verb == algos.VerbWrite {
 		if transfers > 0 {
 			rec.WritesPerTransfer = float64(writes) / float64(transfers)
 		}
@@ -319,6 +321,7 @@ func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult)
 	rec.ReceiverIdle = ratio(all.recvIdle, all.recvTime)
 	if recvBytes > 0 {
 		rec.ReleaseMSPerGiB = all.release.Seconds() * 1e3 / (recvBytes / (1 << 30))
+		rec.CreditMSPerGiB = creditNS / 1e6 / (recvBytes / (1 << 30))
 	}
 	if rec.ResponseS > 0 {
 		rec.ThroughputGiBs = recvBytes / float64(n) / rec.ResponseS / (1 << 30)

@@ -112,6 +112,19 @@ func AllFigures() []Figure {
 	return slices.Concat(seedFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures())
 }
 
+// wrDesigns are the RDMA Write designs the notification figures compare:
+// Liu19's (FreeArr) and our credit-word variant.
+var wrDesigns = []any{algos.NameMEMQWR, algos.NameMEMQWRCW}
+
+// wrSeries names a notification figure's series: the variant, and the
+// design when it is not Liu19's.
+func wrSeries(r *experiments.Record) string {
+	if r.Design == algos.NameMEMQWR {
+		return "notify=" + r.Notify
+	}
+	return r.Design + " notify=" + r.Notify
+}
+
 // seedFigures are Liu19's figures 13-22, in the order of the paper.
 func seedFigures() []Figure {
 	return []Figure{
@@ -156,15 +169,15 @@ func seedFigures() []Figure {
 			ID: "fig15", X: "cycles-per-tuple", Title: "RDMA Write notification variants under receiver load (Liu19 fig. 15)", Claims: []string{"C4"},
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
-				base.Design = "MEMQ/WR"
 				return sweeps(func() (*sweep.Sweep, error) {
-					return sweep.NewSweep("fig15", base, sweep.Vary("notify", "cq", "buffers", "queue"), sweep.Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
+					return sweep.NewSweep("fig15", base, sweep.Vary("design", wrDesigns...), sweep.Vary("notify", "cq", "buffers", "queue"),
+						sweep.Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
 				})
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig15", sweep.PlotSpec{Title: "MEMQ/WR notification variants (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
+				return []NamedPlot{{"fig15", sweep.PlotSpec{Title: "MEMQ/WR notification variants, and MEMQ/WR+cw (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines",
-					Series: lines(all(rs), func(r *experiments.Record) string { return "notify=" + r.Notify }, batchMicros, tput)}}}, nil
+					Series: lines(all(rs), wrSeries, batchMicros, tput)}}}, nil
 			},
 		},
 		{
@@ -172,15 +185,14 @@ func seedFigures() []Figure {
 			Table: func(r *experiments.Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
-				base.Design = "MEMQ/WR"
 				return sweeps(func() (*sweep.Sweep, error) {
-					return sweep.NewSweep("fig16", base, sweep.Vary("notify", "cq", "buffers", "queue"))
+					return sweep.NewSweep("fig16", base, sweep.Vary("design", wrDesigns...), sweep.Vary("notify", "cq", "buffers", "queue"))
 				})
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig16", sweep.PlotSpec{Title: "Slot return latency (MEMQ/WR, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
+				return []NamedPlot{{"fig16", sweep.PlotSpec{Title: "Slot return latency (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
 					YLabel: "slot return after its write [us]", Kind: "bars",
-					Series: bars(all(rs), func(*experiments.Record) string { return "MEMQ/WR" }, func(r *experiments.Record) string { return r.Notify },
+					Series: bars(all(rs), func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) string { return r.Notify },
 						func(r *experiments.Record) float64 { return r.SlotReturnUS })}}}, nil
 			},
 		},
@@ -189,15 +201,15 @@ func seedFigures() []Figure {
 			Table: func(r *experiments.Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 1<<20, 8<<20))
-				base.Design, base.Buffers = "MEMQ/WR", 4
+				base.Buffers = 4
 				return sweeps(func() (*sweep.Sweep, error) {
-					return sweep.NewSweep("fig17", base, sweep.Vary("notify", "cq", "buffers", "queue"), sweep.Vary("credit-every", 1, 2, 4))
+					return sweep.NewSweep("fig17", base, sweep.Vary("design", wrDesigns...), sweep.Vary("notify", "cq", "buffers", "queue"), sweep.Vary("credit-every", 1, 2, 4))
 				})
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig17", sweep.PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR, 8 nodes, EDR)", XLabel: "receives per credit write-back",
+				return []NamedPlot{{"fig17", sweep.PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR)", XLabel: "receives per credit write-back",
 					YLabel: "RDMA Writes per data transfer", Kind: "lines",
-					Series: lines(all(rs), func(r *experiments.Record) string { return "notify=" + r.Notify }, func(r *experiments.Record) float64 { return float64(r.CreditEvery) },
+					Series: lines(all(rs), wrSeries, func(r *experiments.Record) float64 { return float64(r.CreditEvery) },
 						func(r *experiments.Record) float64 { return r.WritesPerTransfer })}}}, nil
 			},
 		},
@@ -209,7 +221,7 @@ func seedFigures() []Figure {
 				ud := figBase("edr-cx4", 8, t, scale[int64](full, 256<<10, 4<<20))
 				return sweeps(
 					func() (*sweep.Sweep, error) {
-						return sweep.NewSweep("fig18", base, sweep.Vary("design", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR"),
+						return sweep.NewSweep("fig18", base, sweep.Vary("design", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR", algos.NameMEMQWRCW),
 							sweep.Vary("msg-bytes", 4096, 16384, 65536, 262144, 1048576))
 					},
 					func() (*sweep.Sweep, error) {
@@ -236,7 +248,7 @@ func seedFigures() []Figure {
 				// Quick: 10 threads, so that MEMQ's n x t queue pairs exceed
 				// the FDR context cache at 16 nodes as with the paper's 14.
 				base := figBase("edr-cx4", 2, scale(full, 10, 14), scale[int64](full, 256<<10, 8<<20))
-				designs := append(experiments.SeedDesigns(), "MPI", "IPoIB")
+				designs := append(experiments.SeedDesigns(), algos.NameMEMQWRCW, "MPI", "IPoIB")
 				nodes := sweep.Vary("nodes", 2, 4, 8, 16)
 				profiles := sweep.Vary("profile", "fdr-cx3", "edr-cx4")
 				return sweeps(
