@@ -174,7 +174,7 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.n > 0 {
-		p.storePayload(q.msgRQE.buf[q.msgOff:])
+		storeInto(q.msgRQE.mr, q.msgRQE.buf[q.msgOff:], p)
 		q.msgRQE.mr.signal()
 	}
 	q.msgOff += p.n
@@ -234,7 +234,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		}
 	}
 	if p.n > 0 {
-		p.storePayload(q.msgBuf[q.msgOff:])
+		storeInto(q.msgMR, q.msgBuf[q.msgOff:], p)
 		q.msgMR.signal()
 	}
 	q.msgOff += p.n
@@ -330,6 +330,10 @@ func (q *qp) udReceive(p *packet) {
 	default:
 		if ch := q.c.chk; ch != nil {
 			ch.recvFilling(q, q.rqAt(idx))
+		}
+		if e.mr.unbacked() { // the GRH is not zero
+			e.mr.materialize()
+			e.buf = e.mr.rebased(e.buf)
 		}
 		writeGRH(e.buf[:fabric.GRHBytes], p)
 		p.storePayload(e.buf[fabric.GRHBytes:])

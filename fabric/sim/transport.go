@@ -471,7 +471,7 @@ func (q *qp) requesterRecv(p *packet) {
 			if ch != nil && p.nseg > 0 {
 				ch.readLanding(q, e, e.rdGot)
 			}
-			p.storePayload(e.buf[e.rdGot*q.mtu:])
+			storeInto(e.mr, e.buf[e.rdGot*q.mtu:], p)
 			if ch != nil && p.nseg > 0 {
 				ch.readLanded(q, e, e.rdGot)
 			}
