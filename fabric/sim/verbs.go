@@ -112,7 +112,7 @@ type mr struct {
 	access fabric.Access
 	dead   bool
 	zero   bool // buf is a view of the zero mapping (zeromem.go)
-	busy   int // outstanding work requests naming this region (counted by the checker)
+	busy   int  // outstanding work requests naming this region (counted by the checker)
 	// Byte ranges posted as receives, sorted, and the longest (checker).
 	recvs   []recvRange
 	recvMax uint64
