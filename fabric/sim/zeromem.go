@@ -49,7 +49,8 @@ func (m *mr) rebased(b []byte) []byte {
 // rebase moves q's slices of m onto m.buf: the buffers of its work
 // requests (every slot: a released one is rewritten before it is used
 // again), the checker's records of them, the receive and the RDMA Write
-// in progress, and the RDMA Reads it answers.
+// in progress (a receive in progress is a slot of the ring), and the
+// RDMA Reads it answers.
 func (q *qp) rebase(m *mr) {
 	for i := range q.sq {
 		e := &q.sq[i]
@@ -61,9 +62,14 @@ func (q *qp) rebase(m *mr) {
 		}
 	}
 	for i := range q.rq {
-		q.rq[i].rebase(m)
+		e := &q.rq[i]
+		if e.mr == m {
+			e.buf = m.rebased(e.buf)
+		}
+		if e.ck.mr == m {
+			e.ck.buf = m.rebased(e.ck.buf)
+		}
 	}
-	q.msgRQE.rebase(m)
 	if q.msgMR == m {
 		q.msgBuf = m.rebased(q.msgBuf)
 	}
@@ -71,15 +77,6 @@ func (q *qp) rebase(m *mr) {
 		if r := &q.reads[i]; r.mr == m {
 			r.buf = m.rebased(r.buf)
 		}
-	}
-}
-
-func (e *rqe) rebase(m *mr) {
-	if e.mr == m {
-		e.buf = m.rebased(e.buf)
-	}
-	if e.ck.mr == m {
-		e.ck.buf = m.rebased(e.ck.buf)
 	}
 }
 
