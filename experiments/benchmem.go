@@ -28,7 +28,7 @@ const (
 	benchPerNode   = 256 << 10 // a node: NIC, threads' stacks, queues
 	benchPerQP     = 4 << 10
 	benchRecvEntry = 144 // bytes per receive-ring slot (rqe)
-	benchSendEntry = 264 // bytes per send-ring slot (sqe)
+	benchSendEntry = 256 // bytes per send-ring slot (sqe)
 )
 
 // BenchMemory is an estimate of a simulated perftest run's peak memory,

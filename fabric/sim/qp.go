@@ -14,13 +14,13 @@ type sqe struct {
 	length  int
 	npkts   int
 	psn     fabric.PSN // first PSN, once assigned
+	destQPN uint32     // UD: destination QPN (beside psn: no padding, TestQPSizes)
 	rdGot   int        // read responses received
 	rdGap   bool       // a missing read response was detected and the read asked for again
 	bad     fabric.Status
 	done    bool
 	procAt  fabric.Time // when the NIC has processed this request
 	destN   int         // UD: destination node
-	destQPN uint32      // UD: destination QPN
 	ck      ckState     // the verbs-usage checker's record (checker.go)
 }
 

@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 // TestReservedKeepsOutstanding: a ring that grows keeps every outstanding
 // entry at the slot its index names in the larger ring, grows to the next
@@ -31,6 +34,28 @@ func TestReservedKeepsOutstanding(t *testing.T) {
 			if got := next[i&uint64(len(next)-1)]; got != i {
 				t.Errorf("%+v: index %d holds %d", tc, i, got)
 			}
+		}
+	}
+}
+
+// TestQPSizes: what a queue pair and its ring entries take on a 64-bit
+// machine (docs/performance.md "Scale"). A ring of 16 sends is 4 KiB, an
+// allocation size class of its own (at 264 bytes an entry it took 4,864
+// bytes); the queue pair fits the 576-byte class.
+func TestQPSizes(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are for 64-bit machines")
+	}
+	for _, tc := range []struct {
+		what      string
+		got, want uintptr
+	}{
+		{"send-queue entry", unsafe.Sizeof(sqe{}), 256},
+		{"receive-queue entry", unsafe.Sizeof(rqe{}), 144},
+		{"queue pair", unsafe.Sizeof(qp{}), 568},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %d bytes, want %d (update docs/performance.md and the estimate in experiments/benchmem.go if this is meant)", tc.what, tc.got, tc.want)
 		}
 	}
 }
