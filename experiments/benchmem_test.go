@@ -59,9 +59,10 @@ func TestEstimateCoversMeasured(t *testing.T) {
 		iters int
 		mib   int64
 	}{
-		{256, 1, 352},   // 360 MB
-		{512, 1, 1307},  // 1.34 GB
-		{1024, 1, 5133}, // 5.26 GB
+		{256, 1, 352},    // 360 MB
+		{512, 1, 1307},   // 1.34 GB
+		{1024, 1, 5133},  // 5.26 GB
+		{1024, 10, 9977}, // 10.2 GB, a 15.8 ms data phase
 	} {
 		cfg := a2a
 		cfg.Iters = m.iters
