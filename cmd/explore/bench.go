@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -33,6 +34,7 @@ type benchFlags struct {
 	sweepQPs bool
 	payload  bool
 	hw       hwFlags
+	noMemChk bool // bench: run even when the memory estimate exceeds the machine's
 }
 
 func benchCmd() *cobra.Command {
@@ -92,6 +94,7 @@ per-packet headers for that message size.`,
 	fl.StringVar(&f.output, "output", "table", "table, or plain: perftest's column layout (bandwidth in MB/sec, 2^20 bytes, unless --report_gbits), for awk and scripts")
 	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
 	fl.IntVarP(&f.duration, "duration", "D", 0, "perftest's duration mode: not supported (use -n)")
+	fl.BoolVar(&f.noMemChk, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds the machine's physical memory")
 	addCommonFlagsShort(cmd, &f, true)
 	setGroupedUsage(cmd, benchGroups())
 	return cmd
@@ -201,6 +204,11 @@ func runBench(w io.Writer, f *benchFlags) error {
 		cfg.Size, cfg.QPs = pt.size, pt.qps
 		if err := cfg.Normalize(f.nodes); err != nil {
 			return err
+		}
+		if phys, ok := experiments.PhysicalMemory(); ok && !f.noMemChk {
+			if err := experiments.CheckBenchMemory(cfg, f.nodes, f.payload, phys); err != nil {
+				return err
+			}
 		}
 		row, err := benchOnce(cfg, f, prof)
 		if err != nil {

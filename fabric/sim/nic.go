@@ -94,7 +94,12 @@ func (n *nic) dmaRead(bytes int, notBefore fabric.Time) fabric.Time {
 func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
 	idx := len(n.mrs) + 1
 	key := uint32(idx)<<8 | uint32(idx*151+n.node.id*7)&0xff
-	m := &mr{sigbase: sigbase{c: n.c}, nic: n, pd: p, key: key, addr: n.nextAddr, buf: make([]byte, length), access: access}
+	m := &mr{sigbase: sigbase{c: n.c}, nic: n, pd: p, key: key, addr: n.nextAddr, access: access}
+	if n.c.cfg.SizeOnly {
+		m.buf, m.zero = zeroView(length)
+	} else {
+		m.buf = make([]byte, length)
+	}
 	n.nextAddr += (uint64(length) + 2*pageSize - 1) / pageSize * pageSize // a guard page between regions
 	n.mrs = append(n.mrs, m)
 	n.warm(m)

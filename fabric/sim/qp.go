@@ -14,13 +14,13 @@ type sqe struct {
 	length  int
 	npkts   int
 	psn     fabric.PSN // first PSN, once assigned
+	destQPN uint32     // UD: destination QPN (beside psn: no padding, TestQPSizes)
 	rdGot   int        // read responses received
 	rdGap   bool       // a missing read response was detected and the read asked for again
 	bad     fabric.Status
 	done    bool
 	procAt  fabric.Time // when the NIC has processed this request
 	destN   int         // UD: destination node
-	destQPN uint32      // UD: destination QPN
 	ck      ckState     // the verbs-usage checker's record (checker.go)
 }
 
@@ -47,16 +47,19 @@ func ringSize(n int) int {
 	return s
 }
 
-// firstRing is how many entries a work-request ring starts with; it
-// doubles, up to ringSize of the queue's depth, when that many requests
-// are outstanding (a cluster of thousands of queue pairs, most with few
-// requests in flight, then holds little per queue pair).
-const firstRing = 4
-
-// grown returns ring, doubled, with the entries of indices [from, to)
-// moved to their slots in the larger ring.
-func grown[E any](ring []E, from, to uint64) []E {
-	next := make([]E, 2*len(ring))
+// reserved returns ring with room for n more requests after those of
+// indices [from, to): ring itself when it has it, else a ring of
+// ringSize(to-from+n) entries with those requests moved to their slots in
+// it. Rings start empty and grow as requests are posted, never beyond
+// ringSize of the queue's depth (posts beyond it are refused first), so a
+// cluster of thousands of queue pairs, most with few requests in flight,
+// holds little per queue pair; a batch of posts grows a ring once.
+func reserved[E any](ring []E, from, to uint64, n int) []E {
+	need := int(to-from) + n
+	if need <= len(ring) {
+		return ring
+	}
+	next := make([]E, ringSize(need))
 	for i := from; i < to; i++ {
 		next[i&uint64(len(next)-1)] = ring[i&uint64(len(ring)-1)]
 	}
@@ -68,6 +71,10 @@ func (q *qp) sqAt(i uint64) *sqe { return &q.sq[i&uint64(len(q.sq)-1)] }
 
 // rqAt is the receive-queue slot of request index i.
 func (q *qp) rqAt(i uint64) *rqe { return &q.rq[i&uint64(len(q.rq)-1)] }
+
+// taken is the receive taken for the message in progress (msgRecv). Its
+// slot stays valid until its completion is polled, which recvDone queues.
+func (q *qp) taken() *rqe { return q.rqAt(q.msgIdx) }
 
 // rqe is a receive-queue entry.
 type rqe struct {
@@ -117,7 +124,10 @@ type qp struct {
 	mtu       int
 	destroyed bool
 	inReady   bool
-	unsig     int // unsignaled sends posted since the last signaled one (checker)
+	timerOn   bool    // the local ACK timer is running (until timerAt)
+	timerEv   bool    // a timer event is queued (at timerEvAt, at or before timerAt)
+	nakCode   nakCode // responder (below)
+	unsig     int     // unsignaled sends posted since the last signaled one (checker)
 
 	// Performance model.
 	cache   cacheLink   // membership in the NIC's context cache
@@ -125,7 +135,8 @@ type qp struct {
 	recvLk  lockState   // serializes PostRecv across threads
 	readyEv fabric.Time // a pending re-activation, 0 if none
 
-	// Send queue: a ring of at least caps.MaxSendWR entries (a power of two, see ringSize) indexed by counters.
+	// Send queue: a ring of up to ringSize(caps.MaxSendWR) entries, grown
+	// as requests are posted (reserved), indexed by counters.
 	// sqFree <= sqHead <= sqTx <= sqVisible <= sqTail. The counters only
 	// grow, even across RESET, so that a stale event or completion that
 	// names an old counter value finds nothing to do.
@@ -140,12 +151,12 @@ type qp struct {
 	rdOut     int // RDMA Reads in flight
 
 	// RC requester reliability.
+	// (timerOn and timerEv are with the flags above: the queue pair is
+	// kept small, docs/performance.md "Scale".)
 	retries    int
 	rnrRetries int
-	timerOn    bool        // the local ACK timer is running
-	timerAt    fabric.Time // when it expires
-	timerEv    bool        // a timer event is queued (at or before timerAt)
-	timerEvAt  fabric.Time // when that event fires; events at other times are stale
+	timerAt    fabric.Time // when the local ACK timer expires
+	timerEvAt  fabric.Time // when the timer event fires; events at other times are stale
 	rnrUntil   fabric.Time
 
 	// Receive queue ring: rqFree <= rqHead <= rqTail, counters that only grow.
@@ -157,10 +168,9 @@ type qp struct {
 	// Responder.
 	ePSN     fabric.PSN
 	nakSent  bool
-	inMsg    bool // a multi-packet send or write is in progress
-	msgRecv  bool // msgRQE holds a receive taken for the message in progress (UC: or for the next one)
-	msgRQE   rqe
-	msgIdx   uint64 // receive queue index of msgRQE
+	inMsg    bool   // a multi-packet send or write is in progress
+	msgRecv  bool   // msgIdx names a receive taken for the message in progress (UC: or for the next one)
+	msgIdx   uint64 // receive queue index of that receive (taken)
 	msgMR    *mr
 	msgBuf   []byte
 	msgOff   int
@@ -168,7 +178,6 @@ type qp struct {
 	ucMid    bool // UC: the last packet that arrived was not the last of its message
 	ackOn    bool
 	ackPSN   fabric.PSN
-	nakCode  nakCode
 	reads    []readCtx
 	readHead int
 	rdIn     int // responder resources in use: new RDMA Reads not yet fully answered (max_dest_rd_atomic bounds it)
@@ -216,7 +225,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: node %d already has %d queue pairs (nic.max_qp)", fabric.ErrLimit, n.node.id, live)
 	}
 	q := &qp{c: c, nic: n, pd: p, qpn: uint32(qpnBase + len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
-		sq: make([]sqe, min(ringSize(caps.MaxSendWR), firstRing)), rq: make([]rqe, min(ringSize(caps.MaxRecvWR), firstRing)), mtu: c.prof.Link.MTU}
+		mtu: c.prof.Link.MTU}
 	n.qps = append(n.qps, q)
 	n.liveQPs++
 	if ch := c.chk; ch != nil {
@@ -376,6 +385,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if th := c.cur; th != nil {
 		t = th.local
 	}
+	q.sq = reserved(q.sq, q.sqFree, q.sqTail, min(len(wrs), q.caps.MaxSendWR-int(q.sqTail-q.sqFree)))
 	n := 0
 	var err error
 	for ; n < len(wrs); n++ {
@@ -455,9 +465,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 	if ch := q.c.chk; ch != nil {
 		ch.sendPosted(q, &e)
 	}
-	if q.sqTail-q.sqFree >= uint64(len(q.sq)) {
-		q.sq = grown(q.sq, q.sqFree, q.sqTail)
-	}
+	q.sq = reserved(q.sq, q.sqFree, q.sqTail, 1)
 	*q.sqAt(q.sqTail) = e
 	q.sqTail++
 	return nil
@@ -483,9 +491,8 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 				fabric.ErrQueueFull, q, q.caps.MaxRecvWR)
 		}
 		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
-		if q.rqTail-q.rqFree >= uint64(len(q.rq)) {
-			q.rq = grown(q.rq, q.rqFree, q.rqTail)
-		}
+		// Room for the rest of the batch that the queue accepts, at once.
+		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, q.caps.MaxRecvWR-int(q.rqTail-q.rqFree)))
 		*q.rqAt(q.rqTail) = rqe{id: wrs[i].ID, mr: m, buf: buf, addr: wrs[i].Local.Addr, bad: !ok}
 		if ch := c.chk; ch != nil {
 			ch.recvPosted(q, q.rqAt(q.rqTail))

@@ -57,13 +57,13 @@ func (q *qp) takeRecv(p *packet) bool {
 		}
 		return false
 	}
-	q.msgRQE, q.msgIdx, q.msgRecv = *q.rqAt(q.rqHead), q.rqHead, true
+	q.msgIdx, q.msgRecv = q.rqHead, true
 	if ch := q.c.chk; ch != nil {
 		ch.recvFilling(q, q.rqAt(q.rqHead))
 	}
 	q.rqHead++
-	if q.msgRQE.broken() {
-		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+	if q.taken().broken() {
+		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		if q.typ == fabric.RC {
 			q.responderError(nakInvalid, p.psn)
 		} else {
@@ -152,9 +152,9 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		q.inMsg, q.msgOff = true, 0
 	} else if !q.inMsg {
 		return false
-	} else if q.msgRQE.broken() {
+	} else if q.taken().broken() {
 		// The receive's region was deregistered while the message arrived.
-		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
@@ -163,8 +163,8 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		}
 		return false
 	}
-	if q.msgOff+p.n > len(q.msgRQE.buf) {
-		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
+	if q.msgOff+p.n > len(q.taken().buf) {
+		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
@@ -174,12 +174,12 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.n > 0 {
-		p.storePayload(q.msgRQE.buf[q.msgOff:])
-		q.msgRQE.mr.signal()
+		storeInto(q.taken().mr, q.taken().buf[q.msgOff:], p)
+		q.taken().mr.signal()
 	}
 	q.msgOff += p.n
 	if p.last {
-		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: q.msgOff,
+		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: q.msgOff,
 			Imm: p.imm, HasImm: p.hasImm, SrcQP: p.srcQPN})
 		q.inMsg = false
 	}
@@ -234,13 +234,13 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		}
 	}
 	if p.n > 0 {
-		p.storePayload(q.msgBuf[q.msgOff:])
+		storeInto(q.msgMR, q.msgBuf[q.msgOff:], p)
 		q.msgMR.signal()
 	}
 	q.msgOff += p.n
 	if p.last {
 		if p.hasImm {
-			q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: q.msgOff,
+			q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: q.msgOff,
 				Imm: p.imm, HasImm: true, SrcQP: p.srcQPN})
 		}
 		q.inMsg = false
@@ -333,6 +333,10 @@ func (q *qp) udReceive(p *packet) {
 	default:
 		if ch := q.c.chk; ch != nil {
 			ch.recvFilling(q, q.rqAt(idx))
+		}
+		if e.mr.unbacked() { // the GRH is not zero
+			e.mr.materialize()
+			e.buf = e.mr.rebased(e.buf)
 		}
 		writeGRH(e.buf[:fabric.GRHBytes], p)
 		p.storePayload(e.buf[fabric.GRHBytes:])

@@ -57,3 +57,34 @@ func BenchmarkScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQPMemory reports the simulator's live heap per queue pair after
+// the setup of an all-to-all of 4 KiB RC sends (-t 16 -r 16 -n 1): the Go
+// heap in use after the run and a garbage collection, over the cluster's
+// n*(n-1) queue pairs (so per-node state is included, spread over them).
+// Write -memprofile to see what it is made of. docs/performance.md
+// ("Scale") shows the results.
+func BenchmarkQPMemory(b *testing.B) {
+	for _, nodes := range []int{64, 128} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				c, err := sim.New(sim.Config{Nodes: nodes, Seed: 1, SizeOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 1, TxDepth: 16, RxDepth: 16, CQMod: 8}); err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.HeapInuse-before.HeapInuse)/float64(nodes*(nodes-1)), "heap-B/QP")
+				runtime.KeepAlive(c)
+				c.Close()
+			}
+		})
+	}
+}

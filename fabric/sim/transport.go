@@ -288,7 +288,7 @@ func (q *qp) flushSends() {
 
 func (q *qp) flushRecvs() {
 	if q.msgRecv { // taken by a message that will never complete now
-		q.recvDone(fabric.WC{ID: q.msgRQE.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv})
+		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusFlushed, Op: fabric.OpRecv})
 	}
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		e := q.rqAt(q.rqHead)
@@ -296,7 +296,7 @@ func (q *qp) flushRecvs() {
 	}
 }
 
-// recvDone completes msgRQE, the receive taken for the current message.
+// recvDone completes taken(), the receive taken for the current message.
 func (q *qp) recvDone(wc fabric.WC) {
 	if ch := q.c.chk; ch != nil {
 		ch.recvFilled(q, q.msgIdx)
@@ -471,7 +471,7 @@ func (q *qp) requesterRecv(p *packet) {
 			if ch != nil && p.nseg > 0 {
 				ch.readLanding(q, e, e.rdGot)
 			}
-			p.storePayload(e.buf[e.rdGot*q.mtu:])
+			storeInto(e.mr, e.buf[e.rdGot*q.mtu:], p)
 			if ch != nil && p.nseg > 0 {
 				ch.readLanded(q, e, e.rdGot)
 			}

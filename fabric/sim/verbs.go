@@ -100,7 +100,8 @@ func (p *pd) Dealloc() error {
 }
 
 // mr implements fabric.MR. Its memory is an ordinary Go slice; untouched
-// pages of a large region cost no resident memory.
+// pages of a large region cost no resident memory. In size-only mode it
+// starts unbacked, a view of a shared zero mapping (zeromem.go).
 type mr struct {
 	sigbase
 	nic    *nic
@@ -110,14 +111,21 @@ type mr struct {
 	buf    []byte
 	access fabric.Access
 	dead   bool
-	busy   int // outstanding work requests naming this region (counted by the checker)
+	zero   bool // buf is a view of the zero mapping (zeromem.go)
+	busy   int  // outstanding work requests naming this region (counted by the checker)
 	// Byte ranges posted as receives, sorted, and the longest (checker).
 	recvs   []recvRange
 	recvMax uint64
 	shared  int // ranges in recvs marked shared
 }
 
-func (m *mr) Bytes() []byte  { return m.buf }
+// Bytes gives an unbacked region bytes of its own: its program may write
+// them.
+func (m *mr) Bytes() []byte {
+	m.materialize()
+	return m.buf
+}
+
 func (m *mr) Addr() uint64   { return m.addr }
 func (m *mr) Len() int       { return len(m.buf) }
 func (m *mr) LKey() uint32   { return m.key }
@@ -150,7 +158,7 @@ func (m *mr) Dereg() error {
 	m.dead = true
 	m.pd.users--
 	m.nic.mrs[m.key>>8-1] = nil
-	m.buf = nil
+	m.buf, m.zero = nil, false
 	return nil
 }
 

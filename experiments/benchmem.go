@@ -1,0 +1,133 @@
+package experiments
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
+)
+
+// The memory guard rail of explore bench: a simulated perftest run keeps
+// state per queue pair, and an all-to-all of n nodes has n*(n-1) of them,
+// so a run that does not fit is refused before it starts (with the
+// estimate and the flag that runs it anyway) instead of swapping or being
+// killed during setup.
+
+// Memory of the simulator per queue pair, apart from its rings
+// (calibrated on peak resident sizes, docs/performance.md "Scale"): the
+// queue pair (568 bytes), perftest's records of it and its peer, the
+// verbs checker's, the completion entries and the garbage collector's
+// headroom over the live heap.
+const (
+	benchBase      = 64 << 20  // the process: runtime, code, tables
+	benchPerNode   = 256 << 10 // a node: NIC, threads' stacks, queues
+	benchPerQP     = 4 << 10
+	benchRecvEntry = 144 // bytes per receive-ring slot (rqe)
+	benchSendEntry = 256 // bytes per send-ring slot (sqe)
+)
+
+// BenchMemory is an estimate of a simulated perftest run's peak memory,
+// and what it is made of.
+type BenchMemory struct {
+	Bytes      int64 // the estimate
+	QPs        int64 // queue pairs in the cluster
+	PerQP      int64 // bytes per queue pair, rings included
+	Registered int64 // registered bytes backed by memory (payload mode, or a test that writes them)
+}
+
+// EstimateBenchMemory estimates the peak memory of a simulated run of cfg
+// on nodes nodes; payload is the simulator's payload mode. It errs towards
+// too much. cfg is normalized on a copy; an invalid cfg returns its error.
+func EstimateBenchMemory(cfg perftest.Config, nodes int, payload bool) (BenchMemory, error) {
+	if err := cfg.Normalize(nodes); err != nil {
+		return BenchMemory{}, err
+	}
+	n, q := int64(nodes), int64(cfg.QPs)
+	var est BenchMemory
+	switch cfg.Test {
+	case "alltoall_bw":
+		est.QPs = n * (n - 1) * q
+	case "incast_bw": // node 0 to each other node
+		est.QPs = 2 * (n - 1) * q
+	case "reg_mr":
+	default: // pairs of nodes
+		est.QPs = n * q
+	}
+	recvs := cfg.Test == "send_bw" || cfg.Test == "send_lat" || cfg.Test == "alltoall_bw" || cfg.Test == "incast_bw"
+	est.PerQP = benchPerQP + int64(ringSize(min(cfg.TxDepth, cfg.Iters)))*benchSendEntry
+	if recvs {
+		est.PerQP += int64(ringSize(cfg.RxDepth)) * benchRecvEntry
+	}
+	// Registered memory has bytes behind it in payload mode and for the
+	// latency tests, which write their buffers; otherwise the simulator
+	// backs none (a view of a zero mapping).
+	if payload || !strings.HasSuffix(cfg.Test, "_bw") {
+		slot := int64(cfg.Size)
+		if cfg.Conn == fabric.UD {
+			slot += fabric.GRHBytes
+		}
+		est.Registered = est.QPs * 2 * slot // both sides' slots (write_lat's halves)
+		if cfg.Test == "reg_mr" {
+			est.Registered = int64(cfg.Size)
+		}
+		est.Registered += n * int64(cfg.Spread)
+	}
+	est.Bytes = benchBase + n*benchPerNode + est.QPs*est.PerQP + est.Registered
+	return est, nil
+}
+
+// ringSize is the number of slots of a work-request ring holding n
+// requests (fabric/sim: the next power of two).
+func ringSize(n int) int {
+	s := 1
+	for s < n {
+		s <<= 1
+	}
+	return s
+}
+
+// CheckBenchMemory refuses a run whose estimate exceeds physical bytes of
+// memory, naming the estimate, what it is made of and the flag that runs
+// it anyway. physical <= 0 (unknown) refuses nothing.
+func CheckBenchMemory(cfg perftest.Config, nodes int, payload bool, physical int64) error {
+	est, err := EstimateBenchMemory(cfg, nodes, payload)
+	if err != nil || physical <= 0 || est.Bytes <= physical {
+		return err
+	}
+	gib := func(v int64) string { return fmt.Sprintf("%.1f GiB", float64(v)/(1<<30)) }
+	what := fmt.Sprintf("%d queue pairs of about %.1f KiB", est.QPs, float64(est.PerQP)/1024)
+	if est.Registered > 0 {
+		what += fmt.Sprintf(" and %s of registered memory", gib(est.Registered))
+	}
+	return fmt.Errorf("--nodes %d: the simulated %s would need about %s of memory (%s), more than this machine's %s: use fewer nodes, fewer queue pairs per peer (-q) or shallower queues (-t, -r), or pass --no-memory-check to run it anyway",
+		nodes, cfg.Test, gib(est.Bytes), what, gib(physical))
+}
+
+// PhysicalMemory is the machine's memory (MemTotal in /proc/meminfo), and
+// false where the system does not say.
+func PhysicalMemory() (int64, bool) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	return memInfo(f, "MemTotal")
+}
+
+// memInfo reads field (in kB) from a /proc/meminfo listing, in bytes.
+func memInfo(r io.Reader, field string) (int64, bool) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == field+":" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10, err == nil && kb > 0
+		}
+	}
+	return 0, false
+}
