@@ -20,7 +20,7 @@ import (
 
 // Memory of the simulator per queue pair, apart from its rings
 // (calibrated on peak resident sizes, docs/performance.md "Scale"): the
-// queue pair (568 bytes), perftest's records of it and its peer, the
+// queue pair (560 bytes), perftest's records of it and its peer, the
 // verbs checker's, the completion entries and the garbage collector's
 // headroom over the live heap.
 const (
