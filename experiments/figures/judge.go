@@ -111,7 +111,7 @@ func judgeC1(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	for _, d := range []string{"MESQ/SR", "MEMQ/SR"} {
 		lo, hi := math.Inf(1), 0.0
 		for _, r := range rs {
-			if r.Design == d && r.BytesPerPair != 64<<10 {
+			if r.Design == d && r.Label != memoryRuns {
 				lo, hi = math.Min(lo, r.ThroughputGiBs), math.Max(hi, r.ThroughputGiBs)
 			}
 		}
@@ -140,7 +140,7 @@ func judgeC2(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	rel := func(r *experiments.Record) float64 { return r.CreditMSPerGiB }
 	main := func(d string, f int) func(*experiments.Record) bool {
 		return func(r *experiments.Record) bool {
-			return r.Design == d && r.CreditEvery == f && r.BytesPerPair != 64<<10
+			return r.Design == d && r.CreditEvery == f && r.Label != memoryRuns
 		}
 	}
 	top, n := mean(rs, main("MESQ/SR", 1), rel)
@@ -172,8 +172,8 @@ func judgeC2(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // threads, 8 nodes) within 0.7-1.3 GB.
 func judgeC3(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	mem := func(r *experiments.Record) float64 { return float64(r.RegisteredPer) * float64(r.Nodes) / 1e9 }
-	memq, n := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMEMQSR && r.BytesPerPair == 64<<10 }, mem)
-	mesq, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMESQSR && r.BytesPerPair == 64<<10 }, mem)
+	memq, n := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMEMQSR && r.Label == memoryRuns }, mem)
+	mesq, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMESQSR && r.Label == memoryRuns }, mem)
 	if n == 0 {
 		return missingData("the memory runs")
 	}
