@@ -84,8 +84,7 @@ func dialOOB(b Bootstrap, sig string, connectTimeout, timeout time.Duration, ln 
 				return nil, fmt.Errorf("host: node 0 cannot listen for the other nodes on port %s: %w", port, err)
 			}
 		}
-		defer ln.Close()
-		if err := o.accept(ln, connectTimeout); err != nil {
+		if err := o.accept(ln, connectTimeout); err != nil { // accept closes ln
 			return nil, err
 		}
 	} else if err := o.connect(connectTimeout); err != nil {
@@ -121,12 +120,22 @@ type arrival struct {
 	err error
 }
 
-// accept is node 0's side of the bootstrap.
-func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
+// accept is node 0's side of the bootstrap. It owns ln: closed when the
+// job is confirmed; after a failure it stays open until the connect
+// deadline, so that nodes that had not connected yet are told why the job
+// failed instead of being refused and timing out with no reason.
+func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) (err error) {
 	n := o.b.Size
 	deadline := time.Now().Add(connectTimeout)
 	done := make(chan struct{})
 	defer close(done)
+	defer func() {
+		if err == nil {
+			ln.Close()
+			return
+		}
+		time.AfterFunc(time.Until(deadline), func() { ln.Close() })
+	}()
 	var failure atomic.Pointer[string] // why the bootstrap failed, for late arrivals
 	arrivals := make(chan arrival)
 	go func() {
@@ -168,7 +177,6 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) error {
 				pc.c.Close()
 			}
 		}
-		ln.Close()
 		return err
 	}
 	timer := time.NewTimer(time.Until(deadline))

@@ -407,3 +407,40 @@ func TestCoordinatorThatDoesNotResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPLateNodeLearnsWhyTheJobFailed: a node that connects after node 0
+// has already refused the job (here, for another node's signature) is told
+// why, not refused a connection until its timeout.
+func TestTCPLateNodeLearnsWhyTheJobFailed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	peers := []string{addr, addr, addr}
+	boot := func(r int) Bootstrap { return Bootstrap{Rank: r, Size: 3, Coordinator: addr, Peers: peers} }
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for _, r := range []int{0, 2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sig := "sqsr/v1"
+			if r == 2 {
+				sig = "mqrd/v1"
+			}
+			var l net.Listener
+			if r == 0 {
+				l = ln
+			}
+			_, errs[r] = dialOOB(boot(r), sig, 5*time.Second, 5*time.Second, l)
+		}()
+	}
+	wg.Wait() // node 0 has failed the job
+	_, errs[1] = dialOOB(boot(1), "sqsr/v1", 5*time.Second, 5*time.Second, nil)
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), `runs "mqrd/v1", expected "sqsr/v1"`) {
+			t.Errorf("node %d: %v; want node 2's signature mismatch named", r, err)
+		}
+	}
+}
