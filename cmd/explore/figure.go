@@ -216,8 +216,11 @@ scheduling experiment of Roediger15), judges every claim of the project's claim
 list (claims without an experiment yet are reported as not-run, never dropped),
 writes the claims report and the figures, and prints a summary. They go to
 results/reproduce/ unless --update-docs, which writes the project's own
-docs/validation.md and docs/figures/. The quick scale takes a few minutes on 2
-cores.`,
+docs/validation.md and docs/figures/. Every throughput point is grown to
+steady state (--steady, the default): the quick scale then takes about a
+quarter of an hour on 2 cores, a few minutes with --steady=false. --resume keeps
+the points already in the output directory: after explore sensitivity, say,
+it rewrites the claims report with the robustness column in a minute.`,
 		Example: "  explore reproduce --quick\n  explore reproduce --quick --update-docs\n  explore reproduce --figures fig19,fig21 --validation results/validation.md",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
