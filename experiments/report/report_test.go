@@ -30,7 +30,7 @@ func docsReport(t *testing.T) (*Page, []byte) {
 	t.Helper()
 	docsOnce.Do(func() {
 		b := buildinfo.Info{Version: "v9.9.9-test", Commit: "abc123", Go: "go-test"}
-		docsPage, docsErr = Collect(context.Background(), Options{Dir: docsFigures, Command: "explore report", Build: &b})
+		docsPage, docsErr = Collect(context.Background(), Options{Dir: docsFigures, Sensitivity: filepath.Join(docsFigures, "..", "sensitivity.json"), Command: "explore report", Build: &b})
 		if docsErr != nil {
 			return
 		}
