@@ -138,25 +138,9 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.own.cq(e.rcq)
-	e.sendOff, e.recvOff = 0, n*b*msg
-	if ad != nil {
-		e.recvOff = 0 // send buffers come from the pool
-	}
-	e.creditOff = e.recvOff + n*b*msg
-	e.scratchOff = e.creditOff + 8*n
-	e.parityOff = e.scratchOff + 8*n
-	e.noticeOff = e.parityOff + HeaderBytes
-	size := e.noticeOff + n*b*descBytes + n*descBytes // notice rings, then a scratch notice per destination
-	if e.freeArr {
-		e.fa.off = size
-		size += n*b*8 + n*8 // FreeArr words, then a scratch word per source
-	}
-	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
+	if err := e.register(n, b, msg); err != nil {
 		return err
 	}
-	e.own.mr(e.mr)
-	e.info.RegisteredBytes = int64(size)
-	e.info.RecvPoolBytes = int64(n * b * msg)
 	if ad != nil {
 		e.own.lent(e.returnSendBuffers) // once the queue pairs are gone
 		if err := e.initAdaptiveSend(n*b, msg); err != nil {
@@ -165,20 +149,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	} else {
 		e.initPool(e.mr, e.sendOff, n*b, msg)
 	}
-	e.depleted = make([]bool, n)
-	e.closedSrc = make([]bool, n)
-	e.unsignaled = make([]int, n)
-	e.nextSlot = make([]uint64, n)
-	e.creditSeen = make([]uint64, n)
-	for j := 0; j < n; j++ {
-		e.slotAt = append(e.slotAt, make([]fabric.Time, b))
-		e.creditSeen[j] = uint64(b)
-	}
-	e.recvNext = make([]uint64, n)
-	e.relHead = make([]int, n)
-	for j := 0; j < n; j++ {
-		e.released = append(e.released, make([]bool, b))
-	}
+	e.initState(n, b)
 	per, sqDepth := 3, 2*b+2*creditSignalEvery+8
 	if e.freeArr {
 		e.fa.init(n, b)
@@ -189,45 +160,11 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	}
 	var blob []byte
 	for j := 0; j < n; j++ {
-		// Send queue: data sends (at most b, the credit), parity messages
-		// (at most b), and up to creditSignalEvery credit writes awaiting
-		// a signaled one, twice over.
-		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: b, MaxInline: HeaderBytes},
-			fabric.AccessRemoteWrite)
+		enc, err := e.openPeer(j, b, msg, sqDepth)
 		if err != nil {
 			return err
 		}
-		e.qps = append(e.qps, qp)
-		// Receives for source j, posted before anyone is told about them:
-		// the sender starts with b credits.
-		for k := 0; k < b; k++ {
-			if err := e.postRecv(j, k); err != nil {
-				return err
-			}
-		}
-		cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
-		if err != nil {
-			return err
-		}
-		cr.Posted(b) // known to the sender by configuration
-		e.cr = append(e.cr, cr)
-		e.cs[j].Update(uint64(b))
-		info := qp.Info()
-		info.PSN = rcPSN(e.me, j)
-		info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.creditOff+8*j), e.mr.RKey(), 8
-		enc, _ := info.MarshalBinary()
 		blob = append(blob, enc...)
-		ring := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.recvOff+j*b*msg), RKey: e.mr.RKey(), Bytes: uint64(b * msg)}
-		enc, _ = ring.MarshalBinary()
-		blob = append(blob, enc...)
-		notice := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.noticeOff+j*b*descBytes), RKey: e.mr.RKey(), Bytes: uint64(b * descBytes)}
-		enc, _ = notice.MarshalBinary()
-		blob = append(blob, enc...)
-		if e.freeArr { // where node j returns our slots: its FreeArr words
-			free := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.fa.off+j*b*8), RKey: e.mr.RKey(), Bytes: uint64(b * 8)}
-			enc, _ = free.MarshalBinary()
-			blob = append(blob, enc...)
-		}
 	}
 	e.info.QPs = n
 	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob, n, per)
@@ -247,6 +184,99 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		}
 	}
 	return e.node.OOB().Barrier(fmt.Sprintf("mqsr/%d/up", e.cfg.Tag))
+}
+
+// register lays out the endpoint's registered region (send buffers unless
+// the adaptive pool lends them, receive buffers, credit words, scratch,
+// parity header, notice rings, FreeArr words) and registers it.
+func (e *mqsr) register(n, b, msg int) error {
+	ad := e.cfg.Adaptive
+	e.sendOff, e.recvOff = 0, n*b*msg
+	if ad != nil {
+		e.recvOff = 0 // send buffers come from the pool
+	}
+	e.creditOff = e.recvOff + n*b*msg
+	e.scratchOff = e.creditOff + 8*n
+	e.parityOff = e.scratchOff + 8*n
+	e.noticeOff = e.parityOff + HeaderBytes
+	size := e.noticeOff + n*b*descBytes + n*descBytes // notice rings, then a scratch notice per destination
+	if e.freeArr {
+		e.fa.off = size
+		size += n*b*8 + n*8 // FreeArr words, then a scratch word per source
+	}
+	var err error
+	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
+		return err
+	}
+	e.own.mr(e.mr)
+	e.info.RegisteredBytes = int64(size)
+	e.info.RecvPoolBytes = int64(n * b * msg)
+	return nil
+}
+
+// initState allocates the per-destination and per-source bookkeeping.
+func (e *mqsr) initState(n, b int) {
+	e.depleted = make([]bool, n)
+	e.closedSrc = make([]bool, n)
+	e.unsignaled = make([]int, n)
+	e.nextSlot = make([]uint64, n)
+	e.creditSeen = make([]uint64, n)
+	for j := 0; j < n; j++ {
+		e.slotAt = append(e.slotAt, make([]fabric.Time, b))
+		e.creditSeen[j] = uint64(b)
+	}
+	e.recvNext = make([]uint64, n)
+	e.relHead = make([]int, n)
+	for j := 0; j < n; j++ {
+		e.released = append(e.released, make([]bool, b))
+	}
+}
+
+// openPeer creates the queue pair to node j, posts its b receives, sets up
+// its credit, and returns what node j needs to know of it (queue pair,
+// credit word, receive ring, notice ring, FreeArr words), encoded.
+func (e *mqsr) openPeer(j, b, msg, sqDepth int) ([]byte, error) {
+	var blob []byte
+	// Send queue: data sends (at most b, the credit), parity messages
+	// (at most b), and up to creditSignalEvery credit writes awaiting
+	// a signaled one, twice over.
+	qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: b, MaxInline: HeaderBytes},
+		fabric.AccessRemoteWrite)
+	if err != nil {
+		return nil, err
+	}
+	e.qps = append(e.qps, qp)
+	// Receives for source j, posted before anyone is told about them:
+	// the sender starts with b credits.
+	for k := 0; k < b; k++ {
+		if err := e.postRecv(j, k); err != nil {
+			return nil, err
+		}
+	}
+	cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
+	if err != nil {
+		return nil, err
+	}
+	cr.Posted(b) // known to the sender by configuration
+	e.cr = append(e.cr, cr)
+	e.cs[j].Update(uint64(b))
+	info := qp.Info()
+	info.PSN = rcPSN(e.me, j)
+	info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.creditOff+8*j), e.mr.RKey(), 8
+	enc, _ := info.MarshalBinary()
+	blob = append(blob, enc...)
+	ring := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.recvOff+j*b*msg), RKey: e.mr.RKey(), Bytes: uint64(b * msg)}
+	enc, _ = ring.MarshalBinary()
+	blob = append(blob, enc...)
+	notice := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.noticeOff+j*b*descBytes), RKey: e.mr.RKey(), Bytes: uint64(b * descBytes)}
+	enc, _ = notice.MarshalBinary()
+	blob = append(blob, enc...)
+	if e.freeArr { // where node j returns our slots: its FreeArr words
+		free := fabric.QPInfo{Node: uint32(e.me), QPN: info.QPN, Addr: e.mr.Addr() + uint64(e.fa.off+j*b*8), RKey: e.mr.RKey(), Bytes: uint64(b * 8)}
+		enc, _ = free.MarshalBinary()
+		blob = append(blob, enc...)
+	}
+	return blob, nil
 }
 
 func (e *mqsr) recvSlot(src, k int) int { return src*e.cfg.Buffers + k }
