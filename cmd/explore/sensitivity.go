@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -87,7 +88,13 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 			if updateDocs {
 				dir = "docs"
 			}
-			command := "explore sensitivity" + map[bool]string{true: " --update-docs"}[updateDocs]
+			command := "explore sensitivity"
+			if len(figs) > 0 {
+				command += " --figures " + strings.Join(figs, ",")
+			}
+			if updateDocs {
+				command += " --update-docs"
+			}
 			var buf bytes.Buffer
 			if err := s.WriteMarkdown(&buf, command); err != nil {
 				return err

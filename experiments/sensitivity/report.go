@@ -96,6 +96,9 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, and the "+
 		"figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
 		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.Commit)
+	if len(s.Figures) > 0 {
+		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))
+	}
 	fmt.Fprintf(&b, "Baseline: %s. Changes judged: %d of %d.\n\n", s.Baseline, len(s.Changes)-len(s.Failed), len(s.Changes))
 	if len(s.Failed) > 0 {
 		fmt.Fprintf(&b, "Changes that could not be judged:\n\n")
