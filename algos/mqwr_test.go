@@ -22,7 +22,12 @@ type wrRun struct {
 // summed endpoint counters.
 func runDesign(t *testing.T, open func(fabric.Thread, algos.Config) (algos.Endpoint, error), cfg algos.Config, cycles int64) wrRun {
 	t.Helper()
-	const nodes = 3
+	return runShuffle(t, 3, open, cfg, cycles)
+}
+
+// runShuffle is runDesign on a cluster of the given size.
+func runShuffle(t *testing.T, nodes int, open func(fabric.Thread, algos.Config) (algos.Endpoint, error), cfg algos.Config, cycles int64) wrRun {
+	t.Helper()
 	prof, err := sim.LoadProfile("edr-cx4")
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
 type sendEvent struct {
@@ -20,60 +19,7 @@ type sendEvent struct {
 // (one sending and one receiving thread per node) and checks the tallies.
 func shufflePeer(t *testing.T, nodes int, open func(fabric.Thread, algos.Config) (algos.Endpoint, error)) {
 	t.Helper()
-	prof, err := sim.LoadProfile("edr-cx4")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.New(sim.Config{Nodes: nodes, Profile: prof, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	g, err := algos.NewGroups(algos.Repartition, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent := make([][]algos.Tally, nodes)
-	got := make([][]algos.Tally, nodes)
-	err = c.Run(func(th fabric.Thread) error {
-		me := th.Node().ID()
-		ep, err := open(th, algos.Config{Nodes: nodes, MsgBytes: 4096, Buffers: 2, CreditEvery: 2, Threads: 1})
-		if err != nil {
-			return err
-		}
-		done := th.Node().NewSignal()
-		var rerr error
-		finished := false
-		th.Spawn("receive", 1, func(rt fabric.Thread) error {
-			st, err := algos.Receive(rt, ep, nodes, 0)
-			got[me], rerr, finished = st.From, err, true
-			done.Notify()
-			return err
-		})
-		rel := algos.Relation{Seed: 9, Node: me, Tuples: 20000}
-		s, err := algos.Shuffle(th, ep, algos.ShuffleInput{Rel: rel, From: 0, To: rel.Tuples}, g, func() bool { return true })
-		if err != nil {
-			return err
-		}
-		sent[me] = s
-		for !finished {
-			th.Wait(fabric.Forever, done)
-		}
-		if rerr != nil {
-			return rerr
-		}
-		return ep.Close(th)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for s := 0; s < nodes; s++ {
-		for d := 0; d < nodes; d++ {
-			if sent[s][d] != got[d][s] {
-				t.Fatalf("node %d to %d: sent %+v, received %+v", s, d, sent[s][d], got[d][s])
-			}
-		}
-	}
+	runShuffle(t, nodes, open, algos.Config{Buffers: 2, CreditEvery: 2, Threads: 1}, 0)
 }
 
 // TestHyPerPhasesAlternate watches every data message the scheduled
