@@ -61,6 +61,18 @@ func (e *endpointBase) init(design string, th fabric.Thread, cfg Config) {
 	e.mu = e.node.NewMutex()
 }
 
+// initSendBuffers makes count send buffers of msg bytes: lent by the
+// adaptive pool (returned once the queue pairs, which may still name them,
+// are gone) when the endpoint has one, else at off in mr.
+func (e *endpointBase) initSendBuffers(mr fabric.MR, off, count, msg int) error {
+	if e.cfg.Adaptive != nil {
+		e.own.lent(e.returnSendBuffers)
+		return e.initAdaptiveSend(count, msg)
+	}
+	e.initPool(mr, off, count, msg)
+	return nil
+}
+
 // initPool makes count send buffers of msg bytes at offset off of mr, each
 // with room for the header in front.
 func (e *endpointBase) initPool(mr fabric.MR, off, count, msg int) {

@@ -126,13 +126,8 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	e.own.mr(e.mr)
 	e.info.RegisteredBytes = int64(e.end)
 	e.info.RecvPoolBytes = int64(n * b * msg)
-	if ad != nil {
-		e.own.lent(e.returnSendBuffers) // once the queue pairs are gone
-		if err := e.initAdaptiveSend(n*b, msg); err != nil {
-			return err
-		}
-	} else {
-		e.initPool(e.mr, e.sendOff, n*b, msg)
+	if err := e.initSendBuffers(e.mr, e.sendOff, n*b, msg); err != nil {
+		return err
 	}
 	e.annSent = make([]uint64, n)
 	e.readers = make([]int, e.ringN)

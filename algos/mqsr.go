@@ -141,13 +141,8 @@ func (e *mqsr) setup(th fabric.Thread) error {
 	if err := e.register(n, b, msg); err != nil {
 		return err
 	}
-	if ad != nil {
-		e.own.lent(e.returnSendBuffers) // once the queue pairs are gone
-		if err := e.initAdaptiveSend(n*b, msg); err != nil {
-			return err
-		}
-	} else {
-		e.initPool(e.mr, e.sendOff, n*b, msg)
+	if err := e.initSendBuffers(e.mr, e.sendOff, n*b, msg); err != nil {
+		return err
 	}
 	e.initState(n, b)
 	per, sqDepth := 3, 2*b+2*creditSignalEvery+8
