@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -27,9 +28,10 @@ type benchFlags struct {
 	profile  string
 	seed     uint64
 	jsonOut  bool
-	output   string // table or plain (perftest's columns)
-	gbits    bool   // plain output in Gb/s (perftest's --report_gbits), not MB/s
-	duration int    // perftest's -D: refused, with the way to do it
+	output   string          // table or plain (perftest's columns)
+	gbits    bool            // plain output in Gb/s (perftest's --report_gbits), not MB/s
+	duration perftestSeconds // perftest's -D
+	margin   perftestSeconds // perftest's -f
 	all      bool
 	sweepQPs bool
 	payload  bool
@@ -66,10 +68,15 @@ per-packet headers for that message size.`,
 			switch {
 			case f.output != "table" && f.output != "plain":
 				return fmt.Errorf("--output %q: choose table or plain (perftest's columns)", f.output)
-			case f.duration != 0:
-				return fmt.Errorf("-D %d: duration mode is not supported; give the message count per queue pair with -n (perftest's default is 5000 for bandwidth tests)", f.duration)
+			case f.duration != 0 && (f.all || f.sweepQPs):
+				return fmt.Errorf("-D with -a or --sweep-qps: every run would last -D; give -n, or run one size and QP count per invocation")
 			case f.gbits && f.output != "plain":
 				return fmt.Errorf("--report_gbits applies to --output plain (the table is in Gb/s already)")
+			}
+			f.cfg.Duration = fabric.Duration(f.duration)
+			f.cfg.Margin = fabric.Duration(f.margin)
+			if cmd.Flags().Changed("margin") && f.margin == 0 {
+				f.cfg.Margin = perftest.NoMargin
 			}
 			f.errw = cmd.ErrOrStderr()
 			return runBench(cmd.OutOrStdout(), &f)
@@ -93,7 +100,8 @@ per-packet headers for that message size.`,
 	fl.IntVar(&f.cfg.Spread, "spread", 0, "write_bw, read_bw: target random offsets in a remote region of this many bytes (exposes the NIC's translation cache)")
 	fl.StringVar(&f.output, "output", "table", "table, or plain: perftest's column layout (bandwidth in MB/sec, 2^20 bytes, unless --report_gbits), for awk and scripts")
 	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
-	fl.IntVarP(&f.duration, "duration", "D", 0, "perftest's duration mode: not supported (use -n)")
+	fl.VarP(&f.duration, "duration", "D", "run each test for this long instead of -n messages (perftest's duration mode; whole seconds as perftest, or a Go duration such as 10ms; simulated time on the simulator)")
+	fl.VarP(&f.margin, "margin", "f", "with -D: leave this much out of the measurement at each end (default a quarter of -D; 0 measures it all)")
 	fl.BoolVar(&f.noMemChk, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds the machine's physical memory")
 	addCommonFlagsShort(cmd, &f, true)
 	setGroupedUsage(cmd, benchGroups())
@@ -257,8 +265,18 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	r0 := rows[0].res
 	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, seed %d\n",
 		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, f.seed)
+	if r0.RunS > 0 {
+		fmt.Fprintf(w, "duration mode: each run lasted %v and was measured over the %v in its middle (a margin of %v at each end); #iterations counts what completed then, and BW peak is not measured, as in perftest\n",
+			secs(r0.RunS), secs(r0.RunS-2*r0.MarginS), secs(r0.MarginS))
+	}
 	t := newTable(w)
-	if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
+	if r0.RunS > 0 && strings.HasSuffix(r0.Test, "_lat") {
+		t.Header("#bytes", "#iterations", "t_avg[usec]", "tps average", "t_min[usec]", "t_typical[usec]", "t_99%[usec]", "t_max[usec]")
+		for _, r := range rows {
+			x := r.res
+			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.TAvgUS), f2(x.TPS), f2(x.TMinUS), f2(x.TTypicalUS), f2(x.TP99US), f2(x.TMaxUS))
+		}
+	} else if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
 		t.Header("#bytes", "#iterations", "t_min[usec]", "t_typical[usec]", "t_avg[usec]", "t_99%[usec]", "t_max[usec]")
 		for _, r := range rows {
 			x := r.res
@@ -268,7 +286,11 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 		t.Header("#bytes", "#qps", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "bound[Gb/sec]", "avg/bound")
 		for _, r := range rows {
 			x := r.res
-			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.QPs), fmt.Sprint(x.Iterations), f2(x.BWPeakGbps), f2(x.BWAvgGbps),
+			peak := f2(x.BWPeakGbps)
+			if x.RunS > 0 {
+				peak = "-"
+			}
+			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.QPs), fmt.Sprint(x.Iterations), peak, f2(x.BWAvgGbps),
 				fmt.Sprintf("%.3f", x.MsgRateMpps), f2(r.bound), fmt.Sprintf("%.1f%%", 100*x.BWAvgGbps/r.bound))
 		}
 	}
@@ -286,6 +308,9 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 }
 
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// secs prints seconds as a duration (2.5ms).
+func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 func profilesCmd() *cobra.Command {
 	return &cobra.Command{
@@ -362,7 +387,14 @@ func printPlain(w io.Writer, gbits bool, rows []benchRow) {
 	rule := strings.Repeat("-", 87)
 	r0 := rows[0].res
 	fmt.Fprintln(w, rule)
-	if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
+	if r0.RunS > 0 && strings.HasSuffix(r0.Test, "_lat") {
+		// perftest's duration-mode latency report.
+		fmt.Fprintf(w, " %-13s %-17s %-14s %s\n", "#bytes", "#iterations", "t_avg[usec]", "tps average")
+		for _, r := range rows {
+			x := r.res
+			fmt.Fprintf(w, " %-13d %-17d %-14.2f %.2f\n", x.Bytes, x.Iterations, x.TAvgUS, x.TPS)
+		}
+	} else if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
 		fmt.Fprintf(w, " %-10s %-12s %-14s %-14s %-16s %-14s %-20s\n", "#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "99% percentile[usec]")
 		for _, r := range rows {
 			x := r.res

@@ -71,3 +71,32 @@ func addDurationAlias(fl *pflag.FlagSet, old, to string, unit time.Duration, exa
 	fl.Var(&scaledAlias{to: fl.Lookup(to).Value, unit: unit}, old, "deprecated: --"+to)
 	fl.MarkDeprecated(old, fmt.Sprintf("use --%s with a unit (e.g. --%s %s)", to, to, example))
 }
+
+// perftestSeconds is a perftest time flag (-D, -f): whole seconds as
+// perftest takes them (-D 5), or a Go duration (-D 10ms), which suits
+// simulated runs.
+type perftestSeconds fabric.Duration
+
+func (f *perftestSeconds) String() string {
+	if *f == 0 {
+		return ""
+	}
+	return fabric.Duration(*f).Std().String()
+}
+
+func (*perftestSeconds) Type() string { return "seconds" }
+
+func (f *perftestSeconds) Set(text string) error {
+	var d time.Duration
+	var n int64
+	if _, err := fmt.Sscanf(text, "%d", &n); err == nil && fmt.Sprint(n) == text {
+		d = time.Duration(n) * time.Second
+	} else if d, err = time.ParseDuration(text); err != nil {
+		return fmt.Errorf("want whole seconds (5) or a duration with a unit (10ms)")
+	}
+	if d < 0 || d > maxSimDuration {
+		return fmt.Errorf("want a duration from 0 to %s", maxSimDuration)
+	}
+	*f = perftestSeconds(fabric.Duration(d) * fabric.Nanosecond)
+	return nil
+}

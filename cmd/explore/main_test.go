@@ -238,7 +238,32 @@ func TestBenchPlain(t *testing.T) {
 			t.Errorf("%v: fourth field %q is not a positive number", tc.args, fields[3])
 		}
 	}
-	if _, err := run(t, "bench", "send_bw", "-D", "5"); err == nil || !strings.Contains(err.Error(), "use -n") && !strings.Contains(err.Error(), "with -n") {
-		t.Errorf("-D: %v", err)
+}
+
+// TestBenchDuration: perftest's duration mode (-D, whole seconds or a Go
+// duration, with -f margins) runs, prints perftest's duration-mode
+// latency columns, and refuses what it cannot do.
+func TestBenchDuration(t *testing.T) {
+	out, err := run(t, "bench", "write_lat", "-s", "8", "-D", "1ms", "--output", "plain")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 4 || strings.Join(strings.Fields(lines[1]), " ") != "#bytes #iterations t_avg[usec] tps average" {
+		t.Fatalf("write_lat -D 1ms --output plain: %v\n%s", err, out)
+	}
+	out, err = run(t, "bench", "send_bw", "-s", "65536", "-D", "2ms", "-f", "0", "--json")
+	if err != nil || !strings.Contains(out, `"run_s":0.002`) || strings.Contains(out, `"margin_s"`) {
+		t.Errorf("send_bw -D 2ms -f 0 --json: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "send_bw", "-D", "1ms", "-n", "10"}, "not both"},
+		{[]string{"bench", "send_bw", "-D", "1ms", "-a"}, "-a or --sweep-qps"},
+		{[]string{"bench", "send_bw", "-D", "soon"}, "whole seconds"},
+		{[]string{"bench", "send_bw", "-D", "1ms", "-f", "1ms"}, "twice the margin"},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)
+		}
 	}
 }

@@ -2,7 +2,7 @@ package perftest
 
 import (
 	"fmt"
-	"sync/atomic"
+	"math"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
@@ -19,6 +19,7 @@ type target struct {
 	ah     fabric.AH
 	posted int
 	done   int
+	limit  int         // messages to send: Iters, or in duration mode unbounded until the run ends
 	last   fabric.Time // time of the previous completion
 }
 
@@ -59,7 +60,7 @@ func meshFor(th fabric.Thread, peers []int, cfg *Config) (*mesh, error) {
 const spreadAlign = 64
 
 // bandwidth runs send_bw, write_bw or read_bw between this node and peer.
-func bandwidth(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult, error) {
+func bandwidth(th fabric.Thread, nodes, peer int, client bool, cfg *Config) (*nodeResult, error) {
 	m, err := meshFor(th, []int{peer}, cfg)
 	if err != nil {
 		return nil, err
@@ -75,10 +76,16 @@ func bandwidth(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResul
 	if err := oob.Barrier("bw-ready"); err != nil {
 		return nil, err
 	}
+	op := map[string]fabric.Opcode{"send_bw": fabric.OpSend, "write_bw": fabric.OpWrite, "read_bw": fabric.OpRead}[cfg.Test]
 	var r *nodeResult
-	if client {
-		op := map[string]fabric.Opcode{"send_bw": fabric.OpSend, "write_bw": fabric.OpWrite, "read_bw": fabric.OpRead}[cfg.Test]
-		r, err = sendLoop(th, m, cfg, op)
+	if cfg.Duration > 0 {
+		var send func(window) (*nodeResult, error)
+		if client {
+			send = func(w window) (*nodeResult, error) { return sendLoop(th, m, cfg, op, w) }
+		}
+		r, _, err = runTimed(th, m, nodes, cfg, rx, send)
+	} else if client {
+		r, err = sendLoop(th, m, cfg, op, window{})
 	} else if rx != nil {
 		_, err = rx.run(th, cfg.Iters*cfg.QPs)
 	}
@@ -110,17 +117,18 @@ func allToAll(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 	if err := oob.Barrier("a2a-ready"); err != nil {
 		return nil, err
 	}
-	var got *nodeResult
-	var finished atomic.Bool
-	doneSig := th.Node().NewSignal()
-	th.Spawn("receiver", min(1, th.Node().Cores()-1), func(rt fabric.Thread) error {
-		defer func() { finished.Store(true); doneSig.Notify() }()
-		r, err := rx.run(rt, cfg.Iters*cfg.QPs*len(peers))
-		got = r
-		return err
-	})
+	if cfg.Duration > 0 {
+		_, got, err := runTimed(th, m, nodes, cfg, rx, func(w window) (*nodeResult, error) {
+			return sendLoop(th, m, cfg, fabric.OpSend, w)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return got, oob.Barrier("a2a-done")
+	}
+	wait := receiveAside(th, rx, cfg.Iters*cfg.QPs*len(peers))
 	if cfg.Schedule == ScheduleSpread {
-		if _, err := sendLoop(th, m, cfg, fabric.OpSend); err != nil {
+		if _, err := sendLoop(th, m, cfg, fabric.OpSend, window{}); err != nil {
 			return nil, err
 		}
 	} else {
@@ -129,26 +137,33 @@ func allToAll(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 			return nil, err
 		}
 	}
-	for !finished.Load() {
-		th.Wait(fabric.Forever, doneSig)
-	}
+	got, _ := wait() // its error ends the run
 	return got, oob.Barrier("a2a-done")
 }
 
 // sendLoop keeps up to TxDepth requests outstanding on every target until
-// each has carried Iters messages, signaling one request in CQMod.
-func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeResult, error) {
+// each has carried Iters messages (in duration mode: until w ends and the
+// requests posted by then have completed), signaling one request in CQMod.
+func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window) (*nodeResult, error) {
 	ts := m.targets(cfg.Size)
+	limit := cfg.Iters
+	if w.on {
+		limit = math.MaxInt
+	}
 	for i := range ts {
-		ts[i].last = th.Now()
+		ts[i].last, ts[i].limit = th.Now(), limit
 	}
 	total := cfg.Iters * len(ts)
+	if w.on {
+		total = math.MaxInt // until the run ends
+	}
 	wrs := make([]fabric.SendWR, 0, cfg.TxDepth)
 	wcs := make([]fabric.WC, 64)
 	var segs []segment
 	inline := cfg.Size <= m.inline && op != fabric.OpRead
 	r := &nodeResult{ok: true, start: th.Now()}
 	completed, lastProgress := 0, th.Now()
+	var measured float64 // messages completed in w's measured interval
 	batch, passes := cfg.TxDepth, 1
 	if cfg.Interleave {
 		batch = 1 // one request per queue pair per round
@@ -162,6 +177,21 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 	}
 	isOpen := make([]bool, len(ts))
 	for completed < total {
+		if w.on && total == math.MaxInt && th.Now() >= w.end {
+			// The run is over: each target sends up to its next signaled
+			// request, so that a completion covers everything posted.
+			total = 0
+			for i := range ts {
+				t := &ts[i]
+				t.limit = (t.posted + cfg.CQMod - 1) / cfg.CQMod * cfg.CQMod
+				total += t.limit
+				if t.posted < t.limit && !isOpen[i] {
+					isOpen[i] = true
+					open = append(open, i)
+				}
+			}
+			continue
+		}
 		posted := 0
 		cur := open
 		open = open[len(open):]
@@ -171,7 +201,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 		for pass := 0; pass < passes; pass++ {
 			for _, i := range cur {
 				t := &ts[i]
-				room := min(cfg.TxDepth-(t.posted-t.done), cfg.Iters-t.posted, batch)
+				room := min(cfg.TxDepth-(t.posted-t.done), t.limit-t.posted, batch)
 				if room <= 0 {
 					continue
 				}
@@ -183,7 +213,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 					if cfg.Spread > 0 {
 						wr.RemoteAddr += uint64(th.Rand().IntN((cfg.Spread-cfg.Size)/spreadAlign+1) * spreadAlign)
 					}
-					if (idx+1)%cfg.CQMod == 0 || idx+1 == cfg.Iters {
+					if (idx+1)%cfg.CQMod == 0 || idx+1 == t.limit {
 						wr.Flags |= fabric.Signaled
 					}
 					if inline {
@@ -197,7 +227,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 				if err != nil {
 					return nil, err
 				}
-				if t.posted < cfg.Iters && t.posted-t.done < cfg.TxDepth && !isOpen[i] {
+				if t.posted < t.limit && t.posted-t.done < cfg.TxDepth && !isOpen[i] {
 					isOpen[i] = true // interleaved: more room next round
 					open = append(open, i)
 				}
@@ -214,9 +244,13 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 			t := &ts[wc.ID>>32]
 			idx := int(wc.ID&0xffffffff) + 1
 			completed += idx - t.done
-			segs = append(segs, segment{t.last, th.Now(), int64(idx-t.done) * int64(cfg.Size)})
+			if w.on {
+				measured += w.share(t.last, th.Now(), idx-t.done)
+			} else {
+				segs = append(segs, segment{t.last, th.Now(), int64(idx-t.done) * int64(cfg.Size)})
+			}
 			t.done, t.last = idx, th.Now()
-			if i := int(wc.ID >> 32); !isOpen[i] && t.posted < cfg.Iters {
+			if i := int(wc.ID >> 32); !isOpen[i] && t.posted < t.limit {
 				isOpen[i] = true
 				open = append(open, i)
 			}
@@ -227,11 +261,22 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode) (*nodeRe
 			continue
 		}
 		if now.Sub(lastProgress) > stall {
+			if w.on {
+				return nil, fmt.Errorf("perftest: node %d: no send completion for %v (%d done)", m.node.ID(), stall, completed)
+			}
 			return nil, fmt.Errorf("perftest: node %d: no send completion for %v (%d of %d done)", m.node.ID(), stall, completed, total)
 		}
 		th.Wait(lastProgress.Add(stall+1), m.onSCQ...)
 	}
 	r.end = th.Now()
+	if w.on {
+		w.measured(r, measured, cfg.Size)
+		r.sent = make([]int64, len(m.qps))
+		for i := range ts {
+			r.sent[i/cfg.QPs] += int64(ts[i].posted)
+		}
+		return r, nil
+	}
 	r.bytes, r.msgs = int64(total)*int64(cfg.Size), int64(total)
 	r.peak = peakRate(segs, r.start, r.end)
 	return r, nil
@@ -244,6 +289,10 @@ type receiver struct {
 	qps  []fabric.QP
 	sges []fabric.SGE
 	wrs  []fabric.RecvWR
+	// Duration mode: the run's timing and, from the senders, how many
+	// messages will arrive in all (nil in iteration mode).
+	w     window
+	tally *tally
 }
 
 func newReceiver(m *mesh, cfg *Config) (*receiver, error) {
@@ -271,14 +320,19 @@ func (rx *receiver) post(i, n int) error {
 	return err
 }
 
-// run receives until expected messages arrived (or, for UD, until the
-// senders have clearly stopped) and reposts every consumed receive.
+// run receives until expected messages arrived (in duration mode: as many
+// as the tally says, once it knows; for UD, until the senders have clearly
+// stopped) and reposts every consumed receive.
 func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 	m := rx.m
 	ud := rx.cfg.Conn == fabric.UD
 	idle := stall
 	if ud {
 		idle = fabric.Millisecond // datagrams that found no receive are gone
+	}
+	wait := m.onRCQ
+	if rx.tally != nil {
+		wait = append(append([]fabric.Waitable(nil), m.onRCQ...), rx.tally.known)
 	}
 	wcs := make([]fabric.WC, 64)
 	repost := make([]int, len(rx.qps))
@@ -290,7 +344,16 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 	r := &nodeResult{ok: true, start: th.Now()}
 	got, last := 0, th.Now()
 	var prevBytes int64
-	for got < expected {
+	var measured float64
+	for {
+		told := true // the number to expect is known
+		if rx.tally != nil {
+			e := rx.tally.expected.Load()
+			told, expected = e >= 0, int(e)
+		}
+		if told && got >= expected {
+			break
+		}
 		n, err := m.rcq.Poll(wcs)
 		if err != nil {
 			return nil, err
@@ -312,7 +375,9 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 		}
 		now := th.Now()
 		if n > 0 {
-			if got > n {
+			if rx.w.sampling(now) {
+				measured += float64(n)
+			} else if !rx.w.on && got > n {
 				segs = append(segs, segment{last, now, r.bytes - prevBytes})
 			}
 			prevBytes = r.bytes
@@ -327,19 +392,34 @@ func (rx *receiver) run(th fabric.Thread, expected int) (*nodeResult, error) {
 			last = now
 			continue
 		}
-		if now.Sub(last) > idle {
-			if ud {
+		limit := idle
+		if !told {
+			limit = stall // the senders are still counting
+		}
+		if now.Sub(last) > limit {
+			if ud && told {
 				break
 			}
-			return nil, fmt.Errorf("perftest: node %d: no receive for %v (%d of %d arrived)", m.node.ID(), idle, got, expected)
+			return nil, fmt.Errorf("perftest: node %d: no receive for %v (%s arrived)", m.node.ID(), limit, rx.progress(got, expected, told))
 		}
-		th.Wait(last.Add(idle+1), m.onRCQ...)
+		th.Wait(last.Add(limit+1), wait...)
 	}
 	r.end = last
 	r.msgs = int64(got)
 	r.dropped = int64(expected - got)
 	r.peak = peakRate(segs, r.start, r.end)
+	if rx.w.on {
+		rx.w.measured(r, measured, rx.cfg.Size)
+	}
 	return r, nil
+}
+
+// progress says how much of what was expected arrived.
+func (rx *receiver) progress(got, expected int, told bool) string {
+	if !told {
+		return fmt.Sprintf("%d messages", got)
+	}
+	return fmt.Sprintf("%d of %d", got, expected)
 }
 
 // incast has every node but 0 send to node 0 at once; node 0 reports what
@@ -368,10 +448,17 @@ func incast(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 		return nil, err
 	}
 	var r *nodeResult
-	if me == 0 {
+	switch {
+	case cfg.Duration > 0 && me == 0:
+		_, r, err = runTimed(th, m, nodes, cfg, rx, nil)
+	case cfg.Duration > 0:
+		_, _, err = runTimed(th, m, nodes, cfg, nil, func(w window) (*nodeResult, error) {
+			return sendLoop(th, m, cfg, fabric.OpSend, w)
+		})
+	case me == 0:
 		r, err = rx.run(th, cfg.Iters*cfg.QPs*(nodes-1))
-	} else {
-		_, err = sendLoop(th, m, cfg, fabric.OpSend)
+	default:
+		_, err = sendLoop(th, m, cfg, fabric.OpSend, window{})
 	}
 	if err != nil {
 		return nil, err

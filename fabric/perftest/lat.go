@@ -25,27 +25,41 @@ func latency(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult,
 		return nil, err
 	}
 	p := &pingPong{th: th, m: m, cfg: cfg, rx: rx, t: m.targets(cfg.Size)[0], wcs: make([]fabric.WC, 16)}
+	w := cfg.window(th.Now())
 	r := &nodeResult{ok: client, start: th.Now()}
-	for i := 0; i < cfg.Iters; i++ {
+	var measured float64
+	// In duration mode the client decides when the run is over and says so
+	// in its last ping, which the server answers before it stops.
+	for i, stop := 0, false; !stop && (w.on || i < cfg.Iters); i++ {
 		t0 := th.Now()
 		if client {
-			err = p.ping(i, send)
+			stop = w.on && t0 >= w.end
+			err = p.ping(i, send, stop)
 			if err == nil {
-				err = p.await(i, send)
+				_, err = p.await(i, send)
 			}
 		} else {
-			err = p.await(i, send)
+			stop, err = p.await(i, send)
 			if err == nil {
-				err = p.ping(i, send)
+				err = p.ping(i, send, stop)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		r.lat = append(r.lat, th.Now().Sub(t0)/2)
+		switch {
+		case !w.on:
+			r.lat = append(r.lat, th.Now().Sub(t0)/2)
+		case w.sampling(th.Now()):
+			r.lat = append(r.lat, th.Now().Sub(t0)/2)
+			measured++
+		}
 	}
 	r.end = th.Now()
 	r.msgs, r.bytes = int64(cfg.Iters), int64(cfg.Iters)*int64(cfg.Size)
+	if w.on {
+		w.measured(r, measured, cfg.Size)
+	}
 	if !client {
 		r = nil
 	}
@@ -62,13 +76,25 @@ type pingPong struct {
 	pending int // unsignaled sends not yet covered by a completion
 }
 
-func marker(i int) byte { return byte(i%255 + 1) }
+// stopBit, in a message's marker, says it is the duration-mode client's
+// last.
+const stopBit = 0x80
 
-// ping sends message i: a send, or a write whose last byte is i's marker.
-func (p *pingPong) ping(i int, send bool) error {
+// marker is the last byte of message i: never zero, and with stopBit set
+// on the client's last message in duration mode.
+func marker(i int, stop bool) byte {
+	b := byte(i%(stopBit-1) + 1)
+	if stop {
+		b |= stopBit
+	}
+	return b
+}
+
+// ping sends message i: a send or a write whose last byte is i's marker.
+func (p *pingPong) ping(i int, send, stop bool) error {
 	buf := p.m.mr.Bytes()
 	last := int(p.t.local.Addr-p.m.mr.Addr()) + p.cfg.Size - 1
-	buf[last] = marker(i)
+	buf[last] = marker(i, stop)
 	wr := fabric.SendWR{ID: uint64(i), Op: fabric.OpWrite, Local: p.t.local, RemoteAddr: p.t.remote.Addr + uint64(p.cfg.Size),
 		RKey: p.t.remote.RKey, AH: p.t.ah, RemoteQPN: p.t.remote.QPN, QKey: qkey}
 	if send {
@@ -101,37 +127,40 @@ func (p *pingPong) ping(i int, send bool) error {
 	return nil
 }
 
-// await waits for message i from the peer.
-func (p *pingPong) await(i int, send bool) error {
+// await waits for message i from the peer and reports whether it was the
+// duration-mode client's last.
+func (p *pingPong) await(i int, send bool) (stop bool, err error) {
 	th := p.th
 	deadline := th.Now().Add(stall)
+	buf := p.m.mr.Bytes()
 	if send {
 		for {
 			n, err := p.m.rcq.Poll(p.wcs[:1])
 			if err != nil {
-				return err
+				return false, err
 			}
 			if n == 1 {
 				if p.wcs[0].Status != fabric.StatusSuccess {
-					return &fabric.CompletionError{WC: p.wcs[0], Node: p.m.node.ID()}
+					return false, &fabric.CompletionError{WC: p.wcs[0], Node: p.m.node.ID()}
 				}
-				return p.rx.post(0, 1)
+				in := p.rx.sges[0] // the message ends where the receive buffer does (after a UD GRH)
+				stop := buf[int(in.Addr-p.m.mr.Addr())+int(in.Length)-1]&stopBit != 0
+				return stop, p.rx.post(0, 1)
 			}
 			if th.Now() >= deadline {
-				return fmt.Errorf("perftest: node %d: message %d did not arrive within %v", p.m.node.ID(), i, stall)
+				return false, fmt.Errorf("perftest: node %d: message %d did not arrive within %v", p.m.node.ID(), i, stall)
 			}
 			th.Wait(deadline, p.m.onRCQ...)
 		}
 	}
-	buf := p.m.mr.Bytes()
 	last := int(p.t.local.Addr-p.m.mr.Addr()) + 2*p.cfg.Size - 1 // the incoming half
 	for {
 		th.Sync()
-		if buf[last] == marker(i) {
-			return nil
+		if buf[last]&^stopBit == marker(i, false) {
+			return buf[last]&stopBit != 0, nil
 		}
 		if th.Now() >= deadline {
-			return fmt.Errorf("perftest: node %d: write %d did not land within %v", p.m.node.ID(), i, stall)
+			return false, fmt.Errorf("perftest: node %d: write %d did not land within %v", p.m.node.ID(), i, stall)
 		}
 		th.Wait(deadline, p.m.mr)
 	}

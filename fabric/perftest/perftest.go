@@ -51,6 +51,13 @@ type Config struct {
 	Schedule string
 	Window   int
 	Burst    int
+	// Duration, if positive, runs a bandwidth or latency test for this
+	// long instead of Iters messages (perftest's -D) and measures what
+	// completes between Margin after its start and Margin before its end
+	// (perftest's -f; 0 takes perftest's default of a quarter of the
+	// duration, NoMargin measures all of it). Iters must then be 0.
+	Duration fabric.Duration
+	Margin   fabric.Duration
 }
 
 // ErrConfig reports an invalid benchmark configuration.
@@ -73,7 +80,12 @@ func (c *Config) Normalize(nodes int) error {
 			*v = d
 		}
 	}
+	if err := c.checkDuration(); err != nil {
+		return err
+	}
 	switch {
+	case c.Duration > 0:
+		def(&c.Size, map[bool]int{true: 65536, false: 2}[c.bandwidth()])
 	case c.Test == "reg_mr":
 		def(&c.Size, 1<<20)
 		def(&c.Iters, 3)
@@ -101,7 +113,7 @@ func (c *Config) Normalize(nodes int) error {
 		return fmt.Errorf("%w: -s %d: message size must be at least 1 byte", ErrConfig, c.Size)
 	case c.Size > 1<<30:
 		return fmt.Errorf("%w: -s %d: message size above 1 GiB", ErrConfig, c.Size)
-	case c.Iters < 1:
+	case c.Iters < 1 && c.Duration <= 0:
 		return fmt.Errorf("%w: -n %d: need at least one iteration", ErrConfig, c.Iters)
 	case c.QPs < 1 || c.QPs > 1<<16:
 		return fmt.Errorf("%w: -q %d: queue pairs per peer must be 1..65536", ErrConfig, c.QPs)
@@ -162,6 +174,17 @@ type Result struct {
 	TMaxUS      float64 `json:"t_max_us,omitempty"`
 	// Messages a UD receiver never saw (no receive posted in time).
 	Dropped int64 `json:"dropped,omitempty"`
+	// Duration mode (perftest's -D): the run's length and the margin left
+	// out of the measurement at each end, seconds; zero in iteration
+	// mode, where Iterations is the messages per queue pair. In duration
+	// mode Iterations is the messages (latency tests: round trips) each
+	// measuring node completed in the measured interval, BW peak is not
+	// measured (0, as perftest), and latency tests add TPS, round trips
+	// per second (perftest's "tps average"), with t_avg computed as
+	// perftest does: the interval over twice the round trips.
+	RunS    float64 `json:"run_s,omitempty"`
+	MarginS float64 `json:"margin_s,omitempty"`
+	TPS     float64 `json:"tps,omitempty"`
 	// DurationUS is the measured interval, slowest node, microseconds.
 	DurationUS float64 `json:"duration_us"`
 	// The build that made the record (set by the command line; see
@@ -182,6 +205,7 @@ type nodeResult struct {
 	peak    float64 // bytes per second
 	lat     []fabric.Duration
 	dropped int64
+	sent    []int64 // duration mode: messages sent per peer index of the sender's mesh
 }
 
 // Run runs cfg on f. cfg must have been normalized for f.Size() nodes.
@@ -215,7 +239,7 @@ func runNode(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 	case "send_lat", "write_lat":
 		return latency(th, me^1, me%2 == 0, cfg)
 	default:
-		return bandwidth(th, me^1, me%2 == 0, cfg)
+		return bandwidth(th, nodes, me^1, me%2 == 0, cfg)
 	}
 }
 
@@ -257,6 +281,27 @@ func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
 		// that t_99 compares with the tool's output; a library quantile
 		// (gonum's stat.Quantile) picks a neighbouring sample.
 		out.TP99US = us(lats[min(len(lats)-1, (len(lats)*99+99)/100)])
+	}
+	if cfg.Duration > 0 {
+		out.RunS, out.MarginS = cfg.Duration.Seconds(), cfg.margin().Seconds()
+		out.BWPeakGbps = 0 // not measured, as perftest in duration mode
+		var msgs int64
+		for _, r := range res {
+			if r.ok {
+				msgs += r.msgs
+			}
+		}
+		if n > 0 {
+			out.Iterations = int(msgs / int64(n))
+		}
+		if !cfg.bandwidth() && out.DurationUS > 0 {
+			// perftest's duration-mode latency: the measured interval over
+			// the round trips in it, halved; and round trips per second.
+			out.TPS = float64(out.Iterations) / (out.DurationUS / 1e6)
+			if out.Iterations > 0 {
+				out.TAvgUS = out.DurationUS / 2 / float64(out.Iterations)
+			}
+		}
 	}
 	return out
 }
