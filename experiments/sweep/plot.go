@@ -7,6 +7,7 @@ package sweep
 // ReadResults; `explore plot` is their command-line face.
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -99,16 +100,33 @@ func WritePlot(base string, p PlotSpec) error {
 }
 
 func writeCanvas(path string, c vg.CanvasWriterTo) error {
-	f, err := os.Create(path)
-	if err != nil {
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
 		return err
 	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
+	data := buf.Bytes()
+	if strings.HasSuffix(path, ".svg") {
+		data = svgFontFallbacks(data)
 	}
-	return f.Close()
+	return os.WriteFile(path, data, 0o644)
 }
+
+// svgFontFallbacks names, after each font the plot was laid out with,
+// fonts of the same widths: gonum lays text out with the Liberation
+// fonts' metrics and names only them, so a viewer without them (most
+// browsers on Windows and macOS, many Linux desktops) substitutes a font
+// of other widths and labels overrun their boxes. Liberation Serif, Sans
+// and Mono are metric-compatible with Times New Roman, Arial and Courier
+// New.
+func svgFontFallbacks(svg []byte) []byte {
+	return []byte(svgFonts.Replace(string(svg)))
+}
+
+var svgFonts = strings.NewReplacer(
+	"font-family:Liberation Serif;", `font-family:'Liberation Serif','Times New Roman',Times,serif;`,
+	"font-family:Liberation Sans;", `font-family:'Liberation Sans',Arial,Helvetica,sans-serif;`,
+	"font-family:Liberation Mono;", `font-family:'Liberation Mono','Courier New',Courier,monospace;`,
+)
 
 // buildPlot draws p's data and returns the legend apart (WritePlot puts
 // it outside the data).

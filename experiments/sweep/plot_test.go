@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -129,6 +130,21 @@ func TestSeriesStyles(t *testing.T) {
 	for _, ext := range []string{".png", ".svg"} {
 		if st, err := os.Stat(base + ext); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", ext, err)
+		}
+	}
+	// Every font the SVG names has metric-compatible fallbacks, so that
+	// a viewer without the Liberation fonts keeps the labels' widths.
+	svg, err := os.ReadFile(base + ".svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := regexp.MustCompile(`font-family:([^;"]*)`).FindAllSubmatch(svg, -1)
+	if len(fams) == 0 {
+		t.Fatal("the SVG names no font")
+	}
+	for _, m := range fams {
+		if f := string(m[1]); !strings.Contains(f, "Times New Roman") && !strings.Contains(f, "Arial") && !strings.Contains(f, "Courier New") {
+			t.Errorf("SVG font-family %q has no metric-compatible fallback", f)
 		}
 	}
 }
