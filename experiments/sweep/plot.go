@@ -68,6 +68,9 @@ const (
 	plotHeight = 10 * vg.Centimeter
 )
 
+// titleHeadroom is the space left above a plot's title.
+const titleHeadroom = 3 * vg.Millimeter / 2
+
 // pngDPI is the resolution of the PNG files: print quality.
 const pngDPI = 300
 
@@ -79,7 +82,10 @@ func WritePlot(base string, p PlotSpec) error {
 		return err
 	}
 	r := leg.Rectangle(draw.Canvas{})
-	legW := r.Size().X + vg.Centimeter/2
+	// The legend's labels get a sixth more room than their laid-out
+	// width: an SVG viewer without the fonts gonum measured them with may
+	// substitute a wider one (DejaVu Serif is about 15% wider than Times).
+	legW := r.Size().X*7/6 + vg.Centimeter/2
 	w, h := plotWidth+legW, max(plotHeight, r.Size().Y+vg.Centimeter)
 	for _, ext := range []string{".png", ".svg"} {
 		var c vg.CanvasWriterTo
@@ -90,7 +96,9 @@ func WritePlot(base string, p PlotSpec) error {
 			c = vgsvg.New(w, h)
 		}
 		dc := draw.New(c)
-		plt.Draw(draw.Crop(dc, 0, -legW, 0, 0))
+		// A few points above the title: a viewer that substitutes a font
+		// with a taller ascent (SVG) would otherwise clip its top.
+		plt.Draw(draw.Crop(dc, 0, -legW, 0, -titleHeadroom))
 		leg.Draw(draw.Crop(dc, plotWidth+vg.Centimeter/4, 0, 0, -vg.Centimeter/2))
 		if err := writeCanvas(base+ext, c); err != nil {
 			return fmt.Errorf("plot %q: %w", p.Title, err)
