@@ -27,7 +27,7 @@ const (
 	benchBase      = 64 << 20  // the process: runtime, code, tables
 	benchPerNode   = 256 << 10 // a node: NIC, threads' stacks, queues
 	benchPerQP     = 4 << 10
-	benchRecvEntry = 144 // bytes per receive-ring slot (rqe)
+	benchRecvEntry = 72  // bytes per receive-ring slot (rqe)
 	benchSendEntry = 256 // bytes per send-ring slot (sqe)
 )
 
@@ -59,7 +59,11 @@ func EstimateBenchMemory(cfg perftest.Config, nodes int, payload bool) (BenchMem
 		est.QPs = n * q
 	}
 	recvs := cfg.Test == "send_bw" || cfg.Test == "send_lat" || cfg.Test == "alltoall_bw" || cfg.Test == "incast_bw"
-	est.PerQP = benchPerQP + int64(ringSize(min(cfg.TxDepth, cfg.Iters)))*benchSendEntry
+	sends := cfg.TxDepth // in flight per queue pair
+	if cfg.Iters > 0 {   // (duration mode, -D, has no -n)
+		sends = min(sends, cfg.Iters)
+	}
+	est.PerQP = benchPerQP + int64(ringSize(sends))*benchSendEntry
 	if recvs {
 		est.PerQP += int64(ringSize(cfg.RxDepth)) * benchRecvEntry
 	}

@@ -243,15 +243,14 @@ func (ch *checker) recvPosted(q *qp, e *rqe) {
 	}
 	m := e.mr
 	m.busy++
-	e.ck = ckState{on: true, buf: e.buf, mr: m, poster: ch.c.cur}
-	ch.seal(&e.ck, len(e.buf))
+	e.ckHeld, e.ckOn, e.poster, e.ckSum = true, true, ch.c.cur, ch.sum(e.buf)
 	if r, ok := m.addRecv(e.buf); ok {
 		lo, hi := m.span(e.buf)
 		ch.reportRegion(RecvPostedTwice, ch.c.cur, "PostRecv", m, func() string {
 			return fmt.Sprintf("receive wr_id %#x on %v: MR %#x bytes [%d, %d) overlap bytes [%d, %d) already posted as a receive; each message overwrites what another left there",
 				e.id, q, m.key, lo, hi, r.lo, r.hi)
 		})
-		e.ck.on = false // the others are no longer checked either (recvChecked)
+		e.ckOn = false // the others are no longer checked either (recvChecked)
 	}
 }
 
@@ -259,42 +258,46 @@ func (ch *checker) recvPosted(q *qp, e *rqe) {
 // landing in a receive that overlaps another posted receive changes the
 // other's bytes without the CPU, so neither is checked once they overlap.
 func (ch *checker) recvChecked(e *rqe) bool {
-	return e.ck.on && (e.ck.mr.shared == 0 || !e.ck.mr.isShared(e.ck.buf))
+	return e.ckOn && (e.mr.shared == 0 || !e.mr.isShared(e.buf))
 }
 
 // recvFilling runs as the NIC starts writing a message into e.
 func (ch *checker) recvFilling(q *qp, e *rqe) {
-	if ch.recvChecked(e) && !ch.intact(&e.ck, 0) {
+	if ch.recvChecked(e) && ch.sum(e.buf) != e.ckSum {
 		ch.recvModified(q, e, "when a message arrived")
 	}
 }
 
 // recvFilled runs once the NIC has written e (ring entry idx).
 func (ch *checker) recvFilled(q *qp, idx uint64) {
-	e := q.rqAt(idx)
-	if e.ck.on {
-		e.ck.sum = ch.sum(e.ck.buf)
+	if e := q.rqAt(idx); e.ckOn {
+		e.ckSum = ch.sum(e.buf)
 	}
 }
 
 func (ch *checker) recvModified(q *qp, e *rqe, when string) {
-	ch.report(RecvBufferModified, q.nic.node.id, e.ck.poster, "PostRecv", e.ck.mr.where(e.ck.buf),
+	ch.report(RecvBufferModified, q.nic.node.id, e.poster, "PostRecv", e.mr.where(e.buf),
 		fmt.Sprintf("receive wr_id %#x on %v: %s written by the CPU while posted, detected %s; a receive buffer belongs to the NIC until its completion is polled",
-			e.id, q, e.ck.mr.where(e.ck.buf), when))
-	e.ck.on = false
+			e.id, q, e.mr.where(e.buf), when))
+	e.ckOn = false
 }
 
 // recvReleased runs as polling frees e's slot.
 func (ch *checker) recvReleased(q *qp, e *rqe) {
-	if e.ck.mr == nil {
+	if !e.ckHeld {
 		return
 	}
-	if ch.recvChecked(e) && !ch.intact(&e.ck, 0) {
+	if ch.recvChecked(e) && ch.sum(e.buf) != e.ckSum {
 		ch.recvModified(q, e, ch.polled())
 	}
-	e.ck.mr.busy--
-	e.ck.mr.removeRecv(e.ck.buf)
-	e.ck = ckState{}
+	ch.recvForget(e)
+}
+
+// recvForget drops the checker's record of e.
+func (ch *checker) recvForget(e *rqe) {
+	e.mr.busy--
+	e.mr.removeRecv(e.buf)
+	e.ckHeld, e.ckOn, e.poster = false, false, nil
 }
 
 // release runs the checks of the slots q's release frees.
@@ -320,10 +323,8 @@ func (ch *checker) dropAll(q *qp) {
 		}
 	}
 	for i := q.rqFree; i < q.rqTail; i++ {
-		if e := q.rqAt(i); e.ck.mr != nil {
-			e.ck.mr.busy--
-			e.ck.mr.removeRecv(e.ck.buf)
-			e.ck = ckState{}
+		if e := q.rqAt(i); e.ckHeld {
+			ch.recvForget(e)
 		}
 	}
 }
@@ -353,9 +354,9 @@ func (ch *checker) uncheckRecvs(m *mr, lo, hi uint64) {
 		}
 		for i := o.rqFree; i < o.rqTail; i++ {
 			e := o.rqAt(i)
-			if e.ck.mr == m && len(e.ck.buf) > 0 {
-				if elo, ehi := m.span(e.ck.buf); elo < hi && ehi > lo {
-					e.ck.on = false
+			if e.ckHeld && e.mr == m {
+				if elo, ehi := m.span(e.buf); elo < hi && ehi > lo {
+					e.ckOn = false
 				}
 			}
 		}

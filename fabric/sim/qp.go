@@ -76,14 +76,21 @@ func (q *qp) rqAt(i uint64) *rqe { return &q.rq[i&uint64(len(q.rq)-1)] }
 // slot stays valid until its completion is polled, which recvDone queues.
 func (q *qp) taken() *rqe { return q.rqAt(q.msgIdx) }
 
-// rqe is a receive-queue entry.
+// rqe is a receive-queue entry. The verbs-usage checker's record of it
+// (checker_buffers.go) is three fields here rather than a ckState: a
+// receive is summed as one part, and its buffer and region are the
+// entry's own, so the entry is half the size (a ring of 16 posted
+// receives is most of an idle queue pair's memory; TestQPSizes).
 type rqe struct {
-	id   uint64
-	mr   *mr
-	buf  []byte
-	addr uint64 // where buf starts (for the translation cache)
-	bad  bool
-	ck   ckState // the verbs-usage checker's record (checker.go)
+	id     uint64
+	mr     *mr
+	buf    []byte
+	addr   uint64  // where buf starts (for the translation cache)
+	ckSum  uint64  // checker: the sum of buf when last known intact
+	poster *thread // checker: the thread that posted it
+	bad    bool
+	ckHeld bool // checker: counted in mr's busy count and posted receive ranges
+	ckOn   bool // checker: buf is still checked (ckSum is current)
 }
 
 // broken reports whether e cannot take a message: its buffer was invalid

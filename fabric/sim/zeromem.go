@@ -62,12 +62,8 @@ func (q *qp) rebase(m *mr) {
 		}
 	}
 	for i := range q.rq {
-		e := &q.rq[i]
-		if e.mr == m {
+		if e := &q.rq[i]; e.mr == m {
 			e.buf = m.rebased(e.buf)
-		}
-		if e.ck.mr == m {
-			e.ck.buf = m.rebased(e.ck.buf)
 		}
 	}
 	if q.msgMR == m {
