@@ -20,6 +20,7 @@ func sensitivityCmd() *cobra.Command {
 		out           string
 		jobs          int
 		updateDocs    bool
+		rejudge       bool
 		list          bool
 	)
 	cmd := &cobra.Command{
@@ -51,7 +52,7 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 			t.setDetail("the baseline's first points are running")
 			t.graceful = true
 			t.resume = fmt.Sprintf("the judged changes are in %s; resume with the same command", filepath.Join(out, "outcomes.jsonl"))
-			o := sensitivity.Options{Figures: figs, OutDir: out, Jobs: jobs, Log: t.writer(errw), Progress: sweepProgress(t, errw)}
+			o := sensitivity.Options{Figures: figs, OutDir: out, Jobs: jobs, Rejudge: rejudge, Log: t.writer(errw), Progress: sweepProgress(t, errw)}
 			for _, c := range changes {
 				ch, err := sensitivity.ParseChange(c)
 				if err != nil {
@@ -124,6 +125,7 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 	fl.StringVar(&out, "out", filepath.Join("results", "sensitivity"), "working directory: outcomes.jsonl (resumed) and each change's runs")
 	fl.IntVar(&jobs, "jobs", 0, "parallel runs (default: one per core)")
 	fl.BoolVar(&updateDocs, "update-docs", false, "write docs/sensitivity.md and docs/sensitivity.json (read by explore reproduce)")
+	fl.BoolVar(&rejudge, "rejudge", false, "judge every change again from the runs kept in --out (after a change to the judge; runs only missing points) instead of reading the stored verdicts")
 	fl.BoolVar(&list, "list", false, "print the estimated parameters and what each rests on, and exit")
 	return cmd
 }

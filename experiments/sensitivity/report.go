@@ -150,8 +150,18 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 		return nil, err
 	}
 	cells, fragile := map[string]string{}, map[string]bool{}
+	judged := map[string]string{}
+	for _, v := range rep.Verdicts {
+		judged[v.Claim] = v.Verdict
+	}
 	for _, r := range s.Claims {
 		cells[r.Claim], fragile[r.Claim] = r.Label(), r.Fragile()
+		// The analysis judges at the quick scale; the report may judge at
+		// steady state. Where the two baselines disagree, say so: the
+		// flips are of the analysis's verdict.
+		if v, ok := judged[r.Claim]; ok && r.Analysed > 0 && r.Verdict != figures.NotRun && v != figures.NotRun && v != r.Verdict {
+			cells[r.Claim] += fmt.Sprintf("; the analysis's own baseline, at the quick scale, judged it %s", r.Verdict)
+		}
 	}
 	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates in every profile, quick scale", path, s.Commit, len(s.Changes))
 	if len(s.Figures) > 0 {

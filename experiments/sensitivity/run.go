@@ -24,6 +24,11 @@ type Options struct {
 	Figures []string // figure IDs to judge with; empty: all
 	OutDir  string   // working files and outcomes.jsonl (resumed)
 	Jobs    int      // parallel runs (0: one per core)
+	// Rejudge judges every change again from the runs kept in OutDir
+	// (after a change to the judge, which leaves the runs valid) instead
+	// of reading the stored verdicts; a point missing from them is run.
+	// outcomes.jsonl is replaced once all are judged.
+	Rejudge bool
 	Log     io.Writer
 	// Progress, if set, is called after each point of each figure's sweeps
 	// (see sweep.SweepOptions.Progress).
@@ -58,20 +63,26 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	out := path
+	flags := os.O_CREATE | os.O_APPEND | os.O_WRONLY
+	if o.Rejudge {
+		done = map[string]Outcome{}
+		out, flags = path+".rejudged", os.O_CREATE|os.O_TRUNC|os.O_WRONLY
+	}
+	f, err := os.OpenFile(out, flags, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	todo := append([]*Change{nil}, ptrs(o.Changes)...)
-	var out []Outcome
+	var outs []Outcome
 	for i, c := range todo {
 		name := ""
 		if c != nil {
 			name = c.String()
 		}
 		if oc, ok := done[name]; ok {
-			out = append(out, oc)
+			outs = append(outs, oc)
 			continue
 		}
 		if o.Log != nil {
@@ -79,15 +90,23 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		}
 		oc, err := judgeUnder(ctx, c, o)
 		if err != nil {
-			return out, err // interrupted: what was done is saved
+			return outs, err // interrupted: what was done is saved
 		}
 		b, _ := json.Marshal(oc)
 		if _, err := f.Write(append(b, '\n')); err != nil {
-			return out, err
+			return outs, err
 		}
-		out = append(out, oc)
+		outs = append(outs, oc)
 	}
-	return out, nil
+	if o.Rejudge {
+		if err := f.Close(); err != nil {
+			return outs, err
+		}
+		if err := os.Rename(out, path); err != nil {
+			return outs, err
+		}
+	}
+	return outs, nil
 }
 
 func ptrs(cs []Change) []*Change {
@@ -122,7 +141,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		}
 	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
-		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: onProfiles(paths), Progress: o.Progress},
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: onProfiles(paths), Progress: o.Progress, Resume: o.Rejudge},
 		Figures:       o.Figures,
 	})
 	if err != nil {

@@ -3,11 +3,15 @@ package sensitivity
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -150,5 +154,64 @@ func TestRunResumes(t *testing.T) {
 	again, err := Run(context.Background(), o)
 	if err != nil || len(again) != 2 || log.Len() != 0 {
 		t.Errorf("resumed run: %d outcomes, err %v, log %q; want both read back and nothing run", len(again), err, log.String())
+	}
+
+	// Rejudge: stored verdicts are not read (here they are made wrong)
+	// but judged again from the runs kept, running no point.
+	path := filepath.Join(dir, "outcomes.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{figures.Pass, figures.Partial, figures.Fail} {
+		b = bytes.ReplaceAll(b, []byte(`"verdict":"`+v+`"`), []byte(`"verdict":"tampered"`))
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	o.Rejudge, o.Progress = true, func(sweep.Progress) { ran++ }
+	rejudged, err := Run(context.Background(), o)
+	if err != nil || ran != 0 || len(rejudged) != 2 {
+		t.Fatalf("rejudge: %d outcomes, %d points run, err %v; want 2 and none", len(rejudged), ran, err)
+	}
+	for i := range outs {
+		if fmt.Sprint(rejudged[i].Verdicts) != fmt.Sprint(outs[i].Verdicts) {
+			t.Errorf("rejudged %q: %v, first judged %v", outs[i].Change, rejudged[i].Verdicts, outs[i].Verdicts)
+		}
+	}
+	if back, err := readOutcomes(path, o.Figures); err != nil || fmt.Sprint(back[""].Verdicts) != fmt.Sprint(outs[0].Verdicts) {
+		t.Errorf("outcomes.jsonl after the rejudge: %v, %v", back[""].Verdicts, err)
+	}
+}
+
+// TestApplyFileNotesABaselineThatDisagrees: where the analysis's own
+// baseline verdict (quick scale) differs from the report's, the cell says
+// so; where they agree, the cell is the label alone.
+func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
+	s := &Summary{Commit: "abc", Changes: []string{"x"}, Claims: []Robustness{
+		{Claim: "C1", Verdict: figures.Pass, Analysed: 1},
+		{Claim: "C2", Verdict: figures.Partial, Analysed: 1, Flips: []string{"x: partial -> pass"}},
+		{Claim: "C3", Verdict: figures.NotRun},
+	}}
+	path := filepath.Join(t.TempDir(), "s.json")
+	if err := s.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	rep := &figures.ReproduceReport{Verdicts: []figures.Verdict{
+		{Claim: "C1", Verdict: figures.Pass}, {Claim: "C2", Verdict: figures.Pass}, {Claim: "C3", Verdict: figures.Fail},
+	}}
+	if _, err := ApplyFile(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"C1": "robust (1 changes)",
+		"C2": "fragile (flips under: x: partial -> pass); the analysis's own baseline, at the quick scale, judged it partial",
+		"C3": "not analysed",
+	}
+	for c, w := range want {
+		if got := rep.Robustness[c]; got != w {
+			t.Errorf("%s: %q, want %q", c, got, w)
+		}
 	}
 }
