@@ -96,9 +96,10 @@ type Result struct {
 
 // Evaluate runs the model at p when it can: perftest-style benchmarks of
 // one verb between two simulated nodes of p's profile (message rate and
-// bandwidth by size and queue pairs). The rest (vendor ceilings, MPI
-// point-to-point benchmarks, set-up costs, many-machine sweeps) are
-// reported with the reason.
+// bandwidth by size and queue pairs), and the baselines' designs under
+// iperf-, osu_bw- and IMB PingPong-style traffic (stream.go). The rest
+// (vendor ceilings, collectives, bidirectional MPI runs, set-up costs,
+// many-machine sweeps) are reported with the reason.
 func Evaluate(p Point) Result {
 	r := Result{Point: p}
 	run, how, why := benchmarkOf(p)
@@ -133,8 +134,10 @@ func Evaluate(p Point) Result {
 type runner func(c *sim.Cluster) (float64, error)
 
 // benchmarkOf maps p to a benchmark, with a line saying what it runs, or
-// says why p has none: perftest for two-node points, the two-node swarm
-// (swarm.go) for rc-swarm points (x.threads and x.window).
+// says why p has none: the baseline designs for iperf and MPI
+// point-to-point points (baselines.go), perftest for other two-node
+// points, the two-node swarm (swarm.go) for rc-swarm points (x.threads and
+// x.window).
 func benchmarkOf(p Point) (runner, string, string) {
 	if p.Profile == "" {
 		return nil, "", "no built-in profile of this NIC"
@@ -146,6 +149,12 @@ func benchmarkOf(p Point) (runner, string, string) {
 	qps := 1
 	if q, ok := p.X["qps"].(int); ok {
 		qps = q
+	}
+	if run, how, why, ok := baselineOf(p, bytes); ok {
+		if why != "" {
+			return nil, "", why
+		}
+		return run, how + " on " + p.Profile, ""
 	}
 	if !slices.Contains([]string{"Mops/s", "MB/s", "GB/s"}, p.Unit) {
 		return nil, "", fmt.Sprintf("unit %q: only rates and bandwidths are modelled yet", p.Unit)
