@@ -17,6 +17,12 @@ func streamMessages(bytes, streams int) int {
 	return min(2000, max(50, streamBytes/(bytes*streams)))
 }
 
+// osuWindowBound is the smallest osu_bw message modelled with blocking
+// sends: a 1 MiB transfer takes tens of microseconds even at HDR's rate,
+// against a rendezvous round trip of a few, so the window osu_bw keeps
+// in flight adds little there.
+const osuWindowBound = 1 << 20
+
 // pingPongMessages is how many round trips a ping-pong point runs.
 func pingPongMessages(bytes int) int { return min(1000, max(20, streamBytes/8/bytes)) }
 
@@ -52,6 +58,14 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 		run, why := pingPongRunner(p, cfg)
 		return run, fmt.Sprintf("%s ping-pong: %d round trips of %d bytes", name, cfg.Messages, bytes), why, true
 	}
+	if p.Verb == "mpi_bw" && bytes < osuWindowBound {
+		// osu_bw keeps a window of 64 MPI_Isend in flight; the MPI design
+		// sends with blocking MPI_Send (Liu19's baseline), one message at
+		// a time per thread. Below a size whose transfer hides the
+		// rendezvous round trip, that is another benchmark: comparing
+		// them would measure the window, not the model.
+		return nil, "", fmt.Sprintf("osu_bw's window of 64 non-blocking sends at %d bytes: the MPI design sends one blocking MPI_Send at a time, so it does not run this benchmark", bytes), true
+	}
 	cfg.Messages = streamMessages(bytes, streams)
 	scale, why := rateScale(p.Unit)
 	if why != "" {
@@ -63,9 +77,7 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 	}
 	how = fmt.Sprintf("%s stream node 0 -> node 1: %d x %d messages of %d bytes", name, streams, cfg.Messages, bytes)
 	if name == algos.NameMPI {
-		// The MPI design sends with MPI_Send, one message at a time per
-		// thread; osu_bw keeps a window of 64 MPI_Isend in flight.
-		how += " (blocking MPI_Send, not osu_bw's window of 64)"
+		how += " (blocking MPI_Send, not osu_bw's window of 64: alike at this size)"
 	}
 	return run, how, "", true
 }
