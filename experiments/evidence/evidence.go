@@ -211,6 +211,15 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 		return nil, "", fmt.Sprintf("unit %q: the swarm reports operation rates", p.Unit)
 	}
 	cfg := swarmConfig{QPs: qps, Threads: threads, Window: window, Bytes: bytes, OpsPerThread: swarmOps(qps, threads)}
+	sides := "both nodes issue and serve"
+	if n, ok := p.X["issuers"].(int); ok && n == 1 {
+		cfg.OneSided, sides = true, "node 0 issues, node 1 serves"
+	}
+	if b, ok := p.X["burst"].(int); ok && b > 1 {
+		round := b * max(qps/threads, 1)
+		cfg.Burst, cfg.OpsPerThread = b, (cfg.OpsPerThread+round-1)/round*round
+		sides += fmt.Sprintf(", %d per queue pair in turn (one signaled)", b)
+	}
 	switch p.Verb {
 	case "read":
 		cfg.Op = fabric.OpRead
@@ -219,8 +228,8 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 	default:
 		return nil, "", fmt.Sprintf("no swarm model of %s measurements", p.Verb)
 	}
-	how := fmt.Sprintf("two-node swarm: %s of %d bytes, %d QPs per NIC, %d threads x %d in flight, both nodes issue and serve, on %s",
-		p.Verb, bytes, qps, threads, window, p.Profile)
+	how := fmt.Sprintf("two-node swarm: %s of %d bytes, %d QPs per NIC, %d threads x %d in flight, %s, on %s",
+		p.Verb, bytes, qps, threads, window, sides, p.Profile)
 	return func(c *sim.Cluster) (float64, error) { return runSwarm(c, cfg) }, how, ""
 }
 
