@@ -18,19 +18,25 @@ func BenchmarkRunMESQSR16(b *testing.B) { benchRun(b, "MESQ/SR") }
 // BenchmarkRunSESQSR16 is the same with one shared endpoint per node.
 func BenchmarkRunSESQSR16(b *testing.B) { benchRun(b, "SESQ/SR") }
 
+// BenchmarkRunMESQSR16NoCheck is BenchmarkRunMESQSR16 without the
+// verbs-usage checker (explore run --no-check).
+func BenchmarkRunMESQSR16NoCheck(b *testing.B) { benchRunOpt(b, "MESQ/SR", true) }
+
 // benchRun runs one 16-node design per iteration (cluster setup included in
 // the time) and reports data-packets/s, the tuple bytes sent divided by the
 // 4 KiB MTU (the UD messages' payload, headers not counted, so a slight
 // undercount of the messages sent), and packets/s, every packet on the
 // wire (credit writes included), and the events fired and thread
 // hand-offs per data packet (cluster setup included).
-func benchRun(b *testing.B, design string) {
+func benchRun(b *testing.B, design string) { benchRunOpt(b, design, false) }
+
+func benchRunOpt(b *testing.B, design string, noCheck bool) {
 	var pkts, data, events, handoffs int64
 	for i := 0; i < b.N; i++ {
 		cfg := DefaultConfig()
 		cfg.Design, cfg.Nodes, cfg.Profile, cfg.BytesPerNode = design, 16, "edr-cx4", 16<<20
 		var mtu int
-		rec, err := RunSim(cfg, SimOptions{Inspect: func(c *sim.Cluster) {
+		rec, err := RunSim(cfg, SimOptions{NoCheck: noCheck, Inspect: func(c *sim.Cluster) {
 			pkts += c.Stats().PacketsSent
 			events += int64(c.Events())
 			handoffs += int64(sim.Handoffs(c))

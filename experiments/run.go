@@ -80,6 +80,11 @@ type SimOptions struct {
 	// Progress, if set, is told the simulated time and the events so far
 	// every few tenths of a second of the run (sim.Config.Progress).
 	Progress func(now fabric.Time, events uint64)
+	// NoCheck turns the verbs-usage checker off (sim.Config.NoCheck): the
+	// run is faster (the checker is about a tenth of a run's work) and its
+	// result the same, but a misuse of the verbs goes unreported. The
+	// record says so (verbs_check "off").
+	NoCheck bool
 }
 
 // InjectsFaults reports whether o changes what the simulated hardware does
@@ -169,7 +174,10 @@ type Record struct {
 	// messages in Release), milliseconds per GiB received.
 	CreditMSPerGiB float64 `json:"credit_ms_per_gib,omitempty"`
 	SimEvents      uint64  `json:"sim_events"`
-	WallS          float64 `json:"wall_s"`
+	// VerbsCheck is "off" when the simulator's verbs-usage checker did
+	// not run (explore run --no-check); absent when it did.
+	VerbsCheck string  `json:"verbs_check,omitempty"`
+	WallS      float64 `json:"wall_s"`
 	// The build that made the record (buildinfo): module version,
 	// version-control commit and Go toolchain; and the simulated
 	// profile's parameters (sim.Profile.Hash; empty off the simulator).
@@ -345,13 +353,16 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 	}
 	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
 	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
+	if opt.NoCheck {
+		rec.VerbsCheck = "off"
+	}
 	return rec, nil
 }
 
 // newCluster builds the simulated cluster of a run with the options'
 // faults, fault plan, time limit and inspector; done runs the inspector and closes the cluster.
 func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
-	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress})
+	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -322,3 +322,28 @@ func TestRunConfigIsPortable(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCheckSameResult: without the verbs-usage checker a run's simulated
+// result is the same (the checker observes, it never changes what the
+// model does), and the record says the checker was off.
+func TestNoCheckSameResult(t *testing.T) {
+	for _, design := range []string{"MESQ/SR", "SEMQ/WR", "MEMQ/RD", "MPI"} {
+		cfg := DefaultConfig()
+		cfg.Design, cfg.Nodes, cfg.BytesPerNode = design, 4, 1<<20
+		on, err := RunSim(cfg, SimOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", design, err)
+		}
+		off, err := RunSim(cfg, SimOptions{NoCheck: true})
+		if err != nil {
+			t.Fatalf("%s --no-check: %v", design, err)
+		}
+		if on.VerbsCheck != "" || off.VerbsCheck != "off" {
+			t.Errorf("%s: verbs_check %q with the checker, %q without", design, on.VerbsCheck, off.VerbsCheck)
+		}
+		off.VerbsCheck, on.WallS, off.WallS = "", 0, 0
+		if !reflect.DeepEqual(on, off) {
+			t.Errorf("%s: the checker changed the result:\n with    %+v\n without %+v", design, *on, *off)
+		}
+	}
+}

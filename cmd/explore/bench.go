@@ -37,6 +37,7 @@ type benchFlags struct {
 	payload  bool
 	hw       hwFlags
 	noMemChk bool // bench: run even when the memory estimate exceeds the machine's
+	noCheck  bool // simulator: no verbs-usage checker
 }
 
 func benchCmd() *cobra.Command {
@@ -102,6 +103,7 @@ per-packet headers for that message size.`,
 	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
 	fl.VarP(&f.duration, "duration", "D", "run each test for this long instead of -n messages (perftest's duration mode; whole seconds as perftest, or a Go duration such as 10ms; simulated time on the simulator)")
 	fl.VarP(&f.margin, "margin", "f", "with -D: leave this much out of the measurement at each end (default a quarter of -D; 0 measures it all)")
+	fl.BoolVar(&f.noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported)")
 	fl.BoolVar(&f.noMemChk, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds the machine's physical memory")
 	addCommonFlagsShort(cmd, &f, true)
 	setGroupedUsage(cmd, benchGroups())
@@ -148,6 +150,9 @@ func runBench(w io.Writer, f *benchFlags) error {
 		return err
 	}
 	f.cfg.Conn = conn
+	if f.hw.backend != "sim" && f.noCheck {
+		return fmt.Errorf("--no-check turns off the simulator's verbs-usage checker; the %s backend has none: drop the flag", f.hw.backend)
+	}
 	if f.hw.backend != "sim" {
 		return runHWBench(w, f)
 	}
@@ -238,7 +243,7 @@ func runBench(w io.Writer, f *benchFlags) error {
 }
 
 func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow, error) {
-	sc := sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload}
+	sc := sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload, NoCheck: f.noCheck}
 	if f.task != nil {
 		f.task.setDetail(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
 		sc.Progress = f.task.sim(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))

@@ -267,3 +267,25 @@ func TestBenchDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCheckFlag: --no-check runs without the verbs-usage checker and the
+// record says so; off the simulator, where there is no such checker, the
+// flag is refused.
+func TestNoCheckFlag(t *testing.T) {
+	out, err := run(t, "run", "--design", "MESQ/SR", "--nodes", "2", "--bytes-per-node", "65536", "--no-check", "--json")
+	if err != nil || !strings.Contains(out, `"verbs_check":"off"`) {
+		t.Errorf("run --no-check --json: %v\n%s", err, out)
+	}
+	out, err = run(t, "bench", "send_bw", "-n", "50", "--no-check")
+	if err != nil || !strings.Contains(out, "send_bw") {
+		t.Errorf("bench --no-check: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"run", "--design", "MESQ/SR", "--nodes", "2", "--no-check", "--backend", "loopback"},
+		{"bench", "send_bw", "--no-check", "--backend", "loopback"},
+	} {
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "--no-check") {
+			t.Errorf("%v: %v, want an error naming --no-check", args, err)
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 func runCmd() *cobra.Command {
 	cfg := experiments.DefaultConfig()
 	var jsonOut bool
-	var noMemCheck bool
+	var noMemCheck, noCheck bool
 	var hw hwFlags
 	var simOptions func(nodes int) (experiments.SimOptions, error)
 	cmd := &cobra.Command{
@@ -57,6 +57,9 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 			if err != nil {
 				return err
 			}
+			if hw.backend != "sim" && noCheck {
+				return fmt.Errorf("--no-check turns off the simulator's verbs-usage checker; the %s backend has none: drop the flag", hw.backend)
+			}
 			if hw.backend != "sim" && opt.InjectsFaults() {
 				return fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", hw.backend)
 			}
@@ -80,6 +83,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 					}
 				}
 				opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
+				opt.NoCheck = noCheck
 				rec, err = experiments.RunSim(cfg, opt)
 			}
 			t.finish()
@@ -97,6 +101,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	fl.Var(simDuration{&cfg.Timeout}, "timeout", "longest wait for progress, in simulated time, before the run fails (a Go duration: 100ms, 2.5s)")
 	fl.MarkDeprecated("timeout-ms", "use --timeout with a unit (e.g. --timeout 100ms)")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
+	fl.BoolVar(&noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported; the record says verbs_check off)")
 	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available")
 	hw.register(fl)
 	simOptions = faultFlags(cmd)
