@@ -62,8 +62,8 @@ func TestEstimateCoversMeasured(t *testing.T) {
 	}{
 		{256, 1, 352},    // 360 MB
 		{512, 1, 1307},   // 1.34 GB
-		{1024, 1, 5133},  // 5.26 GB
-		{1024, 10, 9977}, // 10.2 GB, a 15.8 ms data phase
+		{1024, 1, 3523},  // 3.61 GB (receive entries of 72 bytes)
+		{1024, 10, 8346}, // 8.55 GB, a 15.8 ms data phase
 	} {
 		cfg := a2a
 		cfg.Iters = m.iters

@@ -21,7 +21,8 @@ func evidenceCmd() *cobra.Command {
 		Short: "Compare the simulator with public hardware measurements (experiments/evidence)",
 		Long: `evidence runs the model at every public measurement it can reproduce (the YAML files of
 experiments/evidence: message rates and bandwidths by message size and queue pairs, per verb
-and NIC generation) and prints the model's value beside the measured one, with the error and
+and NIC generation; iperf over IPoIB and MPI point-to-point runs on the baseline designs) and
+prints the model's value beside the measured one, with the error and
 the point's tolerance; points the model cannot reproduce yet are listed with the reason. It
 writes the report as Markdown to results/evidence.md (docs/evidence.md with --update-docs) and
 exits non-zero when a modelled point falls outside its tolerance.`,
@@ -95,7 +96,9 @@ tolerances are in experiments/evidence/ (README.md). Each modelled point runs a
 perftest-style benchmark between two simulated nodes of the point's profile, size-only, 1000
 iterations, or, for the rc-swarm sweeps (many machines, threads and operations in flight), a
 two-node swarm in which both nodes issue and serve with the source's threads and window on
-random queue pairs; the error is (model - measured) / measured. Points marked "fit" were used
+random queue pairs, or, for iperf over IPoIB and MPI point-to-point points, the IPoIB or MPI
+baseline design with its default costs: a one-directional stream from node 0 to node 1 on
+x.parallel threads, or an IMB-style ping-pong; the error is (model - measured) / measured. Points marked "fit" were used
 to fit the profile fields named in experiments/evidence (`+"`fit_for`"+`; docs/model.md); every
 other point is held out.
 

@@ -96,9 +96,10 @@ type Result struct {
 
 // Evaluate runs the model at p when it can: perftest-style benchmarks of
 // one verb between two simulated nodes of p's profile (message rate and
-// bandwidth by size and queue pairs). The rest (vendor ceilings, MPI
-// point-to-point benchmarks, set-up costs, many-machine sweeps) are
-// reported with the reason.
+// bandwidth by size and queue pairs), and the baselines' designs under
+// iperf-, osu_bw- and IMB PingPong-style traffic (stream.go). The rest
+// (vendor ceilings, collectives, bidirectional MPI runs, set-up costs,
+// many-machine sweeps) are reported with the reason.
 func Evaluate(p Point) Result {
 	r := Result{Point: p}
 	run, how, why := benchmarkOf(p)
@@ -133,8 +134,10 @@ func Evaluate(p Point) Result {
 type runner func(c *sim.Cluster) (float64, error)
 
 // benchmarkOf maps p to a benchmark, with a line saying what it runs, or
-// says why p has none: perftest for two-node points, the two-node swarm
-// (swarm.go) for rc-swarm points (x.threads and x.window).
+// says why p has none: the baseline designs for iperf and MPI
+// point-to-point points (baselines.go), perftest for other two-node
+// points, the two-node swarm (swarm.go) for rc-swarm points (x.threads and
+// x.window).
 func benchmarkOf(p Point) (runner, string, string) {
 	if p.Profile == "" {
 		return nil, "", "no built-in profile of this NIC"
@@ -146,6 +149,12 @@ func benchmarkOf(p Point) (runner, string, string) {
 	qps := 1
 	if q, ok := p.X["qps"].(int); ok {
 		qps = q
+	}
+	if run, how, why, ok := baselineOf(p, bytes); ok {
+		if why != "" {
+			return nil, "", why
+		}
+		return run, how + " on " + p.Profile, ""
 	}
 	if !slices.Contains([]string{"Mops/s", "MB/s", "GB/s"}, p.Unit) {
 		return nil, "", fmt.Sprintf("unit %q: only rates and bandwidths are modelled yet", p.Unit)
@@ -202,6 +211,15 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 		return nil, "", fmt.Sprintf("unit %q: the swarm reports operation rates", p.Unit)
 	}
 	cfg := swarmConfig{QPs: qps, Threads: threads, Window: window, Bytes: bytes, OpsPerThread: swarmOps(qps, threads)}
+	sides := "both nodes issue and serve"
+	if n, ok := p.X["issuers"].(int); ok && n == 1 {
+		cfg.OneSided, sides = true, "node 0 issues, node 1 serves"
+	}
+	if b, ok := p.X["burst"].(int); ok && b > 1 {
+		round := b * max(qps/threads, 1)
+		cfg.Burst, cfg.OpsPerThread = b, (cfg.OpsPerThread+round-1)/round*round
+		sides += fmt.Sprintf(", %d per queue pair in turn (one signaled)", b)
+	}
 	switch p.Verb {
 	case "read":
 		cfg.Op = fabric.OpRead
@@ -210,8 +228,8 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 	default:
 		return nil, "", fmt.Sprintf("no swarm model of %s measurements", p.Verb)
 	}
-	how := fmt.Sprintf("two-node swarm: %s of %d bytes, %d QPs per NIC, %d threads x %d in flight, both nodes issue and serve, on %s",
-		p.Verb, bytes, qps, threads, window, p.Profile)
+	how := fmt.Sprintf("two-node swarm: %s of %d bytes, %d QPs per NIC, %d threads x %d in flight, %s, on %s",
+		p.Verb, bytes, qps, threads, window, sides, p.Profile)
 	return func(c *sim.Cluster) (float64, error) { return runSwarm(c, cfg) }, how, ""
 }
 

@@ -36,7 +36,14 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-swarm-w", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 16, "threads": 2, "window": 4}, Y: 6.7, Unit: "Mops/s", Tolerance: 0.2}, true, "two-node swarm: read of 32 bytes, 16 QPs"},
 		{Point{ID: "t-swarm-bw", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 16, "threads": 2, "window": 4}, Y: 6.7, Unit: "MB/s", Tolerance: 0.2}, false, "operation rates"},
 		{Point{ID: "t-large", Verb: "read", Profile: "hdr-cx6", X: map[string]any{"bytes": "large"}, Y: 23, Unit: "GB/s", Tolerance: 0.2}, false, "not stated as a number"},
-		{Point{ID: "t-mpi", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "no model of mpi_bw"},
+		{Point{ID: "t-mpi", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 1 << 20, "ranks": 2}, Y: 21000, Unit: "MB/s", Tolerance: 0.2}, true, "MPI stream node 0 -> node 1: 1 x 50 messages of 1048576 bytes (blocking"},
+		{Point{ID: "t-mpi-small", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 2}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "window of 64"},
+		{Point{ID: "t-mpi-4", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 4}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "only two-rank"},
+		{Point{ID: "t-mpi-lat", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8, "ranks": 2}, Y: 1.7, Unit: "us", Tolerance: 0.2}, true, "MPI ping-pong: 1000 round trips of 8 bytes"},
+		{Point{ID: "t-mpi-unit", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "GB/s", Tolerance: 0.2}, false, "a ping-pong reports us or MB/s"},
+		{Point{ID: "t-sendrecv", Verb: "mpi_sendrecv", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "MB/s", Tolerance: 0.2}, false, "no model of mpi_sendrecv"},
+		{Point{ID: "t-ipoib", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072, "parallel": 2}, Y: 20, Unit: "Gb/s", Tolerance: 0.5}, true, "IPoIB stream node 0 -> node 1: 2 x 128 messages of 131072 bytes on edr-cx4"},
+		{Point{ID: "t-ipoib-unit", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072}, Y: 20, Unit: "us", Tolerance: 0.5}, false, "a stream reports a rate"},
 	} {
 		r := Evaluate(tc.p)
 		if r.Modelled != tc.modelled || !strings.Contains(r.How, tc.how) {
@@ -88,5 +95,101 @@ func TestSwarm(t *testing.T) {
 	defer c.Close()
 	if _, err := runSwarm(c, swarmConfig{Op: fabric.OpRead, QPs: 1, Threads: 2, Window: 1, Bytes: 32, OpsPerThread: 1}); err == nil {
 		t.Error("fewer queue pairs than threads: no error")
+	}
+}
+
+// TestStream: the baselines' stream and ping-pong runs move every message
+// and give plausible figures: IPoIB below the link's rate, several streams
+// at least as fast as one, a ping-pong's half round trip above the wire's
+// latency and growing with size; a bad configuration is an error.
+func TestStream(t *testing.T) {
+	cluster := func() *sim.Cluster {
+		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: mustProfile(t, "edr-cx4"), SizeOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ipoib, err := baseline("IPoIB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpi, err := baseline("MPI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := func(streams int) float64 {
+		r, err := runStream(cluster(), streamConfig{Design: ipoib, Streams: streams, Bytes: 128 << 10, Messages: 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r * 8 / 1e9
+	}
+	one, four := rate(1), rate(4)
+	t.Logf("IPoIB on edr-cx4: 1 stream %.1f Gb/s, 4 streams %.1f Gb/s", one, four)
+	if !(one > 1 && one < 100 && four >= one && four < 100) {
+		t.Errorf("IPoIB: 1 stream %.1f Gb/s, 4 streams %.1f Gb/s; want 1-100 Gb/s, more streams no slower", one, four)
+	}
+	half := func(bytes int) fabric.Duration {
+		d, err := runPingPong(cluster(), streamConfig{Design: mpi, Streams: 1, Bytes: bytes, Messages: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	small, large := half(8), half(256<<10)
+	t.Logf("MPI ping-pong on edr-cx4: 8 bytes %v, 256 KiB %v", small, large)
+	if !(small > 500*fabric.Nanosecond && large > 4*small) {
+		t.Errorf("MPI ping-pong: 8 bytes %v, 256 KiB %v", small, large)
+	}
+	for _, bad := range []streamConfig{{Design: ipoib, Streams: 0, Bytes: 1, Messages: 1}, {Design: mpi, Streams: 2, Bytes: 8, Messages: 1}} {
+		if _, err := runStream(cluster(), bad); bad.Streams == 0 && err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+		if _, err := runPingPong(cluster(), bad); err == nil {
+			t.Errorf("ping-pong %+v: no error", bad)
+		}
+	}
+}
+
+func mustProfile(t *testing.T, name string) *sim.Profile {
+	t.Helper()
+	p, err := sim.LoadProfile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSwarmBursts: with one issuing node and bursts per queue pair, the
+// context of a queue pair is fetched once for a burst, so past the cache
+// the rate of WRITEs in bursts of 32 falls far less than that of WRITEs
+// on a random queue pair each; both sides' runs complete.
+func TestSwarmBursts(t *testing.T) {
+	rate := func(qps int, cfg swarmConfig) float64 {
+		prof, err := sim.LoadProfile("fdr-cx3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		prof.NIC.QPCacheEntries = 16
+		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cfg.Op, cfg.QPs, cfg.Threads, cfg.Bytes, cfg.OneSided = fabric.OpWrite, qps, 2, 64, true
+		cfg.OpsPerThread = 32 * qps / 2 * 4
+		r, err := runSwarm(c, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	burst8, burst256 := rate(8, swarmConfig{Burst: 32, Window: 32 * 4}), rate(256, swarmConfig{Burst: 32, Window: 32 * 128})
+	rand8, rand256 := rate(8, swarmConfig{Window: 32}), rate(256, swarmConfig{Window: 32})
+	t.Logf("bursts: 8 QPs %.2f, 256 QPs %.2f; random: %.2f, %.2f M writes/s", burst8, burst256, rand8, rand256)
+	if !(burst256 > 0.7*burst8) || !(burst256/burst8 > rand256/rand8) {
+		t.Errorf("8 -> 256 QPs over 16 contexts: bursts %.2f -> %.2f, random %.2f -> %.2f M writes/s; want bursts to keep most of their rate and more of it than random choice", burst8, burst256, rand8, rand256)
 	}
 }

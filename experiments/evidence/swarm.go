@@ -17,14 +17,26 @@ import (
 // connected contexts used by requests and responses alike, as in the
 // many-machine original (where a NIC's QPs lead to many machines; the
 // NIC's work per queue pair is the same).
+//
+// OneSided has node 0 issue and node 1 only serve (a requester NIC against
+// a responder NIC), and reports node 0's rate. Burst, if above 1, replaces
+// the random choice with the pattern of benchmarks that walk their queue
+// pairs: each worker posts Burst operations on each of its queue pairs in
+// turn, only the last signaled, then waits for one completion per queue
+// pair; Window is then Burst times the worker's queue pairs.
 type swarmConfig struct {
 	Op                   fabric.Opcode // fabric.OpRead or fabric.OpWrite
 	QPs, Threads, Window int
 	Bytes, OpsPerThread  int
+	OneSided             bool
+	Burst                int
 }
 
-// swarmQPDepth is the send queue depth and read depth of each queue pair.
+// swarmQPDepth is the send queue depth and read depth of each queue pair
+// (at least a burst).
 const swarmQPDepth = 16
+
+func (c swarmConfig) depth() int { return max(swarmQPDepth, c.Burst) }
 
 // runSwarm runs cfg on f (two nodes) and returns the mean over nodes of
 // the operations each issued per second, in millions.
@@ -38,6 +50,9 @@ func runSwarm(f fabric.Fabric, cfg swarmConfig) (float64, error) {
 		rates[th.Node().ID()] = r
 		return err
 	})
+	if cfg.OneSided {
+		return rates[0], err
+	}
 	return (rates[0] + rates[1]) / 2, err
 }
 
@@ -72,7 +87,7 @@ func swarmNode(th fabric.Thread, cfg swarmConfig) (float64, error) {
 			ws[i%cfg.Threads] = w
 		}
 		qp, err := pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: w.cq, RecvCQ: w.cq,
-			Caps: fabric.QPCaps{MaxSendWR: swarmQPDepth, MaxRecvWR: 1}})
+			Caps: fabric.QPCaps{MaxSendWR: cfg.depth(), MaxRecvWR: 1}})
 		if err != nil {
 			return 0, err
 		}
@@ -112,6 +127,10 @@ func swarmNode(th fabric.Thread, cfg swarmConfig) (float64, error) {
 	if err := n.OOB().Barrier("swarm-ready"); err != nil {
 		return 0, err
 	}
+	if cfg.OneSided && n.ID() == 1 {
+		// The responder: its NIC serves; no thread of it issues.
+		return 0, n.OOB().Barrier("swarm-done")
+	}
 	start := th.Now()
 	var left atomic.Int32
 	left.Store(int32(cfg.Threads))
@@ -120,7 +139,11 @@ func swarmNode(th fabric.Thread, cfg swarmConfig) (float64, error) {
 	for i, w := range ws {
 		th.Spawn(fmt.Sprint("swarm-", i), (i+1)%n.Cores(), func(wt fabric.Thread) error {
 			defer func() { left.Add(-1); done.Notify() }()
-			errs[i] = w.run(wt, mr, slot, cfg)
+			if cfg.Burst > 1 {
+				errs[i] = w.runBursts(wt, mr, slot, cfg)
+			} else {
+				errs[i] = w.run(wt, mr, slot, cfg)
+			}
 			return errs[i]
 		})
 	}
@@ -178,6 +201,47 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg swarmCon
 			return fmt.Errorf("evidence: swarm: node %d: no completion for a second (%d of %d done)", th.Node().ID(), completed, cfg.OpsPerThread)
 		}
 		th.Wait(last.Add(fabric.Second+1), w.cq)
+	}
+	return nil
+}
+
+// runBursts walks w's queue pairs: Burst operations on each in turn, the
+// last signaled, then one completion per queue pair, until
+// cfg.OpsPerThread operations (rounded up to whole rounds) are done.
+func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg swarmConfig) error {
+	wcs := make([]fabric.WC, 32)
+	wrs := make([]fabric.SendWR, cfg.Burst)
+	for done := 0; done < cfg.OpsPerThread; done += cfg.Burst * len(w.qps) {
+		for k, qp := range w.qps {
+			for j := range wrs {
+				wrs[j] = fabric.SendWR{ID: uint64(k), Op: cfg.Op, Local: mr.SGE(k*slot, cfg.Bytes),
+					RemoteAddr: w.remote[k].Addr, RKey: w.remote[k].RKey}
+			}
+			wrs[len(wrs)-1].Flags = fabric.Signaled
+			if _, err := qp.PostSend(wrs); err != nil {
+				return err
+			}
+		}
+		last := th.Now()
+		for got := 0; got < len(w.qps); {
+			n, err := w.cq.Poll(wcs)
+			if err != nil {
+				return err
+			}
+			for _, wc := range wcs[:n] {
+				if wc.Status != fabric.StatusSuccess {
+					return &fabric.CompletionError{WC: wc, Node: th.Node().ID()}
+				}
+			}
+			if got += n; n > 0 {
+				last = th.Now()
+				continue
+			}
+			if th.Now().Sub(last) > fabric.Second {
+				return fmt.Errorf("evidence: swarm: node %d: no completion for a second (%d of %d queue pairs done this round)", th.Node().ID(), got, len(w.qps))
+			}
+			th.Wait(last.Add(fabric.Second+1), w.cq)
+		}
 	}
 	return nil
 }

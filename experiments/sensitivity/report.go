@@ -35,7 +35,10 @@ func (r Robustness) Fragile() bool { return len(r.Flips) > 0 }
 
 // Summary is what docs/sensitivity.json holds.
 type Summary struct {
-	Commit   string       `json:"commit"`
+	Commit string `json:"commit"`
+	// Model is the ModelID of the numbers the baseline was judged on
+	// (outcomes from before it was recorded: the model at the analysis).
+	Model    string       `json:"model,omitempty"`
 	Figures  []string     `json:"figures,omitempty"`
 	Changes  []string     `json:"changes"`
 	Failed   []string     `json:"failed,omitempty"` // changes that could not be judged, with why
@@ -54,7 +57,10 @@ func Analyse(outs []Outcome) (*Summary, error) {
 	if base == nil || base.Error != "" {
 		return nil, errors.New("sensitivity: no baseline outcome to compare with")
 	}
-	s := &Summary{Commit: base.Commit, Figures: base.Figures}
+	s := &Summary{Commit: base.Commit, Model: base.Model, Figures: base.Figures}
+	if s.Model == "" {
+		s.Model = ModelID()
+	}
 	counts := map[string]int{}
 	byClaim := map[string]*Robustness{}
 	for _, v := range base.Verdicts {
@@ -163,7 +169,19 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 			cells[r.Claim] += fmt.Sprintf("; the analysis's own baseline, at the quick scale, judged it %s", r.Verdict)
 		}
 	}
+	stale := s.Model != "" && s.Model != ModelID()
+	if stale {
+		for c, cell := range cells {
+			if cell != "not analysed" {
+				cells[c] = "stale: " + cell
+			}
+		}
+	}
 	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates in every profile, quick scale", path, s.Commit, len(s.Changes))
+	if stale {
+		from += "; **stale**: the model's numbers have changed since that analysis (model %s, now %s), so its cells describe the earlier model until `explore sensitivity --update-docs` is run again"
+		from = fmt.Sprintf(from, s.Model, ModelID())
+	}
 	if len(s.Figures) > 0 {
 		from += ", judged with " + strings.Join(s.Figures, ", ") + " only"
 	}

@@ -44,6 +44,7 @@ type Outcome struct {
 	Error    string            `json:"error,omitempty"`
 	Version  string            `json:"version"`
 	Commit   string            `json:"commit"`
+	Model    string            `json:"model,omitempty"` // ModelID when judged
 }
 
 // Run judges the claims on the built-in profiles as they are and then under
@@ -128,7 +129,7 @@ func orBaseline(name string) string {
 // (nil: unchanged) and judges the claims.
 func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	b := buildinfo.Get()
-	oc := Outcome{Figures: o.Figures, Version: b.Version, Commit: b.Commit}
+	oc := Outcome{Figures: o.Figures, Version: b.Version, Commit: b.Commit, Model: ModelID()}
 	dir := filepath.Join(o.OutDir, "baseline")
 	paths := map[string]string{}
 	if c != nil {
