@@ -32,7 +32,6 @@ var Estimates = []Estimate{
 	{"host.poll_empty_ns", "one cached load of a completion's owner bit"},
 	{"host.poll_per_cqe_ns", "order of magnitude from a communication library's cost model"},
 	{"host.lock_ns", "an atomic on a cached line"},
-	{"host.lock_handoff_ns", "a cache-line transfer between cores"},
 	{"host.hash_tuple_ns", "a multiplicative hash and a modulo on a 2-3 GHz core"},
 	{"setup.reg_mr_us", "fixed part of registration"},
 	{"setup.create_qp_us", "order of magnitude of verbs connection set-up"},

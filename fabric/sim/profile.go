@@ -94,9 +94,16 @@ type HostProfile struct {
 	PollEmptyNS   float64 `yaml:"poll_empty_ns"`   // CPU time of a poll that finds nothing
 	PollPerCQENS  float64 `yaml:"poll_per_cqe_ns"` // CPU time per completion returned
 	LockNS        float64 `yaml:"lock_ns"`         // uncontended lock acquire
-	LockHandoffNS float64 `yaml:"lock_handoff_ns"` // contended lock passed to a waiting thread
-	MemcpyGBps    float64 `yaml:"memcpy_gbps"`     // one core's copy bandwidth, GB/s (10^9 bytes/s)
-	HashTupleNS   float64 `yaml:"hash_tuple_ns"`   // hashing one tuple's key and choosing its buffer, ns
+	LockHandoffNS float64 `yaml:"lock_handoff_ns"` // contended lock passed to a waiting thread on the same socket
+	// Sockets the cores are split over, evenly and numbered socket by
+	// socket (cores 0 to cores/sockets-1 on the first); 0 or 1: one.
+	Sockets int `yaml:"sockets"`
+	// LockHandoffRemoteNS is a hand-off between cores of different
+	// sockets (the lock's cache line crosses the interconnect); 0: as
+	// lock_handoff_ns.
+	LockHandoffRemoteNS float64 `yaml:"lock_handoff_remote_ns"`
+	MemcpyGBps          float64 `yaml:"memcpy_gbps"`   // one core's copy bandwidth, GB/s (10^9 bytes/s)
+	HashTupleNS         float64 `yaml:"hash_tuple_ns"` // hashing one tuple's key and choosing its buffer, ns
 }
 
 // PCIeProfile describes the NIC's host interface.
@@ -264,6 +271,9 @@ func (p *Profile) Validate() error {
 			bad(f.field, "%s %s outside the range %s to %s %s", num(f.v), f.unit, lo, num(f.max), f.unit)
 		}
 	}
+	if s := p.Host.Sockets; s > 1 && p.Host.Cores%s != 0 {
+		bad("host.sockets", "%d sockets cannot share %d cores evenly: give the cores of all sockets together (host.cores) and a number of sockets that divides them", s, p.Host.Cores)
+	}
 	if p.Host.GHz > 10 {
 		bad("host.ghz", "%v GHz is not a plausible clock (did you mean MHz?)", p.Host.GHz)
 	}
@@ -343,6 +353,8 @@ func (p *Profile) numbers() []profileNumber {
 		n("host.poll_per_cqe_ns", "ns", h.PollPerCQENS, maxLatencyNS, false),
 		n("host.lock_ns", "ns", h.LockNS, maxLatencyNS, false),
 		n("host.lock_handoff_ns", "ns", h.LockHandoffNS, maxLatencyNS, false),
+		n("host.sockets", "sockets", float64(h.Sockets), 64, false),
+		n("host.lock_handoff_remote_ns", "ns", h.LockHandoffRemoteNS, maxLatencyNS, false),
 		n("host.memcpy_gbps", "GB/s", h.MemcpyGBps, maxRateGB, true),
 		n("host.hash_tuple_ns", "ns", h.HashTupleNS, maxLatencyNS, false),
 		n("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB, true),
@@ -375,8 +387,24 @@ func (p *Profile) cycles(n int64) fabric.Duration {
 	return fabric.Duration(math.Round(float64(n) * 1000 / p.Host.GHz))
 }
 
-func (h *HostProfile) lockCost() fabric.Duration    { return ns(h.LockNS) }
-func (h *HostProfile) handoffCost() fabric.Duration { return ns(h.LockHandoffNS) }
+func (h *HostProfile) lockCost() fabric.Duration { return ns(h.LockNS) }
+
+// handoffCost is the time a lock takes to pass from a thread on core
+// from to one on core to: a cache-line transfer within a socket or
+// across the interconnect.
+func (h *HostProfile) handoffCost(from, to int) fabric.Duration {
+	if h.Sockets > 1 && h.LockHandoffRemoteNS > 0 && h.socket(from) != h.socket(to) {
+		return ns(h.LockHandoffRemoteNS)
+	}
+	return ns(h.LockHandoffNS)
+}
+
+// socket is the socket of core c (cores beyond the host's count, which a
+// design may name, wrap around).
+func (h *HostProfile) socket(c int) int {
+	per := max(h.Cores/max(h.Sockets, 1), 1)
+	return (c % max(h.Cores, 1)) / per
+}
 
 func pages(bytes int) float64 { return float64((bytes + pageSize - 1) / pageSize) }
 

@@ -435,7 +435,7 @@ func (m *mutex) Unlock() {
 	}
 	next := m.queue[0]
 	m.queue = m.queue[1:]
-	next.wakeAt(m.c.now.Add(m.c.prof.Host.handoffCost()))
+	next.wakeAt(m.c.now.Add(m.c.prof.Host.handoffCost(th.core, next.core)))
 }
 
 func (m *mutex) String() string {
@@ -471,7 +471,7 @@ func (c *Cluster) acquire(l *lockState) {
 		return
 	}
 	if l.holder != nil && l.holder != th {
-		start := max(th.local, l.free).Add(c.prof.Host.handoffCost())
+		start := max(th.local, l.free).Add(c.prof.Host.handoffCost(l.holder.core, th.core))
 		th.Busy(start.Sub(th.local))
 		c.stats.LockHandoffs++
 	}
