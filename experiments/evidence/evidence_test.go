@@ -67,21 +67,7 @@ func TestEvaluate(t *testing.T) {
 // configuration is an error, not a hang.
 func TestSwarm(t *testing.T) {
 	rate := func(qps int) float64 {
-		prof, err := sim.LoadProfile("fdr-cx3")
-		if err != nil {
-			t.Fatal(err)
-		}
-		prof.NIC.QPCacheEntries = 16
-		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		r, err := runSwarm(c, swarmConfig{Op: fabric.OpRead, QPs: qps, Threads: 2, Window: 8, Bytes: 32, OpsPerThread: 400})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return smallCacheSwarm(t, swarmConfig{Op: fabric.OpRead, QPs: qps, Threads: 2, Window: 8, Bytes: 32, OpsPerThread: 400})
 	}
 	r8, r64, r512 := rate(8), rate(64), rate(512)
 	t.Logf("8 QPs %.2f, 64 QPs %.2f, 512 QPs %.2f M reads/s per node", r8, r64, r512)
@@ -168,23 +154,9 @@ func mustProfile(t *testing.T, name string) *sim.Profile {
 // on a random queue pair each; both sides' runs complete.
 func TestSwarmBursts(t *testing.T) {
 	rate := func(qps int, cfg swarmConfig) float64 {
-		prof, err := sim.LoadProfile("fdr-cx3")
-		if err != nil {
-			t.Fatal(err)
-		}
-		prof.NIC.QPCacheEntries = 16
-		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
 		cfg.Op, cfg.QPs, cfg.Threads, cfg.Bytes, cfg.OneSided = fabric.OpWrite, qps, 2, 64, true
 		cfg.OpsPerThread = 32 * qps / 2 * 4
-		r, err := runSwarm(c, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return smallCacheSwarm(t, cfg)
 	}
 	burst8, burst256 := rate(8, swarmConfig{Burst: 32, Window: 32 * 4}), rate(256, swarmConfig{Burst: 32, Window: 32 * 128})
 	rand8, rand256 := rate(8, swarmConfig{Window: 32}), rate(256, swarmConfig{Window: 32})
@@ -192,4 +164,25 @@ func TestSwarmBursts(t *testing.T) {
 	if !(burst256 > 0.7*burst8) || !(burst256/burst8 > rand256/rand8) {
 		t.Errorf("8 -> 256 QPs over 16 contexts: bursts %.2f -> %.2f, random %.2f -> %.2f M writes/s; want bursts to keep most of their rate and more of it than random choice", burst8, burst256, rand8, rand256)
 	}
+}
+
+// smallCacheSwarm runs cfg on two fdr-cx3 nodes whose context cache holds
+// 16 queue pairs and returns its rate.
+func smallCacheSwarm(t *testing.T, cfg swarmConfig) float64 {
+	t.Helper()
+	prof, err := sim.LoadProfile("fdr-cx3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof.NIC.QPCacheEntries = 16
+	c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, err := runSwarm(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -181,14 +181,11 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg swarmCon
 			posted++
 			inFlight++
 		}
-		n, err := w.cq.Poll(wcs)
+		n, err := w.poll(th, wcs)
 		if err != nil {
 			return err
 		}
 		for _, wc := range wcs[:n] {
-			if wc.Status != fabric.StatusSuccess {
-				return &fabric.CompletionError{WC: wc, Node: th.Node().ID()}
-			}
 			w.out[wc.ID]--
 			completed++
 			inFlight--
@@ -224,14 +221,9 @@ func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg sw
 		}
 		last := th.Now()
 		for got := 0; got < len(w.qps); {
-			n, err := w.cq.Poll(wcs)
+			n, err := w.poll(th, wcs)
 			if err != nil {
 				return err
-			}
-			for _, wc := range wcs[:n] {
-				if wc.Status != fabric.StatusSuccess {
-					return &fabric.CompletionError{WC: wc, Node: th.Node().ID()}
-				}
 			}
 			if got += n; n > 0 {
 				last = th.Now()
@@ -244,4 +236,18 @@ func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg sw
 		}
 	}
 	return nil
+}
+
+// poll reaps w's completions into wcs; a failed one is the run's error.
+func (w *swarmWorker) poll(th fabric.Thread, wcs []fabric.WC) (int, error) {
+	n, err := w.cq.Poll(wcs)
+	if err != nil {
+		return 0, err
+	}
+	for _, wc := range wcs[:n] {
+		if wc.Status != fabric.StatusSuccess {
+			return 0, &fabric.CompletionError{WC: wc, Node: th.Node().ID()}
+		}
+	}
+	return n, nil
 }
