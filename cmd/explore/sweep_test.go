@@ -200,8 +200,10 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 	def := experiments.DefaultConfig()
 	flags := runCmd().Flags()
 	flags.VisitAll(func(f *pflag.Flag) {
-		// Output, where to run (the backend) and the memory guard are not sweep parameters.
-		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check",
+		// Output, where to run (the backend), the memory guard and the verbs
+		// checker's switch (how a run is checked, not what it simulates)
+		// are not sweep parameters.
+		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check", "no-check",
 			"service-level", "traffic-class", "hop-limit", "static-rate", "pkey-index",
 			"timeout"}, f.Name) || // --timeout is the parameter timeout-ms as a Go duration
 
