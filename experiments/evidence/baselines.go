@@ -89,6 +89,8 @@ func rateScale(unit string) (float64, string) {
 		return 8 / 1e9, ""
 	case "MB/s":
 		return 1 / 1e6, ""
+	case "MiB/s":
+		return 1.0 / (1 << 20), ""
 	case "GB/s":
 		return 1 / 1e9, ""
 	}
@@ -96,19 +98,23 @@ func rateScale(unit string) (float64, string) {
 }
 
 // pingPongRunner reports IMB PingPong's t[usec] (half the round trip) or
-// its Mbytes/sec, which IMB counts in 2^20 bytes: bytes / 1.048576 / t.
+// its Mbytes/sec: bytes / t, which IMB 4.x counted in 2^20 bytes (unit
+// MiB/s: bytes / 1.048576 / t) and IMB 2018 on in 10^6 bytes (MB/s).
 func pingPongRunner(p Point, cfg streamConfig) (runner, string) {
 	switch p.Unit {
-	case "us", "MB/s":
+	case "us", "MB/s", "MiB/s":
 	default:
-		return nil, fmt.Sprintf("unit %q: a ping-pong reports us or MB/s", p.Unit)
+		return nil, fmt.Sprintf("unit %q: a ping-pong reports us, MB/s or MiB/s", p.Unit)
 	}
 	return func(c *sim.Cluster) (float64, error) {
 		half, err := runPingPong(c, cfg)
 		us := half.Seconds() * 1e6
-		if p.Unit == "us" {
+		switch p.Unit {
+		case "us":
 			return us, err
+		case "MiB/s":
+			return float64(cfg.Bytes) / 1.048576 / us, err
 		}
-		return float64(cfg.Bytes) / 1.048576 / us, err
+		return float64(cfg.Bytes) / us, err
 	}, ""
 }

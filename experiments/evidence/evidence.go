@@ -67,21 +67,33 @@ func Load() ([]Point, error) {
 		}
 		for _, p := range pts {
 			p.File = path.Base(n.Name())
-			switch {
-			case p.ID == "":
-				return nil, fmt.Errorf("evidence: %s: a point without an id", p.File)
-			case seen[p.ID] != "":
+			if err := p.check(); err != nil {
+				return nil, err
+			}
+			if seen[p.ID] != "" {
 				return nil, fmt.Errorf("evidence: %s: id %s is also in %s", p.File, p.ID, seen[p.ID])
-			case p.Metric == "" || p.Verb == "":
-				return nil, fmt.Errorf("evidence: %s: %s has no metric or verb", p.File, p.ID)
-			case !(p.Y > 0) || !(p.Tolerance > 0):
-				return nil, fmt.Errorf("evidence: %s: %s needs a positive value and tolerance (y %v, tolerance %v)", p.File, p.ID, p.Y, p.Tolerance)
 			}
 			seen[p.ID] = p.File
 			out = append(out, p)
 		}
 	}
 	return out, nil
+}
+
+// check refuses a point that lacks what the suite needs, or whose unit
+// cannot be what its tool printed.
+func (p Point) check() error {
+	switch {
+	case p.ID == "":
+		return fmt.Errorf("evidence: %s: a point without an id", p.File)
+	case p.Metric == "" || p.Verb == "":
+		return fmt.Errorf("evidence: %s: %s has no metric or verb", p.File, p.ID)
+	case !(p.Y > 0) || !(p.Tolerance > 0):
+		return fmt.Errorf("evidence: %s: %s needs a positive value and tolerance (y %v, tolerance %v)", p.File, p.ID, p.Y, p.Tolerance)
+	case p.Unit == "MB/s" && strings.Contains(p.Setup, "perftest"):
+		return fmt.Errorf("evidence: %s: %s is a perftest bandwidth in unit MB/s: perftest's MB/sec counts 2^20 bytes, so write unit MiB/s (or Gb/s for --report_gbits)", p.File, p.ID)
+	}
+	return nil
 }
 
 // Result is the model's value at a point, or why there is none.
@@ -156,7 +168,7 @@ func benchmarkOf(p Point) (runner, string, string) {
 		}
 		return run, how + " on " + p.Profile, ""
 	}
-	if !slices.Contains([]string{"Mops/s", "MB/s", "GB/s"}, p.Unit) {
+	if !slices.Contains([]string{"Mops/s", "MB/s", "MiB/s", "GB/s"}, p.Unit) {
 		return nil, "", fmt.Sprintf("unit %q: only rates and bandwidths are modelled yet", p.Unit)
 	}
 	if t, ok := p.X["threads"].(int); ok && t > 1 {
@@ -190,6 +202,8 @@ func benchmarkOf(p Point) (runner, string, string) {
 			return res.MsgRateMpps, nil
 		case "MB/s":
 			return res.BWAvgGbps * 1e9 / 8 / 1e6, nil
+		case "MiB/s": // perftest's MB/sec
+			return res.BWAvgGbps * 1e9 / 8 / (1 << 20), nil
 		default: // GB/s
 			return res.BWAvgGbps / 8, nil
 		}

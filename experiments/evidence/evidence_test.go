@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -23,6 +24,35 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestUnits: perftest's MB/sec and IMB 4.x's Mbytes/sec count 2^20 bytes
+// (unit MiB/s), OSU's and IMB 2018's 10^6 (MB/s); the same run reported in
+// both units differs by exactly 1.048576, and a perftest point in MB/s is
+// refused.
+func TestUnits(t *testing.T) {
+	for _, tc := range []Point{
+		{ID: "u-perftest", Metric: "bandwidth_MiBps", Verb: "write", Profile: "edr-cx4", Setup: "perftest ib_write_bw", X: map[string]any{"bytes": 65536, "qps": 1}, Y: 11000, Tolerance: 0.2},
+		{ID: "u-pingpong", Metric: "bandwidth_MiBps", Verb: "mpi_pingpong", Profile: "fdr-cx3", Setup: "IMB-MPI1 PingPong", X: map[string]any{"bytes": 65536, "ranks": 2}, Y: 3000, Tolerance: 0.2},
+	} {
+		dec, bin := tc, tc
+		dec.Unit, dec.Setup, bin.Unit = "MB/s", "", "MiB/s"
+		rd, rb := Evaluate(dec), Evaluate(bin)
+		if !rd.Modelled || !rb.Modelled {
+			t.Fatalf("%s: not modelled: %s / %s", tc.ID, rd.How, rb.How)
+		}
+		if r := rd.Model / rb.Model; math.Abs(r-1.048576) > 1e-9 {
+			t.Errorf("%s: MB/s %v over MiB/s %v = %v, want 1.048576", tc.ID, rd.Model, rb.Model, r)
+		}
+	}
+	bad := Point{ID: "u-bad", Metric: "bandwidth_MBps", Verb: "send", Setup: "perftest ib_send_bw", Y: 1, Unit: "MB/s", Tolerance: 0.1}
+	if err := bad.check(); err == nil || !strings.Contains(err.Error(), "MiB/s") {
+		t.Errorf("a perftest point in MB/s: %v, want a refusal naming MiB/s", err)
+	}
+	bad.Unit = "MiB/s"
+	if err := bad.check(); err != nil {
+		t.Errorf("a perftest point in MiB/s: %v", err)
+	}
+}
+
 func TestEvaluate(t *testing.T) {
 	for _, tc := range []struct {
 		p        Point
@@ -40,7 +70,7 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-mpi-small", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 2}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "window of 64"},
 		{Point{ID: "t-mpi-4", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 4}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "only two-rank"},
 		{Point{ID: "t-mpi-lat", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8, "ranks": 2}, Y: 1.7, Unit: "us", Tolerance: 0.2}, true, "MPI ping-pong: 1000 round trips of 8 bytes"},
-		{Point{ID: "t-mpi-unit", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "GB/s", Tolerance: 0.2}, false, "a ping-pong reports us or MB/s"},
+		{Point{ID: "t-mpi-unit", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "GB/s", Tolerance: 0.2}, false, "a ping-pong reports us, MB/s or MiB/s"},
 		{Point{ID: "t-sendrecv", Verb: "mpi_sendrecv", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "MB/s", Tolerance: 0.2}, false, "no model of mpi_sendrecv"},
 		{Point{ID: "t-ipoib", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072, "parallel": 2}, Y: 20, Unit: "Gb/s", Tolerance: 0.5}, true, "IPoIB stream node 0 -> node 1: 2 x 128 messages of 131072 bytes on edr-cx4"},
 		{Point{ID: "t-ipoib-unit", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072}, Y: 20, Unit: "us", Tolerance: 0.5}, false, "a stream reports a rate"},
