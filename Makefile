@@ -75,7 +75,7 @@ bench:
 # FuzzParseProfile ran 368 executions in 60 s).
 FUZZ_SHORT ?= 3s
 FUZZ_MINIMIZE ?= 200x
-FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader \
+FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader ./algos/:FuzzBcastMessage \
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
 	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
 	./tcpshuffle/:FuzzParseHeader

@@ -159,6 +159,10 @@ type Config struct {
 	// retransmit it after RTO (default 500 us); receivers drop duplicates.
 	Recover bool
 	RTO     fabric.Duration
+	// Broadcast says every buffer goes to every node (the broadcast
+	// pattern): the MPI baseline then uses MPI_Ibcast, which every node
+	// must post ahead; other designs ignore it.
+	Broadcast bool
 	// PollLineCycles is the CPU cost, in cycles, of each 64-byte cache
 	// line a polling loop reads from memory the NIC writes (credit words,
 	// seals, descriptor rings, FreeArr): 0 means DefaultPollLineCycles,

@@ -76,8 +76,9 @@ const (
 // and are copied into a receive buffer (or, unexpected, into a temporary
 // copy first). Registered memory: the user buffers (MVAPICH registers them
 // once, through its registration cache) and the control slots. Broadcast
-// is a send to every member, not MPI_Ibcast's tree: the root sends every
-// copy.
+// is MPI_Ibcast when Config.Broadcast says every buffer goes to every node
+// (otherwise a send to every member). With Config.Broadcast, a buffer for every node goes out with
+// MPI_Ibcast (mpi_bcast.go) and to this node itself with a send.
 type mpi struct {
 	waitList []fabric.Waitable // what the progress wait watches, built on first use
 	endpointBase
@@ -100,6 +101,10 @@ type mpi struct {
 	unexpected []mpiPending
 	closedSrc  []bool
 	unsignaled []int // per queue pair: unsignaled control sends
+	self       []int // {me}: the destination of our own copy of a broadcast
+
+	regionBytes int        // size of the registered region (the same on every node)
+	bc          bcastState // MPI_Ibcast (cfg.Broadcast)
 }
 
 // OpenMPI opens the MPI baseline endpoint on the calling thread's node;
@@ -133,6 +138,13 @@ func (e *mpi) setup(th fabric.Thread) error {
 	// most an RTS or eager message, a FIN and a CTS per thread and peer sit
 	// unprocessed in our control slots.
 	e.slotsPer = 3*t + 2
+	bcast := e.cfg.Broadcast && n > 1
+	if bcast {
+		// Broadcast pieces and their RTS, CTS and FIN: about two per
+		// broadcast posted per peer; more wait for a slot on the wire
+		// (RNR), as an MPI library's eager flow control holds them.
+		e.slotsPer += 2*e.cfg.Buffers*t + 2
+	}
 	e.slotBytes = min(e.costs.EagerBytes, e.msg)
 	dev := e.node.Device()
 	var err error
@@ -140,7 +152,11 @@ func (e *mpi) setup(th fabric.Thread) error {
 		return err
 	}
 	e.own.pd(e.pd)
-	if e.scq, err = dev.CreateCQ(min(n*(4*t+2*creditSignalEvery+8), dev.Attr().MaxCQE)); err != nil {
+	sendWR := 4*t + 2*creditSignalEvery + 8
+	if bcast {
+		sendWR += 2*e.slotsPer + 2*n + 2*t // staged pieces, writes and FINs
+	}
+	if e.scq, err = dev.CreateCQ(min(n*sendWR, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
 	e.own.cq(e.scq)
@@ -152,6 +168,10 @@ func (e *mpi) setup(th fabric.Thread) error {
 	e.ctlOff = 2 * count * e.msg
 	e.scratchOff = e.ctlOff + n*e.slotsPer*e.slotBytes
 	size := e.scratchOff + HeaderBytes
+	if bcast {
+		size = e.bcastSetup(size)
+	}
+	e.regionBytes = size
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 		return err
 	}
@@ -165,9 +185,10 @@ func (e *mpi) setup(th fabric.Thread) error {
 	}
 	e.closedSrc = make([]bool, n)
 	e.unsignaled = make([]int, n)
+	e.self = []int{e.me}
 	var blob []byte
 	for j := 0; j < n; j++ {
-		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: 4*t + 2*creditSignalEvery + 8, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes},
+		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes},
 			fabric.AccessRemoteWrite)
 		if err != nil {
 			return err
@@ -185,8 +206,13 @@ func (e *mpi) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n
-	e.peers, err = connectPeers(e.node, fmt.Sprintf("mpi/%d", e.cfg.Tag), blob, e.qps, 0, true)
-	return err
+	if e.peers, err = connectPeers(e.node, fmt.Sprintf("mpi/%d", e.cfg.Tag), blob, e.qps, 0, true); err != nil {
+		return err
+	}
+	if bcast {
+		return e.postBcasts(th)
+	}
+	return nil
 }
 
 func (e *mpi) slotOff(peer, k int) int { return e.ctlOff + (peer*e.slotsPer+k)*e.slotBytes }
@@ -232,12 +258,21 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 	h := e.headerFor(b, st)
 	off := b.id * e.msg
 	eager := HeaderBytes+b.N <= e.slotBytes
-	if eager {
+	bcast := e.bcastAll(dests)
+	if eager || bcast {
 		// Once for every destination: the buffer belongs to the NIC from
 		// the first send on, so the header must not be written again
-		// while that send reads it.
+		// while that send reads it. MPI_Ibcast moves the whole buffer,
+		// header included (every node posts the same count).
 		h.seq = mpiSeq(mpiEager, b.id, 0)
 		h.put(e.mr.Bytes()[off:])
+	}
+	if bcast {
+		th.Compute(e.costs.CallCycles)
+		if err := e.bcastStart(th, b.id); err != nil {
+			return err
+		}
+		dests = e.self
 	}
 	for _, d := range dests {
 		if d < 0 || d >= e.n {
@@ -313,8 +348,11 @@ func (e *mpi) Acquire(th fabric.Thread) (*Buffer, error) {
 func (e *mpi) progress(th fabric.Thread) (int, error) {
 	n, err := pollOnce(e.scq, e.wcs, e.me, func(wc fabric.WC) error {
 		e.signaled--
-		if wc.ID&wrKind == wrMPIDone {
+		switch wc.ID & wrKind {
+		case wrMPIDone:
 			e.remaining[int(wc.ID&^wrKind)]--
+		case wrMPIBcast:
+			return e.bcastSent(th, wc.ID&^wrKind)
 		}
 		return nil
 	})
@@ -375,6 +413,13 @@ func (e *mpi) incoming(th fabric.Thread, wc fabric.WC) error {
 			}
 		}
 		if err := e.control(peer, header{seq: mpiSeq(mpiFIN, b, 0)}, wrMPIDone|uint64(a), true); err != nil {
+			return err
+		}
+	case mpiBcEager, mpiBcRTS, mpiBcCTS, mpiBcFIN:
+		if HeaderBytes+h.n > wc.Bytes {
+			return fmt.Errorf("%w: broadcast message from node %d of %d bytes announces %d", ErrBadMessage, peer, wc.Bytes, h.n)
+		}
+		if err := e.bcastIncoming(th, peer, kind, a, b, h, e.mr.Bytes()[off+HeaderBytes:off+HeaderBytes+h.n]); err != nil {
 			return err
 		}
 	case mpiFIN:
@@ -445,6 +490,15 @@ func (e *mpi) Release(th fabric.Thread, d Delivery) error {
 		return errForeignDelivery
 	}
 	th.Compute(e.costs.CallCycles)
+	if e.bc.owner != nil && e.bc.owner[d.id] >= 0 {
+		// The next MPI_Ibcast from the same root, unless its stream ended.
+		root := e.bc.owner[d.id]
+		if e.closedSrc[root] {
+			e.pending[d.id].state = recvFree
+			return nil
+		}
+		return e.postBcast(th, root, d.id)
+	}
 	e.pending[d.id].state = recvFree
 	e.freeRecv = append(e.freeRecv, d.id)
 	return e.match(th)

@@ -168,7 +168,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 	err := c.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		eps, err := openSteps(th, DesignOf(cfg.Design), ns,
+		eps, err := openSteps(th, DesignOf(cfg.Design), steps,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout})
 		if err != nil {
 			return err

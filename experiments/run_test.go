@@ -347,3 +347,31 @@ func TestNoCheckSameResult(t *testing.T) {
 		}
 	}
 }
+
+// TestMPIBroadcastAlgorithms: the MPI baseline's MPI_Ibcast with each of
+// the algorithms MPICH picks (binomial; scatter with recursive-doubling
+// or ring allgather) moves every tuple intact, message sizes and node
+// counts chosen to reach each one.
+func TestMPIBroadcastAlgorithms(t *testing.T) {
+	for _, tc := range []struct {
+		nodes, msg int
+		algo       string
+	}{
+		{3, 65536, "binomial (fewer than 8 processes)"},
+		{8, 4096, "binomial (short messages)"},
+		{8, 65536, "scatter, recursive-doubling allgather"},
+		{9, 65536, "scatter, ring allgather (not a power of two)"},
+		{8, 1 << 20, "scatter, ring allgather (long messages)"},
+	} {
+		t.Run(fmt.Sprintf("%d nodes, %d bytes", tc.nodes, tc.msg), func(t *testing.T) {
+			rec, err := Run(RunConfig{Design: "MPI", Nodes: tc.nodes, Threads: 2, Pattern: algos.Broadcast, Profile: "edr-cx4",
+				MsgBytes: tc.msg, Buffers: 2, BytesPerNode: 4 * int64(tc.msg), Seed: 3, Payload: true})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.algo, err)
+			}
+			if rec.Integrity != "ok" || rec.TuplesSent == 0 || rec.TuplesReceived != rec.TuplesSent {
+				t.Fatalf("%s: integrity %s: sent %d received %d", tc.algo, rec.Integrity, rec.TuplesSent, rec.TuplesReceived)
+			}
+		})
+	}
+}

@@ -142,7 +142,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	err = c.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		eps, err := openSteps(th, DesignOf(cfg.Design), ns,
+		eps, err := openSteps(th, DesignOf(cfg.Design), plan.Steps,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout})
 		if err != nil {
 			return err
@@ -206,11 +206,12 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	return rec, nil
 }
 
-// openSteps opens the endpoints of a plan of steps shuffles: per step, one
-// shared endpoint or one per thread (base.Threads of them), endpoint k of
-// step x with tag x*neps+k; base gives the sizes.
-func openSteps(th fabric.Thread, design Design, steps int, base algos.Config) ([][]algos.Endpoint, error) {
-	neps, shared := base.Threads, design.Shared
+// openSteps opens the endpoints of a plan's steps: per step, one shared
+// endpoint or one per thread (base.Threads of them), endpoint k of step x
+// with tag x*neps+k; base gives the sizes, and each step's pattern whether
+// it broadcasts.
+func openSteps(th fabric.Thread, design Design, plan []tpch.Step, base algos.Config) ([][]algos.Endpoint, error) {
+	neps, shared, steps := base.Threads, design.Shared, len(plan)
 	if shared {
 		neps = 1
 	}
@@ -220,6 +221,7 @@ func openSteps(th fabric.Thread, design Design, steps int, base algos.Config) ([
 		for k := range neps {
 			ec := base
 			ec.Tag = x*neps + k
+			ec.Broadcast = plan[x].Pattern == algos.Broadcast
 			if !shared {
 				ec.Threads = 0
 			}

@@ -9,12 +9,20 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
-// ModelID identifies the model's numbers: every built-in profile's
-// parameters (sim.Profile.Hash) and the baselines' and designs' cost
-// constants in package algos. An analysis made on other numbers does not
-// describe this model's verdicts. A change of mechanism in the simulator
-// code that keeps every number is not seen; the golden records are the
-// check for those.
+// Mechanisms names the changes of mechanism that moved results (each
+// with a refresh of the golden records), so that ModelID changes with
+// them too. Append one when a change of code alters what the model
+// computes.
+var Mechanisms = []string{
+	"mpi-ibcast: the MPI baseline broadcasts with MPICH's MPI_Ibcast schedules",
+}
+
+// ModelID identifies the model: every built-in profile's parameters
+// (sim.Profile.Hash), the baselines' and designs' cost constants in
+// package algos, and Mechanisms. An analysis made on another model does
+// not describe this model's verdicts. A change of mechanism that is not
+// listed in Mechanisms is not seen; the golden records are the check for
+// those.
 func ModelID() string {
 	h := sha256.New()
 	for _, name := range sim.BuiltinProfiles() {
@@ -26,5 +34,8 @@ func ModelID() string {
 		fmt.Fprintf(h, "%s=%s\n", name, p.Hash())
 	}
 	fmt.Fprintf(h, "ipoib %+v\nmpi %+v\npoll %d\n", algos.DefaultIPoIBCosts, algos.DefaultMPICosts, algos.DefaultPollLineCycles)
+	for _, m := range Mechanisms {
+		fmt.Fprintf(h, "mechanism %s\n", m)
+	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
