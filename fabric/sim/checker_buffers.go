@@ -238,14 +238,14 @@ func (ch *checker) polled() string {
 
 // recvPosted runs as PostRecv accepts e.
 func (ch *checker) recvPosted(q *qp, e *rqe) {
-	if e.mr == nil || e.bad || len(e.buf) == 0 {
+	if e.mr == nil || e.bad || e.n == 0 {
 		return
 	}
 	m := e.mr
 	m.busy++
-	e.ckHeld, e.ckOn, e.poster, e.ckSum = true, true, ch.c.cur, ch.sum(e.buf)
-	if r, ok := m.addRecv(e.buf); ok {
-		lo, hi := m.span(e.buf)
+	e.ckHeld, e.ckOn, e.poster, e.ckSum = true, true, ch.c.cur, ch.sum(e.bytes())
+	if r, ok := m.addRecv(e.bytes()); ok {
+		lo, hi := m.span(e.bytes())
 		ch.reportRegion(RecvPostedTwice, ch.c.cur, "PostRecv", m, func() string {
 			return fmt.Sprintf("receive wr_id %#x on %v: MR %#x bytes [%d, %d) overlap bytes [%d, %d) already posted as a receive; each message overwrites what another left there",
 				e.id, q, m.key, lo, hi, r.lo, r.hi)
@@ -258,12 +258,12 @@ func (ch *checker) recvPosted(q *qp, e *rqe) {
 // landing in a receive that overlaps another posted receive changes the
 // other's bytes without the CPU, so neither is checked once they overlap.
 func (ch *checker) recvChecked(e *rqe) bool {
-	return e.ckOn && (e.mr.shared == 0 || !e.mr.isShared(e.buf))
+	return e.ckOn && (e.mr.shared == 0 || !e.mr.isShared(e.bytes()))
 }
 
 // recvFilling runs as the NIC starts writing a message into e.
 func (ch *checker) recvFilling(q *qp, e *rqe) {
-	if ch.recvChecked(e) && ch.sum(e.buf) != e.ckSum {
+	if ch.recvChecked(e) && ch.sum(e.bytes()) != e.ckSum {
 		ch.recvModified(q, e, "when a message arrived")
 	}
 }
@@ -271,14 +271,14 @@ func (ch *checker) recvFilling(q *qp, e *rqe) {
 // recvFilled runs once the NIC has written e (ring entry idx).
 func (ch *checker) recvFilled(q *qp, idx uint64) {
 	if e := q.rqAt(idx); e.ckOn {
-		e.ckSum = ch.sum(e.buf)
+		e.ckSum = ch.sum(e.bytes())
 	}
 }
 
 func (ch *checker) recvModified(q *qp, e *rqe, when string) {
-	ch.report(RecvBufferModified, q.nic.node.id, e.poster, "PostRecv", e.mr.where(e.buf),
+	ch.report(RecvBufferModified, q.nic.node.id, e.poster, "PostRecv", e.mr.where(e.bytes()),
 		fmt.Sprintf("receive wr_id %#x on %v: %s written by the CPU while posted, detected %s; a receive buffer belongs to the NIC until its completion is polled",
-			e.id, q, e.mr.where(e.buf), when))
+			e.id, q, e.mr.where(e.bytes()), when))
 	e.ckOn = false
 }
 
@@ -287,7 +287,7 @@ func (ch *checker) recvReleased(q *qp, e *rqe) {
 	if !e.ckHeld {
 		return
 	}
-	if ch.recvChecked(e) && ch.sum(e.buf) != e.ckSum {
+	if ch.recvChecked(e) && ch.sum(e.bytes()) != e.ckSum {
 		ch.recvModified(q, e, ch.polled())
 	}
 	ch.recvForget(e)
@@ -296,7 +296,7 @@ func (ch *checker) recvReleased(q *qp, e *rqe) {
 // recvForget drops the checker's record of e.
 func (ch *checker) recvForget(e *rqe) {
 	e.mr.busy--
-	e.mr.removeRecv(e.buf)
+	e.mr.removeRecv(e.bytes())
 	e.ckHeld, e.ckOn, e.poster = false, false, nil
 }
 
@@ -355,7 +355,7 @@ func (ch *checker) uncheckRecvs(m *mr, lo, hi uint64) {
 		for i := o.rqFree; i < o.rqTail; i++ {
 			e := o.rqAt(i)
 			if e.ckHeld && e.mr == m {
-				if elo, ehi := m.span(e.buf); elo < hi && ehi > lo {
+				if elo, ehi := e.off, e.off+uint64(e.n); elo < hi && ehi > lo {
 					e.ckOn = false
 				}
 			}

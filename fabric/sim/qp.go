@@ -83,14 +83,34 @@ func (q *qp) taken() *rqe { return q.rqAt(q.msgIdx) }
 // receives is most of an idle queue pair's memory; TestQPSizes).
 type rqe struct {
 	id     uint64
-	mr     *mr
-	buf    []byte
-	addr   uint64  // where buf starts (for the translation cache)
-	ckSum  uint64  // checker: the sum of buf when last known intact
+	mr     *mr     // nil for an empty buffer or one that failed its check (bad)
+	off    uint64  // the buffer: bytes [off, off+n) of mr
+	ckSum  uint64  // checker: the sum of the buffer when last known intact
 	poster *thread // checker: the thread that posted it
+	n      uint32
 	bad    bool
 	ckHeld bool // checker: counted in mr's busy count and posted receive ranges
-	ckOn   bool // checker: buf is still checked (ckSum is current)
+	ckOn   bool // checker: the buffer is still checked (ckSum is current)
+}
+
+// bytes is e's buffer, in its region's current bytes (a region that gets
+// bytes of its own later needs no update here).
+func (e *rqe) bytes() []byte {
+	switch {
+	case e.mr == nil:
+		return nil
+	case e.mr.dead:
+		return e.mr.freed[e.off : e.off+uint64(e.n)]
+	}
+	return e.mr.buf[e.off : e.off+uint64(e.n)]
+}
+
+// addr is where e's buffer starts (for the translation cache).
+func (e *rqe) addr() uint64 {
+	if e.mr == nil {
+		return 0
+	}
+	return e.mr.addr + e.off
 }
 
 // broken reports whether e cannot take a message: its buffer was invalid
@@ -497,10 +517,14 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 			return i, fmt.Errorf("%w: %v receive queue holds %d buffers; a receive's slot is free again once its completion has been polled",
 				fabric.ErrQueueFull, q, q.caps.MaxRecvWR)
 		}
-		m, buf, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
+		m, _, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		// Room for the rest of the batch that the queue accepts, at once.
 		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, q.caps.MaxRecvWR-int(q.rqTail-q.rqFree)))
-		*q.rqAt(q.rqTail) = rqe{id: wrs[i].ID, mr: m, buf: buf, addr: wrs[i].Local.Addr, bad: !ok}
+		e := rqe{id: wrs[i].ID, mr: m, bad: !ok}
+		if m != nil {
+			e.off, e.n = wrs[i].Local.Addr-m.addr, wrs[i].Local.Length
+		}
+		*q.rqAt(q.rqTail) = e
 		if ch := c.chk; ch != nil {
 			ch.recvPosted(q, q.rqAt(q.rqTail))
 		}

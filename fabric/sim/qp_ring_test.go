@@ -51,7 +51,7 @@ func TestQPSizes(t *testing.T) {
 		got, want uintptr
 	}{
 		{"send-queue entry", unsafe.Sizeof(sqe{}), 256},
-		{"receive-queue entry", unsafe.Sizeof(rqe{}), 72},
+		{"receive-queue entry", unsafe.Sizeof(rqe{}), 48},
 		{"queue pair", unsafe.Sizeof(qp{}), 560},
 	} {
 		if tc.got != tc.want {

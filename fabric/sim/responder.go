@@ -163,7 +163,7 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		}
 		return false
 	}
-	if q.msgOff+p.n > len(q.taken().buf) {
+	if q.msgOff+p.n > int(q.taken().n) {
 		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
@@ -174,7 +174,7 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.n > 0 {
-		storeInto(q.taken().mr, q.taken().buf[q.msgOff:], p)
+		storeInto(q.taken().mr, q.taken().bytes()[q.msgOff:], p)
 		q.taken().mr.signal()
 	}
 	q.msgOff += p.n
@@ -328,7 +328,7 @@ func (q *qp) udReceive(p *packet) {
 	switch {
 	case bad:
 		wc.Status = fabric.StatusLocalProtection
-	case len(e.buf) < fabric.GRHBytes+p.n:
+	case int(e.n) < fabric.GRHBytes+p.n:
 		wc.Status = fabric.StatusLocalLength
 	default:
 		if ch := q.c.chk; ch != nil {
@@ -336,10 +336,10 @@ func (q *qp) udReceive(p *packet) {
 		}
 		if e.mr.unbacked() { // the GRH is not zero
 			e.mr.materialize()
-			e.buf = e.mr.rebased(e.buf)
 		}
-		writeGRH(e.buf[:fabric.GRHBytes], p)
-		p.storePayload(e.buf[fabric.GRHBytes:])
+		buf := e.bytes()
+		writeGRH(buf[:fabric.GRHBytes], p)
+		p.storePayload(buf[fabric.GRHBytes:])
 		if ch := q.c.chk; ch != nil {
 			ch.recvFilled(q, idx)
 		}

@@ -270,7 +270,7 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 		if p.first || q.typ == fabric.UD {
 			q.rxSend = rxCursor{}
 			if e, ok := nextRecv(); ok {
-				q.rxSend = rxCursor{e.mr, e.addr}
+				q.rxSend = rxCursor{e.mr, e.addr()}
 				if q.typ == fabric.UD {
 					q.rxSend.addr += fabric.GRHBytes
 				}

@@ -109,6 +109,7 @@ type mr struct {
 	key    uint32
 	addr   uint64
 	buf    []byte
+	freed  []byte // once deregistered (buf nil): the bytes it had, which posted receives still name
 	access fabric.Access
 	dead   bool
 	zero   bool // buf is a view of the zero mapping (zeromem.go)
@@ -158,8 +159,27 @@ func (m *mr) Dereg() error {
 	m.dead = true
 	m.pd.users--
 	m.nic.mrs[m.key>>8-1] = nil
+	if m.named() {
+		m.freed = m.buf
+	}
 	m.buf, m.zero = nil, false
 	return nil
+}
+
+// named reports whether a receive posted on one of the NIC's queue pairs,
+// and not yet released by polling, names m.
+func (m *mr) named() bool {
+	for _, q := range m.nic.qps {
+		if q == nil {
+			continue
+		}
+		for i := q.rqFree; i < q.rqTail; i++ {
+			if q.rqAt(i).mr == m {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cq implements fabric.CQ.

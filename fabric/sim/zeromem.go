@@ -61,11 +61,6 @@ func (q *qp) rebase(m *mr) {
 			e.ck.buf = m.rebased(e.ck.buf)
 		}
 	}
-	for i := range q.rq {
-		if e := &q.rq[i]; e.mr == m {
-			e.buf = m.rebased(e.buf)
-		}
-	}
 	if q.msgMR == m {
 		q.msgBuf = m.rebased(q.msgBuf)
 	}
