@@ -71,6 +71,7 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-mpi-4", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 4}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "only two-rank"},
 		{Point{ID: "t-mpi-lat", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8, "ranks": 2}, Y: 1.7, Unit: "us", Tolerance: 0.2}, true, "MPI ping-pong: 1000 round trips of 8 bytes"},
 		{Point{ID: "t-mpi-unit", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "GB/s", Tolerance: 0.2}, false, "a ping-pong reports us, MB/s or MiB/s"},
+		{Point{ID: "t-mt", Verb: "mpi_msgrate_mt", X: map[string]any{"threads": 4}, Y: 0.7, Unit: "Mops/s", Tolerance: 0.3}, false, "window of non-blocking sends"},
 		{Point{ID: "t-sendrecv", Verb: "mpi_sendrecv", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "MB/s", Tolerance: 0.2}, false, "no model of mpi_sendrecv"},
 		{Point{ID: "t-ipoib", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072, "parallel": 2}, Y: 20, Unit: "Gb/s", Tolerance: 0.5}, true, "IPoIB stream node 0 -> node 1: 2 x 128 messages of 131072 bytes on edr-cx4"},
 		{Point{ID: "t-ipoib-unit", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072}, Y: 20, Unit: "us", Tolerance: 0.5}, false, "a stream reports a rate"},
