@@ -48,7 +48,30 @@ type endpointBase struct {
 	tickOn []fabric.Waitable
 
 	ready     deliveries
-	doneCount int // sources whose stream has ended
+	doneCount int       // sources whose stream has ended
+	recv      receiving // how GetData finds deliveries: set by the design when it opens
+
+	// One-request lists for postSend1 and postRecv1: a list built at the
+	// call would escape to the heap through the QP interface.
+	swr [1]fabric.SendWR
+	rwr [1]fabric.RecvWR
+}
+
+// postSend1 posts wr on qp. The caller holds the endpoint's lock (as every
+// endpoint method does), which guards the list it goes through.
+func (e *endpointBase) postSend1(qp fabric.QP, wr fabric.SendWR) error {
+	e.swr[0] = wr
+	_, err := qp.PostSend(e.swr[:])
+	e.swr[0] = fabric.SendWR{}
+	return err
+}
+
+// postRecv1 posts wr on qp, as postSend1 does.
+func (e *endpointBase) postRecv1(qp fabric.QP, wr fabric.RecvWR) error {
+	e.rwr[0] = wr
+	_, err := qp.PostRecv(e.rwr[:])
+	e.rwr[0] = fabric.RecvWR{}
+	return err
 }
 
 func (e *endpointBase) init(design string, th fabric.Thread, cfg Config) {
@@ -239,32 +262,39 @@ func (e *endpointBase) quiesce(th fabric.Thread, name string) error {
 	return e.node.OOB().Barrier(fmt.Sprintf("%s/%d/down", name, e.cfg.Tag))
 }
 
-// receiving is how a design finds new deliveries for getData.
+// receiving is how a design finds new deliveries for getData. A design
+// builds it once, when it opens (its functions take the calling thread),
+// so that GetData allocates nothing.
 type receiving struct {
 	// progress polls for deliveries and reports how much it did.
-	progress func() (int, error)
-	// idle, if set, runs when progress found nothing; it returns when the
-	// wait should end at the latest (or Forever).
-	idle func(now fabric.Time) (fabric.Time, error)
+	progress func(th fabric.Thread) (int, error)
+	// idle, if set, runs when progress found nothing; quiet is when this
+	// GetData call began or its progress last found something. It returns
+	// when the wait should end at the latest (or Forever), and quiet
+	// anew (moved to now when it acted on the quiet).
+	idle func(th fabric.Thread, now, quiet fabric.Time) (until, requiet fabric.Time, err error)
 	// stuck, if set, describes a timeout better than the default.
 	stuck func() error
 	// on are the waitables that signal new work.
 	on []fabric.Waitable
-	// taken, if set, runs on each delivery as it is handed out.
-	taken func(d *Delivery) error
+	// taken, if set, runs on each delivery as it is handed out and
+	// returns it, amended.
+	taken func(th fabric.Thread, d Delivery) (Delivery, error)
 }
 
 // getData is GetData for every design: it hands out polled deliveries,
 // reports the end once every source has ended, and otherwise makes
 // progress or waits, failing after cfg.Timeout without progress.
-func (e *endpointBase) getData(th fabric.Thread, r receiving) (Delivery, error) {
+func (e *endpointBase) getData(th fabric.Thread, r *receiving) (Delivery, error) {
+	quiet := th.Now() // before the lock, which may take time
 	e.lock()
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for {
 		if d, ok := e.ready.pop(); ok {
 			if r.taken != nil {
-				if err := r.taken(&d); err != nil {
+				var err error
+				if d, err = r.taken(th, d); err != nil {
 					return Delivery{}, err
 				}
 			}
@@ -273,21 +303,22 @@ func (e *endpointBase) getData(th fabric.Thread, r receiving) (Delivery, error) 
 		if e.doneCount == e.n {
 			return Delivery{End: true}, nil
 		}
-		n, err := r.progress()
+		n, err := r.progress(th)
 		if err != nil {
 			return Delivery{}, err
 		}
 		if n > 0 {
-			deadline = th.Now().Add(e.cfg.Timeout)
+			quiet = th.Now()
+			deadline = quiet.Add(e.cfg.Timeout)
 			continue
 		}
 		until := deadline
 		if r.idle != nil {
-			t, err := r.idle(th.Now())
+			t, q, err := r.idle(th, th.Now(), quiet)
 			if err != nil {
 				return Delivery{}, err
 			}
-			until = min(until, t)
+			until, quiet = min(until, t), q
 		}
 		if th.Now() >= deadline {
 			if r.stuck != nil {

@@ -125,6 +125,7 @@ func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open MPI endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
+	e.recv = e.receiving()
 	return e, nil
 }
 
@@ -218,7 +219,7 @@ func (e *mpi) setup(th fabric.Thread) error {
 func (e *mpi) slotOff(peer, k int) int { return e.ctlOff + (peer*e.slotsPer+k)*e.slotBytes }
 
 func (e *mpi) postSlot(peer, k int) error {
-	_, err := e.qps[peer].PostRecv([]fabric.RecvWR{{ID: uint64(peer*e.slotsPer + k), Local: e.mr.SGE(e.slotOff(peer, k), e.slotBytes)}})
+	err := e.postRecv1(e.qps[peer], fabric.RecvWR{ID: uint64(peer*e.slotsPer + k), Local: e.mr.SGE(e.slotOff(peer, k), e.slotBytes)})
 	return err
 }
 
@@ -234,7 +235,7 @@ func (e *mpi) control(d int, h header, id uint64, signaled bool) error {
 	} else {
 		e.signalSome(&wr, &e.unsignaled[d], false)
 	}
-	_, err := e.qps[d].PostSend([]fabric.SendWR{wr})
+	err := e.postSend1(e.qps[d], wr)
 	return err
 }
 
@@ -283,7 +284,7 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 		if eager {
 			wr := fabric.SendWR{ID: wrMPIDone | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
 			e.signaled++
-			if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
+			if err := e.postSend1(e.qps[d], wr); err != nil {
 				return err
 			}
 			continue
@@ -408,7 +409,7 @@ func (e *mpi) incoming(th fabric.Thread, wc fabric.WC) error {
 		if buf.N > 0 {
 			// Unsignaled: the FIN behind it on the same queue pair
 			// completes after it.
-			if _, err := e.qps[peer].PostSend([]fabric.SendWR{wr}); err != nil {
+			if err := e.postSend1(e.qps[peer], wr); err != nil {
 				return err
 			}
 		}
@@ -472,10 +473,13 @@ func (e *mpi) deliver(r int) {
 }
 
 // GetData is MPI_Waitany over the posted receive buffers.
-func (e *mpi) GetData(th fabric.Thread) (Delivery, error) {
-	return e.getData(th, receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: func() (int, error) { return e.progress(th) },
+func (e *mpi) GetData(th fabric.Thread) (Delivery, error) { return e.getData(th, &e.recv) }
+
+// receiving is GetData's progress and per-delivery cost.
+func (e *mpi) receiving() receiving {
+	return receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: e.progress,
 		// The call's bookkeeping, under the library's lock like every call.
-		taken: func(*Delivery) error { th.Compute(e.costs.CallCycles); return nil }})
+		taken: func(th fabric.Thread, d Delivery) (Delivery, error) { th.Compute(e.costs.CallCycles); return d, nil }}
 }
 
 // Release posts the buffer again as an MPI_Irecv and matches any

@@ -347,9 +347,8 @@ func (e *mpi) bcastSend(th fabric.Thread, i, j int) error {
 	copy(mem[at+HeaderBytes:at+HeaderBytes+op.n], mem[inst.src+op.off:inst.src+op.off+op.n])
 	th.Charge(fabric.WorkCopy, op.n)
 	e.signaled++
-	_, err := e.qps[op.peer].PostSend([]fabric.SendWR{{ID: wrMPIBcast | uint64(i)<<16 | uint64(j), Op: fabric.OpSend,
-		Local: e.mr.SGE(at, HeaderBytes+op.n), Flags: fabric.Signaled}})
-	return err
+	return e.postSend1(e.qps[op.peer], fabric.SendWR{ID: wrMPIBcast | uint64(i)<<16 | uint64(j), Op: fabric.OpSend,
+		Local: e.mr.SGE(at, HeaderBytes+op.n), Flags: fabric.Signaled})
 }
 
 // bcastRecv posts a receive: a piece that already came (unexpected) is
@@ -429,7 +428,7 @@ func (e *mpi) bcastIncoming(th fabric.Thread, peer, kind, seq, root int, h heade
 		if op.n > 0 {
 			base := e.peers[peer].Addr - uint64(e.recvOff)
 			wr := fabric.SendWR{ID: wrMPICtl, Op: fabric.OpWrite, Local: e.mr.SGE(inst.src+op.off, op.n), RemoteAddr: base + uint64(target), RKey: e.peers[peer].RKey}
-			if _, err := e.qps[peer].PostSend([]fabric.SendWR{wr}); err != nil {
+			if err := e.postSend1(e.qps[peer], wr); err != nil {
 				return err
 			}
 		}

@@ -85,6 +85,7 @@ func OpenMQRD(th fabric.Thread, cfg Config) (Endpoint, error) {
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open MQ/RD endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
+	e.recv = e.receiving()
 	return e, nil
 }
 
@@ -202,7 +203,7 @@ func (e *mqrd) notify(d, i int, raddr uint64, rkey uint32, n int) error {
 	wr := fabric.SendWR{ID: wrNotice, Op: fabric.OpWrite, Local: e.mr.SGE(e.scratchOff+i*rdDescBytes, n), Flags: fabric.Inline,
 		RemoteAddr: raddr, RKey: rkey}
 	e.signalSome(&wr, &e.unsig[d], false)
-	_, err := e.qps[d].PostSend([]fabric.SendWR{wr})
+	err := e.postSend1(e.qps[d], wr)
 	return err
 }
 
@@ -384,7 +385,7 @@ func (e *mqrd) scan(th fabric.Thread) (int, error) {
 			wr := fabric.SendWR{ID: wrRead | uint64(slot), Op: fabric.OpRead, Flags: fabric.Signaled,
 				Local:      e.mr.SGE(e.recvOff+slot*e.cfg.MsgBytes, n),
 				RemoteAddr: addr, RKey: rkey}
-			if _, err := e.qps[s].PostSend([]fabric.SendWR{wr}); err != nil {
+			if err := e.postSend1(e.qps[s], wr); err != nil {
 				return 0, err
 			}
 			started++
@@ -411,15 +412,18 @@ func (e *mqrd) readDone(slot int) error {
 	return nil
 }
 
-func (e *mqrd) GetData(th fabric.Thread) (Delivery, error) {
-	return e.getData(th, receiving{on: []fabric.Waitable{e.mr, e.scq}, progress: func() (int, error) {
+func (e *mqrd) GetData(th fabric.Thread) (Delivery, error) { return e.getData(th, &e.recv) }
+
+// receiving is GetData's progress: read completions, and new descriptors.
+func (e *mqrd) receiving() receiving {
+	return receiving{on: []fabric.Waitable{e.mr, e.scq}, progress: func(th fabric.Thread) (int, error) {
 		n, err := e.poll()
 		if err != nil {
 			return 0, err
 		}
 		started, err := e.scan(th)
 		return n + started, err
-	}})
+	}}
 }
 
 func (e *mqrd) Release(th fabric.Thread, d Delivery) error {

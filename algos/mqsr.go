@@ -110,6 +110,7 @@ func openMQ(th fabric.Thread, cfg Config, write, freeArr bool) (Endpoint, error)
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open %s endpoint %d on node %d: %w", name, cfg.Tag, e.me, freed(err, e.own.free()))
 	}
+	e.recv = e.receiving()
 	return e, nil
 }
 
@@ -282,11 +283,11 @@ func (e *mqsr) postRecv(src, k int) error {
 		if e.notify != NotifyCQ {
 			return nil // the poll variants consume no receives
 		}
-		_, err := e.qps[src].PostRecv([]fabric.RecvWR{{ID: uint64(src)}})
+		err := e.postRecv1(e.qps[src], fabric.RecvWR{ID: uint64(src)})
 		return err
 	}
 	off := e.recvOff + slot*e.cfg.MsgBytes
-	_, err := e.qps[src].PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(off, e.cfg.MsgBytes)}})
+	err := e.postRecv1(e.qps[src], fabric.RecvWR{ID: uint64(slot), Local: e.mr.SGE(off, e.cfg.MsgBytes)})
 	return err
 }
 
@@ -418,16 +419,19 @@ func (e *mqsr) canSend(d int) bool {
 	return (!e.needCredit() || e.cs[d].Available() > 0) && (!e.freeArr || e.fa.any(d))
 }
 
-func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) {
+func (e *mqsr) GetData(th fabric.Thread) (Delivery, error) { return e.getData(th, &e.recv) }
+
+// receiving is GetData's progress, by how receivers learn of a message.
+func (e *mqsr) receiving() receiving {
 	if e.freeArr && e.notify == NotifyBuffers {
-		return e.getData(th, receiving{on: []fabric.Waitable{e.mr}, progress: func() (int, error) { return e.scanSeals(th) }})
+		return receiving{on: []fabric.Waitable{e.mr}, progress: e.scanSeals}
 	}
 	if e.write && e.notify != NotifyCQ {
-		return e.getData(th, receiving{on: []fabric.Waitable{e.mr}, progress: func() (int, error) { return e.scanNotices(th) }})
+		return receiving{on: []fabric.Waitable{e.mr}, progress: e.scanNotices}
 	}
-	return e.getData(th, receiving{on: []fabric.Waitable{e.rcq}, progress: func() (int, error) {
+	return receiving{on: []fabric.Waitable{e.rcq}, progress: func(th fabric.Thread) (int, error) {
 		return pollOnce(e.rcq, e.wcs, e.me, func(wc fabric.WC) error { return e.received(th, wc) })
-	}})
+	}}
 }
 
 // received handles one successful receive completion.
@@ -503,7 +507,7 @@ func (e *mqsr) writeCredit(src int, v uint64) error {
 	// request of the same queue pair completes: signal every 16th.
 	e.signalSome(&wr, &e.unsignaled[src], v&finalBit != 0)
 	e.info.CreditWrites++
-	_, err := e.qps[src].PostSend([]fabric.SendWR{wr})
+	err := e.postSend1(e.qps[src], wr)
 	return err
 }
 
@@ -585,7 +589,7 @@ func (e *mqsr) finish(th fabric.Thread) error {
 				wr.Flags |= fabric.Signaled
 				e.signaled++
 			}
-			if _, err := e.qps[d].PostSend([]fabric.SendWR{wr}); err != nil {
+			if err := e.postSend1(e.qps[d], wr); err != nil {
 				return err
 			}
 		}

@@ -118,7 +118,7 @@ func (e *mqsr) releaseSlot(src, k int) error {
 		RemoteAddr: e.fa.remote[src].Addr + 8*uint64(k), RKey: e.fa.remote[src].RKey}
 	e.signalSome(&wr, &e.unsignaled[src], false)
 	e.info.FreeWrites++
-	_, err := e.qps[src].PostSend([]fabric.SendWR{wr})
+	err := e.postSend1(e.qps[src], wr)
 	return err
 }
 

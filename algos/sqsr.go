@@ -90,12 +90,13 @@ func OpenSQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open SQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
+	e.recv = e.receiving()
 	return e, nil
 }
 
 func (e *sqsr) postData(slot int) error {
 	mr, off := e.recvMem(slot)
-	_, err := e.qp.PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: mr.SGE(off, e.recvBytes)}})
+	err := e.postRecv1(e.qp, fabric.RecvWR{ID: uint64(slot), Local: mr.SGE(off, e.recvBytes)})
 	return err
 }
 
@@ -171,7 +172,7 @@ func (e *sqsr) growStarving(th fabric.Thread) (int, error) {
 
 func (e *sqsr) postCredit(slot int) error {
 	sz := fabric.GRHBytes + creditAckBytes
-	_, err := e.cqp.PostRecv([]fabric.RecvWR{{ID: uint64(slot), Local: e.mr.SGE(e.crecvOff+slot*sz, sz)}})
+	err := e.postRecv1(e.cqp, fabric.RecvWR{ID: uint64(slot), Local: e.mr.SGE(e.crecvOff+slot*sz, sz)})
 	return err
 }
 
@@ -290,24 +291,24 @@ func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
 	}
 	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: b.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled,
 		AH: e.ahs[d], RemoteQPN: e.peers[d].data.QPN, QKey: udQKey}
-	if _, err := e.qp.PostSend([]fabric.SendWR{wr}); err != nil {
+	if err := e.postSend1(e.qp, wr); err != nil {
 		return err
 	}
 	e.signaled++
 	return nil
 }
 
-func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
-	quiet := th.Now()
-	return e.getData(th, receiving{
+func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) { return e.getData(th, &e.recv) }
+
+// receiving is GetData's progress, adaptive receive lanes and credit
+// repeats.
+func (e *sqsr) receiving() receiving {
+	return receiving{
 		on: []fabric.Waitable{e.rcq},
-		progress: func() (int, error) {
+		progress: func(th fabric.Thread) (int, error) {
 			n, err := e.pollData(th)
 			if err != nil {
 				return 0, err
-			}
-			if n > 0 {
-				quiet = th.Now()
 			}
 			if n == 0 && e.rlanes != nil && e.ready.len() == 0 {
 				// Nothing ready: grow, then wait for the data the new
@@ -318,22 +319,22 @@ func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
 			}
 			return n, nil
 		},
-		taken: func(d *Delivery) error {
+		taken: func(th fabric.Thread, d Delivery) (Delivery, error) {
 			if e.rlanes == nil {
-				return nil
+				return d, nil
 			}
 			l := e.rlanes[d.Src]
 			l.Observe(int64(th.Now()))
 			retire, err := l.Take()
 			d.retire = retire
-			return err
+			return d, err
 		},
 		// A quiet connection gets its credit repeated: a credit message
 		// may have been lost.
-		idle: func(now fabric.Time) (fabric.Time, error) {
+		idle: func(th fabric.Thread, now, quiet fabric.Time) (fabric.Time, fabric.Time, error) {
 			if now.Sub(quiet) >= resendQuiet {
 				if err := e.resendCredit(); err != nil {
-					return 0, err
+					return 0, quiet, err
 				}
 				quiet = now
 			}
@@ -341,14 +342,14 @@ func (e *sqsr) GetData(th fabric.Thread) (Delivery, error) {
 			if e.unacked != nil { // this endpoint's sends need acknowledging too
 				_, due, err := e.senderTick(th)
 				if err != nil {
-					return 0, err
+					return 0, quiet, err
 				}
 				next = min(next, due)
 			}
-			return next, nil
+			return next, quiet, nil
 		},
 		stuck: e.incomplete,
-	})
+	}
 }
 
 // incomplete describes the sources whose streams did not finish.
@@ -439,7 +440,7 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 		AH: e.ahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)
 	e.info.CreditWrites++
-	_, err := e.cqp.PostSend([]fabric.SendWR{wr})
+	err := e.postSend1(e.cqp, wr)
 	if errors.Is(err, fabric.ErrQueueFull) {
 		// Every slot holds a credit message not yet known complete: poll,
 		// and try once more. Should the queue still be full, this value
@@ -449,7 +450,7 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 		if _, err := e.reap(); err != nil {
 			return err
 		}
-		if _, err = e.cqp.PostSend([]fabric.SendWR{wr}); errors.Is(err, fabric.ErrQueueFull) {
+		if err = e.postSend1(e.cqp, wr); errors.Is(err, fabric.ErrQueueFull) {
 			e.info.CreditWrites--
 			if wr.Flags&fabric.Signaled != 0 {
 				e.signaled--

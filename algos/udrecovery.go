@@ -104,7 +104,7 @@ func (e *sqsr) retransmit(th fabric.Thread) (fabric.Time, error) {
 			b := e.bufs[r.id]
 			wr := fabric.SendWR{ID: wrSend | uint64(r.id), Op: fabric.OpSend, Local: b.mr.SGE(b.off, HeaderBytes+b.N), Flags: fabric.Signaled,
 				AH: e.ahs[d], RemoteQPN: e.peers[d].data.QPN, QKey: udQKey}
-			if _, err := e.qp.PostSend([]fabric.SendWR{wr}); errors.Is(err, fabric.ErrQueueFull) {
+			if err := e.postSend1(e.qp, wr); errors.Is(err, fabric.ErrQueueFull) {
 				return now.Add(e.cfg.RTO / 8), nil // the queue drains as completions are polled
 			} else if err != nil {
 				return next, err

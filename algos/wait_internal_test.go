@@ -54,7 +54,7 @@ func TestWaitUnwindKeepsLockPaired(t *testing.T) {
 		}},
 		{"endpointBase.getData", func(th fabric.Thread, mu *countingMutex) {
 			e := &endpointBase{mu: mu, n: 1, cfg: Config{Timeout: fabric.Second}}
-			_, _ = e.getData(th, receiving{progress: func() (int, error) { return 0, nil }})
+			_, _ = e.getData(th, &receiving{progress: func(fabric.Thread) (int, error) { return 0, nil }})
 		}},
 		{"progressThread.idle", func(th fabric.Thread, mu *countingMutex) {
 			p := &progressThread{mu: mu}

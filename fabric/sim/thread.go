@@ -434,7 +434,10 @@ func (m *mutex) Unlock() {
 		return
 	}
 	next := m.queue[0]
-	m.queue = m.queue[1:]
+	// FIFO in place: the waiters are few, and the array is reused.
+	n := copy(m.queue, m.queue[1:])
+	m.queue[n] = nil
+	m.queue = m.queue[:n]
 	next.wakeAt(m.c.now.Add(m.c.prof.Host.handoffCost(th.core, next.core)))
 }
 
