@@ -325,7 +325,7 @@ func TestTPTSendAndUDTargets(t *testing.T) {
 	}
 	// Delivery catches up: a receive consumed by delivery is not reused.
 	q.rqHead, q.rxSeen = 3, 0
-	q.rq[3] = rqe{mr: m, off: 300<<10}
+	q.rq[3] = rqe{mr: m, off: 300 << 10}
 	q.rqTail++
 	if _, addr := q.rxTarget(&packet{op: pSend, first: true, n: 1}); addr != m.addr+300<<10 {
 		t.Errorf("after delivery: target %#x", addr-m.addr)
