@@ -52,6 +52,7 @@ test: ibverbs-dev vet fuzz-short
 vet:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-formatted (run gofmt -w): $$out"; exit 1; fi
 	$(GO) vet ./...
+	GOARCH=386 $(GO) build ./... # 32-bit int: sizes and limits must not overflow it
 
 # The headers and library of the real-hardware backend.
 ibverbs-dev:

@@ -130,7 +130,7 @@ func NewLayout(db *DB, parts int, memory []int) (*Layout, error) {
 	for c, rows := range cellRows {
 		l.Cells[c] = place(TLineorder, c, rows, &next)
 	}
-	if len(l.Blocks) >= 1<<32 {
+	if int64(len(l.Blocks)) >= 1<<32 {
 		return nil, fmt.Errorf("istore: %d blocks: too many", len(l.Blocks))
 	}
 	return l, nil

@@ -318,7 +318,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 			return fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, e.length, mtu)
 		}
 		e.ah = a
-	} else if e.length > 1<<31 {
+	} else if int64(e.length) > 1<<31 {
 		return fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, e.length)
 	}
 	if wr.Flags&fabric.Inline != 0 {
