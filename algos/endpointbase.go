@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -121,15 +122,30 @@ func waitReleased(th fabric.Thread, mu fabric.Mutex, deadline fabric.Time, on ..
 	th.Wait(deadline, on...)
 }
 
+// waiting says what a wait is for, in an error should it time out: a
+// format with at most one %d, and its argument. It is formatted only then,
+// so a wait costs no allocation.
+type waiting struct {
+	format string
+	arg    int
+}
+
+func (w waiting) String() string {
+	if strings.Contains(w.format, "%") {
+		return fmt.Sprintf(w.format, w.arg)
+	}
+	return w.format
+}
+
 // wait releases the lock, waits for w (or the deadline) and takes it again;
 // it fails when the deadline has already passed.
-func (e *endpointBase) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what string) error {
+func (e *endpointBase) wait(th fabric.Thread, deadline fabric.Time, w fabric.Waitable, what waiting) error {
 	return e.waitFor(th, deadline, deadline, what, w)
 }
 
 // waitFor is wait that returns at until (at the latest) and fails only
 // once deadline has passed.
-func (e *endpointBase) waitFor(th fabric.Thread, deadline, until fabric.Time, what string, ws ...fabric.Waitable) error {
+func (e *endpointBase) waitFor(th fabric.Thread, deadline, until fabric.Time, what waiting, ws ...fabric.Waitable) error {
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while %s", e.design, e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
@@ -207,7 +223,7 @@ func (e *endpointBase) Acquire(th fabric.Thread) (*Buffer, error) {
 			deadline = th.Now().Add(e.cfg.Timeout)
 			continue
 		}
-		if err := e.waitFor(th, deadline, until, "waiting for a free send buffer", append([]fabric.Waitable{e.scq}, e.tickOn...)...); err != nil {
+		if err := e.waitFor(th, deadline, until, waiting{format: "waiting for a free send buffer"}, append([]fabric.Waitable{e.scq}, e.tickOn...)...); err != nil {
 			return nil, err
 		}
 	}
@@ -254,7 +270,7 @@ func (e *endpointBase) quiesce(th fabric.Thread, name string) error {
 			return err
 		}
 		if n == 0 {
-			if err := e.wait(th, deadline, e.scq, "waiting for the last sends to complete"); err != nil {
+			if err := e.wait(th, deadline, e.scq, waiting{format: "waiting for the last sends to complete"}); err != nil {
 				return err
 			}
 		}

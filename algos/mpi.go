@@ -304,7 +304,7 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 			deadline = th.Now().Add(e.cfg.Timeout)
 			continue
 		}
-		if err := e.wait(th, deadline, nil, fmt.Sprintf("waiting for %d destinations to take a buffer", e.remaining[b.id])); err != nil {
+		if err := e.wait(th, deadline, nil, waiting{"waiting for %d destinations to take a buffer", e.remaining[b.id]}); err != nil {
 			return err
 		}
 	}
@@ -313,7 +313,7 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 }
 
 // wait overrides endpointBase.wait to wake on either completion queue.
-func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, what string) error {
+func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, what waiting) error {
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
@@ -526,7 +526,7 @@ func (e *mpi) finish(th fabric.Thread) error {
 			return err
 		}
 		if n == 0 {
-			if err := e.wait(th, deadline, nil, "waiting for the last sends to complete"); err != nil {
+			if err := e.wait(th, deadline, nil, waiting{format: "waiting for the last sends to complete"}); err != nil {
 				return err
 			}
 		}

@@ -307,7 +307,7 @@ func (e *mqrd) Acquire(th fabric.Thread) (*Buffer, error) {
 			deadline = th.Now().Add(e.cfg.Timeout)
 			continue
 		}
-		if err := e.wait(th, deadline, e.mr, "waiting for receivers to release a send buffer (FreeArr)"); err != nil {
+		if err := e.wait(th, deadline, e.mr, waiting{format: "waiting for receivers to release a send buffer (FreeArr)"}); err != nil {
 			return nil, err
 		}
 	}
@@ -473,7 +473,7 @@ func (e *mqrd) finish(th fabric.Thread) error {
 		if n > 0 {
 			continue
 		}
-		if err := e.wait(th, deadline, e.mr, "waiting for receivers to release the last buffers (FreeArr)"); err != nil {
+		if err := e.wait(th, deadline, e.mr, waiting{format: "waiting for receivers to release the last buffers (FreeArr)"}); err != nil {
 			return err
 		}
 	}

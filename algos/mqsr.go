@@ -402,7 +402,7 @@ func (e *mqsr) await(th fabric.Thread, d int) error {
 		if e.freeArr {
 			what = "waiting for node %d to return a slot (FreeArr) or credit"
 		}
-		if err := e.wait(th, deadline, e.mr, fmt.Sprintf(what, d)); err != nil {
+		if err := e.wait(th, deadline, e.mr, waiting{what, d}); err != nil {
 			return err
 		}
 	}
@@ -578,7 +578,7 @@ func (e *mqsr) finish(th fabric.Thread) error {
 			if _, err := e.reap(); err != nil {
 				return err
 			}
-			if err := e.wait(th, deadline, e.mr, fmt.Sprintf("waiting for node %d's final credit", d)); err != nil {
+			if err := e.wait(th, deadline, e.mr, waiting{"waiting for node %d's final credit", d}); err != nil {
 				return err
 			}
 		}

@@ -282,7 +282,7 @@ func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
 			continue
 		}
 		e.info.CreditStalls++
-		if err := e.waitFor(th, deadline, until, fmt.Sprintf("waiting for credit from node %d", d), e.ccq); err != nil {
+		if err := e.waitFor(th, deadline, until, waiting{"waiting for credit from node %d", d}, e.ccq); err != nil {
 			return err
 		}
 	}

@@ -50,7 +50,7 @@ func TestWaitUnwindKeepsLockPaired(t *testing.T) {
 			e := &endpointBase{mu: mu}
 			e.lock()
 			defer e.unlock()
-			_ = e.waitFor(th, fabric.Forever, fabric.Forever, "testing")
+			_ = e.waitFor(th, fabric.Forever, fabric.Forever, waiting{format: "testing"})
 		}},
 		{"endpointBase.getData", func(th fabric.Thread, mu *countingMutex) {
 			e := &endpointBase{mu: mu, n: 1, cfg: Config{Timeout: fabric.Second}}

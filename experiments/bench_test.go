@@ -18,6 +18,14 @@ func BenchmarkRunMESQSR16(b *testing.B) { benchRun(b, "MESQ/SR") }
 // BenchmarkRunSESQSR16 is the same with one shared endpoint per node.
 func BenchmarkRunSESQSR16(b *testing.B) { benchRun(b, "SESQ/SR") }
 
+// BenchmarkRunMEMQSR16 is the same for MEMQ/SR (64 KiB RC messages, an
+// endpoint per thread), the fastest RC design on EDR.
+func BenchmarkRunMEMQSR16(b *testing.B) { benchRun(b, "MEMQ/SR") }
+
+// BenchmarkRunMPI16 is the same for the MPI baseline (64 KiB messages,
+// one library per node).
+func BenchmarkRunMPI16(b *testing.B) { benchRun(b, "MPI") }
+
 // BenchmarkRunMESQSR16NoCheck is BenchmarkRunMESQSR16 without the
 // verbs-usage checker (explore run --no-check).
 func BenchmarkRunMESQSR16NoCheck(b *testing.B) { benchRunOpt(b, "MESQ/SR", true) }
