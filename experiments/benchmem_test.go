@@ -21,17 +21,17 @@ func TestEstimateBenchMemory(t *testing.T) {
 		qps, perQP int64
 		registered int64
 	}{
-		{"all-to-all, shallow queues, one message", a2a, 1024, false, 1024 * 1023, 4096 + 1*256 + 16*72, 0},
-		{"all-to-all, 8 messages", with(a2a, func(c *perftest.Config) { c.Iters = 8 }), 16, false, 16 * 15, 4096 + 8*256 + 16*72, 0},
-		{"all-to-all, two queue pairs per peer", with(a2a, func(c *perftest.Config) { c.QPs = 2 }), 8, false, 8 * 7 * 2, 4096 + 256 + 16*72, 0},
-		{"all-to-all, payload", a2a, 8, true, 56, 4096 + 256 + 16*72, 56 * 2 * 4096},
-		{"all-to-all, UD payload", with(a2a, func(c *perftest.Config) { c.Conn = fabric.UD }), 4, true, 12, 4096 + 256 + 16*72, 12 * 2 * (4096 + 40)},
-		{"perftest defaults", perftest.Config{Test: "alltoall_bw"}, 4, false, 12, 4096 + 128*256 + 512*72, 0},
-		{"depths rounded to rings", with(a2a, func(c *perftest.Config) { c.TxDepth, c.RxDepth, c.Iters = 5, 20, 100 }), 4, false, 12, 4096 + 8*256 + 32*72, 0},
-		{"duration mode: a full window of sends", with(a2a, func(c *perftest.Config) { c.Iters, c.Duration = 0, fabric.Millisecond }), 4, false, 12, 4096 + 16*256 + 16*72, 0},
+		{"all-to-all, shallow queues, one message", a2a, 1024, false, 1024 * 1023, 4096 + 1*256 + 16*48, 0},
+		{"all-to-all, 8 messages", with(a2a, func(c *perftest.Config) { c.Iters = 8 }), 16, false, 16 * 15, 4096 + 8*256 + 16*48, 0},
+		{"all-to-all, two queue pairs per peer", with(a2a, func(c *perftest.Config) { c.QPs = 2 }), 8, false, 8 * 7 * 2, 4096 + 256 + 16*48, 0},
+		{"all-to-all, payload", a2a, 8, true, 56, 4096 + 256 + 16*48, 56 * 2 * 4096},
+		{"all-to-all, UD payload", with(a2a, func(c *perftest.Config) { c.Conn = fabric.UD }), 4, true, 12, 4096 + 256 + 16*48, 12 * 2 * (4096 + 40)},
+		{"perftest defaults", perftest.Config{Test: "alltoall_bw"}, 4, false, 12, 4096 + 128*256 + 512*48, 0},
+		{"depths rounded to rings", with(a2a, func(c *perftest.Config) { c.TxDepth, c.RxDepth, c.Iters = 5, 20, 100 }), 4, false, 12, 4096 + 8*256 + 32*48, 0},
+		{"duration mode: a full window of sends", with(a2a, func(c *perftest.Config) { c.Iters, c.Duration = 0, fabric.Millisecond }), 4, false, 12, 4096 + 16*256 + 16*48, 0},
 		{"write_bw: no receives", perftest.Config{Test: "write_bw", TxDepth: 16}, 8, false, 8, 4096 + 16*256, 0},
-		{"incast", with(a2a, func(c *perftest.Config) { c.Test = "incast_bw" }), 9, false, 16, 4096 + 256 + 16*72, 0},
-		{"latency tests write their buffers", perftest.Config{Test: "send_lat"}, 2, false, 2, 4096 + 128*256 + 512*72, 2 * 2 * 2},
+		{"incast", with(a2a, func(c *perftest.Config) { c.Test = "incast_bw" }), 9, false, 16, 4096 + 256 + 16*48, 0},
+		{"latency tests write their buffers", perftest.Config{Test: "send_lat"}, 2, false, 2, 4096 + 128*256 + 512*48, 2 * 2 * 2},
 	} {
 		est, err := EstimateBenchMemory(tc.cfg, tc.nodes, tc.payload)
 		if err != nil {
@@ -93,8 +93,8 @@ func TestCheckBenchMemory(t *testing.T) {
 		{a2a, 256, false, 8 * gib, nil},
 		{a2a, 1024, false, 23 * gib, nil},
 		{a2a, 4096, false, 0, nil}, // unknown
-		{a2a, 4096, false, 23 * gib, []string{"--nodes 4096: the simulated alltoall_bw would need about 87.0 GiB", "16773120 queue pairs of about 5.4 KiB", "23.0 GiB", "--no-memory-check"}},
-		{perftest.Config{Test: "alltoall_bw", Size: 65536}, 1024, false, 23 * gib, []string{"(-t, -r)", "about 72.2 GiB"}},
+		{a2a, 4096, false, 23 * gib, []string{"--nodes 4096: the simulated alltoall_bw would need about 81.0 GiB", "16773120 queue pairs of about 5.0 KiB", "23.0 GiB", "--no-memory-check"}},
+		{perftest.Config{Test: "alltoall_bw", Size: 65536}, 1024, false, 23 * gib, []string{"(-t, -r)", "about 60.3 GiB"}},
 		{perftest.Config{Test: "write_bw", Size: 1 << 30}, 16, true, 23 * gib, []string{"and 32.0 GiB of registered memory"}},
 	} {
 		err := CheckBenchMemory(tc.cfg, tc.nodes, tc.payload, tc.physical)
