@@ -189,6 +189,7 @@ type bcastState struct {
 	backlog  [][2]int       // eager sends waiting for a slot: (instance, op)
 	landOff  int            // landing buffers of our own broadcasts
 	lands    []int          // free ones
+	seen     []bool         // bcastAll's scratch, per node
 }
 
 // bcastAll reports whether dests is every node once (a broadcast).
@@ -196,14 +197,25 @@ func (e *mpi) bcastAll(dests []int) bool {
 	if !e.cfg.Broadcast || e.n < 2 || len(dests) != e.n {
 		return false
 	}
-	seen := make([]bool, e.n)
+	seen := e.bc.seen // under the lock; cleared on the way out
+	if seen == nil {
+		seen = make([]bool, e.n)
+		e.bc.seen = seen
+	}
+	all := true
 	for _, d := range dests {
 		if d < 0 || d >= e.n || seen[d] {
-			return false
+			all = false
+			break
 		}
 		seen[d] = true
 	}
-	return true
+	for _, d := range dests {
+		if d >= 0 && d < e.n {
+			seen[d] = false
+		}
+	}
+	return all
 }
 
 // bcastSetup lays out the broadcast's staging slots and landing buffers
