@@ -553,8 +553,14 @@ func (e *sqsr) returnRecvBuffers() error {
 	return nil
 }
 
-// Info adds the receive lanes' statistics to the endpoint's.
+// Info adds the receive lanes' statistics to the endpoint's. Once the
+// UD-recovery responder runs, it counts too (credit writes), so Info then
+// takes the lock that it holds.
 func (e *sqsr) Info() EndpointInfo {
+	if e.resp != nil {
+		e.lock()
+		defer e.unlock()
+	}
 	i := e.endpointBase.Info()
 	for _, l := range e.rlanes {
 		i.addLane(l, true)
