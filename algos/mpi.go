@@ -76,9 +76,9 @@ const (
 // and are copied into a receive buffer (or, unexpected, into a temporary
 // copy first). Registered memory: the user buffers (MVAPICH registers them
 // once, through its registration cache) and the control slots. Broadcast
-// is MPI_Ibcast when Config.Broadcast says every buffer goes to every node
-// (otherwise a send to every member). With Config.Broadcast, a buffer for every node goes out with
-// MPI_Ibcast (mpi_bcast.go) and to this node itself with a send.
+// is MPI_Ibcast (mpi_bcast.go) when Config.Broadcast says every buffer goes
+// to every node, plus a send to this node itself; otherwise a send to every
+// member.
 type mpi struct {
 	waitList []fabric.Waitable // what the progress wait watches, built on first use
 	endpointBase
@@ -100,11 +100,9 @@ type mpi struct {
 	pending    []mpiPending
 	unexpected []mpiPending
 	closedSrc  []bool
-	unsignaled []int // per queue pair: unsignaled control sends
-	self       []int // {me}: the destination of our own copy of a broadcast
-
-	regionBytes int        // size of the registered region (the same on every node)
-	bc          bcastState // MPI_Ibcast (cfg.Broadcast)
+	unsignaled []int      // per queue pair: unsignaled control sends
+	self       []int      // {me}: the destination of our own copy of a broadcast
+	bc         bcastState // MPI_Ibcast (cfg.Broadcast)
 }
 
 // OpenMPI opens the MPI baseline endpoint on the calling thread's node;
@@ -172,7 +170,6 @@ func (e *mpi) setup(th fabric.Thread) error {
 	if bcast {
 		size = e.bcastSetup(size)
 	}
-	e.regionBytes = size
 	if e.mr, err = e.pd.RegMR(size, fabric.AccessLocalWrite|fabric.AccessRemoteWrite); err != nil {
 		return err
 	}

@@ -434,8 +434,8 @@ func (e *mpi) bcastIncoming(th fabric.Thread, peer, kind, seq, root int, h heade
 		}
 		op := inst.steps[inst.step][j]
 		target := int(h.sum >> 32)
-		if target+op.n > e.regionBytes {
-			return fmt.Errorf("%w: clear-to-send from node %d names bytes [%d, +%d) outside its %d-byte region", ErrBadMessage, peer, target, op.n, e.regionBytes)
+		if target+op.n > e.mr.Len() { // every node's region has the same layout
+			return fmt.Errorf("%w: clear-to-send from node %d names bytes [%d, +%d) outside its %d-byte region", ErrBadMessage, peer, target, op.n, e.mr.Len())
 		}
 		if op.n > 0 {
 			base := e.peers[peer].Addr - uint64(e.recvOff)
