@@ -149,7 +149,7 @@ type Config struct {
 	Buffers     int             // per thread: send buffers per destination, and receives per source
 	Threads     int             // threads sharing the endpoint (pools scale with it); 0 means 1
 	CreditEvery int             // receives per credit write-back
-	Timeout     fabric.Duration // longest wait for progress before an error
+	Timeout     fabric.Duration // longest wait for progress before an error; 0: DefaultTimeout
 	Notify      Notify          // MQ/WR only: how receivers learn of a write (default NotifyCQ)
 	// Adaptive, if set, makes the registered buffers adaptive; Buffers is
 	// then where they start.
@@ -210,7 +210,7 @@ func (c *Config) check(maxMsg int) error {
 		c.RTO = 500 * fabric.Microsecond
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = 100 * fabric.Millisecond
+		c.Timeout = DefaultTimeout
 	}
 	if c.Threads == 0 {
 		c.Threads = 1
@@ -222,6 +222,14 @@ func (c *Config) check(maxMsg int) error {
 // Layout (little-endian): magic (1), flags (1), source node (2), payload
 // bytes (4), sequence number (8), tuples (8), checksum (8).
 const HeaderBytes = 32
+
+// DefaultTimeout is the longest an endpoint waits for progress before it
+// fails, unless Config.Timeout says otherwise. It is longer than the RC
+// transport's own recovery (eight attempts at the local ACK timeout the
+// designs set, code 14: 67 ms each, 537 ms in all), so that a
+// retransmission lost again is recovered by the transport, or reported
+// by it as retries exceeded, rather than cut short by the endpoint.
+const DefaultTimeout = fabric.Second
 
 const (
 	headerMagic  = 0xa5

@@ -103,7 +103,7 @@ func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
 		return nil, fmt.Errorf("%d nodes: need at least 1", cfg.Nodes)
 	}
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 100 * fabric.Millisecond
+		cfg.Timeout = algos.DefaultTimeout
 	}
 	remote := cfg.Design == IStoreDesign || cfg.Design == IStoreUnicastDesign
 	if d := DesignOf(cfg.Design); !remote && (d.Name == "" || !MovesTuples(d)) {

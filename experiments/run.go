@@ -98,7 +98,7 @@ func (o SimOptions) InjectsFaults() bool {
 // base every sweep starts from before its own base parameters.
 func DefaultConfig() RunConfig {
 	return RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 2, Pattern: algos.Repartition, Profile: sim.DefaultProfileName,
-		Buffers: 2, CreditEvery: 2, BytesPerNode: 64 << 20, Seed: 1, Timeout: 100 * fabric.Millisecond}
+		Buffers: 2, CreditEvery: 2, BytesPerNode: 64 << 20, Seed: 1, Timeout: algos.DefaultTimeout}
 }
 
 // Record is the run record of docs/results.md.

@@ -89,7 +89,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	}
 	def(&c.MsgBytes, d.MsgBytes)
 	if c.Timeout == 0 {
-		c.Timeout = 100 * fabric.Millisecond
+		c.Timeout = algos.DefaultTimeout
 	}
 	switch {
 	case !known:

@@ -18,11 +18,11 @@ func TestDurationFlags(t *testing.T) {
 		flag, want string
 		deprecated string // in the deprecation note; "" for none
 	}{
-		{runCmd, nil, "timeout", "100ms", ""},
+		{runCmd, nil, "timeout", "1s", ""},
 		{runCmd, []string{"--timeout", "250us"}, "timeout", "250µs", ""},
 		{runCmd, []string{"--timeout", "1.5s"}, "timeout", "1.5s", ""},
 		{runCmd, []string{"--timeout-ms", "2.5"}, "timeout", "2.5ms", "Flag --timeout-ms has been deprecated, use --timeout with a unit (e.g. --timeout 100ms)"},
-		{queryCmd, nil, "timeout", "100ms", ""},
+		{queryCmd, nil, "timeout", "1s", ""},
 		{queryCmd, []string{"--timeout", "30ms"}, "timeout", "30ms", ""},
 		{queryCmd, []string{"--timeout-ms", "40"}, "timeout", "40ms", "Flag --timeout-ms has been deprecated, use --timeout"},
 		{soakCmd, nil, "wall-limit", "1m0s", ""},

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
-	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
@@ -131,7 +131,7 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 0, "message size (default as explore run)")
 	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")
 	fl.IntVar(&cfg.CreditEvery, "credit-every", 2, "receives per credit write-back")
-	cfg.Timeout = 100 * fabric.Millisecond
+	cfg.Timeout = algos.DefaultTimeout
 	fl.Var(simDuration{&cfg.Timeout}, "timeout", "longest wait for progress, in simulated time (a Go duration: 100ms, 2.5s)")
 	addDurationAlias(fl, "timeout-ms", "timeout", time.Millisecond, "100ms")
 	fl.BoolVar(&jsonOut, "json", false, "print the record as JSON")

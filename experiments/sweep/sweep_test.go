@@ -50,7 +50,7 @@ func TestParseSweepPoints(t *testing.T) {
 	}
 	c := pts[5].Config
 	if c.Design != "MEMQ/SR" || c.Nodes != 2 || c.Seed != 2 || c.Threads != 1 || c.BytesPerNode != 1<<20 ||
-		c.Buffers != 2 || c.Timeout != 100*fabric.Millisecond || c.Pattern != algos.Repartition {
+		c.Buffers != 2 || c.Timeout != algos.DefaultTimeout || c.Pattern != algos.Repartition {
 		t.Errorf("point 5 config %+v", c)
 	}
 	// Keys are in canonical order whatever the order in vary.
