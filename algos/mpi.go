@@ -18,10 +18,15 @@ type MPICosts struct {
 	// included) are copied into the receiver's pre-registered buffers;
 	// larger ones use the RDMA Write rendezvous (RTS, CTS, data, FIN).
 	EagerBytes int
+	// InlineBytes is the largest eager message (header included) sent
+	// inline, its bytes copied into the work request so that the NIC
+	// need not fetch them (MVAPICH2's rdma_max_inline_size); capped by
+	// the device's inline limit. 0: none.
+	InlineBytes int
 }
 
 // DefaultMPICosts are the defaults documented in docs/model.md.
-var DefaultMPICosts = MPICosts{CallCycles: 600, MatchCycles: 300, EagerBytes: 16 << 10}
+var DefaultMPICosts = MPICosts{CallCycles: 600, MatchCycles: 300, EagerBytes: 16 << 10, InlineBytes: 128}
 
 // MPIMsgBytes is the MPI baseline's default message size, 64 KB as in seed
 // 001 §7.1.
@@ -92,6 +97,7 @@ type mpi struct {
 	msg        int // bytes per user buffer (header included)
 	slotBytes  int // bytes per control slot
 	slotsPer   int // control slots per peer
+	inline     int // largest message sent inline, bytes (at least a header)
 	recvOff    int
 	ctlOff     int
 	scratchOff int
@@ -115,7 +121,7 @@ func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
 	if cfg.Adaptive != nil {
 		return nil, fmt.Errorf("%w: MPI does not support adaptive buffers: the MPI baseline keeps its own fixed buffers, as MPI libraries do", ErrConfig)
 	}
-	if costs.CallCycles < 0 || costs.MatchCycles < 0 || costs.EagerBytes < HeaderBytes {
+	if costs.CallCycles < 0 || costs.MatchCycles < 0 || costs.EagerBytes < HeaderBytes || costs.InlineBytes < 0 {
 		return nil, fmt.Errorf("%w: MPI costs must not be negative and the eager threshold must hold a %d-byte header: %+v", ErrConfig, HeaderBytes, costs)
 	}
 	e := &mpi{costs: costs}
@@ -146,6 +152,7 @@ func (e *mpi) setup(th fabric.Thread) error {
 	}
 	e.slotBytes = min(e.costs.EagerBytes, e.msg)
 	dev := e.node.Device()
+	e.inline = max(min(e.costs.InlineBytes, dev.Attr().MaxInline), HeaderBytes)
 	var err error
 	if e.pd, err = dev.AllocPD(); err != nil {
 		return err
@@ -186,7 +193,7 @@ func (e *mpi) setup(th fabric.Thread) error {
 	e.self = []int{e.me}
 	var blob []byte
 	for j := 0; j < n; j++ {
-		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: e.slotsPer, MaxInline: HeaderBytes},
+		qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sendWR, MaxRecvWR: e.slotsPer, MaxInline: e.inline},
 			fabric.AccessRemoteWrite)
 		if err != nil {
 			return err
@@ -280,6 +287,9 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 		e.remaining[b.id]++
 		if eager {
 			wr := fabric.SendWR{ID: wrMPIDone | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
+			if HeaderBytes+b.N <= e.inline {
+				wr.Flags |= fabric.Inline
+			}
 			e.signaled++
 			if err := e.postSend1(e.qps[d], wr); err != nil {
 				return err

@@ -96,7 +96,8 @@ func runShuffle(t *testing.T, nodes int, open func(fabric.Thread, algos.Config) 
 // notification variant left the simulator's trace hash it left then. The
 // hashes were taken again when the QP context cache model changed under
 // both (set-associative, overlapping fetches), and again when a lock's
-// hand-off became a measured cost by core placement, so they now pin the
+// hand-off became a measured cost by core placement, and again when a
+// payload fetch began to cost a PCIe round trip, so they now pin the
 // credit-word design on the current model.
 func TestMQWRCWIsTodaysProtocol(t *testing.T) {
 	for _, tc := range []struct {
@@ -104,12 +105,12 @@ func TestMQWRCWIsTodaysProtocol(t *testing.T) {
 		every  int
 		trace  uint64
 	}{
-		{algos.NotifyCQ, 1, 0xbe59c535333c3a4d},
-		{algos.NotifyCQ, 2, 0xeea5da76031025cb},
-		{algos.NotifyBuffers, 1, 0xf8b5edec793e356a},
-		{algos.NotifyBuffers, 2, 0xc20b3c38d7276fdf},
-		{algos.NotifyQueue, 1, 0xf8b5edec793e356a},
-		{algos.NotifyQueue, 2, 0xc20b3c38d7276fdf},
+		{algos.NotifyCQ, 1, 0x1bfd0dd7ba6cbe33},
+		{algos.NotifyCQ, 2, 0x49c31bcd6b376202},
+		{algos.NotifyBuffers, 1, 0x6fec7c83f2c7bfaa},
+		{algos.NotifyBuffers, 2, 0xbdf934ddd6371a2f},
+		{algos.NotifyQueue, 1, 0x6fec7c83f2c7bfaa},
+		{algos.NotifyQueue, 2, 0xbdf934ddd6371a2f},
 	} {
 		t.Run(fmt.Sprintf("%s/f=%d", tc.notify, tc.every), func(t *testing.T) {
 			r := runDesign(t, algos.OpenMQWRCW, algos.Config{Buffers: 2, CreditEvery: tc.every, Notify: tc.notify, PollLineCycles: -1}, 0)

@@ -171,8 +171,11 @@ func benchmarkOf(p Point) (runner, string, string) {
 		}
 		return run, how + " on " + p.Profile, ""
 	}
+	if p.Metric == "latency_us" {
+		return latencyOf(p, bytes)
+	}
 	if !slices.Contains([]string{"Mops/s", "MB/s", "MiB/s", "GB/s"}, p.Unit) {
-		return nil, "", fmt.Sprintf("unit %q: only rates and bandwidths are modelled yet", p.Unit)
+		return nil, "", fmt.Sprintf("%s in %q: only rates, bandwidths and one-way latencies are modelled", p.Metric, p.Unit)
 	}
 	if t, ok := p.X["threads"].(int); ok && t > 1 {
 		return swarmOf(p, qps, bytes, t)
@@ -212,6 +215,35 @@ func benchmarkOf(p Point) (runner, string, string) {
 		}
 	}
 	return run, how + " on " + p.Profile, ""
+}
+
+// latencyOf maps a perftest latency point (ib_send_lat, ib_write_lat: the
+// median one-way latency, t_typical) to the same test on the model.
+func latencyOf(p Point, bytes int) (runner, string, string) {
+	cfg := perftest.Config{Size: bytes, Iters: 1000}
+	switch p.Verb {
+	case "send":
+		cfg.Test = "send_lat"
+		if strings.Contains(p.Setup, "UD") {
+			cfg.Conn = fabric.UD
+		}
+	case "write":
+		cfg.Test = "write_lat"
+	default:
+		return nil, "", fmt.Sprintf("no model of %s latency yet", p.Verb)
+	}
+	how := fmt.Sprintf("%s -s %d -n %d", cfg.Test, cfg.Size, cfg.Iters)
+	if cfg.Conn == fabric.UD {
+		how += " -c UD"
+	}
+	run := func(c *sim.Cluster) (float64, error) {
+		res, err := perftest.Run(c, cfg)
+		if err != nil {
+			return 0, err
+		}
+		return res.TTypicalUS, nil
+	}
+	return run, how + " (t_typical, through the model's switch) on " + p.Profile, ""
 }
 
 // swarmOps is how many operations each swarm worker completes: enough for

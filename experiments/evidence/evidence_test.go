@@ -74,6 +74,11 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-mt", Verb: "mpi_msgrate_mt", X: map[string]any{"threads": 4}, Y: 0.7, Unit: "Mops/s", Tolerance: 0.3}, false, "window of non-blocking sends"},
 		{Point{ID: "t-sendrecv", Verb: "mpi_sendrecv", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "MB/s", Tolerance: 0.2}, false, "no model of mpi_sendrecv"},
 		{Point{ID: "t-ipoib", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072, "parallel": 2}, Y: 20, Unit: "Gb/s", Tolerance: 0.5}, true, "IPoIB stream node 0 -> node 1: 2 x 128 messages of 131072 bytes on edr-cx4"},
+		{Point{ID: "t-lat", Metric: "latency_us", Verb: "send", Profile: "edr-cx4", X: map[string]any{"bytes": 1024}, Y: 1.6, Unit: "us", Tolerance: 0.15}, true, "send_lat -s 1024 -n 1000 (t_typical"},
+		{Point{ID: "t-lat-ud", Metric: "latency_us", Verb: "send", Profile: "edr-cx4", Setup: "ib_send_lat over UD", X: map[string]any{"bytes": 32}, Y: 0.9, Unit: "us", Tolerance: 0.15}, true, "send_lat -s 32 -n 1000 -c UD"},
+		{Point{ID: "t-lat-w", Metric: "latency_us", Verb: "write", Profile: "edr-cx4", X: map[string]any{"bytes": 8}, Y: 0.9, Unit: "us", Tolerance: 0.15}, true, "write_lat -s 8"},
+		{Point{ID: "t-lat-rd", Metric: "latency_us", Verb: "read", Profile: "edr-cx4", X: map[string]any{"bytes": 8}, Y: 1.9, Unit: "us", Tolerance: 0.15}, false, "no model of read latency"},
+		{Point{ID: "t-rtt", Metric: "rtt_us", Verb: "send", Profile: "edr-cx4", X: map[string]any{"bytes": 8}, Y: 1.9, Unit: "us", Tolerance: 0.15}, false, "only rates, bandwidths and one-way latencies"},
 		{Point{ID: "t-ipoib-unit", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072}, Y: 20, Unit: "us", Tolerance: 0.5}, false, "a stream reports a rate"},
 	} {
 		r := Evaluate(tc.p)

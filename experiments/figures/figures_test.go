@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
@@ -109,6 +110,10 @@ func TestJudges(t *testing.T) {
 			rec("MEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("SEMQ/WR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/WR", "edr-cx4", "repartition", 16, 9.5),
 			rec("MEMQ/WR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/WR", "edr-cx4", "repartition", 16, 8.5)}, Partial},
+		// A threshold point grown 8x to steady state takes 8x as long: no
+		// spread at the figure's input.
+		{"C26 grown points", judgeC26, mwRecords(0.140, 0.130, map[int]float64{2: 8}), Fail},
+		{"C26 spread", judgeC26, mwRecords(0.140, 0.130, map[int]float64{2: 1.5}), Partial},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if v := tc.rule(tc.rs, nil); v.Verdict != tc.want {
@@ -214,4 +219,27 @@ func TestApplyRobustnessDemotesFragilePasses(t *testing.T) {
 	if !strings.Contains(buf.String(), "| robust (32 changes) |") || !strings.Contains(buf.String(), "Robustness: test analysis") {
 		t.Errorf("validation lacks the robustness column:\n%s", buf.String())
 	}
+}
+
+// mwRecords builds the mw figure's records: sockets and RDMA-MW times at 4
+// and 8 nodes, and the threshold sweep at rdma seconds, except the
+// thresholds (KiB) in grown: grown by that factor (input_scale and time
+// both multiplied) when it is a whole number, otherwise just slower.
+func mwRecords(sockets, rdma float64, grown map[int]float64) []*experiments.Record {
+	var rs []*experiments.Record
+	for _, n := range []int{4, 8} {
+		rs = append(rs, &experiments.Record{Design: "Sockets-MW", Nodes: n, Threads: 1, Integrity: "ok", ResponseS: sockets, BytesPerNode: 8 << 20},
+			&experiments.Record{Design: "RDMA-MW/siw", Nodes: n, Threads: 1, Integrity: "ok", ResponseS: rdma, BytesPerNode: 8 << 20})
+		for _, th := range algos.MWThresholds {
+			r := &experiments.Record{Design: algos.MWDesign(th), Nodes: n, Threads: 2, Integrity: "ok", ResponseS: rdma, BytesPerNode: 8 << 20}
+			if f, ok := grown[th>>10]; ok {
+				r.ResponseS *= f
+				if f == float64(int(f)) {
+					r.InputScale, r.BytesPerNode = int(f), r.BytesPerNode*int64(f)
+				}
+			}
+			rs = append(rs, r)
+		}
+	}
+	return rs
 }

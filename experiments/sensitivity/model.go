@@ -15,6 +15,7 @@ import (
 // computes.
 var Mechanisms = []string{
 	"mpi-ibcast: the MPI baseline broadcasts with MPICH's MPI_Ibcast schedules",
+	"payload-fetch: a non-inline payload and an RDMA Read's data reach the NIC a PCIe round trip after the fetch starts; MPI eager messages up to 128 bytes go inline",
 }
 
 // ModelID identifies the model: every built-in profile's parameters

@@ -48,6 +48,10 @@ func TestCheckerFindsHazards(t *testing.T) {
 				}
 			}
 			b.mr.Bytes()[8200] = 1
+			// Late enough that node 0's UD messages (5 below) have found
+			// no receive; a message that took this one would put the
+			// queue pair in the error state instead.
+			th.Busy(60 * fabric.Microsecond)
 			m2, err := ub.pd.RegMR(4096, fabric.AccessLocalWrite)
 			if err != nil {
 				return err

@@ -428,7 +428,7 @@ func TestProgressChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if _, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 2000}); err != nil {
+		if _, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 4000}); err != nil { // well over progressEvery (2^18) events
 			t.Fatal(err)
 		}
 		return c.TraceHash()

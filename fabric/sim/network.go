@@ -78,7 +78,8 @@ type network struct {
 	filter   Filter
 	held     []*packet
 	sw       swtch
-	pcieNS   float64 // ns per byte of DMA
+	pcieNS   float64         // ns per byte of DMA
+	pcieRTT  fabric.Duration // a DMA read's round trip: a payload's first byte reaches the NIC this long after the fetch starts
 	rxPkt    fabric.Duration
 }
 
@@ -102,6 +103,7 @@ func newNetwork(c *Cluster) *network {
 	}
 	n.sw = newSwitch(c.cfg.Nodes, p)
 	n.pcieNS = 1 / p.PCIe.GBps
+	n.pcieRTT = ns(p.PCIe.RTTNS)
 	n.rxPkt = ns(p.NIC.RxPacketNS)
 	return n
 }

@@ -19,7 +19,7 @@ type sqe struct {
 	rdGap   bool       // a missing read response was detected and the read asked for again
 	bad     fabric.Status
 	done    bool
-	procAt  fabric.Time // when the NIC has processed this request
+	procAt  fabric.Time // when the NIC has processed this request and, unless inline, its payload's first byte is on the NIC
 	destN   int         // UD: destination node
 	ck      ckState     // the verbs-usage checker's record (checker.go)
 }
@@ -124,7 +124,7 @@ type readCtx struct {
 	psn   fabric.PSN
 	npkts int
 	idx   int
-	at    fabric.Time // when the data can be read: the request accepted and its translations on the NIC
+	at    fabric.Time // when the first byte of data is on the NIC: the request accepted, its translations found, one PCIe read round trip
 	dup   bool        // answers a duplicate request again (holds no new responder resource)
 }
 

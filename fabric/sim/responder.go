@@ -264,6 +264,11 @@ func (q *qp) respondRead(p *packet, dup bool) bool {
 	}
 	npk := max((int(p.dmaLen)+q.mtu-1)/q.mtu, 1)
 	at := q.nic.translate(m, p.raddr, int(p.dmaLen), q.nic.respondAt(q))
+	if p.dmaLen > 0 {
+		// The data is fetched from host memory: its first byte is on the
+		// NIC a PCIe read round trip later (as a send's payload, process).
+		at = at.Add(q.c.net.pcieRTT)
+	}
 	if !dup {
 		q.rdIn++
 	}

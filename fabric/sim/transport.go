@@ -74,11 +74,19 @@ func (q *qp) process(from, to uint64) {
 	for i := from; i < to; i++ {
 		e := q.sqAt(i)
 		at := n.contextAt(q, max(*pu, n.c.now))
-		if e.wr.Op != fabric.OpRead && e.wr.Flags&fabric.Inline == 0 && e.bad == fabric.StatusSuccess {
+		fetch := e.wr.Op != fabric.OpRead && e.wr.Flags&fabric.Inline == 0 && e.bad == fabric.StatusSuccess
+		if fetch {
 			at = n.translate(e.mr, e.wr.Local.Addr, e.length, at)
 		}
 		*pu = at.Add(n.wqeCost)
 		e.procAt = *pu
+		if fetch && e.length > 0 {
+			// The payload is in host memory: its first byte reaches the
+			// NIC a PCIe read round trip after the request is processed
+			// (an inline request carries its data in the WQE). The
+			// processing unit does not wait for it: reads overlap.
+			e.procAt = e.procAt.Add(n.c.net.pcieRTT)
+		}
 	}
 }
 
