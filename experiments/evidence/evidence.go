@@ -181,69 +181,70 @@ func benchmarkOf(p Point) (runner, string, string) {
 		return swarmOf(p, qps, bytes, t)
 	}
 	cfg := perftest.Config{Size: bytes, QPs: qps, Iters: 1000}
-	switch p.Verb {
-	case "send":
-		cfg.Test = "send_bw"
-		if strings.Contains(p.Setup, "UD") {
-			cfg.Conn = fabric.UD
+	return perftestRun(p, cfg, "bw", "", func(res *perftest.Result) float64 {
+		switch p.Unit {
+		case "Mops/s":
+			return res.MsgRateMpps
+		case "MB/s":
+			return res.BWAvgGbps * 1e9 / 8 / 1e6
+		case "MiB/s": // perftest's MB/sec
+			return res.BWAvgGbps * 1e9 / 8 / (1 << 20)
+		default: // GB/s
+			return res.BWAvgGbps / 8
 		}
-	case "write":
-		cfg.Test = "write_bw"
-	case "read":
-		cfg.Test = "read_bw"
+	})
+}
+
+// perftestTest sets cfg's test to perftest's for p's verb and kind ("bw":
+// send_bw, write_bw, read_bw; "lat": send_lat, write_lat) and its
+// transport (UD when p's setup says so), and returns the command line that
+// runs it; or says why the model has no such test.
+func perftestTest(p Point, cfg *perftest.Config, kind string) (how, why string) {
+	switch {
+	case p.Verb == "send", p.Verb == "write", p.Verb == "read" && kind == "bw":
+		cfg.Test = p.Verb + "_" + kind
+	case kind == "lat":
+		return "", fmt.Sprintf("no model of %s latency yet", p.Verb)
 	default:
-		return nil, "", fmt.Sprintf("no model of %s measurements yet", p.Verb)
+		return "", fmt.Sprintf("no model of %s measurements yet", p.Verb)
 	}
-	how := fmt.Sprintf("%s -s %d -q %d -n %d", cfg.Test, cfg.Size, cfg.QPs, cfg.Iters)
+	if p.Verb == "send" && strings.Contains(p.Setup, "UD") {
+		cfg.Conn = fabric.UD
+	}
+	how = fmt.Sprintf("%s -s %d", cfg.Test, cfg.Size)
+	if kind == "bw" {
+		how += fmt.Sprintf(" -q %d", cfg.QPs)
+	}
+	how += fmt.Sprintf(" -n %d", cfg.Iters)
 	if cfg.Conn == fabric.UD {
 		how += " -c UD"
 	}
-	run := func(c *sim.Cluster) (float64, error) {
-		res, err := perftest.Run(c, cfg)
-		if err != nil {
-			return 0, err
-		}
-		switch p.Unit {
-		case "Mops/s":
-			return res.MsgRateMpps, nil
-		case "MB/s":
-			return res.BWAvgGbps * 1e9 / 8 / 1e6, nil
-		case "MiB/s": // perftest's MB/sec
-			return res.BWAvgGbps * 1e9 / 8 / (1 << 20), nil
-		default: // GB/s
-			return res.BWAvgGbps / 8, nil
-		}
-	}
-	return run, how + " on " + p.Profile, ""
+	return how, ""
 }
 
 // latencyOf maps a perftest latency point (ib_send_lat, ib_write_lat: the
 // median one-way latency, t_typical) to the same test on the model.
 func latencyOf(p Point, bytes int) (runner, string, string) {
-	cfg := perftest.Config{Size: bytes, Iters: 1000}
-	switch p.Verb {
-	case "send":
-		cfg.Test = "send_lat"
-		if strings.Contains(p.Setup, "UD") {
-			cfg.Conn = fabric.UD
-		}
-	case "write":
-		cfg.Test = "write_lat"
-	default:
-		return nil, "", fmt.Sprintf("no model of %s latency yet", p.Verb)
-	}
-	how := fmt.Sprintf("%s -s %d -n %d", cfg.Test, cfg.Size, cfg.Iters)
-	if cfg.Conn == fabric.UD {
-		how += " -c UD"
+	return perftestRun(p, perftest.Config{Size: bytes, Iters: 1000}, "lat", " (t_typical, through the model's switch)",
+		func(res *perftest.Result) float64 { return res.TTypicalUS })
+}
+
+// perftestRun is the runner of cfg with perftest's test for p (see
+// perftestTest), value read off its result, and its command line (with
+// note) on p's profile.
+func perftestRun(p Point, cfg perftest.Config, kind, note string, value func(*perftest.Result) float64) (runner, string, string) {
+	how, why := perftestTest(p, &cfg, kind)
+	if why != "" {
+		return nil, "", why
 	}
 	run := func(c *sim.Cluster) (float64, error) {
 		res, err := perftest.Run(c, cfg)
 		if err != nil {
 			return 0, err
 		}
-		return res.TTypicalUS, nil
+		return value(res), nil
 	}
-	return run, how + " (t_typical, through the model's switch) on " + p.Profile, ""
+	return run, how + note + " on " + p.Profile, ""
 }
 
 // swarmOps is how many operations each swarm worker completes: enough for
