@@ -180,7 +180,7 @@ func benchmarkOf(p Point) (runner, string, string) {
 	if t, ok := p.X["threads"].(int); ok && t > 1 {
 		return swarmOf(p, qps, bytes, t)
 	}
-	cfg := perftest.Config{Size: bytes, QPs: qps, Iters: 1000}
+	cfg := perftest.Config{Size: bytes, QPs: qps, Iters: iters(p)}
 	return perftestRun(p, cfg, "bw", "", func(res *perftest.Result) float64 {
 		switch p.Unit {
 		case "Mops/s":
@@ -222,10 +222,19 @@ func perftestTest(p Point, cfg *perftest.Config, kind string) (how, why string) 
 	return how, ""
 }
 
+// iters is the number of messages a perftest point ran (x.iters,
+// perftest's --iter), 1000 where the source does not say.
+func iters(p Point) int {
+	if n, ok := p.X["iters"].(int); ok && n > 0 {
+		return n
+	}
+	return 1000
+}
+
 // latencyOf maps a perftest latency point (ib_send_lat, ib_write_lat: the
 // median one-way latency, t_typical) to the same test on the model.
 func latencyOf(p Point, bytes int) (runner, string, string) {
-	return perftestRun(p, perftest.Config{Size: bytes, Iters: 1000}, "lat", " (t_typical, through the model's switch)",
+	return perftestRun(p, perftest.Config{Size: bytes, Iters: iters(p)}, "lat", " (t_typical, through the model's switch)",
 		func(res *perftest.Result) float64 { return res.TTypicalUS })
 }
 
