@@ -938,3 +938,57 @@ func TestModelDeterminismUnderFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestModelPayloadFetch: a message the NIC must fetch from host memory
+// leaves one PCIe read round trip (pcie.rtt_ns) later than the same
+// message sent inline, on every transport; the round trip is the
+// profile's (doubling it doubles the step), an RDMA Read's data waits
+// for it at the responder, and a stream of fetched messages still fills
+// the link (fetches overlap).
+func TestModelPayloadFetch(t *testing.T) {
+	lat := func(p *Profile, conn fabric.QPType, inline int) float64 {
+		c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+		r, err := perftest.Run(c, perftest.Config{Test: "send_lat", Size: 128, Iters: 200, Conn: conn, Inline: inline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.TTypicalUS * 1000
+	}
+	for _, tc := range []struct {
+		conn fabric.QPType
+		rtt  float64 // ns; 0: the profile's (550)
+	}{{fabric.RC, 0}, {fabric.UD, 0}, {fabric.RC, 1100}} {
+		t.Run(fmt.Sprintf("%v/rtt=%v", tc.conn, tc.rtt), func(t *testing.T) {
+			p := mtProfile(t, "edr-cx4", func(p *Profile) {
+				if tc.rtt > 0 {
+					p.PCIe.RTTNS = tc.rtt
+				}
+			})
+			step := lat(p, tc.conn, 8) - lat(p, tc.conn, 220) // 128 bytes fetched, then inline
+			if want := p.PCIe.RTTNS; math.Abs(step-want) > 30 {
+				t.Errorf("fetched %0.f ns slower than inline, want about %.0f (pcie.rtt_ns)", step, want)
+			}
+		})
+	}
+	// An RDMA Read's responder fetches its data the same way: one read
+	// takes a round trip longer when the round trip is twice as long.
+	readUS := func(rtt float64) float64 {
+		c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: mtProfile(t, "edr-cx4", func(p *Profile) { p.PCIe.RTTNS = rtt })})
+		r, err := perftest.Run(c, perftest.Config{Test: "read_bw", Size: 64, Iters: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 1 / r.MsgRateMpps
+	}
+	if step := 1000 * (readUS(1100) - readUS(550)); math.Abs(step-550) > 30 {
+		t.Errorf("one RDMA Read: %.0f ns longer with a 1100-ns round trip than with 550, want about 550", step)
+	}
+	c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true})
+	r, err := perftest.Run(c, perftest.Config{Test: "write_bw", Size: 65536, Iters: 2000, Inline: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BWAvgGbps < 98.5 {
+		t.Errorf("fetched 64 KiB writes: %.2f Gb/s, want the link's 99", r.BWAvgGbps)
+	}
+}
