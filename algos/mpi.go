@@ -220,6 +220,15 @@ func (e *mpi) setup(th fabric.Thread) error {
 	return nil
 }
 
+// eagerFlags are the flags of a signaled eager send of n payload bytes:
+// inline when header and payload fit e.inline.
+func (e *mpi) eagerFlags(n int) fabric.SendFlags {
+	if HeaderBytes+n <= e.inline {
+		return fabric.Signaled | fabric.Inline
+	}
+	return fabric.Signaled
+}
+
 func (e *mpi) slotOff(peer, k int) int { return e.ctlOff + (peer*e.slotsPer+k)*e.slotBytes }
 
 func (e *mpi) postSlot(peer, k int) error {
@@ -286,10 +295,7 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 		th.Compute(e.costs.CallCycles)
 		e.remaining[b.id]++
 		if eager {
-			wr := fabric.SendWR{ID: wrMPIDone | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
-			if HeaderBytes+b.N <= e.inline {
-				wr.Flags |= fabric.Inline
-			}
+			wr := fabric.SendWR{ID: wrMPIDone | uint64(b.id), Op: fabric.OpSend, Local: e.mr.SGE(off, HeaderBytes+b.N), Flags: e.eagerFlags(b.N)}
 			e.signaled++
 			if err := e.postSend1(e.qps[d], wr); err != nil {
 				return err

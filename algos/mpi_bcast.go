@@ -359,12 +359,8 @@ func (e *mpi) bcastSend(th fabric.Thread, i, j int) error {
 	copy(mem[at+HeaderBytes:at+HeaderBytes+op.n], mem[inst.src+op.off:inst.src+op.off+op.n])
 	th.Charge(fabric.WorkCopy, op.n)
 	e.signaled++
-	wr := fabric.SendWR{ID: wrMPIBcast | uint64(i)<<16 | uint64(j), Op: fabric.OpSend,
-		Local: e.mr.SGE(at, HeaderBytes+op.n), Flags: fabric.Signaled}
-	if HeaderBytes+op.n <= e.inline {
-		wr.Flags |= fabric.Inline
-	}
-	return e.postSend1(e.qps[op.peer], wr)
+	return e.postSend1(e.qps[op.peer], fabric.SendWR{ID: wrMPIBcast | uint64(i)<<16 | uint64(j), Op: fabric.OpSend,
+		Local: e.mr.SGE(at, HeaderBytes+op.n), Flags: e.eagerFlags(op.n)})
 }
 
 // bcastRecv posts a receive: a piece that already came (unexpected) is

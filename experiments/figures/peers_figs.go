@@ -24,7 +24,7 @@ func peerComparison() []string {
 func peerFigures() []Figure {
 	byDesign := func(r *experiments.Record) string { return r.Design }
 	nodesCat := func(r *experiments.Record) string { return fmt.Sprint(r.Nodes) }
-	respMS := func(r *experiments.Record) float64 { return 1e3 * inputTime(r) }
+	inputMS := func(r *experiments.Record) float64 { return 1e3 * inputTime(r) }
 	return []Figure{
 		Figure{
 			ID: "hyper-sched", X: "nodes", Title: "HyPer multiplexer: round-robin scheduling, RDMA and TCP/IPoIB (Roediger15 fig. 10b, §5)", Claims: []string{"C25"},
@@ -57,7 +57,7 @@ func peerFigures() []Figure {
 		},
 		Figure{
 			ID: "mw", X: "nodes", Title: "RDMA Write middleware against sockets, and the write threshold (MW-DQE fig. 3, 4)", Claims: []string{"C26"},
-			Table: respMS, TableUnit: "communication (response) time at the figure's input [ms] (a point grown to steady state: its time over its growth factor)",
+			Table: inputMS, TableUnit: "communication (response) time at the figure's input [ms] (a point grown to steady state: its time over its growth factor)",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				// MW-DQE: 5 M integers per process; here 16-byte tuples.
 				base := figBase("iwarp-1g", 4, 1, 0)
@@ -84,9 +84,9 @@ func peerFigures() []Figure {
 				thr := filter(rs, func(r *experiments.Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
 				return []NamedPlot{
 					{"mw", sweep.PlotSpec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
-						Kind: "bars", Series: bars(cmp, byDesign, func(r *experiments.Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, respMS)}},
+						Kind: "bars", Series: bars(cmp, byDesign, func(r *experiments.Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, inputMS)}},
 					{"mw-threshold", sweep.PlotSpec{Title: "RDMA-MW write threshold (2 threads per node)", XLabel: "write threshold [KiB]", YLabel: "response time [ms]",
-						Kind: "lines", Series: lines(thr, func(r *experiments.Record) string { return fmt.Sprintf("%d nodes", r.Nodes) }, mwThreshold, respMS)}},
+						Kind: "lines", Series: lines(thr, func(r *experiments.Record) string { return fmt.Sprintf("%d nodes", r.Nodes) }, mwThreshold, inputMS)}},
 				}, nil
 			},
 		},
