@@ -188,10 +188,10 @@ func Baselines() []Design {
 	return []Design{
 		{Name: NameIPoIB, About: "TCP sockets over IPoIB: the kernel's costs per call, segment and byte on a shared RC endpoint",
 			Family: FamilyBaseline, Transport: fabric.RC, Verb: VerbSockets, Shared: true, MsgBytes: IPoIBMsgBytes, Groups: true,
-			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenIPoIB(th, c, DefaultIPoIBCosts) }},
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenIPoIB(th, c, c.ipoibCosts()) }},
 		{Name: NameMPI, About: "MVAPICH-style MPI: one library lock per node, eager sends below 16 KiB, RDMA Write rendezvous above",
 			Family: FamilyBaseline, Transport: fabric.RC, Verb: VerbMPI, Shared: true, MsgBytes: MPIMsgBytes, Groups: true,
-			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenMPI(th, c, DefaultMPICosts) }},
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenMPI(th, c, c.mpiCosts()) }},
 	}
 }
 
@@ -215,7 +215,13 @@ func MWDesign(threshold int) string {
 func Peers() []Design {
 	hyper := func(name, about string, o HyPerOptions) Design {
 		return Design{Name: name, About: about, Family: FamilyPeer, Transport: fabric.RC, Verb: VerbMux, Shared: true, MsgBytes: rcMsgBytes, Groups: true,
-			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenHyPer(th, c, o) }}
+			Open: func(th fabric.Thread, c Config) (Endpoint, error) {
+				opt := o                              // o is shared by every Open of the design
+				if opt.TCP != nil && c.IPoIB != nil { // the IPoIB baseline's kernel costs, moved
+					opt.TCP = c.IPoIB
+				}
+				return OpenHyPer(th, c, opt)
+			}}
 	}
 	mw := func(name, about string, threshold int, stack *IPoIBCosts) Design {
 		return Design{Name: name, About: about, Family: FamilyPeer, Transport: fabric.RC, Verb: VerbWrite, Shared: true, MsgBytes: rcMsgBytes, Groups: true,

@@ -169,6 +169,29 @@ type Config struct {
 	// a negative value charges nothing (the model before polling was
 	// charged, kept so that tests can compare with it).
 	PollLineCycles int64
+	// MPI and IPoIB, when set, replace the baselines' default software
+	// costs (DefaultMPICosts, DefaultIPoIBCosts) for the designs of
+	// Baselines and Peers that charge them (the MPI baseline; IPoIB and
+	// HyPer-TCP): they are estimates, and sensitivity analysis moves them.
+	// Other designs ignore them.
+	MPI   *MPICosts
+	IPoIB *IPoIBCosts
+}
+
+// mpiCosts is c.MPI, or the defaults.
+func (c Config) mpiCosts() MPICosts {
+	if c.MPI != nil {
+		return *c.MPI
+	}
+	return DefaultMPICosts
+}
+
+// ipoibCosts is c.IPoIB, or the defaults.
+func (c Config) ipoibCosts() IPoIBCosts {
+	if c.IPoIB != nil {
+		return *c.IPoIB
+	}
+	return DefaultIPoIBCosts
 }
 
 // DefaultPollLineCycles is the cost of reading one cache line that the

@@ -55,6 +55,40 @@ type RunConfig struct {
 	// cycles per tuple (node i gets NodeCycles[i mod len]), for skewed
 	// processing; it overrides CyclesPerTuple.
 	NodeCycles []int64
+	// Software replaces estimated software costs (the baselines' and the
+	// polling loops'); the zero value keeps the defaults.
+	Software SoftwareCosts
+}
+
+// SoftwareCosts replace, for one run, software costs that are estimates
+// (docs/model.md §2 and §4): the MPI and IPoIB baselines' costs (also
+// HyPer-TCP's kernel costs) and the cycles a polling loop pays per cache
+// line. The zero value keeps the defaults (algos.DefaultMPICosts,
+// algos.DefaultIPoIBCosts, algos.DefaultPollLineCycles). Sensitivity
+// analysis moves them; a record made with any of them says so.
+type SoftwareCosts struct {
+	MPI            *algos.MPICosts   `json:"mpi,omitempty"`
+	IPoIB          *algos.IPoIBCosts `json:"ipoib,omitempty"`
+	PollLineCycles int64             `json:"poll_line_cycles,omitempty"`
+}
+
+// IsZero says whether s keeps every default.
+func (s SoftwareCosts) IsZero() bool { return s.MPI == nil && s.IPoIB == nil && s.PollLineCycles == 0 }
+
+// apply sets s's costs in an endpoint configuration.
+func (s SoftwareCosts) apply(c *algos.Config) {
+	c.MPI, c.IPoIB = s.MPI, s.IPoIB
+	if s.PollLineCycles != 0 {
+		c.PollLineCycles = s.PollLineCycles
+	}
+}
+
+// record is s as a run record shows it: nil for the defaults.
+func (s SoftwareCosts) record() *SoftwareCosts {
+	if s.IsZero() {
+		return nil
+	}
+	return &s
 }
 
 // SimOptions are what only the simulator does with a run: inject faults,
@@ -190,6 +224,9 @@ type Record struct {
 	Commit       string  `json:"commit"`
 	GoVersion    string  `json:"go_version"`
 	ProfileHash  string  `json:"profile_hash"`
+	// Software is the software costs the run used where they were not
+	// the defaults (RunConfig.Software); absent for the defaults.
+	Software *SoftwareCosts `json:"software,omitempty"`
 }
 
 // profileLabel is how a record names a simulated profile: its name when

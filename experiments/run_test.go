@@ -375,3 +375,52 @@ func TestMPIBroadcastAlgorithms(t *testing.T) {
 		})
 	}
 }
+
+// TestSoftwareCosts checks that a run's software costs reach the designs
+// that charge them, show in the record, and do not stick to the design:
+// the next run with the defaults gives the default result.
+func TestSoftwareCosts(t *testing.T) {
+	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
+	mpi.CallCycles *= 8
+	ipoib.TxSegmentCycles *= 8
+	tests := []struct {
+		design string
+		sw     SoftwareCosts
+	}{
+		{"MPI", SoftwareCosts{MPI: &mpi}},
+		{"IPoIB", SoftwareCosts{IPoIB: &ipoib}},
+		{"HyPer-TCP", SoftwareCosts{IPoIB: &ipoib}},
+		{"MEMQ/WR", SoftwareCosts{PollLineCycles: 30 * 50}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.design, func(t *testing.T) {
+			cfg := RunConfig{Design: tt.design, Nodes: 4, Threads: 2, Profile: "edr-cx4", BytesPerNode: 4 << 20, Seed: 1}
+			if tt.design == "MEMQ/WR" {
+				cfg.Notify = algos.NotifyBuffers // scans n x k seals: the polled lines dominate
+			}
+			def, err := RunSim(cfg, SimOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := cfg
+			moved.Software = tt.sw
+			rec, err := RunSim(moved, SimOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := RunSim(cfg, SimOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if def.Software != nil || rec.Software == nil {
+				t.Errorf("records' software costs: default %v, moved %v", def.Software, rec.Software)
+			}
+			if rec.ThroughputGiBs >= def.ThroughputGiBs {
+				t.Errorf("costlier software: %.3f GiB/s, default %.3f", rec.ThroughputGiBs, def.ThroughputGiBs)
+			}
+			if again.ThroughputGiBs != def.ThroughputGiBs || again.SimEvents != def.SimEvents {
+				t.Errorf("the moved costs stuck: %.4f GiB/s and %d events after, %.4f and %d before", again.ThroughputGiBs, again.SimEvents, def.ThroughputGiBs, def.SimEvents)
+			}
+		})
+	}
+}

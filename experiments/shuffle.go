@@ -138,6 +138,7 @@ func (nr *nodeRun) open(th fabric.Thread) error {
 	for k := range nr.eps {
 		ec := algos.Config{Nodes: cfg.Nodes, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery,
 			Timeout: cfg.Timeout, Notify: cfg.Notify, Recover: cfg.UDRecovery, Broadcast: cfg.Pattern == algos.Broadcast}
+		cfg.Software.apply(&ec)
 		if nr.pool != nil {
 			ec.Adaptive = &algos.AdaptiveBuffers{Pool: nr.pool, MaxRecv: cfg.MaxBuffers, MaxSend: cfg.MaxBuffers}
 		}
@@ -263,7 +264,7 @@ func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult)
 	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: backend, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: cfg.Threads, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
-		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, PinnedCapMiB: cfg.PinnedCapMiB, UDRecovery: cfg.UDRecovery}
+		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, PinnedCapMiB: cfg.PinnedCapMiB, UDRecovery: cfg.UDRecovery, Software: cfg.Software.record()}
 	sent, got, corrupt := make([][]algos.Tally, n), make([][]algos.Tally, n), make([]int, n)
 	for i, r := range res {
 		sent[i], got[i], corrupt[i] = r.Sent, r.Got, r.Corrupt

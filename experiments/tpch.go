@@ -33,6 +33,7 @@ type QueryConfig struct {
 	Buffers     int // default 2
 	CreditEvery int // default 2
 	Timeout     fabric.Duration
+	Software    SoftwareCosts // estimated software costs moved (zero: the defaults)
 }
 
 // StepStat is what one exchange of a plan moved.
@@ -142,8 +143,9 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	err = c.Run(func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		eps, err := openSteps(th, DesignOf(cfg.Design), plan.Steps,
-			algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout})
+		ec := algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
+		cfg.Software.apply(&ec)
+		eps, err := openSteps(th, DesignOf(cfg.Design), plan.Steps, ec)
 		if err != nil {
 			return err
 		}

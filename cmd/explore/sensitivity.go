@@ -26,17 +26,19 @@ func sensitivityCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sensitivity",
 		Short: "Which claims' verdicts flip when an estimated model parameter moves (x0.5, x2)",
-		Long: `sensitivity moves each profile parameter that is an estimate (docs/model.md's
-(E); --list prints them) by each factor in every built-in profile, reruns the
-figures at the quick scale on the changed profiles, judges the claims and
-reports per claim which changes flip its verdict. It writes
-<out>/sensitivity.md and sensitivity.json (docs/ with --update-docs), which
-explore reproduce reads for docs/validation.md's robustness column.
+		Long: `sensitivity moves each model parameter that is an estimate (docs/model.md's
+(E); --list prints them) by each factor: a profile parameter in every built-in
+profile, a software cost (the MPI and IPoIB baselines' cycles and thresholds,
+the cycles per polled cache line) in every run. It reruns the figures at the
+quick scale with the change, judges the claims and reports per claim which
+changes flip its verdict. It writes <out>/sensitivity.md and sensitivity.json
+(docs/ with --update-docs), which explore reproduce reads for
+docs/validation.md's robustness column.
 
-Every change reruns every figure: with the default 16 estimates and 2 factors
-that is 33 quick reproductions, hours on 2 cores. Outcomes are saved as they
+Every change reruns every figure: with the default 23 estimates and 2 factors
+that is 47 quick reproductions, hours on 2 cores. Outcomes are saved as they
 finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
-		Example: "  explore sensitivity --list\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --update-docs",
+		Example: "  explore sensitivity --list\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()

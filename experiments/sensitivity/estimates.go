@@ -16,11 +16,9 @@ type Estimate struct {
 	Why   string // what the value rests on (docs/model.md)
 }
 
-// Estimates are the profile parameters marked (E) in docs/model.md for the
-// InfiniBand profiles the figures use. Costs outside profiles (the IPoIB
-// and MPI baselines' cycle counts, constants in package algos) are not
-// here: they are not profile parameters and are not yet varied.
-var Estimates = []Estimate{
+// ProfileEstimates are the profile parameters marked (E) in docs/model.md
+// for the InfiniBand profiles the figures use.
+var ProfileEstimates = []Estimate{
 	{"link.propagation_ns", "cable length assumed (2 m)"},
 	{"switch.latency_ns", "vendor figures, unverified, for QDR and EDR switches"},
 	{"switch.input_buffer_bytes", "no public figure; about 64 KB per port in a vendor-contributed model"},
@@ -38,6 +36,10 @@ var Estimates = []Estimate{
 	{"setup.modify_qp_us", "order of magnitude of verbs connection set-up"},
 	{"oob.rtt_us", "a small TCP request and response through the kernel"},
 }
+
+// Estimates are every estimate the analysis moves: the profile parameters
+// and the software costs outside profiles (SoftwareEstimates).
+var Estimates = append(append([]Estimate(nil), ProfileEstimates...), SoftwareEstimates...)
 
 // Change is one parameter moved by one factor.
 type Change struct {

@@ -99,8 +99,9 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sensitivity of the verdicts to the model's estimates\n\n")
 	fmt.Fprintf(&b, "Written by `%s` at commit %s; do not edit by hand. Each profile parameter that is an estimate "+
-		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, and the "+
-		"figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
+		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, each "+
+		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
+		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
 		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.Commit)
 	if len(s.Figures) > 0 {
 		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))

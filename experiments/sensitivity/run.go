@@ -131,18 +131,28 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	b := buildinfo.Get()
 	oc := Outcome{Figures: o.Figures, Version: b.Version, Commit: b.Commit, Model: ModelID()}
 	dir := filepath.Join(o.OutDir, "baseline")
-	paths := map[string]string{}
+	wrap := onProfiles(nil)
 	if c != nil {
 		oc.Change = c.String()
 		dir = filepath.Join(o.OutDir, strings.NewReplacer(" ", "", "*", "").Replace(oc.Change))
-		var err error
-		if paths, err = writeProfiles(dir, *c); err != nil {
-			oc.Error = err.Error()
-			return oc, nil
+		if isSoftware(c.Field) {
+			s, err := ApplySoftware(*c)
+			if err != nil {
+				oc.Error = err.Error()
+				return oc, nil
+			}
+			wrap = withSoftware(s)
+		} else {
+			paths, err := writeProfiles(dir, *c)
+			if err != nil {
+				oc.Error = err.Error()
+				return oc, nil
+			}
+			wrap = onProfiles(paths)
 		}
 	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
-		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: onProfiles(paths), Progress: o.Progress, Resume: o.Rejudge},
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Progress: o.Progress, Resume: o.Rejudge},
 		Figures:       o.Figures,
 	})
 	if err != nil {

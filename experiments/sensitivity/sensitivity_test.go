@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
@@ -17,7 +18,7 @@ import (
 
 func TestEstimatesAreProfileNumbers(t *testing.T) {
 	p := sim.DefaultProfile()
-	for _, e := range Estimates {
+	for _, e := range ProfileEstimates {
 		for _, f := range []float64{0.5, 2} {
 			if _, err := Apply(p, Change{e.Field, f}); err != nil {
 				t.Errorf("%s: %v", e.Field, err)
@@ -214,5 +215,73 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 		if got := rep.Robustness[c]; got != w {
 			t.Errorf("%s: %q, want %q", c, got, w)
 		}
+	}
+}
+
+func TestEstimatesHaveOneKind(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range Estimates {
+		if seen[e.Field] {
+			t.Errorf("%s listed twice", e.Field)
+		}
+		seen[e.Field] = true
+		_, err := ApplySoftware(Change{e.Field, 2})
+		if got := err == nil; got != isSoftware(e.Field) {
+			t.Errorf("%s: a software cost %v, but ApplySoftware's error is %v", e.Field, isSoftware(e.Field), err)
+		}
+	}
+	if len(Estimates) != len(ProfileEstimates)+len(SoftwareEstimates) {
+		t.Errorf("Estimates has %d entries, want %d", len(Estimates), len(ProfileEstimates)+len(SoftwareEstimates))
+	}
+}
+
+func TestApplySoftware(t *testing.T) {
+	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
+	tests := []struct {
+		change Change
+		get    func(experiments.SoftwareCosts) float64
+		want   float64
+		err    string
+	}{
+		{Change{"mpi.call_cycles", 2}, func(s experiments.SoftwareCosts) float64 { return float64(s.MPI.CallCycles) }, float64(2 * mpi.CallCycles), ""},
+		{Change{"mpi.match_cycles", 0.5}, func(s experiments.SoftwareCosts) float64 { return float64(s.MPI.MatchCycles) }, float64(mpi.MatchCycles / 2), ""},
+		{Change{"mpi.eager_bytes", 1e-9}, func(s experiments.SoftwareCosts) float64 { return float64(s.MPI.EagerBytes) }, algos.HeaderBytes, ""}, // still holds a header
+		{Change{"ipoib.tx_segment_cycles", 0.5}, func(s experiments.SoftwareCosts) float64 { return float64(s.IPoIB.TxSegmentCycles) }, float64(ipoib.TxSegmentCycles / 2), ""},
+		{Change{"ipoib.syscall_cycles", 1e-9}, func(s experiments.SoftwareCosts) float64 { return float64(s.IPoIB.SyscallCycles) }, 1, ""}, // a positive cost stays >= 1
+		{Change{"poll.line_cycles", 2}, func(s experiments.SoftwareCosts) float64 { return float64(s.PollLineCycles) }, 2 * algos.DefaultPollLineCycles, ""},
+		{Change{"mpi.no_such_cost", 2}, nil, 0, "choose one of mpi.call_cycles"},
+	}
+	for _, tt := range tests {
+		s, err := ApplySoftware(tt.change)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want one containing %q", tt.change, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.change, err)
+		}
+		if got := tt.get(s); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.change, got, tt.want)
+		}
+		// Only the one cost moves.
+		switch {
+		case s.MPI != nil:
+			other := *s.MPI
+			other.CallCycles, other.MatchCycles, other.EagerBytes = mpi.CallCycles, mpi.MatchCycles, mpi.EagerBytes
+			if other != mpi || s.IPoIB != nil || s.PollLineCycles != 0 {
+				t.Errorf("%s moved more than its cost: %+v", tt.change, s)
+			}
+		case s.IPoIB != nil:
+			other := *s.IPoIB
+			other.SyscallCycles, other.TxSegmentCycles, other.RxSegmentCycles = ipoib.SyscallCycles, ipoib.TxSegmentCycles, ipoib.RxSegmentCycles
+			if other != ipoib || s.PollLineCycles != 0 {
+				t.Errorf("%s moved more than its cost: %+v", tt.change, s)
+			}
+		}
+	}
+	if algos.DefaultMPICosts != mpi || algos.DefaultIPoIBCosts != ipoib {
+		t.Error("ApplySoftware changed the defaults")
 	}
 }

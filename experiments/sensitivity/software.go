@@ -1,0 +1,85 @@
+package sensitivity
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+)
+
+// SoftwareEstimates are the estimated costs that are not profile
+// parameters (docs/model.md §2 and §4): the MPI and IPoIB baselines'
+// cycle counts and thresholds, constants in package algos, and the cycles
+// a polling loop pays per cache line. A change to one of them moves it for
+// every run (experiments.RunConfig.Software) instead of in the profiles.
+var SoftwareEstimates = []Estimate{
+	{"mpi.call_cycles", "one MPI call's bookkeeping: an estimate at the scale of a single-thread MPI_Isend (docs/model.md §4)"},
+	{"mpi.match_cycles", "matching an incoming message against posted receives: an estimate"},
+	{"mpi.eager_bytes", "the eager threshold: MVAPICH2's depends on the adapter; 16 KiB is an estimate"},
+	{"ipoib.syscall_cycles", "a system call's entry, exit and socket lock: microsecond scale from a host-stack study"},
+	{"ipoib.tx_segment_cycles", "the kernel's transmit path per IPoIB segment: microsecond scale from a host-stack study"},
+	{"ipoib.rx_segment_cycles", "the kernel's receive path per IPoIB segment: microsecond scale from a host-stack study"},
+	{"poll.line_cycles", "a polled line the NIC wrote costs a full L3 hit (measured on a client part), no overlap of loads"},
+}
+
+// isSoftware says whether field names a software estimate (a change that
+// moves no profile).
+func isSoftware(field string) bool {
+	for _, p := range []string{"mpi.", "ipoib.", "poll."} {
+		if strings.HasPrefix(field, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplySoftware returns the software costs with c's field moved by c's
+// factor from its default (whole numbers rounded, kept at 1 or more), or
+// an error naming the field when c moves none of them.
+func ApplySoftware(c Change) (experiments.SoftwareCosts, error) {
+	var s experiments.SoftwareCosts
+	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
+	move := func(v int64) int64 { return max(int64(math.Round(float64(v)*c.Factor)), min(v, 1)) }
+	switch c.Field {
+	case "mpi.call_cycles":
+		mpi.CallCycles = move(mpi.CallCycles)
+	case "mpi.match_cycles":
+		mpi.MatchCycles = move(mpi.MatchCycles)
+	case "mpi.eager_bytes":
+		// The threshold counts the header: it must still hold one.
+		mpi.EagerBytes = max(int(move(int64(mpi.EagerBytes))), algos.HeaderBytes)
+	case "ipoib.syscall_cycles":
+		ipoib.SyscallCycles = move(ipoib.SyscallCycles)
+	case "ipoib.tx_segment_cycles":
+		ipoib.TxSegmentCycles = move(ipoib.TxSegmentCycles)
+	case "ipoib.rx_segment_cycles":
+		ipoib.RxSegmentCycles = move(ipoib.RxSegmentCycles)
+	case "poll.line_cycles":
+		s.PollLineCycles = move(algos.DefaultPollLineCycles)
+		return s, nil
+	default:
+		var names []string
+		for _, e := range SoftwareEstimates {
+			names = append(names, e.Field)
+		}
+		return s, fmt.Errorf("%s: no software cost %q: choose one of %s", c, c.Field, strings.Join(names, ", "))
+	}
+	if strings.HasPrefix(c.Field, "mpi.") {
+		s.MPI = &mpi
+	} else {
+		s.IPoIB = &ipoib
+	}
+	return s, nil
+}
+
+// withSoftware runs each point with the software costs s.
+func withSoftware(s experiments.SoftwareCosts) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+			cfg.Software = s
+			return run(cfg)
+		}
+	}
+}
