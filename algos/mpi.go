@@ -109,12 +109,40 @@ type mpi struct {
 	unsignaled []int      // per queue pair: unsignaled control sends
 	self       []int      // {me}: the destination of our own copy of a broadcast
 	bc         bcastState // MPI_Ibcast (cfg.Broadcast)
+	// window > 0: non-blocking sends (OpenMPINonblocking), up to window
+	// send buffers in flight per thread.
+	window int
 }
 
 // OpenMPI opens the MPI baseline endpoint on the calling thread's node;
 // cfg.Threads threads share it (one MPI process per node). Every node must
 // open endpoint cfg.Tag at the same time.
 func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
+	return openMPI(th, cfg, costs, 0)
+}
+
+// OpenMPINonblocking opens the MPI baseline with non-blocking sends, as
+// message-rate benchmarks (osu_bw, osu_mbw_mr, mt-p2p-msgrate) send:
+// PutData is MPI_Isend to every destination and returns once the sends
+// are posted; a send buffer is free again once every destination has it,
+// and Acquire waits for one (MPI_Waitany) when none is. Each thread may
+// have window buffers in flight: the pool holds window x cfg.Threads send
+// buffers (at least OpenMPI's), and as many receive buffers and eager
+// slots per peer. Receives are non-blocking too: GetData charges a
+// window-th of a call per message, a receiver's MPI_Waitall over its
+// window of MPI_Irecv (Release is the MPI_Irecv). Not with cfg.Broadcast. The shuffle's MPI baseline is
+// OpenMPI's blocking MPI_Send (Liu19 §7.1).
+func OpenMPINonblocking(th fabric.Thread, cfg Config, costs MPICosts, window int) (Endpoint, error) {
+	if window < 1 {
+		return nil, fmt.Errorf("%w: MPI non-blocking sends need a window of at least 1, not %d", ErrConfig, window)
+	}
+	if cfg.Broadcast {
+		return nil, fmt.Errorf("%w: MPI non-blocking sends are modelled for point-to-point messages only, not with MPI_Ibcast (the broadcast pattern)", ErrConfig)
+	}
+	return openMPI(th, cfg, costs, window)
+}
+
+func openMPI(th fabric.Thread, cfg Config, costs MPICosts, window int) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
@@ -124,7 +152,7 @@ func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
 	if costs.CallCycles < 0 || costs.MatchCycles < 0 || costs.EagerBytes < HeaderBytes || costs.InlineBytes < 0 {
 		return nil, fmt.Errorf("%w: MPI costs must not be negative and the eager threshold must hold a %d-byte header: %+v", ErrConfig, HeaderBytes, costs)
 	}
-	e := &mpi{costs: costs}
+	e := &mpi{costs: costs, window: window}
 	e.init("MPI", th, cfg)
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open MPI endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
@@ -143,6 +171,13 @@ func (e *mpi) setup(th fabric.Thread) error {
 	// most an RTS or eager message, a FIN and a CTS per thread and peer sit
 	// unprocessed in our control slots.
 	e.slotsPer = 3*t + 2
+	if e.window > 0 {
+		// Up to window sends per thread in flight, all to one peer at
+		// worst: as many receive buffers and eager slots (MPI libraries
+		// pre-post that many per connection for a window of 64).
+		count = max(count, e.window*t)
+		e.slotsPer += (e.window + 2) * t
+	}
 	bcast := e.cfg.Broadcast && n > 1
 	if bcast {
 		// Broadcast pieces and their RTS, CTS and FIN: about two per
@@ -159,6 +194,9 @@ func (e *mpi) setup(th fabric.Thread) error {
 	}
 	e.own.pd(e.pd)
 	sendWR := 4*t + 2*creditSignalEvery + 8
+	if e.window > 0 {
+		sendWR += 3 * e.window * t // eager sends, or RTS, write and FIN
+	}
 	if bcast {
 		sendWR += 2*e.slotsPer + 2*n + 2*t // staged pieces, writes and FINs
 	}
@@ -269,6 +307,14 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 	if err := e.checkBuffer(b); err != nil {
 		return err
 	}
+	if e.window > 0 && st == Depleted {
+		// The end of the stream goes after the data: MPI_Waitall on the
+		// sends in flight first, or an eager end could be taken before a
+		// rendezvous still waiting for its clear-to-send.
+		if err := e.awaitSent(th, "waiting for the sends in flight before the end of stream"); err != nil {
+			return err
+		}
+	}
 	h := e.headerFor(b, st)
 	off := b.id * e.msg
 	eager := HeaderBytes+b.N <= e.slotBytes
@@ -307,6 +353,14 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 			return err
 		}
 	}
+	if e.window > 0 {
+		// MPI_Isend: the buffer is free again once every destination has
+		// it (progress, sent).
+		if e.remaining[b.id] == 0 {
+			e.free = append(e.free, b.id)
+		}
+		return nil
+	}
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for e.remaining[b.id] > 0 {
 		n, err := e.progress(th)
@@ -343,10 +397,16 @@ func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, wh
 // Acquire returns a free send buffer. MPI_Send is blocking, so a thread
 // gets its buffer back from PutData and the pool never runs dry for the
 // SHUFFLE operator; a caller holding more buffers than the pool has gets
-// an error instead of a hang.
+// an error instead of a hang. With non-blocking sends Acquire waits
+// (MPI_Waitany) for a buffer whose sends have completed.
 func (e *mpi) Acquire(th fabric.Thread) (*Buffer, error) {
 	e.lock()
 	defer e.unlock()
+	if e.window > 0 {
+		if err := e.awaitFree(th); err != nil {
+			return nil, err
+		}
+	}
 	if len(e.free) == 0 {
 		return nil, fmt.Errorf("%w: MPI endpoint %d on node %d: all %d send buffers are held by the caller", ErrConfig, e.cfg.Tag, e.me, len(e.bufs))
 	}
@@ -357,6 +417,62 @@ func (e *mpi) Acquire(th fabric.Thread) (*Buffer, error) {
 	return b, nil
 }
 
+// awaitFree runs the progress engine until a send buffer is free or no
+// send is in flight (the caller then holds every buffer). Called with the
+// lock held.
+func (e *mpi) awaitFree(th fabric.Thread) error {
+	if len(e.free) > 0 || e.signaled == 0 {
+		return nil
+	}
+	th.Compute(e.costs.CallCycles) // MPI_Waitany's bookkeeping
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for len(e.free) == 0 && e.signaled > 0 {
+		n, err := e.progress(th)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		if err := e.wait(th, deadline, nil, waiting{format: "waiting for a non-blocking send to complete"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inFlight says whether a non-blocking send has a destination that does
+// not have its data yet.
+func (e *mpi) inFlight() bool {
+	for _, r := range e.remaining {
+		if r > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitSent runs the progress engine until every non-blocking send has
+// reached all its destinations (MPI_Waitall). Called with the lock held.
+func (e *mpi) awaitSent(th fabric.Thread, what string) error {
+	deadline := th.Now().Add(e.cfg.Timeout)
+	for e.inFlight() {
+		n, err := e.progress(th)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			deadline = th.Now().Add(e.cfg.Timeout)
+			continue
+		}
+		if err := e.wait(th, deadline, nil, waiting{format: what}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // progress is the library's progress engine: it handles send completions
 // and incoming control messages. Called with the lock held.
 func (e *mpi) progress(th fabric.Thread) (int, error) {
@@ -364,7 +480,10 @@ func (e *mpi) progress(th fabric.Thread) (int, error) {
 		e.signaled--
 		switch wc.ID & wrKind {
 		case wrMPIDone:
-			e.remaining[int(wc.ID&^wrKind)]--
+			id := int(wc.ID &^ wrKind)
+			if e.remaining[id]--; e.remaining[id] == 0 && e.window > 0 {
+				e.free = append(e.free, id) // a non-blocking send's buffer
+			}
 		case wrMPIBcast:
 			return e.bcastSent(th, wc.ID&^wrKind)
 		}
@@ -490,9 +609,16 @@ func (e *mpi) GetData(th fabric.Thread) (Delivery, error) { return e.getData(th,
 
 // receiving is GetData's progress and per-delivery cost.
 func (e *mpi) receiving() receiving {
+	// The call's bookkeeping, under the library's lock like every call.
+	// With non-blocking operations a receiver completes its window of
+	// MPI_Irecv with one MPI_Waitall, as the message-rate benchmarks do:
+	// a window-th of a call per message.
+	cost := e.costs.CallCycles
+	if e.window > 0 {
+		cost = (cost + int64(e.window) - 1) / int64(e.window)
+	}
 	return receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: e.progress,
-		// The call's bookkeeping, under the library's lock like every call.
-		taken: func(th fabric.Thread, d Delivery) (Delivery, error) { th.Compute(e.costs.CallCycles); return d, nil }}
+		taken: func(th fabric.Thread, d Delivery) (Delivery, error) { th.Compute(cost); return d, nil }}
 }
 
 // Release posts the buffer again as an MPI_Irecv and matches any
@@ -532,6 +658,11 @@ func (e *mpi) Close(th fabric.Thread) error {
 
 // finish is Close's bookkeeping. Called with the lock held.
 func (e *mpi) finish(th fabric.Thread) error {
+	if e.window > 0 {
+		if err := e.awaitSent(th, "waiting for the non-blocking sends to complete"); err != nil {
+			return err
+		}
+	}
 	deadline := th.Now().Add(e.cfg.Timeout)
 	for e.signaled > 0 {
 		n, err := e.progress(th)

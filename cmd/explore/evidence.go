@@ -98,7 +98,9 @@ iterations, or, for the rc-swarm sweeps (many machines, threads and operations i
 two-node swarm in which both nodes issue and serve with the source's threads and window on
 random queue pairs, or, for iperf over IPoIB and MPI point-to-point points, the IPoIB or MPI
 baseline design with its default costs: a one-directional stream from node 0 to node 1 on
-x.parallel threads, or an IMB-style ping-pong; the error is (model - measured) / measured. Points marked "fit" were used
+x.parallel threads (osu_bw below 1 MiB and multithreaded message rates with a window of
+non-blocking sends per thread, 64 unless the point says), or an IMB-style ping-pong; the
+error is (model - measured) / measured. Points marked "fit" were used
 to fit the profile fields named in experiments/evidence (`+"`fit_for`"+`; docs/model.md); every
 other point is held out.
 

@@ -17,11 +17,21 @@ func streamMessages(bytes, streams int) int {
 	return min(2000, max(50, streamBytes/(bytes*streams)))
 }
 
-// osuWindowBound is the smallest osu_bw message modelled with blocking
-// sends: a 1 MiB transfer takes tens of microseconds even at HDR's rate,
-// against a rendezvous round trip of a few, so the window osu_bw keeps
-// in flight adds little there.
-const osuWindowBound = 1 << 20
+// osuWindow is the window of non-blocking sends osu_bw keeps in flight
+// (and mt-p2p-msgrate, whose runs state it); below osuWindowBound the MPI
+// design runs with it (algos.OpenMPINonblocking). From osuWindowBound on
+// it sends with blocking MPI_Send, as the shuffle does: a 1 MiB transfer
+// takes tens of microseconds even at HDR's rate, against a rendezvous
+// round trip of a few, so the window adds little there.
+const (
+	osuWindow      = 64
+	osuWindowBound = 1 << 20
+)
+
+// msgRateMessages is how many messages each thread of a multithreaded
+// message-rate point sends: mt-p2p-msgrate's 3200 when the point does not
+// say.
+const msgRateMessages = 3200
 
 // pingPongMessages is how many round trips a ping-pong point runs.
 func pingPongMessages(bytes int) int { return min(1000, max(20, streamBytes/8/bytes)) }
@@ -42,6 +52,11 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 		name = algos.NameIPoIB
 	case "mpi_bw", "mpi_pingpong":
 		name = algos.NameMPI
+	case "mpi_msgrate_mt":
+		name = algos.NameMPI
+		if t, isInt := p.X["threads"].(int); isInt {
+			streams = t
+		}
 	default:
 		return nil, "", "", false
 	}
@@ -58,25 +73,36 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 		run, why := pingPongRunner(p, cfg)
 		return run, fmt.Sprintf("%s ping-pong: %d round trips of %d bytes", name, cfg.Messages, bytes), why, true
 	}
-	if p.Verb == "mpi_bw" && bytes < osuWindowBound {
-		// osu_bw keeps a window of 64 MPI_Isend in flight; the MPI design
-		// sends with blocking MPI_Send (Liu19's baseline), one message at
-		// a time per thread. Below a size whose transfer hides the
-		// rendezvous round trip, that is another benchmark: comparing
-		// them would measure the window, not the model.
-		return nil, "", fmt.Sprintf("osu_bw's window of 64 non-blocking sends at %d bytes: the MPI design sends one blocking MPI_Send at a time, so it does not run this benchmark", bytes), true
-	}
 	cfg.Messages = streamMessages(bytes, streams)
-	scale, why := rateScale(p.Unit)
-	if why != "" {
-		return nil, "", why, true
+	var scale float64
+	if p.Verb == "mpi_msgrate_mt" {
+		if p.Unit != "Mops/s" {
+			return nil, "", fmt.Sprintf("unit %q: a message-rate point reports Mops/s", p.Unit), true
+		}
+		cfg.Window, cfg.Messages = osuWindow, msgRateMessages
+		if w, isInt := p.X["window"].(int); isInt {
+			cfg.Window = w
+		}
+		scale = 1 / float64(bytes) / 1e6 // bytes per second to million messages per second
+	} else {
+		var why string
+		if scale, why = rateScale(p.Unit); why != "" {
+			return nil, "", why, true
+		}
+		if p.Verb == "mpi_bw" && bytes < osuWindowBound {
+			cfg.Window = osuWindow
+			cfg.Messages = max(cfg.Messages, 4*osuWindow)
+		}
 	}
 	run = func(c *sim.Cluster) (float64, error) {
 		r, err := runStream(c, cfg)
 		return r * scale, err
 	}
 	how = fmt.Sprintf("%s stream node 0 -> node 1: %d x %d messages of %d bytes", name, streams, cfg.Messages, bytes)
-	if name == algos.NameMPI {
+	switch {
+	case cfg.Window > 0:
+		how += fmt.Sprintf(" (MPI_Isend, a window of %d per thread)", cfg.Window)
+	case name == algos.NameMPI:
 		how += " (blocking MPI_Send, not osu_bw's window of 64: alike at this size)"
 	}
 	return run, how, "", true

@@ -67,11 +67,14 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-swarm-bw", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 16, "threads": 2, "window": 4}, Y: 6.7, Unit: "MB/s", Tolerance: 0.2}, false, "operation rates"},
 		{Point{ID: "t-large", Verb: "read", Profile: "hdr-cx6", X: map[string]any{"bytes": "large"}, Y: 23, Unit: "GB/s", Tolerance: 0.2}, false, "not stated as a number"},
 		{Point{ID: "t-mpi", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 1 << 20, "ranks": 2}, Y: 21000, Unit: "MB/s", Tolerance: 0.2}, true, "MPI stream node 0 -> node 1: 1 x 50 messages of 1048576 bytes (blocking"},
-		{Point{ID: "t-mpi-small", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 2}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "window of 64"},
+		{Point{ID: "t-mpi-small", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 2}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, true, "messages of 64 bytes (MPI_Isend, a window of 64 per thread)"},
 		{Point{ID: "t-mpi-4", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 4}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "only two-rank"},
 		{Point{ID: "t-mpi-lat", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8, "ranks": 2}, Y: 1.7, Unit: "us", Tolerance: 0.2}, true, "MPI ping-pong: 1000 round trips of 8 bytes"},
 		{Point{ID: "t-mpi-unit", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "GB/s", Tolerance: 0.2}, false, "a ping-pong reports us, MB/s or MiB/s"},
-		{Point{ID: "t-mt", Verb: "mpi_msgrate_mt", X: map[string]any{"threads": 4}, Y: 0.7, Unit: "Mops/s", Tolerance: 0.3}, false, "window of non-blocking sends"},
+		{Point{ID: "t-mt-noprof", Verb: "mpi_msgrate_mt", X: map[string]any{"threads": 4}, Y: 0.7, Unit: "Mops/s", Tolerance: 0.3}, false, "no built-in profile"},
+		{Point{ID: "t-mt", Verb: "mpi_msgrate_mt", Profile: "edr-cx4", X: map[string]any{"threads": 4}, Y: 0.7, Unit: "Mops/s", Tolerance: 0.3}, true, "4 x 3200 messages of 8 bytes (MPI_Isend, a window of 64 per thread)"},
+		{Point{ID: "t-mt-w", Verb: "mpi_msgrate_mt", Profile: "edr-cx4", X: map[string]any{"threads": 2, "bytes": 64, "window": 16}, Y: 0.7, Unit: "Mops/s", Tolerance: 0.3}, true, "2 x 3200 messages of 64 bytes (MPI_Isend, a window of 16 per thread)"},
+		{Point{ID: "t-mt-unit", Verb: "mpi_msgrate_mt", Profile: "edr-cx4", X: map[string]any{"threads": 2}, Y: 0.7, Unit: "MB/s", Tolerance: 0.3}, false, "a message-rate point reports Mops/s"},
 		{Point{ID: "t-sendrecv", Verb: "mpi_sendrecv", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "MB/s", Tolerance: 0.2}, false, "no model of mpi_sendrecv"},
 		{Point{ID: "t-ipoib", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072, "parallel": 2}, Y: 20, Unit: "Gb/s", Tolerance: 0.5}, true, "IPoIB stream node 0 -> node 1: 2 x 128 messages of 131072 bytes on edr-cx4"},
 		{Point{ID: "t-lat", Metric: "latency_us", Verb: "send", Profile: "edr-cx4", X: map[string]any{"bytes": 1024}, Y: 1.6, Unit: "us", Tolerance: 0.15}, true, "send_lat -s 1024 -n 1000 (t_typical"},
@@ -164,6 +167,23 @@ func TestStream(t *testing.T) {
 	t.Logf("MPI ping-pong on edr-cx4: 8 bytes %v, 256 KiB %v", small, large)
 	if !(small > 500*fabric.Nanosecond && large > 4*small) {
 		t.Errorf("MPI ping-pong: 8 bytes %v, 256 KiB %v", small, large)
+	}
+	// Non-blocking sends: a window keeps many 8-byte messages in flight
+	// where blocking MPI_Send waits a round trip for each.
+	msgRate := func(window int) float64 {
+		r, err := runStream(cluster(), streamConfig{Design: mpi, Streams: 1, Bytes: 8, Messages: 500, Window: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r / 8 / 1e6
+	}
+	blocking, windowed := msgRate(0), msgRate(64)
+	t.Logf("MPI 8-byte messages, 1 thread on edr-cx4: blocking %.2f M/s, window of 64 %.2f M/s", blocking, windowed)
+	if !(windowed > 2*blocking) {
+		t.Errorf("MPI 8-byte messages: blocking %.2f M/s, window of 64 %.2f M/s; want the window at least twice as fast", blocking, windowed)
+	}
+	if _, err := runStream(cluster(), streamConfig{Design: ipoib, Streams: 1, Bytes: 8, Messages: 5, Window: 4}); err == nil || !strings.Contains(err.Error(), "MPI design only") {
+		t.Errorf("a window on IPoIB: error %v", err)
 	}
 	for _, bad := range []streamConfig{{Design: ipoib, Streams: 0, Bytes: 1, Messages: 1}, {Design: mpi, Streams: 2, Bytes: 8, Messages: 1}} {
 		if _, err := runStream(cluster(), bad); bad.Streams == 0 && err == nil {

@@ -20,6 +20,10 @@ type streamConfig struct {
 	Streams  int // sending threads on node 0 (iperf -P, osu_bw's one rank)
 	Bytes    int // payload bytes per message (iperf -l, the OSU/IMB size)
 	Messages int // messages per stream (per direction for a ping-pong)
+	// Window, when positive, opens the MPI design with non-blocking sends
+	// (algos.OpenMPINonblocking): up to Window messages in flight per
+	// stream, as osu_bw and mt-p2p-msgrate keep. MPI only.
+	Window int
 }
 
 // Endpoint settings of these runs: those of `explore run` without flags
@@ -55,10 +59,19 @@ func openStream(th fabric.Thread, cfg streamConfig) ([]algos.Endpoint, error) {
 	if cfg.Design.Shared {
 		n, ec.Threads = 1, cfg.Streams
 	}
+	open := cfg.Design.Open
+	if cfg.Window > 0 {
+		if cfg.Design.Name != algos.NameMPI {
+			return nil, fmt.Errorf("evidence: a window of %d non-blocking sends is modelled for the MPI design only, not %s", cfg.Window, cfg.Design.Name)
+		}
+		open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
+			return algos.OpenMPINonblocking(th, c, algos.DefaultMPICosts, cfg.Window)
+		}
+	}
 	eps := make([]algos.Endpoint, n)
 	for k := range eps {
 		ec.Tag = k
-		ep, err := cfg.Design.Open(th, ec)
+		ep, err := open(th, ec)
 		if err != nil {
 			for _, e := range eps[:k] {
 				e.Close(th)
@@ -114,6 +127,7 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 		}
 		start := th.Now()
 		var last fabric.Time
+		var took int
 		mu := th.Node().NewMutex()
 		ep := func(k int) algos.Endpoint { return eps[min(k, len(eps)-1)] }
 		step := algos.Step{Name: "stream-", Threads: cfg.Streams, Shared: cfg.Design.Shared, Lock: mu}
@@ -129,9 +143,9 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 			return end(st, ep(k))
 		}
 		step.Receive = func(rt fabric.Thread, k int) error {
-			t, err := drain(rt, ep(k))
+			t, n, err := drain(rt, ep(k))
 			mu.Lock()
-			last = max(last, t)
+			last, took = max(last, t), took+n
 			mu.Unlock()
 			return err
 		}
@@ -140,9 +154,9 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 			return err
 		}
 		if me == 1 {
-			if last <= start {
+			if want := cfg.Streams * cfg.Messages; last <= start || took != want {
 				closeStream(th, eps)
-				return fmt.Errorf("evidence: stream: node 1 took no data")
+				return fmt.Errorf("evidence: stream: node 1 took %d data messages of %d", took, want)
 			}
 			rate = float64(cfg.Streams*cfg.Messages*cfg.Bytes) / last.Sub(start).Seconds()
 		}
@@ -161,19 +175,22 @@ func end(th fabric.Thread, ep algos.Endpoint) error {
 }
 
 // drain takes deliveries on ep until every source has ended and returns
-// the time the last data message was taken (zero if none was).
-func drain(th fabric.Thread, ep algos.Endpoint) (fabric.Time, error) {
+// the time the last data message was taken (zero if none was) and how many
+// data messages it took.
+func drain(th fabric.Thread, ep algos.Endpoint) (fabric.Time, int, error) {
 	var last fabric.Time
+	var n int
 	for {
 		d, err := ep.GetData(th)
 		if err != nil || d.End {
-			return last, err
+			return last, n, err
 		}
 		if d.N > 0 {
 			last = th.Now()
+			n++
 		}
 		if err := ep.Release(th, d); err != nil {
-			return last, err
+			return last, n, err
 		}
 	}
 }
@@ -213,7 +230,7 @@ func runPingPong(f fabric.Fabric, cfg streamConfig) (fabric.Duration, error) {
 			err = end(th, ep)
 		}
 		if err == nil {
-			_, err = drain(th, ep)
+			_, _, err = drain(th, ep)
 		}
 		if err != nil {
 			closeStream(th, eps)
