@@ -35,8 +35,8 @@ changes flip its verdict. It writes <out>/sensitivity.md and sensitivity.json
 (docs/ with --update-docs), which explore reproduce reads for
 docs/validation.md's robustness column.
 
-Every change reruns every figure: with the default 23 estimates and 2 factors
-that is 47 quick reproductions, hours on 2 cores. Outcomes are saved as they
+Every change reruns every figure: with the default 30 estimates and 2 factors
+that is 61 quick reproductions, hours on 2 cores. Outcomes are saved as they
 finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 		Example: "  explore sensitivity --list\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,

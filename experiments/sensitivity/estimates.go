@@ -35,6 +35,13 @@ var ProfileEstimates = []Estimate{
 	{"setup.create_qp_us", "order of magnitude of verbs connection set-up"},
 	{"setup.modify_qp_us", "order of magnitude of verbs connection set-up"},
 	{"oob.rtt_us", "a small TCP request and response through the kernel"},
+	{"nic.max_inline_rc", "ConnectX-3's inline limit taken from perftest's limits, not probed"},
+	{"nic.wqe_ns", "the per-QP request rate (6, 10, 15 M/s by generation); the aggregate is measured or vendor"},
+	{"host.memcpy_gbps", "one Broadwell (EDR) or EPYC (HDR) core's copy rate, not measured on those hosts"},
+	{"setup.reg_mr_per_page_ns", "the older hosts' registration cost per page (ConnectX-3)"},
+	{"setup.dereg_mr_us", "fixed part of deregistration"},
+	{"setup.dereg_mr_per_page_ns", "the older hosts' deregistration cost per page (ConnectX-3)"},
+	{"setup.create_cq_us", "order of magnitude of verbs set-up"},
 }
 
 // Estimates are every estimate the analysis moves: the profile parameters
