@@ -62,7 +62,7 @@ func openStream(th fabric.Thread, cfg streamConfig) ([]algos.Endpoint, error) {
 	open := cfg.Design.Open
 	if cfg.Window > 0 {
 		if cfg.Design.Name != algos.NameMPI {
-			return nil, fmt.Errorf("evidence: a window of %d non-blocking sends is modelled for the MPI design only, not %s", cfg.Window, cfg.Design.Name)
+			return nil, fmt.Errorf("evidence: a window of %d non-blocking sends is for the MPI design only, not %s", cfg.Window, cfg.Design.Name)
 		}
 		open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
 			return algos.OpenMPINonblocking(th, c, algos.DefaultMPICosts, cfg.Window)
@@ -127,8 +127,9 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 		}
 		start := th.Now()
 		var last fabric.Time
-		var took int
+		var took, senders int
 		mu := th.Node().NewMutex()
+		sent := th.Node().NewSignal()
 		ep := func(k int) algos.Endpoint { return eps[min(k, len(eps)-1)] }
 		step := algos.Step{Name: "stream-", Threads: cfg.Streams, Shared: cfg.Design.Shared, Lock: mu}
 		step.Send = func(st fabric.Thread, k int, lastSender func() bool) error {
@@ -137,12 +138,22 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 					return err
 				}
 			}
+			mu.Lock()
+			senders++
+			mu.Unlock()
+			sent.Notify()
 			if lastSender != nil && !lastSender() {
 				return nil
 			}
 			return end(st, ep(k))
 		}
 		step.Receive = func(rt fabric.Thread, k int) error {
+			// As in iperf, osu_bw and mt-p2p-msgrate, node 0 only sends
+			// while the stream runs: its receiving threads, which take
+			// the ends of the streams, enter the library afterwards.
+			for me == 0 && senders < cfg.Streams {
+				rt.Wait(fabric.Forever, sent)
+			}
 			t, n, err := drain(rt, ep(k))
 			mu.Lock()
 			last, took = max(last, t), took+n
