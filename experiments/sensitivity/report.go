@@ -178,7 +178,7 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 			}
 		}
 	}
-	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates in every profile, quick scale", path, s.Commit, len(s.Changes))
+	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates (profile parameters in every profile, software costs in every run), quick scale", path, s.Commit, len(s.Changes))
 	if stale {
 		from += "; **stale**: the model's numbers have changed since that analysis (model %s, now %s), so its cells describe the earlier model until `explore sensitivity --update-docs` is run again"
 		from = fmt.Sprintf(from, s.Model, ModelID())
