@@ -50,7 +50,7 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 	switch p.Verb {
 	case "ipoib_tcp":
 		name = algos.NameIPoIB
-	case "mpi_bw", "mpi_pingpong":
+	case "mpi_bw", "mpi_bibw", "mpi_pingpong":
 		name = algos.NameMPI
 	case "mpi_msgrate_mt":
 		name = algos.NameMPI
@@ -89,16 +89,21 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 		if scale, why = rateScale(p.Unit); why != "" {
 			return nil, "", why, true
 		}
-		if p.Verb == "mpi_bw" && bytes < osuWindowBound {
+		if (p.Verb == "mpi_bw" || p.Verb == "mpi_bibw") && bytes < osuWindowBound {
 			cfg.Window = osuWindow
 			cfg.Messages = max(cfg.Messages, 4*osuWindow)
 		}
+		cfg.Both = p.Verb == "mpi_bibw" // osu_bibw: both ranks send, the rate is the sum
 	}
 	run = func(c *sim.Cluster) (float64, error) {
 		r, err := runStream(c, cfg)
 		return r * scale, err
 	}
-	how = fmt.Sprintf("%s stream node 0 -> node 1: %d x %d messages of %d bytes", name, streams, cfg.Messages, bytes)
+	dir := "node 0 -> node 1"
+	if cfg.Both {
+		dir = "node 0 <-> node 1 (both directions, summed)"
+	}
+	how = fmt.Sprintf("%s stream %s: %d x %d messages of %d bytes", name, dir, streams, cfg.Messages, bytes)
 	switch {
 	case cfg.Window > 0:
 		how += fmt.Sprintf(" (MPI_Isend, a window of %d per thread)", cfg.Window)

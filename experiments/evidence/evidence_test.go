@@ -68,6 +68,7 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-large", Verb: "read", Profile: "hdr-cx6", X: map[string]any{"bytes": "large"}, Y: 23, Unit: "GB/s", Tolerance: 0.2}, false, "not stated as a number"},
 		{Point{ID: "t-mpi", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 1 << 20, "ranks": 2}, Y: 21000, Unit: "MB/s", Tolerance: 0.2}, true, "MPI stream node 0 -> node 1: 1 x 50 messages of 1048576 bytes (blocking"},
 		{Point{ID: "t-mpi-small", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 2}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, true, "messages of 64 bytes (MPI_Isend, a window of 64 per thread)"},
+		{Point{ID: "t-mpi-bibw", Verb: "mpi_bibw", Profile: "hdr-cx6", X: map[string]any{"bytes": 1024, "ranks": 2}, Y: 3300, Unit: "MB/s", Tolerance: 0.15}, true, "MPI stream node 0 <-> node 1 (both directions, summed): 1 x 2000 messages of 1024 bytes (MPI_Isend, a window of 64 per thread)"},
 		{Point{ID: "t-mpi-4", Verb: "mpi_bw", Profile: "hdr-cx6", X: map[string]any{"bytes": 64, "ranks": 4}, Y: 110, Unit: "MB/s", Tolerance: 0.2}, false, "only two-rank"},
 		{Point{ID: "t-mpi-lat", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8, "ranks": 2}, Y: 1.7, Unit: "us", Tolerance: 0.2}, true, "MPI ping-pong: 1000 round trips of 8 bytes"},
 		{Point{ID: "t-mpi-unit", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8}, Y: 1.7, Unit: "GB/s", Tolerance: 0.2}, false, "a ping-pong reports us, MB/s or MiB/s"},
@@ -181,6 +182,29 @@ func TestStream(t *testing.T) {
 	t.Logf("MPI 8-byte messages, 1 thread on edr-cx4: blocking %.2f M/s, window of 64 %.2f M/s", blocking, windowed)
 	if !(windowed > 2*blocking) {
 		t.Errorf("MPI 8-byte messages: blocking %.2f M/s, window of 64 %.2f M/s; want the window at least twice as fast", blocking, windowed)
+	}
+	// Both directions at once (every message of both is taken, or
+	// runStream fails): at least one direction's rate and at most twice
+	// it; with one thread per node the library's one lock serializes a
+	// node's sends and receives, so small messages gain little.
+	both, err := runStream(cluster(), streamConfig{Design: mpi, Streams: 1, Bytes: 8, Messages: 500, Window: 64, Both: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bulk := func(dirs bool) float64 {
+		r, err := runStream(cluster(), streamConfig{Design: mpi, Streams: 1, Bytes: 1 << 20, Messages: 20, Both: dirs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r / 1e9
+	}
+	oneBulk, bothBulk := bulk(false), bulk(true)
+	t.Logf("MPI both ways: 8-byte messages %.2f M/s in all (one way %.2f), 1 MiB %.1f GB/s (one way %.1f)", both/8/1e6, windowed, bothBulk, oneBulk)
+	if r := both / 8 / 1e6 / windowed; r < 0.9 || r > 2.1 {
+		t.Errorf("MPI 8-byte messages: both ways %.2f M/s, one way %.2f M/s; want between one and two times", both/8/1e6, windowed)
+	}
+	if r := bothBulk / oneBulk; r < 1.7 || r > 2.1 { // the links, full duplex, limit 1 MiB messages
+		t.Errorf("MPI 1 MiB messages: both ways %.1f GB/s, one way %.1f GB/s; want about twice", bothBulk, oneBulk)
 	}
 	if _, err := runStream(cluster(), streamConfig{Design: ipoib, Streams: 1, Bytes: 8, Messages: 5, Window: 4}); err == nil || !strings.Contains(err.Error(), "for the MPI design only") {
 		t.Errorf("a window on IPoIB: error %v", err)

@@ -24,6 +24,10 @@ type streamConfig struct {
 	// (algos.OpenMPINonblocking): up to Window messages in flight per
 	// stream, as osu_bw and mt-p2p-msgrate keep. MPI only.
 	Window int
+	// Both makes the stream bidirectional (osu_bibw): node 1's threads
+	// send to node 0 as node 0's send to node 1, and the rate is the sum
+	// of both directions.
+	Both bool
 }
 
 // Endpoint settings of these runs: those of `explore run` without flags
@@ -106,15 +110,20 @@ func send(th fabric.Thread, ep algos.Endpoint, bytes, dest int) error {
 
 // runStream runs cfg as a one-directional stream: on node 0, cfg.Streams
 // threads each send cfg.Messages messages to node 1; node 1's as many
-// receiving threads take them. Both nodes then end their streams (the
-// endpoints expect every node to end its stream to every node). It
-// returns node 1's goodput, payload bytes over the time from the start
-// barrier to the last data message taken, in bytes per second.
+// receiving threads take them (and, with cfg.Both, the same the other
+// way). Both nodes then end their streams (the endpoints expect every node
+// to end its stream to every node). It returns the goodput, payload bytes
+// over the time from the start barrier to the last data message taken (on
+// either node with cfg.Both), in bytes per second.
 func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 	if f.Size() != 2 || cfg.Streams < 1 || cfg.Bytes < 1 || cfg.Messages < 1 {
 		return 0, fmt.Errorf("evidence: stream: bad configuration %+v on %d nodes", cfg, f.Size())
 	}
-	var rate float64
+	directions := 1
+	if cfg.Both {
+		directions = 2
+	}
+	var start, stop [2]fabric.Time // per node: the start barrier and its last data message taken
 	err := f.Run(func(th fabric.Thread) error {
 		eps, err := openStream(th, cfg)
 		if err != nil {
@@ -125,7 +134,7 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 			closeStream(th, eps)
 			return err
 		}
-		start := th.Now()
+		start[me] = th.Now()
 		var last fabric.Time
 		var took, senders int
 		mu := th.Node().NewMutex()
@@ -133,8 +142,8 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 		ep := func(k int) algos.Endpoint { return eps[min(k, len(eps)-1)] }
 		step := algos.Step{Name: "stream-", Threads: cfg.Streams, Shared: cfg.Design.Shared, Lock: mu}
 		step.Send = func(st fabric.Thread, k int, lastSender func() bool) error {
-			for i := 0; me == 0 && i < cfg.Messages; i++ {
-				if err := send(st, ep(k), cfg.Bytes, 1); err != nil {
+			for i := 0; (me == 0 || cfg.Both) && i < cfg.Messages; i++ {
+				if err := send(st, ep(k), cfg.Bytes, 1-me); err != nil {
 					return err
 				}
 			}
@@ -151,7 +160,7 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 			// As in iperf, osu_bw and mt-p2p-msgrate, node 0 only sends
 			// while the stream runs: its receiving threads, which take
 			// the ends of the streams, enter the library afterwards.
-			for me == 0 && senders < cfg.Streams {
+			for me == 0 && !cfg.Both && senders < cfg.Streams {
 				rt.Wait(fabric.Forever, sent)
 			}
 			t, n, err := drain(rt, ep(k))
@@ -164,16 +173,19 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 			closeStream(th, eps)
 			return err
 		}
-		if me == 1 {
-			if want := cfg.Streams * cfg.Messages; last <= start || took != want {
+		if me == 1 || cfg.Both {
+			if want := cfg.Streams * cfg.Messages; last <= start[me] || took != want {
 				closeStream(th, eps)
-				return fmt.Errorf("evidence: stream: node 1 took %d data messages of %d", took, want)
+				return fmt.Errorf("evidence: stream: node %d took %d data messages of %d", me, took, want)
 			}
-			rate = float64(cfg.Streams*cfg.Messages*cfg.Bytes) / last.Sub(start).Seconds()
+			stop[me] = last
 		}
 		return closeStream(th, eps)
 	})
-	return rate, err
+	if err != nil {
+		return 0, err
+	}
+	return float64(directions*cfg.Streams*cfg.Messages*cfg.Bytes) / max(stop[0], stop[1]).Sub(start[1]).Seconds(), nil
 }
 
 // end ends th's stream on ep to both nodes with an empty buffer.
