@@ -50,6 +50,8 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 	switch p.Verb {
 	case "ipoib_tcp":
 		name = algos.NameIPoIB
+	case "ipoib_tcp_datagram":
+		return nil, "", "IPoIB in datagram mode: the IPoIB design models connected mode (one RC connection per peer node, 65,520-byte segments, no offloads)", true
 	case "mpi_bw", "mpi_bibw", "mpi_pingpong":
 		name = algos.NameMPI
 	case "mpi_msgrate_mt":

@@ -83,6 +83,7 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-lat-w", Metric: "latency_us", Verb: "write", Profile: "edr-cx4", X: map[string]any{"bytes": 8}, Y: 0.9, Unit: "us", Tolerance: 0.15}, true, "write_lat -s 8"},
 		{Point{ID: "t-lat-rd", Metric: "latency_us", Verb: "read", Profile: "edr-cx4", X: map[string]any{"bytes": 8}, Y: 1.9, Unit: "us", Tolerance: 0.15}, false, "no model of read latency"},
 		{Point{ID: "t-rtt", Metric: "rtt_us", Verb: "send", Profile: "edr-cx4", X: map[string]any{"bytes": 8}, Y: 1.9, Unit: "us", Tolerance: 0.15}, false, "only rates, bandwidths and one-way latencies"},
+		{Point{ID: "t-ipoib-dg", Verb: "ipoib_tcp_datagram", Profile: "qdr-cx3", X: map[string]any{"bytes": 131072, "parallel": 1}, Y: 8, Unit: "Gb/s", Tolerance: 0.3}, false, "the IPoIB design models connected mode"},
 		{Point{ID: "t-ipoib-unit", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072}, Y: 20, Unit: "us", Tolerance: 0.5}, false, "a stream reports a rate"},
 	} {
 		r := Evaluate(tc.p)
