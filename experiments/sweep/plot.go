@@ -9,6 +9,7 @@ package sweep
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
@@ -615,6 +616,15 @@ func csvValue(v reflect.Value) string {
 	switch v.Kind() {
 	case reflect.Float32, reflect.Float64:
 		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
+	case reflect.Pointer: // absent: empty; else as in the JSON record
+		if v.IsNil() {
+			return ""
+		}
+		b, err := json.Marshal(v.Interface())
+		if err != nil {
+			return err.Error()
+		}
+		return string(b)
 	}
 	return fmt.Sprint(v.Interface())
 }
