@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
@@ -35,7 +36,11 @@ func (r Robustness) Fragile() bool { return len(r.Flips) > 0 }
 
 // Summary is what docs/sensitivity.json holds.
 type Summary struct {
-	Commit string `json:"commit"`
+	Commit string `json:"commit"` // the baseline's
+	// Commits are the builds that judged the baseline and the changes, in
+	// order of first use: an interrupted analysis resumed by a later
+	// build of the same model has several.
+	Commits []string `json:"commits,omitempty"`
 	// Model is the ModelID of the numbers the baseline was judged on
 	// (outcomes from before it was recorded: the model at the analysis).
 	Model    string       `json:"model,omitempty"`
@@ -61,6 +66,11 @@ func Analyse(outs []Outcome) (*Summary, error) {
 	if s.Model == "" {
 		s.Model = ModelID()
 	}
+	for _, oc := range outs {
+		if !slices.Contains(s.Commits, oc.Commit) {
+			s.Commits = append(s.Commits, oc.Commit)
+		}
+	}
 	counts := map[string]int{}
 	byClaim := map[string]*Robustness{}
 	for _, v := range base.Verdicts {
@@ -80,6 +90,12 @@ func Analyse(outs []Outcome) (*Summary, error) {
 			s.Failed = append(s.Failed, oc.Change+": "+oc.Error)
 			continue
 		}
+		if oc.Model != "" && base.Model != "" && oc.Model != base.Model {
+			// Its verdicts differ from the baseline's for another reason
+			// than the change: not comparable.
+			s.Failed = append(s.Failed, fmt.Sprintf("%s: judged on model %s, the baseline on %s: run the analysis again in a fresh --out", oc.Change, oc.Model, base.Model))
+			continue
+		}
 		for _, v := range oc.Verdicts {
 			r := byClaim[v.Claim]
 			if r == nil {
@@ -94,15 +110,24 @@ func Analyse(outs []Outcome) (*Summary, error) {
 	return s, nil
 }
 
+// at says at which commits the analysis was judged: the baseline's, and
+// the later builds (of the same model) that resumed it.
+func (s *Summary) at() string {
+	if len(s.Commits) <= 1 {
+		return "commit " + s.Commit
+	}
+	return fmt.Sprintf("commit %s (changes judged by %d builds of the same model: %s)", s.Commit, len(s.Commits), strings.Join(s.Commits, ", "))
+}
+
 // WriteMarkdown writes the sensitivity report (docs/sensitivity.md).
 func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sensitivity of the verdicts to the model's estimates\n\n")
-	fmt.Fprintf(&b, "Written by `%s` at commit %s; do not edit by hand. Each profile parameter that is an estimate "+
+	fmt.Fprintf(&b, "Written by `%s` at %s; do not edit by hand. Each profile parameter that is an estimate "+
 		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, each "+
 		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
 		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
-		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.Commit)
+		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.at())
 	if len(s.Figures) > 0 {
 		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))
 	}
@@ -178,7 +203,7 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 			}
 		}
 	}
-	from := fmt.Sprintf("from `explore sensitivity` (%s) at commit %s, %d changes of the estimates (profile parameters in every profile, software costs in every run), quick scale", path, s.Commit, len(s.Changes))
+	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %d changes of the estimates (profile parameters in every profile, software costs in every run), quick scale", path, s.at(), len(s.Changes))
 	if stale {
 		from += "; **stale**: the model's numbers have changed since that analysis (model %s, now %s), so its cells describe the earlier model until `explore sensitivity --update-docs` is run again"
 		from = fmt.Sprintf(from, s.Model, ModelID())

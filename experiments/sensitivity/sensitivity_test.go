@@ -285,3 +285,37 @@ func TestApplySoftware(t *testing.T) {
 		t.Error("ApplySoftware changed the defaults")
 	}
 }
+
+// TestAnalyseAcrossBuilds: an analysis resumed by later builds of the same
+// model names every build; a change judged on another model is not
+// compared with the baseline (its verdicts could differ for that reason)
+// but listed as not judged.
+func TestAnalyseAcrossBuilds(t *testing.T) {
+	v := func(verdict string) []figures.Verdict { return []figures.Verdict{{Claim: "C1", Verdict: verdict}} }
+	outs := []Outcome{
+		{Change: "", Verdicts: v(figures.Pass), Commit: "aaa", Model: "m1"},
+		{Change: "host.lock_ns x2", Verdicts: v(figures.Pass), Commit: "aaa", Model: "m1"},
+		{Change: "mpi.call_cycles x2", Verdicts: v(figures.Fail), Commit: "bbb", Model: "m1"},
+		{Change: "nic.wqe_ns x2", Verdicts: v(figures.Fail), Commit: "ccc", Model: "m2"},
+	}
+	s, err := Analyse(outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Commits, ",") != "aaa,bbb,ccc" {
+		t.Errorf("commits %v", s.Commits)
+	}
+	if len(s.Claims) != 1 || len(s.Claims[0].Flips) != 1 || !strings.HasPrefix(s.Claims[0].Flips[0], "mpi.call_cycles x2") {
+		t.Errorf("flips %+v, want only mpi.call_cycles x2's", s.Claims)
+	}
+	if len(s.Failed) != 1 || !strings.Contains(s.Failed[0], "judged on model m2") {
+		t.Errorf("failed %v, want nic.wqe_ns x2 on another model", s.Failed)
+	}
+	var b bytes.Buffer
+	if err := s.WriteMarkdown(&b, "explore sensitivity"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "at commit aaa (changes judged by 3 builds of the same model: aaa, bbb, ccc)") {
+		t.Errorf("report does not name the builds:\n%s", b.String())
+	}
+}
