@@ -123,7 +123,7 @@ func (s *Summary) at() string {
 func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sensitivity of the verdicts to the model's estimates\n\n")
-	fmt.Fprintf(&b, "Written by `%s` at %s; do not edit by hand. Each profile parameter that is an estimate "+
+	fmt.Fprintf(&b, "Written by `%s` from an analysis judged at %s; do not edit by hand. Each profile parameter that is an estimate "+
 		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, each "+
 		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
 		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+

@@ -315,7 +315,7 @@ func TestAnalyseAcrossBuilds(t *testing.T) {
 	if err := s.WriteMarkdown(&b, "explore sensitivity"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "at commit aaa (changes judged by 3 builds of the same model: aaa, bbb, ccc)") {
+	if !strings.Contains(b.String(), "judged at commit aaa (changes judged by 3 builds of the same model: aaa, bbb, ccc)") {
 		t.Errorf("report does not name the builds:\n%s", b.String())
 	}
 }
