@@ -361,8 +361,20 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 		}
 		return nil
 	}
+	id := b.id
+	if err := e.progressUntil(th, func() bool { return e.remaining[id] == 0 }, waiting{"waiting for every destination to take send buffer %d", id}); err != nil {
+		return err
+	}
+	e.free = append(e.free, id)
+	return nil
+}
+
+// progressUntil runs the progress engine, waiting for either completion
+// queue when it finds nothing, until done; it fails after cfg.Timeout
+// without progress. Called with the lock held.
+func (e *mpi) progressUntil(th fabric.Thread, done func() bool, what waiting) error {
 	deadline := th.Now().Add(e.cfg.Timeout)
-	for e.remaining[b.id] > 0 {
+	for !done() {
 		n, err := e.progress(th)
 		if err != nil {
 			return err
@@ -371,11 +383,10 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 			deadline = th.Now().Add(e.cfg.Timeout)
 			continue
 		}
-		if err := e.wait(th, deadline, nil, waiting{"waiting for %d destinations to take a buffer", e.remaining[b.id]}); err != nil {
+		if err := e.wait(th, deadline, nil, what); err != nil {
 			return err
 		}
 	}
-	e.free = append(e.free, b.id)
 	return nil
 }
 
@@ -425,21 +436,7 @@ func (e *mpi) awaitFree(th fabric.Thread) error {
 		return nil
 	}
 	th.Compute(e.costs.CallCycles) // MPI_Waitany's bookkeeping
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for len(e.free) == 0 && e.signaled > 0 {
-		n, err := e.progress(th)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			deadline = th.Now().Add(e.cfg.Timeout)
-			continue
-		}
-		if err := e.wait(th, deadline, nil, waiting{format: "waiting for a non-blocking send to complete"}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.progressUntil(th, func() bool { return len(e.free) > 0 || e.signaled == 0 }, waiting{format: "waiting for a non-blocking send to complete"})
 }
 
 // inFlight says whether a non-blocking send has a destination that does
@@ -456,21 +453,7 @@ func (e *mpi) inFlight() bool {
 // awaitSent runs the progress engine until every non-blocking send has
 // reached all its destinations (MPI_Waitall). Called with the lock held.
 func (e *mpi) awaitSent(th fabric.Thread, what string) error {
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for e.inFlight() {
-		n, err := e.progress(th)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			deadline = th.Now().Add(e.cfg.Timeout)
-			continue
-		}
-		if err := e.wait(th, deadline, nil, waiting{format: what}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.progressUntil(th, func() bool { return !e.inFlight() }, waiting{format: what})
 }
 
 // progress is the library's progress engine: it handles send completions

@@ -45,14 +45,8 @@ func TestApply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		q, err := Apply(p, tt.change)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s: error %v, want one containing %q", tt.change, err, tt.err)
-			}
+		if !applied(t, tt.change, err, tt.err) {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", tt.change, err)
 		}
 		if got := tt.get(q); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.change, got, tt.want)
@@ -253,14 +247,8 @@ func TestApplySoftware(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s, err := ApplySoftware(tt.change)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s: error %v, want one containing %q", tt.change, err, tt.err)
-			}
+		if !applied(t, tt.change, err, tt.err) {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", tt.change, err)
 		}
 		if got := tt.get(s); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.change, got, tt.want)
@@ -318,4 +306,21 @@ func TestAnalyseAcrossBuilds(t *testing.T) {
 	if !strings.Contains(b.String(), "judged at commit aaa (changes judged by 3 builds of the same model: aaa, bbb, ccc)") {
 		t.Errorf("report does not name the builds:\n%s", b.String())
 	}
+}
+
+// applied checks a change's error against want (a substring; "" for none)
+// and reports whether the change applied, so that its result can be
+// checked.
+func applied(t *testing.T, c Change, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", c, err, want)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+	return true
 }
