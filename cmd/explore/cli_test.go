@@ -89,7 +89,7 @@ func TestArgumentMessages(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"bench"}, []string{"bench needs a test: one of send_bw, write_bw, read_bw, send_lat, write_lat, alltoall_bw", "(e.g. explore bench send_bw)"}},
+		{[]string{"bench"}, []string{"bench needs a test: one of send_bw, write_bw, read_bw, send_lat, write_lat, read_lat, alltoall_bw", "(e.g. explore bench send_bw)"}},
 		{[]string{"bench", "send_bww"}, []string{`bench: "send_bww" is not a test: choose one of send_bw, `}},
 		{[]string{"bench", "send_bw", "read_bw"}, []string{"bench takes one test, got 2 (send_bw read_bw): one of send_bw"}},
 		{[]string{"figure"}, []string{"figure needs a figure: one of fig13, fig15", "fig19", "(e.g. explore figure fig13)"}},

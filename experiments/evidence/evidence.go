@@ -196,15 +196,13 @@ func benchmarkOf(p Point) (runner, string, string) {
 }
 
 // perftestTest sets cfg's test to perftest's for p's verb and kind ("bw":
-// send_bw, write_bw, read_bw; "lat": send_lat, write_lat) and its
+// send_bw, write_bw, read_bw; "lat": send_lat, write_lat, read_lat) and its
 // transport (UD when p's setup says so), and returns the command line that
 // runs it; or says why the model has no such test.
 func perftestTest(p Point, cfg *perftest.Config, kind string) (how, why string) {
 	switch {
-	case p.Verb == "send", p.Verb == "write", p.Verb == "read" && kind == "bw":
+	case p.Verb == "send", p.Verb == "write", p.Verb == "read":
 		cfg.Test = p.Verb + "_" + kind
-	case kind == "lat":
-		return "", fmt.Sprintf("no model of %s latency yet", p.Verb)
 	default:
 		return "", fmt.Sprintf("no model of %s measurements yet", p.Verb)
 	}
@@ -232,7 +230,8 @@ func iters(p Point) int {
 }
 
 // latencyOf maps a perftest latency point (ib_send_lat, ib_write_lat: the
-// median one-way latency, t_typical) to the same test on the model.
+// median one-way latency, t_typical; ib_read_lat: the median round trip of
+// one read) to the same test on the model.
 func latencyOf(p Point, bytes int) (runner, string, string) {
 	return perftestRun(p, perftest.Config{Size: bytes, Iters: iters(p)}, "lat", " (t_typical, through the model's switch)",
 		func(res *perftest.Result) float64 { return res.TTypicalUS })

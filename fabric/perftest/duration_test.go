@@ -33,6 +33,7 @@ func TestDurationMatchesIterations(t *testing.T) {
 		{"send_lat", perftest.Config{Test: "send_lat", Size: 8, Duration: 1 * ms}, 1000, 0.02},
 		{"write_lat", perftest.Config{Test: "write_lat", Size: 8, Duration: 1 * ms}, 1000, 0.02},
 		{"send_lat UD", perftest.Config{Test: "send_lat", Size: 8, Conn: fabric.UD, Duration: 1 * ms}, 1000, 0.02},
+		{"read_lat", perftest.Config{Test: "read_lat", Size: 8, Duration: 1 * ms}, 500, 0.02},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, linkGbps := run(t, tc.cfg)
@@ -54,8 +55,12 @@ func TestDurationMatchesIterations(t *testing.T) {
 				if rel := math.Abs(d.TAvgUS-n.TAvgUS) / n.TAvgUS; rel > tc.tolerate {
 					t.Errorf("t_avg %.4f us in duration mode, %.4f us for -n %d (%.1f%% apart)", d.TAvgUS, n.TAvgUS, tc.iters, 100*rel)
 				}
-				if tps := 1e6 / (2 * d.TAvgUS); math.Abs(tps-d.TPS) > 1e-6*tps {
-					t.Errorf("tps %.1f, want 1/(2 t_avg) = %.1f", d.TPS, tps)
+				per := 2.0 // a ping-pong's t is half a round trip
+				if d.Test == "read_lat" {
+					per = 1 // a read's t is its whole round trip
+				}
+				if tps := 1e6 / (per * d.TAvgUS); math.Abs(tps-d.TPS) > 1e-6*tps {
+					t.Errorf("tps %.1f, want 1/(%g t_avg) = %.1f", d.TPS, per, tps)
 				}
 				return
 			}

@@ -7,11 +7,15 @@ import (
 )
 
 // latency runs send_lat or write_lat as a ping-pong between this node and
-// peer; the client records half of every round trip.
+// peer; the client records half of every round trip. read_lat is
+// readLatency.
 func latency(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult, error) {
 	m, err := meshFor(th, []int{peer}, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Test == "read_lat" {
+		return readLatency(th, m, client, cfg)
 	}
 	send := cfg.Test == "send_lat"
 	var rx *receiver
@@ -164,4 +168,60 @@ func (p *pingPong) await(i int, send bool) (stop bool, err error) {
 		}
 		th.Wait(deadline, p.m.mr)
 	}
+}
+
+// readLatency runs read_lat as ib_read_lat does: the client reads Size
+// bytes of the server's buffer, one RDMA Read at a time, and records each
+// read's whole round trip (from the post to its completion); the server
+// only serves. In duration mode the client reads until the window ends.
+func readLatency(th fabric.Thread, m *mesh, client bool, cfg *Config) (*nodeResult, error) {
+	oob := th.Node().OOB()
+	if err := oob.Barrier("lat-ready"); err != nil {
+		return nil, err
+	}
+	if !client {
+		return nil, oob.Barrier("lat-done")
+	}
+	t := m.targets(cfg.Size)[0]
+	wcs := make([]fabric.WC, 1)
+	w := cfg.window(th.Now())
+	r := &nodeResult{ok: true, start: th.Now()}
+	var measured float64
+	for i := 0; w.on && th.Now() < w.end || !w.on && i < cfg.Iters; i++ {
+		t0 := th.Now()
+		wr := fabric.SendWR{ID: uint64(i), Op: fabric.OpRead, Local: t.local, RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, Flags: fabric.Signaled}
+		if _, err := t.qp.PostSend([]fabric.SendWR{wr}); err != nil {
+			return nil, err
+		}
+		deadline := th.Now().Add(stall)
+		for {
+			n, err := m.scq.Poll(wcs)
+			if err != nil {
+				return nil, err
+			}
+			if n == 1 {
+				if wcs[0].Status != fabric.StatusSuccess {
+					return nil, &fabric.CompletionError{WC: wcs[0], Node: m.node.ID()}
+				}
+				break
+			}
+			if th.Now() >= deadline {
+				return nil, fmt.Errorf("perftest: node %d: read %d did not complete within %v", m.node.ID(), i, stall)
+			}
+			th.Wait(deadline, m.onSCQ...)
+		}
+		switch {
+		case !w.on:
+			r.lat = append(r.lat, th.Now().Sub(t0))
+		case w.sampling(th.Now()):
+			r.lat = append(r.lat, th.Now().Sub(t0))
+			measured++
+		}
+	}
+	r.end = th.Now()
+	r.msgs, r.bytes = int64(cfg.Iters), int64(cfg.Iters)*int64(cfg.Size)
+	if w.on {
+		w.measured(r, measured, cfg.Size)
+	}
+	return r, oob.Barrier("lat-done")
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // Tests lists the supported test names.
-var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "alltoall_bw", "incast_bw", "reg_mr"}
+var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "alltoall_bw", "incast_bw", "reg_mr"}
 
 // Config is one benchmark run. Zero values take perftest's defaults.
 type Config struct {
@@ -127,7 +127,7 @@ func (c *Config) Normalize(nodes int) error {
 		return fmt.Errorf("%w: --nodes %d: %s pairs nodes (client 2i, server 2i+1); use an even count", ErrConfig, nodes, c.Test)
 	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw":
 		return fmt.Errorf("%w: -c UD: %s needs RDMA operations, which UD does not have; use RC or UC", ErrConfig, c.Test)
-	case c.Conn == fabric.UC && (c.Test == "read_bw"):
+	case c.Conn == fabric.UC && (c.Test == "read_bw" || c.Test == "read_lat"):
 		return fmt.Errorf("%w: -c UC: RDMA Read needs RC", ErrConfig)
 	case c.Conn == fabric.UD && c.Size > 4096:
 		return fmt.Errorf("%w: -s %d with -c UD: a UD message is at most one MTU (4096 bytes)", ErrConfig, c.Size)
@@ -236,7 +236,7 @@ func runNode(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 		return incast(th, nodes, cfg)
 	case "reg_mr":
 		return regMR(th, cfg)
-	case "send_lat", "write_lat":
+	case "send_lat", "write_lat", "read_lat":
 		return latency(th, me^1, me%2 == 0, cfg)
 	default:
 		return bandwidth(th, nodes, me^1, me%2 == 0, cfg)
@@ -296,10 +296,15 @@ func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
 		}
 		if !cfg.bandwidth() && out.DurationUS > 0 {
 			// perftest's duration-mode latency: the measured interval over
-			// the round trips in it, halved; and round trips per second.
+			// the round trips in it, halved (read_lat: a read's whole
+			// round trip, not halved); and round trips per second.
 			out.TPS = float64(out.Iterations) / (out.DurationUS / 1e6)
 			if out.Iterations > 0 {
-				out.TAvgUS = out.DurationUS / 2 / float64(out.Iterations)
+				half := 2.0
+				if cfg.Test == "read_lat" {
+					half = 1
+				}
+				out.TAvgUS = out.DurationUS / half / float64(out.Iterations)
 			}
 		}
 	}

@@ -42,6 +42,7 @@ func TestQuick(t *testing.T) {
 		{Test: "send_bw", Size: 4096, Iters: 500, Conn: fabric.UD},
 		{Test: "send_lat", Size: 8, Iters: 100},
 		{Test: "write_lat", Size: 8, Iters: 100},
+		{Test: "read_lat", Size: 8, Iters: 100},
 		{Test: "alltoall_bw", Size: 4096, Iters: 100},
 		{Test: "alltoall_bw", Size: 65536, Iters: 16, Schedule: perftest.ScheduleRandom},
 		{Test: "alltoall_bw", Size: 65536, Iters: 16, Schedule: perftest.ScheduleRR, Burst: 4},
@@ -114,5 +115,26 @@ func TestInlineWithinTheTransportsLimit(t *testing.T) {
 			t.Errorf("send_bw -c UD -s %d with a 64-byte UD inline limit: %v", size, err)
 		}
 		c.Close()
+	}
+}
+
+// TestReadLatency: an RDMA Read's round trip is longer than a write's
+// one-way latency (it crosses the wire twice and the responder fetches
+// the data from memory) and shorter than three of them; it grows with the
+// size read; UC has no reads.
+func TestReadLatency(t *testing.T) {
+	w, _ := run(t, perftest.Config{Test: "write_lat", Size: 8, Iters: 200})
+	r, _ := run(t, perftest.Config{Test: "read_lat", Size: 8, Iters: 200})
+	big, _ := run(t, perftest.Config{Test: "read_lat", Size: 65536, Iters: 50})
+	t.Logf("write_lat 8 B %.2f us one way; read_lat 8 B %.2f us, 64 KiB %.2f us round trip", w.TTypicalUS, r.TTypicalUS, big.TTypicalUS)
+	if !(r.TTypicalUS > 1.5*w.TTypicalUS && r.TTypicalUS < 3*w.TTypicalUS) {
+		t.Errorf("read_lat %.2f us against write_lat %.2f us one way: want 1.5 to 3 times", r.TTypicalUS, w.TTypicalUS)
+	}
+	if !(big.TTypicalUS > r.TTypicalUS+2) { // 64 KiB take over 5 us on EDR
+		t.Errorf("read_lat: 64 KiB %.2f us, 8 B %.2f us", big.TTypicalUS, r.TTypicalUS)
+	}
+	cfg := perftest.Config{Test: "read_lat", Conn: fabric.UC}
+	if err := cfg.Normalize(2); err == nil || !strings.Contains(err.Error(), "RDMA Read needs RC") {
+		t.Errorf("read_lat over UC: %v", err)
 	}
 }
