@@ -130,8 +130,8 @@ func OpenMPI(th fabric.Thread, cfg Config, costs MPICosts) (Endpoint, error) {
 // buffers (at least OpenMPI's), and as many receive buffers and eager
 // slots per peer. Receives are non-blocking too: GetData charges a
 // window-th of a call per message, a receiver's MPI_Waitall over its
-// window of MPI_Irecv (Release is the MPI_Irecv). Not with cfg.Broadcast. The shuffle's MPI baseline is
-// OpenMPI's blocking MPI_Send (Liu19 §7.1).
+// window of MPI_Irecv (Release is the MPI_Irecv). Not with cfg.Broadcast.
+// The shuffle's MPI baseline is OpenMPI's blocking MPI_Send (Liu19 §7.1).
 func OpenMPINonblocking(th fabric.Thread, cfg Config, costs MPICosts, window int) (Endpoint, error) {
 	if window < 1 {
 		return nil, fmt.Errorf("%w: MPI non-blocking sends need a window of at least 1, not %d", ErrConfig, window)
