@@ -80,10 +80,11 @@ FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
 	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
 	./tcpshuffle/:FuzzParseHeader
-# The fuzzing engine sometimes reports "context deadline exceeded" when its
-# time runs out while a worker is still minimizing a new input, with no
-# failing input written; such a run is repeated once. A real failure writes
-# its input under testdata/fuzz and fails again.
+# The fuzzing engine sometimes reports "context deadline exceeded" as its
+# time runs out, with no failing input written (seen on FuzzParseSpecs and
+# FuzzCount, with and without new inputs being minimized); such a run is
+# repeated once. A real failure writes its input under testdata/fuzz and
+# fails again.
 fuzz-short:
 	@out=$$(mktemp); for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		cmd="$(GO) test -run '^\$$' -fuzz ^$$fn\$$ -fuzztime $(FUZZ_SHORT) -fuzzminimizetime $(FUZZ_MINIMIZE) $$pkg"; echo "$$cmd"; \
