@@ -160,7 +160,13 @@ func runStream(f fabric.Fabric, cfg streamConfig) (float64, error) {
 			// As in iperf, osu_bw and mt-p2p-msgrate, node 0 only sends
 			// while the stream runs: its receiving threads, which take
 			// the ends of the streams, enter the library afterwards.
-			for me == 0 && !cfg.Both && senders < cfg.Streams {
+			for me == 0 && !cfg.Both {
+				mu.Lock()
+				all := senders == cfg.Streams
+				mu.Unlock()
+				if all {
+					break
+				}
 				rt.Wait(fabric.Forever, sent)
 			}
 			t, n, err := drain(rt, ep(k))

@@ -31,7 +31,7 @@ func latency(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult,
 	p := &pingPong{th: th, m: m, cfg: cfg, rx: rx, t: m.targets(cfg.Size)[0], wcs: make([]fabric.WC, 16)}
 	w := cfg.window(th.Now())
 	r := &nodeResult{ok: client, start: th.Now()}
-	var measured float64
+	ls := latSamples{w: w, r: r}
 	// In duration mode the client decides when the run is over and says so
 	// in its last ping, which the server answers before it stops.
 	for i, stop := 0, false; !stop && (w.on || i < cfg.Iters); i++ {
@@ -51,19 +51,9 @@ func latency(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult,
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case !w.on:
-			r.lat = append(r.lat, th.Now().Sub(t0)/2)
-		case w.sampling(th.Now()):
-			r.lat = append(r.lat, th.Now().Sub(t0)/2)
-			measured++
-		}
+		ls.add(th.Now(), th.Now().Sub(t0)/2)
 	}
-	r.end = th.Now()
-	r.msgs, r.bytes = int64(cfg.Iters), int64(cfg.Iters)*int64(cfg.Size)
-	if w.on {
-		w.measured(r, measured, cfg.Size)
-	}
+	ls.done(th.Now(), cfg)
 	if !client {
 		r = nil
 	}
@@ -186,7 +176,7 @@ func readLatency(th fabric.Thread, m *mesh, client bool, cfg *Config) (*nodeResu
 	wcs := make([]fabric.WC, 1)
 	w := cfg.window(th.Now())
 	r := &nodeResult{ok: true, start: th.Now()}
-	var measured float64
+	ls := latSamples{w: w, r: r}
 	for i := 0; w.on && th.Now() < w.end || !w.on && i < cfg.Iters; i++ {
 		t0 := th.Now()
 		wr := fabric.SendWR{ID: uint64(i), Op: fabric.OpRead, Local: t.local, RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, Flags: fabric.Signaled}
@@ -210,18 +200,36 @@ func readLatency(th fabric.Thread, m *mesh, client bool, cfg *Config) (*nodeResu
 			}
 			th.Wait(deadline, m.onSCQ...)
 		}
-		switch {
-		case !w.on:
-			r.lat = append(r.lat, th.Now().Sub(t0))
-		case w.sampling(th.Now()):
-			r.lat = append(r.lat, th.Now().Sub(t0))
-			measured++
-		}
+		ls.add(th.Now(), th.Now().Sub(t0))
 	}
-	r.end = th.Now()
-	r.msgs, r.bytes = int64(cfg.Iters), int64(cfg.Iters)*int64(cfg.Size)
-	if w.on {
-		w.measured(r, measured, cfg.Size)
-	}
+	ls.done(th.Now(), cfg)
 	return r, oob.Barrier("lat-done")
+}
+
+// latSamples collects a latency test's samples into r: every one with
+// -n, in duration mode only those that end in the measured interval.
+type latSamples struct {
+	w        window
+	r        *nodeResult
+	measured float64
+}
+
+// add records sample d, which ended at now.
+func (s *latSamples) add(now fabric.Time, d fabric.Duration) {
+	switch {
+	case !s.w.on:
+		s.r.lat = append(s.r.lat, d)
+	case s.w.sampling(now):
+		s.r.lat = append(s.r.lat, d)
+		s.measured++
+	}
+}
+
+// done closes the run at now.
+func (s *latSamples) done(now fabric.Time, cfg *Config) {
+	s.r.end = now
+	s.r.msgs, s.r.bytes = int64(cfg.Iters), int64(cfg.Iters)*int64(cfg.Size)
+	if s.w.on {
+		s.w.measured(s.r, s.measured, cfg.Size)
+	}
 }
