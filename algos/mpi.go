@@ -432,11 +432,14 @@ func (e *mpi) Acquire(th fabric.Thread) (*Buffer, error) {
 // send is in flight (the caller then holds every buffer). Called with the
 // lock held.
 func (e *mpi) awaitFree(th fabric.Thread) error {
-	if len(e.free) > 0 || e.signaled == 0 {
+	if len(e.free) > 0 || !e.inFlight() {
 		return nil
 	}
 	th.Compute(e.costs.CallCycles) // MPI_Waitany's bookkeeping
-	return e.progressUntil(th, func() bool { return len(e.free) > 0 || e.signaled == 0 }, waiting{format: "waiting for a non-blocking send to complete"})
+	// In flight is what a destination has not taken yet: a rendezvous
+	// whose RTS went unsignaled completes no send of its own until its
+	// FIN, so the count of signaled sends cannot tell.
+	return e.progressUntil(th, func() bool { return len(e.free) > 0 || !e.inFlight() }, waiting{format: "waiting for a non-blocking send to complete"})
 }
 
 // inFlight says whether a non-blocking send has a destination that does
