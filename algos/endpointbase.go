@@ -296,6 +296,11 @@ type receiving struct {
 	// taken, if set, runs on each delivery as it is handed out and
 	// returns it, amended.
 	taken func(th fabric.Thread, d Delivery) (Delivery, error)
+	// pause, if set, replaces the wait after a poll that found nothing:
+	// the thread keeps polling, as an MPI library's progress engine does,
+	// and pause, told how many polls in a row found nothing, may let the
+	// lock go for a while (it returns with the lock held).
+	pause func(th fabric.Thread, empties int)
 }
 
 // getData is GetData for every design: it hands out polled deliveries,
@@ -306,6 +311,7 @@ func (e *endpointBase) getData(th fabric.Thread, r *receiving) (Delivery, error)
 	e.lock()
 	defer e.unlock()
 	deadline := th.Now().Add(e.cfg.Timeout)
+	empties := 0
 	for {
 		if d, ok := e.ready.pop(); ok {
 			if r.taken != nil {
@@ -326,6 +332,7 @@ func (e *endpointBase) getData(th fabric.Thread, r *receiving) (Delivery, error)
 		if n > 0 {
 			quiet = th.Now()
 			deadline = quiet.Add(e.cfg.Timeout)
+			empties = 0
 			continue
 		}
 		until := deadline
@@ -342,6 +349,11 @@ func (e *endpointBase) getData(th fabric.Thread, r *receiving) (Delivery, error)
 			}
 			return Delivery{}, fmt.Errorf("algos: %s endpoint %d on node %d: no progress for %v while receiving (%d of %d sources ended)",
 				e.design, e.cfg.Tag, e.me, e.cfg.Timeout, e.doneCount, e.n)
+		}
+		if r.pause != nil {
+			empties++
+			r.pause(th, empties)
+			continue
 		}
 		waitReleased(th, e.mu, until, r.on...)
 	}

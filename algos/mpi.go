@@ -23,10 +23,60 @@ type MPICosts struct {
 	// need not fetch them (MVAPICH2's rdma_max_inline_size); capped by
 	// the device's inline limit. 0: none.
 	InlineBytes int
+	// Wait is what a thread does while it waits inside the library.
+	Wait MPIWait
 }
 
-// DefaultMPICosts are the defaults documented in docs/model.md.
-var DefaultMPICosts = MPICosts{CallCycles: 600, MatchCycles: 300, EagerBytes: 16 << 10, InlineBytes: 128}
+// MPIWait is how a thread that waits inside an MPI library (a blocking
+// MPI_Send, MPI_Wait, MPI_Waitany, MPI_Waitall) spends the time: the
+// progress engine polls the network holding the library's global lock,
+// and after PollsBeforeYield polls in a row that found nothing lets the
+// lock go, calls sched_yield (YieldCycles), spins SpinCycles and takes
+// the lock again. The lock is a pthread mutex (fabric.Node's
+// NewSleepingMutex): a thread that finds it taken sleeps until the
+// holder's unlock wakes it. docs/model.md gives each library's values.
+type MPIWait struct {
+	// PollsBeforeYield is the number of empty polls made holding the
+	// lock before it is let go; 0 waits without polling, asleep until a
+	// completion arrives (an idealised library, not a real one).
+	PollsBeforeYield int
+	// YieldCycles is how long the lock stays free when it is let go: a
+	// sched_yield that finds nothing else to run (MPICH), or, where the
+	// yield compiles to nothing (MVAPICH2 on Linux), the calls between
+	// the unlock and the lock.
+	YieldCycles int64
+	SpinCycles  int64 // spinning after the yield, before locking again
+}
+
+// MVAPICH2Wait is MVAPICH2 2.3's progress wait, the library of Liu19's MPI
+// baseline: its ch3 mrail progress engine counts empty polls and, past
+// MV2_THREAD_YIELD_SPIN_THRESHOLD (5, so on the 6th), unlocks the global
+// mutex, "yields" and spins MV2_NUM_SPINS_BEFORE_LOCK (2000) times before
+// locking again; but a default Linux build defines the yield as nothing
+// and the spin is an empty loop that -O2 removes, so the thread unlocks
+// and locks again at once. MPICHWait is MPICH's (ch4 with the global
+// critical section): unlock, sched_yield and lock after every empty poll.
+// docs/model.md [M5] gives the sources.
+var (
+	MVAPICH2Wait = MPIWait{PollsBeforeYield: 6, YieldCycles: mpiRelockCycles}
+	MPICHWait    = MPIWait{PollsBeforeYield: 1, YieldCycles: mpiYieldCycles}
+)
+
+// Cycle counts of the waits (docs/model.md [M5]): mpiYieldCycles is one
+// sched_yield that finds nothing else to run (439 ns on a 3.6 GHz
+// Haswell); mpiRelockCycles is what MVAPICH2 does between its unlock and
+// its lock when it yields nothing: the error-checking mutex's owner check
+// and the atomic count of queued threads on each side, two contended
+// atomics (E). The lock is free meanwhile, the only moment a woken
+// thread can take it from a thread that keeps polling.
+const (
+	mpiYieldCycles  = 1600
+	mpiRelockCycles = 100
+)
+
+// DefaultMPICosts are the defaults documented in docs/model.md: MVAPICH2,
+// as Liu19 §7.1 ran it.
+var DefaultMPICosts = MPICosts{CallCycles: 600, MatchCycles: 300, EagerBytes: 16 << 10, InlineBytes: 128, Wait: MVAPICH2Wait}
 
 // MPIMsgBytes is the MPI baseline's default message size, 64 KB as in seed
 // 001 §7.1.
@@ -149,11 +199,15 @@ func openMPI(th fabric.Thread, cfg Config, costs MPICosts, window int) (Endpoint
 	if cfg.Adaptive != nil {
 		return nil, fmt.Errorf("%w: MPI does not support adaptive buffers: the MPI baseline keeps its own fixed buffers, as MPI libraries do", ErrConfig)
 	}
-	if costs.CallCycles < 0 || costs.MatchCycles < 0 || costs.EagerBytes < HeaderBytes || costs.InlineBytes < 0 {
+	w := costs.Wait
+	if costs.CallCycles < 0 || costs.MatchCycles < 0 || costs.EagerBytes < HeaderBytes || costs.InlineBytes < 0 ||
+		w.PollsBeforeYield < 0 || w.YieldCycles < 0 || w.SpinCycles < 0 {
 		return nil, fmt.Errorf("%w: MPI costs must not be negative and the eager threshold must hold a %d-byte header: %+v", ErrConfig, HeaderBytes, costs)
 	}
 	e := &mpi{costs: costs, window: window}
 	e.init("MPI", th, cfg)
+	// The library's global lock is a pthread mutex: its waiters sleep.
+	e.mu = e.node.NewSleepingMutex()
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open MPI endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
@@ -374,6 +428,7 @@ func (e *mpi) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error 
 // without progress. Called with the lock held.
 func (e *mpi) progressUntil(th fabric.Thread, done func() bool, what waiting) error {
 	deadline := th.Now().Add(e.cfg.Timeout)
+	empties := 0
 	for !done() {
 		n, err := e.progress(th)
 		if err != nil {
@@ -381,13 +436,45 @@ func (e *mpi) progressUntil(th fabric.Thread, done func() bool, what waiting) er
 		}
 		if n > 0 {
 			deadline = th.Now().Add(e.cfg.Timeout)
+			empties = 0
 			continue
 		}
-		if err := e.wait(th, deadline, nil, what); err != nil {
+		empties++
+		if err := e.idle(th, deadline, empties, what); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// idle is what the progress engine does after empties polls in a row that
+// found nothing (MPICosts.Wait): poll again holding the lock, or let the
+// lock go for a sched_yield and a spin, or (PollsBeforeYield 0) sleep
+// until a completion. It fails once deadline has passed. Called with the
+// lock held; returns with it held.
+func (e *mpi) idle(th fabric.Thread, deadline fabric.Time, empties int, what waiting) error {
+	w := e.costs.Wait
+	if w.PollsBeforeYield == 0 {
+		return e.wait(th, deadline, nil, what)
+	}
+	if th.Now() >= deadline {
+		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
+	}
+	e.yield(th, empties)
+	return nil
+}
+
+// yield lets the library's lock go after every PollsBeforeYield-th empty
+// poll in a row: sched_yield, a spin, and the lock again. Called with the
+// lock held; returns with it held.
+func (e *mpi) yield(th fabric.Thread, empties int) {
+	w := e.costs.Wait
+	if empties%w.PollsBeforeYield != 0 {
+		return
+	}
+	e.unlock()
+	th.Compute(w.YieldCycles + w.SpinCycles)
+	e.lock()
 }
 
 // wait overrides endpointBase.wait to wake on either completion queue.
@@ -603,8 +690,12 @@ func (e *mpi) receiving() receiving {
 	if e.window > 0 {
 		cost = (cost + int64(e.window) - 1) / int64(e.window)
 	}
-	return receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: e.progress,
+	r := receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: e.progress,
 		taken: func(th fabric.Thread, d Delivery) (Delivery, error) { th.Compute(cost); return d, nil }}
+	if e.costs.Wait.PollsBeforeYield > 0 {
+		r.pause = e.yield
+	}
+	return r
 }
 
 // Release posts the buffer again as an MPI_Irecv and matches any
@@ -649,17 +740,8 @@ func (e *mpi) finish(th fabric.Thread) error {
 			return err
 		}
 	}
-	deadline := th.Now().Add(e.cfg.Timeout)
-	for e.signaled > 0 {
-		n, err := e.progress(th)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			if err := e.wait(th, deadline, nil, waiting{format: "waiting for the last sends to complete"}); err != nil {
-				return err
-			}
-		}
+	if err := e.progressUntil(th, func() bool { return e.signaled == 0 }, waiting{format: "waiting for the last sends to complete"}); err != nil {
+		return err
 	}
 	return e.node.OOB().Barrier(fmt.Sprintf("mpi/%d/down", e.cfg.Tag))
 }

@@ -38,8 +38,15 @@ type Node interface {
 	// OOB is the out-of-band channel (TCP on hardware) used for connection
 	// setup; it must be called from a thread of this node.
 	OOB() OOB
-	// NewMutex returns a lock for threads of this node.
+	// NewMutex returns a lock for threads of this node. Its waiters spin
+	// and take it in turn, as the designs' own locks do.
 	NewMutex() Mutex
+	// NewSleepingMutex returns a lock whose waiters sleep in the kernel
+	// and are woken one at a time, as a pthread mutex's are (the global
+	// lock of an MPI library): a releasing thread pays a wake-up system
+	// call, and a running thread may take the lock ahead of a woken one.
+	// On hardware backends it behaves as NewMutex's lock.
+	NewSleepingMutex() Mutex
 	// NewSignal returns a Waitable that threads of this node notify.
 	NewSignal() Signal
 	// Payload reports whether real bytes move. In size-only mode the NIC

@@ -81,7 +81,9 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 		if p.Unit != "Mops/s" {
 			return nil, "", fmt.Sprintf("unit %q: a message-rate point reports Mops/s", p.Unit), true
 		}
-		cfg.Window, cfg.Messages = osuWindow, msgRateMessages
+		// The threads share the library (MPI_THREAD_MULTIPLE) and wait
+		// in it as MPICH does; the sources are MPICH or derived from it.
+		cfg.Window, cfg.Messages, cfg.Wait = osuWindow, msgRateMessages, algos.MPICHWait
 		if w, isInt := p.X["window"].(int); isInt {
 			cfg.Window = w
 		}

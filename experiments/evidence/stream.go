@@ -28,6 +28,11 @@ type streamConfig struct {
 	// send to node 0 as node 0's send to node 1, and the rate is the sum
 	// of both directions.
 	Both bool
+	// Wait is how the MPI design's threads wait in the library: the
+	// zero value polls without letting the lock go (MPI_THREAD_SINGLE,
+	// as osu_bw and IMB run), algos.MPICHWait for MPICH's
+	// MPI_THREAD_MULTIPLE. MPI only.
+	Wait algos.MPIWait
 }
 
 // Endpoint settings of these runs: those of `explore run` without flags
@@ -64,13 +69,17 @@ func openStream(th fabric.Thread, cfg streamConfig) ([]algos.Endpoint, error) {
 		n, ec.Threads = 1, cfg.Streams
 	}
 	open := cfg.Design.Open
-	if cfg.Window > 0 {
-		if cfg.Design.Name != algos.NameMPI {
-			return nil, fmt.Errorf("evidence: a window of %d non-blocking sends is for the MPI design only, not %s", cfg.Window, cfg.Design.Name)
-		}
+	if cfg.Design.Name == algos.NameMPI {
+		costs := algos.DefaultMPICosts
+		costs.Wait = cfg.Wait
 		open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
-			return algos.OpenMPINonblocking(th, c, algos.DefaultMPICosts, cfg.Window)
+			if cfg.Window > 0 {
+				return algos.OpenMPINonblocking(th, c, costs, cfg.Window)
+			}
+			return algos.OpenMPI(th, c, costs)
 		}
+	} else if cfg.Window > 0 || cfg.Wait != (algos.MPIWait{}) {
+		return nil, fmt.Errorf("evidence: a window of non-blocking sends and a library wait are for the MPI design only, not %s", cfg.Design.Name)
 	}
 	eps := make([]algos.Endpoint, n)
 	for k := range eps {

@@ -21,6 +21,7 @@ var SoftwareEstimates = []Estimate{
 	{"ipoib.syscall_cycles", "a system call's entry, exit and socket lock: microsecond scale from a host-stack study"},
 	{"ipoib.tx_segment_cycles", "the kernel's transmit path per IPoIB segment: microsecond scale from a host-stack study"},
 	{"ipoib.rx_segment_cycles", "the kernel's receive path per IPoIB segment: microsecond scale from a host-stack study"},
+	{"mpi.relock_cycles", "what MVAPICH2 does between its unlock and its lock when a waiting thread yields the global lock: two contended atomics, an estimate"},
 	{"poll.line_cycles", "a polled line the NIC wrote costs a full L3 hit (measured on a client part), no overlap of loads"},
 }
 
@@ -50,6 +51,8 @@ func ApplySoftware(c Change) (experiments.SoftwareCosts, error) {
 	case "mpi.eager_bytes":
 		// The threshold counts the header: it must still hold one.
 		mpi.EagerBytes = max(int(move(int64(mpi.EagerBytes))), algos.HeaderBytes)
+	case "mpi.relock_cycles":
+		mpi.Wait.YieldCycles = move(mpi.Wait.YieldCycles)
 	case "ipoib.syscall_cycles":
 		ipoib.SyscallCycles = move(ipoib.SyscallCycles)
 	case "ipoib.tx_segment_cycles":

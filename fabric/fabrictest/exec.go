@@ -32,7 +32,8 @@ func RunExec(t *testing.T, f Factory) {
 // ExecCases lists the checks of the execution contract.
 func ExecCases() []Case {
 	return []Case{
-		{Name: "MutexCounts", Body: mutexCounts},
+		{Name: "MutexCounts", Body: func(th fabric.Thread) error { return mutexCounts(th, th.Node().NewMutex()) }},
+		{Name: "SleepingMutexCounts", Body: func(th fabric.Thread) error { return mutexCounts(th, th.Node().NewSleepingMutex()) }},
 		{Name: "SignalWakesWaiter", Body: signalWakes},
 		{Name: "SpawnOnEveryCore", Body: spawnCores},
 		{Name: "SpawnBadCore", Body: spawnBadCore, Want: fabric.ErrInvalidArg},
@@ -65,14 +66,14 @@ func join(th fabric.Thread, mu fabric.Mutex, sig fabric.Signal, done *int, n int
 	}
 }
 
-// mutexCounts: threads on every core increment one counter under a node
-// Mutex; no increment is lost (and, under the race detector, the lock
-// orders them).
-func mutexCounts(th fabric.Thread) error {
+// mutexCounts: threads on every core increment one counter under mu, a
+// node Mutex (NewMutex or NewSleepingMutex); no increment is lost (and,
+// under the race detector, the lock orders them).
+func mutexCounts(th fabric.Thread, mu fabric.Mutex) error {
 	const perThread = 500
 	n := th.Node()
 	threads := min(n.Cores(), 4)
-	mu, sig := n.NewMutex(), n.NewSignal()
+	sig := n.NewSignal()
 	count, done := 0, 0
 	for i := 0; i < threads; i++ {
 		th.Spawn(fmt.Sprintf("adder%d", i), i, func(th fabric.Thread) error {

@@ -392,6 +392,11 @@ func (n *node) Payload() bool { return true }
 // cores) that unwinds a waiting thread when the run is aborted.
 func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c, gate: n.gate} }
 
+// NewSleepingMutex implements fabric.Node: on real threads the lock's
+// waiters are the Go runtime's to park, so it is NewMutex's lock; what a
+// sleeping lock costs is the simulator's model.
+func (n *node) NewSleepingMutex() fabric.Mutex { return n.NewMutex() }
+
 // NewSignal implements fabric.Node.
 func (n *node) NewSignal() fabric.Signal { return &signal{} }
 

@@ -70,6 +70,8 @@ type Cluster struct {
 	stats    Stats
 	oob      oobState
 
+	futexRng *rand.Rand // sleeping mutexes' wake-up times (futex.go), made on first use
+
 	inj *injector // the fault plan (faultplan.go), nil without one
 	chk *checker  // the verbs-usage checker (checker.go), nil when off
 }

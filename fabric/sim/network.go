@@ -217,6 +217,9 @@ type Stats struct {
 	RNRNaks           int64
 	CQOverruns        int64 // completions lost to full CQs
 	LockHandoffs      int64 // a thread took a QP's or CQ's lock from another thread
+	FutexWakes        int64 // sleeping mutexes: FUTEX_WAKE calls that woke a sleeper
+	FutexEmptyWakes   int64 // FUTEX_WAKE calls that found nobody asleep (the word stayed contended)
+	FutexRetries      int64 // woken sleepers that found the lock taken again and slept again
 	QPCacheHits       int64 // NIC queue-pair context lookups that hit, all nodes
 	QPCacheMisses     int64 // lookups that had to fetch the context over PCIe
 	MPTHits           int64 // memory-region protection lookups that hit, all nodes (0 when translation is not modelled)

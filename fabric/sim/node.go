@@ -31,6 +31,9 @@ func (n *node) Cores() int             { return n.c.prof.Host.Cores }
 func (n *node) Device() fabric.Device  { return n.dev }
 func (n *node) OOB() fabric.OOB        { return (*oob)(n) }
 func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c} }
+
+// NewSleepingMutex implements fabric.Node: a futex-based lock (futex.go).
+func (n *node) NewSleepingMutex() fabric.Mutex { return &futexMutex{c: n.c} }
 func (n *node) NewSignal() fabric.Signal {
 	return &signalObj{sigbase{c: n.c}}
 }

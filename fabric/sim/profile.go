@@ -102,8 +102,17 @@ type HostProfile struct {
 	// sockets (the lock's cache line crosses the interconnect); 0: as
 	// lock_handoff_ns.
 	LockHandoffRemoteNS float64 `yaml:"lock_handoff_remote_ns"`
-	MemcpyGBps          float64 `yaml:"memcpy_gbps"`   // one core's copy bandwidth, GB/s (10^9 bytes/s)
-	HashTupleNS         float64 `yaml:"hash_tuple_ns"` // hashing one tuple's key and choosing its buffer, ns
+	// A sleeping lock's (futex) costs: a FUTEX_WAKE system call that
+	// wakes a sleeper, on the releasing core; the time until the woken
+	// thread runs on its own core; a system call that finds nothing to
+	// do (FUTEX_WAKE with nobody asleep, sched_yield with nothing else
+	// to run).
+	FutexWakeNS  float64 `yaml:"futex_wake_ns"`
+	WakeupNS     float64 `yaml:"wakeup_ns"`
+	WakeupTailNS float64 `yaml:"wakeup_tail_ns"` // mean of the wake-up's exponential excess over wakeup_ns
+	SyscallNS    float64 `yaml:"syscall_ns"`
+	MemcpyGBps   float64 `yaml:"memcpy_gbps"`   // one core's copy bandwidth, GB/s (10^9 bytes/s)
+	HashTupleNS  float64 `yaml:"hash_tuple_ns"` // hashing one tuple's key and choosing its buffer, ns
 }
 
 // PCIeProfile describes the NIC's host interface.
@@ -355,6 +364,10 @@ func (p *Profile) numbers() []profileNumber {
 		n("host.lock_handoff_ns", "ns", h.LockHandoffNS, maxLatencyNS, false),
 		n("host.sockets", "sockets", float64(h.Sockets), 64, false),
 		n("host.lock_handoff_remote_ns", "ns", h.LockHandoffRemoteNS, maxLatencyNS, false),
+		n("host.futex_wake_ns", "ns", h.FutexWakeNS, maxLatencyNS, false),
+		n("host.wakeup_ns", "ns", h.WakeupNS, maxLatencyNS, false),
+		n("host.wakeup_tail_ns", "ns", h.WakeupTailNS, maxLatencyNS, false),
+		n("host.syscall_ns", "ns", h.SyscallNS, maxLatencyNS, false),
 		n("host.memcpy_gbps", "GB/s", h.MemcpyGBps, maxRateGB, true),
 		n("host.hash_tuple_ns", "ns", h.HashTupleNS, maxLatencyNS, false),
 		n("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB, true),

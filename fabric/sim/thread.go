@@ -387,6 +387,21 @@ func (c *Cluster) enter(cost fabric.Duration) fabric.Time {
 	return th.local
 }
 
+// lockCaller returns the thread calling a Mutex's op ("Lock", "Unlock"),
+// caught up with the cluster, or nil while the run is being aborted (the
+// op then does nothing). It panics outside a simulated thread.
+func (c *Cluster) lockCaller(op string) *thread {
+	th := c.cur
+	if th == nil {
+		panic("sim: Mutex." + op + " outside a simulated thread")
+	}
+	if c.abort {
+		return nil
+	}
+	th.syncTo(th.local)
+	return th
+}
+
 // mutex is a simulated lock: contended acquisitions wait in FIFO order and
 // pay the profile's hand-off cost.
 type mutex struct {
@@ -400,14 +415,10 @@ type mutex struct {
 // released when the abort interrupted it is not held, whatever the
 // deferred Unlock that follows expects.
 func (m *mutex) Lock() {
-	th := m.c.cur
+	th := m.c.lockCaller("Lock")
 	if th == nil {
-		panic("sim: Mutex.Lock outside a simulated thread")
-	}
-	if m.c.abort {
 		return
 	}
-	th.syncTo(th.local)
 	if !m.held {
 		m.held = true
 		th.Busy(m.c.prof.Host.lockCost())
@@ -418,14 +429,10 @@ func (m *mutex) Lock() {
 }
 
 func (m *mutex) Unlock() {
-	th := m.c.cur
+	th := m.c.lockCaller("Unlock")
 	if th == nil {
-		panic("sim: Mutex.Unlock outside a simulated thread")
-	}
-	if m.c.abort {
 		return
 	}
-	th.syncTo(th.local)
 	if !m.held {
 		panic("sim: Unlock of an unlocked Mutex")
 	}
