@@ -457,10 +457,18 @@ func (e *mpi) idle(th fabric.Thread, deadline fabric.Time, empties int, what wai
 	if w.PollsBeforeYield == 0 {
 		return e.wait(th, deadline, nil, what)
 	}
+	if err := e.stalled(th, deadline, what); err != nil {
+		return err
+	}
+	e.yield(th, empties)
+	return nil
+}
+
+// stalled is the error of a wait whose deadline has passed, or nil.
+func (e *mpi) stalled(th fabric.Thread, deadline fabric.Time, what waiting) error {
 	if th.Now() >= deadline {
 		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
 	}
-	e.yield(th, empties)
 	return nil
 }
 
@@ -479,8 +487,8 @@ func (e *mpi) yield(th fabric.Thread, empties int) {
 
 // wait overrides endpointBase.wait to wake on either completion queue.
 func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, what waiting) error {
-	if th.Now() >= deadline {
-		return fmt.Errorf("algos: MPI endpoint %d on node %d: no progress for %v while %s", e.cfg.Tag, e.me, e.cfg.Timeout, what)
+	if err := e.stalled(th, deadline, what); err != nil {
+		return err
 	}
 	if e.waitList == nil { // built once (under the lock): a variadic call through the interface allocates
 		e.waitList = []fabric.Waitable{e.scq, e.rcq}
