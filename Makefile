@@ -34,13 +34,13 @@ report-check:
 
 # go vet, every test, and a few seconds of every fuzz target; the race
 # detector over the loopback backend (every design and pattern on real
-# threads, at GOMAXPROCS 2 and 4, and the conformance suite); with
+# threads, at GOMAXPROCS 1, 2 and 4, and the conformance suite); with
 # libibverbs-dev installed (installed here when missing and running as
 # root on Debian), also the real-hardware backend (its conformance suite
 # skips without a device).
 test: ibverbs-dev vet fuzz-short
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race -cpu 2,4 ./fabric/loopback/
+	$(GO) test -count=1 -race -cpu 1,2,4 ./fabric/loopback/
 	$(GO) test -count=1 -race -cpu 2,4 -run TestExecConformance ./fabric/host/
 	@if [ -e /usr/include/infiniband/verbs.h ]; then \
 		echo "$(GO) vet -tags ibverbs ./fabric/ibv/ && $(GO) test -count=1 -tags ibverbs ./fabric/ibv/"; \

@@ -100,8 +100,10 @@ type runState struct {
 	abortCh chan struct{}
 }
 
-// errAbort unwinds a thread whose run was aborted (raised by Wait, Busy,
-// Compute and Lock; recovered by the thread's wrapper).
+// errAbort unwinds a thread whose run was aborted (raised by Wait, Busy
+// and Compute; recovered by the thread's wrapper). Lock does not raise it:
+// a caller that lets a lock go around a wait takes it again in a deferred
+// call, and its own deferred unlock must then find the lock held.
 type errAbort struct{}
 
 // abortGrace is how long Run waits for threads to notice an abort.
@@ -319,11 +321,14 @@ func (th *thread) Compute(cycles int64) {
 	}
 }
 
-// Busy implements fabric.Thread: spins (without sleeping) for d.
+// Busy implements fabric.Thread: spins (without sleeping) for d. It
+// unwinds the thread of an aborted run on entry, so that a loop of short
+// spins does too, and every 1024 clock reads.
 func (th *thread) Busy(d fabric.Duration) {
 	if d <= 0 {
 		return
 	}
+	th.checkAbort()
 	th.leave()
 	defer th.enter()
 	end := th.Now().Add(d)
@@ -389,13 +394,16 @@ func (n *node) OOB() fabric.OOB {
 func (n *node) Payload() bool { return true }
 
 // NewMutex implements fabric.Node: a spinning lock (threads own their
-// cores) that unwinds a waiting thread when the run is aborted.
+// cores).
 func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c, gate: n.gate} }
 
-// NewSleepingMutex implements fabric.Node: on real threads the lock's
-// waiters are the Go runtime's to park, so it is NewMutex's lock; what a
-// sleeping lock costs is the simulator's model.
-func (n *node) NewSleepingMutex() fabric.Mutex { return n.NewMutex() }
+// NewSleepingMutex implements fabric.Node: a waiter parks in the Go
+// runtime as a pthread mutex's waiter sleeps in the kernel, and the
+// runtime hands the lock to a waiter that has waited long, so a thread
+// that lets the lock go and takes it back at once (an MPI progress loop)
+// cannot starve the others even on one core. What a sleeping lock costs
+// is the simulator's model.
+func (n *node) NewSleepingMutex() fabric.Mutex { return &sleepingMutex{gate: n.gate} }
 
 // NewSignal implements fabric.Node.
 func (n *node) NewSignal() fabric.Signal { return &signal{} }
@@ -406,9 +414,10 @@ type mutex struct {
 	gate Gate // the node's, or nil; the locking thread holds it
 }
 
-// Lock spins; while it waits it lets go of the node's gate (a software NIC
-// must be able to place writes while threads queue for a lock), and takes
-// it again before it returns or unwinds.
+// Lock spins until it holds the lock, also in a run being aborted (the
+// holder unwinds to its deferred unlock); while it waits it lets go of the
+// node's gate (a software NIC must be able to place writes while threads
+// queue for a lock), and takes it again before it returns.
 func (m *mutex) Lock() {
 	if m.mu.TryLock() {
 		return
@@ -418,12 +427,6 @@ func (m *mutex) Lock() {
 	}
 	for i := 0; !m.mu.TryLock(); i++ {
 		if i&63 == 63 {
-			if rs := m.c.current(); rs != nil && rs.aborted.Load() {
-				if m.gate != nil {
-					m.gate.Enter()
-				}
-				panic(errAbort{})
-			}
 			runtime.Gosched()
 		}
 	}
@@ -433,6 +436,28 @@ func (m *mutex) Lock() {
 }
 
 func (m *mutex) Unlock() { m.mu.Unlock() }
+
+type sleepingMutex struct {
+	mu   sync.Mutex
+	gate Gate // the node's, or nil; the locking thread holds it
+}
+
+// Lock parks until it holds the lock, letting go of the node's gate
+// while it waits, and takes the gate again before it returns.
+func (m *sleepingMutex) Lock() {
+	if m.mu.TryLock() {
+		return
+	}
+	if m.gate != nil {
+		m.gate.Leave()
+	}
+	m.mu.Lock()
+	if m.gate != nil {
+		m.gate.Enter()
+	}
+}
+
+func (m *sleepingMutex) Unlock() { m.mu.Unlock() }
 
 func (c *cluster) current() *runState {
 	c.mu.Lock()

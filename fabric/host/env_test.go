@@ -282,3 +282,52 @@ func TestDistributedRun(t *testing.T) {
 		}
 	}
 }
+
+// A thread that lets a lock go around a wait takes it again in a deferred
+// call when an abort unwinds the wait, while another thread holds it: the
+// lock must then be its again before its own deferred unlock runs (an
+// unlock of an unlocked mutex kills the process).
+func TestAbortWhileRelocking(t *testing.T) {
+	for _, kind := range []string{"spinning", "sleeping"} {
+		t.Run(kind, func(t *testing.T) {
+			c := localCluster(t, 1, Config{Cores: 3})
+			var waiting, holding atomic.Bool
+			err := c.Run(func(th fabric.Thread) error {
+				mu := th.Node().NewMutex()
+				if kind == "sleeping" {
+					mu = th.Node().NewSleepingMutex()
+				}
+				th.Spawn("waiter", 1, func(th fabric.Thread) error {
+					mu.Lock()
+					defer mu.Unlock()
+					mu.Unlock()
+					defer mu.Lock()
+					waiting.Store(true)
+					for { // unwound at a Wait once the run is aborted
+						th.Wait(fabric.Forever)
+					}
+				})
+				th.Spawn("holder", 2, func(th fabric.Thread) error {
+					for !waiting.Load() {
+						th.Busy(fabric.Microsecond)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					defer time.Sleep(10 * time.Millisecond) // slow to unwind: the waiter's relock waits
+					holding.Store(true)
+					for {
+						th.Busy(fabric.Microsecond)
+					}
+				})
+				for !holding.Load() {
+					th.Busy(fabric.Microsecond)
+				}
+				th.Busy(fabric.Millisecond) // the waiter is parked in its wait
+				return errors.New("abort")
+			})
+			if err == nil || !strings.Contains(err.Error(), "n0/main: abort") {
+				t.Fatalf("Run: %v", err)
+			}
+		})
+	}
+}
