@@ -193,6 +193,14 @@ func (c *Cluster) Run(main func(th fabric.Thread) error) error {
 	if c.stop != nil || c.live > 0 {
 		c.abortAll()
 	}
+	// What the run's thread functions hold (an application's records of
+	// every queue pair) is garbage now. Model objects may still name a
+	// thread (the last holder of a queue pair's lock, the poster of a
+	// receive), so a finished thread lets go of its coroutine.
+	for _, th := range c.threads {
+		th.next, th.stop, th.yield = nil, nil, nil
+	}
+	clear(c.threads)
 	c.threads = c.threads[:0]
 	return c.stop
 }

@@ -3,9 +3,11 @@ package sim_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"weak"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/fabrictest"
@@ -580,5 +582,36 @@ func TestStopCauseWins(t *testing.T) {
 				t.Fatalf("next run: %v", err)
 			}
 		})
+	}
+}
+
+// TestRunReleasesThreadState: once a run is over, what its thread
+// functions held can be collected, although model objects still name
+// the threads (a queue pair remembers the last thread that posted on it).
+// A 1024-node perftest run's per-queue-pair records are its bulk.
+func TestRunReleasesThreadState(t *testing.T) {
+	c := newCluster(t, sim.Config{Nodes: 2, Seed: 1})
+	var held [2]weak.Pointer[[1 << 16]byte]
+	err := c.Run(func(th fabric.Thread) error {
+		state := new([1 << 16]byte)
+		held[th.Node().ID()] = weak.Make(state)
+		conn, err := fabrictest.Connect(th, 1-th.Node().ID(), fabrictest.Options{})
+		if err != nil {
+			return err
+		}
+		if _, err := conn.QP.PostRecv([]fabric.RecvWR{{ID: uint64(state[0]), Local: conn.MR.SGE(0, 64)}}); err != nil {
+			return err
+		}
+		th.Spawn("worker", 1, func(fabric.Thread) error { state[1]++; return nil })
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	for i, p := range held {
+		if p.Value() != nil {
+			t.Errorf("node %d: the state its threads held is still reachable after the run", i)
+		}
 	}
 }

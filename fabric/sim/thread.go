@@ -172,7 +172,9 @@ func (c *Cluster) drive() {
 		}
 		c.handoffs++
 		c.cur = w
-		if _, ok := w.next(); !ok {
+		if w.next == nil { // a wake left over from an earlier run
+			w.done = true
+		} else if _, ok := w.next(); !ok {
 			w.done = true
 		}
 		c.cur = nil
