@@ -20,14 +20,14 @@ import (
 
 // Memory of the simulator per queue pair, apart from its rings
 // (calibrated on peak resident sizes, docs/performance.md "Scale"): the
-// queue pair (560 bytes), perftest's records of it and its peer, the
+// queue pair (448 bytes), perftest's records of it and its peer, the
 // verbs checker's, the completion entries and the garbage collector's
 // headroom over the live heap.
 const (
 	benchBase      = 64 << 20  // the process: runtime, code, tables
 	benchPerNode   = 256 << 10 // a node: NIC, threads' stacks, queues
 	benchPerQP     = 4 << 10
-	benchRecvEntry = 48  // bytes per receive-ring slot (rqe)
+	benchRecvEntry = 48  // bytes per receive-ring slot (an rqe is 40: erring towards too much)
 	benchSendEntry = 256 // bytes per send-ring slot (sqe)
 )
 

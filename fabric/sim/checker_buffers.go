@@ -238,19 +238,20 @@ func (ch *checker) polled() string {
 
 // recvPosted runs as PostRecv accepts e.
 func (ch *checker) recvPosted(q *qp, e *rqe) {
-	if e.mr == nil || e.bad || e.n == 0 {
+	if e.mr == nil || e.has(rqeBad) || e.n == 0 {
 		return
 	}
 	m := e.mr
 	m.busy++
-	e.ckHeld, e.ckOn, e.poster, e.ckSum = true, true, ch.c.cur, ch.sum(e.bytes())
+	e.set(rqeCkHeld|rqeCkOn, true)
+	e.poster, e.ckSum = ch.c.cur, uint32(ch.sum(e.bytes()))
 	if r, ok := m.addRecv(e.bytes()); ok {
 		lo, hi := m.span(e.bytes())
 		ch.reportRegion(RecvPostedTwice, ch.c.cur, "PostRecv", m, func() string {
 			return fmt.Sprintf("receive wr_id %#x on %v: MR %#x bytes [%d, %d) overlap bytes [%d, %d) already posted as a receive; each message overwrites what another left there",
 				e.id, q, m.key, lo, hi, r.lo, r.hi)
 		})
-		e.ckOn = false // the others are no longer checked either (recvChecked)
+		e.set(rqeCkOn, false) // the others are no longer checked either (recvChecked)
 	}
 }
 
@@ -258,20 +259,20 @@ func (ch *checker) recvPosted(q *qp, e *rqe) {
 // landing in a receive that overlaps another posted receive changes the
 // other's bytes without the CPU, so neither is checked once they overlap.
 func (ch *checker) recvChecked(e *rqe) bool {
-	return e.ckOn && (e.mr.shared == 0 || !e.mr.isShared(e.bytes()))
+	return e.has(rqeCkOn) && (e.mr.shared == 0 || !e.mr.isShared(e.bytes()))
 }
 
 // recvFilling runs as the NIC starts writing a message into e.
 func (ch *checker) recvFilling(q *qp, e *rqe) {
-	if ch.recvChecked(e) && ch.sum(e.bytes()) != e.ckSum {
+	if ch.recvChecked(e) && uint32(ch.sum(e.bytes())) != e.ckSum {
 		ch.recvModified(q, e, "when a message arrived")
 	}
 }
 
 // recvFilled runs once the NIC has written e (ring entry idx).
 func (ch *checker) recvFilled(q *qp, idx uint64) {
-	if e := q.rqAt(idx); e.ckOn {
-		e.ckSum = ch.sum(e.bytes())
+	if e := q.rqAt(idx); e.has(rqeCkOn) {
+		e.ckSum = uint32(ch.sum(e.bytes()))
 	}
 }
 
@@ -279,15 +280,15 @@ func (ch *checker) recvModified(q *qp, e *rqe, when string) {
 	ch.report(RecvBufferModified, q.nic.node.id, e.poster, "PostRecv", e.mr.where(e.bytes()),
 		fmt.Sprintf("receive wr_id %#x on %v: %s written by the CPU while posted, detected %s; a receive buffer belongs to the NIC until its completion is polled",
 			e.id, q, e.mr.where(e.bytes()), when))
-	e.ckOn = false
+	e.set(rqeCkOn, false)
 }
 
 // recvReleased runs as polling frees e's slot.
 func (ch *checker) recvReleased(q *qp, e *rqe) {
-	if !e.ckHeld {
+	if !e.has(rqeCkHeld) {
 		return
 	}
-	if ch.recvChecked(e) && ch.sum(e.bytes()) != e.ckSum {
+	if ch.recvChecked(e) && uint32(ch.sum(e.bytes())) != e.ckSum {
 		ch.recvModified(q, e, ch.polled())
 	}
 	ch.recvForget(e)
@@ -297,7 +298,8 @@ func (ch *checker) recvReleased(q *qp, e *rqe) {
 func (ch *checker) recvForget(e *rqe) {
 	e.mr.busy--
 	e.mr.removeRecv(e.bytes())
-	e.ckHeld, e.ckOn, e.poster = false, false, nil
+	e.set(rqeCkHeld|rqeCkOn, false)
+	e.poster = nil
 }
 
 // release runs the checks of the slots q's release frees.
@@ -323,7 +325,7 @@ func (ch *checker) dropAll(q *qp) {
 		}
 	}
 	for i := q.rqFree; i < q.rqTail; i++ {
-		if e := q.rqAt(i); e.ckHeld {
+		if e := q.rqAt(i); e.has(rqeCkHeld) {
 			ch.recvForget(e)
 		}
 	}
@@ -354,9 +356,9 @@ func (ch *checker) uncheckRecvs(m *mr, lo, hi uint64) {
 		}
 		for i := o.rqFree; i < o.rqTail; i++ {
 			e := o.rqAt(i)
-			if e.ckHeld && e.mr == m {
-				if elo, ehi := e.off, e.off+uint64(e.n); elo < hi && ehi > lo {
-					e.ckOn = false
+			if e.has(rqeCkHeld) && e.mr == m {
+				if elo, ehi := e.off(), e.off()+uint64(e.n); elo < hi && ehi > lo {
+					e.set(rqeCkOn, false)
 				}
 			}
 		}

@@ -222,10 +222,10 @@ func (n *nic) handle(_ uint64, _ *packet) {
 			q.readyAt(at) // its work request is still being processed
 			continue
 		}
-		if q.readHead < len(q.reads) && q.reads[q.readHead].at > now {
+		if q.readsPending() && q.rd.reads[q.rd.head].at > now {
 			// A read response waits for its context and translations
 			// without holding the link for the others.
-			q.readyAt(q.reads[q.readHead].at)
+			q.readyAt(q.rd.reads[q.rd.head].at)
 			continue
 		}
 		p := q.nextPacket()
@@ -261,7 +261,7 @@ func (n *nic) receive(p *packet) {
 		}
 	case q.state == fabric.StateError:
 	case q.typ != p.qpType:
-	case q.typ != fabric.UD && (p.src != q.destNode || p.srcQPN != q.attr.Dest.QPN):
+	case q.typ != fabric.UD && (p.src != q.destNode || p.srcQPN != q.attr.DestQPN):
 		// not from the connected peer: silently dropped, as on hardware
 	default:
 		q.receive(p)

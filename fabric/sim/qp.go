@@ -77,20 +77,40 @@ func (q *qp) rqAt(i uint64) *rqe { return &q.rq[i&uint64(len(q.rq)-1)] }
 func (q *qp) taken() *rqe { return q.rqAt(q.msgIdx) }
 
 // rqe is a receive-queue entry. The verbs-usage checker's record of it
-// (checker_buffers.go) is three fields here rather than a ckState: a
-// receive is summed as one part, and its buffer and region are the
-// entry's own, so the entry is half the size (a ring of 16 posted
-// receives is most of an idle queue pair's memory; TestQPSizes).
+// (checker_buffers.go) is a poster, a sum and two flags here rather than
+// a ckState: a receive is summed as one part, and its buffer and region
+// are the entry's own. A ring of 16 posted receives is most of an idle
+// queue pair's memory, so the entry is kept at 40 bytes (TestQPSizes):
+// the sum keeps 32 bits (payload mode's is a CRC-32 anyway), and the
+// flags share a word with the offset.
 type rqe struct {
 	id     uint64
 	mr     *mr     // nil for an empty buffer or one that failed its check (bad)
-	off    uint64  // the buffer: bytes [off, off+n) of mr
-	ckSum  uint64  // checker: the sum of the buffer when last known intact
 	poster *thread // checker: the thread that posted it
-	n      uint32
-	bad    bool
-	ckHeld bool // checker: counted in mr's busy count and posted receive ranges
-	ckOn   bool // checker: the buffer is still checked (ckSum is current)
+	at     uint64  // the buffer's offset in mr (below rqeFlags) and the flags rqeBad, rqeCkHeld, rqeCkOn
+	n      uint32  // the buffer: bytes [off, off+n) of mr
+	ckSum  uint32  // checker: the buffer's sum (its low 32 bits) when last known intact
+}
+
+// An rqe's flags, above its offset (nic.max_mr_bytes is at most 2^52): a
+// receive entry takes 40 bytes, not 48, and a queue pair's ring of 16
+// receives one size class less.
+const rqeFlags = 52
+
+const (
+	rqeBad    = 1 << (rqeFlags + iota) // failed its check (mr is nil)
+	rqeCkHeld                          // checker: counted in mr's busy count and posted receive ranges
+	rqeCkOn                            // checker: the buffer is still checked (ckSum is current)
+)
+
+func (e *rqe) off() uint64       { return e.at & (1<<rqeFlags - 1) }
+func (e *rqe) has(f uint64) bool { return e.at&f != 0 }
+func (e *rqe) set(f uint64, on bool) {
+	if on {
+		e.at |= f
+	} else {
+		e.at &^= f
+	}
 }
 
 // bytes is e's buffer, in its region's current bytes (a region that gets
@@ -100,9 +120,9 @@ func (e *rqe) bytes() []byte {
 	case e.mr == nil:
 		return nil
 	case e.mr.dead:
-		return e.mr.freed[e.off : e.off+uint64(e.n)]
+		return e.mr.freed[e.off() : e.off()+uint64(e.n)]
 	}
-	return e.mr.buf[e.off : e.off+uint64(e.n)]
+	return e.mr.buf[e.off() : e.off()+uint64(e.n)]
 }
 
 // addr is where e's buffer starts (for the translation cache).
@@ -110,12 +130,12 @@ func (e *rqe) addr() uint64 {
 	if e.mr == nil {
 		return 0
 	}
-	return e.mr.addr + e.off
+	return e.mr.addr + e.off()
 }
 
 // broken reports whether e cannot take a message: its buffer was invalid
 // at the post, or its region has been deregistered since.
-func (e *rqe) broken() bool { return e.bad || e.mr != nil && e.mr.dead }
+func (e *rqe) broken() bool { return e.has(rqeBad) || e.mr != nil && e.mr.dead }
 
 // readCtx is an RDMA Read the responder is answering.
 type readCtx struct {
@@ -146,7 +166,7 @@ type qp struct {
 	state     fabric.QPState
 	scq, rcq  *cq
 	caps      fabric.QPCaps
-	attr      fabric.QPAttr
+	attr      qpAttr
 	destNode  int
 	mtu       int
 	destroyed bool
@@ -193,26 +213,68 @@ type qp struct {
 	rqTail uint64
 
 	// Responder.
-	ePSN     fabric.PSN
-	nakSent  bool
-	inMsg    bool   // a multi-packet send or write is in progress
-	msgRecv  bool   // msgIdx names a receive taken for the message in progress (UC: or for the next one)
-	msgIdx   uint64 // receive queue index of that receive (taken)
-	msgMR    *mr
-	msgBuf   []byte
-	msgOff   int
-	dropMsg  bool // UC: dropping the rest of a message
-	ucMid    bool // UC: the last packet that arrived was not the last of its message
-	ackOn    bool
-	ackPSN   fabric.PSN
-	reads    []readCtx
-	readHead int
-	rdIn     int // responder resources in use: new RDMA Reads not yet fully answered (max_dest_rd_atomic bounds it)
+	ePSN    fabric.PSN
+	nakSent bool
+	inMsg   bool   // a multi-packet send or write is in progress
+	msgRecv bool   // msgIdx names a receive taken for the message in progress (UC: or for the next one)
+	msgIdx  uint64 // receive queue index of that receive (taken)
+	msgMR   *mr
+	msgBuf  []byte
+	msgOff  int
+	dropMsg bool // UC: dropping the rest of a message
+	ucMid   bool // UC: the last packet that arrived was not the last of its message
+	ackOn   bool
+	ackPSN  fabric.PSN
+	rd      *readState // the RDMA Reads being answered; nil until the first arrives
+	rx      *rxState   // with translation caches: where arriving payload goes; nil until then
+}
 
-	// The receive pipeline's view of where payload goes (tpt.go).
-	rxWrite rxCursor // the RDMA Write in progress
-	rxSend  rxCursor // the send in progress
-	rxSeen  uint64   // receives the pipeline has assigned to arriving messages
+// qpAttr is what a queue pair keeps of its Modify attributes (the rest,
+// such as the PSNs, lives in the transport state).
+type qpAttr struct {
+	DestQPN         uint32 // RC, UC
+	QKey            uint32 // UD
+	MaxDestRdAtomic int
+	MaxRdAtomic     int
+	Access          fabric.Access
+	MinRNRTimer     uint8
+	Timeout         uint8
+	RetryCnt        uint8
+	RNRRetry        uint8
+}
+
+// readState is a responder's RDMA Reads: a queue pair that never answers
+// one (most of a large cluster's) does not carry it.
+type readState struct {
+	reads []readCtx
+	head  int
+	in    int // responder resources in use: new RDMA Reads not yet fully answered (max_dest_rd_atomic bounds it)
+}
+
+// resetReads forgets every RDMA Read being answered.
+func (q *qp) resetReads() {
+	if q.rd != nil {
+		q.rd.reads, q.rd.head, q.rd.in = q.rd.reads[:0], 0, 0
+	}
+}
+
+// readsInUse is the number of responder resources q holds.
+func (q *qp) readsInUse() int {
+	if q.rd == nil {
+		return 0
+	}
+	return q.rd.in
+}
+
+// readsPending reports whether q has read responses left to send.
+func (q *qp) readsPending() bool { return q.rd != nil && q.rd.head < len(q.rd.reads) }
+
+// rxState is the receive pipeline's view of where payload goes (tpt.go),
+// kept only while the NIC models translation caches.
+type rxState struct {
+	write rxCursor // the RDMA Write in progress
+	send  rxCursor // the send in progress
+	seen  uint64   // receives the pipeline has assigned to arriving messages
 }
 
 var _ fabric.QP = (*qp)(nil)
@@ -337,7 +399,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 				mtu = c.prof.Link.MTU
 			}
 			q.destNode, q.mtu = n, mtu
-			q.attr.Dest, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest, a.MinRNRTimer, a.MaxDestRdAtomic
+			q.attr.DestQPN, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest.QPN, a.MinRNRTimer, a.MaxDestRdAtomic
 			q.ePSN = a.RemotePSN & fabric.MaxPSN
 		}
 	case fabric.StateRTS:
@@ -347,7 +409,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		if why := a.Check(to, q.typ, c.prof.Link.MTU, c.prof.NIC.MaxRdAtomic); why != "" {
 			return bad(why)
 		}
-		q.attr.SendPSN, q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.SendPSN, a.Timeout, a.RetryCnt, a.RNRRetry
+		q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.Timeout, a.RetryCnt, a.RNRRetry
 		q.attr.MaxRdAtomic = a.MaxRdAtomic
 		if q.attr.MaxRdAtomic == 0 {
 			q.attr.MaxRdAtomic = 1
@@ -375,8 +437,11 @@ func (q *qp) reset() {
 	q.nic.cache.evict(q)
 	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0
 	q.rqFree, q.rqHead = q.rqTail, q.rqTail
-	q.reads, q.readHead, q.rdOut, q.rdIn = q.reads[:0], 0, 0, 0
-	q.rxWrite, q.rxSend, q.rxSeen = rxCursor{}, rxCursor{}, 0
+	q.rdOut = 0
+	q.resetReads()
+	if q.rx != nil {
+		*q.rx = rxState{}
+	}
 	q.ackOn, q.nakSent, q.nakCode, q.inMsg, q.timerOn = false, false, 0, false, false
 	q.msgRecv, q.dropMsg, q.ucMid, q.rnrUntil = false, false, false, 0
 }
@@ -520,9 +585,10 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		m, _, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		// Room for the rest of the batch that the queue accepts, at once.
 		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, q.caps.MaxRecvWR-int(q.rqTail-q.rqFree)))
-		e := rqe{id: wrs[i].ID, mr: m, bad: !ok}
+		e := rqe{id: wrs[i].ID, mr: m}
+		e.set(rqeBad, !ok)
 		if m != nil {
-			e.off, e.n = wrs[i].Local.Addr-m.addr, wrs[i].Local.Length
+			e.at, e.n = e.at|(wrs[i].Local.Addr-m.addr), wrs[i].Local.Length
 		}
 		*q.rqAt(q.rqTail) = e
 		if ch := c.chk; ch != nil {

@@ -76,7 +76,7 @@ func (q *qp) takeRecv(p *packet) bool {
 
 // responderError answers with a NAK and moves the responder to error.
 func (q *qp) responderError(code nakCode, psn fabric.PSN) {
-	p := q.newPacket(q.destNode, q.attr.Dest.QPN)
+	p := q.newPacket(q.destNode, q.attr.DestQPN)
 	p.op, p.psn, p.nak = pNak, psn, code
 	p.setWire()
 	q.c.schedule(q.c.now, q.c.net, evDirect, p)
@@ -111,7 +111,7 @@ func (q *qp) rcReceive(p *packet) {
 			return
 		}
 	case pReadReq:
-		if q.rdIn >= q.attr.MaxDestRdAtomic {
+		if q.readsInUse() >= q.attr.MaxDestRdAtomic {
 			// More new reads in flight than the responder has resources
 			// for (max_dest_rd_atomic): the requester broke the limit it
 			// was given, or reads are not enabled (0). The responder
@@ -269,10 +269,13 @@ func (q *qp) respondRead(p *packet, dup bool) bool {
 		// NIC a PCIe read round trip later (as a send's payload, process).
 		at = at.Add(q.c.net.pcieRTT)
 	}
-	if !dup {
-		q.rdIn++
+	if q.rd == nil {
+		q.rd = &readState{}
 	}
-	q.reads = append(q.reads, readCtx{mr: m, buf: buf, psn: p.psn, npkts: npk, at: at, dup: dup})
+	if !dup {
+		q.rd.in++
+	}
+	q.rd.reads = append(q.rd.reads, readCtx{mr: m, buf: buf, psn: p.psn, npkts: npk, at: at, dup: dup})
 	q.nic.activate(q)
 	return true
 }

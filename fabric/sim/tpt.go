@@ -243,36 +243,40 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 	if !q.nic.tpt.on {
 		return nil, 0
 	}
+	if q.rx == nil {
+		q.rx = &rxState{}
+	}
+	rx := q.rx
 	nextRecv := func() (*rqe, bool) {
-		i := max(q.rxSeen, q.rqHead)
+		i := max(rx.seen, q.rqHead)
 		if i >= q.rqTail {
 			return nil, false
 		}
-		q.rxSeen = i + 1
+		rx.seen = i + 1
 		e := q.rqAt(i)
-		return e, !e.bad && e.mr != nil
+		return e, !e.has(rqeBad) && e.mr != nil
 	}
 	var cur *rxCursor
 	switch p.op {
 	case pWrite:
-		cur = &q.rxWrite
+		cur = &rx.write
 		if p.first {
-			q.rxWrite = rxCursor{}
+			rx.write = rxCursor{}
 			if m := q.nic.lookupMR(p.rkey); m != nil {
-				q.rxWrite = rxCursor{m, p.raddr}
+				rx.write = rxCursor{m, p.raddr}
 			}
 		}
 		if p.last && p.hasImm {
 			nextRecv() // the immediate takes a receive (no payload goes there)
 		}
 	case pSend:
-		cur = &q.rxSend
+		cur = &rx.send
 		if p.first || q.typ == fabric.UD {
-			q.rxSend = rxCursor{}
+			rx.send = rxCursor{}
 			if e, ok := nextRecv(); ok {
-				q.rxSend = rxCursor{e.mr, e.addr()}
+				rx.send = rxCursor{e.mr, e.addr()}
 				if q.typ == fabric.UD {
-					q.rxSend.addr += fabric.GRHBytes
+					rx.send.addr += fabric.GRHBytes
 				}
 			}
 		}

@@ -306,7 +306,7 @@ func TestTPTSendAndUDTargets(t *testing.T) {
 	m := tptMR(0x101, addrBase, 1<<20)
 	q := &qp{nic: n, typ: fabric.RC, mtu: 4096, rq: make([]rqe, 4)}
 	for i, off := range []uint64{0, 100 << 10, 200 << 10} {
-		q.rq[i] = rqe{id: uint64(i), mr: m, off: off}
+		q.rq[i] = rqe{id: uint64(i), mr: m, at: off}
 		q.rqTail++
 	}
 	want := []uint64{0, 4096, 100 << 10, 200 << 10}
@@ -324,19 +324,19 @@ func TestTPTSendAndUDTargets(t *testing.T) {
 		t.Error("a send with no receive left was given a target")
 	}
 	// Delivery catches up: a receive consumed by delivery is not reused.
-	q.rqHead, q.rxSeen = 3, 0
-	q.rq[3] = rqe{mr: m, off: 300 << 10}
+	q.rqHead, q.rx.seen = 3, 0
+	q.rq[3] = rqe{mr: m, at: 300 << 10}
 	q.rqTail++
 	if _, addr := q.rxTarget(&packet{op: pSend, first: true, n: 1}); addr != m.addr+300<<10 {
 		t.Errorf("after delivery: target %#x", addr-m.addr)
 	}
-	u := &qp{nic: n, typ: fabric.UD, mtu: 4096, rq: []rqe{{mr: m, off: 8192}}, rqTail: 1}
+	u := &qp{nic: n, typ: fabric.UD, mtu: 4096, rq: []rqe{{mr: m, at: 8192}}, rqTail: 1}
 	if _, addr := u.rxTarget(&packet{op: pSend, first: true, last: true, n: 100}); addr != m.addr+8192+fabric.GRHBytes {
 		t.Errorf("UD: target %#x, want past the GRH", addr-m.addr)
 	}
 	// A write with immediate takes a receive but writes nothing there.
 	w := &qp{nic: n, typ: fabric.RC, mtu: 4096, rq: make([]rqe, 2), rqTail: 2}
-	w.rq[0], w.rq[1] = rqe{mr: m}, rqe{mr: m, off: 4096}
+	w.rq[0], w.rq[1] = rqe{mr: m}, rqe{mr: m, at: 4096}
 	if gm, _ := w.rxTarget(&packet{op: pWrite, first: true, last: true, hasImm: true, rkey: 0x999, n: 8}); gm != nil {
 		t.Error("a write with an unknown rkey was given a target")
 	}
@@ -540,9 +540,9 @@ func TestResponderReadResources(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				peak = max(peak, r.rdIn)
-				if r.rdIn < 0 || r.rdIn > tc.dest {
-					t.Fatalf("responder holds %d read resources, limit %d", r.rdIn, tc.dest)
+				peak = max(peak, r.readsInUse())
+				if r.readsInUse() < 0 || r.readsInUse() > tc.dest {
+					t.Fatalf("responder holds %d read resources, limit %d", r.readsInUse(), tc.dest)
 				}
 				if !more {
 					break
@@ -554,8 +554,8 @@ func TestResponderReadResources(t *testing.T) {
 				if len(st) != 8 || slices.ContainsFunc(st, func(s fabric.Status) bool { return s != fabric.StatusSuccess }) || naks != 0 {
 					t.Errorf("completions %v, %d NAKs; want 8 successes", st, naks)
 				}
-				if peak != min(tc.rd, tc.dest) || r.rdIn != 0 {
-					t.Errorf("peak %d resources in use (want %d), %d left", peak, min(tc.rd, tc.dest), r.rdIn)
+				if peak != min(tc.rd, tc.dest) || r.readsInUse() != 0 {
+					t.Errorf("peak %d resources in use (want %d), %d left", peak, min(tc.rd, tc.dest), r.readsInUse())
 				}
 				return
 			}
@@ -572,8 +572,8 @@ func TestResponderReadResources(t *testing.T) {
 			if naks != 1 || !slices.Equal(st, want) {
 				t.Errorf("completions %v, %d NAKs; want %v", st, naks, want)
 			}
-			if r.State() != fabric.StateError || r.rdIn != 0 {
-				t.Errorf("responder in %v with %d resources; want ERROR and none", r.State(), r.rdIn)
+			if r.State() != fabric.StateError || r.readsInUse() != 0 {
+				t.Errorf("responder in %v with %d resources; want ERROR and none", r.State(), r.readsInUse())
 			}
 		})
 	}
@@ -592,8 +592,8 @@ func TestResponderReadResources(t *testing.T) {
 		reads(h, req, 3, 64)
 		tptDrain(t, h)
 		st := statuses(h)
-		if !lost || len(st) != 3 || c.Stats().ReadResourceNaks != 0 || c.Stats().RCRetransmits == 0 || resp.(*qp).rdIn != 0 {
-			t.Errorf("lost %v, completions %v, %d NAKs, %d retransmissions, %d resources left", lost, st, c.Stats().ReadResourceNaks, c.Stats().RCRetransmits, resp.(*qp).rdIn)
+		if !lost || len(st) != 3 || c.Stats().ReadResourceNaks != 0 || c.Stats().RCRetransmits == 0 || resp.(*qp).readsInUse() != 0 {
+			t.Errorf("lost %v, completions %v, %d NAKs, %d retransmissions, %d resources left", lost, st, c.Stats().ReadResourceNaks, c.Stats().RCRetransmits, resp.(*qp).readsInUse())
 		}
 	})
 	t.Run("writes take none", func(t *testing.T) {
@@ -609,7 +609,7 @@ func TestResponderReadResources(t *testing.T) {
 			t.Fatal(err)
 		}
 		tptDrain(t, h)
-		if st := statuses(h); len(st) != 8 || resp.(*qp).rdIn != 0 || c.Stats().ReadResourceNaks != 0 {
+		if st := statuses(h); len(st) != 8 || resp.(*qp).readsInUse() != 0 || c.Stats().ReadResourceNaks != 0 {
 			t.Errorf("writes with max_dest_rd_atomic 0: completions %v", st)
 		}
 	})

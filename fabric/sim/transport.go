@@ -55,7 +55,7 @@ func (q *qp) handle(arg uint64, _ *packet) {
 // read responses and later packets of a message; for the first packet of a
 // work request, once the NIC has processed the request (see process).
 func (q *qp) gate(now fabric.Time) fabric.Time {
-	if q.ackOn || q.readHead < len(q.reads) || q.txPkt > 0 || q.state != fabric.StateRTS || q.sqTx >= q.sqVisible {
+	if q.ackOn || q.readsPending() || q.txPkt > 0 || q.state != fabric.StateRTS || q.sqTx >= q.sqVisible {
 		return now
 	}
 	return q.sqAt(q.sqTx).procAt
@@ -106,7 +106,7 @@ func (q *qp) hasOutput() bool {
 	if q.destroyed || q.state < fabric.StateRTR || q.state == fabric.StateError {
 		return false
 	}
-	if q.ackOn || q.readHead < len(q.reads) {
+	if q.ackOn || q.readsPending() {
 		return true
 	}
 	if q.state != fabric.StateRTS || q.sqTx >= q.sqVisible || q.c.now < q.rnrUntil {
@@ -131,12 +131,12 @@ func (q *qp) nextPacket() *packet {
 	if !q.hasOutput() {
 		return nil
 	}
-	if q.readHead < len(q.reads) {
+	if q.readsPending() {
 		return q.readResponse()
 	}
 	if q.ackOn {
 		q.ackOn = false
-		p := q.newPacket(q.destNode, q.attr.Dest.QPN)
+		p := q.newPacket(q.destNode, q.attr.DestQPN)
 		p.op, p.psn, p.nak = pAck, q.ackPSN, q.nakCode
 		fatal := q.nakCode == nakInvalid
 		if q.nakCode != 0 {
@@ -163,7 +163,7 @@ func (q *qp) nextPacket() *packet {
 			p.qkey = q.attr.QKey
 		}
 	} else {
-		p = q.newPacket(q.destNode, q.attr.Dest.QPN)
+		p = q.newPacket(q.destNode, q.attr.DestQPN)
 	}
 	p.psn = e.psn.Add(q.txPkt)
 	p.first, p.last = q.txPkt == 0, q.txPkt == e.npkts-1
@@ -222,7 +222,7 @@ func (q *qp) sent(free fabric.Time) {
 }
 
 func (q *qp) readResponse() *packet {
-	r := &q.reads[q.readHead]
+	r := &q.rd.reads[q.rd.head]
 	if r.mr != nil && r.mr.dead {
 		// Deregistered while its responses were leaving: the NIC finds
 		// no translation for the rest and answers with a remote access
@@ -230,7 +230,7 @@ func (q *qp) readResponse() *packet {
 		q.responderError(nakRemoteAccess, r.psn.Add(r.idx))
 		return nil
 	}
-	p := q.newPacket(q.destNode, q.attr.Dest.QPN)
+	p := q.newPacket(q.destNode, q.attr.DestQPN)
 	p.op, p.psn = pReadResp, r.psn.Add(r.idx)
 	p.first, p.last = r.idx == 0, r.idx == r.npkts-1
 	off := r.idx * q.mtu
@@ -241,11 +241,11 @@ func (q *qp) readResponse() *packet {
 	r.idx++
 	if r.idx == r.npkts {
 		if !r.dup {
-			q.rdIn-- // the responder resource is free again
+			q.rd.in-- // the responder resource is free again
 		}
-		q.readHead++
-		if q.readHead == len(q.reads) {
-			q.reads, q.readHead = q.reads[:0], 0
+		q.rd.head++
+		if q.rd.head == len(q.rd.reads) {
+			q.rd.reads, q.rd.head = q.rd.reads[:0], 0
 		}
 	}
 	return p
@@ -284,7 +284,8 @@ func (q *qp) enterError() {
 	q.stopTimer()
 	q.flushSends()
 	q.flushRecvs()
-	q.reads, q.readHead, q.ackOn, q.inMsg, q.rdOut, q.rdIn = q.reads[:0], 0, false, false, 0, 0
+	q.ackOn, q.inMsg, q.rdOut = false, false, 0
+	q.resetReads()
 }
 
 func (q *qp) flushSends() {

@@ -64,9 +64,11 @@ func (q *qp) rebase(m *mr) {
 	if q.msgMR == m {
 		q.msgBuf = m.rebased(q.msgBuf)
 	}
-	for i := range q.reads {
-		if r := &q.reads[i]; r.mr == m {
-			r.buf = m.rebased(r.buf)
+	if q.rd != nil {
+		for i := range q.rd.reads {
+			if r := &q.rd.reads[i]; r.mr == m {
+				r.buf = m.rebased(r.buf)
+			}
 		}
 	}
 }
