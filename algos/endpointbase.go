@@ -122,6 +122,24 @@ func waitReleased(th fabric.Thread, mu fabric.Mutex, deadline fabric.Time, on ..
 	th.Wait(deadline, on...)
 }
 
+// withLock runs f holding mu and lets mu go also when f unwinds (every
+// backend unwinds the threads of a run it stops, from inside Compute,
+// Busy or Wait): a lock left held would stall the threads still running.
+func withLock(mu fabric.Mutex, f func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	f()
+}
+
+// withoutLock runs f without mu, which the caller holds, and takes mu
+// again also when f unwinds: the caller's deferred Unlock then finds mu
+// held (on real threads an unlock of a free lock kills the process).
+func withoutLock(mu fabric.Mutex, f func()) {
+	mu.Unlock()
+	defer mu.Lock()
+	f()
+}
+
 // waiting says what a wait is for, in an error should it time out: a
 // format with at most one %d, and its argument. It is formatted only then,
 // so a wait costs no allocation.

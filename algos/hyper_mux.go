@@ -173,12 +173,12 @@ func (e *hyper) writeWord(j, off int, v uint64) error {
 // cpu spends the kernel's work of the TCP variant on the multiplexer's
 // thread without holding the endpoint's lock (the workers go on meanwhile).
 func (e *hyper) cpu(th fabric.Thread, cycles int64, copyBytes int) {
-	e.mu.Unlock()
-	th.Compute(cycles)
-	if copyBytes > 0 {
-		th.Charge(fabric.WorkCopy, copyBytes)
-	}
-	e.mu.Lock()
+	withoutLock(e.mu, func() {
+		th.Compute(cycles)
+		if copyBytes > 0 {
+			th.Charge(fabric.WorkCopy, copyBytes)
+		}
+	})
 }
 
 // credit reports whether destination d has credit, refreshing it from the

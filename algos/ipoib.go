@@ -96,9 +96,7 @@ func (e *ipoib) PutData(th fabric.Thread, b *Buffer, dests []int, st State) erro
 		for range dests {
 			th.Compute(e.costs.SyscallCycles)
 			th.Charge(fabric.WorkCopy, e.costs.SendCopies*(b.N+HeaderBytes))
-			e.tx.Lock()
-			th.Compute(e.segments(b.N) * e.costs.TxSegmentCycles)
-			e.tx.Unlock()
+			withLock(e.tx, func() { th.Compute(e.segments(b.N) * e.costs.TxSegmentCycles) })
 		}
 	}
 	return e.inner.PutData(th, b, dests, st)
@@ -113,9 +111,7 @@ func (e *ipoib) GetData(th fabric.Thread) (Delivery, error) {
 	if err != nil || d.End {
 		return d, err
 	}
-	e.rx.Lock()
-	th.Compute(e.segments(d.N) * e.costs.RxSegmentCycles)
-	e.rx.Unlock()
+	withLock(e.rx, func() { th.Compute(e.segments(d.N) * e.costs.RxSegmentCycles) })
 	th.Compute(2 * e.costs.SyscallCycles)
 	th.Charge(fabric.WorkCopy, e.costs.RecvCopies*(d.N+HeaderBytes))
 	return d, nil

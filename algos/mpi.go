@@ -480,7 +480,7 @@ func (e *mpi) yield(th fabric.Thread, empties int) {
 	if empties%w.PollsBeforeYield != 0 {
 		return
 	}
-	e.relockAfter(func() { th.Compute(w.YieldCycles + w.SpinCycles) })
+	withoutLock(e.mu, func() { th.Compute(w.YieldCycles + w.SpinCycles) })
 }
 
 // wait overrides endpointBase.wait to wake on either completion queue.
@@ -492,17 +492,8 @@ func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, wh
 		e.waitList = []fabric.Waitable{e.scq, e.rcq}
 	}
 	list := e.waitList
-	e.relockAfter(func() { th.Wait(deadline, list...) })
+	withoutLock(e.mu, func() { th.Wait(deadline, list...) })
 	return nil
-}
-
-// relockAfter runs f without the library's lock and takes it again, also
-// when f unwinds instead of returning (a backend unwinds the threads of a
-// run it stops): the caller's deferred unlock then finds the lock held.
-func (e *mpi) relockAfter(f func()) {
-	e.unlock()
-	defer e.lock()
-	f()
 }
 
 // Acquire returns a free send buffer. MPI_Send is blocking, so a thread

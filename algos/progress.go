@@ -70,14 +70,13 @@ func (p *progressThread) idle(th fabric.Thread, deadline fabric.Time, on []fabri
 // and returns its error. The caller does not hold mu.
 func (p *progressThread) halt(th fabric.Thread) error {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.stop = true
 	p.work.Notify()
 	for !p.exited {
 		waitReleased(th, p.mu, fabric.Forever, p.exit)
 	}
-	err := p.err
-	p.mu.Unlock()
-	return err
+	return p.err
 }
 
 // closeWith is the Close of an endpoint with a progress thread: it stops

@@ -293,18 +293,19 @@ func (e *mw) waitOn(th fabric.Thread, deadline fabric.Time, what string, w fabri
 
 // cpu spends software-stack work on th without holding the lock.
 func (e *mw) cpu(th fabric.Thread, cycles int64, copyBytes int, serial bool) {
-	e.mu.Unlock()
-	if serial {
-		e.txLock.Lock()
+	work := func() {
+		th.Compute(cycles)
+		if copyBytes > 0 {
+			th.Charge(fabric.WorkCopy, copyBytes)
+		}
 	}
-	th.Compute(cycles)
-	if copyBytes > 0 {
-		th.Charge(fabric.WorkCopy, copyBytes)
-	}
-	if serial {
-		e.txLock.Unlock()
-	}
-	e.mu.Lock()
+	withoutLock(e.mu, func() {
+		if serial {
+			withLock(e.txLock, work)
+		} else {
+			work()
+		}
+	})
 }
 
 func segs(c *IPoIBCosts, n int) int64 { return int64(max(1, (n+c.SegmentBytes-1)/c.SegmentBytes)) }

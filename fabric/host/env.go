@@ -395,7 +395,7 @@ func (n *node) Payload() bool { return true }
 
 // NewMutex implements fabric.Node: a spinning lock (threads own their
 // cores).
-func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c, gate: n.gate} }
+func (n *node) NewMutex() fabric.Mutex { return &mutex{gate: n.gate} }
 
 // NewSleepingMutex implements fabric.Node: a waiter parks in the Go
 // runtime as a pthread mutex's waiter sleeps in the kernel, and the
@@ -403,21 +403,22 @@ func (n *node) NewMutex() fabric.Mutex { return &mutex{c: n.c, gate: n.gate} }
 // that lets the lock go and takes it back at once (an MPI progress loop)
 // cannot starve the others even on one core. What a sleeping lock costs
 // is the simulator's model.
-func (n *node) NewSleepingMutex() fabric.Mutex { return &sleepingMutex{gate: n.gate} }
+func (n *node) NewSleepingMutex() fabric.Mutex { return &mutex{gate: n.gate, sleep: true} }
 
 // NewSignal implements fabric.Node.
 func (n *node) NewSignal() fabric.Signal { return &signal{} }
 
 type mutex struct {
-	c    *cluster
-	mu   sync.Mutex
-	gate Gate // the node's, or nil; the locking thread holds it
+	mu    sync.Mutex
+	gate  Gate // the node's, or nil; the locking thread holds it
+	sleep bool // a waiter parks (NewSleepingMutex) instead of spinning
 }
 
-// Lock spins until it holds the lock, also in a run being aborted (the
-// holder unwinds to its deferred unlock); while it waits it lets go of the
-// node's gate (a software NIC must be able to place writes while threads
-// queue for a lock), and takes it again before it returns.
+// Lock waits until it holds the lock, also in a run being aborted (the
+// holder unwinds to its deferred unlock): it spins, or parks in the Go
+// runtime for a sleeping lock. While it waits it lets go of the node's
+// gate (a software NIC must be able to place writes while threads queue
+// for a lock), and takes it again before it returns.
 func (m *mutex) Lock() {
 	if m.mu.TryLock() {
 		return
@@ -425,9 +426,13 @@ func (m *mutex) Lock() {
 	if m.gate != nil {
 		m.gate.Leave()
 	}
-	for i := 0; !m.mu.TryLock(); i++ {
-		if i&63 == 63 {
-			runtime.Gosched()
+	if m.sleep {
+		m.mu.Lock()
+	} else {
+		for i := 0; !m.mu.TryLock(); i++ {
+			if i&63 == 63 {
+				runtime.Gosched()
+			}
 		}
 	}
 	if m.gate != nil {
@@ -436,28 +441,6 @@ func (m *mutex) Lock() {
 }
 
 func (m *mutex) Unlock() { m.mu.Unlock() }
-
-type sleepingMutex struct {
-	mu   sync.Mutex
-	gate Gate // the node's, or nil; the locking thread holds it
-}
-
-// Lock parks until it holds the lock, letting go of the node's gate
-// while it waits, and takes the gate again before it returns.
-func (m *sleepingMutex) Lock() {
-	if m.mu.TryLock() {
-		return
-	}
-	if m.gate != nil {
-		m.gate.Leave()
-	}
-	m.mu.Lock()
-	if m.gate != nil {
-		m.gate.Enter()
-	}
-}
-
-func (m *sleepingMutex) Unlock() { m.mu.Unlock() }
 
 func (c *cluster) current() *runState {
 	c.mu.Lock()

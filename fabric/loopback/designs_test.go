@@ -1,6 +1,7 @@
 package loopback_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -96,5 +97,37 @@ func TestMPIBroadcastRepeated(t *testing.T) {
 func TestSharedAdaptiveRepeated(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		shuffle(t, experiments.RunConfig{Design: "SEMQ/SR", Pattern: algos.Repartition, Adaptive: true, MaxBuffers: 8})
+	}
+}
+
+// TestDesignsAbortCleanly stops every design at several points of a run
+// (the run's wall-clock time limit) on real threads. A stopped run must
+// report the time limit, and its threads must unwind: a design that let
+// its lock go around CPU work and took it back only on return left its
+// caller's deferred unlock to free a free lock, which kills the process
+// (HyPer-TCP and RDMA-MW/siw at GOMAXPROCS 1), and a lock held across
+// CPU work without a deferred unlock stalls the threads still running.
+func TestDesignsAbortCleanly(t *testing.T) {
+	for _, d := range experiments.Catalogue() {
+		if !experiments.MovesTuples(d) {
+			continue
+		}
+		t.Run(strings.ReplaceAll(d.Name, "/", "-"), func(t *testing.T) {
+			for _, limit := range []time.Duration{2 * time.Millisecond, 8 * time.Millisecond, 25 * time.Millisecond} {
+				f, err := loopback.Open(host.Config{Seed: 3, TimeLimit: limit}, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := experiments.RunConfig{Design: d.Name, Pattern: algos.Repartition, Nodes: 3, Threads: 2, Seed: 3,
+					BytesPerNode: 4 << 20, Timeout: 5 * fabric.Second}
+				_, err = experiments.RunOn(f, cfg)
+				if err != nil && (!errors.Is(err, fabric.ErrTimeLimit) || strings.Contains(err.Error(), "did not return")) {
+					t.Errorf("stopped after %v: %v", limit, err)
+				}
+				if err := f.Close(); err != nil {
+					t.Errorf("Close after a run stopped after %v: %v", limit, err)
+				}
+			}
+		})
 	}
 }
