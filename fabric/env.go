@@ -101,6 +101,13 @@ type Thread interface {
 
 // Mutex is a lock shared by threads of one node. In the simulator a
 // contended lock costs a hand-off as on a real CPU.
+//
+// A backend stops a run by unwinding its threads from inside Compute,
+// Busy and Wait, running their deferred calls. So a thread releases a
+// lock it holds across such calls in a deferred Unlock, and takes back a
+// lock it let go around them in a deferred Lock (algos' withLock and
+// withoutLock): on real threads a lock left held stalls the threads still
+// running, and an Unlock of a free lock kills the process.
 type Mutex interface {
 	Lock()
 	Unlock()
