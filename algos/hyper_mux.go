@@ -41,9 +41,12 @@ func (e *hyper) loop(th fabric.Thread) error {
 }
 
 // busy reports whether the multiplexer waits for the network or its peers
-// (a timeout is then an error), not for the workers.
+// (a timeout is then an error), not for the workers. Once Close has asked
+// it to stop, the workers have nothing more to give it: what it still
+// waits for (a credit to send a peer its end of stream, a peer's barrier
+// word) comes from the network, and a peer that crashed never sends it.
 func (e *hyper) busy() bool {
-	return e.signaled > 0 || e.stage != stSend || e.queued > 0
+	return e.signaled > 0 || e.stage != stSend || e.queued > 0 || e.stop
 }
 
 func (e *hyper) state() string {
