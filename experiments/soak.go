@@ -19,9 +19,8 @@ import (
 type SoakConfig struct {
 	Seeds     int    // schedules drawn (one per seed)
 	FirstSeed uint64 // seeds FirstSeed .. FirstSeed+Seeds-1 (0 means 1)
-	// Designs to soak (default: Designs plus the MPI and IPoIB
-	// baselines). UD designs run twice per schedule, without and with
-	// loss recovery.
+	// Designs to soak (default: SoakDesigns). UD designs run twice per
+	// schedule, without and with loss recovery.
 	Designs      []string
 	Nodes        int   // default 4
 	Threads      int   // default 2
@@ -139,8 +138,15 @@ func (r *SoakResult) Record() SoakRecord {
 		Version: buildinfo.Get().Version, Commit: buildinfo.Get().Commit, GoVersion: buildinfo.Get().Go}
 }
 
-// SoakDesigns is the default design list of a soak.
-func SoakDesigns() []string { return append(SeedDesigns(), "MPI", "IPoIB") }
+// SoakDesigns is the default design list of a soak: the eight designs,
+// the MPI and IPoIB baselines and the peer designs (HyPer's multiplexer
+// with and without its schedule and over TCP, the RDMA-Write middleware
+// over RDMA, siw and sockets). The peers were left out until a soak of
+// them found HyPer hanging when a peer crashed.
+func SoakDesigns() []string {
+	return append(SeedDesigns(), "MPI", "IPoIB",
+		"HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched", "RDMA-MW", "RDMA-MW/siw", "Sockets-MW")
+}
 
 // Soak runs cfg.Seeds randomized fault schedules over every design.
 func Soak(cfg SoakConfig) (*SoakResult, error) {

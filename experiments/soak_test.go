@@ -21,9 +21,9 @@ func TestSoakShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(res)
-	// 12 runs per seed under drawn schedules, and the UD designs with
-	// recovery under high UD loss.
-	if !res.OK() || res.Runs != 3*14 || res.Injected == 0 || res.ByScenario[faults.HighUDLoss].Runs != 3*2 {
+	// 19 runs per seed under drawn schedules (the UD designs twice), and
+	// the UD designs with recovery under high UD loss.
+	if !res.OK() || res.Runs != 3*21 || res.Injected == 0 || res.ByScenario[faults.HighUDLoss].Runs != 3*2 {
 		for _, f := range res.Failures {
 			t.Errorf("%+v", f)
 		}

@@ -24,8 +24,9 @@ func soakCmd() *cobra.Command {
 		Long: `soak draws one random fault schedule per seed (loss, corruption, duplication,
 reordering, a lost end of stream or credit message, a link down, slow receivers, a node
 crash, RC retry exhaustion, context-cache thrashing; see docs/reliability.md) and runs
-every design under it: the eight designs and the MPI and IPoIB baselines, the UD designs
-both without and with --ud-recovery. Each run must either deliver exactly the sent
+every design under it: the eight designs, the MPI and IPoIB baselines and the peer designs
+(HyPer and its variants, RDMA-MW, RDMA-MW/siw, Sockets-MW), the UD designs both without and
+with --ud-recovery. Each run must either deliver exactly the sent
 multiset or stop with an error; a run that returns a wrong result (silent), deadlocks or
 outlives its time limits (hang), trips the verbs-usage checker, or (UD recovery under
 random loss below 0.1%) fails to deliver, makes soak exit non-zero.
@@ -79,7 +80,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 	fl := cmd.Flags()
 	fl.IntVar(&cfg.Seeds, "seeds", 20, "fault schedules to draw (one per seed)")
 	fl.Uint64Var(&cfg.FirstSeed, "first-seed", 1, "first seed")
-	fl.StringVar(&designs, "designs", "", "comma-separated designs (default: the eight designs, MPI and IPoIB)")
+	fl.StringVar(&designs, "designs", "", "comma-separated designs (default: the eight designs, MPI, IPoIB and the peer designs)")
 	fl.StringVar(&scenarios, "scenarios", "", "comma-separated scenarios to draw from (default: all)")
 	fl.IntVar(&cfg.Nodes, "nodes", 4, "cluster size")
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending (and receiving) threads per node")
