@@ -164,6 +164,9 @@ func OpenRDMAMW(th fabric.Thread, cfg Config, opt MWOptions) (Endpoint, error) {
 		return nil, fmt.Errorf("%w: RDMA-MW: adaptive buffers are not supported: each worker pair has one fixed ring (MW-DQE)", ErrConfig)
 	case r%64 != 0:
 		return nil, fmt.Errorf("%w: RDMA-MW: ring of %d bytes (the message size) must be a multiple of 64", ErrConfig, r)
+	case r/4 < mwSpanHeader+TupleBytes:
+		least := (4*(mwSpanHeader+TupleBytes) + 63) / 64 * 64
+		return nil, fmt.Errorf("%w: RDMA-MW: ring of %d bytes (the message size) too small: a quarter of it must hold a staging buffer of one %d-byte tuple and its %d-byte header; use a message size of at least %d", ErrConfig, r, TupleBytes, mwSpanHeader, least)
 	case opt.RecordBytes < TupleBytes || opt.RecordBytes%TupleBytes != 0 || mwSpanHeader+opt.RecordBytes > r/4:
 		return nil, fmt.Errorf("%w: RDMA-MW: staging buffers of %d bytes: need a multiple of %d bytes, at most a quarter of the %d-byte ring less %d", ErrConfig, opt.RecordBytes, TupleBytes, r, mwSpanHeader)
 	case opt.Threshold < 1 || opt.Threshold > r/2:

@@ -55,7 +55,8 @@ func TestPeerBadKnobs(t *testing.T) {
 	}{
 		{RunConfig{Design: "HyPer", Nodes: 2, Adaptive: true}, "adaptive"},
 		{RunConfig{Design: "RDMA-MW", Nodes: 2, MsgBytes: 1000}, "multiple of 64"},
-		{RunConfig{Design: "RDMA-MW", Nodes: 2, MsgBytes: 128}, "staging buffers"},
+		{RunConfig{Design: "RDMA-MW", Nodes: 2, MsgBytes: 64}, "use a message size of at least 192"},
+		{RunConfig{Design: "RDMA-MW", Nodes: 2, MsgBytes: 128}, "ring of 128 bytes (the message size) too small"},
 		{RunConfig{Design: "HyPer", Nodes: 2, MsgBytes: 16}, "cannot hold the"},
 		{RunConfig{Design: "HyPer", Nodes: 2, Buffers: 1, CreditEvery: 16}, "credit every"},
 	} {
