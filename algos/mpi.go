@@ -491,8 +491,7 @@ func (e *mpi) wait(th fabric.Thread, deadline fabric.Time, _ fabric.Waitable, wh
 	if e.waitList == nil { // built once (under the lock): a variadic call through the interface allocates
 		e.waitList = []fabric.Waitable{e.scq, e.rcq}
 	}
-	list := e.waitList
-	withoutLock(e.mu, func() { th.Wait(deadline, list...) })
+	waitReleased(th, e.mu, deadline, e.waitList...)
 	return nil
 }
 
