@@ -273,6 +273,10 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 	if n, ok := p.X["issuers"].(int); ok && n == 1 {
 		cfg.OneSided, sides = true, "node 0 issues, node 1 serves"
 	}
+	if d, ok := p.X["per_qp"].(int); ok && d > swarmQPDepth {
+		cfg.PerQP = d
+		sides += fmt.Sprintf(", up to %d per queue pair", d)
+	}
 	if b, ok := p.X["burst"].(int); ok && b > 1 {
 		round := b * max(qps/threads, 1)
 		cfg.Burst, cfg.OpsPerThread = b, (cfg.OpsPerThread+round-1)/round*round

@@ -268,3 +268,41 @@ func smallCacheSwarm(t *testing.T, cfg swarmConfig) float64 {
 	}
 	return r
 }
+
+// TestWRCacheOutstanding: with the NIC's cache of outstanding requests
+// on, a requester with more requests outstanding than it holds reads some
+// again and issues fewer per second (docs/model.md, "Outstanding
+// work-request cache"); with it off, the same run has no such lookups.
+func TestWRCacheOutstanding(t *testing.T) {
+	run := func(entries int, op fabric.Opcode) (float64, sim.Stats) {
+		t.Helper()
+		prof, err := sim.LoadProfile("hdr-cx6")
+		if err != nil {
+			t.Fatal(err)
+		}
+		prof.NIC.WRCacheEntries = entries
+		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, err := runSwarm(c, swarmConfig{Op: op, QPs: 32, Threads: 32, Window: 32, PerQP: 32, Bytes: 8, OpsPerThread: 400, OneSided: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, c.Stats()
+	}
+	for _, op := range []fabric.Opcode{fabric.OpRead, fabric.OpWrite} {
+		off, stOff := run(0, op)
+		on, stOn := run(64, op)
+		if stOff.WRCacheHits+stOff.WRCacheMisses != 0 {
+			t.Errorf("%v, cache off: %d hits and %d misses counted", op, stOff.WRCacheHits, stOff.WRCacheMisses)
+		}
+		if stOn.WRCacheMisses == 0 || stOn.WRCacheHits == 0 {
+			t.Errorf("%v, 64 entries for 32 x 32 outstanding: %d hits, %d misses; want both", op, stOn.WRCacheHits, stOn.WRCacheMisses)
+		}
+		if on >= off {
+			t.Errorf("%v: %.1f M/s with 64 entries, %.1f with the cache off; want fewer with it", op, on, off)
+		}
+	}
+}

@@ -24,19 +24,24 @@ import (
 // pairs: each worker posts Burst operations on each of its queue pairs in
 // turn, only the last signaled, then waits for one completion per queue
 // pair; Window is then Burst times the worker's queue pairs.
+//
+// PerQP, if above swarmQPDepth, lets a worker keep that many operations
+// in flight on one queue pair (its send queue is that deep); RDMA Reads
+// beyond the NIC's 16 per queue pair wait in the send queue, as on the
+// hardware (max_qp_rd_atom 16).
 type swarmConfig struct {
 	Op                   fabric.Opcode // fabric.OpRead or fabric.OpWrite
 	QPs, Threads, Window int
 	Bytes, OpsPerThread  int
 	OneSided             bool
-	Burst                int
+	Burst, PerQP         int
 }
 
 // swarmQPDepth is the send queue depth and read depth of each queue pair
 // (at least a burst).
 const swarmQPDepth = 16
 
-func (c swarmConfig) depth() int { return max(swarmQPDepth, c.Burst) }
+func (c swarmConfig) depth() int { return max(swarmQPDepth, c.Burst, c.PerQP) }
 
 // runSwarm runs cfg on f (two nodes) and returns the mean over nodes of
 // the operations each issued per second, in millions.
@@ -169,7 +174,7 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg swarmCon
 	for completed < cfg.OpsPerThread {
 		for inFlight < cfg.Window && posted < cfg.OpsPerThread {
 			k := th.Rand().IntN(len(w.qps))
-			if w.out[k] >= swarmQPDepth {
+			if w.out[k] >= max(swarmQPDepth, cfg.PerQP) {
 				break // that queue pair is full: poll first, as rc-swarm does
 			}
 			wr := fabric.SendWR{ID: uint64(k), Op: cfg.Op, Local: mr.SGE(k*slot, cfg.Bytes), Flags: fabric.Signaled,

@@ -222,6 +222,8 @@ type Stats struct {
 	FutexRetries      int64 // woken sleepers that found the lock taken again and slept again
 	QPCacheHits       int64 // NIC queue-pair context lookups that hit, all nodes
 	QPCacheMisses     int64 // lookups that had to fetch the context over PCIe
+	WRCacheHits       int64 // ACKs and read responses whose work request was on the NIC (0 when wr_cache_entries is 0)
+	WRCacheMisses     int64 // ones whose work request had been evicted and was read again over PCIe
 	MPTHits           int64 // memory-region protection lookups that hit, all nodes (0 when translation is not modelled)
 	MPTMisses         int64
 	MTTHits           int64 // page-translation line lookups that hit
@@ -244,6 +246,8 @@ func (c *Cluster) Stats() Stats {
 	for _, n := range c.nodes {
 		s.QPCacheHits += n.nic.cache.hits
 		s.QPCacheMisses += n.nic.cache.misses
+		s.WRCacheHits += n.nic.wrc.hits
+		s.WRCacheMisses += n.nic.wrc.misses
 		t := &n.nic.tpt
 		s.MPTHits, s.MPTMisses = s.MPTHits+t.mpt.hits, s.MPTMisses+t.mpt.misses
 		s.MTTHits, s.MTTMisses = s.MTTHits+t.mtt.hits, s.MTTMisses+t.mtt.misses

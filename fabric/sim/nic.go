@@ -25,6 +25,7 @@ type nic struct {
 
 	// Performance model.
 	cache         qpCache         // queue-pair contexts on the NIC
+	wrc           wrCache         // outstanding send work requests on the NIC
 	tpt           tpt             // memory-region translation and protection caches
 	puFree        []fabric.Time   // when each processing unit is free
 	wqeCost       fabric.Duration // processing one work request
@@ -46,6 +47,7 @@ func newNIC(c *Cluster, n *node) *nic {
 	p := c.prof
 	return &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(p.NIC.TxLatencyNS),
 		cache:   newQPCache(p.NIC.QPCacheEntries, p.NIC.QPCacheWays, p.NIC.QPCacheFetches, ns(p.NIC.QPCacheMissNS), uint64(n.id)+1),
+		wrc:     newWRCache(p.NIC.WRCacheEntries, uint64(n.id)+1),
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p)}
 }

@@ -78,6 +78,13 @@ type NICProfile struct {
 	// at once (0 counts as 1).
 	QPCacheWays    int `yaml:"qp_cache_ways"`
 	QPCacheFetches int `yaml:"qp_cache_fetches"`
+	// Outstanding reliable send work requests whose state the NIC holds
+	// (wrcache.go): from the request's processing to its ACK or read
+	// response; more are evicted at random and read again, through the
+	// context fetch slots, when their ACK or response arrives. 0: not
+	// modelled (omitted from the encoding, so profiles without it keep
+	// their hash).
+	WRCacheEntries int `yaml:"wr_cache_entries,omitempty"`
 	// Address translation (tpt.go): memory-region protection entries and
 	// 4 KiB page translations held on the NIC (LRU); a miss costs a PCIe
 	// round trip (pcie.rtt_ns). Both 0: translation is not modelled.
@@ -352,6 +359,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.qp_cache_miss_ns", "ns", nic.QPCacheMissNS, maxLatencyNS, false),
 		n("nic.qp_cache_ways", "entries", float64(nic.QPCacheWays), maxCount, false),
 		n("nic.qp_cache_fetches", "fetches", float64(nic.QPCacheFetches), 1<<12, false),
+		n("nic.wr_cache_entries", "work requests", float64(nic.WRCacheEntries), maxCount, false),
 		n("nic.mpt_cache_entries", "entries", float64(nic.MPTCacheEntries), maxCount, false),
 		n("nic.mtt_cache_entries", "entries", float64(nic.MTTCacheEntries), maxCount, false),
 		n("host.cores", "cores", float64(h.Cores), 1<<12, true),

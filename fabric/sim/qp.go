@@ -17,6 +17,7 @@ type sqe struct {
 	destQPN uint32     // UD: destination QPN (beside psn: no padding, TestQPSizes)
 	rdGot   int        // read responses received
 	rdGap   bool       // a missing read response was detected and the read asked for again
+	rdHeld  bool       // an RDMA Read whose state the NIC holds (wrCache)
 	bad     fabric.Status
 	done    bool
 	procAt  fabric.Time // when the NIC has processed this request and, unless inline, its payload's first byte is on the NIC
@@ -195,7 +196,8 @@ type qp struct {
 	sqTail    uint64 // next slot to post into
 	txPkt     int    // next packet of sq[sqTx]
 	nextPSN   fabric.PSN
-	rdOut     int // RDMA Reads in flight
+	rdOut     int32 // RDMA Reads in flight
+	rdHeld    int32 // RDMA Reads whose state the NIC holds (wrCache), at most max_rd_atomic
 
 	// RC requester reliability.
 	// (timerOn and timerEv are with the flags above: the queue pair is
@@ -350,6 +352,7 @@ func (q *qp) Destroy() error {
 	}
 	q.destroyed = true
 	q.nic.cache.evict(q)
+	q.nic.wrc.forget(q.qpn)
 	q.state = fabric.StateReset
 	q.timerOn = false
 	q.pd.users--
@@ -435,9 +438,10 @@ func (q *qp) reset() {
 	}
 	q.state = fabric.StateReset
 	q.nic.cache.evict(q)
+	q.nic.wrc.forget(q.qpn)
 	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0
 	q.rqFree, q.rqHead = q.rqTail, q.rqTail
-	q.rdOut = 0
+	q.rdOut, q.rdHeld = 0, 0
 	q.resetReads()
 	if q.rx != nil {
 		*q.rx = rxState{}

@@ -82,6 +82,15 @@ func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
 	}
 	c.sets[s] = append(c.sets[s], q)
 	c.n++
+	done := c.fetchAt(at)
+	q.cache.cached, q.cache.readyAt = true, done
+	return done, true
+}
+
+// fetchAt reads one piece of host-resident state (a context, or an
+// evicted work request: wrCache) needed at time at, in the earliest free
+// fetch slot, and returns when it is on the NIC.
+func (c *qpCache) fetchAt(at fabric.Time) fabric.Time {
 	slot := 0
 	for i, f := range c.fetch {
 		if f < c.fetch[slot] {
@@ -90,8 +99,7 @@ func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
 	}
 	done := max(at, c.fetch[slot]).Add(c.miss)
 	c.fetch[slot] = done
-	q.cache.cached, q.cache.readyAt = true, done
-	return done, true
+	return done
 }
 
 // replace evicts a random way of set s, preferring one whose fetch has

@@ -80,6 +80,10 @@ func (q *qp) process(from, to uint64) {
 		}
 		*pu = at.Add(n.wqeCost)
 		e.procAt = *pu
+		e.rdHeld = false
+		if q.typ == fabric.RC && n.wrc.on() {
+			q.holdWR(i, e)
+		}
 		if fetch && e.length > 0 {
 			// The payload is in host memory: its first byte reaches the
 			// NIC a PCIe read round trip after the request is processed
@@ -118,7 +122,7 @@ func (q *qp) hasOutput() bool {
 		// completions stay in order and none is lost to the flush.
 		return q.sqHead == q.sqTx
 	}
-	return !(e.wr.Op == fabric.OpRead && q.rdOut >= q.attr.MaxRdAtomic)
+	return !(e.wr.Op == fabric.OpRead && int(q.rdOut) >= q.attr.MaxRdAtomic)
 }
 
 // nextPacket builds the next packet q sends: queued RDMA Read responses
@@ -194,6 +198,11 @@ func (q *qp) nextPacket() *packet {
 	p.setWire()
 	q.txPkt++
 	if p.op == pReadReq || q.txPkt == e.npkts {
+		if q.typ == fabric.RC && p.op != pReadReq && e.wr.Flags&fabric.Signaled == 0 {
+			// On the wire, an unsignaled request needs no more state on
+			// the NIC: its ACK writes no completion (wrCache).
+			q.nic.wrc.drop(wrKey(q.qpn, q.sqTx))
+		}
 		q.sqTx++
 		q.txPkt = 0
 		if p.op == pReadReq {
@@ -284,7 +293,7 @@ func (q *qp) enterError() {
 	q.stopTimer()
 	q.flushSends()
 	q.flushRecvs()
-	q.ackOn, q.inMsg, q.rdOut = false, false, 0
+	q.ackOn, q.inMsg, q.rdOut, q.rdHeld = false, false, 0, 0
 	q.resetReads()
 }
 

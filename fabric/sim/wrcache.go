@@ -1,0 +1,180 @@
+package sim
+
+import "github.com/rdmashuffle/rdmashuffle/fabric"
+
+// wrCache is the NIC's cache of outstanding send work requests: the state
+// a requester keeps for a reliable work request from the time it processes
+// the request (it reads the WQE at the doorbell) until the request
+// completes, so that an ACK can retire it and a read response can be
+// scattered into its buffers. More outstanding requests than the cache
+// holds evict some, chosen at random; an ACK or read response for an
+// evicted request waits in the receive pipeline while the request is read
+// again from host memory, through the same fetch slots as queue-pair
+// contexts (qpCache.fetchAt: both are the NIC's cache of host-resident
+// state). See docs/model.md §1, "Outstanding work-request cache".
+//
+// Keys are a queue pair's number and the request's position in its send
+// queue (low 32 bits), so a destroyed queue pair's requests hold no
+// pointer; forget drops them. A wrCache with no capacity is off: every
+// method is then a no-op.
+//
+// A wrCache belongs to one NIC and runs on the engine's goroutine only.
+type wrCache struct {
+	capacity     int
+	resident     []uint64         // keys held on the NIC
+	where        map[uint64]int32 // outstanding keys: index in resident, or -1 when evicted
+	rng          uint64           // xorshift64 state for victim choice
+	hits, misses int64
+}
+
+func newWRCache(entries int, seed uint64) wrCache {
+	if entries <= 0 {
+		return wrCache{}
+	}
+	return wrCache{capacity: entries, where: make(map[uint64]int32), rng: seed*0xbf58476d1ce4e5b9 | 1}
+}
+
+func wrKey(qpn uint32, i uint64) uint64 { return uint64(qpn)<<32 | i&0xffffffff }
+
+// on reports whether the cache is modelled.
+func (c *wrCache) on() bool { return c.capacity > 0 }
+
+// insert records a request the NIC has just processed.
+func (c *wrCache) insert(k uint64) {
+	if !c.on() {
+		return
+	}
+	if at, ok := c.where[k]; ok && at >= 0 {
+		return // a retransmission's request is still held
+	}
+	if len(c.resident) == c.capacity {
+		// Full: the request is not kept (it is read again when needed).
+		c.where[k] = -1
+		return
+	}
+	c.where[k] = int32(len(c.resident))
+	c.resident = append(c.resident, k)
+}
+
+// remove takes index v out of resident.
+func (c *wrCache) remove(v int) {
+	last := len(c.resident) - 1
+	if v != last {
+		c.resident[v] = c.resident[last]
+		c.where[c.resident[v]] = int32(v)
+	}
+	c.resident = c.resident[:last]
+}
+
+// retire is the use of request k by its ACK or read response, which
+// completes it: it reports whether the request had been evicted (the NIC
+// must read it again). A key that is not outstanding (a duplicate ACK, a
+// request posted before the cache knew it) costs nothing.
+func (c *wrCache) retire(k uint64) (miss bool) {
+	if !c.on() {
+		return false
+	}
+	at, ok := c.where[k]
+	if !ok {
+		return false
+	}
+	delete(c.where, k)
+	if at < 0 {
+		c.misses++
+		return true
+	}
+	c.hits++
+	c.remove(int(at))
+	return false
+}
+
+// drop forgets request k, which needs no more state on the NIC.
+func (c *wrCache) drop(k uint64) {
+	if !c.on() {
+		return
+	}
+	if at, ok := c.where[k]; ok {
+		delete(c.where, k)
+		if at >= 0 {
+			c.remove(int(at))
+		}
+	}
+}
+
+// forget drops every request of queue pair qpn (destroyed or reset).
+func (c *wrCache) forget(qpn uint32) {
+	if !c.on() {
+		return
+	}
+	for k, at := range c.where {
+		if uint32(k>>32) != qpn {
+			continue
+		}
+		delete(c.where, k)
+		if at >= 0 {
+			c.remove(int(at))
+		}
+	}
+}
+
+// holdWR records, in its NIC's wrCache, send work request i of q (an RC
+// queue pair), which the NIC has just processed: the NIC holds its state
+// until its ACK or read response. An RDMA Read is taken up only while
+// fewer than max_rd_atomic of the queue pair's reads are held: the NIC
+// stops reading a queue pair's requests at a read it may not issue yet,
+// and takes the read up when an earlier one's response arrives.
+func (q *qp) holdWR(i uint64, e *sqe) {
+	if e.wr.Op == fabric.OpRead {
+		if int(q.rdHeld) >= max(q.attr.MaxRdAtomic, 1) {
+			return
+		}
+		e.rdHeld = true
+		q.rdHeld++
+	}
+	q.nic.wrc.insert(wrKey(q.qpn, i))
+}
+
+// retiresEvicted looks up, in its NIC's wrCache, the send work requests
+// that p (arriving at q, the requester) completes: the read a first read
+// response answers, or the requests an ACK acknowledges. It reports
+// whether one of them had been evicted, so that the receive pipeline
+// fetches it before p can be handled.
+func (q *qp) retiresEvicted(p *packet) bool {
+	c := &q.nic.wrc
+	miss := false
+	switch p.op {
+	case pReadResp:
+		if !p.first {
+			return false
+		}
+		for i := q.sqHead; i < q.sqTx; i++ {
+			if e := q.sqAt(i); e.wr.Op == fabric.OpRead && e.psn == p.psn {
+				miss = c.retire(wrKey(q.qpn, i))
+				if e.rdHeld {
+					// Its slot goes to the next read the NIC has not
+					// taken up yet.
+					e.rdHeld = false
+					q.rdHeld--
+					for j := i + 1; j < q.sqVisible; j++ {
+						if f := q.sqAt(j); f.wr.Op == fabric.OpRead && !f.rdHeld {
+							q.holdWR(j, f)
+							break
+						}
+					}
+				}
+				return miss
+			}
+		}
+	case pAck:
+		for i := q.sqHead; i < q.sqTx; i++ {
+			e := q.sqAt(i)
+			if p.psn.Sub(e.psn.Add(max(e.npkts, 1)-1)) < 0 {
+				break
+			}
+			if e.wr.Op != fabric.OpRead && c.retire(wrKey(q.qpn, i)) {
+				miss = true
+			}
+		}
+	}
+	return miss
+}
