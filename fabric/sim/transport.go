@@ -294,6 +294,7 @@ func (q *qp) enterError() {
 	q.flushSends()
 	q.flushRecvs()
 	q.ackOn, q.inMsg, q.rdOut, q.rdHeld = false, false, 0, 0
+	q.nic.wrc.forget(q.qpn) // flushed: none of its requests needs the NIC now
 	q.resetReads()
 }
 

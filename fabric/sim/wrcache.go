@@ -6,10 +6,11 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // a requester keeps for a reliable work request from the time it processes
 // the request (it reads the WQE at the doorbell) until the request
 // completes, so that an ACK can retire it and a read response can be
-// scattered into its buffers. More outstanding requests than the cache
-// holds evict some, chosen at random; an ACK or read response for an
-// evicted request waits in the receive pipeline while the request is read
-// again from host memory, through the same fetch slots as queue-pair
+// scattered into its buffers. A request processed while the cache is full
+// is not kept (the ones held stay until they complete, so the kept
+// fraction, and with it the rate, falls gradually as more are
+// outstanding); an ACK or read response for a request not kept waits in
+// the receive pipeline while the request is read again from host memory, through the same fetch slots as queue-pair
 // contexts (qpCache.fetchAt: both are the NIC's cache of host-resident
 // state). See docs/model.md §1, "Outstanding work-request cache".
 //
@@ -22,16 +23,16 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 type wrCache struct {
 	capacity     int
 	resident     []uint64         // keys held on the NIC
-	where        map[uint64]int32 // outstanding keys: index in resident, or -1 when evicted
-	rng          uint64           // xorshift64 state for victim choice
+	where        map[uint64]int32 // outstanding keys: index in resident, or -1 when not kept
 	hits, misses int64
 }
 
-func newWRCache(entries int, seed uint64) wrCache {
+// newWRCache makes a cache of entries requests (0 or less: off).
+func newWRCache(entries int) wrCache {
 	if entries <= 0 {
 		return wrCache{}
 	}
-	return wrCache{capacity: entries, where: make(map[uint64]int32), rng: seed*0xbf58476d1ce4e5b9 | 1}
+	return wrCache{capacity: entries, where: make(map[uint64]int32)}
 }
 
 func wrKey(qpn uint32, i uint64) uint64 { return uint64(qpn)<<32 | i&0xffffffff }
@@ -56,7 +57,9 @@ func (c *wrCache) insert(k uint64) {
 	c.resident = append(c.resident, k)
 }
 
-// remove takes index v out of resident.
+// remove takes index v out of resident. The order of resident does not
+// matter (only whether a key is held), so forget may remove keys in map
+// order and runs stay deterministic.
 func (c *wrCache) remove(v int) {
 	last := len(c.resident) - 1
 	if v != last {
@@ -67,7 +70,7 @@ func (c *wrCache) remove(v int) {
 }
 
 // retire is the use of request k by its ACK or read response, which
-// completes it: it reports whether the request had been evicted (the NIC
+// completes it: it reports whether the request was not kept (the NIC
 // must read it again). A key that is not outstanding (a duplicate ACK, a
 // request posted before the cache knew it) costs nothing.
 func (c *wrCache) retire(k uint64) (miss bool) {
@@ -137,7 +140,7 @@ func (q *qp) holdWR(i uint64, e *sqe) {
 // retiresEvicted looks up, in its NIC's wrCache, the send work requests
 // that p (arriving at q, the requester) completes: the read a first read
 // response answers, or the requests an ACK acknowledges. It reports
-// whether one of them had been evicted, so that the receive pipeline
+// whether one of them was not kept, so that the receive pipeline
 // fetches it before p can be handled.
 func (q *qp) retiresEvicted(p *packet) bool {
 	c := &q.nic.wrc

@@ -40,7 +40,7 @@ func TestWRCache(t *testing.T) {
 			{"insert", 1, 1<<32 + 5, false}, {"retire", 1, 5, false}}, 0, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newWRCache(tc.capacity, 1)
+			c := newWRCache(tc.capacity)
 			for n, s := range tc.steps {
 				k := wrKey(s.qpn, s.i)
 				switch s.op {
