@@ -87,8 +87,8 @@ func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
 	return done, true
 }
 
-// fetchAt reads one piece of host-resident state (a context, or an
-// evicted work request: wrCache) needed at time at, in the earliest free
+// fetchAt reads one piece of host-resident state (a context, or a work
+// request the NIC did not keep: wrCache) needed at time at, in the earliest free
 // fetch slot, and returns when it is on the NIC.
 func (c *qpCache) fetchAt(at fabric.Time) fabric.Time {
 	slot := 0

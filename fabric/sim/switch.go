@@ -210,7 +210,7 @@ func (n *network) forward(p *packet, o, b int) {
 	ready := start
 	if q := nc.lookupQP(p.dstQPN); q != nil {
 		ready = nc.contextAt(q, start)
-		if nc.wrc.on() && q.retiresEvicted(p) {
+		if nc.wrc.on() && q.retiresUncached(p) {
 			ready = nc.cache.fetchAt(ready)
 		}
 		if m, addr := q.rxTarget(p); m != nil {

@@ -10,9 +10,10 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // is not kept (the ones held stay until they complete, so the kept
 // fraction, and with it the rate, falls gradually as more are
 // outstanding); an ACK or read response for a request not kept waits in
-// the receive pipeline while the request is read again from host memory, through the same fetch slots as queue-pair
-// contexts (qpCache.fetchAt: both are the NIC's cache of host-resident
-// state). See docs/model.md §1, "Outstanding work-request cache".
+// the receive pipeline while the request is read again from host memory,
+// through the same fetch slots as queue-pair contexts (qpCache.fetchAt:
+// both are the NIC's cache of host-resident state). See docs/model.md,
+// "Outstanding work-request cache".
 //
 // Keys are a queue pair's number and the request's position in its send
 // queue (low 32 bits), so a destroyed queue pair's requests hold no
@@ -22,8 +23,8 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // A wrCache belongs to one NIC and runs on the engine's goroutine only.
 type wrCache struct {
 	capacity     int
-	resident     []uint64         // keys held on the NIC
-	where        map[uint64]int32 // outstanding keys: index in resident, or -1 when not kept
+	held         int             // requests kept on the NIC
+	where        map[uint64]bool // outstanding requests: kept on the NIC or not
 	hits, misses int64
 }
 
@@ -32,7 +33,7 @@ func newWRCache(entries int) wrCache {
 	if entries <= 0 {
 		return wrCache{}
 	}
-	return wrCache{capacity: entries, where: make(map[uint64]int32)}
+	return wrCache{capacity: entries, where: make(map[uint64]bool)}
 }
 
 func wrKey(qpn uint32, i uint64) uint64 { return uint64(qpn)<<32 | i&0xffffffff }
@@ -42,31 +43,14 @@ func (c *wrCache) on() bool { return c.capacity > 0 }
 
 // insert records a request the NIC has just processed.
 func (c *wrCache) insert(k uint64) {
-	if !c.on() {
-		return
+	if !c.on() || c.where[k] {
+		return // off, or a retransmission's request is still kept
 	}
-	if at, ok := c.where[k]; ok && at >= 0 {
-		return // a retransmission's request is still held
+	kept := c.held < c.capacity // full: not kept, read again when needed
+	c.where[k] = kept
+	if kept {
+		c.held++
 	}
-	if len(c.resident) == c.capacity {
-		// Full: the request is not kept (it is read again when needed).
-		c.where[k] = -1
-		return
-	}
-	c.where[k] = int32(len(c.resident))
-	c.resident = append(c.resident, k)
-}
-
-// remove takes index v out of resident. The order of resident does not
-// matter (only whether a key is held), so forget may remove keys in map
-// order and runs stay deterministic.
-func (c *wrCache) remove(v int) {
-	last := len(c.resident) - 1
-	if v != last {
-		c.resident[v] = c.resident[last]
-		c.where[c.resident[v]] = int32(v)
-	}
-	c.resident = c.resident[:last]
 }
 
 // retire is the use of request k by its ACK or read response, which
@@ -77,18 +61,25 @@ func (c *wrCache) retire(k uint64) (miss bool) {
 	if !c.on() {
 		return false
 	}
-	at, ok := c.where[k]
+	kept, ok := c.where[k]
 	if !ok {
 		return false
 	}
-	delete(c.where, k)
-	if at < 0 {
+	c.forgetKey(k, kept)
+	if !kept {
 		c.misses++
 		return true
 	}
 	c.hits++
-	c.remove(int(at))
 	return false
+}
+
+// forgetKey drops outstanding request k.
+func (c *wrCache) forgetKey(k uint64, kept bool) {
+	delete(c.where, k)
+	if kept {
+		c.held--
+	}
 }
 
 // drop forgets request k, which needs no more state on the NIC.
@@ -96,26 +87,20 @@ func (c *wrCache) drop(k uint64) {
 	if !c.on() {
 		return
 	}
-	if at, ok := c.where[k]; ok {
-		delete(c.where, k)
-		if at >= 0 {
-			c.remove(int(at))
-		}
+	if kept, ok := c.where[k]; ok {
+		c.forgetKey(k, kept)
 	}
 }
 
-// forget drops every request of queue pair qpn (destroyed or reset).
+// forget drops every request of queue pair qpn (destroyed, reset or in
+// error).
 func (c *wrCache) forget(qpn uint32) {
 	if !c.on() {
 		return
 	}
-	for k, at := range c.where {
-		if uint32(k>>32) != qpn {
-			continue
-		}
-		delete(c.where, k)
-		if at >= 0 {
-			c.remove(int(at))
+	for k, kept := range c.where {
+		if uint32(k>>32) == qpn {
+			c.forgetKey(k, kept)
 		}
 	}
 }
@@ -137,12 +122,12 @@ func (q *qp) holdWR(i uint64, e *sqe) {
 	q.nic.wrc.insert(wrKey(q.qpn, i))
 }
 
-// retiresEvicted looks up, in its NIC's wrCache, the send work requests
+// retiresUncached looks up, in its NIC's wrCache, the send work requests
 // that p (arriving at q, the requester) completes: the read a first read
 // response answers, or the requests an ACK acknowledges. It reports
 // whether one of them was not kept, so that the receive pipeline
 // fetches it before p can be handled.
-func (q *qp) retiresEvicted(p *packet) bool {
+func (q *qp) retiresUncached(p *packet) bool {
 	c := &q.nic.wrc
 	miss := false
 	switch p.op {
