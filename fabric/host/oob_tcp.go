@@ -59,6 +59,20 @@ type inFrame struct {
 	body []byte
 }
 
+// pending returns a frame pc's reader delivered before its connection
+// ended. The reader hands every frame over before it closes dead, but a
+// select that finds both ready picks one at random: a peer that sent its
+// last frame and closed (node 0 after a job's final all-gather) would
+// otherwise be reported lost with the answer waiting.
+func (pc *peerConn) pending() (inFrame, bool) {
+	select {
+	case f := <-pc.in:
+		return f, true
+	default:
+		return inFrame{}, false
+	}
+}
+
 // dialOOB sets up the out-of-band channel of node b.Rank. Node 0 listens on
 // ln (or, when ln is nil, on the coordinator's port on every interface) and
 // waits for the others; the others connect to node 0, retrying until
@@ -453,37 +467,41 @@ func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, er
 	}
 	timer := time.NewTimer(o.timeout + 10*time.Second) // node 0 reports late nodes first
 	defer timer.Stop()
+	var f inFrame
 	select {
-	case f := <-root.in:
-		var m resultMsg
-		err := fmt.Errorf("%w: frame of type %d, want a result", errWire, f.typ)
-		if f.typ == frameResult {
-			m, err = decodeResult(f.body)
-		}
-		if err == nil && (m.Seq != o.seq || m.Key != key) {
-			err = fmt.Errorf("result of call %d %q, want call %d %q", m.Seq, m.Key, o.seq, key)
-		}
-		if err == nil && !barrier && len(m.Data) != o.b.Size {
-			err = fmt.Errorf("result with %d contributions for %d nodes", len(m.Data), o.b.Size)
-		}
-		if err != nil {
-			err = fmt.Errorf("host: out-of-band %s: bad answer from %s: %v", what, root.name, err)
-			o.abort(err)
-			return nil, err
-		}
-		if barrier {
-			return nil, nil
-		}
-		return m.Data, nil
+	case f = <-root.in:
 	case <-o.abortCh:
 		return nil, o.unusable(what)
 	case <-root.dead:
-		return nil, fmt.Errorf("host: out-of-band %s: %s closed the connection (%v)", what, root.name, root.err)
+		var ok bool
+		if f, ok = root.pending(); !ok {
+			return nil, fmt.Errorf("host: out-of-band %s: %s closed the connection (%v)", what, root.name, root.err)
+		}
 	case <-timer.C:
 		err := fmt.Errorf("host: out-of-band %s: no answer from %s within %v", what, root.name, o.timeout)
 		o.abort(err)
 		return nil, err
 	}
+	var m resultMsg
+	err := fmt.Errorf("%w: frame of type %d, want a result", errWire, f.typ)
+	if f.typ == frameResult {
+		m, err = decodeResult(f.body)
+	}
+	if err == nil && (m.Seq != o.seq || m.Key != key) {
+		err = fmt.Errorf("result of call %d %q, want call %d %q", m.Seq, m.Key, o.seq, key)
+	}
+	if err == nil && !barrier && len(m.Data) != o.b.Size {
+		err = fmt.Errorf("result with %d contributions for %d nodes", len(m.Data), o.b.Size)
+	}
+	if err != nil {
+		err = fmt.Errorf("host: out-of-band %s: bad answer from %s: %v", what, root.name, err)
+		o.abort(err)
+		return nil, err
+	}
+	if barrier {
+		return nil, nil
+	}
+	return m.Data, nil
 }
 
 // relay is node 0's side of a collective.
@@ -528,7 +546,13 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 				return failed(err)
 			}
 		case <-pc.dead:
-			return failed(fmt.Errorf("host: out-of-band %s: %s closed its connection before reaching it (%v)", what, pc.name, pc.err))
+			f, ok := pc.pending()
+			if !ok {
+				return failed(fmt.Errorf("host: out-of-band %s: %s closed its connection before reaching it (%v)", what, pc.name, pc.err))
+			}
+			if err := take(pc, f); err != nil {
+				return failed(err)
+			}
 		case <-o.abortCh:
 			return nil, o.unusable(what)
 		case <-timer.C:

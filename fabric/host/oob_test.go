@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -442,5 +443,47 @@ func TestTCPLateNodeLearnsWhyTheJobFailed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `runs "mqrd/v1", expected "sqsr/v1"`) {
 			t.Errorf("node %d: %v; want node 2's signature mismatch named", r, err)
 		}
+	}
+}
+
+// TestTCPAnswerBeforeClose: a node whose answer from node 0 arrived just
+// before node 0 closed the connection (node 0 ends its process after a
+// job's last all-gather) takes the answer, rather than reporting the
+// connection lost because both were ready at once. Node 0's side alike: a
+// node that reached the collective and then closed is counted as arrived.
+func TestTCPAnswerBeforeClose(t *testing.T) {
+	ended := func(frames ...inFrame) *peerConn {
+		a, b := net.Pipe()
+		go func() { _, _ = io.Copy(io.Discard, b) }()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		pc := &peerConn{name: "n0", c: a, in: make(chan inFrame, 4), dead: make(chan struct{}), err: io.EOF}
+		for _, f := range frames {
+			pc.in <- f
+		}
+		close(pc.dead)
+		return pc
+	}
+	for i := 0; i < 64; i++ { // a select between the two would fail about every other time
+		o := &tcpOOB{b: Bootstrap{Rank: 1, Size: 2}, timeout: time.Second, abortCh: make(chan struct{})}
+		answer := resultMsg{Seq: 1, Key: "results", Data: [][]byte{[]byte("a"), []byte("b")}}.encode()
+		o.conns = []*peerConn{ended(inFrame{frameResult, answer})}
+		got, err := o.AllGather("results", []byte("b"))
+		if err != nil || len(got) != 2 || string(got[0]) != "a" {
+			t.Fatalf("round %d: %q, %v; want node 0's answer", i, got, err)
+		}
+		root := &tcpOOB{b: Bootstrap{Rank: 0, Size: 2}, timeout: time.Second, abortCh: make(chan struct{})}
+		g := gatherMsg{Seq: 1, Key: "results", Data: []byte("b")}.encode()
+		pc := ended(inFrame{frameGather, g})
+		pc.rank = 1
+		root.conns = []*peerConn{nil, pc}
+		if got, err := root.AllGather("results", []byte("a")); err != nil || len(got) != 2 || string(got[1]) != "b" {
+			t.Fatalf("round %d, node 0: %q, %v; want node 1's contribution", i, got, err)
+		}
+	}
+	// With nothing delivered, the closed connection is reported.
+	o := &tcpOOB{b: Bootstrap{Rank: 1, Size: 2}, timeout: time.Second, abortCh: make(chan struct{})}
+	o.conns = []*peerConn{ended()}
+	if _, err := o.AllGather("results", nil); err == nil || !strings.Contains(err.Error(), "closed the connection") {
+		t.Fatalf("%v, want the closed connection named", err)
 	}
 }
