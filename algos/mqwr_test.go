@@ -97,20 +97,21 @@ func runShuffle(t *testing.T, nodes int, open func(fabric.Thread, algos.Config) 
 // hashes were taken again when the QP context cache model changed under
 // both (set-associative, overlapping fetches), and again when a lock's
 // hand-off became a measured cost by core placement, and again when a
-// payload fetch began to cost a PCIe round trip, so they now pin the
-// credit-word design on the current model.
+// payload fetch began to cost a PCIe round trip, and again when a received
+// packet's payload began to be written to host memory before it is
+// delivered, so they now pin the credit-word design on the current model.
 func TestMQWRCWIsTodaysProtocol(t *testing.T) {
 	for _, tc := range []struct {
 		notify algos.Notify
 		every  int
 		trace  uint64
 	}{
-		{algos.NotifyCQ, 1, 0x1bfd0dd7ba6cbe33},
-		{algos.NotifyCQ, 2, 0x49c31bcd6b376202},
-		{algos.NotifyBuffers, 1, 0x6fec7c83f2c7bfaa},
-		{algos.NotifyBuffers, 2, 0xbdf934ddd6371a2f},
-		{algos.NotifyQueue, 1, 0x6fec7c83f2c7bfaa},
-		{algos.NotifyQueue, 2, 0xbdf934ddd6371a2f},
+		{algos.NotifyCQ, 1, 0x728192be4ddfe8f4},
+		{algos.NotifyCQ, 2, 0x5ccb98404fbbc38b},
+		{algos.NotifyBuffers, 1, 0x89703c3fdbff3c6a},
+		{algos.NotifyBuffers, 2, 0xa2719f44e30c414e},
+		{algos.NotifyQueue, 1, 0x89703c3fdbff3c6a},
+		{algos.NotifyQueue, 2, 0xa2719f44e30c414e},
 	} {
 		t.Run(fmt.Sprintf("%s/f=%d", tc.notify, tc.every), func(t *testing.T) {
 			r := runDesign(t, algos.OpenMQWRCW, algos.Config{Buffers: 2, CreditEvery: tc.every, Notify: tc.notify, PollLineCycles: -1}, 0)

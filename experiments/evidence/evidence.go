@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -93,7 +95,30 @@ func (p Point) check() error {
 	case p.Unit == "MB/s" && strings.Contains(p.Setup, "perftest"):
 		return fmt.Errorf("evidence: %s: %s is a perftest bandwidth in unit MB/s: perftest's MB/sec counts 2^20 bytes, so write unit MiB/s (or Gb/s for --report_gbits)", p.File, p.ID)
 	}
+	if m, set := p.X["mtu"]; set {
+		if v, ok := m.(int); !ok || !slices.Contains(ibMTUs, v) {
+			return fmt.Errorf("evidence: %s: %s has x.mtu %v: an InfiniBand path MTU is one of 256, 512, 1024, 2048, 4096 bytes", p.File, p.ID, m)
+		}
+	}
+	if m := setupMTU.FindStringSubmatch(p.Setup); m != nil {
+		if v, _ := strconv.Atoi(m[1]); slices.Contains(ibMTUs, v) && pathMTU(p) != v {
+			return fmt.Errorf("evidence: %s: %s: its setup says MTU %d, so x needs mtu: %d (the model runs at the source's path MTU)", p.File, p.ID, v, v)
+		}
+	}
 	return nil
+}
+
+// ibMTUs are InfiniBand's path MTUs, bytes.
+var ibMTUs = []int{256, 512, 1024, 2048, 4096}
+
+// setupMTU finds an MTU a point's setup states.
+var setupMTU = regexp.MustCompile(`\bMTU (\d+)\b`)
+
+// pathMTU is the path MTU a point's source ran with (x.mtu, perftest's -m),
+// or 0 where the point keeps its profile's.
+func pathMTU(p Point) int {
+	m, _ := p.X["mtu"].(int)
+	return m
 }
 
 // Result is the model's value at a point, or why there is none.
@@ -123,6 +148,12 @@ func Evaluate(p Point) Result {
 	if err != nil {
 		r.How = err.Error()
 		return r
+	}
+	if m := pathMTU(p); m != 0 && m != prof.Link.MTU {
+		// The source's path MTU, as perftest's -m sets it: a message below
+		// one MTU crosses every store-and-forward stage whole.
+		prof.Link.MTU = m
+		how += fmt.Sprintf(", MTU %d", m)
 	}
 	c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true})
 	if err != nil {

@@ -103,6 +103,46 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// TestPathMTU: a point runs at the path MTU its source used (x.mtu), which
+// changes a message's latency only once it spans more than one packet; a
+// bad x.mtu, or a setup naming an MTU that x.mtu does not carry, is refused.
+func TestPathMTU(t *testing.T) {
+	lat := func(bytes, mtu int) Result {
+		x := map[string]any{"bytes": bytes}
+		if mtu != 0 {
+			x["mtu"] = mtu
+		}
+		r := Evaluate(Point{ID: "t-mtu", Metric: "latency_us", Verb: "write", Profile: "qdr-cx3", X: x, Y: 1, Unit: "us", Tolerance: 0.15})
+		if !r.Modelled {
+			t.Fatalf("%d bytes at MTU %d: %s", bytes, mtu, r.How)
+		}
+		return r
+	}
+	if a, b := lat(1024, 0), lat(1024, 2048); a.Model != b.Model || strings.Contains(a.How, "MTU") || !strings.Contains(b.How, "MTU 2048") {
+		t.Errorf("1 KiB: %v (%s) at the profile's 4096, %v (%s) at 2048: want the same latency, and the MTU named only where it was set", a.Model, a.How, b.Model, b.How)
+	}
+	if a, b := lat(4096, 0), lat(4096, 2048); !(b.Model < a.Model) {
+		t.Errorf("4 KiB: %v us at MTU 4096, %v at 2048: two packets should pipeline through the store-and-forward stages", a.Model, b.Model)
+	}
+	for _, tc := range []struct {
+		setup string
+		x     map[string]any
+		want  string
+	}{
+		{"ib_write_lat, MTU 2048", map[string]any{"bytes": 2, "mtu": 2048}, ""},
+		{"ib_write_lat, MTU 2048", map[string]any{"bytes": 2}, "x needs mtu: 2048"},
+		{"ib_write_lat, MTU 1024", map[string]any{"bytes": 2, "mtu": 2048}, "x needs mtu: 1024"},
+		{"ib_write_lat", map[string]any{"bytes": 2, "mtu": 3000}, "one of 256, 512"},
+		{"ib_write_lat", map[string]any{"bytes": 2, "mtu": "2048"}, "one of 256, 512"},
+		{"iperf3 over IPoIB in connected mode, MTU 65520", map[string]any{"bytes": 131072}, ""},
+	} {
+		err := Point{ID: "t", Metric: "m", Verb: "write", Setup: tc.setup, X: tc.x, Y: 1, Tolerance: 0.1}.check()
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q %v: %v, want %q", tc.setup, tc.x, err, tc.want)
+		}
+	}
+}
+
 // TestSwarm: the two-node swarm completes every operation on both nodes,
 // and its rate falls once the queue pairs outnumber the NIC's context
 // cache (here 16 contexts), gradually rather than at once; a bad

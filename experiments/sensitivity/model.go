@@ -16,6 +16,7 @@ import (
 var Mechanisms = []string{
 	"mpi-ibcast: the MPI baseline broadcasts with MPICH's MPI_Ibcast schedules",
 	"payload-fetch: a non-inline payload and an RDMA Read's data reach the NIC a PCIe round trip after the fetch starts; MPI eager messages up to 128 bytes go inline",
+	"rx-store-forward: the receive pipeline writes a packet's payload over PCIe after its last bit is in, and data and completion are visible rx_latency_ns after that write",
 }
 
 // ModelID identifies the model: every built-in profile's parameters

@@ -992,3 +992,44 @@ func TestModelPayloadFetch(t *testing.T) {
 		t.Errorf("fetched 64 KiB writes: %.2f Gb/s, want the link's 99", r.BWAvgGbps)
 	}
 }
+
+// TestModelReceiveStoreAndForward: a message of one packet crosses three
+// stages one after the other (its payload's fetch over PCIe, the wire, and
+// the receive pipeline's write over PCIe), so below one MTU its latency
+// grows by the wire's time per byte plus twice PCIe's; halving PCIe's
+// bandwidth adds a PCIe time per byte on each side. Past one MTU the
+// packets pipeline and a large stream still fills the link.
+func TestModelReceiveStoreAndForward(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pcieX float64 // pcie.gbps multiplier
+	}{{"profile", 1}, {"half PCIe", 0.5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mtProfile(t, "qdr-cx3", func(p *Profile) { p.PCIe.GBps *= tc.pcieX })
+			lat := func(size int) float64 {
+				c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+				r, err := perftest.Run(c, perftest.Config{Test: "write_lat", Size: size, Iters: 200, Inline: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.TTypicalUS * 1000
+			}
+			const a, b = 1024, 4096 // both one packet at MTU 4096, both fetched
+			perByte := (lat(b) - lat(a)) / (b - a)
+			c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+			wire := float64(c.net.serialization(1<<20)) / 1000 / (1 << 20) // ns per byte on the link
+			want := wire + 2/p.PCIe.GBps
+			if math.Abs(perByte-want) > 0.02 {
+				t.Errorf("latency grows %.3f ns per byte below one MTU, want %.3f (wire %.3f + 2 x PCIe %.3f)", perByte, want, wire, 1/p.PCIe.GBps)
+			}
+		})
+	}
+	c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: mtProfile(t, "qdr-cx3", nil)})
+	r, err := perftest.Run(c, perftest.Config{Test: "write_bw", Size: 1 << 20, Iters: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.BWAvgGbps < 31.5 {
+		t.Errorf("1 MiB writes: %.2f Gb/s, want the link's 31.8", r.BWAvgGbps)
+	}
+}

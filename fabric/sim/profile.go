@@ -54,7 +54,7 @@ type SwitchProfile struct {
 // NICProfile describes the NIC (and its PCIe path, lumped into latencies).
 type NICProfile struct {
 	TxLatencyNS float64 `yaml:"tx_latency_ns"` // doorbell to first bit on the wire, ns
-	RxLatencyNS float64 `yaml:"rx_latency_ns"` // last bit in to data and completion in host memory, ns
+	RxLatencyNS float64 `yaml:"rx_latency_ns"` // receive pipeline done (payload written over PCIe) to data and completion visible in host memory, ns
 	MaxQP       int     `yaml:"max_qp"`
 	MaxQPWR     int     `yaml:"max_qp_wr"`
 	MaxCQE      int     `yaml:"max_cqe"`

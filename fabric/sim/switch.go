@@ -199,12 +199,14 @@ func (n *network) forward(p *packet, o, b int) {
 		dup = dup || dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate
 	}
 	// The receive pipeline takes one packet at a time, in arrival order,
-	// and writes its payload to host memory at PCIe speed. A packet whose
-	// queue-pair context or translation is not on the NIC waits for its
-	// fetch in the receive buffer (holding its credit) while the pipeline
-	// goes on with later packets: fetches overlap (qpCache), and delivery
-	// stays in order on the port (toPort), so a queue pair's packets are
-	// never reordered. docs/model.md §1, "QP-context cache".
+	// once its last bit is in (store-and-forward), and writes its payload
+	// to host memory at PCIe speed; data and completion are visible
+	// rx_latency_ns after that write. A packet whose queue-pair context or
+	// translation is not on the NIC waits for its fetch in the receive
+	// buffer (holding its credit) while the pipeline goes on with later
+	// packets: fetches overlap (qpCache), and delivery stays in order on
+	// the port (toPort), so a queue pair's packets are never reordered.
+	// docs/model.md §1, "NIC receive side" and "QP-context cache".
 	nc := c.nodes[o].nic
 	start := max(arrive, nc.rxFree)
 	ready := start
@@ -222,7 +224,7 @@ func (n *network) forward(p *packet, o, b int) {
 	done := ready.Add(svc)
 	out.cr.take(b)
 	out.cr.give(done.Add(n.prop), b)
-	deliver := max(done, arrive.Add(n.rxLat))
+	deliver := done.Add(n.rxLat)
 	if delay > 0 { // a plan's reordering: overtaken by later packets
 		c.stats.PacketsReordered++
 		c.schedule(deliver.Add(delay), n, evDeliver, p)
