@@ -133,22 +133,25 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 }
 
 // steadyCheck reruns the largest successful point with twice the input:
-// if throughput moves by more than 10%, the figure's scale is too short to
-// be in steady state, and the report says so. run runs the point as the
-// figure's own points were run.
+// if its rate (rate: a throughput, or a query's data per node over its
+// response time) moves by more than 10%, the figure's scale is too short
+// to be in steady state, and the report says so. run runs the point as
+// the figure's own points were run.
 func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*experiments.Record, error)) string {
 	var big *sweep.Result
 	for i := range rs {
 		r := &rs[i]
-		if !r.Failed() && !experiments.DesignOf(r.Design).Ceiling && r.ThroughputGiBs > 0 && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
+		if !r.Failed() && !experiments.DesignOf(r.Design).Ceiling && rate(r.Record) > 0 && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
 			big = r
 		}
 	}
 	if big == nil {
 		return "not checked: no successful point with a positive throughput"
 	}
-	cfg := big.Config()
-	cfg.BytesPerNode = 2 * big.BytesPerNode
+	cfg, ok := scaledInput(big.Config(), 2)
+	if !ok {
+		return "not checked: the largest point has no input size to double"
+	}
 	again, err := run(cfg)
 	if err != nil {
 		return fmt.Sprintf("not checked: %v", err)
@@ -156,10 +159,14 @@ func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*experiment
 	if again.Integrity != "ok" {
 		return fmt.Sprintf("not checked: the run with twice the input failed its integrity check (%s)", again.Integrity)
 	}
-	d := (again.ThroughputGiBs - big.ThroughputGiBs) / big.ThroughputGiBs
+	d := (rate(again) - rate(big.Record)) / rate(big.Record)
 	verdict := "steady"
 	if d > 0.10 || d < -0.10 {
 		verdict = "NOT steady (the quick scale is short: start-up and drain weigh on it)"
+	}
+	if big.Experiment == "tpch" {
+		return fmt.Sprintf("%s: %s at %d nodes, %.3g ms; twice the scale factor %.3g ms (rate %+.1f%%)",
+			verdict, big.Design, big.Nodes, 1e3*big.ResponseS, 1e3*again.ResponseS, 100*d)
 	}
 	return fmt.Sprintf("%s: %s at %d nodes, %.2f GiB/s; twice the input %.2f GiB/s (%+.1f%%)",
 		verdict, big.Design, big.Nodes, big.ThroughputGiBs, again.ThroughputGiBs, 100*d)
@@ -284,7 +291,7 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 		"with its data (JSONL, CSV). Model parameters were not tuned to any claim (docs/model.md): a claim that fails is a finding, "+
 		"with its reason. Thresholds: \"about x\" is read as roughly x +-30%%; each rule is in `experiments/figures/judge.go`.\n\n", command, mode)
 	if o := grownPoints(rep); o > 0 {
-		fmt.Fprintf(&b, "Every throughput point (%d) was grown to steady state before it was judged: run again with twice its input until its throughput moved by less than %.0f%%, up to %dx the quick input (fields `input_scale`, `steady_change`; docs/results.md).\n\n", o, 100*SteadyTolerance, MaxGrowth)
+		fmt.Fprintf(&b, "Every throughput and TPC-H point (%d) was grown to steady state before it was judged: run again with twice its input (a query: twice its scale factor per node) until its throughput (a query: scale factor per node over response time) moved by less than %.0f%%, up to %dx the quick input (fields `input_scale`, `steady_change`; docs/results.md).\n\n", o, 100*SteadyTolerance, MaxGrowth)
 	}
 	fmt.Fprintf(&b, "Summary: %d pass, %d partial, %d fail, %d not-run (of %d claims).\n\n", counts[Pass], counts[Partial], counts[Fail], counts[NotRun], len(rep.Verdicts))
 	for _, fr := range rep.Figures {

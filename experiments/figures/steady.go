@@ -17,30 +17,31 @@ import (
 // moves by less than SteadyTolerance from one doubling to the next, or the
 // input reaches MaxGrowth times the figure's; the record kept is the last
 // (largest) run, which says how far it was grown (input_scale) and how
-// much its throughput moved at the last doubling (steady_change).
+// much its throughput moved at the last doubling (steady_change). A TPC-H
+// point (figures 26 and 27) grows its scale factor per node, and what must
+// settle is its rate: data per node over response time.
 const (
 	SteadyTolerance = 0.03
 	MaxGrowth       = 16
 )
 
-// grow wraps run so that every successful point with a throughput is
-// grown to steady state. A larger run that fails keeps the last good
-// record, marked by its steady_change as not steady.
+// grow wraps run so that every successful point with a rate is grown to
+// steady state. A larger run that fails keeps the last good record, marked
+// by its steady_change as not steady.
 func grow(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
 	return func(cfg experiments.RunConfig) (*experiments.Record, error) {
 		rec, err := run(cfg)
-		if err != nil || !growable(rec) || (cfg.BytesPerNode <= 0 && cfg.BytesPerPair <= 0) {
+		if _, ok := scaledInput(cfg, 2); err != nil || !growable(rec) || !ok {
 			return rec, err
 		}
 		for f := int64(2); f <= MaxGrowth; f *= 2 {
-			c := cfg
-			c.BytesPerNode, c.BytesPerPair = cfg.BytesPerNode*f, cfg.BytesPerPair*f
+			c, _ := scaledInput(cfg, f)
 			next, err := run(c)
 			if err != nil || !growable(next) {
 				return rec, nil // the larger run failed: the last good one stands, not shown steady
 			}
 			next.InputScale = int(f)
-			next.SteadyChange = (next.ThroughputGiBs - rec.ThroughputGiBs) / rec.ThroughputGiBs
+			next.SteadyChange = (rate(next) - rate(rec)) / rate(rec)
 			rec = next
 			if math.Abs(rec.SteadyChange) < SteadyTolerance {
 				break
@@ -50,8 +51,36 @@ func grow(run func(experiments.RunConfig) (*experiments.Record, error)) func(exp
 	}
 }
 
+// scaledInput is cfg with f times its input: a shuffle's bytes per node or
+// per pair, a TPC-H point's scale factor per node (in its label); false
+// when cfg has no input to scale.
+func scaledInput(cfg experiments.RunConfig, f int64) (experiments.RunConfig, bool) {
+	if q, local, sfpn, err := experiments.ParseTPCHLabel(cfg.Label); err == nil {
+		cfg.Label = experiments.TPCHLabel(q, local, sfpn*float64(f))
+		return cfg, true
+	}
+	if cfg.BytesPerNode <= 0 && cfg.BytesPerPair <= 0 {
+		return cfg, false
+	}
+	cfg.BytesPerNode, cfg.BytesPerPair = cfg.BytesPerNode*f, cfg.BytesPerPair*f
+	return cfg, true
+}
+
+// rate is what growth watches settle: a shuffle's throughput, or a TPC-H
+// query's scale factor per node over its response time (0 for a record
+// with neither).
+func rate(r *experiments.Record) float64 {
+	if r.Experiment == "tpch" {
+		if _, _, sfpn, err := experiments.ParseTPCHLabel(r.Label); err == nil && r.ResponseS > 0 {
+			return sfpn / r.ResponseS
+		}
+		return 0
+	}
+	return r.ThroughputGiBs
+}
+
 func growable(r *experiments.Record) bool {
-	return r != nil && r.Integrity == "ok" && r.ThroughputGiBs > 0
+	return r != nil && r.Integrity == "ok" && rate(r) > 0
 }
 
 // steady reports whether a grown record reached steady state.
@@ -66,7 +95,7 @@ func growthSummary(rs []sweep.Result) string {
 	var unsteady []string
 	total := 0
 	for _, r := range rs {
-		if r.Failed() || r.ThroughputGiBs <= 0 {
+		if r.Failed() || rate(r.Record) <= 0 {
 			continue
 		}
 		total++

@@ -72,6 +72,48 @@ func TestGrowSkipsUnsizedAndFailedPoints(t *testing.T) {
 	}
 }
 
+// TestGrowTPCHPoint: a TPC-H point grows its scale factor per node (the
+// label's sfpn), and what must settle is its rate, sfpn over response
+// time; times at the figure's input then compare across growth factors.
+func TestGrowTPCHPoint(t *testing.T) {
+	// Response time: a fixed 1 ms of start-up plus 10 ms per unit of sfpn.
+	var sfpns []float64
+	run := func(c experiments.RunConfig) (*experiments.Record, error) {
+		_, _, sfpn, err := experiments.ParseTPCHLabel(c.Label)
+		if err != nil {
+			return nil, err
+		}
+		sfpns = append(sfpns, sfpn)
+		return &experiments.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
+	}
+	cfg := experiments.RunConfig{Label: experiments.TPCHLabel("Q4", false, 0.1), BytesPerNode: 16}
+	rec, err := grow(run)(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rates 0.1/2 ms, 0.2/3, 0.4/5, 0.8/9, 1.6/17 ms: changes +33%, +20%,
+	// +11%, +6%: not steady at 16x.
+	if want := []float64{0.1, 0.2, 0.4, 0.8, 1.6}; !slices.EqualFunc(sfpns, want, func(a, b float64) bool { return abs(a-b) < 1e-12 }) {
+		t.Errorf("ran sfpn %v, want %v (bytes per node, %d, is not the input of a query)", sfpns, want, cfg.BytesPerNode)
+	}
+	if wantChange := (1.6/17 - 0.8/9) / (0.8 / 9); rec.InputScale != 16 || abs(rec.SteadyChange-wantChange) > 1e-9 || steady(rec) {
+		t.Errorf("grown to %dx, change %.4f, steady %v; want 16x, %.4f, not steady", rec.InputScale, rec.SteadyChange, steady(rec), wantChange)
+	}
+	if got := inputTime(rec); abs(got-17e-3/16) > 1e-12 {
+		t.Errorf("time at the figure's input %v s, want %v", got, 17e-3/16)
+	}
+	// A query whose time is linear in its data is steady at the first doubling.
+	sfpns = nil
+	linear := func(c experiments.RunConfig) (*experiments.Record, error) {
+		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
+		sfpns = append(sfpns, sfpn)
+		return &experiments.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 4e-3 * sfpn}, nil
+	}
+	if rec, _ := grow(linear)(cfg); rec.InputScale != 2 || !steady(rec) || len(sfpns) != 2 {
+		t.Errorf("linear query: grown to %dx over %d runs, steady %v; want 2x, 2 runs, steady", rec.InputScale, len(sfpns), steady(rec))
+	}
+}
+
 func TestGrowthSummary(t *testing.T) {
 	rec := func(scale int, change float64) sweep.Result {
 		return sweep.Result{Record: &experiments.Record{Design: "MEMQ/SR", Nodes: 16, Integrity: "ok", ThroughputGiBs: 1, InputScale: scale, SteadyChange: change}}
