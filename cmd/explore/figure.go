@@ -218,8 +218,9 @@ writes the claims report and the figures, and prints a summary. They go to
 results/reproduce/ unless --update-docs, which writes the project's own
 docs/validation.md and docs/figures/. Every throughput point, and every
 TPC-H point of figures 26 and 27 (its scale factor per node), is grown to
-steady state (--steady, the default): the quick scale then takes about half
-an hour on 2 cores, a few minutes with --steady=false. --resume keeps
+steady state (--steady, the default): the quick scale then takes about a
+quarter of an hour on 2 cores, and figures 26 and 27 as long again (16
+minutes on one core), a few minutes with --steady=false. --resume keeps
 the points already in the output directory: after explore sensitivity, say,
 it rewrites the claims report with the robustness column in a minute.`,
 		Example: "  explore reproduce --quick\n  explore reproduce --quick --update-docs\n  explore reproduce --figures fig19,fig21 --validation results/validation.md",
