@@ -2,6 +2,7 @@ package figures
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestGrowToSteadyState(t *testing.T) {
 	}{
 		{"steady at twice", map[int64]float64{1: 10, 2: 10.2}, []int64{1, 2}, 2, 0.02, true},
 		{"grows twice", map[int64]float64{1: 8, 2: 9, 4: 9.1}, []int64{1, 2, 4}, 4, 0.1 / 9, true},
-		{"never steady", map[int64]float64{1: 1, 2: 2, 4: 3, 8: 4, 16: 5}, []int64{1, 2, 4, 8, 16}, 16, 0.25, false},
+		{"never steady", map[int64]float64{1: 1, 2: 2, 4: 3, 8: 4, 16: 5, 32: 6, 64: 7, 128: 8}, []int64{1, 2, 4, 8, 16, 32, 64, 128}, 128, 1.0 / 7, false},
 		{"larger run fails", map[int64]float64{1: 8, 2: 9, 4: -1}, []int64{1, 2, 4}, 2, 0.125, false},
 		{"first run fails", map[int64]float64{1: -1}, []int64{1}, 0, 0, false},
 	}
@@ -76,7 +77,9 @@ func TestGrowSkipsUnsizedAndFailedPoints(t *testing.T) {
 // label's sfpn), and what must settle is its rate, sfpn over response
 // time; times at the figure's input then compare across growth factors.
 func TestGrowTPCHPoint(t *testing.T) {
-	// Response time: a fixed 1 ms of start-up plus 10 ms per unit of sfpn.
+	// Response time: a fixed start-up plus 10 ms per unit of sfpn, the
+	// start-up so long that the rate still moves at MaxGrowth.
+	const startup = 0.5
 	var sfpns []float64
 	run := func(c experiments.RunConfig) (*experiments.Record, error) {
 		_, _, sfpn, err := experiments.ParseTPCHLabel(c.Label)
@@ -84,23 +87,40 @@ func TestGrowTPCHPoint(t *testing.T) {
 			return nil, err
 		}
 		sfpns = append(sfpns, sfpn)
-		return &experiments.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
+		return &experiments.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: startup + 10e-3*sfpn}, nil
 	}
 	cfg := experiments.RunConfig{Label: experiments.TPCHLabel("Q4", false, 0.1), BytesPerNode: 16}
 	rec, err := grow(run)(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Rates 0.1/2 ms, 0.2/3, 0.4/5, 0.8/9, 1.6/17 ms: changes +33%, +20%,
-	// +11%, +6%: not steady at 16x.
-	if want := []float64{0.1, 0.2, 0.4, 0.8, 1.6}; !slices.EqualFunc(sfpns, want, func(a, b float64) bool { return abs(a-b) < 1e-12 }) {
+	var want []float64
+	for f := 1; f <= MaxGrowth; f *= 2 {
+		want = append(want, 0.1*float64(f))
+	}
+	if !slices.EqualFunc(sfpns, want, func(a, b float64) bool { return abs(a-b) < 1e-12 }) {
 		t.Errorf("ran sfpn %v, want %v (bytes per node, %d, is not the input of a query)", sfpns, want, cfg.BytesPerNode)
 	}
-	if wantChange := (1.6/17 - 0.8/9) / (0.8 / 9); rec.InputScale != 16 || abs(rec.SteadyChange-wantChange) > 1e-9 || steady(rec) {
-		t.Errorf("grown to %dx, change %.4f, steady %v; want 16x, %.4f, not steady", rec.InputScale, rec.SteadyChange, steady(rec), wantChange)
+	top, half := 0.1*MaxGrowth, 0.05*MaxGrowth
+	topT := startup + 10e-3*top
+	rateTop, rateHalf := top/topT, half/(startup+10e-3*half)
+	if wantChange := (rateTop - rateHalf) / rateHalf; rec.InputScale != MaxGrowth || abs(rec.SteadyChange-wantChange) > 1e-9 || steady(rec) {
+		t.Errorf("grown to %dx, change %.4f, steady %v; want %dx, %.4f, not steady", rec.InputScale, rec.SteadyChange, steady(rec), MaxGrowth, wantChange)
 	}
-	if got := inputTime(rec); abs(got-17e-3/16) > 1e-12 {
-		t.Errorf("time at the figure's input %v s, want %v", got, 17e-3/16)
+	if got := inputTime(rec); abs(got-topT/MaxGrowth) > 1e-12 {
+		t.Errorf("time at the figure's input %v s, want %v", got, topT/MaxGrowth)
+	}
+	// 1 ms of start-up: rates 0.1/2 ms, 0.2/3, 0.4/5, 0.8/9, 1.6/17,
+	// 3.2/33, 6.4/65: changes +33%, +20%, +11%, +6%, +3.0%, +1.5%: steady
+	// at 64x.
+	sfpns = nil
+	short := func(c experiments.RunConfig) (*experiments.Record, error) {
+		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
+		sfpns = append(sfpns, sfpn)
+		return &experiments.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
+	}
+	if rec, _ := grow(short)(cfg); rec.InputScale != 64 || !steady(rec) || len(sfpns) != 7 || abs(rec.SteadyChange-(6.4/65-3.2/33)/(3.2/33)) > 1e-9 {
+		t.Errorf("1 ms start-up: grown to %dx over %d runs, change %.4f, steady %v; want 64x, 7 runs, +1.5%%, steady", rec.InputScale, len(sfpns), rec.SteadyChange, steady(rec))
 	}
 	// A query whose time is linear in its data is steady at the first doubling.
 	sfpns = nil
@@ -118,8 +138,8 @@ func TestGrowthSummary(t *testing.T) {
 	rec := func(scale int, change float64) sweep.Result {
 		return sweep.Result{Record: &experiments.Record{Design: "MEMQ/SR", Nodes: 16, Integrity: "ok", ThroughputGiBs: 1, InputScale: scale, SteadyChange: change}}
 	}
-	got := growthSummary([]sweep.Result{rec(2, 0.01), rec(2, -0.02), rec(4, 0.0), rec(16, 0.05), {Error: "boom"}})
-	for _, want := range []string{"2 at 2x", "1 at 4x", "1 at 16x", "NOT steady at 16x: MEMQ/SR at 16 nodes (+5.0% at 16x)"} {
+	got := growthSummary([]sweep.Result{rec(2, 0.01), rec(2, -0.02), rec(4, 0.0), rec(MaxGrowth, 0.05), {Error: "boom"}})
+	for _, want := range []string{"2 at 2x", "1 at 4x", fmt.Sprintf("1 at %dx", MaxGrowth), fmt.Sprintf("NOT steady at %dx: MEMQ/SR at 16 nodes (+5.0%% at %dx)", MaxGrowth, MaxGrowth)} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary %q lacks %q", got, want)
 		}

@@ -208,6 +208,8 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	want := map[tpch.Query]float64{tpch.Q4: 1.7, tpch.Q3: 1.55, tpch.Q10: 2}
 	var parts []string
 	alike, at16, some := true, true, false
+	var worst tpch.Query // the query whose 16-node ratio is furthest from the paper's
+	worstOff := 0.0
 	for _, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
 		ratio := func(n int) float64 {
 			s := queryTime(rs, func(r *experiments.Record) bool {
@@ -227,6 +229,9 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 		}
 		alike = alike && about(r2, 1)
 		ok := about(r16, want[q])
+		if off := math.Abs(math.Log(r16 / want[q])); off > worstOff {
+			worst, worstOff = q, off
+		}
 		at16 = at16 && ok
 		some = some || ok
 		parts = append(parts, fmt.Sprintf("%s: MPI/MESQ/SR %.2fx at 2 nodes, %.2fx at 16 (want about %.2fx)", q, r2, r16, want[q]))
@@ -238,19 +243,29 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 		v.Reason = "MPI and MESQ/SR already differ by more than 30% at 2 nodes"
 	case !at16:
 		v.Reason = "some 16-node speed-up is outside +-30% of the paper's"
+		if p, err := tpch.NewPlan(worst, 16, false); err == nil {
+			bc := 0
+			for _, st := range p.Steps {
+				if st.Pattern == algos.Broadcast {
+					bc++
+				}
+			}
+			v.Reason += fmt.Sprintf(", furthest on %s, whose 16-node plan broadcasts in %d of its %d steps (MPI's broadcast against the designs' is claim C13)", worst, bc, len(p.Steps))
+		}
 	}
 	if !alike || !at16 {
-		v.Reason += "; " + tpchScaleNote(rs)
+		judged := slices.DeleteFunc(slices.Clone(rs), func(r *experiments.Record) bool { return r.Nodes != 2 && r.Nodes != 16 })
+		v.Reason += "; " + tpchScaleNote(judged)
 	}
 	return v
 }
 
-// tpchScaleNote says at what scale factor per node the MPI points were
-// judged and whether their rate had settled: with little data per node a
-// thread's part of a broadcast step is small, most broadcast buffers leave
-// partly filled, and MPI_Ibcast moves every buffer whole (every node posts
-// the same count), end-of-stream markers included; at the paper's 100 GiB
-// per node they are full.
+// tpchScaleNote says at what scale factor per node the MPI points of rs
+// (those a judge compared) were judged and whether their rate had settled. MPI's response time carries a
+// start-up that grows with the threads per node (Q4 on 4 EDR nodes: about
+// 0.5 ms with 1 to 4 threads, 1.8 ms with 14; docs/tpch.md), so its rate
+// settles only at several times the quick scale; at the paper's 100 SF
+// per node the start-up is negligible.
 func tpchScaleNote(rs []*experiments.Record) string {
 	var sfpns []float64
 	unsteady, mpi := 0, 0
@@ -272,9 +287,9 @@ func tpchScaleNote(rs []*experiments.Record) string {
 	if hi := slices.Max(sfpns); hi != slices.Min(sfpns) {
 		at += fmt.Sprintf(" to %g", hi)
 	}
-	note := "MPI judged at " + at + " of scale factor per node (the paper: 100), where a thread's part of a broadcast step is small and most broadcast buffers, which MPI_Ibcast moves whole, leave partly filled"
+	note := "MPI judged at " + at + " of scale factor per node (the paper: 100)"
 	if unsteady > 0 {
-		note += fmt.Sprintf("; %d of %d MPI points were still speeding up at the last doubling (not steady at %dx), so MPI's ratios to MESQ/SR are upper bounds", unsteady, mpi, MaxGrowth)
+		return note + fmt.Sprintf(", where its start-up still weighs: %d of %d MPI points were still speeding up at the last doubling (not steady at %dx), so MPI's ratios to MESQ/SR are upper bounds", unsteady, mpi, MaxGrowth)
 	}
-	return note
+	return note + fmt.Sprintf(", every MPI point at steady state (its rate within %.0f%% at the last doubling)", 100*SteadyTolerance)
 }

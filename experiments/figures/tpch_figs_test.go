@@ -1,6 +1,7 @@
 package figures
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
@@ -36,5 +37,57 @@ func TestQueryPointAndJudges(t *testing.T) {
 	}
 	if v := judgeC22(rs22, nil); v.Verdict != Pass {
 		t.Errorf("C22: %+v", v)
+	}
+	// Q3 at 16 nodes off the paper's 1.55x: the reason speaks of the
+	// judged points (2 and 16 nodes), not of a 4-node point still
+	// speeding up.
+	var off []*experiments.Record
+	for _, r := range rs22 {
+		if q, _, _, _ := experiments.ParseTPCHLabel(r.Label); q == tpch.Q3 && r.Nodes == 16 && r.Design == "MPI" {
+			r = mk(tpch.Q3, false, "MPI", "edr-cx4", 16, 3.3)
+		}
+		off = append(off, r)
+	}
+	unsteady := mk(tpch.Q10, false, "MPI", "edr-cx4", 4, 1.2)
+	unsteady.InputScale, unsteady.SteadyChange = MaxGrowth, 0.11
+	v := judgeC22(append(off, unsteady), nil)
+	if v.Verdict != Partial || !strings.Contains(v.Reason, "every MPI point at steady state") || strings.Contains(v.Reason, "upper bounds") ||
+		!strings.Contains(v.Reason, "furthest on Q3, whose 16-node plan broadcasts in 2 of its 3 steps") {
+		t.Errorf("C22 with a 4-node point not steady: %+v", v)
+	}
+}
+
+// TestTPCHScaleNote: the C22 reason says at what scale factor per node MPI
+// was judged, and calls MPI's ratios upper bounds only when some MPI point
+// was still speeding up at its last doubling.
+func TestTPCHScaleNote(t *testing.T) {
+	mk := func(design string, sfpn float64, scale int, change float64) *experiments.Record {
+		return &experiments.Record{Experiment: "tpch", Label: experiments.TPCHLabel(tpch.Q3, false, sfpn), Design: design, InputScale: scale, SteadyChange: change}
+	}
+	tests := []struct {
+		name      string
+		rs        []*experiments.Record
+		want, not []string
+	}{
+		{"all steady", []*experiments.Record{mk("MPI", 3.2, 32, 0.01), mk("MPI", 6.4, 64, -0.02), mk("MESQ/SR", 12.8, 128, 0.2)},
+			[]string{"MPI judged at 3.2 to 6.4 of scale factor per node", "every MPI point at steady state"}, []string{"upper bounds"}},
+		{"one still speeding up", []*experiments.Record{mk("MPI", 3.2, 32, 0.01), mk("MPI", 12.8, MaxGrowth, 0.05)},
+			[]string{"1 of 2 MPI points were still speeding up", "upper bounds"}, []string{"every MPI point"}},
+		{"no MPI", []*experiments.Record{mk("MESQ/SR", 1.6, 16, 0.01)}, []string{"no MPI point"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tpchScaleNote(tt.rs)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("note %q lacks %q", got, w)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Errorf("note %q says %q", got, n)
+				}
+			}
+		})
 	}
 }
