@@ -90,6 +90,17 @@ func rec(design, profile, pattern string, nodes int, tp float64) *experiments.Re
 	return &experiments.Record{Design: design, Profile: profile, Pattern: pattern, Nodes: nodes, ThroughputGiBs: tp}
 }
 
+// c14 is C14's 16-node repartition points: SESQ/SR at fdr and edr GiB/s
+// with its senders idle seIdle of the time, MESQ/SR at the links' 6 and 11
+// with its senders idle meIdle.
+func c14(fdr, edr, seIdle, meIdle float64) []*experiments.Record {
+	rs := []*experiments.Record{rec("SESQ/SR", "fdr-cx3", "repartition", 16, fdr), rec("MESQ/SR", "fdr-cx3", "repartition", 16, 6),
+		rec("SESQ/SR", "edr-cx4", "repartition", 16, edr), rec("MESQ/SR", "edr-cx4", "repartition", 16, 11)}
+	rs[0].SenderIdle, rs[2].SenderIdle = seIdle, seIdle
+	rs[1].SenderIdle, rs[3].SenderIdle = meIdle, meIdle
+	return rs
+}
+
 // TestJudges checks the rules on hand-made records.
 func TestJudges(t *testing.T) {
 	for _, tc := range []struct {
@@ -102,9 +113,12 @@ func TestJudges(t *testing.T) {
 		{"C9 direction only", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Partial},
 		{"C9 reversed", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 5), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Fail},
 		{"C9 no data", judgeC9, nil, Fail},
-		{"C14 contention", judgeC14, []*experiments.Record{
-			rec("SESQ/SR", "fdr-cx3", "repartition", 16, 3), rec("MESQ/SR", "fdr-cx3", "repartition", 16, 6),
-			rec("SESQ/SR", "edr-cx4", "repartition", 16, 3.5), rec("MESQ/SR", "edr-cx4", "repartition", 16, 11)}, Pass},
+		{"C14 contention", judgeC14, c14(4.0, 4.1, 0, 0.7), Pass},
+		{"C14 on FDR the link caps MESQ/SR too", judgeC14, c14(4.6, 4.7, 0, 0.7), Pass},
+		{"C14 rate follows the link", judgeC14, c14(2.5, 4.6, 0, 0.7), Partial},
+		{"C14 senders idle", judgeC14, c14(4.0, 4.1, 0.3, 0.7), Partial},
+		{"C14 keeps up on EDR", judgeC14, c14(4.0, 7.0, 0, 0.7), Fail},
+		{"C14 no data", judgeC14, nil, Fail},
 		{"C12 flat", judgeC12, []*experiments.Record{
 			rec("SEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("MEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/SR", "edr-cx4", "repartition", 16, 9.5),

@@ -399,20 +399,46 @@ func judgeC13(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	return v
 }
 
+// judgeC14: SESQ/SR is limited by contention on its one shared endpoint
+// (Liu19 found its threads in ibv_post_send when profiling 8 EDR nodes), at
+// 16 nodes, repartition. The throughput rule: on EDR, whose link MESQ/SR
+// (the same transport with one endpoint per thread) nearly fills, SESQ/SR
+// stays below 60% of MESQ/SR. The cause, in two checks: SESQ/SR's rate is
+// set by its threads, not the link (FDR and EDR within 15% of each other,
+// where the links differ 1.8x), and its sending threads are never idle
+// (below 5% of their time: they spin on the endpoint's lock) while
+// MESQ/SR's are. FDR's own ratio is reported, not judged: there the link
+// caps MESQ/SR too, so it measures the link rather than the contention.
 func judgeC14(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
-	var parts []string
-	ok := true
-	for _, p := range []string{"fdr-cx3", "edr-cx4"} {
-		se, n := mean(rs, at("SESQ/SR", p, "repartition", 16), tput)
-		me, _ := mean(rs, at("MESQ/SR", p, "repartition", 16), tput)
-		if n == 0 || me == 0 {
+	var se, me, seIdle, meIdle [2]float64
+	profiles := [2]string{"fdr-cx3", "edr-cx4"}
+	idle := func(r *experiments.Record) float64 { return r.SenderIdle }
+	for i, p := range profiles {
+		var n int
+		se[i], n = mean(rs, at("SESQ/SR", p, "repartition", 16), tput)
+		me[i], _ = mean(rs, at("MESQ/SR", p, "repartition", 16), tput)
+		if n == 0 || me[i] == 0 || se[i] == 0 {
 			return missingData("SESQ/SR and MESQ/SR")
 		}
-		ok = ok && se < 0.6*me
-		parts = append(parts, fmt.Sprintf("%s: SESQ/SR %.2f vs MESQ/SR %.2f GiB/s", p, se, me))
+		seIdle[i], _ = mean(rs, at("SESQ/SR", p, "repartition", 16), idle)
+		meIdle[i], _ = mean(rs, at("MESQ/SR", p, "repartition", 16), idle)
 	}
-	return Verdict{Expected: "SESQ/SR below 60% of MESQ/SR (same transport, one shared endpoint)", Measured: strings.Join(parts, "; ") + " at 16 nodes",
-		Verdict: grade(ok, false), Reason: map[bool]string{false: "the shared UD endpoint keeps up with one per thread"}[ok]}
+	below := se[1] < 0.6*me[1]
+	flat := math.Abs(se[1]/se[0]-1) <= 0.15
+	busy := max(seIdle[0], seIdle[1]) < 0.05 && min(meIdle[0], meIdle[1]) >= 0.05
+	v := Verdict{Expected: "at 16 nodes on EDR SESQ/SR below 60% of MESQ/SR; its rate set by its threads: within 15% from FDR to EDR, senders idle < 5% of the time (MESQ/SR's more)",
+		Measured: fmt.Sprintf("EDR: SESQ/SR %.2f vs MESQ/SR %.2f GiB/s (%.0f%%); FDR: %.2f vs %.2f (%.0f%%, not judged); SESQ/SR FDR -> EDR %+.0f%%; senders idle: SESQ/SR %.0f%% / %.0f%%, MESQ/SR %.0f%% / %.0f%% (FDR / EDR)",
+			se[1], me[1], 100*se[1]/me[1], se[0], me[0], 100*se[0]/me[0], 100*(se[1]/se[0]-1), 100*seIdle[0], 100*seIdle[1], 100*meIdle[0], 100*meIdle[1]),
+		Verdict: grade(below && flat && busy, below)}
+	switch {
+	case !below:
+		v.Reason = "on EDR the shared UD endpoint keeps up with one per thread"
+	case !flat:
+		v.Reason = "SESQ/SR's rate follows the network, so something other than its endpoint's contention limits it"
+	case !busy:
+		v.Reason = "SESQ/SR's senders idle as much as MESQ/SR's: its limit is not its threads contending"
+	}
+	return v
 }
 
 // judgeC15: at 8 EDR nodes, repartition, the best design's senders idle
