@@ -25,7 +25,9 @@ and NIC generation; iperf over IPoIB and MPI point-to-point runs on the baseline
 prints the model's value beside the measured one, with the error and
 the point's tolerance; points the model cannot reproduce yet are listed with the reason. It
 writes the report as Markdown to results/evidence.md (docs/evidence.md with --update-docs) and
-exits non-zero when a modelled point falls outside its tolerance.`,
+exits non-zero when a modelled point falls outside its tolerance. Each such point's finding (why
+the model misses it, the point's finding field) is printed beside it in the report; the error
+names any point outside without one.`,
 		Example: `  explore evidence
   explore evidence --update-docs`,
 		Args: cobra.NoArgs,
@@ -69,7 +71,11 @@ exits non-zero when a modelled point falls outside its tolerance.`,
 			}
 			fmt.Fprintf(w, "wrote %s\n", out)
 			if s.Within < s.Modelled {
-				return fmt.Errorf("%d of %d modelled points are outside their tolerance (findings, listed in %s)", s.Modelled-s.Within, s.Modelled, out)
+				why := fmt.Sprintf("each with its finding in %s", out)
+				if n := len(s.Unexplained); n > 0 {
+					why = fmt.Sprintf("%d with no finding recorded in experiments/evidence: %s", n, strings.Join(s.Unexplained, ", "))
+				}
+				return fmt.Errorf("%d of %d modelled points are outside their tolerance (%s)", s.Modelled-s.Within, s.Modelled, why)
 			}
 			return nil
 		},
@@ -105,22 +111,30 @@ to fit the profile fields named in experiments/evidence (`+"`fit_for`"+`; docs/m
 other point is held out.
 
 **%d points from %d sources; the model ran %d of them, %d within tolerance; median absolute
-error %.0f%% (%.0f%% over the %d held-out points).** A point outside its tolerance is a finding about the model (its reason, where
-known, is in docs/model.md), never a reason to tune a profile toward it.
+error %.0f%% (%.0f%% over the %d held-out points).** A point outside its tolerance is a finding about the model, never a
+reason to tune a profile toward it: the last column gives its reason (the point's `+"`finding`"+` in
+experiments/evidence; docs/model.md says more)%s.
 
 ## Modelled points
 
-| point | profile | what ran | measured | model | error | tolerance | | used |
-|---|---|---|---|---|---|---|---|---|
-`, s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, 100*s.MedianAbsErrorHeldOut, s.HeldOut)
+| point | profile | what ran | measured | model | error | tolerance | | used | finding |
+|---|---|---|---|---|---|---|---|---|---|
+`, s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, 100*s.MedianAbsErrorHeldOut, s.HeldOut, unexplainedNote(s))
 	for _, r := range rs {
 		if r.Modelled {
 			used := "held out"
 			if r.FitFor != "" {
 				used = "fit"
 			}
-			fmt.Fprintf(w, "| `%s` | %s | `%s` | %.4g %s | %.4g | %+.0f%% | %.0f%% | %s | %s |\n",
-				r.ID, r.Profile, strings.TrimSuffix(r.How, " on "+r.Profile), r.Y, r.Unit, r.Model, 100*r.Error, 100*r.Tolerance, verdictOf(r), used)
+			finding := ""
+			if !r.Within {
+				finding = r.Finding
+				if finding == "" {
+					finding = "**no reason recorded**"
+				}
+			}
+			fmt.Fprintf(w, "| `%s` | %s | `%s` | %.4g %s | %.4g | %+.0f%% | %.0f%% | %s | %s | %s |\n",
+				r.ID, r.Profile, strings.TrimSuffix(r.How, " on "+r.Profile), r.Y, r.Unit, r.Model, 100*r.Error, 100*r.Tolerance, verdictOf(r), used, finding)
 		}
 	}
 	fmt.Fprintf(w, "\n## Not modelled yet\n\n| point | measured | why not |\n|---|---|---|\n")
@@ -129,4 +143,13 @@ known, is in docs/model.md), never a reason to tune a profile toward it.
 			fmt.Fprintf(w, "| `%s` | %.4g %s | %s |\n", r.ID, r.Y, r.Unit, r.How)
 		}
 	}
+}
+
+// unexplainedNote is the report's count of points outside their tolerance
+// that no finding explains, if any.
+func unexplainedNote(s evidence.Summary) string {
+	if len(s.Unexplained) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d outside points have none yet", len(s.Unexplained))
 }

@@ -45,6 +45,10 @@ type Point struct {
 	URL           string         `yaml:"url"`
 	Note          string         `yaml:"note"`
 	FitFor        string         `yaml:"fit_for"` // the profile fields fitted to this point, if any (docs/model.md)
+	// Finding is why the model misses this point, where that is known:
+	// our words, naming the docs/model.md section that says more. A point
+	// outside its tolerance without one is a miss nobody has explained.
+	Finding string `yaml:"finding"`
 	File          string         `yaml:"-"`       // the file it came from
 }
 
@@ -328,9 +332,11 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 
 // Summary counts a set of results: points, points the model ran, within
 // tolerance, distinct sources, and the median absolute error of the ones
-// it ran, over all of them and over the held-out ones (no fit_for).
+// it ran, over all of them and over the held-out ones (no fit_for);
+// Unexplained lists the points outside their tolerance without a Finding.
 type Summary struct {
 	Points, Modelled, Within, Sources int
+	Unexplained                       []string
 	MedianAbsError                    float64
 	HeldOut                           int     // modelled points not used to fit a parameter
 	MedianAbsErrorHeldOut             float64 // the median over those
@@ -352,6 +358,8 @@ func Summarize(rs []Result) Summary {
 			}
 			if r.Within {
 				s.Within++
+			} else if r.Finding == "" {
+				s.Unexplained = append(s.Unexplained, r.ID)
 			}
 		}
 	}

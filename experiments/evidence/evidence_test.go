@@ -346,3 +346,39 @@ func TestWRCacheOutstanding(t *testing.T) {
 		}
 	}
 }
+
+// TestOutsidePointsHaveFindings runs every point, as explore evidence
+// does, and requires a finding (why the model misses it) on each point
+// outside its tolerance: a change that moves a point outside must say why.
+func TestOutsidePointsHaveFindings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every evidence point (about 10 s)")
+	}
+	pts, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []Result
+	for _, p := range pts {
+		rs = append(rs, Evaluate(p))
+	}
+	s := Summarize(rs)
+	for _, id := range s.Unexplained {
+		t.Errorf("%s is outside its tolerance with no finding: add one (experiments/evidence/README.md, 'finding') or fix the model", id)
+	}
+}
+
+// TestSummarizeUnexplained: a point outside its tolerance is unexplained
+// until it carries a finding; points within, or not run, never are.
+func TestSummarizeUnexplained(t *testing.T) {
+	rs := []Result{
+		{Point: Point{ID: "a-in"}, Modelled: true, Within: true},
+		{Point: Point{ID: "b-out"}, Modelled: true},
+		{Point: Point{ID: "c-out", Finding: "why"}, Modelled: true},
+		{Point: Point{ID: "d-notrun"}},
+	}
+	s := Summarize(rs)
+	if len(s.Unexplained) != 1 || s.Unexplained[0] != "b-out" || s.Modelled != 3 || s.Within != 1 {
+		t.Errorf("unexplained %v, %d modelled, %d within; want [b-out], 3, 1", s.Unexplained, s.Modelled, s.Within)
+	}
+}
