@@ -49,7 +49,7 @@ type Point struct {
 	// our words, naming the docs/model.md section that says more. A point
 	// outside its tolerance without one is a miss nobody has explained.
 	Finding string `yaml:"finding"`
-	File          string         `yaml:"-"`       // the file it came from
+	File    string `yaml:"-"` // the file it came from
 }
 
 // Load reads every embedded point, in file and then file order, and
