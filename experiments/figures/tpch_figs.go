@@ -250,7 +250,7 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 					bc++
 				}
 			}
-			v.Reason += fmt.Sprintf(", furthest on %s, whose 16-node plan broadcasts in %d of its %d steps (MPI's broadcast against the designs' is claim C13)", worst, bc, len(p.Steps))
+			v.Reason += fmt.Sprintf(", furthest on %s, whose 16-node plan broadcasts in %d of its %d steps (how MPI broadcasts against the designs is claim C13)", worst, bc, len(p.Steps))
 		}
 	}
 	if !alike || !at16 {
@@ -261,11 +261,12 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 }
 
 // tpchScaleNote says at what scale factor per node the MPI points of rs
-// (those a judge compared) were judged and whether their rate had settled. MPI's response time carries a
-// start-up that grows with the threads per node (Q4 on 4 EDR nodes: about
-// 0.5 ms with 1 to 4 threads, 1.8 ms with 14; docs/tpch.md), so its rate
-// settles only at several times the quick scale; at the paper's 100 SF
-// per node the start-up is negligible.
+// (those a judge compared) were judged and whether their rate had
+// settled. MPI's response time carries a start-up that grows with the
+// threads per node (Q4 on 4 EDR nodes: about 0.5 ms with 1 to 4 threads,
+// 1.8 ms with 14; docs/tpch.md), so its rate settles only at several times
+// the quick scale; at the paper's 100 SF per node the start-up is
+// negligible.
 func tpchScaleNote(rs []*experiments.Record) string {
 	var sfpns []float64
 	unsteady, mpi := 0, 0
