@@ -25,7 +25,7 @@ import (
 // carries a start-up that grows with the threads per node (about 1.8 ms
 // for Q4 on 4 EDR nodes with 14 threads; docs/tpch.md), so Q3 on 4 nodes
 // settles only at 128x (+1.8% from 64x). Most points settle by 32x; the
-// TPC-H points' growth took explore reproduce to 8.2 GB of peak memory.
+// TPC-H points' growth took explore reproduce to 8-10 GB of peak memory.
 const (
 	SteadyTolerance = 0.03
 	MaxGrowth       = 128

@@ -584,9 +584,10 @@ func TestModelWriteBandwidthLimits(t *testing.T) {
 	}
 }
 
-// TestModelMessageRateVersusQPs: on fdr-cx3 (96 contexts in sets of 2,
+// TestModelMessageRateVersusQPs: on fdr-cx3 (80 contexts in sets of 2,
 // three fetches in flight), 32-byte RDMA Reads spread one per queue pair
-// in turn (--interleave) run at the posting rate with 64 queue pairs; with
+// in turn (--interleave) run at the posting rate with 32 queue pairs (64
+// already conflict in some sets, hashed as they are); with
 // 512 nearly every lookup misses, and each NIC fetches about two contexts
 // per read (the client's when it posts and when the response arrives, the
 // server's when the request arrives and when it answers), three at a time
@@ -599,7 +600,7 @@ func TestModelMessageRateVersusQPs(t *testing.T) {
 		interleave bool
 		lo, hi     float64 // M reads/s
 	}{
-		{64, true, 11, 14},
+		{32, true, 11, 14},
 		{512, true, 2, 4},
 		{64, false, 11, 14},
 		{512, false, 11, 14},
