@@ -16,6 +16,7 @@ import (
 func evidenceCmd() *cobra.Command {
 	var out string
 	var updateDocs bool
+	var fit fitFlags
 	cmd := &cobra.Command{
 		Use:   "evidence",
 		Short: "Compare the simulator with public hardware measurements (experiments/evidence)",
@@ -27,14 +28,26 @@ the point's tolerance; points the model cannot reproduce yet are listed with the
 writes the report as Markdown to results/evidence.md (docs/evidence.md with --update-docs) and
 exits non-zero when a modelled point falls outside its tolerance. Each such point's finding (why
 the model misses it, the point's finding field) is printed beside it in the report; the error
-names any point outside without one.`,
+names any point outside without one.
+
+With --fit it fits instead: it runs the points --points selects on their profile with every
+combination of the --fit values and prints the combinations best first, by the rule the
+profiles' context caches were fitted by (docs/model.md): the smallest worst-case error, then the
+smallest mean. The profile as it is comes first, for comparison.`,
 		Example: `  explore evidence
-  explore evidence --update-docs`,
+  explore evidence --update-docs
+  explore evidence --points 'rcswarm-netapp-read32-qps-*' --fit nic.qp_cache_entries=1024,2048,4096 --fit nic.qp_cache_ways=1,2,4 --fit nic.qp_cache_fetches=16,32,64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pts, err := evidence.Load()
 			if err != nil {
 				return err
+			}
+			if len(fit.axes) > 0 || len(fit.points) > 0 {
+				if updateDocs {
+					return fmt.Errorf("--fit and --update-docs: a fit writes no report; run them separately")
+				}
+				return runFit(cmd, pts, fit)
 			}
 			w := cmd.OutOrStdout()
 			var rs []evidence.Result
@@ -82,6 +95,11 @@ names any point outside without one.`,
 	}
 	cmd.Flags().StringVar(&out, "out", filepath.Join("results", "evidence.md"), "where to write the report")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write the report to docs/evidence.md")
+	cmd.Flags().StringArrayVar(&fit.axes, "fit", nil, "fit: a profile field and the values to try, field=v1,v2,... (repeatable; every combination runs)")
+	cmd.Flags().StringArrayVar(&fit.points, "points", nil, "fit: the points to fit to, by id or glob (repeatable)")
+	cmd.Flags().StringVar(&fit.profile, "profile", "", "fit: the profile whose fields move (default: the points' own, which must be one)")
+	cmd.Flags().IntVar(&fit.top, "top", 10, "fit: print this many combinations")
+	cmd.Flags().IntVar(&fit.jobs, "jobs", 0, "fit: combinations run at once (default: one per core)")
 	return cmd
 }
 

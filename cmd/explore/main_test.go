@@ -207,6 +207,25 @@ func TestEvidenceReport(t *testing.T) {
 	}
 }
 
+// TestEvidenceFit: explore evidence --fit prints the profile as it is,
+// then the combinations best first.
+func TestEvidenceFit(t *testing.T) {
+	out, err := run(t, "evidence", "--points", "rcswarm-apt-read-48qps-8b", "--points", "rcswarm-apt-read-48qps-40b",
+		"--fit", "nic.qp_cache_entries=8,80", "--fit", "nic.qp_cache_ways=2", "--top", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fit on fdr-cx3 to 2 points (errors in this order): rcswarm-apt-read-48qps-8b, rcswarm-apt-read-48qps-40b",
+		"as is: 80", "2 combinations, best first"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if lines := strings.Count(out, "\n"); lines != 8 { // title, 3 header lines, as is, the best, bottom rule, summary
+		t.Errorf("%d lines, want 8 (--top 1):\n%s", lines, out)
+	}
+}
+
 func TestVersion(t *testing.T) {
 	out, err := run(t, "--version")
 	if err != nil || !strings.HasPrefix(out, "rdmashuffle ") || !strings.Contains(out, " commit ") {

@@ -142,17 +142,27 @@ type Result struct {
 // (vendor ceilings, collectives, bidirectional MPI runs, set-up costs,
 // many-machine sweeps) are reported with the reason.
 func Evaluate(p Point) Result {
+	if _, _, why := benchmarkOf(p); why != "" {
+		return Result{Point: p, How: why}
+	}
+	prof, err := sim.LoadProfile(p.Profile)
+	if err != nil {
+		return Result{Point: p, How: err.Error()}
+	}
+	return EvaluateOn(p, prof)
+}
+
+// EvaluateOn is Evaluate on prof instead of p's own profile: a fit (Fit)
+// runs p on profiles whose fitted fields it moves. prof is not changed.
+func EvaluateOn(p Point, prof *sim.Profile) Result {
 	r := Result{Point: p}
 	run, how, why := benchmarkOf(p)
 	if why != "" {
 		r.How = why
 		return r
 	}
-	prof, err := sim.LoadProfile(p.Profile)
-	if err != nil {
-		r.How = err.Error()
-		return r
-	}
+	copied := *prof // a Profile is plain values: the copy is independent
+	prof = &copied
 	if m := pathMTU(p); m != 0 && m != prof.Link.MTU {
 		// The source's path MTU, as perftest's -m sets it: a message below
 		// one MTU crosses every store-and-forward stage whole.

@@ -90,38 +90,17 @@ func DefaultChanges(factors ...float64) []Change {
 // positive). The copy is validated as a profile file would be, so a change
 // that leaves the parameter's range is an error naming it.
 func Apply(p *sim.Profile, c Change) (*sim.Profile, error) {
-	b, err := yaml.Marshal(p)
+	was, whole, err := p.Field(c.Field)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", c, err)
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, err
+	v := was * c.Factor
+	if whole {
+		v = math.Max(math.Round(v), math.Min(was, 1))
 	}
-	path := strings.Split(c.Field, ".")
-	m := doc
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: profile %s has no section %q", c, p.Name, k)
-		}
-		m = next
-	}
-	last := path[len(path)-1]
-	switch v := m[last].(type) {
-	case int:
-		m[last] = max(int(math.Round(float64(v)*c.Factor)), min(v, 1))
-	case float64:
-		m[last] = v * c.Factor
-	default:
-		return nil, fmt.Errorf("%s: profile %s has no numeric field %q", c, p.Name, c.Field)
-	}
-	if b, err = yaml.Marshal(doc); err != nil {
-		return nil, err
-	}
-	q, err := sim.ParseProfile(b)
+	q, err := p.WithField(c.Field, v)
 	if err != nil {
-		return nil, fmt.Errorf("%s on profile %s: %w", c, p.Name, err)
+		return nil, fmt.Errorf("%s: %w", c, err)
 	}
 	return q, nil
 }

@@ -37,8 +37,9 @@ func TestApply(t *testing.T) {
 	}{
 		{Change{"host.lock_handoff_ns", 2}, func(q *sim.Profile) float64 { return q.Host.LockHandoffNS }, 2 * p.Host.LockHandoffNS, ""},
 		{Change{"nic.qp_cache_entries", 0.5}, func(q *sim.Profile) float64 { return float64(q.NIC.QPCacheEntries) }, float64(p.NIC.QPCacheEntries / 2), ""},
-		{Change{"nic.processing_units", 0.01}, func(q *sim.Profile) float64 { return float64(q.NIC.ProcessingUnits) }, 1, ""}, // a positive count stays >= 1
-		{Change{"host.cores", 0.01}, nil, 0, "host.sockets"},                                                                  // 1 core cannot be split over 2 sockets: the profile check says so
+		{Change{"host.poll_empty_ns", 0.5}, func(q *sim.Profile) float64 { return q.Host.PollEmptyNS }, p.Host.PollEmptyNS / 2, ""}, // a fractional field is not rounded, whatever its value
+		{Change{"nic.processing_units", 0.01}, func(q *sim.Profile) float64 { return float64(q.NIC.ProcessingUnits) }, 1, ""},       // a positive count stays >= 1
+		{Change{"host.cores", 0.01}, nil, 0, "host.sockets"},                                                                        // 1 core cannot be split over 2 sockets: the profile check says so
 		{Change{"host.no_such_field", 2}, nil, 0, "no numeric field"},
 		{Change{"nosection.x", 2}, nil, 0, "no section"},
 		{Change{"host.lock_ns", 1e9}, nil, 0, "host.lock_ns"}, // out of range: the profile check names it

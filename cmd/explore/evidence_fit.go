@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"path"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// fitFlags are explore evidence's fit flags.
+type fitFlags struct {
+	axes, points []string
+	profile      string
+	top, jobs    int
+}
+
+// runFit runs explore evidence --fit: the selected points on their
+// profile at every combination of the axes' values, best first.
+func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
+	if len(f.axes) == 0 {
+		return fmt.Errorf("--points without --fit: name the profile fields to fit and their values, e.g. --fit nic.qp_cache_ways=1,2,4")
+	}
+	if len(f.points) == 0 {
+		return fmt.Errorf("--fit without --points: name the points to fit to, by id or glob, e.g. --points 'rcswarm-apt-read32-qps-*'")
+	}
+	if f.top < 1 {
+		return fmt.Errorf("--top %d: must be at least 1", f.top)
+	}
+	pts, err := selectPoints(all, f.points)
+	if err != nil {
+		return err
+	}
+	name := f.profile
+	for _, p := range pts {
+		switch {
+		case p.Profile == "":
+			return fmt.Errorf("--points: %s names no profile (no built-in profile fits its NIC), so nothing can be fitted to it", p.ID)
+		case name == "":
+			name = p.Profile
+		case f.profile == "" && p.Profile != name:
+			return fmt.Errorf("--points: %s is a point of %s and %s one of %s: fit one profile at a time, or name it with --profile", pts[0].ID, name, p.ID, p.Profile)
+		}
+	}
+	base, err := sim.LoadProfile(name)
+	if err != nil {
+		return err
+	}
+	var axes []evidence.Axis
+	for _, s := range f.axes {
+		a, err := evidence.ParseAxis(s)
+		if err != nil {
+			return err
+		}
+		axes = append(axes, a)
+	}
+	jobs := f.jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	n := 1
+	for _, a := range axes {
+		n *= len(a.Values)
+	}
+	// The profile as it is: its own values of the fitted fields.
+	cur := make([]float64, len(axes))
+	for i, a := range axes {
+		if cur[i], _, err = base.Field(a.Field); err != nil {
+			return err
+		}
+	}
+	asIs, err := evidence.Fit(pts, base, []evidence.Axis{}, 1, nil)
+	if err != nil {
+		return err
+	}
+	prog := newTask(cmd.ErrOrStderr(), "fit", "combinations", n)
+	rs, err := evidence.Fit(pts, base, axes, jobs, func() { prog.step(1, "") })
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "fit on %s to %d points (errors in this order): %s\n", name, len(pts), pointIDs(pts))
+	t := newTable(w)
+	var head []any
+	for _, a := range axes {
+		head = append(head, a.Field)
+	}
+	t.Header(append(head, "worst", "mean", "within", "errors, %")...)
+	row := func(values []float64, r evidence.FitResult, mark string) {
+		var cells []string
+		for _, v := range values {
+			cells = append(cells, fmt.Sprintf("%g", v))
+		}
+		cells[0] = mark + cells[0]
+		if r.Err != nil {
+			t.Append(append(cells, "-", "-", "-", r.Err.Error()))
+			return
+		}
+		var errs []string
+		for _, e := range r.Errors {
+			errs = append(errs, fmt.Sprintf("%+.0f", 100*e))
+		}
+		t.Append(append(cells, fmt.Sprintf("%.1f%%", 100*r.Worst), fmt.Sprintf("%.1f%%", 100*r.Mean),
+			fmt.Sprintf("%d/%d", r.Within, len(pts)), strings.Join(errs, " ")))
+	}
+	row(cur, asIs[0], "as is: ")
+	for _, r := range rs[:min(f.top, len(rs))] {
+		row(r.Values, r, "")
+	}
+	t.Render()
+	fmt.Fprintf(w, "%d combinations, best first (smallest worst-case error, then mean); the first row is %s as it is\n", len(rs), name)
+	return nil
+}
+
+// selectPoints returns the points whose id matches one of the patterns
+// (path.Match globs), in the files' order; a pattern that matches nothing
+// is an error.
+func selectPoints(all []evidence.Point, patterns []string) ([]evidence.Point, error) {
+	var out []evidence.Point
+	used := make([]bool, len(patterns))
+	for _, p := range all {
+		for i, pat := range patterns {
+			ok, err := path.Match(pat, p.ID)
+			if err != nil {
+				return nil, fmt.Errorf("--points %q: %v", pat, err)
+			}
+			if ok {
+				used[i] = true
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	for i, u := range used {
+		if !u {
+			return nil, fmt.Errorf("--points %q matches no point of experiments/evidence (explore evidence lists them)", patterns[i])
+		}
+	}
+	return out, nil
+}
+
+// pointIDs lists the points' ids.
+func pointIDs(pts []evidence.Point) string {
+	ids := make([]string, len(pts))
+	for i, p := range pts {
+		ids[i] = p.ID
+	}
+	return strings.Join(ids, ", ")
+}

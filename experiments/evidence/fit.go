@@ -1,0 +1,156 @@
+package evidence
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// Axis is one profile field a fit moves (named as in a profile file,
+// "nic.qp_cache_entries") and the values it tries. An Axis is a value.
+type Axis struct {
+	Field  string
+	Values []float64
+}
+
+// ParseAxis reads "field=v1,v2,...", as explore evidence --fit takes it.
+func ParseAxis(s string) (Axis, error) {
+	field, list, ok := strings.Cut(s, "=")
+	field = strings.TrimSpace(field)
+	if !ok || field == "" || strings.TrimSpace(list) == "" {
+		return Axis{}, fmt.Errorf("fit axis %q: want <profile field>=<value>,<value>,..., e.g. nic.qp_cache_ways=1,2,4", s)
+	}
+	a := Axis{Field: field}
+	for _, v := range strings.Split(list, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return Axis{}, fmt.Errorf("fit axis %q: %q is not a number", s, strings.TrimSpace(v))
+		}
+		a.Values = append(a.Values, x)
+	}
+	return a, nil
+}
+
+// FitResult is one combination of a fit's values and how the model did at
+// its points. A FitResult is a value.
+type FitResult struct {
+	Values []float64 // one per axis, in the axes' order
+	Model  []float64 // the model's value at each point, in the points' order
+	Errors []float64 // its relative error at each point
+	Worst  float64   // the largest absolute relative error
+	Mean   float64   // the mean absolute relative error
+	Within int       // points within their tolerance
+	Err    error     // why the combination could not be run (a value the profile refuses, a failed run)
+}
+
+// maxFitRuns bounds a fit's combinations times points, so that a typo in
+// a grid cannot start a run of days.
+const maxFitRuns = 100000
+
+// Fit runs every point of pts on base with each combination of the axes'
+// values and returns the combinations ordered by the rule the context
+// caches are fitted by (docs/model.md, "Message rate versus number of
+// QPs"): the smallest worst-case absolute error, then the smallest mean;
+// combinations that could not be run come last. jobs combinations run at
+// once (at least one); step, if set, is called after each combination
+// (never concurrently). It fails when a point has no benchmark on the
+// model, or when the grid is empty or too large.
+func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]FitResult, error) {
+	if len(pts) == 0 {
+		return nil, errors.New("fit: no points")
+	}
+	for _, p := range pts {
+		if _, _, why := benchmarkOf(p); why != "" {
+			return nil, fmt.Errorf("fit: point %s is not modelled: %s", p.ID, why)
+		}
+	}
+	combos := [][]float64{nil}
+	for _, a := range axes {
+		if len(a.Values) == 0 {
+			return nil, fmt.Errorf("fit: axis %s has no values", a.Field)
+		}
+		if _, _, err := base.Field(a.Field); err != nil {
+			return nil, fmt.Errorf("fit: %w", err)
+		}
+		var next [][]float64
+		for _, c := range combos {
+			for _, v := range a.Values {
+				next = append(next, append(append([]float64(nil), c...), v))
+			}
+		}
+		combos = next
+	}
+	if n := len(combos) * len(pts); n > maxFitRuns {
+		return nil, fmt.Errorf("fit: %d combinations x %d points = %d runs, more than %d: use fewer values", len(combos), len(pts), n, maxFitRuns)
+	}
+	out := make([]FitResult, len(combos))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range max(jobs, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i] = fitOne(pts, base, axes, combos[i])
+				if step != nil {
+					mu.Lock()
+					step()
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range combos {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.Err == nil) != (b.Err == nil) {
+			return a.Err == nil
+		}
+		if a.Worst != b.Worst {
+			return a.Worst < b.Worst
+		}
+		return a.Mean < b.Mean
+	})
+	return out, nil
+}
+
+// fitOne runs pts on base with the axes set to values.
+func fitOne(pts []Point, base *sim.Profile, axes []Axis, values []float64) FitResult {
+	r := FitResult{Values: values}
+	prof := base
+	for i, a := range axes {
+		q, err := prof.WithField(a.Field, values[i])
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		prof = q
+	}
+	for _, p := range pts {
+		res := EvaluateOn(p, prof)
+		if !res.Modelled {
+			r.Err = fmt.Errorf("%s: %s", p.ID, res.How)
+			return r
+		}
+		e := math.Abs(res.Error)
+		r.Model = append(r.Model, res.Model)
+		r.Errors = append(r.Errors, res.Error)
+		r.Worst = max(r.Worst, e)
+		r.Mean += e / float64(len(pts))
+		if res.Within {
+			r.Within++
+		}
+	}
+	return r
+}

@@ -1,0 +1,105 @@
+package evidence
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+func TestParseAxis(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []float64
+		err  string
+	}{
+		{"nic.qp_cache_ways=1,2,4", []float64{1, 2, 4}, ""},
+		{" host.lock_ns = 20, 37.5 ", []float64{20, 37.5}, ""},
+		{"nic.qp_cache_ways", nil, "want <profile field>=<value>"},
+		{"=1,2", nil, "want <profile field>=<value>"},
+		{"nic.qp_cache_ways=", nil, "want <profile field>=<value>"},
+		{"nic.qp_cache_ways=1,two", nil, `"two" is not a number`},
+		{"nic.qp_cache_ways=1,NaN", nil, `"NaN" is not a number`},
+	} {
+		a, err := ParseAxis(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("ParseAxis(%q): %v, want an error with %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || len(a.Values) != len(tt.want) || a.Field != strings.TrimSpace(strings.Split(tt.in, "=")[0]) {
+			t.Errorf("ParseAxis(%q) = %+v, %v", tt.in, a, err)
+			continue
+		}
+		for i := range tt.want {
+			if a.Values[i] != tt.want[i] {
+				t.Errorf("ParseAxis(%q) = %v, want %v", tt.in, a.Values, tt.want)
+			}
+		}
+	}
+}
+
+// TestFit: a fit runs every combination, orders them by worst error, then
+// mean, puts combinations the profile refuses last, and its errors are
+// Evaluate's at the same values.
+func TestFit(t *testing.T) {
+	pts := []Point{
+		{ID: "f-1", Metric: "message_rate_mops", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 24, "threads": 2, "window": 8}, Y: 9, Unit: "Mops/s", Tolerance: 0.2},
+		{ID: "f-2", Metric: "message_rate_mops", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 96, "threads": 2, "window": 8}, Y: 3, Unit: "Mops/s", Tolerance: 0.2},
+	}
+	base, err := sim.LoadProfile("fdr-cx3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	axes := []Axis{{"nic.qp_cache_entries", []float64{16, -5, 512}}, {"nic.qp_cache_ways", []float64{2, 4}}}
+	steps := 0
+	rs, err := Fit(pts, base, axes, 2, func() { steps++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 6 || steps != 6 {
+		t.Fatalf("%d results, %d steps; want 6", len(rs), steps)
+	}
+	for i, r := range rs {
+		if i > 0 && r.Err == nil && (r.Worst < rs[i-1].Worst || r.Worst == rs[i-1].Worst && r.Mean < rs[i-1].Mean) {
+			t.Errorf("result %d (%v, worst %v) out of order after %v (worst %v)", i, r.Values, r.Worst, rs[i-1].Values, rs[i-1].Worst)
+		}
+		if refused := r.Values[0] < 0; refused != (r.Err != nil) || refused && i < 4 {
+			t.Errorf("result %d, %v: error %v (a negative capacity is refused, and ranks last)", i, r.Values, r.Err)
+		}
+		if r.Err != nil {
+			continue
+		}
+		q, _ := base.WithField("nic.qp_cache_entries", r.Values[0])
+		q, _ = q.WithField("nic.qp_cache_ways", r.Values[1])
+		for j, p := range pts {
+			if e := EvaluateOn(p, q); e.Error != r.Errors[j] {
+				t.Errorf("%v at %s: fit error %v, Evaluate %v", r.Values, p.ID, r.Errors[j], e.Error)
+			}
+		}
+		if w := math.Max(math.Abs(r.Errors[0]), math.Abs(r.Errors[1])); w != r.Worst {
+			t.Errorf("%v: worst %v, errors %v", r.Values, r.Worst, r.Errors)
+		}
+	}
+	if base.NIC.QPCacheEntries != 80 {
+		t.Errorf("the fit changed the profile it was given: %d entries", base.NIC.QPCacheEntries)
+	}
+
+	for _, tc := range []struct {
+		pts  []Point
+		axes []Axis
+		err  string
+	}{
+		{nil, axes, "no points"},
+		{[]Point{{ID: "f-x", Verb: "read", X: map[string]any{"bytes": 32}, Unit: "Mops/s"}}, axes, "f-x is not modelled"},
+		{pts, []Axis{{"nic.no_such", []float64{1}}}, `no numeric field "nic.no_such"`},
+		{pts, []Axis{{"nic.qp_cache_ways", nil}}, "has no values"},
+		{pts, []Axis{{"nic.qp_cache_entries", make([]float64, 400)}, {"nic.qp_cache_ways", make([]float64, 400)}}, "more than"},
+	} {
+		if _, err := Fit(tc.pts, base, tc.axes, 1, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("Fit(%d points, %v): %v, want an error with %q", len(tc.pts), tc.axes, err, tc.err)
+		}
+	}
+}
