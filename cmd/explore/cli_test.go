@@ -100,6 +100,8 @@ func TestArgumentMessages(t *testing.T) {
 		{[]string{"merge", "-o", "m.jsonl"}, []string{"merge needs the shard files to join (e.g. explore merge -o "}},
 		{[]string{"launch", "--nodes", "2"}, []string{"launch needs the explore command each process runs, after -- (e.g. explore launch --nodes 4 -- run"}},
 		{[]string{"run", "MESQ/SR"}, []string{`run takes flags only, not "MESQ/SR": explore run --help lists them`}},
+		{[]string{"sensitivity", "--so-far", "--rejudge"}, []string{"--so-far and --rejudge: --so-far reports the stored verdicts and runs nothing"}},
+		{[]string{"sensitivity", "--so-far", "--out", "/nonexistent/sensitivity"}, []string{"has no judged baseline yet: nothing to report so far"}},
 		{[]string{"evidence", "--points", "rcswarm-apt-*"}, []string{"--points without --fit: name the profile fields to fit"}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1,2"}, []string{"--fit without --points: name the points to fit to"}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1", "--points", "no-such-*"}, []string{`--points "no-such-*" matches no point`}},

@@ -21,6 +21,7 @@ func sensitivityCmd() *cobra.Command {
 		jobs          int
 		updateDocs    bool
 		rejudge       bool
+		soFar         bool
 		list          bool
 	)
 	cmd := &cobra.Command{
@@ -37,7 +38,8 @@ docs/validation.md's robustness column.
 
 Every change reruns every figure: with the default 30 estimates and 2 factors
 that is 61 quick reproductions, hours on 2 cores. Outcomes are saved as they
-finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
+finish in <out>/outcomes.jsonl and an interrupted analysis resumes; --so-far
+writes the report from the changes judged so far, naming the rest.`,
 		Example: "  explore sensitivity --list\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,11 +77,24 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 					return fmt.Errorf("--figures: %w", err)
 				}
 			}
-			outs, err := sensitivity.Run(cmd.Context(), o)
+			var outs []sensitivity.Outcome
+			var pending []string
+			var err error
+			if soFar {
+				if rejudge {
+					return fmt.Errorf("--so-far and --rejudge: --so-far reports the stored verdicts and runs nothing")
+				}
+				outs, pending, err = sensitivity.Stored(o)
+			} else {
+				outs, err = sensitivity.Run(cmd.Context(), o)
+			}
 			t.finish()
 			if err != nil {
 				if cmd.Context().Err() != nil {
 					return asInterrupted(t, err)
+				}
+				if soFar {
+					return err
 				}
 				return fmt.Errorf("%w (outcomes so far are in %s; run the same command again to resume)", err, filepath.Join(out, "outcomes.jsonl"))
 			}
@@ -87,6 +102,7 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 			if err != nil {
 				return err
 			}
+			s.SetPending(pending)
 			dir := out
 			if updateDocs {
 				dir = "docs"
@@ -94,6 +110,9 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 			command := "explore sensitivity"
 			if len(figs) > 0 {
 				command += " --figures " + strings.Join(figs, ",")
+			}
+			if soFar {
+				command += " --so-far"
 			}
 			if updateDocs {
 				command += " --update-docs"
@@ -115,8 +134,11 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 					fmt.Fprintf(w, "%-4s %-8s %s\n", r.Claim, r.Verdict, r.Label())
 				}
 			}
-			fmt.Fprintf(w, "%d of %d claims fragile under %d changes (%d could not be judged); wrote %s\n",
-				fragile, len(s.Claims), len(s.Changes), len(s.Failed), filepath.Join(dir, "sensitivity.md"))
+			fmt.Fprintf(w, "%d of %d claims fragile under %d changes (%d could not be judged", fragile, len(s.Claims), len(s.Changes), len(s.Failed))
+			if len(pending) > 0 {
+				fmt.Fprintf(w, ", %d not judged yet", len(pending))
+			}
+			fmt.Fprintf(w, "); wrote %s\n", filepath.Join(dir, "sensitivity.md"))
 			return nil
 		},
 	}
@@ -128,6 +150,7 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes.`,
 	fl.IntVar(&jobs, "jobs", 0, "parallel runs (default: one per core)")
 	fl.BoolVar(&updateDocs, "update-docs", false, "write docs/sensitivity.md and docs/sensitivity.json (read by explore reproduce)")
 	fl.BoolVar(&rejudge, "rejudge", false, "judge every change again from the runs kept in --out (after a change to the judge; runs only missing points) instead of reading the stored verdicts")
+	fl.BoolVar(&soFar, "so-far", false, "write the report from the changes judged so far in --out (an analysis still running or interrupted), running nothing; it names the changes not judged yet")
 	fl.BoolVar(&list, "list", false, "print the estimated parameters and what each rests on, and exit")
 	return cmd
 }

@@ -15,9 +15,10 @@ import (
 // Robustness is one claim's baseline verdict and the changes that flip it.
 type Robustness struct {
 	Claim    string   `json:"claim"`
-	Verdict  string   `json:"verdict"`         // on the profiles as they are
-	Flips    []string `json:"flips,omitempty"` // "host.lock_ns x2: pass -> fail"
-	Analysed int      `json:"analysed"`        // changes judged (a change that failed to run is not counted)
+	Verdict  string   `json:"verdict"`           // on the profiles as they are
+	Flips    []string `json:"flips,omitempty"`   // "host.lock_ns x2: pass -> fail"
+	Analysed int      `json:"analysed"`          // changes judged (a change that failed to run is not counted)
+	Pending  int      `json:"pending,omitempty"` // changes of the analysis not judged yet (a report written so far)
 }
 
 // Label is the validation report's robustness cell.
@@ -25,6 +26,8 @@ func (r Robustness) Label() string {
 	switch {
 	case r.Verdict == figures.NotRun || r.Analysed == 0:
 		return "not analysed"
+	case len(r.Flips) == 0 && r.Pending > 0:
+		return fmt.Sprintf("robust so far (%d changes judged, %d not yet)", r.Analysed, r.Pending)
 	case len(r.Flips) == 0:
 		return fmt.Sprintf("robust (%d changes)", r.Analysed)
 	}
@@ -43,10 +46,14 @@ type Summary struct {
 	Commits []string `json:"commits,omitempty"`
 	// Model is the ModelID of the numbers the baseline was judged on
 	// (outcomes from before it was recorded: the model at the analysis).
-	Model    string       `json:"model,omitempty"`
-	Figures  []string     `json:"figures,omitempty"`
-	Changes  []string     `json:"changes"`
-	Failed   []string     `json:"failed,omitempty"` // changes that could not be judged, with why
+	Model   string   `json:"model,omitempty"`
+	Figures []string `json:"figures,omitempty"`
+	Changes []string `json:"changes"`
+	Failed  []string `json:"failed,omitempty"` // changes that could not be judged, with why
+	// Pending are the analysis's changes not judged yet: a report written
+	// from the outcomes so far (explore sensitivity --so-far). A flip
+	// found is final; "robust" holds only for the changes judged.
+	Pending  []string     `json:"pending,omitempty"`
 	Claims   []Robustness `json:"claims"`
 	Baseline string       `json:"baseline"` // the baseline's pass/partial/fail counts
 }
@@ -110,6 +117,14 @@ func Analyse(outs []Outcome) (*Summary, error) {
 	return s, nil
 }
 
+// SetPending records the analysis's changes not judged yet (see Pending).
+func (s *Summary) SetPending(pending []string) {
+	s.Pending = pending
+	for i := range s.Claims {
+		s.Claims[i].Pending = len(pending)
+	}
+}
+
 // at says at which commits the analysis was judged: the baseline's, and
 // the later builds (of the same model) that resumed it.
 func (s *Summary) at() string {
@@ -131,7 +146,11 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 	if len(s.Figures) > 0 {
 		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))
 	}
-	fmt.Fprintf(&b, "Baseline: %s. Changes judged: %d of %d.\n\n", s.Baseline, len(s.Changes)-len(s.Failed), len(s.Changes))
+	fmt.Fprintf(&b, "Baseline: %s. Changes judged: %d of %d.\n\n", s.Baseline, len(s.Changes)-len(s.Failed), len(s.Changes)+len(s.Pending))
+	if len(s.Pending) > 0 {
+		fmt.Fprintf(&b, "**Written before the analysis finished**: %d changes are not judged yet (%s). A flip below is final; a claim robust so far may still flip under them.\n\n",
+			len(s.Pending), strings.Join(s.Pending, ", "))
+	}
 	if len(s.Failed) > 0 {
 		fmt.Fprintf(&b, "Changes that could not be judged:\n\n")
 		for _, f := range s.Failed {
@@ -204,6 +223,9 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 		}
 	}
 	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %d changes of the estimates (profile parameters in every profile, software costs in every run), quick scale", path, s.at(), len(s.Changes))
+	if len(s.Pending) > 0 {
+		from += fmt.Sprintf("; written before the analysis finished: %d more changes are not judged yet (docs/sensitivity.md lists them), so \"robust so far\" may still become fragile", len(s.Pending))
+	}
 	if stale {
 		from += "; **stale**: the model's numbers have changed since that analysis (model %s, now %s), so its cells describe the earlier model until `explore sensitivity --update-docs` is run again"
 		from = fmt.Sprintf(from, s.Model, ModelID())

@@ -110,6 +110,34 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 	return outs, nil
 }
 
+// Stored returns the outcomes already judged in o.OutDir for o's
+// changes (the baseline first), running nothing, and the changes not
+// judged yet: what an interrupted or running analysis has so far. It
+// fails when the baseline is not judged yet.
+func Stored(o Options) (outs []Outcome, pending []string, err error) {
+	if len(o.Changes) == 0 {
+		o.Changes = DefaultChanges(0.5, 2)
+	}
+	path := filepath.Join(o.OutDir, "outcomes.jsonl")
+	done, err := readOutcomes(path, o.Figures)
+	if err != nil {
+		return nil, nil, err
+	}
+	base, ok := done[""]
+	if !ok {
+		return nil, nil, fmt.Errorf("sensitivity: %s has no judged baseline yet: nothing to report so far", path)
+	}
+	outs = append(outs, base)
+	for _, c := range o.Changes {
+		if oc, ok := done[c.String()]; ok {
+			outs = append(outs, oc)
+		} else {
+			pending = append(pending, c.String())
+		}
+	}
+	return outs, pending, nil
+}
+
 func ptrs(cs []Change) []*Change {
 	out := make([]*Change, len(cs))
 	for i := range cs {

@@ -3,6 +3,7 @@ package sensitivity
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -129,6 +130,54 @@ func TestOnProfilesSubstitutesAndRelabels(t *testing.T) {
 
 // TestRunResumes runs a cheap figure under one change, then again: the
 // second run finds both outcomes in the file and runs nothing.
+// TestStoredSoFar: a report written before the analysis finishes reads
+// the stored outcomes of the changes asked for, runs nothing, names the
+// changes not judged yet, and calls an unflipped claim robust only so far.
+func TestStoredSoFar(t *testing.T) {
+	dir := t.TempDir()
+	v := func(c, s string) figures.Verdict { return figures.Verdict{Claim: c, Verdict: s} }
+	var lines []byte
+	for _, oc := range []Outcome{
+		{Change: "", Verdicts: []figures.Verdict{v("C1", figures.Pass), v("C2", figures.Pass)}},
+		{Change: "host.lock_ns x2", Verdicts: []figures.Verdict{v("C1", figures.Pass), v("C2", figures.Partial)}},
+		{Change: "host.lock_ns x9", Verdicts: []figures.Verdict{v("C1", figures.Fail), v("C2", figures.Fail)}}, // not asked for
+	} {
+		b, _ := json.Marshal(oc)
+		lines = append(append(lines, b...), '\n')
+	}
+	path := filepath.Join(dir, "outcomes.jsonl")
+	if err := os.WriteFile(path, lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Changes: []Change{{"host.lock_ns", 2}, {"host.lock_ns", 0.5}}, OutDir: dir}
+	outs, pending, err := Stored(o)
+	if err != nil || len(outs) != 2 || outs[0].Change != "" || outs[1].Change != "host.lock_ns x2" || fmt.Sprint(pending) != "[host.lock_ns x0.5]" {
+		t.Fatalf("Stored: %d outcomes, pending %v, err %v", len(outs), pending, err)
+	}
+	s, err := Analyse(outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetPending(pending)
+	want := map[string]string{"C1": "robust so far (1 changes judged, 1 not yet)", "C2": "fragile (flips under: host.lock_ns x2: pass -> partial)"}
+	for _, r := range s.Claims {
+		if r.Label() != want[r.Claim] {
+			t.Errorf("%s: %q, want %q", r.Claim, r.Label(), want[r.Claim])
+		}
+	}
+	var buf bytes.Buffer
+	if err := s.WriteMarkdown(&buf, "test"); err != nil || !strings.Contains(buf.String(), "Changes judged: 1 of 2.") ||
+		!strings.Contains(buf.String(), "1 changes are not judged yet (host.lock_ns x0.5)") {
+		t.Errorf("markdown: %v\n%s", err, buf.String())
+	}
+	if err := os.WriteFile(path, lines[bytes.IndexByte(lines, '\n')+1:], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Stored(o); err == nil || !strings.Contains(err.Error(), "no judged baseline yet") {
+		t.Errorf("no baseline: %v", err)
+	}
+}
+
 func TestRunResumes(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
@@ -210,6 +259,19 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 		if got := rep.Robustness[c]; got != w {
 			t.Errorf("%s: %q, want %q", c, got, w)
 		}
+	}
+
+	// Written before the analysis finished: the cells and the report's
+	// line say so.
+	s.SetPending([]string{"y"})
+	if err := s.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyFile(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Robustness["C1"]; got != "robust so far (1 changes judged, 1 not yet)" || !strings.Contains(rep.RobustnessFrom, "1 more changes are not judged yet") {
+		t.Errorf("so far: C1 %q, from %q", got, rep.RobustnessFrom)
 	}
 }
 
