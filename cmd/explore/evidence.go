@@ -30,10 +30,12 @@ exits non-zero when a modelled point falls outside its tolerance. Each such poin
 the model misses it, the point's finding field) is printed beside it in the report; the error
 names any point outside without one.
 
-With --fit it fits instead: it runs the points --points selects on their profile with every
-combination of the --fit values and prints the combinations best first, by the rule the
-profiles' context caches were fitted by (docs/model.md): the smallest worst-case error, then the
-smallest mean. The profile as it is comes first, for comparison.`,
+With --fit it fits instead: it runs the points --points selects with every combination of the
+--fit values and prints the combinations best first, by the rule the profiles' context caches
+were fitted by (docs/model.md): the smallest worst-case error, then the smallest mean. The model
+as it is comes first, for comparison. A --fit names a profile field (the points then share one
+profile, or --profile names it) or one of the baselines' software costs (` + "`explore sensitivity --list`" + `'s
+mpi.* and ipoib.* names; each point keeps its own profile).`,
 		Example: `  explore evidence
   explore evidence --update-docs
   explore evidence --points 'rcswarm-netapp-read32-qps-*' --fit nic.qp_cache_entries=1024,2048,4096 --fit nic.qp_cache_ways=1,2,4 --fit nic.qp_cache_fetches=16,32,64`,
@@ -95,7 +97,7 @@ smallest mean. The profile as it is comes first, for comparison.`,
 	}
 	cmd.Flags().StringVar(&out, "out", filepath.Join("results", "evidence.md"), "where to write the report")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write the report to docs/evidence.md")
-	cmd.Flags().StringArrayVar(&fit.axes, "fit", nil, "fit: a profile field and the values to try, field=v1,v2,... (repeatable; every combination runs)")
+	cmd.Flags().StringArrayVar(&fit.axes, "fit", nil, "fit: a profile field or software cost and the values to try, name=v1,v2,... (repeatable; every combination runs)")
 	cmd.Flags().StringArrayVar(&fit.points, "points", nil, "fit: the points to fit to, by id or glob (repeatable)")
 	cmd.Flags().StringVar(&fit.profile, "profile", "", "fit: the profile whose fields move (default: the points' own, which must be one)")
 	cmd.Flags().IntVar(&fit.top, "top", 10, "fit: print this many combinations")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -35,28 +36,35 @@ func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 	if err != nil {
 		return err
 	}
-	name := f.profile
-	for _, p := range pts {
-		switch {
-		case p.Profile == "":
-			return fmt.Errorf("--points: %s names no profile (no built-in profile fits its NIC), so nothing can be fitted to it", p.ID)
-		case name == "":
-			name = p.Profile
-		case f.profile == "" && p.Profile != name:
-			return fmt.Errorf("--points: %s is a point of %s and %s one of %s: fit one profile at a time, or name it with --profile", pts[0].ID, name, p.ID, p.Profile)
-		}
-	}
-	base, err := sim.LoadProfile(name)
-	if err != nil {
-		return err
-	}
 	var axes []evidence.Axis
+	software := true // only software costs move: each point may keep its own profile
 	for _, s := range f.axes {
 		a, err := evidence.ParseAxis(s)
 		if err != nil {
 			return err
 		}
 		axes = append(axes, a)
+		software = software && evidence.IsSoftware(a.Field)
+	}
+	name := f.profile
+	for _, p := range pts {
+		switch {
+		case p.Profile == "":
+			return fmt.Errorf("--points: %s names no profile (no built-in profile fits its NIC), so nothing can be fitted to it", p.ID)
+		case software && f.profile == "":
+		case name == "":
+			name = p.Profile
+		case f.profile == "" && p.Profile != name:
+			return fmt.Errorf("--points: %s is a point of %s and %s one of %s: fit one profile at a time, or name it with --profile", pts[0].ID, name, p.ID, p.Profile)
+		}
+	}
+	var base *sim.Profile // nil: each point on its own profile
+	on := "each point's own profile"
+	if name != "" {
+		if base, err = sim.LoadProfile(name); err != nil {
+			return err
+		}
+		on = name
 	}
 	jobs := f.jobs
 	if jobs <= 0 {
@@ -66,10 +74,16 @@ func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 	for _, a := range axes {
 		n *= len(a.Values)
 	}
-	// The profile as it is: its own values of the fitted fields.
+	// The model as it is: its own values of the fitted parameters.
 	cur := make([]float64, len(axes))
 	for i, a := range axes {
-		if cur[i], _, err = base.Field(a.Field); err != nil {
+		if evidence.IsSoftware(a.Field) {
+			c, err := algos.Cost(algos.DefaultMPICosts, algos.DefaultIPoIBCosts, a.Field)
+			if err != nil {
+				return err
+			}
+			cur[i] = float64(c)
+		} else if cur[i], _, err = base.Field(a.Field); err != nil {
 			return err
 		}
 	}
@@ -84,7 +98,7 @@ func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 		return err
 	}
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "fit on %s to %d points (errors in this order): %s\n", name, len(pts), pointIDs(pts))
+	fmt.Fprintf(w, "fit on %s to %d points (errors in this order): %s\n", on, len(pts), pointIDs(pts))
 	t := newTable(w)
 	var head []any
 	for _, a := range axes {
@@ -113,7 +127,7 @@ func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 		row(r.Values, r, "")
 	}
 	t.Render()
-	fmt.Fprintf(w, "%d combinations, best first (smallest worst-case error, then mean); the first row is %s as it is\n", len(rs), name)
+	fmt.Fprintf(w, "%d combinations, best first (smallest worst-case error, then mean); the first row is the model as it is\n", len(rs))
 	return nil
 }
 

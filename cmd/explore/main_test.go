@@ -224,6 +224,18 @@ func TestEvidenceFit(t *testing.T) {
 	if lines := strings.Count(out, "\n"); lines != 8 { // title, 3 header lines, as is, the best, bottom rule, summary
 		t.Errorf("%d lines, want 8 (--top 1):\n%s", lines, out)
 	}
+
+	// A software cost: points of two profiles, each on its own.
+	out, err = run(t, "evidence", "--points", "mpich3917-global-cs-msgrate-1t", "--points", "ohpc207-cx3-imb-pingpong-lat-1b",
+		"--fit", "mpi.call_cycles=300,600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fit on each point's own profile to 2 points", "as is: 600", "2 combinations, best first"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
 }
 
 func TestVersion(t *testing.T) {

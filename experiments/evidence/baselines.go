@@ -41,7 +41,7 @@ func pingPongMessages(bytes int) int { return min(1000, max(20, streamBytes/8/by
 // (ipoib_tcp, x.parallel streams) on the IPoIB design, osu_bw (mpi_bw)
 // and IMB PingPong (mpi_pingpong) on the MPI design. ok is false for the
 // other verbs.
-func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
+func baselineOf(p Point, bytes int, sw Software) (run runner, how, why string, ok bool) {
 	streams := 1
 	if n, isInt := p.X["parallel"].(int); isInt {
 		streams = n
@@ -69,7 +69,7 @@ func baselineOf(p Point, bytes int) (run runner, how, why string, ok bool) {
 	if err != nil {
 		return nil, "", err.Error(), true
 	}
-	cfg := streamConfig{Design: d, Streams: streams, Bytes: bytes}
+	cfg := streamConfig{Design: d, Streams: streams, Bytes: bytes, MPI: sw.MPI, IPoIB: sw.IPoIB}
 	if p.Verb == "mpi_pingpong" {
 		cfg.Messages = pingPongMessages(bytes)
 		run, why := pingPongRunner(p, cfg)

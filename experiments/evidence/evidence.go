@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -142,24 +143,35 @@ type Result struct {
 // (vendor ceilings, collectives, bidirectional MPI runs, set-up costs,
 // many-machine sweeps) are reported with the reason.
 func Evaluate(p Point) Result {
-	if _, _, why := benchmarkOf(p); why != "" {
-		return Result{Point: p, How: why}
-	}
-	prof, err := sim.LoadProfile(p.Profile)
-	if err != nil {
-		return Result{Point: p, How: err.Error()}
-	}
-	return EvaluateOn(p, prof)
+	return EvaluateOn(p, nil, Software{})
 }
 
-// EvaluateOn is Evaluate on prof instead of p's own profile: a fit (Fit)
-// runs p on profiles whose fitted fields it moves. prof is not changed.
-func EvaluateOn(p Point, prof *sim.Profile) Result {
+// Software replaces, for a run, the baselines' estimated software costs
+// (algos.MPICosts, algos.IPoIBCosts: the MPI and IPoIB designs' cycles and
+// thresholds); nil keeps the defaults. A fit (Fit) moves them. A Software
+// is a value; what it points to is not changed.
+type Software struct {
+	MPI   *algos.MPICosts
+	IPoIB *algos.IPoIBCosts
+}
+
+// EvaluateOn is Evaluate on prof (nil: p's own profile) with the software
+// costs sw: a fit (Fit) runs p with the fields it moves. prof is not
+// changed.
+func EvaluateOn(p Point, prof *sim.Profile, sw Software) Result {
 	r := Result{Point: p}
-	run, how, why := benchmarkOf(p)
+	run, how, why := benchmarkOf(p, sw)
 	if why != "" {
 		r.How = why
 		return r
+	}
+	if prof == nil {
+		loaded, err := sim.LoadProfile(p.Profile)
+		if err != nil {
+			r.How = err.Error()
+			return r
+		}
+		prof = loaded
 	}
 	copied := *prof // a Profile is plain values: the copy is independent
 	prof = &copied
@@ -195,7 +207,7 @@ type runner func(c *sim.Cluster) (float64, error)
 // point-to-point points (baselines.go), perftest for other two-node
 // points, the two-node swarm (swarm.go) for rc-swarm points (x.threads and
 // x.window).
-func benchmarkOf(p Point) (runner, string, string) {
+func benchmarkOf(p Point, sw Software) (runner, string, string) {
 	if p.Profile == "" {
 		return nil, "", "no built-in profile of this NIC"
 	}
@@ -210,7 +222,7 @@ func benchmarkOf(p Point) (runner, string, string) {
 	if q, ok := p.X["qps"].(int); ok {
 		qps = q
 	}
-	if run, how, why, ok := baselineOf(p, bytes); ok {
+	if run, how, why, ok := baselineOf(p, bytes, sw); ok {
 		if why != "" {
 			return nil, "", why
 		}

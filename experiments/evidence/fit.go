@@ -4,16 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
-// Axis is one profile field a fit moves (named as in a profile file,
-// "nic.qp_cache_entries") and the values it tries. An Axis is a value.
+// Axis is one parameter a fit moves and the values it tries: a profile
+// field, named as in a profile file ("nic.qp_cache_entries"), or one of the
+// baselines' software costs, named as the sensitivity analysis names them
+// (algos.CostNames: "mpi.call_cycles"). An Axis is a value.
 type Axis struct {
 	Field  string
 	Values []float64
@@ -53,20 +57,22 @@ type FitResult struct {
 // a grid cannot start a run of days.
 const maxFitRuns = 100000
 
-// Fit runs every point of pts on base with each combination of the axes'
-// values and returns the combinations ordered by the rule the context
-// caches are fitted by (docs/model.md, "Message rate versus number of
-// QPs"): the smallest worst-case absolute error, then the smallest mean;
-// combinations that could not be run come last. jobs combinations run at
-// once (at least one); step, if set, is called after each combination
-// (never concurrently). It fails when a point has no benchmark on the
-// model, or when the grid is empty or too large.
+// Fit runs every point of pts on base (nil: each point on its own
+// profile, which only a fit of software costs can do) with each
+// combination of the axes' values and returns the combinations ordered by
+// the rule the context caches are fitted by (docs/model.md, "Message rate
+// versus number of QPs"): the smallest worst-case absolute error, then the
+// smallest mean; combinations that could not be run come last. jobs
+// combinations run at once (at least one); step, if set, is called after
+// each combination (never concurrently). It fails when a point has no
+// benchmark on the model, when an axis names no parameter, or when the
+// grid is empty or too large.
 func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]FitResult, error) {
 	if len(pts) == 0 {
 		return nil, errors.New("fit: no points")
 	}
 	for _, p := range pts {
-		if _, _, why := benchmarkOf(p); why != "" {
+		if _, _, why := benchmarkOf(p, Software{}); why != "" {
 			return nil, fmt.Errorf("fit: point %s is not modelled: %s", p.ID, why)
 		}
 	}
@@ -75,8 +81,19 @@ func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]
 		if len(a.Values) == 0 {
 			return nil, fmt.Errorf("fit: axis %s has no values", a.Field)
 		}
-		if _, _, err := base.Field(a.Field); err != nil {
-			return nil, fmt.Errorf("fit: %w", err)
+		switch {
+		case a.Field == "mpi.relock_cycles":
+			return nil, fmt.Errorf("fit: %s moves nothing in the evidence runs: each MPI point sets its library's wait (MPICH's, or polling without letting the lock go)", a.Field)
+		case IsSoftware(a.Field) || strings.HasPrefix(a.Field, "mpi.") || strings.HasPrefix(a.Field, "ipoib."):
+			if _, err := algos.Cost(algos.DefaultMPICosts, algos.DefaultIPoIBCosts, a.Field); err != nil {
+				return nil, fmt.Errorf("fit: %w", err)
+			}
+		case base == nil:
+			return nil, fmt.Errorf("fit: %s is a profile field: name the profile whose field moves", a.Field)
+		default:
+			if _, _, err := base.Field(a.Field); err != nil {
+				return nil, fmt.Errorf("fit: %w", err)
+			}
 		}
 		var next [][]float64
 		for _, c := range combos {
@@ -125,20 +142,43 @@ func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]
 	return out, nil
 }
 
+// IsSoftware says whether name is one of the baselines' software costs
+// (algos.CostNames) rather than a profile field.
+func IsSoftware(name string) bool { return slices.Contains(algos.CostNames(), name) }
+
 // fitOne runs pts on base with the axes set to values.
 func fitOne(pts []Point, base *sim.Profile, axes []Axis, values []float64) FitResult {
 	r := FitResult{Values: values}
 	prof := base
+	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
+	var sw Software
 	for i, a := range axes {
-		q, err := prof.WithField(a.Field, values[i])
-		if err != nil {
+		v := values[i]
+		if !IsSoftware(a.Field) {
+			q, err := prof.WithField(a.Field, v)
+			if err != nil {
+				r.Err = err
+				return r
+			}
+			prof = q
+			continue
+		}
+		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+			r.Err = fmt.Errorf("software cost %s: %g is not a whole number", a.Field, v)
+			return r
+		}
+		if err := algos.SetCost(&mpi, &ipoib, a.Field, int64(v)); err != nil {
 			r.Err = err
 			return r
 		}
-		prof = q
+		if strings.HasPrefix(a.Field, "mpi.") {
+			sw.MPI = &mpi
+		} else {
+			sw.IPoIB = &ipoib
+		}
 	}
 	for _, p := range pts {
-		res := EvaluateOn(p, prof)
+		res := EvaluateOn(p, prof, sw)
 		if !res.Modelled {
 			r.Err = fmt.Errorf("%s: %s", p.ID, res.How)
 			return r

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -75,7 +76,7 @@ func TestFit(t *testing.T) {
 		q, _ := base.WithField("nic.qp_cache_entries", r.Values[0])
 		q, _ = q.WithField("nic.qp_cache_ways", r.Values[1])
 		for j, p := range pts {
-			if e := EvaluateOn(p, q); e.Error != r.Errors[j] {
+			if e := EvaluateOn(p, q, Software{}); e.Error != r.Errors[j] {
 				t.Errorf("%v at %s: fit error %v, Evaluate %v", r.Values, p.ID, r.Errors[j], e.Error)
 			}
 		}
@@ -87,11 +88,35 @@ func TestFit(t *testing.T) {
 		t.Errorf("the fit changed the profile it was given: %d entries", base.NIC.QPCacheEntries)
 	}
 
+	// A software cost: each point on its own profile, the cost set for
+	// the run only.
+	mt := Point{ID: "f-mt", Verb: "mpi_msgrate_mt", Profile: "edr-cx4", X: map[string]any{"threads": 1}, Y: 3, Unit: "Mops/s", Tolerance: 0.3}
+	lat := Point{ID: "f-lat", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8, "ranks": 2}, Y: 1.7, Unit: "us", Tolerance: 0.3}
+	srs, err := Fit([]Point{mt, lat}, nil, []Axis{{"mpi.call_cycles", []float64{150, 600}}}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range srs {
+		mpi := algos.DefaultMPICosts
+		mpi.CallCycles = int64(r.Values[0])
+		if r.Err != nil || r.Errors[0] != EvaluateOn(mt, nil, Software{MPI: &mpi}).Error {
+			t.Errorf("call cycles %v: %v, errors %v", r.Values, r.Err, r.Errors)
+		}
+	}
+	if len(srs) != 2 || srs[0].Model[0] == srs[1].Model[0] {
+		t.Errorf("the call cycles moved nothing: %+v", srs)
+	}
+	if algos.DefaultMPICosts.CallCycles != 600 {
+		t.Errorf("the fit changed the defaults: %d call cycles", algos.DefaultMPICosts.CallCycles)
+	}
+
 	for _, tc := range []struct {
 		pts  []Point
 		axes []Axis
 		err  string
 	}{
+		{[]Point{mt}, []Axis{{"mpi.relock_cycles", []float64{100}}}, "moves nothing in the evidence runs"},
+		{[]Point{mt}, []Axis{{"mpi.nope", []float64{100}}}, `no software cost "mpi.nope"`},
 		{nil, axes, "no points"},
 		{[]Point{{ID: "f-x", Verb: "read", X: map[string]any{"bytes": 32}, Unit: "Mops/s"}}, axes, "f-x is not modelled"},
 		{pts, []Axis{{"nic.no_such", []float64{1}}}, `no numeric field "nic.no_such"`},
@@ -101,5 +126,11 @@ func TestFit(t *testing.T) {
 		if _, err := Fit(tc.pts, base, tc.axes, 1, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("Fit(%d points, %v): %v, want an error with %q", len(tc.pts), tc.axes, err, tc.err)
 		}
+	}
+	if _, err := Fit([]Point{mt}, nil, []Axis{{"nic.qp_cache_ways", []float64{2}}}, 1, nil); err == nil || !strings.Contains(err.Error(), "name the profile") {
+		t.Errorf("a profile field without a profile: %v", err)
+	}
+	if rs, err := Fit([]Point{mt}, nil, []Axis{{"mpi.call_cycles", []float64{10.5}}}, 1, nil); err != nil || rs[0].Err == nil || !strings.Contains(rs[0].Err.Error(), "not a whole number") {
+		t.Errorf("a fractional cycle count: %v, %+v", err, rs)
 	}
 }

@@ -33,6 +33,10 @@ type streamConfig struct {
 	// as osu_bw and IMB run), algos.MPICHWait for MPICH's
 	// MPI_THREAD_MULTIPLE. MPI only.
 	Wait algos.MPIWait
+	// MPI and IPoIB, when set, replace the designs' default software
+	// costs (Software); MPI's Wait is Wait's whatever they say.
+	MPI   *algos.MPICosts
+	IPoIB *algos.IPoIBCosts
 }
 
 // Endpoint settings of these runs: those of `explore run` without flags
@@ -64,13 +68,17 @@ func baseline(name string) (algos.Design, error) {
 // same endpoints.
 func openStream(th fabric.Thread, cfg streamConfig) ([]algos.Endpoint, error) {
 	n := cfg.Streams
-	ec := algos.Config{Nodes: 2, MsgBytes: msgBytes(cfg.Bytes), Buffers: streamBuffers, CreditEvery: streamCreditEvery, Timeout: streamTimeout}
+	ec := algos.Config{Nodes: 2, MsgBytes: msgBytes(cfg.Bytes), Buffers: streamBuffers, CreditEvery: streamCreditEvery, Timeout: streamTimeout,
+		MPI: cfg.MPI, IPoIB: cfg.IPoIB}
 	if cfg.Design.Shared {
 		n, ec.Threads = 1, cfg.Streams
 	}
 	open := cfg.Design.Open
 	if cfg.Design.Name == algos.NameMPI {
 		costs := algos.DefaultMPICosts
+		if cfg.MPI != nil {
+			costs = *cfg.MPI
+		}
 		costs.Wait = cfg.Wait
 		open = func(th fabric.Thread, c algos.Config) (algos.Endpoint, error) {
 			if cfg.Window > 0 {

@@ -41,33 +41,26 @@ func isSoftware(field string) bool {
 // an error naming the field when c moves none of them.
 func ApplySoftware(c Change) (experiments.SoftwareCosts, error) {
 	var s experiments.SoftwareCosts
-	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
 	move := func(v int64) int64 { return max(int64(math.Round(float64(v)*c.Factor)), min(v, 1)) }
-	switch c.Field {
-	case "mpi.call_cycles":
-		mpi.CallCycles = move(mpi.CallCycles)
-	case "mpi.match_cycles":
-		mpi.MatchCycles = move(mpi.MatchCycles)
-	case "mpi.eager_bytes":
-		// The threshold counts the header: it must still hold one.
-		mpi.EagerBytes = max(int(move(int64(mpi.EagerBytes))), algos.HeaderBytes)
-	case "mpi.relock_cycles":
-		mpi.Wait.YieldCycles = move(mpi.Wait.YieldCycles)
-	case "ipoib.syscall_cycles":
-		ipoib.SyscallCycles = move(ipoib.SyscallCycles)
-	case "ipoib.tx_segment_cycles":
-		ipoib.TxSegmentCycles = move(ipoib.TxSegmentCycles)
-	case "ipoib.rx_segment_cycles":
-		ipoib.RxSegmentCycles = move(ipoib.RxSegmentCycles)
-	case "poll.line_cycles":
+	if c.Field == "poll.line_cycles" {
 		s.PollLineCycles = move(algos.DefaultPollLineCycles)
 		return s, nil
-	default:
+	}
+	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
+	v, err := algos.Cost(mpi, ipoib, c.Field)
+	if err != nil {
 		var names []string
 		for _, e := range SoftwareEstimates {
 			names = append(names, e.Field)
 		}
 		return s, fmt.Errorf("%s: no software cost %q: choose one of %s", c, c.Field, strings.Join(names, ", "))
+	}
+	v = move(v)
+	if c.Field == "mpi.eager_bytes" {
+		v = max(v, algos.HeaderBytes) // the threshold counts the header: it must still hold one
+	}
+	if err := algos.SetCost(&mpi, &ipoib, c.Field, v); err != nil {
+		return s, fmt.Errorf("%s: %w", c, err)
 	}
 	if strings.HasPrefix(c.Field, "mpi.") {
 		s.MPI = &mpi
