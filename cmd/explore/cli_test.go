@@ -102,13 +102,14 @@ func TestArgumentMessages(t *testing.T) {
 		{[]string{"run", "MESQ/SR"}, []string{`run takes flags only, not "MESQ/SR": explore run --help lists them`}},
 		{[]string{"sensitivity", "--so-far", "--rejudge"}, []string{"--so-far and --rejudge: --so-far reports the stored verdicts and runs nothing"}},
 		{[]string{"sensitivity", "--so-far", "--out", "/nonexistent/sensitivity"}, []string{"has no judged baseline yet: nothing to report so far"}},
-		{[]string{"evidence", "--points", "rcswarm-apt-*"}, []string{"--points without --fit: name the profile fields to fit"}},
+		{[]string{"evidence", "--points", "rcswarm-apt-*"}, []string{"--points without --fit: name the profile fields or software costs to fit"}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1,2"}, []string{"--fit without --points: name the points to fit to"}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1", "--points", "no-such-*"}, []string{`--points "no-such-*" matches no point`}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways", "--points", "rcswarm-apt-read32-qps-88"}, []string{"want <profile field>=<value>"}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1", "--points", "rcswarm-apt-read32-qps-88", "--points", "rcswarm-netapp-read32-qps-154"}, []string{"is a point of fdr-cx3 and rcswarm-netapp-read32-qps-154 one of edr-cx4"}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1", "--points", "rcswarm-netapp-ucwrite16-84qps"}, []string{"names no profile"}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1", "--points", "rcswarm-apt-read32-qps-88", "--update-docs"}, []string{"--fit and --update-docs"}},
+		{[]string{"evidence", "--fit", "mpi.nope=1", "--points", "mpich3917-global-cs-msgrate-1t", "--points", "ohpc207-cx3-imb-pingpong-lat-1b"}, []string{`no software cost "mpi.nope": choose one of mpi.call_cycles`}},
 		{[]string{"evidence", "--fit", "nic.qp_cache_ways=1", "--points", "rcswarm-apt-read32-qps-88", "--top", "0"}, []string{"--top 0: must be at least 1"}},
 	} {
 		_, err := run(t, c.args...)

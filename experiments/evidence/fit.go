@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,7 +83,7 @@ func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]
 		switch {
 		case a.Field == "mpi.relock_cycles":
 			return nil, fmt.Errorf("fit: %s moves nothing in the evidence runs: each MPI point sets its library's wait (MPICH's, or polling without letting the lock go)", a.Field)
-		case IsSoftware(a.Field) || strings.HasPrefix(a.Field, "mpi.") || strings.HasPrefix(a.Field, "ipoib."):
+		case IsSoftware(a.Field):
 			if _, err := algos.Cost(algos.DefaultMPICosts, algos.DefaultIPoIBCosts, a.Field); err != nil {
 				return nil, fmt.Errorf("fit: %w", err)
 			}
@@ -142,9 +141,11 @@ func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]
 	return out, nil
 }
 
-// IsSoftware says whether name is one of the baselines' software costs
-// (algos.CostNames) rather than a profile field.
-func IsSoftware(name string) bool { return slices.Contains(algos.CostNames(), name) }
+// IsSoftware says whether name is in the baselines' software costs
+// namespace (mpi.*, ipoib.*: algos.CostNames) rather than a profile's.
+func IsSoftware(name string) bool {
+	return strings.HasPrefix(name, "mpi.") || strings.HasPrefix(name, "ipoib.")
+}
 
 // fitOne runs pts on base with the axes set to values.
 func fitOne(pts []Point, base *sim.Profile, axes []Axis, values []float64) FitResult {
