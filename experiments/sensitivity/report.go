@@ -27,11 +27,19 @@ func (r Robustness) Label() string {
 	case r.Verdict == figures.NotRun || r.Analysed == 0:
 		return "not analysed"
 	case len(r.Flips) == 0 && r.Pending > 0:
-		return fmt.Sprintf("robust so far (%d changes judged, %d not yet)", r.Analysed, r.Pending)
+		return fmt.Sprintf("robust so far (%s judged, %d not yet)", changes(r.Analysed), r.Pending)
 	case len(r.Flips) == 0:
-		return fmt.Sprintf("robust (%d changes)", r.Analysed)
+		return fmt.Sprintf("robust (%s)", changes(r.Analysed))
 	}
 	return "fragile (flips under: " + strings.Join(r.Flips, "; ") + ")"
+}
+
+// changes is "1 change" or "n changes".
+func changes(n int) string {
+	if n == 1 {
+		return "1 change"
+	}
+	return fmt.Sprintf("%d changes", n)
 }
 
 // Fragile reports whether some change flips the verdict.
@@ -148,8 +156,8 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 	}
 	fmt.Fprintf(&b, "Baseline: %s. Changes judged: %d of %d.\n\n", s.Baseline, len(s.Changes)-len(s.Failed), len(s.Changes)+len(s.Pending))
 	if len(s.Pending) > 0 {
-		fmt.Fprintf(&b, "**Written before the analysis finished**: %d changes are not judged yet (%s). A flip below is final; a claim robust so far may still flip under them.\n\n",
-			len(s.Pending), strings.Join(s.Pending, ", "))
+		fmt.Fprintf(&b, "**Written before the analysis finished**: %s not judged yet (%s). A flip below is final; a claim robust so far may still flip under them.\n\n",
+			changes(len(s.Pending)), strings.Join(s.Pending, ", "))
 	}
 	if len(s.Failed) > 0 {
 		fmt.Fprintf(&b, "Changes that could not be judged:\n\n")
@@ -224,7 +232,7 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 	}
 	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %d changes of the estimates (profile parameters in every profile, software costs in every run), quick scale", path, s.at(), len(s.Changes))
 	if len(s.Pending) > 0 {
-		from += fmt.Sprintf("; written before the analysis finished: %d more changes are not judged yet (docs/sensitivity.md lists them), so \"robust so far\" may still become fragile", len(s.Pending))
+		from += fmt.Sprintf("; written before the analysis finished: %s not judged yet (docs/sensitivity.md lists them), so \"robust so far\" may still become fragile", changes(len(s.Pending)))
 	}
 	if stale {
 		from += "; **stale**: the model's numbers have changed since that analysis (model %s, now %s), so its cells describe the earlier model until `explore sensitivity --update-docs` is run again"

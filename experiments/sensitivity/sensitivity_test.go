@@ -159,7 +159,7 @@ func TestStoredSoFar(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SetPending(pending)
-	want := map[string]string{"C1": "robust so far (1 changes judged, 1 not yet)", "C2": "fragile (flips under: host.lock_ns x2: pass -> partial)"}
+	want := map[string]string{"C1": "robust so far (1 change judged, 1 not yet)", "C2": "fragile (flips under: host.lock_ns x2: pass -> partial)"}
 	for _, r := range s.Claims {
 		if r.Label() != want[r.Claim] {
 			t.Errorf("%s: %q, want %q", r.Claim, r.Label(), want[r.Claim])
@@ -167,7 +167,7 @@ func TestStoredSoFar(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	if err := s.WriteMarkdown(&buf, "test"); err != nil || !strings.Contains(buf.String(), "Changes judged: 1 of 2.") ||
-		!strings.Contains(buf.String(), "1 changes are not judged yet (host.lock_ns x0.5)") {
+		!strings.Contains(buf.String(), "1 change not judged yet (host.lock_ns x0.5)") {
 		t.Errorf("markdown: %v\n%s", err, buf.String())
 	}
 	if err := os.WriteFile(path, lines[bytes.IndexByte(lines, '\n')+1:], 0o644); err != nil {
@@ -251,7 +251,7 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"C1": "robust (1 changes)",
+		"C1": "robust (1 change)",
 		"C2": "fragile (flips under: x: partial -> pass); the analysis's own baseline, at the quick scale, judged it partial",
 		"C3": "not analysed",
 	}
@@ -270,7 +270,7 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 	if _, err := ApplyFile(rep, path); err != nil {
 		t.Fatal(err)
 	}
-	if got := rep.Robustness["C1"]; got != "robust so far (1 changes judged, 1 not yet)" || !strings.Contains(rep.RobustnessFrom, "1 more changes are not judged yet") {
+	if got := rep.Robustness["C1"]; got != "robust so far (1 change judged, 1 not yet)" || !strings.Contains(rep.RobustnessFrom, "written before the analysis finished: 1 change not judged yet") {
 		t.Errorf("so far: C1 %q, from %q", got, rep.RobustnessFrom)
 	}
 }
