@@ -230,8 +230,18 @@ func TestApplyRobustnessDemotesFragilePasses(t *testing.T) {
 	if err := WriteValidation(&buf, rep, false, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "| robust (32 changes) |") || !strings.Contains(buf.String(), "Robustness: test analysis") {
+	if !strings.Contains(buf.String(), "| robust (32 changes) |") || !strings.Contains(buf.String(), "Robustness: test analysis") ||
+		!strings.Contains(buf.String(), "Summary: 1 pass, 1 partial, 1 fail") {
 		t.Errorf("validation lacks the robustness column:\n%s", buf.String())
+	}
+	// An analysis that has not finished: its passes are counted, and named.
+	rep.Unconfirmed = []string{"C1"}
+	buf.Reset()
+	if err := WriteValidation(&buf, rep, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Summary: 1 pass (1 of them, C1, robust only so far: the sensitivity analysis has not judged every change yet), 1 partial") {
+		t.Errorf("summary of an unfinished analysis:\n%s", buf.String())
 	}
 }
 

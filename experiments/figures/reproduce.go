@@ -221,6 +221,10 @@ type ReproduceReport struct {
 	// cell from a sensitivity analysis, and RobustnessFrom names it.
 	Robustness     map[string]string
 	RobustnessFrom string
+	// Unconfirmed are the passes whose robustness a sensitivity analysis
+	// written before it finished has not settled: no change judged so far
+	// flips them, but some are not judged yet. The summary says so.
+	Unconfirmed []string
 }
 
 // ApplyRobustness adds a sensitivity analysis's robustness to the report:
@@ -293,7 +297,11 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 	if o := grownPoints(rep); o > 0 {
 		fmt.Fprintf(&b, "Every throughput and TPC-H point (%d) was grown to steady state before it was judged: run again with twice its input (a query: twice its scale factor per node) until its throughput (a query: scale factor per node over response time) moved by less than %.0f%%, up to %dx the quick input (fields `input_scale`, `steady_change`; docs/results.md).\n\n", o, 100*SteadyTolerance, MaxGrowth)
 	}
-	fmt.Fprintf(&b, "Summary: %d pass, %d partial, %d fail, %d not-run (of %d claims).\n\n", counts[Pass], counts[Partial], counts[Fail], counts[NotRun], len(rep.Verdicts))
+	unconfirmed := ""
+	if n := len(rep.Unconfirmed); n > 0 {
+		unconfirmed = fmt.Sprintf(" (%d of them, %s, robust only so far: the sensitivity analysis has not judged every change yet)", n, strings.Join(rep.Unconfirmed, ", "))
+	}
+	fmt.Fprintf(&b, "Summary: %d pass%s, %d partial, %d fail, %d not-run (of %d claims).\n\n", counts[Pass], unconfirmed, counts[Partial], counts[Fail], counts[NotRun], len(rep.Verdicts))
 	for _, fr := range rep.Figures {
 		fmt.Fprintf(&b, "- %s, %s: %d points (%d failed). %s\n", fr.Figure.ID, fr.Figure.Title, len(fr.Results), fr.Failed, fr.Steady)
 	}

@@ -242,5 +242,13 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 		from += ", judged with " + strings.Join(s.Figures, ", ") + " only"
 	}
 	rep.ApplyRobustness(cells, fragile, from)
+	rep.Unconfirmed = nil
+	if len(s.Pending) > 0 {
+		for _, v := range rep.Verdicts {
+			if v.Verdict == figures.Pass && !fragile[v.Claim] && cells[v.Claim] != "" && cells[v.Claim] != "not analysed" {
+				rep.Unconfirmed = append(rep.Unconfirmed, v.Claim)
+			}
+		}
+	}
 	return s, nil
 }

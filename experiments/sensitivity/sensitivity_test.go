@@ -273,6 +273,9 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 	if got := rep.Robustness["C1"]; got != "robust so far (1 change judged, 1 not yet)" || !strings.Contains(rep.RobustnessFrom, "written before the analysis finished: 1 change not judged yet") {
 		t.Errorf("so far: C1 %q, from %q", got, rep.RobustnessFrom)
 	}
+	if fmt.Sprint(rep.Unconfirmed) != "[C1]" { // C2 is fragile: a partial now; C3 was not analysed
+		t.Errorf("unconfirmed passes %v, want [C1]", rep.Unconfirmed)
+	}
 }
 
 func TestEstimatesHaveOneKind(t *testing.T) {
