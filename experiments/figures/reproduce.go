@@ -298,7 +298,10 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 		fmt.Fprintf(&b, "Every throughput and TPC-H point (%d) was grown to steady state before it was judged: run again with twice its input (a query: twice its scale factor per node) until its throughput (a query: scale factor per node over response time) moved by less than %.0f%%, up to %dx the quick input (fields `input_scale`, `steady_change`; docs/results.md).\n\n", o, 100*SteadyTolerance, MaxGrowth)
 	}
 	unconfirmed := ""
-	if n := len(rep.Unconfirmed); n > 0 {
+	switch n := len(rep.Unconfirmed); {
+	case n > 0 && n == counts[Pass]:
+		unconfirmed = " (each robust only so far: the sensitivity analysis has not judged every change yet)"
+	case n > 0:
 		unconfirmed = fmt.Sprintf(" (%d of them, %s, robust only so far: the sensitivity analysis has not judged every change yet)", n, strings.Join(rep.Unconfirmed, ", "))
 	}
 	fmt.Fprintf(&b, "Summary: %d pass%s, %d partial, %d fail, %d not-run (of %d claims).\n\n", counts[Pass], unconfirmed, counts[Partial], counts[Fail], counts[NotRun], len(rep.Verdicts))

@@ -65,7 +65,12 @@ type Page struct {
 }
 
 // Counts are the verdicts by kind.
-type Counts struct{ Pass, Partial, Fail, NotRun, Total int }
+type Counts struct {
+	Pass, Partial, Fail, NotRun, Total int
+	// Unconfirmed are the passes a sensitivity analysis written before it
+	// finished has not settled (figures.ReproduceReport.Unconfirmed).
+	Unconfirmed []string
+}
 
 // Figure is one figure of the reproduction as the page shows it.
 type Figure struct {
@@ -151,6 +156,7 @@ func Collect(ctx context.Context, o Options) (*Page, error) {
 		}
 	}
 	p.Claims, p.Counts = claimRows(jr.Verdicts, p.Figures, rec)
+	p.Counts.Unconfirmed = jr.Unconfirmed
 	for i := range p.Claims {
 		if cell, ok := jr.Robustness[p.Claims[i].ID]; ok {
 			p.Claims[i].Robustness = append([]string{cell}, p.Claims[i].Robustness...)
