@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path"
 	"runtime"
 	"strings"
 
@@ -32,9 +31,9 @@ func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 	if f.top < 1 {
 		return fmt.Errorf("--top %d: must be at least 1", f.top)
 	}
-	pts, err := selectPoints(all, f.points)
+	pts, err := evidence.Select(all, f.points...)
 	if err != nil {
-		return err
+		return fmt.Errorf("--points %w", err)
 	}
 	var axes []evidence.Axis
 	software := true // only software costs move: each point may keep its own profile
@@ -129,33 +128,6 @@ func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 	t.Render()
 	fmt.Fprintf(w, "%d combinations, best first (smallest worst-case error, then mean); the first row is the model as it is\n", len(rs))
 	return nil
-}
-
-// selectPoints returns the points whose id matches one of the patterns
-// (path.Match globs), in the files' order; a pattern that matches nothing
-// is an error.
-func selectPoints(all []evidence.Point, patterns []string) ([]evidence.Point, error) {
-	var out []evidence.Point
-	used := make([]bool, len(patterns))
-	for _, p := range all {
-		for i, pat := range patterns {
-			ok, err := path.Match(pat, p.ID)
-			if err != nil {
-				return nil, fmt.Errorf("--points %q: %v", pat, err)
-			}
-			if ok {
-				used[i] = true
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	for i, u := range used {
-		if !u {
-			return nil, fmt.Errorf("--points %q matches no point of experiments/evidence (explore evidence lists them)", patterns[i])
-		}
-	}
-	return out, nil
 }
 
 // pointIDs lists the points' ids.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,33 @@ type FitResult struct {
 	Mean   float64   // the mean absolute relative error
 	Within int       // points within their tolerance
 	Err    error     // why the combination could not be run (a value the profile refuses, a failed run)
+}
+
+// Select returns the points of all whose id matches one of the patterns
+// (path.Match globs), in all's order; a pattern that matches nothing, or
+// is malformed, is an error that names it.
+func Select(all []Point, patterns ...string) ([]Point, error) {
+	var out []Point
+	used := make([]bool, len(patterns))
+	for _, p := range all {
+		for i, pat := range patterns {
+			ok, err := path.Match(pat, p.ID)
+			if err != nil {
+				return nil, fmt.Errorf("%q: %v", pat, err)
+			}
+			if ok {
+				used[i] = true
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	for i, u := range used {
+		if !u {
+			return nil, fmt.Errorf("%q matches no point of experiments/evidence (explore evidence lists them)", patterns[i])
+		}
+	}
+	return out, nil
 }
 
 // maxFitRuns bounds a fit's combinations times points, so that a typo in

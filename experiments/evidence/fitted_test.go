@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"path"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -23,16 +22,11 @@ func TestContextCachesStayFitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	pick := func(patterns ...string) []Point {
-		var out []Point
-		for _, p := range all {
-			for _, pat := range patterns {
-				if ok, _ := path.Match(pat, p.ID); ok {
-					out = append(out, p)
-					break
-				}
-			}
+		pts, err := Select(all, patterns...)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return out
+		return pts
 	}
 	for _, tc := range []struct {
 		profile string
