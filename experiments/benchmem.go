@@ -103,13 +103,12 @@ func CheckBenchMemory(cfg perftest.Config, nodes int, payload bool, physical int
 	if err != nil || physical <= 0 || est.Bytes <= physical {
 		return err
 	}
-	gib := func(v int64) string { return fmt.Sprintf("%.1f GiB", float64(v)/(1<<30)) }
 	what := fmt.Sprintf("%d queue pairs of about %.1f KiB", est.QPs, float64(est.PerQP)/1024)
 	if est.Registered > 0 {
-		what += fmt.Sprintf(" and %s of registered memory", gib(est.Registered))
+		what += fmt.Sprintf(" and %s of registered memory", GiB(est.Registered))
 	}
 	return fmt.Errorf("--nodes %d: the simulated %s would need about %s of memory (%s), more than this machine's %s: use fewer nodes, fewer queue pairs per peer (-q) or shallower queues (-t, -r), or pass --no-memory-check to run it anyway",
-		nodes, cfg.Test, gib(est.Bytes), what, gib(physical))
+		nodes, cfg.Test, GiB(est.Bytes), what, GiB(physical))
 }
 
 // PhysicalMemory is the machine's memory (MemTotal in /proc/meminfo), and

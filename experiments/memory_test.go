@@ -1,8 +1,11 @@
 package experiments
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
 // TestCheckMemory: runs far beyond the machine's memory are refused with
@@ -39,5 +42,121 @@ func TestCheckMemory(t *testing.T) {
 		if est := MemoryEstimate(m.cfg); est < m.mib<<20 {
 			t.Errorf("%+v: estimate %d MiB below the measured %d MiB", m.cfg, est>>20, m.mib)
 		}
+	}
+}
+
+// TestQueryMemoryEstimate: a TPC-H query's estimate covers the peaks
+// measured (QueryMemoryEstimate's comment) without overshooting them by
+// more than twice, so that steady-state growth does not stop far short of
+// what the machine could run; a TPC-H point's label is estimated the same.
+func TestQueryMemoryEstimate(t *testing.T) {
+	for _, m := range []struct {
+		design  string
+		q       tpch.Query
+		nodes   int
+		sf      float64
+		mb      int64
+		payload bool // with 2 threads, not 14
+	}{
+		{"MESQ/SR", tpch.Q3, 4, 0.4, 43, true},
+		{"MESQ/SR", tpch.Q3, 4, 1.6, 102, true},
+		{"MPI", tpch.Q3, 4, 0.4, 72, true},
+		{"MPI", tpch.Q3, 4, 1.6, 119, true},
+		{"MPI", tpch.Q3, 16, 3.2, 619, false},
+		{"MPI", tpch.Q3, 16, 12.8, 979, false},
+		{"MPI", tpch.Q3, 16, 51.2, 2136, false},
+		{"MPI", tpch.Q3, 8, 12.8, 429, false},
+		{"MPI", tpch.Q3, 4, 0.8, 50, false},
+		{"MPI", tpch.Q3, 4, 3.2, 96, false},
+		{"MPI", tpch.Q3, 4, 6.4, 162, false},
+		{"MPI", tpch.Q10, 16, 12.8, 934, false},
+		{"MPI", tpch.Q4, 16, 12.8, 649, false},
+		{"MESQ/SR", tpch.Q3, 16, 3.2, 219, false},
+		{"MESQ/SR", tpch.Q3, 16, 12.8, 322, false},
+		{"MESQ/SR", tpch.Q10, 16, 12.8, 411, false},
+		{"MESQ/SR", tpch.Q10, 16, 51.2, 838, false},
+		{LocalData, tpch.Q4, 16, 12.8, 17, false},
+	} {
+		qc := QueryConfig{Query: m.q, SF: m.sf, Design: m.design, Nodes: m.nodes, Threads: 14, Payload: m.payload}
+		if m.payload {
+			qc.Threads = 2
+		}
+		est := QueryMemoryEstimate(qc)
+		if est < m.mb*1e6 || est > 2*m.mb*1e6+64<<20 {
+			t.Errorf("%s %s, %d nodes, SF %g: estimate %d MB, measured %d MB (want at least that, at most about twice)", m.design, m.q, m.nodes, m.sf, est/1e6, m.mb)
+		}
+		local := m.design == LocalData
+		point := RunConfig{Design: m.design, Nodes: m.nodes, Label: TPCHLabel(m.q, local, m.sf/float64(m.nodes)), Profile: "edr-cx4", Threads: qc.Threads, Payload: m.payload}
+		if !m.payload {
+			point.Threads = 0 // RunQueryPoint's default, half of edr-cx4's 28 cores
+		}
+		if local {
+			point.Design = "MESQ/SR"
+		}
+		if got := MemoryEstimate(point); got != est {
+			t.Errorf("%s: point estimate %d, query estimate %d (threads default to half of edr-cx4's 28 cores)", point.Label, got, est)
+		}
+	}
+}
+
+// TestMemoryBudget: runs whose estimates do not fit together wait for
+// each other; a run larger than the budget runs alone; nil admits all.
+func TestMemoryBudget(t *testing.T) {
+	cfg := RunConfig{Design: "MEMQ/SR", Nodes: 64, Threads: 2, Buffers: 2}
+	est := MemoryEstimate(cfg)
+	b := NewMemoryBudget(est * 3 / 2)
+	if !b.Fits(est) || b.Fits(2*est) || b.Total() != est*3/2 {
+		t.Fatalf("budget of 1.5 estimates: fits one %v, fits two %v, total %d", b.Fits(est), b.Fits(2*est), b.Total())
+	}
+	release := make(chan struct{})
+	started := make(chan int, 2)
+	run := func(id int) func(RunConfig) (*Record, error) {
+		return func(RunConfig) (*Record, error) {
+			started <- id
+			<-release
+			return &Record{}, nil
+		}
+	}
+	done := make(chan struct{}, 2)
+	go func() { b.Admit(run(1))(cfg); done <- struct{}{} }()
+	if id := <-started; id != 1 {
+		t.Fatalf("run %d started first", id)
+	}
+	go func() { b.Admit(run(2))(cfg); done <- struct{}{} }()
+	for { // the second run must queue while the first holds its memory
+		b.mu.Lock()
+		w := b.waiting
+		b.mu.Unlock()
+		if w == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	select {
+	case id := <-started:
+		t.Fatalf("run %d started while run 1 held the memory", id)
+	default:
+	}
+	release <- struct{}{} // run 1 ends; run 2 is admitted
+	<-done
+	if id := <-started; id != 2 {
+		t.Fatalf("run %d started, want 2", id)
+	}
+	release <- struct{}{}
+	<-done
+	if b.used != 0 {
+		t.Errorf("%d bytes still admitted after both runs", b.used)
+	}
+	// Larger than the budget: admitted alone, counted as the whole budget.
+	if n := b.acquire(10 * est); n != b.total {
+		t.Errorf("an oversized run took %d of %d bytes", n, b.total)
+	}
+	b.release(b.total)
+	var nilb *MemoryBudget
+	if !nilb.Fits(1<<62) || nilb.Total() != 0 {
+		t.Error("a nil budget must fit everything")
+	}
+	if rec, err := nilb.Admit(func(RunConfig) (*Record, error) { return &Record{Nodes: 3}, nil })(cfg); err != nil || rec.Nodes != 3 {
+		t.Errorf("nil budget's Admit: %v, %v", rec, err)
 	}
 }

@@ -220,10 +220,14 @@ type Record struct {
 	// fraction) from the run with half of it. Absent when not grown.
 	InputScale   int     `json:"input_scale,omitempty"`
 	SteadyChange float64 `json:"steady_change,omitempty"`
-	Version      string  `json:"version"`
-	Commit       string  `json:"commit"`
-	GoVersion    string  `json:"go_version"`
-	ProfileHash  string  `json:"profile_hash"`
+	// SteadyStop says why growth stopped before the throughput settled
+	// and before the most growth allowed: the next doubling failed, or
+	// would not fit in the memory available. Absent otherwise.
+	SteadyStop  string `json:"steady_stop,omitempty"`
+	Version     string `json:"version"`
+	Commit      string `json:"commit"`
+	GoVersion   string `json:"go_version"`
+	ProfileHash string `json:"profile_hash"`
 	// Software is the software costs the run used where they were not
 	// the defaults (RunConfig.Software); absent for the defaults.
 	Software *SoftwareCosts `json:"software,omitempty"`

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 func TestQueryCommand(t *testing.T) {
@@ -26,5 +28,28 @@ func TestQueryCommand(t *testing.T) {
 	cmd.SetArgs([]string{"--query", "Q5"})
 	if err := cmd.Execute(); err == nil {
 		t.Error("Q5: no error")
+	}
+}
+
+// TestQueryRefusesBeyondMemory: a query whose estimated memory exceeds
+// what the machine has is refused before it starts, naming the estimate
+// and the flag that runs it anyway.
+func TestQueryRefusesBeyondMemory(t *testing.T) {
+	if _, ok := experiments.AvailableMemory(); !ok {
+		t.Skip("the system does not say how much memory is available (no /proc/meminfo): nothing is refused")
+	}
+	cmd := queryCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--query", "Q3", "--sf", "1000000", "--design", "MPI", "--nodes", "16", "--threads", "14"})
+	err := cmd.Execute()
+	if err == nil {
+		t.Fatal("SF 1,000,000 on 16 nodes: no error")
+	}
+	for _, want := range []string{"--sf 1e+06", "GiB of memory", "--no-memory-check"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
 	}
 }

@@ -39,6 +39,10 @@ type FigureOptions struct {
 	// Resume keeps points already in the output files; otherwise they are
 	// removed first, so that results always come from the current code.
 	Resume bool
+	// Memory, if set, admits the runs so that those running at once fit
+	// in it, and stops steady-state growth before a doubling that would
+	// not fit by itself (experiments.MemoryBudget). Nil: no limit.
+	Memory *experiments.MemoryBudget
 	// Run runs one point; default Run. Tests replace it.
 	Run func(experiments.RunConfig) (*experiments.Record, error)
 }
@@ -70,7 +74,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	}
 	rep := &FigureReport{Figure: f}
 	growing := o.Grow && !f.NoSteady
-	if (growing || o.Wrap != nil) && o.Run == nil {
+	if (growing || o.Wrap != nil || o.Memory != nil) && o.Run == nil {
 		for _, sw := range sws { // RunSweep checks points only when it runs them itself
 			if err := sweep.ValidatePoints(sw.Points()); err != nil {
 				return nil, fmt.Errorf("%s: %w", f.ID, err)
@@ -81,8 +85,9 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	if o.Wrap != nil {
 		o.Run = o.Wrap(o.Run)
 	}
+	o.Run = o.Memory.Admit(o.Run)
 	if growing {
-		o.Run = grow(o.Run)
+		o.Run = grow(o.Run, o.Memory)
 	}
 	for _, sw := range sws {
 		out := filepath.Join(o.OutDir, sw.Name+".jsonl")

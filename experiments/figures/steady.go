@@ -33,8 +33,12 @@ const (
 
 // grow wraps run so that every successful point with a rate is grown to
 // steady state. A larger run that fails keeps the last good record, marked
-// by its steady_change as not steady.
-func grow(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+// by its steady_change as not steady and by its steady_stop with the
+// failure. With a memory budget, a doubling whose estimated memory does not
+// fit in it is not run: the last record stands, its steady_stop naming the
+// estimate (where the budget is the machine's memory, a smaller machine
+// grows less far, and says so).
+func grow(run func(experiments.RunConfig) (*experiments.Record, error), mem *experiments.MemoryBudget) func(experiments.RunConfig) (*experiments.Record, error) {
 	return func(cfg experiments.RunConfig) (*experiments.Record, error) {
 		rec, err := run(cfg)
 		if _, ok := scaledInput(cfg, 2); err != nil || !growable(rec) || !ok {
@@ -42,9 +46,23 @@ func grow(run func(experiments.RunConfig) (*experiments.Record, error)) func(exp
 		}
 		for f := int64(2); f <= MaxGrowth; f *= 2 {
 			c, _ := scaledInput(cfg, f)
+			if est := experiments.MemoryEstimate(c); !mem.Fits(est) {
+				rec.SteadyStop = fmt.Sprintf("the run at %dx would need about %s of memory, more than the %s available (--no-memory-check grows it anyway)", f, experiments.GiB(est), experiments.GiB(mem.Total()))
+				return rec, nil
+			}
 			next, err := run(c)
 			if err != nil || !growable(next) {
-				return rec, nil // the larger run failed: the last good one stands, not shown steady
+				var why string
+				switch {
+				case err != nil:
+					why = err.Error()
+				case next == nil || next.Integrity == "ok":
+					why = "it measured no rate"
+				default:
+					why = "its integrity check failed: " + next.Integrity
+				}
+				rec.SteadyStop = fmt.Sprintf("the run at %dx failed: %s", f, why)
+				return rec, nil // the last good one stands, not shown steady
 			}
 			next.InputScale = int(f)
 			next.SteadyChange = (rate(next) - rate(rec)) / rate(rec)
@@ -105,9 +123,17 @@ func growthSummary(rs []sweep.Result) string {
 			continue
 		}
 		total++
-		scales[r.InputScale]++
-		if r.InputScale > 0 && !steady(r.Record) {
-			unsteady = append(unsteady, fmt.Sprintf("%s at %d nodes (%+.1f%% at %dx)", r.Design, r.Nodes, 100*r.SteadyChange, r.InputScale))
+		k := r.InputScale
+		if k == 0 && r.SteadyStop != "" {
+			k = 1 // not grown past the figure's input, for a reason it gives
+		}
+		scales[k]++
+		if r.InputScale > 0 && !steady(r.Record) || r.SteadyStop != "" {
+			u := fmt.Sprintf("%s at %d nodes (%+.1f%% at %dx", r.Design, r.Nodes, 100*r.SteadyChange, max(r.InputScale, 1))
+			if r.SteadyStop != "" {
+				u += "; not grown further: " + r.SteadyStop
+			}
+			unsteady = append(unsteady, u+")")
 		}
 	}
 	if total == 0 {
@@ -128,7 +154,7 @@ func growthSummary(rs []sweep.Result) string {
 	}
 	s := fmt.Sprintf("grown to steady state (< %.0f%% change at twice the input) from the quick scale: %s", 100*SteadyTolerance, strings.Join(parts, ", "))
 	if len(unsteady) > 0 {
-		s += fmt.Sprintf("; NOT steady at %dx: %s", MaxGrowth, strings.Join(unsteady, "; "))
+		s += fmt.Sprintf("; NOT steady (at %dx, the most growth allowed, unless it says why not): %s", MaxGrowth, strings.Join(unsteady, "; "))
 	}
 	return s
 }

@@ -44,7 +44,7 @@ func TestGrowToSteadyState(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls []int64
-			rec, err := grow(fakeRun(base, tt.tput, &calls))(experiments.RunConfig{BytesPerPair: base})
+			rec, err := grow(fakeRun(base, tt.tput, &calls), nil)(experiments.RunConfig{BytesPerPair: base})
 			if !slices.Equal(calls, tt.calls) {
 				t.Errorf("ran input scales %v, want %v", calls, tt.calls)
 			}
@@ -67,7 +67,7 @@ func TestGrowToSteadyState(t *testing.T) {
 func TestGrowSkipsUnsizedAndFailedPoints(t *testing.T) {
 	var calls []int64
 	run := fakeRun(1, map[int64]float64{0: 5}, &calls)
-	rec, err := grow(run)(experiments.RunConfig{}) // no input size to scale
+	rec, err := grow(run, nil)(experiments.RunConfig{}) // no input size to scale
 	if err != nil || rec.InputScale != 0 || len(calls) != 1 {
 		t.Errorf("unsized point: scale %d, %d runs, err %v; want it run once and not grown", rec.InputScale, len(calls), err)
 	}
@@ -90,7 +90,7 @@ func TestGrowTPCHPoint(t *testing.T) {
 		return &experiments.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: startup + 10e-3*sfpn}, nil
 	}
 	cfg := experiments.RunConfig{Label: experiments.TPCHLabel("Q4", false, 0.1), BytesPerNode: 16}
-	rec, err := grow(run)(cfg)
+	rec, err := grow(run, nil)(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestGrowTPCHPoint(t *testing.T) {
 		sfpns = append(sfpns, sfpn)
 		return &experiments.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
 	}
-	if rec, _ := grow(short)(cfg); rec.InputScale != 64 || !steady(rec) || len(sfpns) != 7 || abs(rec.SteadyChange-(6.4/65-3.2/33)/(3.2/33)) > 1e-9 {
+	if rec, _ := grow(short, nil)(cfg); rec.InputScale != 64 || !steady(rec) || len(sfpns) != 7 || abs(rec.SteadyChange-(6.4/65-3.2/33)/(3.2/33)) > 1e-9 {
 		t.Errorf("1 ms start-up: grown to %dx over %d runs, change %.4f, steady %v; want 64x, 7 runs, +1.5%%, steady", rec.InputScale, len(sfpns), rec.SteadyChange, steady(rec))
 	}
 	// A query whose time is linear in its data is steady at the first doubling.
@@ -129,7 +129,7 @@ func TestGrowTPCHPoint(t *testing.T) {
 		sfpns = append(sfpns, sfpn)
 		return &experiments.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 4e-3 * sfpn}, nil
 	}
-	if rec, _ := grow(linear)(cfg); rec.InputScale != 2 || !steady(rec) || len(sfpns) != 2 {
+	if rec, _ := grow(linear, nil)(cfg); rec.InputScale != 2 || !steady(rec) || len(sfpns) != 2 {
 		t.Errorf("linear query: grown to %dx over %d runs, steady %v; want 2x, 2 runs, steady", rec.InputScale, len(sfpns), steady(rec))
 	}
 }
@@ -139,7 +139,7 @@ func TestGrowthSummary(t *testing.T) {
 		return sweep.Result{Record: &experiments.Record{Design: "MEMQ/SR", Nodes: 16, Integrity: "ok", ThroughputGiBs: 1, InputScale: scale, SteadyChange: change}}
 	}
 	got := growthSummary([]sweep.Result{rec(2, 0.01), rec(2, -0.02), rec(4, 0.0), rec(MaxGrowth, 0.05), {Error: "boom"}})
-	for _, want := range []string{"2 at 2x", "1 at 4x", fmt.Sprintf("1 at %dx", MaxGrowth), fmt.Sprintf("NOT steady at %dx: MEMQ/SR at 16 nodes (+5.0%% at %dx)", MaxGrowth, MaxGrowth)} {
+	for _, want := range []string{"2 at 2x", "1 at 4x", fmt.Sprintf("1 at %dx", MaxGrowth), fmt.Sprintf("NOT steady (at %dx, the most growth allowed, unless it says why not): MEMQ/SR at 16 nodes (+5.0%% at %dx)", MaxGrowth, MaxGrowth)} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary %q lacks %q", got, want)
 		}
@@ -154,4 +154,54 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestGrowStopsBeforeMemory: with a memory budget, growth does not start a
+// doubling whose estimate exceeds it; the record kept says why it was not
+// grown further, and so does the figure's growth line. A doubling that
+// fails says so too.
+func TestGrowStopsBeforeMemory(t *testing.T) {
+	cfg := experiments.RunConfig{Design: "MPI", Nodes: 16, Label: experiments.TPCHLabel("Q3", false, 0.1), Profile: "edr-cx4"}
+	at := func(f float64) int64 {
+		c := cfg
+		c.Label = experiments.TPCHLabel("Q3", false, 0.1*f)
+		return experiments.MemoryEstimate(c)
+	}
+	budget := experiments.NewMemoryBudget((at(8) + at(16)) / 2) // 8x fits, 16x does not
+	var sfpns []float64
+	slow := func(c experiments.RunConfig) (*experiments.Record, error) { // never settles
+		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
+		sfpns = append(sfpns, sfpn)
+		return &experiments.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 16, Integrity: "ok", ResponseS: 1 + sfpn}, nil
+	}
+	rec, err := grow(budget.Admit(slow), budget)(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sfpns) != 4 || rec.InputScale != 8 || steady(rec) {
+		t.Fatalf("ran sfpn %v, kept %dx (steady %v); want 1x to 8x run, 8x kept, not steady", sfpns, rec.InputScale, steady(rec))
+	}
+	for _, want := range []string{"the run at 16x would need about", "GiB of memory, more than the", "--no-memory-check"} {
+		if !strings.Contains(rec.SteadyStop, want) {
+			t.Errorf("steady_stop %q lacks %q", rec.SteadyStop, want)
+		}
+	}
+	line := growthSummary([]sweep.Result{{Record: rec}})
+	if !strings.Contains(line, "NOT steady") || !strings.Contains(line, "MPI at 16 nodes") || !strings.Contains(line, "not grown further: the run at 16x") {
+		t.Errorf("growth line %q does not name the point and why it stopped", line)
+	}
+	// Not even 2x fits: the quick run is kept, counted at 1x.
+	rec, _ = grow(slow, experiments.NewMemoryBudget(at(1)))(cfg)
+	if rec.InputScale != 0 || !strings.Contains(rec.SteadyStop, "at 2x") {
+		t.Errorf("budget of the quick run: kept %dx, stop %q", rec.InputScale, rec.SteadyStop)
+	}
+	if line := growthSummary([]sweep.Result{{Record: rec}}); !strings.Contains(line, "1 at 1x") || strings.Contains(line, "not grown (no input") {
+		t.Errorf("growth line %q: want the point at 1x with its reason", line)
+	}
+	// A failed doubling.
+	var calls []int64
+	rec, _ = grow(fakeRun(1<<20, map[int64]float64{1: 8, 2: 9, 4: -1}, &calls), nil)(experiments.RunConfig{BytesPerPair: 1 << 20})
+	if rec.InputScale != 2 || rec.SteadyStop != "the run at 4x failed: run failed" {
+		t.Errorf("failed doubling: kept %dx, stop %q", rec.InputScale, rec.SteadyStop)
+	}
 }

@@ -277,7 +277,7 @@ func tpchScaleNote(rs []*experiments.Record) string {
 		}
 		mpi++
 		sfpns = append(sfpns, sfpn)
-		if r.InputScale > 0 && !steady(r) {
+		if !steady(r) && (r.InputScale > 0 || r.SteadyStop != "") {
 			unsteady++
 		}
 	}
@@ -290,7 +290,7 @@ func tpchScaleNote(rs []*experiments.Record) string {
 	}
 	note := "MPI judged at " + at + " of scale factor per node (the paper: 100)"
 	if unsteady > 0 {
-		return note + fmt.Sprintf(", where its start-up still weighs: %d of %d MPI points were still speeding up at the last doubling (not steady at %dx), so MPI's ratios to MESQ/SR are upper bounds", unsteady, mpi, MaxGrowth)
+		return note + fmt.Sprintf(", where its start-up still weighs: %d of %d MPI points were still speeding up at the last doubling (not steady at the largest input run), so MPI's ratios to MESQ/SR are upper bounds", unsteady, mpi)
 	}
 	return note + fmt.Sprintf(", every MPI point at steady state (its rate within %.0f%% at the last doubling)", 100*SteadyTolerance)
 }

@@ -24,6 +24,8 @@ type Options struct {
 	Figures []string // figure IDs to judge with; empty: all
 	OutDir  string   // working files and outcomes.jsonl (resumed)
 	Jobs    int      // parallel runs (0: one per core)
+	// Memory, if set, admits the parallel runs (figures.FigureOptions.Memory).
+	Memory *experiments.MemoryBudget
 	// Rejudge judges every change again from the runs kept in OutDir
 	// (after a change to the judge, which leaves the runs valid) instead
 	// of reading the stored verdicts; a point missing from them is run.
@@ -180,7 +182,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		}
 	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
-		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Progress: o.Progress, Resume: o.Rejudge},
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory},
 		Figures:       o.Figures,
 	})
 	if err != nil {
