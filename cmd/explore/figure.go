@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
@@ -19,7 +18,7 @@ import (
 // figureFlags are the options figure and reproduce share.
 type figureFlags struct {
 	full, quick, resume, noSteady, grow bool
-	noMemCheck                          bool
+	mem                                 memoryLimits
 	out                                 string
 	jobs                                int
 }
@@ -32,8 +31,13 @@ func (f *figureFlags) register(cmd *cobra.Command, out string) {
 	fl.BoolVar(&f.noSteady, "no-steady-check", false, "skip the steady-state check (one extra run per figure)")
 	fl.StringVar(&f.out, "out", out, "output directory for JSONL, CSV and plots")
 	fl.IntVar(&f.jobs, "jobs", 0, "parallel runs (default: one per core)")
-	fl.BoolVar(&f.noMemCheck, "no-memory-check", false, "run points in parallel and grow them whatever their estimated memory (by default the runs running at once must fit in the memory available at the start, and growth stops before a run that alone would not)")
-	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return f.scale(cmd.Flags()) }
+	f.mem.register(fl)
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if _, err := f.mem.budget(); err != nil {
+			return err
+		}
+		return f.scale(cmd.Flags())
+	}
 }
 
 // scale settles the scale from --quick and --full: --quick=false asks for
@@ -54,17 +58,7 @@ func (f *figureFlags) scale(fl *pflag.FlagSet) error {
 func (f *figureFlags) options(w io.Writer, t *task) figures.FigureOptions {
 	return figures.FigureOptions{Full: f.full, OutDir: f.out, Jobs: f.jobs, Resume: f.resume, NoSteadyCheck: f.noSteady, Grow: f.grow,
 		Warn:     func(s string) { t.note(w, "warning: "+s) },
-		Progress: sweepProgress(t, w), Memory: memoryBudget(f.noMemCheck)}
-}
-
-// memoryBudget is the budget that admits a command's parallel runs: the
-// memory available when it starts, or none (nil) when the check is off
-// or the system does not say.
-func memoryBudget(off bool) *experiments.MemoryBudget {
-	if avail, ok := experiments.AvailableMemory(); ok && !off {
-		return experiments.NewMemoryBudget(avail)
-	}
-	return nil
+		Progress: sweepProgress(t, w), Memory: f.mem.mustBudget()}
 }
 
 // figureTask starts the progress of a command that runs figures: it

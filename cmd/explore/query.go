@@ -79,10 +79,10 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 			if cfg.Timeout <= 0 {
 				return fmt.Errorf("--timeout %s: want a positive simulated duration, e.g. 100ms", cfg.Timeout.Std())
 			}
-			if avail, ok := experiments.AvailableMemory(); ok && !ff.noMemCheck {
-				if est := experiments.QueryMemoryEstimate(cfg); est > avail {
+			if b := ff.mem.mustBudget(); b != nil {
+				if est := experiments.QueryMemoryEstimate(cfg); !b.Fits(est) {
 					return fmt.Errorf("--sf %g: the simulated query would need about %s of memory (its columns grow with the scale factor, the cluster with nodes squared times threads), more than the %s available: use a smaller --sf, fewer nodes or threads, or pass --no-memory-check to run it anyway",
-						cfg.SF, experiments.GiB(est), experiments.GiB(avail))
+						cfg.SF, experiments.GiB(est), experiments.GiB(b.Total()))
 				}
 			}
 			t := newTask(cmd.ErrOrStderr(), fmt.Sprintf("query %s over %s", q, cfg.Design), "", 0)

@@ -18,6 +18,7 @@ func reportCmd() *cobra.Command {
 	var out, from, validation, sens string
 	var run, noEvidence bool
 	var jobs int
+	var mem memoryLimits
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Write one self-contained HTML page: figures, every claim's verdict, the evidence table, provenance",
@@ -48,7 +49,7 @@ page's directory (several minutes on 2 cores).`,
 				validation = filepath.Join(filepath.Dir(out), "validation.md")
 			}
 			if run {
-				if err := runReproduction(cmd, from, validation, sens, jobs); err != nil {
+				if err := runReproduction(cmd, from, validation, sens, jobs, mem); err != nil {
 					return err
 				}
 			}
@@ -81,15 +82,19 @@ page's directory (several minutes on 2 cores).`,
 	fl.StringVar(&sens, "sensitivity", filepath.Join("docs", "sensitivity.json"), "a sensitivity analysis (explore sensitivity) for the robustness column; a missing file: not analysed")
 	fl.BoolVar(&noEvidence, "no-evidence", false, "leave out the model-against-measurements section")
 	fl.IntVar(&jobs, "jobs", 0, "with --run: parallel runs (default: one per core)")
+	mem.register(fl)
 	return cmd
 }
 
 // runReproduction runs the quick reproduction as explore reproduce does,
 // with its progress lines, into dir, and writes its claims report.
-func runReproduction(cmd *cobra.Command, dir, validation, sens string, jobs int) error {
+func runReproduction(cmd *cobra.Command, dir, validation, sens string, jobs int, mem memoryLimits) error {
 	errw := cmd.ErrOrStderr()
 	fmt.Fprintf(errw, "report: running the quick reproduction, grown to steady state, into %s (several minutes on 2 cores)\n", dir)
-	ff := figureFlags{out: dir, jobs: jobs, grow: true}
+	if _, err := mem.budget(); err != nil {
+		return err
+	}
+	ff := figureFlags{out: dir, jobs: jobs, grow: true, mem: mem}
 	t := figureTask(cmd, nil, "report --run", dir)
 	defer t.finish()
 	rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw, t), Log: t.writer(errw)})

@@ -21,7 +21,7 @@ func sensitivityCmd() *cobra.Command {
 		jobs          int
 		updateDocs    bool
 		rejudge       bool
-		noMemCheck    bool
+		mem           memoryLimits
 		soFar         bool
 		list          bool
 	)
@@ -57,7 +57,12 @@ writes the report from the changes judged so far, naming the rest.`,
 			t.setDetail("the baseline's first points are running")
 			t.graceful = true
 			t.resume = fmt.Sprintf("the judged changes are in %s; resume with the same command", filepath.Join(out, "outcomes.jsonl"))
-			o := sensitivity.Options{Figures: figs, OutDir: out, Jobs: jobs, Rejudge: rejudge, Log: t.writer(errw), Progress: sweepProgress(t, errw), Memory: memoryBudget(noMemCheck)}
+			o := sensitivity.Options{Figures: figs, OutDir: out, Jobs: jobs, Rejudge: rejudge, Log: t.writer(errw), Progress: sweepProgress(t, errw)}
+			budget, berr := mem.budget()
+			if berr != nil {
+				return berr
+			}
+			o.Memory = budget
 			for _, c := range changes {
 				ch, err := sensitivity.ParseChange(c)
 				if err != nil {
@@ -149,7 +154,7 @@ writes the report from the changes judged so far, naming the rest.`,
 	fl.StringSliceVar(&figs, "figures", nil, "judge with only these figures (comma-separated IDs; default all)")
 	fl.StringVar(&out, "out", filepath.Join("results", "sensitivity"), "working directory: outcomes.jsonl (resumed) and each change's runs")
 	fl.IntVar(&jobs, "jobs", 0, "parallel runs (default: one per core)")
-	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run points in parallel whatever their estimated memory (by default the runs running at once must fit in the memory available at the start)")
+	mem.register(fl)
 	fl.BoolVar(&updateDocs, "update-docs", false, "write docs/sensitivity.md and docs/sensitivity.json (read by explore reproduce)")
 	fl.BoolVar(&rejudge, "rejudge", false, "judge every change again from the runs kept in --out (after a change to the judge; runs only missing points) instead of reading the stored verdicts")
 	fl.BoolVar(&soFar, "so-far", false, "write the report from the changes judged so far in --out (an analysis still running or interrupted), running nothing; it names the changes not judged yet")

@@ -24,6 +24,7 @@ func sweepCmd() *cobra.Command {
 	var out, shard string
 	var jobs int
 	var table bool
+	var mem memoryLimits
 	cmd := &cobra.Command{
 		Use:   "sweep <spec.yaml>",
 		Short: "Run every point of a sweep spec (in parallel, resumable, shardable) into a JSONL file",
@@ -53,6 +54,10 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 1 or more (0: one per core)", jobs)
 			}
+			budget, err := mem.budget()
+			if err != nil {
+				return err
+			}
 			if out == "" {
 				out = filepath.Join("results", sw.Name+".jsonl")
 				if sh.N > 0 {
@@ -65,7 +70,7 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 			defer t.finish()
 			t.graceful = true
 			t.resume = fmt.Sprintf("the finished points are in %s; resume with: %s", out, resumeCommand(cmd, args))
-			opts := sweep.SweepOptions{Jobs: jobs, Shard: sh, Out: out, Progress: sweepProgress(t, stderr),
+			opts := sweep.SweepOptions{Jobs: jobs, Shard: sh, Out: out, Progress: sweepProgress(t, stderr), Memory: budget,
 				Warn: func(w string) { t.note(stderr, "warning: "+w) }}
 			rep, err := sweep.RunSweep(cmd.Context(), sw, opts)
 			t.finish()
@@ -97,6 +102,7 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 	fl.IntVarP(&jobs, "jobs", "j", 0, "points run at once (default: one per core)")
 	fl.StringVar(&shard, "shard", "", "run only shard i of N (points with index % N == i-1), e.g. 2/8")
 	fl.BoolVar(&table, "table", true, "print a summary table at the end (mean and 95% interval over seeds)")
+	mem.register(fl)
 	return cmd
 }
 

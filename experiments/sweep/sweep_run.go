@@ -110,6 +110,9 @@ type SweepOptions struct {
 	Warn func(string)
 	// Run runs one point; default Run. Tests replace it.
 	Run func(experiments.RunConfig) (*experiments.Record, error)
+	// Memory, if set, admits the points running at once so that their
+	// estimated memory fits in it (experiments.MemoryBudget); nil: none.
+	Memory *experiments.MemoryBudget
 }
 
 // SweepReport is what RunSweep did.
@@ -161,6 +164,7 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 			return nil, err
 		}
 	}
+	run = opts.Memory.Admit(run)
 	rep := &SweepReport{}
 	done := map[int]Result{}
 	var f *os.File

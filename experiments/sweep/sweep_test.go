@@ -462,3 +462,34 @@ func TestValidatePointsChecksEndpointOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSweepMemoryBudget: with a memory budget smaller than every
+// point's estimate the points still all run (each admitted alone, never
+// two at once), and the file is the same as without one.
+func TestRunSweepMemoryBudget(t *testing.T) {
+	s := mustParse(t, "name: t\nvary: {nodes: [2, 4], seed: [1, 3]}\n")
+	var calls, running, most atomic.Int32
+	run := func(c experiments.RunConfig) (*experiments.Record, error) {
+		if n := running.Add(1); n > most.Load() {
+			most.Store(n)
+		}
+		defer running.Add(-1)
+		return fakeRun(&calls)(c)
+	}
+	dir := t.TempDir()
+	with, without := filepath.Join(dir, "with.jsonl"), filepath.Join(dir, "without.jsonl")
+	if _, err := RunSweep(context.Background(), s, SweepOptions{Out: with, Jobs: 4, Run: run, Memory: experiments.NewMemoryBudget(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 4 || most.Load() != 1 {
+		t.Errorf("%d runs, at most %d at once; want 4, one at a time", calls.Load(), most.Load())
+	}
+	if _, err := RunSweep(context.Background(), s, SweepOptions{Out: without, Jobs: 4, Run: fakeRun(&calls)}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(with)
+	b, _ := os.ReadFile(without)
+	if !bytes.Equal(a, b) {
+		t.Errorf("results differ with a budget:\n%s\nwithout:\n%s", a, b)
+	}
+}
