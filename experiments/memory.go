@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,16 +203,37 @@ func (b *MemoryBudget) release(n int64) {
 // Admit wraps run so that each call first waits for its configuration's
 // MemoryEstimate to be free in the budget, and gives it back when the
 // run returns. A nil budget returns run itself.
+//
+// A run of at least releaseAfterBytes also gives its memory back to the
+// operating system when it ends (debug.FreeOSMemory). Otherwise the Go
+// runtime keeps the freed pages and zeroes them for the next run's
+// allocations, which makes them resident: registered regions that a
+// size-only run never touches cost nothing in a fresh process but their
+// full size in a reused heap. Measured with MPI's Q3 on 16 nodes at 0.8,
+// 1.6, 3.2, 0.8, 1.6, 3.2 SF per node, one after the other in one
+// process: peak resident 0.97, 3.88, 4.87, 5.31, 5.31, 5.95 GB without
+// the release, 0.97, 1.31, 1.31, 1.38 GB (the first four) with it, where
+// each alone takes 0.98 to 2.1 GB. The estimates are of fresh processes,
+// so without the release a budget would not hold.
 func (b *MemoryBudget) Admit(run func(RunConfig) (*Record, error)) func(RunConfig) (*Record, error) {
 	if b == nil {
 		return run
 	}
 	return func(cfg RunConfig) (*Record, error) {
-		n := b.acquire(MemoryEstimate(cfg))
+		est := MemoryEstimate(cfg)
+		n := b.acquire(est)
 		defer b.release(n)
+		if est >= releaseAfterBytes {
+			defer debug.FreeOSMemory() // before the release above: the next run starts with it returned
+		}
 		return run(cfg)
 	}
 }
+
+// releaseAfterBytes is the estimate from which a finished run's memory is
+// given back to the system at once (Admit); below it the forced collection
+// would cost more than the pages are worth.
+const releaseAfterBytes = 256 << 20
 
 // GiB formats a byte count in GiB, one decimal, for memory messages.
 func GiB(v int64) string { return fmt.Sprintf("%.1f GiB", float64(v)/(1<<30)) }

@@ -5,7 +5,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -275,4 +278,70 @@ func mwRecords(sockets, rdma float64, grown map[int]float64) []*experiments.Reco
 		}
 	}
 	return rs
+}
+
+// TestReproducePooledSameAsSequential: with several jobs every figure and
+// sweep runs at once, their points taking turns at one set of slots; the
+// reports, verdicts and files are those of one job at a time, no more
+// points run at once than there are jobs, and the progress stream counts
+// every point once, in one sequence.
+func TestReproducePooledSameAsSequential(t *testing.T) {
+	figs := []string{"fig13", "fig16", "fig19", "fig21", "fig27"}
+	var running, most atomic.Int32
+	run := func(cfg experiments.RunConfig) (*experiments.Record, error) {
+		if n := running.Add(1); n > most.Load() {
+			most.Store(n)
+		}
+		defer running.Add(-1)
+		runtime.Gosched() // let other workers in while this one runs
+		return figureFakeRun(cfg)
+	}
+	repro := func(jobs int) (*ReproduceReport, string, []sweep.Progress) {
+		dir := t.TempDir()
+		var prog []sweep.Progress
+		var log strings.Builder
+		rep, err := Reproduce(context.Background(), ReproduceOptions{FigureOptions: FigureOptions{OutDir: dir, Jobs: jobs, NoSteadyCheck: true, NoPlots: true,
+			Run: run, Progress: func(p sweep.Progress) { prog = append(prog, p) }}, Figures: figs, Log: &log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files strings.Builder
+		for _, fr := range rep.Figures {
+			for _, name := range fr.Files {
+				b, err := os.ReadFile(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files.WriteString(filepath.Base(name) + "\n" + string(b))
+			}
+		}
+		return rep, files.String(), prog
+	}
+	seq, seqFiles, _ := repro(1)
+	most.Store(0)
+	pooled, pooledFiles, prog := repro(3)
+	if m := most.Load(); m > 3 {
+		t.Errorf("%d points ran at once with 3 jobs", m)
+	}
+	if seqFiles != pooledFiles {
+		t.Error("the pooled run's files differ from the sequential run's")
+	}
+	if !reflect.DeepEqual(seq.Verdicts, pooled.Verdicts) {
+		t.Errorf("verdicts differ:\n%+v\n%+v", seq.Verdicts, pooled.Verdicts)
+	}
+	total := 0
+	for i, fr := range pooled.Figures {
+		if fr.Figure.ID != seq.Figures[i].Figure.ID || len(fr.Results) != len(seq.Figures[i].Results) || fr.Steady != seq.Figures[i].Steady {
+			t.Errorf("figure %d: %s with %d points, want %s with %d", i, fr.Figure.ID, len(fr.Results), seq.Figures[i].Figure.ID, len(seq.Figures[i].Results))
+		}
+		total += len(fr.Results)
+	}
+	for i, p := range prog {
+		if p.Done != i+1 || p.Total > total || p.Done > p.Total {
+			t.Fatalf("progress %d: %d of %d (want %d of at most %d)", i, p.Done, p.Total, i+1, total)
+		}
+	}
+	if len(prog) != total || prog[len(prog)-1].Total != total {
+		t.Errorf("progress reported %d points, last total %d; want %d", len(prog), prog[len(prog)-1].Total, total)
+	}
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
@@ -45,6 +47,12 @@ type FigureOptions struct {
 	Memory *experiments.MemoryBudget
 	// Run runs one point; default Run. Tests replace it.
 	Run func(experiments.RunConfig) (*experiments.Record, error)
+	// Slots, if set, is shared by every figure running at the same time
+	// (Reproduce sets it): the figure's sweeps then run at once, their
+	// points taking turns at the slots; Progress must then be safe for
+	// concurrent use. Planned is passed to RunSweep.
+	Slots   *sweep.Slots
+	Planned func(points int)
 }
 
 // FigureReport is what RunFigure produced.
@@ -89,38 +97,54 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	if growing {
 		o.Run = grow(o.Run, o.Memory)
 	}
-	for _, sw := range sws {
-		out := filepath.Join(o.OutDir, sw.Name+".jsonl")
+	outs := make([]string, len(sws))
+	for i, sw := range sws {
+		outs[i] = filepath.Join(o.OutDir, sw.Name+".jsonl")
 		if !o.Resume {
-			if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(outs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, err
 			}
 		}
-		r, err := sweep.RunSweep(ctx, sw, sweep.SweepOptions{Jobs: o.Jobs, Out: out, Progress: o.Progress, Warn: o.Warn, Run: o.Run})
-		if err != nil && !errors.Is(err, sweep.ErrPointsFailed) {
+	}
+	// One after the other, or (with shared slots) all at once; the
+	// results are the same, and are gathered in sweep order.
+	reps := make([]*sweep.SweepReport, len(sws))
+	errs := make([]error, len(sws))
+	runOne := func(i int) {
+		reps[i], errs[i] = sweep.RunSweep(ctx, sws[i], sweep.SweepOptions{Jobs: o.Jobs, Out: outs[i], Progress: o.Progress, Warn: o.Warn, Run: o.Run,
+			Slots: o.Slots, Planned: o.Planned})
+	}
+	if o.Slots == nil {
+		for i := range sws {
+			if runOne(i); errs[i] != nil && !errors.Is(errs[i], sweep.ErrPointsFailed) {
+				break
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i := range sws {
+			wg.Go(func() { runOne(i) })
+		}
+		wg.Wait()
+	}
+	for i, r := range reps {
+		if err := errs[i]; err != nil && !errors.Is(err, sweep.ErrPointsFailed) {
 			return nil, fmt.Errorf("%s: %w", f.ID, err)
+		}
+		if r == nil { // not run: an earlier sweep failed
+			continue
 		}
 		rep.Results = append(rep.Results, r.Results...)
 		rep.Failed += r.Failed
-		rep.Files = append(rep.Files, out)
+		rep.Files = append(rep.Files, outs[i])
 	}
 	csv := filepath.Join(o.OutDir, f.ID+".csv")
 	if err := sweep.WriteCSV(csv, rep.Results); err != nil {
 		return nil, err
 	}
 	rep.Files = append(rep.Files, csv)
-	var plots []NamedPlot
-	if !o.NoPlots {
-		if plots, err = f.Plots(rep.Results); err != nil {
-			return nil, fmt.Errorf("%s plots: %w", f.ID, err)
-		}
-	}
-	for _, p := range plots {
-		base := filepath.Join(o.OutDir, p.Name)
-		if err := sweep.WritePlot(base, p.Spec); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.Name, err)
-		}
-		rep.Files = append(rep.Files, base+".png", base+".svg")
+	if err := writePlots(f, o, rep); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.NoSteady:
@@ -132,9 +156,36 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 		if run == nil {
 			run = experiments.Run
 		}
-		rep.Steady = steadyCheck(rep.Results, run)
+		rep.Steady = steadyCheck(rep.Results, o.Slots.Gate(run))
 	}
 	return rep, nil
+}
+
+// plotMu serializes the plotting of figures that finish at the same time
+// (the plotting library's fonts and caches are not documented as safe
+// for concurrent use).
+var plotMu sync.Mutex
+
+// writePlots writes the figure's plots (unless o.NoPlots) into o.OutDir
+// and adds their files to rep.
+func writePlots(f Figure, o FigureOptions, rep *FigureReport) error {
+	if o.NoPlots {
+		return nil
+	}
+	plotMu.Lock()
+	defer plotMu.Unlock()
+	plots, err := f.Plots(rep.Results)
+	if err != nil {
+		return fmt.Errorf("%s plots: %w", f.ID, err)
+	}
+	for _, p := range plots {
+		base := filepath.Join(o.OutDir, p.Name)
+		if err := sweep.WritePlot(base, p.Spec); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+		rep.Files = append(rep.Files, base+".png", base+".svg")
+	}
+	return nil
 }
 
 // steadyCheck reruns the largest successful point with twice the input:
@@ -249,19 +300,19 @@ func (rep *ReproduceReport) ApplyRobustness(cells map[string]string, fragile map
 func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error) {
 	rep := &ReproduceReport{}
 	res := map[string][]sweep.Result{}
+	var figs []Figure
 	for _, f := range AllFigures() {
-		if len(o.Figures) > 0 && !contains(o.Figures, f.ID) {
-			continue
+		if len(o.Figures) == 0 || contains(o.Figures, f.ID) {
+			figs = append(figs, f)
 		}
-		fr, err := RunFigure(ctx, f, o.FigureOptions)
-		if err != nil {
-			return nil, err
-		}
+	}
+	frs, err := runFigures(ctx, figs, o)
+	if err != nil {
+		return nil, err
+	}
+	for i, fr := range frs {
 		rep.Figures = append(rep.Figures, fr)
-		res[f.ID] = fr.Results
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, "%s: %d points, %d failed; %s\n", f.ID, len(fr.Results), fr.Failed, fr.Steady)
-		}
+		res[figs[i].ID] = fr.Results
 	}
 	rep.Verdicts = Judge(res)
 	if len(o.Figures) == 0 || contains(o.Figures, "alltoall_bw") {
@@ -272,6 +323,74 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error
 		}
 	}
 	return rep, nil
+}
+
+// runFigures runs figs and returns their reports in the same order. With
+// more than one job every figure runs at once and all their points take
+// turns at one set of o.Jobs slots (sweep.Slots), the figures listed last
+// (the TPC-H queries, whose grown points are the longest) starting first:
+// no core waits for a sweep's last point while other figures have points
+// to run. Results are the same either way; only the order in which figures
+// finish, and so the order of o.Log's lines, differs.
+func runFigures(ctx context.Context, figs []Figure, o ReproduceOptions) ([]*FigureReport, error) {
+	var logMu sync.Mutex
+	logged := func(f Figure, fr *FigureReport) {
+		if o.Log != nil {
+			logMu.Lock()
+			fmt.Fprintf(o.Log, "%s: %d points, %d failed; %s\n", f.ID, len(fr.Results), fr.Failed, fr.Steady)
+			logMu.Unlock()
+		}
+	}
+	frs := make([]*FigureReport, len(figs))
+	jobs := o.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	if jobs == 1 || o.Slots != nil {
+		for i, f := range figs {
+			fr, err := RunFigure(ctx, f, o.FigureOptions)
+			if err != nil {
+				return nil, err
+			}
+			frs[i] = fr
+			logged(f, fr)
+		}
+		return frs, nil
+	}
+	fo := o.FigureOptions
+	fo.Slots = sweep.NewSlots(jobs)
+	var progMu sync.Mutex
+	planned, done := 0, 0
+	fo.Planned = func(n int) {
+		progMu.Lock()
+		planned += n
+		progMu.Unlock()
+	}
+	if inner := o.Progress; inner != nil {
+		fo.Progress = func(pr sweep.Progress) { // one stream for every sweep, in turn
+			progMu.Lock()
+			defer progMu.Unlock()
+			done++
+			inner(sweep.Progress{Done: done, Total: max(planned, done), Result: pr.Result})
+		}
+	}
+	errs := make([]error, len(figs))
+	var wg sync.WaitGroup
+	for i := len(figs) - 1; i >= 0; i-- {
+		wg.Go(func() {
+			frs[i], errs[i] = RunFigure(ctx, figs[i], fo)
+			if errs[i] == nil {
+				logged(figs[i], frs[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return frs, nil
 }
 
 func contains(xs []string, x string) bool {

@@ -113,6 +113,14 @@ type SweepOptions struct {
 	// Memory, if set, admits the points running at once so that their
 	// estimated memory fits in it (experiments.MemoryBudget); nil: none.
 	Memory *experiments.MemoryBudget
+	// Slots, if set, is shared with other sweeps running at the same time:
+	// a point runs only while it holds one of them (Jobs still bounds this
+	// sweep's own points). Nil: Jobs alone.
+	Slots *Slots
+	// Planned, if set, is called once, before any point runs, with the
+	// number of points this invocation will run (skipped ones excluded),
+	// so that the progress of sweeps running at once can be totalled.
+	Planned func(points int)
 }
 
 // SweepReport is what RunSweep did.
@@ -183,6 +191,9 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 		} else {
 			todo = append(todo, p)
 		}
+	}
+	if opts.Planned != nil {
+		opts.Planned(len(todo))
 	}
 	if err := runPoints(ctx, run, todo, opts, f, rep); err != nil {
 		return nil, err
@@ -264,7 +275,12 @@ func runPoints(ctx context.Context, run func(experiments.RunConfig) (*experiment
 		go func() {
 			defer wg.Done()
 			for p := range in {
-				out <- runPoint(run, p)
+				if !opts.Slots.acquire(ctx) {
+					continue // interrupted while waiting: not run, so not recorded
+				}
+				r := runPoint(run, p)
+				opts.Slots.release()
+				out <- r
 			}
 		}()
 	}
