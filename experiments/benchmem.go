@@ -95,20 +95,21 @@ func ringSize(n int) int {
 	return s
 }
 
-// CheckBenchMemory refuses a run whose estimate exceeds physical bytes of
-// memory, naming the estimate, what it is made of and the flag that runs
-// it anyway. physical <= 0 (unknown) refuses nothing.
-func CheckBenchMemory(cfg perftest.Config, nodes int, payload bool, physical int64) error {
+// CheckBenchMemory refuses a run whose estimate exceeds limit bytes of
+// memory (the machine's, or the user's --max-memory), naming the estimate,
+// what it is made of and the flag that runs it anyway. limit <= 0
+// (unknown) refuses nothing.
+func CheckBenchMemory(cfg perftest.Config, nodes int, payload bool, limit int64) error {
 	est, err := EstimateBenchMemory(cfg, nodes, payload)
-	if err != nil || physical <= 0 || est.Bytes <= physical {
+	if err != nil || limit <= 0 || est.Bytes <= limit {
 		return err
 	}
 	what := fmt.Sprintf("%d queue pairs of about %.1f KiB", est.QPs, float64(est.PerQP)/1024)
 	if est.Registered > 0 {
 		what += fmt.Sprintf(" and %s of registered memory", GiB(est.Registered))
 	}
-	return fmt.Errorf("--nodes %d: the simulated %s would need about %s of memory (%s), more than this machine's %s: use fewer nodes, fewer queue pairs per peer (-q) or shallower queues (-t, -r), or pass --no-memory-check to run it anyway",
-		nodes, cfg.Test, GiB(est.Bytes), what, GiB(physical))
+	return fmt.Errorf("--nodes %d: the simulated %s would need about %s of memory (%s), more than the %s allowed (the machine's memory, or --max-memory): use fewer nodes, fewer queue pairs per peer (-q) or shallower queues (-t, -r), or pass --no-memory-check to run it anyway",
+		nodes, cfg.Test, GiB(est.Bytes), what, GiB(limit))
 }
 
 // PhysicalMemory is the machine's memory (MemTotal in /proc/meminfo), and

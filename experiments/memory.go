@@ -95,7 +95,7 @@ func CheckMemory(cfg RunConfig, available int64) error {
 	if est <= available {
 		return nil
 	}
-	return fmt.Errorf("--nodes %d: the simulated cluster would need about %s of memory (it grows with nodes squared times threads and buffers), more than the %s available: use fewer nodes, threads or buffers, or pass --no-memory-check to run it anyway",
+	return fmt.Errorf("--nodes %d: the simulated cluster would need about %s of memory (it grows with nodes squared times threads and buffers), more than the %s allowed (the memory available, or --max-memory): use fewer nodes, threads or buffers, or pass --no-memory-check to run it anyway",
 		cfg.Nodes, GiB(est), GiB(available))
 }
 
@@ -235,5 +235,11 @@ func (b *MemoryBudget) Admit(run func(RunConfig) (*Record, error)) func(RunConfi
 // would cost more than the pages are worth.
 const releaseAfterBytes = 256 << 20
 
-// GiB formats a byte count in GiB, one decimal, for memory messages.
-func GiB(v int64) string { return fmt.Sprintf("%.1f GiB", float64(v)/(1<<30)) }
+// GiB formats a byte count for memory messages: in GiB with one decimal,
+// or in whole MiB below 1 GiB (where 0.0 GiB would say nothing).
+func GiB(v int64) string {
+	if v < 1<<30 {
+		return fmt.Sprintf("%.0f MiB", float64(v)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(v)/(1<<30))
+}

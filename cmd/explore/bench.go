@@ -36,8 +36,8 @@ type benchFlags struct {
 	sweepQPs bool
 	payload  bool
 	hw       hwFlags
-	noMemChk bool // bench: run even when the memory estimate exceeds the machine's
-	noCheck  bool // simulator: no verbs-usage checker
+	mem      memoryLimits // bench: --no-memory-check, --max-memory (default: the machine's physical memory)
+	noCheck  bool         // simulator: no verbs-usage checker
 }
 
 func benchCmd() *cobra.Command {
@@ -104,7 +104,8 @@ per-packet headers for that message size.`,
 	fl.VarP(&f.duration, "duration", "D", "run each test for this long instead of -n messages (perftest's duration mode; whole seconds as perftest, or a Go duration such as 10ms; simulated time on the simulator)")
 	fl.VarP(&f.margin, "margin", "f", "with -D: leave this much out of the measurement at each end (default a quarter of -D; 0 measures it all)")
 	fl.BoolVar(&f.noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported)")
-	fl.BoolVar(&f.noMemChk, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds the machine's physical memory")
+	fl.BoolVar(&f.mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds the machine's physical memory (or --max-memory)")
+	fl.Var(byteSize{&f.mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: the machine's physical memory)")
 	addCommonFlagsShort(cmd, &f, true)
 	setGroupedUsage(cmd, benchGroups())
 	return cmd
@@ -218,8 +219,10 @@ func runBench(w io.Writer, f *benchFlags) error {
 		if err := cfg.Normalize(f.nodes); err != nil {
 			return err
 		}
-		if phys, ok := experiments.PhysicalMemory(); ok && !f.noMemChk {
-			if err := experiments.CheckBenchMemory(cfg, f.nodes, f.payload, phys); err != nil {
+		if limit, ok, err := f.mem.single(experiments.PhysicalMemory); err != nil {
+			return err
+		} else if ok {
+			if err := experiments.CheckBenchMemory(cfg, f.nodes, f.payload, limit); err != nil {
 				return err
 			}
 		}

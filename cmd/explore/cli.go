@@ -47,7 +47,7 @@ func named(names ...string) func(*pflag.Flag) bool {
 func runGroups() []flagGroup {
 	return []flagGroup{
 		{"Shuffle flags (one sweep parameter each, docs/sweeps.md)", func(f *pflag.Flag) bool {
-			return slices.Contains(sweep.Params(), f.Name) || f.Name == "timeout" || f.Name == "no-memory-check"
+			return slices.Contains(sweep.Params(), f.Name) || f.Name == "timeout" || f.Name == "no-memory-check" || f.Name == "max-memory"
 		}},
 		{"Fault flags (the simulator only; docs/reliability.md)", func(f *pflag.Flag) bool { return strings.HasPrefix(f.Name, "fault") }},
 		{"Hardware-path flags (--backend ibv, loopback or tcp; docs/hardware.md)", named(hwFlagNames()...)},

@@ -2,7 +2,8 @@ package main
 
 // memflag.go: --max-memory, the memory budget that the commands running
 // figures (figure, reproduce, query --figure, report, sensitivity) admit
-// their parallel runs against (experiments.MemoryBudget).
+// their parallel runs against (experiments.MemoryBudget), and that explore
+// run and explore bench check their one run against.
 
 import (
 	"fmt"
@@ -64,6 +65,24 @@ func (m memoryLimits) budget() (*experiments.MemoryBudget, error) {
 func (m *memoryLimits) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&m.off, "no-memory-check", false, "run points in parallel (and grow them, in reproduce) whatever their estimated memory (by default the runs running at once must fit in the memory available at the start, and growth stops before a run that alone would not)")
 	fl.Var(byteSize{&m.max}, "max-memory", "the memory the runs may take together, e.g. 8GiB (default: what the system has available at the start)")
+}
+
+// single is the limit one run (explore run, explore bench) is checked
+// against before it starts: --max-memory, else what system says (the
+// memory available, or installed); ok is false when the check is off or
+// nothing is known.
+func (m memoryLimits) single(system func() (int64, bool)) (limit int64, ok bool, err error) {
+	switch {
+	case m.off && m.max > 0:
+		_, err = m.budget()
+		return 0, false, err
+	case m.off:
+		return 0, false, nil
+	case m.max > 0:
+		return m.max, true, nil
+	}
+	limit, ok = system()
+	return limit, ok, nil
 }
 
 // mustBudget is budget for flags already checked (a PreRunE called budget).

@@ -15,7 +15,8 @@ import (
 func runCmd() *cobra.Command {
 	cfg := experiments.DefaultConfig()
 	var jsonOut bool
-	var noMemCheck, noCheck bool
+	var noCheck bool
+	var mem memoryLimits
 	var hw hwFlags
 	var simOptions func(nodes int) (experiments.SimOptions, error)
 	cmd := &cobra.Command{
@@ -77,8 +78,10 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 				defer fab.Close()
 				rec, err = experiments.RunOn(fab, cfg)
 			} else {
-				if avail, ok := experiments.AvailableMemory(); ok && !noMemCheck {
-					if err := experiments.CheckMemory(cfg, avail); err != nil {
+				if limit, ok, err := mem.single(experiments.AvailableMemory); err != nil {
+					return err
+				} else if ok {
+					if err := experiments.CheckMemory(cfg, limit); err != nil {
 						return err
 					}
 				}
@@ -102,7 +105,8 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	fl.MarkDeprecated("timeout-ms", "use --timeout with a unit (e.g. --timeout 100ms)")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
 	fl.BoolVar(&noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported; the record says verbs_check off)")
-	fl.BoolVar(&noMemCheck, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available")
+	fl.BoolVar(&mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available (or --max-memory)")
+	fl.Var(byteSize{&mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: what the system has available at the start)")
 	hw.register(fl)
 	simOptions = faultFlags(cmd)
 	setGroupedUsage(cmd, runGroups())
