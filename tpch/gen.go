@@ -167,37 +167,88 @@ func (g Gen) draw(table, col int, row int64, lo, hi int64) int64 {
 // Customer returns customer row i (key i+1).
 func (g Gen) Customer(i int64) Customer {
 	return Customer{Key: i + 1, Nation: int(g.draw(tCustomer, 1, i, 0, 24)),
-		AcctBal: g.draw(tCustomer, 2, i, -99999, 999999), Segment: int(g.draw(tCustomer, 3, i, 0, 4))}
+		AcctBal: g.draw(tCustomer, 2, i, -99999, 999999), Segment: g.customerSegment(i)}
 }
+
+// customerSegment is c_mktsegment of customer row i (Customer's Segment
+// alone).
+func (g Gen) customerSegment(i int64) int { return int(g.draw(tCustomer, 3, i, 0, 4)) }
 
 // Order returns order row i. o_custkey is uniform over the customer keys
 // not divisible by 3 (a third of the customers have no orders).
 func (g Gen) Order(i int64) Order {
+	return Order{Key: OrderKey(i), Cust: g.orderCust(i), Date: g.orderDate(i), Priority: g.orderPriority(i)}
+}
+
+// orderCust, orderDate and orderPriority are the columns of order i, one
+// at a time, for plans that read only some of them.
+func (g Gen) orderCust(i int64) int64 {
 	c := g.Customers()
 	valid := c - c/3
 	j := g.draw(tOrders, 1, i, 0, valid-1)
-	return Order{Key: OrderKey(i), Cust: 3*(j/2) + j%2 + 1,
-		Date:     int(g.draw(tOrders, 2, i, StartDate, EndDate-151)),
-		Priority: int(g.draw(tOrders, 3, i, 0, 4))}
+	return 3*(j/2) + j%2 + 1
 }
+func (g Gen) orderDate(i int64) int     { return int(g.draw(tOrders, 2, i, StartDate, EndDate-151)) }
+func (g Gen) orderPriority(i int64) int { return int(g.draw(tOrders, 3, i, 0, 4)) }
 
 // LineCount is the number of lineitems of order i, uniform in 1..7.
 func (g Gen) LineCount(i int64) int { return int(g.draw(tOrders, 4, i, 1, 7)) }
 
 // Line returns lineitem ln (0-based) of order i, whose row is o.
-func (g Gen) Line(i int64, ln int, o Order) Line {
-	row := i*8 + int64(ln)
-	part := g.draw(tLine, 1, row, 1, g.Parts())
-	qty := g.draw(tLine, 2, row, 1, 50)
-	retail := 90000 + part/10%20001 + 100*(part%1000) // cents (spec 4.2.3, P_RETAILPRICE)
-	l := Line{Order: o.Key, Price: qty * retail, Discount: g.draw(tLine, 3, row, 0, 10)}
-	l.Ship = o.Date + int(g.draw(tLine, 4, row, 1, 121))
-	l.Commit = o.Date + int(g.draw(tLine, 5, row, 30, 90))
-	l.Receipt = l.Ship + int(g.draw(tLine, 6, row, 1, 30))
-	l.ReturnFlag = 'N'
-	if l.Receipt <= CurrentDate {
-		l.ReturnFlag = "RA"[g.draw(tLine, 7, row, 0, 1)]
+func (g Gen) Line(i int64, ln int, o Order) Line { return g.line(i, ln, o.Key, o.Date, g.Parts()) }
+
+// line is Line from the only columns of the order it reads (o_orderkey
+// and o_orderdate) and the number of parts, which a scan computes once.
+func (g Gen) line(i int64, ln int, key int64, date int, parts int64) Line {
+	return LineRow{g: g, row: i*8 + int64(ln), Order: key, date: date, parts: parts}.Line()
+}
+
+// LineRow is a lineitem whose columns are generated as they are read
+// (Fragment.LineRows), so that a scan whose predicate rejects a row does
+// not generate the columns it would have output. Each read generates its
+// column again: read one once. A value, valid anywhere.
+type LineRow struct {
+	g     Gen
+	row   int64 // the lineitem's stream row: 8 x order index + line number
+	Order int64 // l_orderkey
+	date  int   // o_orderdate
+	parts int64 // the part table's cardinality
+}
+
+// Ship, Commit and Receipt are the row's dates (day numbers).
+func (r LineRow) Ship() int    { return r.date + int(r.g.draw(tLine, 4, r.row, 1, 121)) }
+func (r LineRow) Commit() int  { return r.date + int(r.g.draw(tLine, 5, r.row, 30, 90)) }
+func (r LineRow) Receipt() int { return r.receipt(r.Ship()) }
+
+func (r LineRow) receipt(ship int) int { return ship + int(r.g.draw(tLine, 6, r.row, 1, 30)) }
+
+// ReturnFlag is l_returnflag: 'R' or 'A' for a line received by
+// CurrentDate, else 'N'.
+func (r LineRow) ReturnFlag() byte { return r.returnFlag(r.Receipt()) }
+
+func (r LineRow) returnFlag(receipt int) byte {
+	if receipt <= CurrentDate {
+		return "RA"[r.g.draw(tLine, 7, r.row, 0, 1)]
 	}
+	return 'N'
+}
+
+// Price is l_extendedprice in cents, Discount l_discount in hundredths.
+func (r LineRow) Price() int64 {
+	part := r.g.draw(tLine, 1, r.row, 1, r.parts)
+	qty := r.g.draw(tLine, 2, r.row, 1, 50)
+	return qty * (90000 + part/10%20001 + 100*(part%1000)) // cents (spec 4.2.3, P_RETAILPRICE)
+}
+func (r LineRow) Discount() int64 { return r.g.draw(tLine, 3, r.row, 0, 10) }
+
+// Revenue is Line's Revenue.
+func (r LineRow) Revenue() int64 { return r.Price() * (100 - r.Discount()) }
+
+// Line generates every column.
+func (r LineRow) Line() Line {
+	l := Line{Order: r.Order, Price: r.Price(), Discount: r.Discount(), Ship: r.Ship(), Commit: r.Commit()}
+	l.Receipt = r.receipt(l.Ship)
+	l.ReturnFlag = r.returnFlag(l.Receipt)
 	return l
 }
 

@@ -150,3 +150,76 @@ func TestPlanChoices(t *testing.T) {
 		t.Error("Q3 on 32 nodes: want an error (repartition variant not built)")
 	}
 }
+
+// BenchmarkFragmentScan: one node's share of a 16-node database at SF 1.6
+// (what a TPC-H point's node generates), every table scanned once as Q3's
+// plan reads them (lineitems: the ship date, and the revenue of those
+// shipped after Q3's date); ns/row is per lineitem, orders and customer
+// row.
+func BenchmarkFragmentScan(b *testing.B) {
+	fr := Fragment{G: Gen{Seed: 1, SF: 1.6}, Node: 5, Nodes: 16}
+	var rows int64
+	var sink int64
+	for b.Loop() {
+		fr.Customers(func(c Customer) { rows++; sink += c.AcctBal })
+		fr.Orders(func(_ int64, o Order) { rows++; sink += o.Cust })
+		fr.LineRows(func(l LineRow) {
+			rows++
+			if l.Ship() > q3Date {
+				sink += l.Revenue()
+			}
+		})
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rows), "ns/row")
+	_ = sink
+}
+
+// TestPermFastPaths: the batched evaluation (fill, scan) and the round
+// tables (tabulate) give the permutation that at computes one position at
+// a time with hashed rounds, whatever the size (cycle walking included,
+// halves too wide to tabulate too).
+func TestPermFastPaths(t *testing.T) {
+	for _, n := range []int64{1, 2, 3, 7, 64, 65, 1000, 4097, 1 << 20, 1<<20 + 1, 3 << 20, 1 << 33} {
+		p := newPerm(9, tLine, n)
+		tab := p.tabulate(n)
+		if want := p.half <= maxTabHalf && n >= 1<<p.half; (tab.tab != nil) != want {
+			t.Errorf("n %d: tabulated %v with a half of %d bits, want %v", n, tab.tab != nil, p.half, want)
+		}
+		// Positions spread over the range, in runs that cross batches.
+		count := min(n, 3000)
+		for _, lo := range []int64{0, (n - count) / 2, n - count} {
+			got := make([]int64, count)
+			tab.fill(lo, got)
+			var scanned []int64
+			p.scan(lo, lo+count, func(x int64) { scanned = append(scanned, x) })
+			for i := range count {
+				want := p.at(lo + i)
+				if got[i] != want || scanned[i] != want || tab.at(lo+i) != want {
+					t.Fatalf("n %d, position %d: fill %d, scan %d, tabulated at %d; want %d", n, lo+i, got[i], scanned[i], tab.at(lo+i), want)
+				}
+			}
+		}
+	}
+}
+
+// TestLineRowsAreLines: a lineitem read column by column (LineRows) is the
+// row Line generates, and Lines gives the same rows in the same order.
+func TestLineRowsAreLines(t *testing.T) {
+	g := Gen{Seed: 3, SF: 0.002}
+	fr := Fragment{G: g, Node: 1, Nodes: 3}
+	var rows []LineRow
+	fr.LineRows(func(r LineRow) { rows = append(rows, r) })
+	var lines []Line
+	fr.Lines(func(l Line) { lines = append(lines, l) })
+	if len(rows) == 0 || len(rows) != len(lines) {
+		t.Fatalf("%d rows, %d lines", len(rows), len(lines))
+	}
+	for k, r := range rows {
+		i, _ := OrderIndex(r.Order)
+		want := g.Line(i, int(r.row-8*i), g.Order(i))
+		got := Line{Order: r.Order, Ship: r.Ship(), Commit: r.Commit(), Receipt: r.Receipt(), ReturnFlag: r.ReturnFlag(), Price: r.Price(), Discount: r.Discount()}
+		if got != want || lines[k] != want || r.Revenue() != want.Revenue() {
+			t.Fatalf("row %d: columns %+v, Lines %+v; want %+v", k, got, lines[k], want)
+		}
+	}
+}

@@ -199,16 +199,18 @@ func (p Plan) q4(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 			return b, ok
 		}
 		i, _ := OrderIndex(key)
-		o := g.Order(i)
-		return uint64(o.Priority), o.Date >= q4From && o.Date < q4To
+		if d := g.orderDate(i); d < q4From || d >= q4To {
+			return 0, false
+		}
+		return uint64(g.orderPriority(i)), true
 	}
 	// Step 1: semi-join with the local lineitems; repartition each matched
 	// order once per node.
 	s = Stream{}
 	seen := map[int64]bool{}
-	fr.Lines(func(l Line) {
+	fr.LineRows(func(l LineRow) {
 		s.Cycles += CyclesScan
-		if l.Commit >= l.Receipt {
+		if l.Commit() >= l.Receipt() {
 			return
 		}
 		s.Cycles += CyclesProbe
@@ -303,7 +305,7 @@ func (p Plan) q3(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 			return
 		}
 		s.Cycles += CyclesProbe
-		if payload && cust[o.Cust] || !payload && g.Customer(o.Cust-1).Segment == q3Segment {
+		if payload && cust[o.Cust] || !payload && g.customerSegment(o.Cust-1) == q3Segment {
 			s.Tuples = put(s.Tuples, rank(o.Key), uint64(o.Date))
 		}
 	})
@@ -319,8 +321,8 @@ func (p Plan) q3(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 			return d, ok
 		}
 		i, _ := OrderIndex(key)
-		o := g.Order(i)
-		return o.Date, o.Date < q3Date && g.Customer(o.Cust-1).Segment == q3Segment
+		d := g.orderDate(i)
+		return d, d < q3Date && g.customerSegment(g.orderCust(i)-1) == q3Segment
 	}
 	// Step 2: lineitems shipped after the date joined with those orders,
 	// aggregated per order here, then repartitioned by orderkey.
@@ -331,9 +333,9 @@ func (p Plan) q3(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 	}
 	parts := map[int64]*part{}
 	var keys []int64
-	fr.Lines(func(l Line) {
+	fr.LineRows(func(l LineRow) {
 		s.Cycles += CyclesScan
-		if l.Ship <= q3Date {
+		if l.Ship() <= q3Date {
 			return
 		}
 		s.Cycles += CyclesProbe
@@ -411,17 +413,20 @@ func (p Plan) q10(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*An
 			return c, ok
 		}
 		i, _ := OrderIndex(key)
-		o := g.Order(i)
-		return o.Cust, o.Date >= q10From && o.Date < q10To
+		d := g.orderDate(i)
+		if d < q10From || d >= q10To {
+			return 0, false
+		}
+		return g.orderCust(i), true
 	}
 	// Step 1: returned lineitems joined with those orders, aggregated per
 	// customer here, then repartitioned (or broadcast) by custkey.
 	s = Stream{Blocking: true}
 	rev := map[int64]int64{}
 	var keys []int64
-	fr.Lines(func(l Line) {
+	fr.LineRows(func(l LineRow) {
 		s.Cycles += CyclesScan
-		if l.ReturnFlag != 'R' {
+		if l.ReturnFlag() != 'R' {
 			return
 		}
 		s.Cycles += CyclesProbe
