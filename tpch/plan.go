@@ -328,11 +328,11 @@ func (p Plan) q3(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 	// aggregated per order here, then repartitioned by orderkey.
 	s = Stream{Blocking: true}
 	type part struct {
-		rev  int64
-		date int
+		key, rev int64
+		date     int
 	}
-	parts := map[int64]*part{}
-	var keys []int64
+	index := map[int64]int{} // orderkey -> its place in parts
+	var parts []part         // in the order first seen
 	fr.LineRows(func(l LineRow) {
 		s.Cycles += CyclesScan
 		if l.Ship() <= q3Date {
@@ -344,16 +344,16 @@ func (p Plan) q3(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 			return
 		}
 		s.Cycles += CyclesAgg
-		pt := parts[l.Order]
-		if pt == nil {
-			pt = &part{date: d}
-			parts[l.Order] = pt
-			keys = append(keys, l.Order)
+		k, had := index[l.Order]
+		if !had {
+			k = len(parts)
+			index[l.Order] = k
+			parts = append(parts, part{key: l.Order, date: d})
 		}
-		pt.rev += l.Revenue()
+		parts[k].rev += l.Revenue()
 	})
-	for _, k := range keys {
-		s.Tuples = put(s.Tuples, rank(k), uint64(parts[k].rev)|uint64(parts[k].date)<<44)
+	for _, pt := range parts {
+		s.Tuples = put(s.Tuples, rank(pt.key), uint64(pt.rev)|uint64(pt.date)<<44)
 	}
 	got, n, err := x.Exchange(th, 2, s, CyclesAgg)
 	if err != nil {
