@@ -22,8 +22,14 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // A qpCache belongs to one NIC and, like the rest of the simulator, runs on
 // the engine's goroutine only.
 type qpCache struct {
-	ways         int
-	sets         [][]*qp       // each holds up to ways contexts
+	ways int
+	// The sets, each holding up to ways contexts: nsets of them, in sets
+	// (dense) or, for a cache of more than denseSets sets, in sparse by
+	// number, as they are first used (a NIC holds memory for the
+	// contexts in use, not for every set of a large cache).
+	nsets        int
+	sets         [][]*qp
+	sparse       map[int][]*qp
 	n            int           // contexts cached
 	fetch        []fabric.Time // when each concurrent fetch slot is free
 	miss         fabric.Duration
@@ -45,13 +51,39 @@ func newQPCache(entries, ways, fetches int, miss fabric.Duration, seed uint64) q
 	if ways <= 0 || ways > entries {
 		ways = entries
 	}
-	nsets := max(entries/ways, 1)
-	return qpCache{ways: ways, sets: make([][]*qp, nsets), fetch: make([]fabric.Time, max(fetches, 1)),
+	c := qpCache{ways: ways, nsets: max(entries/ways, 1), fetch: make([]fabric.Time, max(fetches, 1)),
 		miss: miss, rng: seed*0x9e3779b97f4a7c15 | 1}
+	if c.nsets <= denseSets {
+		c.sets = make([][]*qp, c.nsets)
+	} else {
+		c.sparse = map[int][]*qp{}
+	}
+	return c
+}
+
+// denseSets is the most sets a cache keeps in one slice (96 KiB per NIC);
+// a larger one keeps the sets in use in a map.
+const denseSets = 4096
+
+// set returns set s's contexts.
+func (c *qpCache) set(s int) []*qp {
+	if c.sets != nil {
+		return c.sets[s]
+	}
+	return c.sparse[s]
+}
+
+// setSet makes v set s's contexts.
+func (c *qpCache) setSet(s int, v []*qp) {
+	if c.sets != nil {
+		c.sets[s] = v
+	} else {
+		c.sparse[s] = v
+	}
 }
 
 // capacity is the number of contexts the cache can hold.
-func (c *qpCache) capacity() int { return c.ways * len(c.sets) }
+func (c *qpCache) capacity() int { return c.ways * c.nsets }
 
 // setOf hashes q's number to its set. The hash mixes all the number's
 // bits, so queue pairs with consecutive numbers land in sets as if at
@@ -64,7 +96,7 @@ func (c *qpCache) setOf(q *qp) int {
 	x ^= x >> 15
 	x *= 0x846ca68b
 	x ^= x >> 16
-	return int(x % uint32(len(c.sets)))
+	return int(x % uint32(c.nsets))
 }
 
 // touch records a use of q's context at time at. It returns when the
@@ -77,10 +109,10 @@ func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
 	}
 	c.misses++
 	s := c.setOf(q)
-	if len(c.sets[s]) == c.ways {
+	if len(c.set(s)) == c.ways {
 		c.replace(s, at)
 	}
-	c.sets[s] = append(c.sets[s], q)
+	c.setSet(s, append(c.set(s), q))
 	c.n++
 	done := c.fetchAt(at)
 	q.cache.cached, q.cache.readyAt = true, done
@@ -106,7 +138,7 @@ func (c *qpCache) fetchAt(at fabric.Time) fabric.Time {
 // completed by at (evicting a context still on its way in would waste the
 // fetch and could starve its queue pair).
 func (c *qpCache) replace(s int, at fabric.Time) {
-	set := c.sets[s]
+	set := c.set(s)
 	c.rng ^= c.rng << 13
 	c.rng ^= c.rng >> 7
 	c.rng ^= c.rng << 17
@@ -123,11 +155,11 @@ func (c *qpCache) replace(s int, at fabric.Time) {
 
 // drop removes way w of set s.
 func (c *qpCache) drop(s, w int) {
-	set := c.sets[s]
+	set := c.set(s)
 	set[w].cache.cached = false
 	last := len(set) - 1
 	set[w], set[last] = set[last], nil
-	c.sets[s] = set[:last]
+	c.setSet(s, set[:last])
 	c.n--
 }
 
@@ -137,7 +169,7 @@ func (c *qpCache) evict(q *qp) {
 		return
 	}
 	s := c.setOf(q)
-	for w, e := range c.sets[s] {
+	for w, e := range c.set(s) {
 		if e == q {
 			c.drop(s, w)
 			return

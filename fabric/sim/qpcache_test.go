@@ -15,7 +15,17 @@ import (
 // cached, and the count matches.
 func checkCache(c *qpCache) error {
 	total := 0
+	sets := map[int][]*qp{}
 	for s, set := range c.sets {
+		sets[s] = set
+	}
+	for s, set := range c.sparse {
+		if c.sets != nil || s < 0 || s >= c.nsets {
+			return fmt.Errorf("sparse set %d in a cache of %d sets (dense: %v)", s, c.nsets, c.sets != nil)
+		}
+		sets[s] = set
+	}
+	for s, set := range sets {
 		if len(set) > c.ways {
 			return fmt.Errorf("set %d holds %d entries, more than %d ways", s, len(set), c.ways)
 		}
@@ -50,6 +60,7 @@ func testQPs(n int) []*qp {
 func TestQPCacheInvariants(t *testing.T) {
 	cases := []struct{ entries, ways, fetches int }{
 		{1, 0, 1}, {4, 0, 1}, {16, 4, 2}, {96, 2, 3}, {64, 8, 32}, {10, 4, 1}, // 10 in sets of 4: 8 usable
+		{denseSets + 1, 1, 4}, {4 * denseSets, 2, 16}, // sparse sets
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d/%d/%d", tc.entries, tc.ways, tc.fetches), func(t *testing.T) {
