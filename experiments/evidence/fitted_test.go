@@ -15,7 +15,7 @@ import (
 // fitted values still hold them.
 func TestContextCachesStayFitted(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the rc-swarm points at 13 settings (about 15 s)")
+		t.Skip("runs the rc-swarm and ConnectX-6 sweeps at 16 settings (about 20 s)")
 	}
 	all, err := Load()
 	if err != nil {
@@ -39,13 +39,18 @@ func TestContextCachesStayFitted(t *testing.T) {
 			"rcswarm-apt-read-48qps-104b", "rcswarm-apt-read-48qps-168b", "rcswarm-apt-read-48qps-232b"),
 			[]float64{72, 88}, []float64{1, 4}, []float64{2, 4}, []string{"qdr-cx3", "fdr-cx3-tpt"}},
 		{"edr-cx4", pick("rcswarm-netapp-read32-qps-*"),
-			[]float64{1792, 2560}, []float64{2}, []float64{24, 48}, []string{"edr-cx4-tpt", "hdr-cx6"}},
+			[]float64{1792, 2560}, []float64{2}, []float64{24, 48}, []string{"edr-cx4-tpt"}},
+		// ConnectX-6's QP sweep, but its READs at 32 and 64 QPs (a fall
+		// the model does not have); its fetches are fitted with the
+		// work-request cache on SMART's points, not here.
+		{"hdr-cx6", pick("g4197-cx6-write*", "g4197-cx6-read64-qps-512", "g4197-cx6-read64-qps-4096"),
+			[]float64{24576, 49152}, []float64{2}, nil, nil},
 	} {
 		base, err := sim.LoadProfile(tc.profile)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(tc.points) < 9 {
+		if len(tc.points) < 7 {
 			t.Fatalf("%s: %d points", tc.profile, len(tc.points))
 		}
 		asIs, err := Fit(tc.points, base, nil, 1, nil)
@@ -54,6 +59,9 @@ func TestContextCachesStayFitted(t *testing.T) {
 		}
 		best := asIs[0]
 		for _, ax := range []Axis{{"nic.qp_cache_entries", tc.entries}, {"nic.qp_cache_ways", tc.ways}, {"nic.qp_cache_fetches", tc.fetches}} {
+			if len(ax.Values) == 0 {
+				continue
+			}
 			rs, err := Fit(tc.points, base, []Axis{ax}, 2, nil)
 			if err != nil {
 				t.Fatal(err)
