@@ -69,6 +69,7 @@ ibverbs-dev:
 bench:
 	$(GO) test -p 1 -run '^$$' -bench . ./fabric/sim/ ./algos/
 	$(GO) test -run '^$$' -bench 'Run(ME|SE)SQSR16' -benchtime 1x ./experiments/
+	$(GO) test -run '^$$' -bench FragmentScan -benchtime 3x ./tpch/
 
 # Every fuzz target for FUZZ_SHORT each (part of make test). Minimizing a
 # new interesting input may take at most FUZZ_MINIMIZE executions (Go's
