@@ -23,12 +23,14 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // the engine's goroutine only.
 type qpCache struct {
 	ways int
-	// The sets, each holding up to ways contexts: nsets of them, in sets
-	// (dense) or, for a cache of more than denseSets sets, in sparse by
-	// number, as they are first used (a NIC holds memory for the
-	// contexts in use, not for every set of a large cache).
+	// The sets, each holding up to ways contexts: nsets of them, set s in
+	// flat[s*ways:(s+1)*ways], its first count[s] ways in use (dense), or,
+	// for a cache of more than denseSets sets, in sparse by number, as
+	// they are first used (a NIC holds memory for the contexts in use,
+	// not for every set of a large cache).
 	nsets        int
-	sets         [][]*qp
+	flat         []*qp
+	count        []uint8
 	sparse       map[int][]*qp
 	n            int           // contexts cached
 	fetch        []fabric.Time // when each concurrent fetch slot is free
@@ -53,30 +55,36 @@ func newQPCache(entries, ways, fetches int, miss fabric.Duration, seed uint64) q
 	}
 	c := qpCache{ways: ways, nsets: max(entries/ways, 1), fetch: make([]fabric.Time, max(fetches, 1)),
 		miss: miss, rng: seed*0x9e3779b97f4a7c15 | 1}
-	if c.nsets <= denseSets {
-		c.sets = make([][]*qp, c.nsets)
+	if c.nsets <= denseSets && ways <= maxDenseWays {
+		c.flat, c.count = make([]*qp, c.nsets*ways), make([]uint8, c.nsets)
 	} else {
 		c.sparse = map[int][]*qp{}
 	}
 	return c
 }
 
-// denseSets is the most sets a cache keeps in one slice (96 KiB per NIC);
-// a larger one keeps the sets in use in a map.
-const denseSets = 4096
+// denseSets is the most sets, and maxDenseWays the most ways, of a cache
+// kept in one array (9 bytes per direct-mapped set: 36 KiB per NIC at
+// most); a larger one keeps the sets in use in a map.
+const (
+	denseSets    = 4096
+	maxDenseWays = 255 // a set's count is a byte
+)
 
-// set returns set s's contexts.
+// set returns set s's contexts. Appending to it stays within the set's
+// ways (setSet then records the new length).
 func (c *qpCache) set(s int) []*qp {
-	if c.sets != nil {
-		return c.sets[s]
+	if c.flat != nil {
+		at := s * c.ways
+		return c.flat[at : at+int(c.count[s]) : at+c.ways]
 	}
 	return c.sparse[s]
 }
 
-// setSet makes v set s's contexts.
+// setSet makes v, set(s) appended to or shortened, set s's contexts.
 func (c *qpCache) setSet(s int, v []*qp) {
-	if c.sets != nil {
-		c.sets[s] = v
+	if c.flat != nil {
+		c.count[s] = uint8(len(v))
 	} else {
 		c.sparse[s] = v
 	}

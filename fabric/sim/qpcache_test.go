@@ -16,12 +16,19 @@ import (
 func checkCache(c *qpCache) error {
 	total := 0
 	sets := map[int][]*qp{}
-	for s, set := range c.sets {
-		sets[s] = set
+	if c.flat != nil {
+		for s := range c.nsets {
+			sets[s] = c.set(s)
+			for _, q := range c.flat[s*c.ways+len(sets[s]) : (s+1)*c.ways] {
+				if q != nil {
+					return fmt.Errorf("set %d keeps qp %d beyond its %d ways in use", s, q.qpn, len(sets[s]))
+				}
+			}
+		}
 	}
 	for s, set := range c.sparse {
-		if c.sets != nil || s < 0 || s >= c.nsets {
-			return fmt.Errorf("sparse set %d in a cache of %d sets (dense: %v)", s, c.nsets, c.sets != nil)
+		if c.flat != nil || s < 0 || s >= c.nsets {
+			return fmt.Errorf("sparse set %d in a cache of %d sets (dense: %v)", s, c.nsets, c.flat != nil)
 		}
 		sets[s] = set
 	}
@@ -60,7 +67,7 @@ func testQPs(n int) []*qp {
 func TestQPCacheInvariants(t *testing.T) {
 	cases := []struct{ entries, ways, fetches int }{
 		{1, 0, 1}, {4, 0, 1}, {16, 4, 2}, {96, 2, 3}, {64, 8, 32}, {10, 4, 1}, // 10 in sets of 4: 8 usable
-		{denseSets + 1, 1, 4}, {4 * denseSets, 2, 16}, // sparse sets
+		{denseSets + 1, 1, 4}, {4 * denseSets, 2, 16}, {512, 0, 2}, // sparse sets
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d/%d/%d", tc.entries, tc.ways, tc.fetches), func(t *testing.T) {

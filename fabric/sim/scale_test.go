@@ -65,7 +65,7 @@ func BenchmarkScale(b *testing.B) {
 // Write -memprofile to see what it is made of. docs/performance.md
 // ("Scale") shows the results.
 func BenchmarkQPMemory(b *testing.B) {
-	for _, nodes := range []int{64, 128} {
+	for _, nodes := range []int{64, 128, 256} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				runtime.GC()
