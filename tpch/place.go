@@ -202,12 +202,31 @@ func (fr Fragment) LineRows(f func(r LineRow)) {
 	lo, hi := share(n, fr.Node, fr.Nodes)
 	p := newPerm(fr.G.Seed, tLine, n).tabulate(hi - lo)
 	g, parts := fr.G, fr.G.Parts()
-	p.scan(lo, hi, func(s int64) {
-		i, ln := s/7, int(s%7)
-		if ln < g.LineCount(i) {
-			f(LineRow{g: g, row: i*8 + int64(ln), Order: OrderKey(i), date: g.orderDate(i), parts: parts})
+	// A batch of slots at a time: the slots' line counts, then the rows'
+	// order dates, each in a loop of independent hashes that the
+	// processor overlaps; the empty slots are dropped without a branch.
+	var slots [permBatch]int64
+	var rows [permBatch]LineRow
+	for j := lo; j < hi; j += permBatch {
+		b := slots[:min(permBatch, hi-j)]
+		p.fill(j, b)
+		k := 0
+		for _, s := range b {
+			i, ln := s/7, s%7
+			rows[k] = LineRow{g: g, row: i*8 + ln, Order: i, parts: parts}
+			if ln < int64(g.LineCount(i)) {
+				k++
+			}
 		}
-	})
+		for x := range rows[:k] {
+			r := &rows[x]
+			i := r.Order // the order's index until here
+			r.Order, r.date = OrderKey(i), g.orderDate(i)
+		}
+		for _, r := range rows[:k] {
+			f(r)
+		}
+	}
 }
 
 // LocalOrders calls f for the orders whose rank (dense index; see rank)
