@@ -352,6 +352,7 @@ func (p Plan) q3(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*Ans
 		}
 		parts[k].rev += l.Revenue()
 	})
+	s.Tuples = make([]byte, 0, algos.TupleBytes*len(parts))
 	for _, pt := range parts {
 		s.Tuples = put(s.Tuples, rank(pt.key), uint64(pt.rev)|uint64(pt.date)<<44)
 	}
@@ -440,6 +441,7 @@ func (p Plan) q10(th fabric.Thread, fr Fragment, x Exchanger, payload bool) (*An
 		}
 		rev[c] += l.Revenue()
 	})
+	s.Tuples = make([]byte, 0, algos.TupleBytes*len(keys))
 	for _, k := range keys {
 		s.Tuples = put(s.Tuples, uint64(k), uint64(rev[k]))
 	}
