@@ -195,12 +195,8 @@ func (g Gen) orderPriority(i int64) int { return int(g.draw(tOrders, 3, i, 0, 4)
 func (g Gen) LineCount(i int64) int { return int(g.draw(tOrders, 4, i, 1, 7)) }
 
 // Line returns lineitem ln (0-based) of order i, whose row is o.
-func (g Gen) Line(i int64, ln int, o Order) Line { return g.line(i, ln, o.Key, o.Date, g.Parts()) }
-
-// line is Line from the only columns of the order it reads (o_orderkey
-// and o_orderdate) and the number of parts, which a scan computes once.
-func (g Gen) line(i int64, ln int, key int64, date int, parts int64) Line {
-	return LineRow{g: g, row: i*8 + int64(ln), Order: key, date: date, parts: parts}.Line()
+func (g Gen) Line(i int64, ln int, o Order) Line {
+	return LineRow{g: g, row: i*8 + int64(ln), Order: o.Key, date: o.Date, parts: g.Parts()}.Line()
 }
 
 // LineRow is a lineitem whose columns are generated as they are read
