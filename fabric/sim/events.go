@@ -74,6 +74,7 @@ type eventQueue struct {
 	base  int64    // bucket number of the last popped event
 	nr    int      // events in the ring
 	far   []evKey  // 4-ary min-heap of the other events
+	keys  []evKey  // every bucket's first bucketCap entries (newRing)
 
 	body []evBody
 	free []uint32 // free slots of body
@@ -113,10 +114,15 @@ func (q *eventQueue) newRing() {
 	size := int(q.mask + 1)
 	q.ring = make([]bucket, size)
 	q.bits = make([]uint64, size/64)
-	keys := make([]evKey, size*bucketCap)
+	q.keys = make([]evKey, size*bucketCap)
 	for i := range q.ring {
-		q.ring[i].k = keys[i*bucketCap : i*bucketCap : (i+1)*bucketCap]
+		q.ring[i].k = q.carved(i)
 	}
+}
+
+// carved is bucket i's share of keys, empty.
+func (q *eventQueue) carved(i int) []evKey {
+	return q.keys[i*bucketCap : i*bucketCap : (i+1)*bucketCap]
 }
 
 // bucket holds the ring's events of one time slice, sorted, from head on.
@@ -233,6 +239,14 @@ func (q *eventQueue) take() (evKey, evBody) {
 		q.minOK = false
 		if b.head == len(b.k) {
 			b.k, b.head = b.k[:0], 0
+			if cap(b.k) > bucketCap {
+				// It outgrew its share of keys (a burst of events in
+				// one time slice, such as a cluster's set-up): it goes
+				// back to it, so that the burst's memory is not held
+				// for the rest of the run (docs/performance.md,
+				// "Scale").
+				b.k = q.carved(i)
+			}
 			q.bits[i>>6] &^= 1 << (i & 63)
 		} else if next := b.k[b.head]; len(q.far) == 0 || next.before(q.far[0]) {
 			// Bucket i is the ring's first (it holds the event just

@@ -41,6 +41,32 @@ func TestEventQueueOrder(t *testing.T) {
 	}
 }
 
+// TestEventQueueBucketShrinks: a bucket that outgrew its share of the
+// ring's keys (a burst of simultaneous events) returns to that share once
+// it empties, and the queue's order is the same before and after.
+func TestEventQueueBucketShrinks(t *testing.T) {
+	var q eventQueue
+	h := &nop{}
+	for round := 0; round < 3; round++ {
+		at := fabric.Time(0).Add(fabric.Duration(round) * fabric.Microsecond)
+		for i := 0; i < 100; i++ { // one bucket, 100 events
+			q.push(at, h, uint64(i), nil)
+		}
+		i := int((int64(at) >> q.shift) & q.mask)
+		if c := cap(q.ring[i].k); c < 100 {
+			t.Fatalf("round %d: bucket %d holds 100 events in a capacity of %d", round, i, c)
+		}
+		for want := uint64(0); q.len() > 0; want++ {
+			if e := q.pop(); e.arg != want || e.at != at {
+				t.Fatalf("round %d: popped event %d at %v, want %d at %v", round, e.arg, e.at, want, at)
+			}
+		}
+		if b := q.ring[i].k; cap(b) != bucketCap || &b[:1][0] != &q.keys[i*bucketCap] {
+			t.Fatalf("round %d: emptied bucket %d kept a capacity of %d, not its share of %d keys", round, i, cap(b), bucketCap)
+		}
+	}
+}
+
 // BenchmarkEventQueue measures raw event throughput: each fired event
 // schedules one new event a random distance ahead, keeping 1024 pending,
 // as a network model does.
