@@ -139,9 +139,11 @@ type Result struct {
 // Evaluate runs the model at p when it can: perftest-style benchmarks of
 // one verb between two simulated nodes of p's profile (message rate and
 // bandwidth by size and queue pairs), and the baselines' designs under
-// iperf-, osu_bw- and IMB PingPong-style traffic (stream.go). The rest
-// (vendor ceilings, collectives, bidirectional MPI runs, set-up costs,
-// many-machine sweeps) are reported with the reason.
+// iperf-, osu_bw- and IMB PingPong-style traffic (stream.go), and set-up
+// costs that are calls of the fabric contract, timed on one thread
+// (setup.go). The rest (vendor ceilings, collectives, bidirectional MPI
+// runs, connection-manager and whole verbs connections, many-machine
+// sweeps) are reported with the reason.
 func Evaluate(p Point) Result {
 	return EvaluateOn(p, nil, Software{})
 }
@@ -210,6 +212,12 @@ type runner func(c *sim.Cluster) (float64, error)
 func benchmarkOf(p Point, sw Software) (runner, string, string) {
 	if p.Profile == "" {
 		return nil, "", "no built-in profile of this NIC"
+	}
+	if run, how, why, ok := setupOf(p); ok {
+		if why != "" {
+			return nil, "", why
+		}
+		return run, how + " on " + p.Profile, ""
 	}
 	bytes, ok := p.X["bytes"].(int)
 	if !ok && p.Verb == "mpi_msgrate_mt" && p.X["bytes"] == nil {

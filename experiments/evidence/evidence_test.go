@@ -86,6 +86,16 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-rtt", Metric: "rtt_us", Verb: "send", Profile: "edr-cx4", X: map[string]any{"bytes": 8}, Y: 1.9, Unit: "us", Tolerance: 0.15}, false, "only rates, bandwidths and one-way latencies"},
 		{Point{ID: "t-ipoib-dg", Verb: "ipoib_tcp_datagram", Profile: "qdr-cx3", X: map[string]any{"bytes": 131072, "parallel": 1}, Y: 8, Unit: "Gb/s", Tolerance: 0.3}, false, "the IPoIB design models connected mode"},
 		{Point{ID: "t-ipoib-unit", Verb: "ipoib_tcp", Profile: "edr-cx4", X: map[string]any{"bytes": 131072}, Y: 20, Unit: "us", Tolerance: 0.5}, false, "a stream reports a rate"},
+		{Point{ID: "t-reg", Verb: "reg_mr", Profile: "edr-cx4", X: map[string]any{"megabytes": 4}, Y: 100, Unit: "us", Tolerance: 0.3}, true, "reg_mr of one 4 MiB region, one thread on edr-cx4"},
+		{Point{ID: "t-reg-gb", Verb: "dereg_mr", Profile: "fdr-cx3", X: map[string]any{"gigabytes": 1.5}, Y: 1, Unit: "s", Tolerance: 0.3}, true, "dereg_mr of one 1.5 GB region"},
+		{Point{ID: "t-reg-par", Verb: "reg_mr", Profile: "edr-cx4", X: map[string]any{"gigabytes": 500, "parallel": true}, Y: 10, Unit: "s", Tolerance: 0.3}, false, "does not state how many"},
+		{Point{ID: "t-reg-nosize", Verb: "reg_mr", Profile: "edr-cx4", X: map[string]any{"mrs": 100000}, Y: 28, Unit: "s", Tolerance: 0.3}, false, "size is not stated"},
+		{Point{ID: "t-reg-2dev", Verb: "reg_dereg_mr", Profile: "edr-cx4", X: map[string]any{"megabytes": 4, "devices": 2}, Y: 240, Unit: "us", Tolerance: 0.3}, false, "one NIC"},
+		{Point{ID: "t-reg-unit", Verb: "reg_mr", Profile: "edr-cx4", X: map[string]any{"megabytes": 4}, Y: 100, Unit: "Mops/s", Tolerance: 0.3}, false, "only s, ms and us"},
+		{Point{ID: "t-cq", Verb: "create_cq", Profile: "edr-cx4", X: map[string]any{"cq_entries": 1}, Y: 173, Unit: "us", Tolerance: 0.3}, true, "create_cq of 1 entry, one thread"},
+		{Point{ID: "t-cq-nosize", Verb: "create_cq", Profile: "edr-cx4", X: map[string]any{}, Y: 173, Unit: "us", Tolerance: 0.3}, false, "size is not stated"},
+		{Point{ID: "t-connect", Verb: "connect_verbs", Profile: "edr-cx4", X: map[string]any{"threads": 1}, Y: 49, Unit: "ms", Tolerance: 0.5}, false, "ibv_open_device"},
+		{Point{ID: "t-cm", Verb: "connect_rc", Profile: "edr-cx4", X: map[string]any{"connections": 1000}, Y: 890, Unit: "ms", Tolerance: 0.3}, false, "connection manager"},
 	} {
 		r := Evaluate(tc.p)
 		if r.Modelled != tc.modelled || !strings.Contains(r.How, tc.how) {
@@ -380,5 +390,35 @@ func TestSummarizeUnexplained(t *testing.T) {
 	s := Summarize(rs)
 	if len(s.Unexplained) != 1 || s.Unexplained[0] != "b-out" || s.Modelled != 3 || s.Within != 1 {
 		t.Errorf("unexplained %v, %d modelled, %d within; want [b-out], 3, 1", s.Unexplained, s.Modelled, s.Within)
+	}
+}
+
+// TestSetupCosts: a set-up point's model value is its profile's cost of
+// the calls it times (registration by pages, deregistration, both, one
+// completion queue), in the point's unit.
+func TestSetupCosts(t *testing.T) {
+	prof, err := sim.LoadProfile("edr-cx4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := prof.Setup
+	pages := float64(4 << 20 / 4096)
+	reg := st.RegMRUS + st.RegMRPerPageNS*pages/1000
+	dereg := st.DeregMRUS + st.DeregPerPageNS*pages/1000
+	for _, tc := range []struct {
+		verb, unit string
+		x          map[string]any
+		want       float64
+	}{
+		{"reg_mr", "us", map[string]any{"megabytes": 4}, reg},
+		{"dereg_mr", "us", map[string]any{"megabytes": 4}, dereg},
+		{"reg_dereg_mr", "ms", map[string]any{"megabytes": 4}, (reg + dereg) / 1e3},
+		{"reg_mr", "s", map[string]any{"gigabytes": 1}, (st.RegMRUS + st.RegMRPerPageNS*math.Ceil(1e9/4096)/1000) / 1e6},
+		{"create_cq", "us", map[string]any{"cq_entries": 16}, st.CreateCQUS},
+	} {
+		r := Evaluate(Point{ID: "t-" + tc.verb, Verb: tc.verb, Profile: "edr-cx4", X: tc.x, Y: 1, Unit: tc.unit, Tolerance: 0.3})
+		if !r.Modelled || math.Abs(r.Model-tc.want) > 1e-6*tc.want {
+			t.Errorf("%s %v: model %v %s (%s), want %v", tc.verb, tc.x, r.Model, tc.unit, r.How, tc.want)
+		}
 	}
 }
