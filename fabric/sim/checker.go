@@ -131,7 +131,13 @@ var nicThread = &thread{name: "NIC"}
 // report records a finding; object distinguishes findings of one kind by
 // the object they concern (merged otherwise).
 func (ch *checker) report(k FindingKind, node int, th *thread, op, object, detail string) int {
-	key := fmt.Sprintf("%d|%d|%s|%s|%s", k, node, threadName(th), op, object)
+	return ch.reportAs(k, node, threadName(th), op, object, detail)
+}
+
+// reportAs is report for a thread known by its name (a receive keeps its
+// poster's name by number: Cluster.nameID).
+func (ch *checker) reportAs(k FindingKind, node int, thread, op, object, detail string) int {
+	key := fmt.Sprintf("%d|%d|%s|%s|%s", k, node, thread, op, object)
 	if i, ok := ch.index[key]; ok {
 		ch.findings[i].Count++
 		return i
@@ -140,7 +146,7 @@ func (ch *checker) report(k FindingKind, node int, th *thread, op, object, detai
 		return -1
 	}
 	ch.index[key] = len(ch.findings)
-	ch.findings = append(ch.findings, Finding{Kind: k, Node: node, Thread: threadName(th), Op: op, Detail: detail, At: ch.c.now, Count: 1})
+	ch.findings = append(ch.findings, Finding{Kind: k, Node: node, Thread: thread, Op: op, Detail: detail, At: ch.c.now, Count: 1})
 	return len(ch.findings) - 1
 }
 

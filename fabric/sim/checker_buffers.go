@@ -244,7 +244,8 @@ func (ch *checker) recvPosted(q *qp, e *rqe) {
 	m := e.mr
 	m.busy++
 	e.set(rqeCkHeld|rqeCkOn, true)
-	e.poster, e.ckSum = ch.c.cur, uint32(ch.sum(e.bytes()))
+	e.setPoster(ch.c.nameID(ch.c.cur))
+	e.ckSum = uint32(ch.sum(e.bytes()))
 	if r, ok := m.addRecv(e.bytes()); ok {
 		lo, hi := m.span(e.bytes())
 		ch.reportRegion(RecvPostedTwice, ch.c.cur, "PostRecv", m, func() string {
@@ -277,7 +278,7 @@ func (ch *checker) recvFilled(q *qp, idx uint64) {
 }
 
 func (ch *checker) recvModified(q *qp, e *rqe, when string) {
-	ch.report(RecvBufferModified, q.nic.node.id, e.poster, "PostRecv", e.mr.where(e.bytes()),
+	ch.reportAs(RecvBufferModified, q.nic.node.id, ch.c.threadNamed(e.poster()), "PostRecv", e.mr.where(e.bytes()),
 		fmt.Sprintf("receive wr_id %#x on %v: %s written by the CPU while posted, detected %s; a receive buffer belongs to the NIC until its completion is polled",
 			e.id, q, e.mr.where(e.bytes()), when))
 	e.set(rqeCkOn, false)
@@ -299,7 +300,7 @@ func (ch *checker) recvForget(e *rqe) {
 	e.mr.busy--
 	e.mr.removeRecv(e.bytes())
 	e.set(rqeCkHeld|rqeCkOn, false)
-	e.poster = nil
+	e.setPoster(0)
 }
 
 // release runs the checks of the slots q's release frees.

@@ -55,6 +55,7 @@ type Cluster struct {
 	cur      *thread // the running thread; nil when the driver runs
 	handover *thread // the thread to resume next, chosen by a yielding thread
 	threads  []*thread
+	names    threadNames // every thread name spawned so far, by number (rqe's poster)
 	live     int
 	stop     error // the run's first failure, or why it must stop (deadlock, limit)
 	abort    bool  // threads are being unwound: see abortAll

@@ -350,7 +350,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.max_inline_rc", "bytes", float64(nic.MaxInlineRC), maxBytes, false),
 		n("nic.max_inline_ud", "bytes", float64(nic.MaxInlineUD), maxBytes, false),
 		n("nic.max_rd_atomic", "reads", float64(nic.MaxRdAtomic), 1<<16, true),
-		n("nic.max_mr_bytes", "bytes", float64(nic.MaxMRBytes), 1<<52, true),
+		n("nic.max_mr_bytes", "bytes", float64(nic.MaxMRBytes), 1<<rqeFlags, true), // a receive's offset has 44 bits (rqe)
 		n("nic.processing_units", "units", float64(nic.ProcessingUnits), 1<<16, true),
 		n("nic.wqe_ns", "ns", nic.WQENS, maxLatencyNS, true),
 		n("nic.rx_packet_ns", "ns", nic.RxPacketNS, maxLatencyNS, false),

@@ -81,22 +81,25 @@ func (q *qp) taken() *rqe { return q.rqAt(q.msgIdx) }
 // (checker_buffers.go) is a poster, a sum and two flags here rather than
 // a ckState: a receive is summed as one part, and its buffer and region
 // are the entry's own. A ring of 16 posted receives is most of an idle
-// queue pair's memory, so the entry is kept at 40 bytes (TestQPSizes):
+// queue pair's memory, so the entry is kept at 32 bytes (TestQPSizes):
 // the sum keeps 32 bits (payload mode's is a CRC-32 anyway), and the
-// flags share a word with the offset.
+// flags and the poster (the cluster's number for its thread's name,
+// Cluster.nameID) share a word with the offset.
 type rqe struct {
-	id     uint64
-	mr     *mr     // nil for an empty buffer or one that failed its check (bad)
-	poster *thread // checker: the thread that posted it
-	at     uint64  // the buffer's offset in mr (below rqeFlags) and the flags rqeBad, rqeCkHeld, rqeCkOn
-	n      uint32  // the buffer: bytes [off, off+n) of mr
-	ckSum  uint32  // checker: the buffer's sum (its low 32 bits) when last known intact
+	id    uint64
+	mr    *mr    // nil for an empty buffer or one that failed its check (bad)
+	at    uint64 // the buffer's offset in mr (below rqeFlags), the flags rqeBad, rqeCkHeld, rqeCkOn, and the poster (from rqePoster up)
+	n     uint32 // the buffer: bytes [off, off+n) of mr
+	ckSum uint32 // checker: the buffer's sum (its low 32 bits) when last known intact
 }
 
-// An rqe's flags, above its offset (nic.max_mr_bytes is at most 2^52): a
-// receive entry takes 40 bytes, not 48, and a queue pair's ring of 16
-// receives one size class less.
-const rqeFlags = 52
+// An rqe's word at: the offset below rqeFlags (nic.max_mr_bytes is at most
+// 2^44, maxMRBytes), three flags, and from rqePoster up the number of the
+// posting thread's name (17 bits; 0 for none, checker only).
+const (
+	rqeFlags  = 44
+	rqePoster = rqeFlags + 3
+)
 
 const (
 	rqeBad    = 1 << (rqeFlags + iota) // failed its check (mr is nil)
@@ -105,6 +108,10 @@ const (
 )
 
 func (e *rqe) off() uint64       { return e.at & (1<<rqeFlags - 1) }
+func (e *rqe) poster() uint32    { return uint32(e.at >> rqePoster) }
+func (e *rqe) setPoster(id uint32) {
+	e.at = e.at&(1<<rqePoster-1) | uint64(id)<<rqePoster
+}
 func (e *rqe) has(f uint64) bool { return e.at&f != 0 }
 func (e *rqe) set(f uint64, on bool) {
 	if on {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 )
@@ -51,11 +52,43 @@ func TestQPSizes(t *testing.T) {
 		got, want uintptr
 	}{
 		{"send-queue entry", unsafe.Sizeof(sqe{}), 256},
-		{"receive-queue entry", unsafe.Sizeof(rqe{}), 40},
+		{"receive-queue entry", unsafe.Sizeof(rqe{}), 32},
 		{"queue pair", unsafe.Sizeof(qp{}), 448},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %d bytes, want %d (update docs/performance.md and the estimate in experiments/benchmem.go if this is meant)", tc.what, tc.got, tc.want)
 		}
+	}
+}
+
+// TestPosterNames: a receive's poster is kept as the number of its
+// thread's name; names that repeat (every run spawns n0/main again) keep
+// their number, the driver is 0, and past the 17 bits' room the rest share
+// one number that says so rather than naming a wrong thread.
+func TestPosterNames(t *testing.T) {
+	c := &Cluster{}
+	a, b := c.names.id("n0/main"), c.names.id("n1/main")
+	if a == 0 || b == a || c.names.id("n0/main") != a {
+		t.Fatalf("ids %d, %d, again %d: want distinct non-zero ids that repeat", a, b, c.names.id("n0/main"))
+	}
+	var e rqe
+	e.at = 12345 | rqeCkOn
+	e.setPoster(b)
+	if e.poster() != b || e.off() != 12345 || !e.has(rqeCkOn) || c.threadNamed(e.poster()) != "n1/main" {
+		t.Fatalf("poster %d (%q), offset %d, checked %v", e.poster(), c.threadNamed(e.poster()), e.off(), e.has(rqeCkOn))
+	}
+	if got := c.threadNamed(c.nameID(nil)); got != "driver" {
+		t.Errorf("no thread is named %q, want driver", got)
+	}
+	for i := len(c.names.byID); i < maxNameID; i++ {
+		c.names.id(fmt.Sprint("t", i))
+	}
+	last := c.names.id("one more")
+	e.setPoster(last)
+	if last != maxNameID || e.poster() != maxNameID || c.threadNamed(last) != unnamedPoster || e.off() != 12345 {
+		t.Errorf("past the room: id %d, kept %d, named %q, offset %d", last, e.poster(), c.threadNamed(last), e.off())
+	}
+	if c.threadNamed(a) != "n0/main" {
+		t.Errorf("the first name is now %q", c.threadNamed(a))
 	}
 }

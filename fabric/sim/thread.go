@@ -18,10 +18,11 @@ import (
 // before it observes or changes shared state. While it catches up it fires
 // network events itself, and yields only when another thread's turn comes.
 type thread struct {
-	c     *Cluster
-	node  *node
-	name  string
-	core  int
+	c      *Cluster
+	node   *node
+	name   string
+	nameID uint32 // the cluster's number for name (threadNames)
+	core   int
 	local fabric.Time
 	gen   uint64 // wake events carry the generation they were made for
 	rng   *rand.Rand
@@ -54,7 +55,7 @@ func (th *thread) handle(uint64, *packet) {}
 type errAbort struct{}
 
 func (c *Cluster) spawn(n *node, name string, core int, start fabric.Time, fn func(fabric.Thread) error) {
-	th := &thread{c: c, node: n, name: name, core: core, local: start, rng: c.rng("thread/" + name), tIdx: -1}
+	th := &thread{c: c, node: n, name: name, nameID: c.names.id(name), core: core, local: start, rng: c.rng("thread/" + name), tIdx: -1}
 	th.next, th.stop = iter.Pull(func(yield func(struct{}) bool) {
 		th.yield = yield
 		defer func() {
@@ -495,4 +496,58 @@ func (c *Cluster) release(l *lockState) {
 	if th := c.cur; th != nil {
 		l.free = th.local
 	}
+}
+
+// threadNames numbers the names of the threads a cluster has spawned, so
+// that a posted receive can name its poster in the 17 bits it has for it
+// (rqe): a record kept for every posted receive costs no pointer. Names
+// repeat from run to run, so the table grows with the distinct names only.
+// Number 0 is the driver (no thread); past maxNameID distinct names, the
+// rest share the last number, reported as unnamedPoster. Engine goroutine
+// only.
+type threadNames struct {
+	byID []string
+	ids  map[string]uint32
+}
+
+const maxNameID = 1<<(64-rqePoster) - 1
+
+// unnamedPoster names the poster of a receive whose thread had no number
+// of its own.
+var unnamedPoster = fmt.Sprintf("one of the threads after the first %d names", maxNameID-1)
+
+// id returns name's number, giving it the next one if it has none.
+func (t *threadNames) id(name string) uint32 {
+	if id, ok := t.ids[name]; ok {
+		return id
+	}
+	if t.ids == nil {
+		t.ids, t.byID = map[string]uint32{}, []string{"driver"}
+	}
+	id := uint32(len(t.byID))
+	if id >= maxNameID {
+		return maxNameID
+	}
+	t.byID = append(t.byID, name)
+	t.ids[name] = id
+	return id
+}
+
+// nameID is th's name's number, 0 for the driver (nil).
+func (c *Cluster) nameID(th *thread) uint32 {
+	if th == nil {
+		return 0
+	}
+	return th.nameID
+}
+
+// threadNamed is the name numbered id (nameID).
+func (c *Cluster) threadNamed(id uint32) string {
+	switch {
+	case id == 0:
+		return threadName(nil)
+	case int(id) < len(c.names.byID):
+		return c.names.byID[id]
+	}
+	return unnamedPoster
 }
