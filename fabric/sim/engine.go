@@ -203,6 +203,11 @@ func (c *Cluster) Run(main func(th fabric.Thread) error) error {
 	}
 	clear(c.threads)
 	c.threads = c.threads[:0]
+	// The pool of free packets is as large as the run's peak of packets in
+	// flight (an all-to-all's first messages): a run gives it back, and the
+	// next one grows its own (docs/performance.md, "Scale").
+	clear(c.freePkts)
+	c.freePkts = nil
 	return c.stop
 }
 

@@ -45,11 +45,13 @@ const evStep uint64 = 1
 
 func newNIC(c *Cluster, n *node) *nic {
 	p := c.prof
-	return &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(p.NIC.TxLatencyNS),
+	nc := &nic{c: c, node: n, nextAddr: addrBase + uint64(n.id)<<36, txLat: ns(p.NIC.TxLatencyNS),
 		cache:   newQPCache(p.NIC.QPCacheEntries, p.NIC.QPCacheWays, p.NIC.QPCacheFetches, ns(p.NIC.QPCacheMissNS), uint64(n.id)+1),
 		wrc:     newWRCache(p.NIC.WRCacheEntries),
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p)}
+	nc.cache.lookup = nc.lookupQP
+	return nc
 }
 
 // creditReturned tells a NIC waiting for uplink credit when some returns.

@@ -107,8 +107,8 @@ const (
 	rqeCkOn                            // checker: the buffer is still checked (ckSum is current)
 )
 
-func (e *rqe) off() uint64       { return e.at & (1<<rqeFlags - 1) }
-func (e *rqe) poster() uint32    { return uint32(e.at >> rqePoster) }
+func (e *rqe) off() uint64    { return e.at & (1<<rqeFlags - 1) }
+func (e *rqe) poster() uint32 { return uint32(e.at >> rqePoster) }
 func (e *rqe) setPoster(id uint32) {
 	e.at = e.at&(1<<rqePoster-1) | uint64(id)<<rqePoster
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"testing"
 	"unsafe"
 )
@@ -90,5 +91,31 @@ func TestPosterNames(t *testing.T) {
 	}
 	if c.threadNamed(a) != "n0/main" {
 		t.Errorf("the first name is now %q", c.threadNamed(a))
+	}
+}
+
+// TestRunGivesPacketsBack: a run returns its pool of free packets (as large
+// as its peak of packets in flight), and the next run on the cluster, which
+// grows a pool of its own, measures the same.
+func TestRunGivesPacketsBack(t *testing.T) {
+	c, err := New(Config{Nodes: 4, Seed: 1, SizeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg := perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 20, TxDepth: 16, RxDepth: 16, CQMod: 8}
+	first, err := perftest.Run(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.freePkts != nil {
+		t.Fatalf("%d free packets kept after the run", len(c.freePkts))
+	}
+	second, err := perftest.Run(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.BWAvgGbps != second.BWAvgGbps || first.MsgRateMpps != second.MsgRateMpps {
+		t.Errorf("second run %v Gb/s, %v Mpps; first %v, %v", second.BWAvgGbps, second.MsgRateMpps, first.BWAvgGbps, first.MsgRateMpps)
 	}
 }

@@ -29,11 +29,12 @@ type qpCache struct {
 	// they are first used (a NIC holds memory for the contexts in use,
 	// not for every set of a large cache).
 	nsets        int
-	flat         []*qp
+	flat         []uint32 // queue-pair numbers (lookup finds the queue pair)
 	count        []uint8
-	sparse       map[int][]*qp
-	n            int           // contexts cached
-	fetch        []fabric.Time // when each concurrent fetch slot is free
+	sparse       map[int][]uint32
+	lookup       func(qpn uint32) *qp // the NIC's queue pair of a number (nic.lookupQP)
+	n            int                  // contexts cached
+	fetch        []fabric.Time        // when each concurrent fetch slot is free
 	miss         fabric.Duration
 	rng          uint64 // xorshift64 state for victim choice
 	hits, misses int64
@@ -56,24 +57,24 @@ func newQPCache(entries, ways, fetches int, miss fabric.Duration, seed uint64) q
 	c := qpCache{ways: ways, nsets: max(entries/ways, 1), fetch: make([]fabric.Time, max(fetches, 1)),
 		miss: miss, rng: seed*0x9e3779b97f4a7c15 | 1}
 	if c.nsets <= denseSets && ways <= maxDenseWays {
-		c.flat, c.count = make([]*qp, c.nsets*ways), make([]uint8, c.nsets)
+		c.flat, c.count = make([]uint32, c.nsets*ways), make([]uint8, c.nsets)
 	} else {
-		c.sparse = map[int][]*qp{}
+		c.sparse = map[int][]uint32{}
 	}
 	return c
 }
 
 // denseSets is the most sets, and maxDenseWays the most ways, of a cache
-// kept in one array (9 bytes per direct-mapped set: 36 KiB per NIC at
+// kept in one array (5 bytes per direct-mapped set: 20 KiB per NIC at
 // most); a larger one keeps the sets in use in a map.
 const (
 	denseSets    = 4096
 	maxDenseWays = 255 // a set's count is a byte
 )
 
-// set returns set s's contexts. Appending to it stays within the set's
-// ways (setSet then records the new length).
-func (c *qpCache) set(s int) []*qp {
+// set returns set s's contexts, by queue-pair number. Appending to it
+// stays within the set's ways (setSet then records the new length).
+func (c *qpCache) set(s int) []uint32 {
 	if c.flat != nil {
 		at := s * c.ways
 		return c.flat[at : at+int(c.count[s]) : at+c.ways]
@@ -82,7 +83,7 @@ func (c *qpCache) set(s int) []*qp {
 }
 
 // setSet makes v, set(s) appended to or shortened, set s's contexts.
-func (c *qpCache) setSet(s int, v []*qp) {
+func (c *qpCache) setSet(s int, v []uint32) {
 	if c.flat != nil {
 		c.count[s] = uint8(len(v))
 	} else {
@@ -120,7 +121,7 @@ func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
 	if len(c.set(s)) == c.ways {
 		c.replace(s, at)
 	}
-	c.setSet(s, append(c.set(s), q))
+	c.setSet(s, append(c.set(s), q.qpn))
 	c.n++
 	done := c.fetchAt(at)
 	q.cache.cached, q.cache.readyAt = true, done
@@ -153,7 +154,7 @@ func (c *qpCache) replace(s int, at fabric.Time) {
 	first := int(c.rng % uint64(len(set)))
 	v := first
 	for i := range set {
-		if w := (first + i) % len(set); set[w].cache.readyAt <= at {
+		if w := (first + i) % len(set); c.lookup(set[w]).cache.readyAt <= at {
 			v = w
 			break
 		}
@@ -164,9 +165,9 @@ func (c *qpCache) replace(s int, at fabric.Time) {
 // drop removes way w of set s.
 func (c *qpCache) drop(s, w int) {
 	set := c.set(s)
-	set[w].cache.cached = false
+	c.lookup(set[w]).cache.cached = false
 	last := len(set) - 1
-	set[w], set[last] = set[last], nil
+	set[w], set[last] = set[last], 0
 	c.setSet(s, set[:last])
 	c.n--
 }
@@ -178,7 +179,7 @@ func (c *qpCache) evict(q *qp) {
 	}
 	s := c.setOf(q)
 	for w, e := range c.set(s) {
-		if e == q {
+		if e == q.qpn {
 			c.drop(s, w)
 			return
 		}

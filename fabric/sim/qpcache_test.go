@@ -15,13 +15,13 @@ import (
 // cached, and the count matches.
 func checkCache(c *qpCache) error {
 	total := 0
-	sets := map[int][]*qp{}
+	sets := map[int][]uint32{}
 	if c.flat != nil {
 		for s := range c.nsets {
 			sets[s] = c.set(s)
-			for _, q := range c.flat[s*c.ways+len(sets[s]) : (s+1)*c.ways] {
-				if q != nil {
-					return fmt.Errorf("set %d keeps qp %d beyond its %d ways in use", s, q.qpn, len(sets[s]))
+			for _, n := range c.flat[s*c.ways+len(sets[s]) : (s+1)*c.ways] {
+				if n != 0 {
+					return fmt.Errorf("set %d keeps qp %d beyond its %d ways in use", s, n, len(sets[s]))
 				}
 			}
 		}
@@ -36,7 +36,11 @@ func checkCache(c *qpCache) error {
 		if len(set) > c.ways {
 			return fmt.Errorf("set %d holds %d entries, more than %d ways", s, len(set), c.ways)
 		}
-		for _, q := range set {
+		for _, n := range set {
+			q := c.lookup(n)
+			if q == nil || q.qpn != n {
+				return fmt.Errorf("set %d holds qp %d, which its NIC does not have", s, n)
+			}
 			if !q.cache.cached {
 				return fmt.Errorf("qp %d in set %d is not marked cached", q.qpn, s)
 			}
@@ -50,6 +54,19 @@ func checkCache(c *qpCache) error {
 		return fmt.Errorf("sets hold %d entries, count says %d", total, c.n)
 	}
 	return nil
+}
+
+// testCache is newQPCache for the queue pairs qs (testQPs), which its
+// lookup finds by number as a NIC's does.
+func testCache(entries, ways, fetches int, miss fabric.Duration, seed uint64, qs []*qp) qpCache {
+	c := newQPCache(entries, ways, fetches, miss, seed)
+	c.lookup = func(n uint32) *qp {
+		if i := int(n) - qpnBase; i >= 0 && i < len(qs) {
+			return qs[i]
+		}
+		return nil
+	}
+	return c
 }
 
 func testQPs(n int) []*qp {
@@ -71,12 +88,12 @@ func TestQPCacheInvariants(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d/%d/%d", tc.entries, tc.ways, tc.fetches), func(t *testing.T) {
-			c := newQPCache(tc.entries, tc.ways, tc.fetches, 500, 7)
+			qs := testQPs(3*tc.entries + 1)
+			c := testCache(tc.entries, tc.ways, tc.fetches, 500, 7, qs)
 			if c.capacity() > tc.entries || c.capacity() < 1 {
 				t.Fatalf("capacity %d for %d entries in sets of %d", c.capacity(), tc.entries, tc.ways)
 			}
 			rng := rand.New(rand.NewPCG(uint64(tc.entries), 3))
-			qs := testQPs(3*tc.entries + 1)
 			touches := int64(0)
 			now := fabric.Time(0)
 			for step := 0; step < 4000; step++ {
@@ -119,8 +136,8 @@ func TestQPCacheInvariants(t *testing.T) {
 func TestQPCacheConcurrentFetches(t *testing.T) {
 	const miss = fabric.Duration(500)
 	for _, fetches := range []int{1, 3, 8} {
-		c := newQPCache(64, 0, fetches, miss, 1)
 		qs := testQPs(12)
+		c := testCache(64, 0, fetches, miss, 1, qs)
 		for i, q := range qs {
 			ready, m := c.touch(q, 100)
 			want := fabric.Time(100).Add(miss * fabric.Duration(i/fetches+1))
@@ -143,8 +160,8 @@ func TestQPCacheConcurrentFetches(t *testing.T) {
 // has completed rather than one still on its way in.
 func TestQPCacheVictimNotInFlight(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
-		c := newQPCache(4, 0, 4, 1000, seed)
 		qs := testQPs(5)
+		c := testCache(4, 0, 4, 1000, seed, qs)
 		c.touch(qs[0], 0) // ready at 1000
 		for _, q := range qs[1:4] {
 			c.touch(q, 900) // ready at 1900
@@ -167,8 +184,8 @@ func TestQPCacheRandomReplacementKeepsPart(t *testing.T) {
 		lo, hi float64
 	}{{2, 0.12, 0.30}, {4, 0, 0.06}}
 	for _, tc := range cases {
-		c := newQPCache(256, 0, 1, 0, 5)
 		qs := testQPs(256 * tc.ratio)
+		c := testCache(256, 0, 1, 0, 5, qs)
 		for round := 0; round < 20; round++ {
 			for _, q := range qs {
 				c.touch(q, 0)

@@ -23,9 +23,9 @@ type thread struct {
 	name   string
 	nameID uint32 // the cluster's number for name (threadNames)
 	core   int
-	local fabric.Time
-	gen   uint64 // wake events carry the generation they were made for
-	rng   *rand.Rand
+	local  fabric.Time
+	gen    uint64 // wake events carry the generation they were made for
+	rng    *rand.Rand
 
 	next  func() (struct{}, bool) // resume the coroutine
 	stop  func()                  // abort it
