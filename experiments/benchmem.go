@@ -27,7 +27,7 @@ const (
 	benchBase      = 64 << 20  // the process: runtime, code, tables
 	benchPerNode   = 256 << 10 // a node: NIC, threads' stacks, queues
 	benchPerQP     = 4 << 10
-	benchRecvEntry = 48  // bytes per receive-ring slot (an rqe is 40: erring towards too much)
+	benchRecvEntry = 48  // bytes per receive-ring slot (an rqe is 32: erring towards too much)
 	benchSendEntry = 256 // bytes per send-ring slot (sqe)
 )
 
