@@ -30,6 +30,8 @@ exits non-zero when a modelled point falls outside its tolerance. Each such poin
 the model misses it, the point's finding field) is printed beside it in the report; the error
 names any point outside without one.
 
+--points runs only the points it selects (by id or glob), and the report covers those.
+
 With --fit it fits instead: it runs the points --points selects with every combination of the
 --fit values and prints the combinations best first, by the rule the profiles' context caches
 were fitted by (docs/model.md): the smallest worst-case error, then the smallest mean. The model
@@ -38,6 +40,7 @@ profile, or --profile names it) or one of the baselines' software costs (` + "`e
 mpi.* and ipoib.* names; each point keeps its own profile).`,
 		Example: `  explore evidence
   explore evidence --update-docs
+  explore evidence --points 'krcore-*' --points 'minio236-*'
   explore evidence --points 'rcswarm-netapp-read32-qps-*' --fit nic.qp_cache_entries=1024,2048,4096 --fit nic.qp_cache_ways=1,2,4 --fit nic.qp_cache_fetches=16,32,64`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,11 +48,19 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 			if err != nil {
 				return err
 			}
-			if len(fit.axes) > 0 || len(fit.points) > 0 {
+			if len(fit.axes) > 0 {
 				if updateDocs {
 					return fmt.Errorf("--fit and --update-docs: a fit writes no report; run them separately")
 				}
 				return runFit(cmd, pts, fit)
+			}
+			if len(fit.points) > 0 {
+				if updateDocs {
+					return fmt.Errorf("--points and --update-docs: docs/evidence.md reports every point; run --update-docs without --points")
+				}
+				if pts, err = evidence.Select(pts, fit.points...); err != nil {
+					return fmt.Errorf("--points %w", err)
+				}
 			}
 			w := cmd.OutOrStdout()
 			var rs []evidence.Result
@@ -77,7 +88,7 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 				out = filepath.Join("docs", "evidence.md")
 			}
 			var md bytes.Buffer
-			writeEvidence(&md, rs, s)
+			writeEvidence(&md, rs, s, fit.points)
 			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 				return err
 			}
@@ -98,7 +109,7 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 	cmd.Flags().StringVar(&out, "out", filepath.Join("results", "evidence.md"), "where to write the report")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write the report to docs/evidence.md")
 	cmd.Flags().StringArrayVar(&fit.axes, "fit", nil, "fit: a profile field or software cost and the values to try, name=v1,v2,... (repeatable; every combination runs)")
-	cmd.Flags().StringArrayVar(&fit.points, "points", nil, "fit: the points to fit to, by id or glob (repeatable)")
+	cmd.Flags().StringArrayVar(&fit.points, "points", nil, "the points to run (with --fit: to fit to), by id or glob (repeatable)")
 	cmd.Flags().StringVar(&fit.profile, "profile", "", "fit: the profile whose fields move (default: the points' own, which must be one)")
 	cmd.Flags().IntVar(&fit.top, "top", 10, "fit: print this many combinations")
 	cmd.Flags().IntVar(&fit.jobs, "jobs", 0, "fit: combinations run at once (default: one per core)")
@@ -114,9 +125,13 @@ func verdictOf(r evidence.Result) string {
 
 // writeEvidence writes the report: how it was made, the summary, the
 // modelled points and the points not modelled with their reasons.
-func writeEvidence(w io.Writer, rs []evidence.Result, s evidence.Summary) {
+func writeEvidence(w io.Writer, rs []evidence.Result, s evidence.Summary, selected []string) {
 	fmt.Fprintf(w, `# The model against public measurements
-
+`)
+	if len(selected) > 0 {
+		fmt.Fprintf(w, "\nOnly the points `--points %s` selects.\n", strings.Join(selected, " --points "))
+	}
+	fmt.Fprintf(w, `
 Written by `+"`explore evidence --update-docs`"+`; the measurements, their sources and their
 tolerances are in experiments/evidence/ (README.md). Each modelled point runs a
 perftest-style benchmark between two simulated nodes of the point's profile, size-only, 1000
@@ -125,8 +140,9 @@ two-node swarm in which both nodes issue and serve with the source's threads and
 random queue pairs, or, for iperf over IPoIB and MPI point-to-point points, the IPoIB or MPI
 baseline design with its default costs: a one-directional stream from node 0 to node 1 on
 x.parallel threads (osu_bw below 1 MiB and multithreaded message rates with a window of
-non-blocking sends per thread, 64 unless the point says), or an IMB-style ping-pong; the
-error is (model - measured) / measured. Points marked "fit" were used
+non-blocking sends per thread, 64 unless the point says), or an IMB-style ping-pong, or, for
+set-up costs, the calls the point times (registration, deregistration, completion-queue
+creation) on one thread of node 0; the error is (model - measured) / measured. Points marked "fit" were used
 to fit the profile fields named in experiments/evidence (`+"`fit_for`"+`; docs/model.md); every
 other point is held out.
 

@@ -22,9 +22,6 @@ type fitFlags struct {
 // runFit runs explore evidence --fit: the selected points on their
 // profile at every combination of the axes' values, best first.
 func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
-	if len(f.axes) == 0 {
-		return fmt.Errorf("--points without --fit: name the profile fields or software costs to fit and their values, e.g. --fit nic.qp_cache_ways=1,2,4")
-	}
 	if len(f.points) == 0 {
 		return fmt.Errorf("--fit without --points: name the points to fit to, by id or glob, e.g. --points 'rcswarm-apt-read32-qps-*'")
 	}
