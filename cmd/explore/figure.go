@@ -225,10 +225,10 @@ writes the claims report and the figures, and prints a summary. They go to
 results/reproduce/ unless --update-docs, which writes the project's own
 docs/validation.md and docs/figures/. Every throughput point, and every
 TPC-H point of figures 26 and 27 (its scale factor per node), is grown to
-steady state (--steady, the default, up to 128x): everything took 34 to
-37 minutes on 2 cores, 25 of them for figures 26 and 27, whose MPI points
-grow to 32-128x, with 8 to 10 GB of peak memory; a few minutes and far less
-memory with --steady=false. --resume keeps
+steady state (--steady, the default, up to 256x): everything took 17 to
+19 minutes on 2 cores with 5 to 7 GB of peak memory (2026-11-27), most of
+it figures 26 and 27, whose MPI points grow to 32-256x; a few minutes and
+far less memory with --steady=false. --resume keeps
 the points already in the output directory: after explore sensitivity, say,
 it rewrites the claims report with the robustness column in a minute.`,
 		Example: "  explore reproduce --quick\n  explore reproduce --quick --update-docs\n  explore reproduce --figures fig19,fig21 --validation results/validation.md",

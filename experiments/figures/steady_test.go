@@ -37,7 +37,7 @@ func TestGrowToSteadyState(t *testing.T) {
 	}{
 		{"steady at twice", map[int64]float64{1: 10, 2: 10.2}, []int64{1, 2}, 2, 0.02, true},
 		{"grows twice", map[int64]float64{1: 8, 2: 9, 4: 9.1}, []int64{1, 2, 4}, 4, 0.1 / 9, true},
-		{"never steady", map[int64]float64{1: 1, 2: 2, 4: 3, 8: 4, 16: 5, 32: 6, 64: 7, 128: 8}, []int64{1, 2, 4, 8, 16, 32, 64, 128}, 128, 1.0 / 7, false},
+		{"never steady", map[int64]float64{1: 1, 2: 2, 4: 3, 8: 4, 16: 5, 32: 6, 64: 7, 128: 8, 256: 9}, []int64{1, 2, 4, 8, 16, 32, 64, 128, 256}, 256, 1.0 / 8, false},
 		{"larger run fails", map[int64]float64{1: 8, 2: 9, 4: -1}, []int64{1, 2, 4}, 2, 0.125, false},
 		{"first run fails", map[int64]float64{1: -1}, []int64{1}, 0, 0, false},
 	}

@@ -25,7 +25,7 @@ var ProfileEstimates = []Estimate{
 	{"nic.tx_latency_ns", "an even split of measured end-to-end latency between sender and receiver"},
 	{"nic.rx_latency_ns", "an even split of measured end-to-end latency between sender and receiver"},
 	{"nic.rx_buffer_bytes", "no public figure"},
-	{"nic.qp_cache_entries", "fitted to READ-rate sweeps over QP counts (a Connect-IB sweep stands in for ConnectX-4); copied for HDR"},
+	{"nic.qp_cache_entries", "fitted to READ-rate sweeps over QP counts (a Connect-IB sweep stands in for ConnectX-4; ConnectX-6's own sweep bounds its capacity from below only)"},
 	{"nic.qp_cache_fetches", "fitted with the entries; no public figure for concurrent context fetches"},
 	{"host.poll_empty_ns", "one cached load of a completion's owner bit"},
 	{"host.poll_per_cqe_ns", "order of magnitude from a communication library's cost model"},
