@@ -93,9 +93,9 @@ type rqe struct {
 	ckSum uint32 // checker: the buffer's sum (its low 32 bits) when last known intact
 }
 
-// An rqe's word at: the offset below rqeFlags (nic.max_mr_bytes is at most
-// 2^44, maxMRBytes), three flags, and from rqePoster up the number of the
-// posting thread's name (17 bits; 0 for none, checker only).
+// An rqe's word at: the offset below rqeFlags (Profile.Validate keeps
+// nic.max_mr_bytes at most 2^44), three flags, and from rqePoster up the
+// number of the posting thread's name (17 bits; 0 for none, checker only).
 const (
 	rqeFlags  = 44
 	rqePoster = rqeFlags + 3
