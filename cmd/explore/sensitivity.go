@@ -28,7 +28,7 @@ func sensitivityCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sensitivity",
 		Short: "Which claims' verdicts flip when an estimated model parameter moves (x0.5, x2)",
-		Long: `sensitivity moves each model parameter that is an estimate (docs/model.md's
+		Long: fmt.Sprintf(`sensitivity moves each model parameter that is an estimate (docs/model.md's
 (E); --list prints them) by each factor: a profile parameter in every built-in
 profile, a software cost (the MPI and IPoIB baselines' cycles and thresholds,
 the cycles per polled cache line) in every run. It reruns the figures at the
@@ -37,10 +37,12 @@ changes flip its verdict. It writes <out>/sensitivity.md and sensitivity.json
 (docs/ with --update-docs), which explore reproduce reads for
 docs/validation.md's robustness column.
 
-Every change reruns every figure: with the default 30 estimates and 2 factors
-that is 61 quick reproductions, hours on 2 cores. Outcomes are saved as they
-finish in <out>/outcomes.jsonl and an interrupted analysis resumes; --so-far
-writes the report from the changes judged so far, naming the rest.`,
+Every change reruns every figure: with the default %d estimates and 2 factors
+that is %d quick reproductions, hours on 2 cores. Outcomes are saved as they
+finish in <out>/outcomes.jsonl and an interrupted analysis resumes (outcomes
+judged on other numbers of the model, before a change of a profile or a
+cost, are judged again); --so-far writes the report from the changes judged
+so far, naming the rest.`, len(sensitivity.Estimates), 2*len(sensitivity.Estimates)+1),
 		Example: "  explore sensitivity --list\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

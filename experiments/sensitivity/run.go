@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
@@ -62,9 +64,15 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		return nil, err
 	}
 	path := filepath.Join(o.OutDir, "outcomes.jsonl")
-	done, err := readOutcomes(path, o.Figures)
+	done, other, err := readOutcomes(path, o.Figures)
 	if err != nil {
 		return nil, err
+	}
+	if other != "" && o.Rejudge {
+		return nil, fmt.Errorf("sensitivity: cannot rejudge: %s, and the runs kept in %s are that model's: judge this model without --rejudge, in a new --out", other, o.OutDir)
+	}
+	if other != "" && o.Log != nil {
+		fmt.Fprintf(o.Log, "sensitivity: %s; those changes are judged again\n", other)
 	}
 	out := path
 	flags := os.O_CREATE | os.O_APPEND | os.O_WRONLY
@@ -112,6 +120,10 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 	return outs, nil
 }
 
+// currentModel is ModelID; a test replaces it to stand for a change of
+// the model's numbers.
+var currentModel = ModelID
+
 // Stored returns the outcomes already judged in o.OutDir for o's
 // changes (the baseline first), running nothing, and the changes not
 // judged yet: what an interrupted or running analysis has so far. It
@@ -121,12 +133,15 @@ func Stored(o Options) (outs []Outcome, pending []string, err error) {
 		o.Changes = DefaultChanges(0.5, 2)
 	}
 	path := filepath.Join(o.OutDir, "outcomes.jsonl")
-	done, err := readOutcomes(path, o.Figures)
+	done, other, err := readOutcomes(path, o.Figures)
 	if err != nil {
 		return nil, nil, err
 	}
 	base, ok := done[""]
 	if !ok {
+		if other != "" {
+			return nil, nil, fmt.Errorf("sensitivity: %s has no judged baseline of this model yet (%s): nothing to report so far", path, other)
+		}
 		return nil, nil, fmt.Errorf("sensitivity: %s has no judged baseline yet: nothing to report so far", path)
 	}
 	outs = append(outs, base)
@@ -159,7 +174,7 @@ func orBaseline(name string) string {
 // (nil: unchanged) and judges the claims.
 func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	b := buildinfo.Get()
-	oc := Outcome{Figures: o.Figures, Version: b.Version, Commit: b.Commit, Model: ModelID()}
+	oc := Outcome{Figures: o.Figures, Version: b.Version, Commit: b.Commit, Model: currentModel()}
 	dir := filepath.Join(o.OutDir, "baseline")
 	wrap := onProfiles(nil)
 	if c != nil {
@@ -248,27 +263,47 @@ func onProfiles(paths map[string]string) func(func(experiments.RunConfig) (*expe
 	}
 }
 
-// readOutcomes reads the outcomes already in path for the same figures.
-func readOutcomes(path string, figs []string) (map[string]Outcome, error) {
-	done := map[string]Outcome{}
+// readOutcomes reads the outcomes already in path for the same figures
+// and judged on this model (currentModel; an outcome without a model
+// predates the stamp and is taken). other, if not empty, says how many
+// outcomes were left out because another model judged them: an analysis
+// resumed after a change of the model's numbers judges those changes
+// again rather than mixing two models' verdicts in one report.
+func readOutcomes(path string, figs []string) (done map[string]Outcome, other string, err error) {
+	done = map[string]Outcome{}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return done, nil
+		return done, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
+	model := currentModel()
+	stale, models := 0, map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for n := 1; sc.Scan(); n++ {
 		var oc Outcome
 		if err := json.Unmarshal(sc.Bytes(), &oc); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w (delete the file to start the analysis afresh)", path, n, err)
+			return nil, "", fmt.Errorf("%s line %d: %w (delete the file to start the analysis afresh)", path, n, err)
 		}
-		if strings.Join(oc.Figures, ",") == strings.Join(figs, ",") {
-			done[oc.Change] = oc
+		if strings.Join(oc.Figures, ",") != strings.Join(figs, ",") {
+			continue
 		}
+		if oc.Model != "" && oc.Model != model {
+			// Judged on other numbers: it does not describe this model.
+			stale++
+			models[oc.Model] = true
+			continue
+		}
+		done[oc.Change] = oc
 	}
-	return done, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, "", err
+	}
+	if stale > 0 {
+		other = fmt.Sprintf("%d outcome(s) in %s were judged on model %s, not on this one (%s)", stale, path, strings.Join(slices.Sorted(maps.Keys(models)), ", "), model)
+	}
+	return done, other, nil
 }

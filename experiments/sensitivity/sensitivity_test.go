@@ -226,7 +226,7 @@ func TestRunResumes(t *testing.T) {
 			t.Errorf("rejudged %q: %v, first judged %v", outs[i].Change, rejudged[i].Verdicts, outs[i].Verdicts)
 		}
 	}
-	if back, err := readOutcomes(path, o.Figures); err != nil || fmt.Sprint(back[""].Verdicts) != fmt.Sprint(outs[0].Verdicts) {
+	if back, _, err := readOutcomes(path, o.Figures); err != nil || fmt.Sprint(back[""].Verdicts) != fmt.Sprint(outs[0].Verdicts) {
 		t.Errorf("outcomes.jsonl after the rejudge: %v, %v", back[""].Verdicts, err)
 	}
 }
@@ -389,4 +389,109 @@ func applied(t *testing.T, c Change, err error, want string) bool {
 		t.Fatalf("%s: %v", c, err)
 	}
 	return true
+}
+
+// TestOutcomesOfAnotherModel: an analysis resumed after the model's
+// numbers changed does not take the verdicts the other model judged; it
+// says so and judges those changes again, --so-far counts them as not
+// judged, and --rejudge (which would judge the other model's runs)
+// refuses.
+func TestOutcomesOfAnotherModel(t *testing.T) {
+	defer func(f func() string) { currentModel = f }(currentModel)
+	currentModel = func() string { return "new" }
+	v := func(c, s string) figures.Verdict { return figures.Verdict{Claim: c, Verdict: s} }
+	tests := []struct {
+		name        string
+		stored      []Outcome
+		wantResumed []string // changes read back, in Stored's order
+		wantPending string
+		wantErr     string // Stored's error
+	}{
+		{
+			name: "same model",
+			stored: []Outcome{
+				{Change: "", Model: "new", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+				{Change: "host.lock_ns x2", Model: "new", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+			},
+			wantResumed: []string{"", "host.lock_ns x2"}, wantPending: "[]",
+		},
+		{
+			name: "unstamped outcomes are taken",
+			stored: []Outcome{
+				{Change: "", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+				{Change: "host.lock_ns x2", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+			},
+			wantResumed: []string{"", "host.lock_ns x2"}, wantPending: "[]",
+		},
+		{
+			name: "a change judged on the old model",
+			stored: []Outcome{
+				{Change: "", Model: "new", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+				{Change: "host.lock_ns x2", Model: "old", Verdicts: []figures.Verdict{v("C1", figures.Fail)}},
+			},
+			wantResumed: []string{""}, wantPending: "[host.lock_ns x2]",
+		},
+		{
+			name: "judged again after the old model's line",
+			stored: []Outcome{
+				{Change: "", Model: "old", Verdicts: []figures.Verdict{v("C1", figures.Fail)}},
+				{Change: "", Model: "new", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+				{Change: "host.lock_ns x2", Model: "new", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+				{Change: "host.lock_ns x2", Model: "old", Verdicts: []figures.Verdict{v("C1", figures.Fail)}},
+			},
+			wantResumed: []string{"", "host.lock_ns x2"}, wantPending: "[]",
+		},
+		{
+			name: "only the old model's baseline",
+			stored: []Outcome{
+				{Change: "", Model: "old", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+			},
+			wantErr: "no judged baseline of this model yet (1 outcome(s) in",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var lines []byte
+			for _, oc := range tc.stored {
+				b, _ := json.Marshal(oc)
+				lines = append(append(lines, b...), '\n')
+			}
+			if err := os.WriteFile(filepath.Join(dir, "outcomes.jsonl"), lines, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Changes: []Change{{"host.lock_ns", 2}}, OutDir: dir}
+			outs, pending, err := Stored(o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Stored: %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, oc := range outs {
+				got = append(got, oc.Change)
+				if oc.Verdicts[0].Verdict != figures.Pass {
+					t.Errorf("%q resumed with the old model's verdict %s", oc.Change, oc.Verdicts[0].Verdict)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.wantResumed) || fmt.Sprint(pending) != tc.wantPending {
+				t.Errorf("resumed %q, pending %v; want %q, %s", got, pending, tc.wantResumed, tc.wantPending)
+			}
+		})
+	}
+
+	// Rejudging would stamp the old model's runs with the new model.
+	dir := t.TempDir()
+	b, _ := json.Marshal(Outcome{Change: "", Model: "old"})
+	if err := os.WriteFile(filepath.Join(dir, "outcomes.jsonl"), append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{Changes: []Change{{"host.lock_ns", 2}}, OutDir: dir, Rejudge: true})
+	if err == nil || !strings.Contains(err.Error(), "cannot rejudge") || !strings.Contains(err.Error(), "in a new --out") {
+		t.Errorf("rejudge across models: %v", err)
+	}
 }
