@@ -53,8 +53,9 @@ type Outcome struct {
 
 // Run judges the claims on the built-in profiles as they are and then under
 // each change, appending one Outcome per change to OutDir/outcomes.jsonl;
-// changes already there (for the same figures) are not run again, so an
-// interrupted analysis resumes. A change that makes a profile invalid is
+// changes already there (for the same figures, judged on this model) are
+// not run again, so an interrupted analysis resumes; ones another model
+// judged are run again and their runs replaced. A change that makes a profile invalid is
 // an Outcome with its error, not a failure of the analysis.
 func Run(ctx context.Context, o Options) ([]Outcome, error) {
 	if len(o.Changes) == 0 {
