@@ -100,6 +100,7 @@ func TestArgumentMessages(t *testing.T) {
 		{[]string{"merge", "-o", "m.jsonl"}, []string{"merge needs the shard files to join (e.g. explore merge -o "}},
 		{[]string{"launch", "--nodes", "2"}, []string{"launch needs the explore command each process runs, after -- (e.g. explore launch --nodes 4 -- run"}},
 		{[]string{"run", "MESQ/SR"}, []string{`run takes flags only, not "MESQ/SR": explore run --help lists them`}},
+		{[]string{"sensitivity", "--change", "seed +0"}, []string{`a seed control is "seed +k", k a whole number of at least 1`}},
 		{[]string{"sensitivity", "--so-far", "--rejudge"}, []string{"--so-far and --rejudge: --so-far reports the stored verdicts and runs nothing"}},
 		{[]string{"sensitivity", "--so-far", "--out", "/nonexistent/sensitivity"}, []string{"has no judged baseline yet: nothing to report so far"}},
 		{[]string{"evidence", "--points", "no-such-*"}, []string{`--points "no-such-*" matches no point`}},

@@ -58,11 +58,41 @@ type Change struct {
 	Factor float64 `json:"factor"`
 }
 
-// String is "field x0.5".
-func (c Change) String() string { return fmt.Sprintf("%s x%g", c.Field, c.Factor) }
+// SeedField names the control change that moves every run's random
+// seed instead of a parameter: Change{SeedField, k} runs with each seed
+// plus k (k a whole number, at least 1), printed "seed +k". A verdict
+// that flips under it is decided by the runs' random draws (sleeping
+// mutexes' wake-ups, threads' random choices, cache victims, the
+// synthetic and TPC-H data) at the analysis's quick scale, not by any
+// number of the model.
+const SeedField = "seed"
 
-// ParseChange reads "field x0.5" or "field*2" (as printed by String).
+// SeedControls are the seed changes every analysis judges beside the
+// estimates, so that a flip under an estimate can be told from one that
+// any other seed would give.
+var SeedControls = []Change{{SeedField, 1}, {SeedField, 2}}
+
+// String is "field x0.5", or "seed +1" for a seed control.
+func (c Change) String() string {
+	if c.Field == SeedField {
+		return fmt.Sprintf("seed +%d", int64(c.Factor))
+	}
+	return fmt.Sprintf("%s x%g", c.Field, c.Factor)
+}
+
+// IsSeed reports whether c is a seed control (SeedField).
+func (c Change) IsSeed() bool { return c.Field == SeedField }
+
+// ParseChange reads "field x0.5" or "field*2" (as printed by String), or
+// "seed +k".
 func ParseChange(s string) (Change, error) {
+	if f := strings.Fields(s); len(f) == 2 && f[0] == SeedField {
+		var k int64
+		if n, err := fmt.Sscanf(f[1], "+%d", &k); err == nil && n == 1 && k >= 1 && fmt.Sprintf("+%d", k) == f[1] {
+			return Change{SeedField, float64(k)}, nil
+		}
+		return Change{}, fmt.Errorf("change %q: a seed control is \"seed +k\", k a whole number of at least 1, e.g. \"seed +1\"", s)
+	}
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '*' })
 	if len(f) == 2 {
 		var c Change
@@ -74,7 +104,8 @@ func ParseChange(s string) (Change, error) {
 	return Change{}, fmt.Errorf("change %q: want <profile field> x<factor>, e.g. \"host.lock_ns x2\"", s)
 }
 
-// DefaultChanges is every estimate at each of the factors.
+// DefaultChanges is every estimate at each of the factors, then the seed
+// controls (SeedControls).
 func DefaultChanges(factors ...float64) []Change {
 	var cs []Change
 	for _, e := range Estimates {
@@ -82,7 +113,7 @@ func DefaultChanges(factors ...float64) []Change {
 			cs = append(cs, Change{e.Field, f})
 		}
 	}
-	return cs
+	return append(cs, SeedControls...)
 }
 
 // Apply returns a copy of p with c's field multiplied by c's factor

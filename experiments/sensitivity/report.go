@@ -150,7 +150,10 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, each "+
 		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
 		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
-		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.at())
+		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n"+
+		"Two controls move no number: every run's random seed plus 1 and plus 2 (`seed +1`, `seed +2`). A verdict that flips under them is decided "+
+		"by the runs' random draws at the quick scale (sleeping mutexes' wake-ups, random choices, the generated data); where an estimate flips it "+
+		"the same way, the flip is not that estimate's. They count as changes like the others.\n\n", command, s.at())
 	if len(s.Figures) > 0 {
 		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))
 	}
@@ -230,7 +233,17 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 			}
 		}
 	}
-	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %d changes of the estimates (profile parameters in every profile, software costs in every run), quick scale", path, s.at(), len(s.Changes))
+	seeds := 0
+	for _, c := range s.Changes {
+		if ch, err := ParseChange(c); err == nil && ch.IsSeed() {
+			seeds++
+		}
+	}
+	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %d changes of the estimates (profile parameters in every profile, software costs in every run)", path, s.at(), len(s.Changes)-seeds)
+	if seeds > 0 {
+		from += fmt.Sprintf(" and %d of every run's random seed (controls)", seeds)
+	}
+	from += ", quick scale"
 	if len(s.Pending) > 0 {
 		from += fmt.Sprintf("; written before the analysis finished: %s not judged yet (docs/sensitivity.md lists them), so \"robust so far\" may still become fragile", changes(len(s.Pending)))
 	}

@@ -181,7 +181,9 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	if c != nil {
 		oc.Change = c.String()
 		dir = filepath.Join(o.OutDir, strings.NewReplacer(" ", "", "*", "").Replace(oc.Change))
-		if isSoftware(c.Field) {
+		if c.IsSeed() {
+			wrap = withSeed(uint64(c.Factor))
+		} else if isSoftware(c.Field) {
 			s, err := ApplySoftware(*c)
 			if err != nil {
 				oc.Error = err.Error()
@@ -210,6 +212,17 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	}
 	oc.Verdicts = rep.Verdicts
 	return oc, nil
+}
+
+// withSeed runs every point with its seed plus k; the record keeps the
+// seed it ran with.
+func withSeed(k uint64) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+			cfg.Seed += k
+			return run(cfg)
+		}
+	}
 }
 
 // writeProfiles writes every built-in profile changed by c to dir and

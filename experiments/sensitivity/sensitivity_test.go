@@ -70,12 +70,51 @@ func TestParseChange(t *testing.T) {
 		{"host.lock_ns", Change{}, false},
 		{"host.lock_ns x-1", Change{}, false},
 		{"host.lock_ns xabc", Change{}, false},
+		{"seed +1", Change{SeedField, 1}, true},
+		{"seed +12", Change{SeedField, 12}, true},
+		{"seed +0", Change{}, false},
+		{"seed 1", Change{}, false},
+		{"seed +1.5", Change{}, false},
+		{"seed x2", Change{}, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseChange(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseChange(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
+		if tt.ok && got.String() != strings.ReplaceAll(tt.in, "*", " x") {
+			t.Errorf("ParseChange(%q).String() = %q: does not print back", tt.in, got.String())
+		}
+	}
+}
+
+// TestSeedControls: every analysis judges the seed controls after the
+// estimates, and a seed control runs every point with its seed moved,
+// whatever the point's own seed.
+func TestSeedControls(t *testing.T) {
+	cs := DefaultChanges(0.5, 2)
+	if n := len(cs); n != 2*len(Estimates)+2 || fmt.Sprint(cs[n-2:]) != "[seed +1 seed +2]" {
+		t.Fatalf("DefaultChanges ends %v (%d changes)", cs[max(0, n-3):], n)
+	}
+	for _, c := range cs[:len(cs)-2] {
+		if c.IsSeed() {
+			t.Errorf("%v among the estimates", c)
+		}
+	}
+	var seen []uint64
+	run := withSeed(2)(func(cfg experiments.RunConfig) (*experiments.Record, error) {
+		seen = append(seen, cfg.Seed)
+		return &experiments.Record{Seed: cfg.Seed}, nil
+	})
+	for _, seed := range []uint64{1, 7} {
+		cfg := experiments.DefaultConfig()
+		cfg.Seed = seed
+		if rec, _ := run(cfg); rec.Seed != seed+2 {
+			t.Errorf("seed %d: record says %d, want the seed it ran with, %d", seed, rec.Seed, seed+2)
+		}
+	}
+	if fmt.Sprint(seen) != "[3 9]" {
+		t.Errorf("runs saw seeds %v, want [3 9]", seen)
 	}
 }
 
@@ -275,6 +314,19 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 	}
 	if fmt.Sprint(rep.Unconfirmed) != "[C1]" { // C2 is fragile: a partial now; C3 was not analysed
 		t.Errorf("unconfirmed passes %v, want [C1]", rep.Unconfirmed)
+	}
+
+	// The seed controls are counted apart from the estimates.
+	s.SetPending(nil)
+	s.Changes = []string{"host.lock_ns x2", "seed +1", "seed +2"}
+	if err := s.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyFile(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.RobustnessFrom, "1 changes of the estimates (profile parameters in every profile, software costs in every run) and 2 of every run's random seed (controls), quick scale") {
+		t.Errorf("from %q", rep.RobustnessFrom)
 	}
 }
 
