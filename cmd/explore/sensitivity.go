@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,7 +108,7 @@ so far, naming the rest.`, len(sensitivity.Estimates), 2*len(sensitivity.Estimat
 				if cmd.Context().Err() != nil {
 					return asInterrupted(t, err)
 				}
-				if soFar {
+				if soFar || errors.Is(err, sensitivity.ErrOtherModel) {
 					return err
 				}
 				return fmt.Errorf("%w (outcomes so far are in %s; run the same command again to resume)", err, filepath.Join(out, "outcomes.jsonl"))

@@ -433,7 +433,7 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 		fmt.Fprintf(&b, "- %s, %s: %d points (%d failed). %s\n", fr.Figure.ID, fr.Figure.Title, len(fr.Results), fr.Failed, fr.Steady)
 	}
 	if rep.Robustness != nil {
-		fmt.Fprintf(&b, "\nRobustness: %s. A pass that flips under an estimate or a seed control is counted as a partial.\n", rep.RobustnessFrom)
+		fmt.Fprintf(&b, "\nRobustness: %s. A pass that flips under any change of the analysis is counted as a partial.\n", rep.RobustnessFrom)
 	} else {
 		fmt.Fprintf(&b, "\nRobustness: not analysed (run `explore sensitivity --update-docs`, then this command again).\n")
 	}

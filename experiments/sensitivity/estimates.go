@@ -94,6 +94,9 @@ func ParseChange(s string) (Change, error) {
 		return Change{}, fmt.Errorf("change %q: a seed control is \"seed +k\", k a whole number of at least 1, e.g. \"seed +1\"", s)
 	}
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '*' })
+	if len(f) == 2 && f[0] == SeedField {
+		return Change{}, fmt.Errorf("change %q: the seed is moved by an offset, not a factor: \"seed +k\", e.g. \"seed +1\"", s)
+	}
 	if len(f) == 2 {
 		var c Change
 		c.Field = f[0]

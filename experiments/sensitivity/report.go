@@ -142,6 +142,18 @@ func (s *Summary) at() string {
 	return fmt.Sprintf("commit %s (changes judged by %d builds of the same model: %s)", s.Commit, len(s.Commits), strings.Join(s.Commits, ", "))
 }
 
+// seedControls counts the seed controls among the analysis's changes,
+// judged or not.
+func (s *Summary) seedControls() int {
+	n := 0
+	for _, c := range append(append([]string(nil), s.Changes...), s.Pending...) {
+		if ch, err := ParseChange(c); err == nil && ch.IsSeed() {
+			n++
+		}
+	}
+	return n
+}
+
 // WriteMarkdown writes the sensitivity report (docs/sensitivity.md).
 func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 	var b strings.Builder
@@ -150,10 +162,12 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, each "+
 		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
 		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
-		"the model decides it on a number nobody measured. docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n"+
-		"Two controls move no number: every run's random seed plus 1 and plus 2 (`seed +1`, `seed +2`). A verdict that flips under them is decided "+
-		"by the runs' random draws at the quick scale (sleeping mutexes' wake-ups, random choices, the generated data); where an estimate flips it "+
-		"the same way, the flip is not that estimate's. They count as changes like the others.\n\n", command, s.at())
+		"the model decides it on a number nobody measured (or, under a seed control, on the runs' random draws). docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.at())
+	if s.seedControls() > 0 {
+		b.WriteString("Seed controls move no number: every run's random seed plus k (`seed +k`). A verdict that flips under them is decided " +
+			"by the runs' random draws at the quick scale (sleeping mutexes' wake-ups, random choices, the generated data); where an estimate flips it " +
+			"the same way, the flip is not that estimate's. They count as changes like the others.\n\n")
+	}
 	if len(s.Figures) > 0 {
 		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))
 	}
@@ -239,7 +253,7 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 			seeds++
 		}
 	}
-	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %d changes of the estimates (profile parameters in every profile, software costs in every run)", path, s.at(), len(s.Changes)-seeds)
+	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %s of the estimates (profile parameters in every profile, software costs in every run)", path, s.at(), changes(len(s.Changes)-seeds))
 	if seeds > 0 {
 		from += fmt.Sprintf(" and %d of every run's random seed (controls)", seeds)
 	}

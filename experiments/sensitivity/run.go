@@ -51,6 +51,9 @@ type Outcome struct {
 	Model    string            `json:"model,omitempty"` // ModelID when judged
 }
 
+// ErrOtherModel is Run's refusal to rejudge runs another model made.
+var ErrOtherModel = errors.New("sensitivity: outcomes of another model")
+
 // Run judges the claims on the built-in profiles as they are and then under
 // each change, appending one Outcome per change to OutDir/outcomes.jsonl;
 // changes already there (for the same figures, judged on this model) are
@@ -70,7 +73,7 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		return nil, err
 	}
 	if other != "" && o.Rejudge {
-		return nil, fmt.Errorf("sensitivity: cannot rejudge: %s, and the runs kept in %s are that model's: judge this model without --rejudge, in a new --out", other, o.OutDir)
+		return nil, fmt.Errorf("%w: cannot rejudge: %s, and the runs kept in %s for them are that model's: judge this model without --rejudge (it judges those changes again), or in a new --out", ErrOtherModel, other, o.OutDir)
 	}
 	if other != "" && o.Log != nil {
 		fmt.Fprintf(o.Log, "sensitivity: %s; those changes are judged again\n", other)
@@ -214,13 +217,20 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	return oc, nil
 }
 
-// withSeed runs every point with its seed plus k; the record keeps the
-// seed it ran with.
+// withSeed runs every point with its seed plus k. The record names the
+// point's own seed, as onProfiles names the profile the point asked for:
+// the runs are kept in the change's directory ("seed+k"), and a resumed
+// or rejudged sweep matches its records to the points by their seed.
 func withSeed(k uint64) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
 	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
 		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+			seed := cfg.Seed
 			cfg.Seed += k
-			return run(cfg)
+			rec, err := run(cfg)
+			if rec != nil {
+				rec.Seed = seed
+			}
+			return rec, err
 		}
 	}
 }
@@ -278,11 +288,12 @@ func onProfiles(paths map[string]string) func(func(experiments.RunConfig) (*expe
 }
 
 // readOutcomes reads the outcomes already in path for the same figures
-// and judged on this model (currentModel; an outcome without a model
-// predates the stamp and is taken). other, if not empty, says how many
-// outcomes were left out because another model judged them: an analysis
-// resumed after a change of the model's numbers judges those changes
-// again rather than mixing two models' verdicts in one report.
+// and judged on this model (currentModel). other, if not empty, says
+// which changes another model judged and this one has not judged since:
+// an analysis resumed after a change of the model's numbers judges those
+// again rather than mixing two models' verdicts in one report. Outcomes
+// without a model predate the stamp: they are taken when no outcome in
+// the file has one, and otherwise count as another model's.
 func readOutcomes(path string, figs []string) (done map[string]Outcome, other string, err error) {
 	done = map[string]Outcome{}
 	f, err := os.Open(path)
@@ -294,7 +305,9 @@ func readOutcomes(path string, figs []string) (done map[string]Outcome, other st
 	}
 	defer f.Close()
 	model := currentModel()
-	stale, models := 0, map[string]bool{}
+	unstamped := map[string]Outcome{}
+	oldModels := map[string]map[string]bool{} // change -> models that judged it
+	stamped := false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for n := 1; sc.Scan(); n++ {
@@ -305,19 +318,48 @@ func readOutcomes(path string, figs []string) (done map[string]Outcome, other st
 		if strings.Join(oc.Figures, ",") != strings.Join(figs, ",") {
 			continue
 		}
-		if oc.Model != "" && oc.Model != model {
-			// Judged on other numbers: it does not describe this model.
-			stale++
-			models[oc.Model] = true
-			continue
+		switch {
+		case oc.Model == "":
+			unstamped[oc.Change] = oc
+		case oc.Model == model:
+			stamped = true
+			done[oc.Change] = oc
+		default: // judged on other numbers: it does not describe this model
+			stamped = true
+			if oldModels[oc.Change] == nil {
+				oldModels[oc.Change] = map[string]bool{}
+			}
+			oldModels[oc.Change][oc.Model] = true
 		}
-		done[oc.Change] = oc
 	}
 	if err := sc.Err(); err != nil {
 		return nil, "", err
 	}
-	if stale > 0 {
-		other = fmt.Sprintf("%d outcome(s) in %s were judged on model %s, not on this one (%s)", stale, path, strings.Join(slices.Sorted(maps.Keys(models)), ", "), model)
+	for c, oc := range unstamped {
+		switch {
+		case !stamped:
+			done[c] = oc
+		case oldModels[c] == nil:
+			oldModels[c] = map[string]bool{"(not recorded)": true}
+		default:
+			oldModels[c]["(not recorded)"] = true
+		}
+	}
+	var stale []string
+	models := map[string]bool{}
+	for c, ms := range oldModels {
+		if _, ok := done[c]; ok {
+			continue // judged again on this model since
+		}
+		stale = append(stale, orBaseline(c))
+		for m := range ms {
+			models[m] = true
+		}
+	}
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		other = fmt.Sprintf("%s in %s judged on model %s, not on this one (%s), and not since: %s",
+			changes(len(stale)), path, strings.Join(slices.Sorted(maps.Keys(models)), ", "), model, strings.Join(stale, ", "))
 	}
 	return done, other, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,6 +77,9 @@ func TestParseChange(t *testing.T) {
 		{"seed 1", Change{}, false},
 		{"seed +1.5", Change{}, false},
 		{"seed x2", Change{}, false},
+		{"seed*0.5", Change{}, false},
+		{"seed*2", Change{}, false},
+		{"seed x1.5", Change{}, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseChange(tt.in)
@@ -109,8 +113,8 @@ func TestSeedControls(t *testing.T) {
 	for _, seed := range []uint64{1, 7} {
 		cfg := experiments.DefaultConfig()
 		cfg.Seed = seed
-		if rec, _ := run(cfg); rec.Seed != seed+2 {
-			t.Errorf("seed %d: record says %d, want the seed it ran with, %d", seed, rec.Seed, seed+2)
+		if rec, _ := run(cfg); rec.Seed != seed {
+			t.Errorf("seed %d: record says %d, want the point's own seed (a rejudge matches records by it)", seed, rec.Seed)
 		}
 	}
 	if fmt.Sprint(seen) != "[3 9]" {
@@ -220,24 +224,24 @@ func TestStoredSoFar(t *testing.T) {
 func TestRunResumes(t *testing.T) {
 	dir := t.TempDir()
 	var log bytes.Buffer
-	o := Options{Changes: []Change{{"setup.create_qp_us", 2}}, Figures: []string{"fig21"}, OutDir: dir, Jobs: 2, Log: &log}
+	o := Options{Changes: []Change{{"setup.create_qp_us", 2}, SeedControls[0]}, Figures: []string{"fig21"}, OutDir: dir, Jobs: 2, Log: &log}
 	outs, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != 2 || outs[1].Error != "" || len(outs[1].Verdicts) == 0 {
+	if len(outs) != 3 || outs[1].Error != "" || len(outs[1].Verdicts) == 0 || outs[2].Error != "" || len(outs[2].Verdicts) == 0 {
 		t.Fatalf("outcomes %+v", outs)
 	}
 	s, err := Analyse(outs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Changes) != 1 {
-		t.Errorf("changes %v", s.Changes)
+	if len(s.Changes) != 2 || len(s.Failed) != 0 {
+		t.Errorf("changes %v, failed %v", s.Changes, s.Failed)
 	}
 	log.Reset()
 	again, err := Run(context.Background(), o)
-	if err != nil || len(again) != 2 || log.Len() != 0 {
+	if err != nil || len(again) != 3 || log.Len() != 0 {
 		t.Errorf("resumed run: %d outcomes, err %v, log %q; want both read back and nothing run", len(again), err, log.String())
 	}
 
@@ -257,8 +261,13 @@ func TestRunResumes(t *testing.T) {
 	ran := 0
 	o.Rejudge, o.Progress = true, func(sweep.Progress) { ran++ }
 	rejudged, err := Run(context.Background(), o)
-	if err != nil || ran != 0 || len(rejudged) != 2 {
-		t.Fatalf("rejudge: %d outcomes, %d points run, err %v; want 2 and none", len(rejudged), ran, err)
+	if err != nil || ran != 0 || len(rejudged) != 3 {
+		t.Fatalf("rejudge: %d outcomes, %d points run, err %v; want 3 and none", len(rejudged), ran, err)
+	}
+	for _, oc := range rejudged {
+		if oc.Error != "" {
+			t.Errorf("rejudged %q: %s", oc.Change, oc.Error)
+		}
 	}
 	for i := range outs {
 		if fmt.Sprint(rejudged[i].Verdicts) != fmt.Sprint(outs[i].Verdicts) {
@@ -325,7 +334,7 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 	if _, err := ApplyFile(rep, path); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(rep.RobustnessFrom, "1 changes of the estimates (profile parameters in every profile, software costs in every run) and 2 of every run's random seed (controls), quick scale") {
+	if !strings.Contains(rep.RobustnessFrom, "1 change of the estimates (profile parameters in every profile, software costs in every run) and 2 of every run's random seed (controls), quick scale") {
 		t.Errorf("from %q", rep.RobustnessFrom)
 	}
 }
@@ -494,11 +503,19 @@ func TestOutcomesOfAnotherModel(t *testing.T) {
 			wantResumed: []string{"", "host.lock_ns x2"}, wantPending: "[]",
 		},
 		{
+			name: "unstamped outcomes beside stamped ones are another model's",
+			stored: []Outcome{
+				{Change: "", Verdicts: []figures.Verdict{v("C1", figures.Fail)}},
+				{Change: "host.lock_ns x2", Model: "new", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
+			},
+			wantErr: "no judged baseline of this model yet (1 change in",
+		},
+		{
 			name: "only the old model's baseline",
 			stored: []Outcome{
 				{Change: "", Model: "old", Verdicts: []figures.Verdict{v("C1", figures.Pass)}},
 			},
-			wantErr: "no judged baseline of this model yet (1 outcome(s) in",
+			wantErr: "no judged baseline of this model yet (1 change in",
 		},
 	}
 	for _, tc := range tests {
@@ -543,7 +560,16 @@ func TestOutcomesOfAnotherModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), Options{Changes: []Change{{"host.lock_ns", 2}}, OutDir: dir, Rejudge: true})
-	if err == nil || !strings.Contains(err.Error(), "cannot rejudge") || !strings.Contains(err.Error(), "in a new --out") {
+	if !errors.Is(err, ErrOtherModel) || !strings.Contains(err.Error(), "cannot rejudge") || !strings.Contains(err.Error(), "in a new --out") {
 		t.Errorf("rejudge across models: %v", err)
+	}
+	// Once this model has judged the change again, the old line no
+	// longer counts: nothing is stale, and a rejudge may go on.
+	b2, _ := json.Marshal(Outcome{Change: "", Model: "new"})
+	if err := os.WriteFile(filepath.Join(dir, "outcomes.jsonl"), append(append(append(b, '\n'), b2...), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if done, other, err := readOutcomes(filepath.Join(dir, "outcomes.jsonl"), nil); err != nil || other != "" || len(done) != 1 {
+		t.Errorf("after judging again: %d read, other %q, err %v; want 1 and nothing stale", len(done), other, err)
 	}
 }
