@@ -86,16 +86,13 @@ func (c Change) IsSeed() bool { return c.Field == SeedField }
 // ParseChange reads "field x0.5" or "field*2" (as printed by String), or
 // "seed +k".
 func ParseChange(s string) (Change, error) {
-	if f := strings.Fields(s); len(f) == 2 && f[0] == SeedField {
-		var k int64
-		if n, err := fmt.Sscanf(f[1], "+%d", &k); err == nil && n == 1 && k >= 1 && fmt.Sprintf("+%d", k) == f[1] {
-			return Change{SeedField, float64(k)}, nil
-		}
-		return Change{}, fmt.Errorf("change %q: a seed control is \"seed +k\", k a whole number of at least 1, e.g. \"seed +1\"", s)
-	}
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '*' })
 	if len(f) == 2 && f[0] == SeedField {
-		return Change{}, fmt.Errorf("change %q: the seed is moved by an offset, not a factor: \"seed +k\", e.g. \"seed +1\"", s)
+		var k int64
+		if _, err := fmt.Sscanf(f[1], "+%d", &k); err == nil && k >= 1 && strings.Join(strings.Fields(s), " ") == fmt.Sprintf("seed +%d", k) {
+			return Change{SeedField, float64(k)}, nil
+		}
+		return Change{}, fmt.Errorf("change %q: a seed control is \"seed +k\", k a whole number of at least 1, e.g. \"seed +1\" (the seed moves by an offset, not a factor)", s)
 	}
 	if len(f) == 2 {
 		var c Change

@@ -142,13 +142,15 @@ func (s *Summary) at() string {
 	return fmt.Sprintf("commit %s (changes judged by %d builds of the same model: %s)", s.Commit, len(s.Commits), strings.Join(s.Commits, ", "))
 }
 
-// seedControls counts the seed controls among the analysis's changes,
-// judged or not.
-func (s *Summary) seedControls() int {
+// seedControls counts the seed controls among changes named as
+// Change.String prints them.
+func seedControls(changes ...[]string) int {
 	n := 0
-	for _, c := range append(append([]string(nil), s.Changes...), s.Pending...) {
-		if ch, err := ParseChange(c); err == nil && ch.IsSeed() {
-			n++
+	for _, cs := range changes {
+		for _, c := range cs {
+			if ch, err := ParseChange(c); err == nil && ch.IsSeed() {
+				n++
+			}
 		}
 	}
 	return n
@@ -163,7 +165,7 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
 		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
 		"the model decides it on a number nobody measured (or, under a seed control, on the runs' random draws). docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.at())
-	if s.seedControls() > 0 {
+	if seedControls(s.Changes, s.Pending) > 0 {
 		b.WriteString("Seed controls move no number: every run's random seed plus k (`seed +k`). A verdict that flips under them is decided " +
 			"by the runs' random draws at the quick scale (sleeping mutexes' wake-ups, random choices, the generated data); where an estimate flips it " +
 			"the same way, the flip is not that estimate's. They count as changes like the others.\n\n")
@@ -247,12 +249,7 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 			}
 		}
 	}
-	seeds := 0
-	for _, c := range s.Changes {
-		if ch, err := ParseChange(c); err == nil && ch.IsSeed() {
-			seeds++
-		}
-	}
+	seeds := seedControls(s.Changes)
 	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %s of the estimates (profile parameters in every profile, software costs in every run)", path, s.at(), changes(len(s.Changes)-seeds))
 	if seeds > 0 {
 		from += fmt.Sprintf(" and %d of every run's random seed (controls)", seeds)
