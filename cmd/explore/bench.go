@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,11 @@ type benchFlags struct {
 	hw       hwFlags
 	mem      memoryLimits // bench: --no-memory-check, --max-memory (default: the machine's physical memory)
 	noCheck  bool         // simulator: no verbs-usage checker
+	// Simulator: the queue-pair numbering of the first run of each point
+	// (sim.Config.QPNumbering) and how many numberings, from it on, each
+	// point runs under (bench's --qp-numbering, --numberings; 0 means 1).
+	qpNumbering uint64
+	numberings  int
 }
 
 func benchCmd() *cobra.Command {
@@ -71,6 +77,14 @@ per-packet headers for that message size.`,
 				return fmt.Errorf("--output %q: choose table or plain (perftest's columns)", f.output)
 			case f.duration != 0 && (f.all || f.sweepQPs):
 				return fmt.Errorf("-D with -a or --sweep-qps: every run would last -D; give -n, or run one size and QP count per invocation")
+			case f.numberings < 1:
+				return fmt.Errorf("--numberings %d: must be at least 1", f.numberings)
+			case f.numberings > 1 && (strings.HasSuffix(f.cfg.Test, "_lat") || f.cfg.Test == "reg_mr"):
+				return fmt.Errorf("--numberings with %s: it compares message rates over many queue pairs; latency tests and reg_mr use one queue pair or none", f.cfg.Test)
+			case f.numberings > 1 && f.output == "plain":
+				return fmt.Errorf("--numberings with --output plain: perftest's layout has no column for the range over numberings; use the table or --json")
+			case f.hw.backend != "sim" && (f.numberings > 1 || f.qpNumbering != 0):
+				return fmt.Errorf("--qp-numbering and --numberings choose the simulator's queue-pair numbers; the %s backend gets its numbers from the driver: drop them", f.hw.backend)
 			case f.gbits && f.output != "plain":
 				return fmt.Errorf("--report_gbits applies to --output plain (the table is in Gb/s already)")
 			}
@@ -97,6 +111,8 @@ per-packet headers for that message size.`,
 	fl.IntVar(&f.cfg.Window, "window", 2, "alltoall_bw with --schedule: messages in flight per node")
 	fl.IntVar(&f.cfg.Burst, "burst", 8, "alltoall_bw --schedule rr: messages per target and phase")
 	fl.BoolVar(&f.sweepQPs, "sweep-qps", false, "run every queue-pair count from 1 to 4096 (powers of two)")
+	fl.Uint64Var(&f.qpNumbering, "qp-numbering", 0, "simulator: the queue-pair numbers each NIC hands out (0: from 0x100 on every node, the numbering the profiles were fitted with; k > 0: a base per node drawn from k), which decide the queue pairs that share a set of the NIC's context cache")
+	fl.IntVar(&f.numberings, "numberings", 1, "simulator: run each point under this many queue-pair numberings (--qp-numbering and the next ones) and print the median and range of each rate")
 	fl.BoolVar(&f.cfg.Interleave, "interleave", false, "post one request per queue pair in turn (as a shuffle does), not a window per queue pair (perftest)")
 	fl.IntVar(&f.cfg.Spread, "spread", 0, "write_bw, read_bw: target random offsets in a remote region of this many bytes (exposes the NIC's translation cache)")
 	fl.StringVar(&f.output, "output", "table", "table, or plain: perftest's column layout (bandwidth in MB/sec, 2^20 bytes, unless --report_gbits), for awk and scripts")
@@ -182,11 +198,16 @@ func runBench(w io.Writer, f *benchFlags) error {
 			qps = append(qps, q)
 		}
 	}
-	type point struct{ size, qps int }
+	type point struct {
+		size, qps int
+		numbering uint64
+	}
 	var points []point
 	for _, s := range sizes {
 		for _, q := range qps {
-			points = append(points, point{s, q})
+			for k := range uint64(max(f.numberings, 1)) {
+				points = append(points, point{s, q, f.qpNumbering + k})
+			}
 		}
 	}
 	t := newTask(f.errw, "bench "+f.cfg.Test, "runs", len(points))
@@ -199,6 +220,8 @@ func runBench(w io.Writer, f *benchFlags) error {
 		case f.jsonOut:
 		case f.output == "plain":
 			printPlain(w, f.gbits, rows)
+		case f.numberings > 1:
+			return printNumberings(w, f, prof, rows)
 		default:
 			return printBench(w, f, prof, rows)
 		}
@@ -226,7 +249,7 @@ func runBench(w io.Writer, f *benchFlags) error {
 				return err
 			}
 		}
-		row, err := benchOnce(cfg, f, prof)
+		row, err := benchOnce(cfg, f, prof, pt.numbering)
 		if err != nil {
 			return err
 		}
@@ -245,8 +268,8 @@ func runBench(w io.Writer, f *benchFlags) error {
 	return show(rows)
 }
 
-func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow, error) {
-	sc := sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload, NoCheck: f.noCheck}
+func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile, numbering uint64) (benchRow, error) {
+	sc := sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload, NoCheck: f.noCheck, QPNumbering: numbering}
 	if f.task != nil {
 		f.task.setDetail(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
 		sc.Progress = f.task.sim(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
@@ -261,7 +284,7 @@ func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile) (benchRow,
 	if err != nil {
 		return benchRow{}, err
 	}
-	res.Profile, res.ProfileHash = prof.Name, prof.Hash()
+	res.Profile, res.ProfileHash, res.QPNumbering = prof.Name, prof.Hash(), numbering
 	if prof.Source() != "builtin" {
 		res.Profile = "file:" + prof.Source()
 	}
@@ -305,6 +328,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	if err := t.Render(); err != nil {
 		return err
 	}
+	printFalls(w, rows)
 	var wall time.Duration
 	var pkts int64
 	for _, r := range rows {
@@ -313,6 +337,116 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	}
 	fmt.Fprintf(w, "simulated %d packets in %.2fs of wall time (%.2f M packets/s)\n", pkts, wall.Seconds(), float64(pkts)/wall.Seconds()/1e6)
 	return nil
+}
+
+// printNumberings prints bandwidth rows run under several queue-pair
+// numberings (--numberings): one line per size and QP count, with the
+// median of the numberings' rates and the range of the message rate.
+func printNumberings(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) error {
+	r0 := rows[0].res
+	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, seed %d, queue-pair numberings %d to %d (median and range over them)\n",
+		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, f.seed, f.qpNumbering, f.qpNumbering+uint64(f.numberings)-1)
+	t := newTable(w)
+	t.Header("#bytes", "#qps", "#iterations", "numberings", "BW average[Gb/sec]", "MsgRate[Mpps]", "MsgRate min", "MsgRate max", "bound[Gb/sec]", "avg/bound")
+	for _, g := range byPoint(rows) {
+		x, bw, rate := g[0].res, make([]float64, len(g)), make([]float64, len(g))
+		for i, r := range g {
+			bw[i], rate[i] = r.res.BWAvgGbps, r.res.MsgRateMpps
+		}
+		m, mr := median(bw), median(rate) // sorts rate: its ends are the range
+		t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.QPs), fmt.Sprint(x.Iterations), fmt.Sprint(len(g)), f2(m),
+			fmt.Sprintf("%.3f", mr), fmt.Sprintf("%.3f", rate[0]), fmt.Sprintf("%.3f", rate[len(rate)-1]),
+			f2(g[0].bound), fmt.Sprintf("%.1f%%", 100*m/g[0].bound))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	printFalls(w, rows)
+	var wall time.Duration
+	for _, r := range rows {
+		wall += r.wall
+	}
+	fmt.Fprintf(w, "%d runs in %.2fs of wall time\n", len(rows), wall.Seconds())
+	return nil
+}
+
+// byPoint groups rows by message size and QP count, in the order they ran
+// (a point's numberings run one after another).
+func byPoint(rows []benchRow) [][]benchRow {
+	var gs [][]benchRow
+	for _, r := range rows {
+		if n := len(gs); n > 0 && gs[n-1][0].res.Bytes == r.res.Bytes && gs[n-1][0].res.QPs == r.res.QPs {
+			gs[n-1] = append(gs[n-1], r)
+		} else {
+			gs = append(gs, []benchRow{r})
+		}
+	}
+	return gs
+}
+
+// printFalls prints, for each message size run at more than one QP count
+// (--sweep-qps), the largest fall of the message rate between consecutive
+// counts: of the median over numberings, and, under several numberings,
+// the smallest and largest such fall of one numbering alone. Latency
+// tests have no message rate and print nothing.
+func printFalls(w io.Writer, rows []benchRow) {
+	gs := byPoint(rows)
+	for i := 0; i < len(gs); {
+		j := i + 1
+		for j < len(gs) && gs[j][0].res.Bytes == gs[i][0].res.Bytes {
+			j++
+		}
+		size := gs[i:j:j]
+		i = j
+		if len(size) < 2 || size[0][0].res.MsgRateMpps == 0 {
+			continue
+		}
+		fall, at := 0.0, 0
+		for k := 1; k < len(size); k++ {
+			if r := medianRate(size[k-1]) / medianRate(size[k]); r > fall {
+				fall, at = r, k
+			}
+		}
+		if fall > 1 {
+			fmt.Fprintf(w, "-s %d: the message rate falls by at most %.2fx between consecutive QP counts (%d -> %d QPs)",
+				size[0][0].res.Bytes, fall, size[at-1][0].res.QPs, size[at][0].res.QPs)
+		} else {
+			fmt.Fprintf(w, "-s %d: the message rate does not fall between consecutive QP counts", size[0][0].res.Bytes)
+		}
+		if n := len(size[0]); n > 1 {
+			lo, hi := math.Inf(1), 0.0
+			for u := range n {
+				one := 0.0
+				for k := 1; k < len(size); k++ {
+					if u < len(size[k]) && u < len(size[k-1]) {
+						one = max(one, size[k-1][u].res.MsgRateMpps/size[k][u].res.MsgRateMpps)
+					}
+				}
+				lo, hi = min(lo, one), max(hi, one)
+			}
+			fmt.Fprintf(w, " for the median of %d numberings; each numbering alone falls by at most %.2fx to %.2fx", n, lo, hi)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// medianRate is the median message rate of one point's runs.
+func medianRate(g []benchRow) float64 {
+	r := make([]float64, len(g))
+	for i, x := range g {
+		r[i] = x.res.MsgRateMpps
+	}
+	return median(r)
+}
+
+// median returns the median of xs, sorting xs in place.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return m
 }
 
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }

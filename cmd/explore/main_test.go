@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -317,6 +318,47 @@ func TestNoCheckFlag(t *testing.T) {
 	} {
 		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "--no-check") {
 			t.Errorf("%v: %v, want an error naming --no-check", args, err)
+		}
+	}
+}
+
+// TestBenchNumberings: --numberings runs each point under that many
+// queue-pair numberings (from --qp-numbering on), records each run's
+// numbering, prints the median and range, and, for a sweep of QP counts,
+// the largest fall; what it cannot do is refused with the flag's name.
+func TestBenchNumberings(t *testing.T) {
+	out, err := run(t, "bench", "read_bw", "-s", "32", "-q", "64", "--interleave", "-n", "20", "--profile", "fdr-cx3", "--numberings", "3", "--qp-numbering", "4", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		n, _ := rec["qp_numbering"].(float64)
+		got = append(got, n)
+	}
+	if fmt.Sprint(got) != "[4 5 6]" {
+		t.Errorf("--numberings 3 --qp-numbering 4 recorded numberings %v, want [4 5 6]", got)
+	}
+	out, err = run(t, "bench", "read_bw", "-s", "32", "--sweep-qps", "--interleave", "-n", "2", "--profile", "fdr-cx3", "--numberings", "2")
+	if err != nil || !strings.Contains(out, "numberings 0 to 1") || !strings.Contains(out, "MsgRate min") ||
+		!strings.Contains(out, "falls by at most") || !strings.Contains(out, "each numbering alone") || len(regexp.MustCompile(`(?m)^│ 32 `).FindAllString(out, -1)) != 13 {
+		t.Errorf("--sweep-qps --numberings 2: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "read_bw", "--numberings", "0"}, "--numberings 0"},
+		{[]string{"bench", "read_bw", "--numberings", "2", "--output", "plain"}, "--output plain"},
+		{[]string{"bench", "write_lat", "--numberings", "2"}, "latency tests"},
+		{[]string{"bench", "send_bw", "--qp-numbering", "1", "--backend", "loopback"}, "--qp-numbering"},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)
 		}
 	}
 }

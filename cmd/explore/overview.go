@@ -84,7 +84,7 @@ func runOverview(w io.Writer, f *benchFlags) error {
 		}
 		ff := *f
 		ff.nodes = it.nodes
-		row, err := benchOnce(cfg, &ff, prof)
+		row, err := benchOnce(cfg, &ff, prof, 0)
 		if err != nil {
 			return fmt.Errorf("%s: %w", it.label, err)
 		}

@@ -193,6 +193,9 @@ type Result struct {
 	Commit      string `json:"commit"`
 	GoVersion   string `json:"go_version"`
 	ProfileHash string `json:"profile_hash"` // sim.Profile.Hash; empty off the simulator
+	// QPNumbering is the simulator's queue-pair numbering of the run
+	// (sim.Config.QPNumbering; 0, the default, is left out).
+	QPNumbering uint64 `json:"qp_numbering,omitempty"`
 }
 
 // nodeResult is what one measuring node reports.

@@ -26,6 +26,16 @@ type Config struct {
 	// TimeLimit bounds a Run in simulated time; 0 means 100 simulated
 	// seconds. A run that reaches it fails with fabric.ErrTimeLimit.
 	TimeLimit fabric.Duration
+	// QPNumbering picks the numbers each NIC gives its queue pairs. A
+	// driver hands out whichever numbers are free, so on a real host the
+	// numbers a program gets depend on the host's history, and with them
+	// which queue pairs share a set of the NIC's context cache
+	// (qpcache.go). 0, the default, numbers every NIC's queue pairs from
+	// 0x100 in creation order (the numbering the profiles' caches were
+	// fitted with); k > 0 starts NIC i's numbering at a base drawn from k
+	// and i, so runs under several numberings show how much a result owes
+	// to which queue pairs happen to conflict. It changes nothing else.
+	QPNumbering uint64
 	// NoCheck turns the verbs-usage checker off (checker.go). It is on by
 	// default: it only observes, so it changes no result.
 	NoCheck bool

@@ -12,9 +12,10 @@ type nic struct {
 	c    *Cluster
 	node *node
 
-	qps      []*qp // by qpn - qpnBase
-	liveQPs  int   // queue pairs created and not destroyed (nic.max_qp)
-	mrs      []*mr // by key>>8 - 1
+	qps      []*qp  // by qpn - firstQPN
+	firstQPN uint32 // the number of the NIC's first queue pair (Config.QPNumbering)
+	liveQPs  int    // queue pairs created and not destroyed (nic.max_qp)
+	mrs      []*mr  // by key>>8 - 1
 	nextAddr uint64
 
 	ready       fifo[*qp] // queue pairs with output
@@ -36,7 +37,7 @@ type nic struct {
 }
 
 const (
-	qpnBase  = 0x100
+	qpnBase  = 0x100 // the first queue-pair number under numbering 0
 	addrBase = 0x7f0000000000
 	pageSize = 4096
 )
@@ -51,7 +52,23 @@ func newNIC(c *Cluster, n *node) *nic {
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p)}
 	nc.cache.lookup = nc.lookupQP
+	nc.firstQPN = firstQPN(c.cfg.QPNumbering, n.id)
 	return nc
+}
+
+// firstQPN is the number of node's first queue pair under numbering k
+// (Config.QPNumbering): qpnBase under numbering 0, otherwise a base drawn
+// from k and node in [qpnBase, 1<<23), which leaves at least 2^23 numbers
+// for the NIC's queue pairs within the 24-bit field.
+func firstQPN(k uint64, node int) uint32 {
+	if k == 0 {
+		return qpnBase
+	}
+	x := k*0x9e3779b97f4a7c15 ^ uint64(node)<<32 ^ 0x51ed27
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	x ^= x >> 31
+	return qpnBase + uint32(x%(1<<23-qpnBase))
 }
 
 // creditReturned tells a NIC waiting for uplink credit when some returns.
@@ -168,7 +185,7 @@ func (n *nic) remoteBuf(q *qp, rkey uint32, addr uint64, length uint32, need fab
 }
 
 func (n *nic) lookupQP(qpn uint32) *qp {
-	i := int(qpn) - qpnBase
+	i := int(qpn) - int(n.firstQPN)
 	if i < 0 || i >= len(n.qps) {
 		return nil
 	}

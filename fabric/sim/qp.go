@@ -319,10 +319,10 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: max inline %d bytes outside 0..%d for %v", fabric.ErrLimit, caps.MaxInline, maxInline, init.Type)
 	}
 	n := p.nic
-	if live := n.liveQPs; live >= prof.MaxQP || qpnBase+len(n.qps) >= 1<<24 {
+	if live := n.liveQPs; live >= prof.MaxQP || int(n.firstQPN)+len(n.qps) >= 1<<24 {
 		return nil, fmt.Errorf("%w: node %d already has %d queue pairs (nic.max_qp)", fabric.ErrLimit, n.node.id, live)
 	}
-	q := &qp{c: c, nic: n, pd: p, qpn: uint32(qpnBase + len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
+	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
 		mtu: c.prof.Link.MTU}
 	n.qps = append(n.qps, q)
 	n.liveQPs++
@@ -365,7 +365,7 @@ func (q *qp) Destroy() error {
 	q.pd.users--
 	q.scq.users--
 	q.rcq.users--
-	q.nic.qps[q.qpn-qpnBase] = nil
+	q.nic.qps[q.qpn-q.nic.firstQPN] = nil
 	q.nic.liveQPs--
 	return nil
 }

@@ -299,3 +299,55 @@ func TestModelQPCacheGradualDecline(t *testing.T) {
 		t.Errorf("256 QPs: READ %.2f M/s, WRITE %.2f; want READ clearly lower (responder state)", r, w)
 	}
 }
+
+// TestQPNumbering: numbering 0 gives every NIC's queue pairs the numbers
+// from 0x100 on; numbering k > 0 gives each NIC its own base, the same for
+// the same k, inside the 24-bit field with room for 2^23 queue pairs, and
+// runs under it work. The numbering decides which queue pairs share a set
+// of the context cache, so the misses of 64 queue pairs in turn over 80
+// contexts in 2 ways differ between numberings, while the lookups do not.
+func TestQPNumbering(t *testing.T) {
+	for _, tc := range []struct {
+		k    uint64
+		node int
+	}{{0, 0}, {0, 7}, {1, 0}, {1, 1}, {2, 0}, {1 << 40, 3}, {math.MaxUint64, 1 << 15}} {
+		b := firstQPN(tc.k, tc.node)
+		switch {
+		case tc.k == 0 && b != qpnBase:
+			t.Errorf("numbering 0, node %d: first QPN %#x, want %#x", tc.node, b, qpnBase)
+		case b < qpnBase || b >= 1<<23:
+			t.Errorf("numbering %d, node %d: first QPN %#x outside [%#x, 1<<23)", tc.k, tc.node, b, qpnBase)
+		case b != firstQPN(tc.k, tc.node):
+			t.Errorf("numbering %d, node %d: first QPN not deterministic", tc.k, tc.node)
+		}
+	}
+	if firstQPN(1, 0) == firstQPN(1, 1) || firstQPN(1, 0) == firstQPN(2, 0) {
+		t.Errorf("bases do not vary: numbering 1 nodes 0/1 %#x %#x, numbering 2 node 0 %#x", firstQPN(1, 0), firstQPN(1, 1), firstQPN(2, 0))
+	}
+	misses := map[int64]bool{}
+	var lookups int64 = -1
+	for k := uint64(0); k < 6; k++ {
+		c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: mtProfile(t, "fdr-cx3", nil), QPNumbering: k})
+		if _, err := perftest.Run(c, perftest.Config{Test: "read_bw", Size: 32, Iters: 20, QPs: 64, Interleave: true}); err != nil {
+			t.Fatalf("numbering %d: %v", k, err)
+		}
+		for i, n := range c.nodes {
+			if want := firstQPN(k, i); n.nic.qps[0].qpn != want {
+				t.Errorf("numbering %d node %d: first queue pair %#x, want %#x", k, i, n.nic.qps[0].qpn, want)
+			}
+			if err := checkCache(&n.nic.cache); err != nil {
+				t.Errorf("numbering %d node %d: %v", k, i, err)
+			}
+		}
+		st := c.Stats()
+		if l := st.QPCacheHits + st.QPCacheMisses; lookups >= 0 && l != lookups {
+			t.Errorf("numbering %d: %d lookups, numbering 0 had %d", k, l, lookups)
+		} else {
+			lookups = l
+		}
+		misses[st.QPCacheMisses] = true
+	}
+	if len(misses) < 2 {
+		t.Errorf("six numberings give the same misses (%v): the numbering does not move the conflicts", misses)
+	}
+}
