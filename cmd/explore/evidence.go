@@ -48,6 +48,9 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 			if err != nil {
 				return err
 			}
+			if fit.numberings < 1 {
+				return fmt.Errorf("--numberings %d: must be at least 1", fit.numberings)
+			}
 			if len(fit.axes) > 0 {
 				if updateDocs {
 					return fmt.Errorf("--fit and --update-docs: a fit writes no report; run them separately")
@@ -67,7 +70,7 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 			prog := newTask(cmd.ErrOrStderr(), "evidence", "points", len(pts))
 			for _, p := range pts {
 				prog.setDetail(p.ID)
-				rs = append(rs, evidence.Evaluate(p))
+				rs = append(rs, evidence.EvaluateOn(p, nil, evidence.Software{}, fit.numberings))
 				prog.step(1, "")
 			}
 			prog.finish()
@@ -113,6 +116,7 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 	cmd.Flags().StringVar(&fit.profile, "profile", "", "fit: the profile whose fields move (default: the points' own, which must be one)")
 	cmd.Flags().IntVar(&fit.top, "top", 10, "fit: print this many combinations")
 	cmd.Flags().IntVar(&fit.jobs, "jobs", 0, "fit: combinations run at once (default: one per core)")
+	cmd.Flags().IntVar(&fit.numberings, "numberings", 1, "run each point under this many queue-pair numberings (0 to K-1) and compare their median (which queue pairs share a set of the NIC's context cache is chance; 1: numbering 0 only)")
 	return cmd
 }
 

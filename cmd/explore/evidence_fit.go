@@ -17,6 +17,7 @@ type fitFlags struct {
 	axes, points []string
 	profile      string
 	top, jobs    int
+	numberings   int // queue-pair numberings each point runs under (its median is compared)
 }
 
 // runFit runs explore evidence --fit: the selected points on their
@@ -24,6 +25,9 @@ type fitFlags struct {
 func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 	if len(f.points) == 0 {
 		return fmt.Errorf("--fit without --points: name the points to fit to, by id or glob, e.g. --points 'rcswarm-apt-read32-qps-*'")
+	}
+	if f.numberings < 1 {
+		return fmt.Errorf("--numberings %d: must be at least 1", f.numberings)
 	}
 	if f.top < 1 {
 		return fmt.Errorf("--top %d: must be at least 1", f.top)
@@ -83,18 +87,21 @@ func runFit(cmd *cobra.Command, all []evidence.Point, f fitFlags) error {
 			return err
 		}
 	}
-	asIs, err := evidence.Fit(pts, base, []evidence.Axis{}, 1, nil)
+	asIs, err := evidence.Fit(pts, base, []evidence.Axis{}, f.numberings, 1, nil)
 	if err != nil {
 		return err
 	}
 	prog := newTask(cmd.ErrOrStderr(), "fit", "combinations", n)
-	rs, err := evidence.Fit(pts, base, axes, jobs, func() { prog.step(1, "") })
+	rs, err := evidence.Fit(pts, base, axes, f.numberings, jobs, func() { prog.step(1, "") })
 	prog.finish()
 	if err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "fit on %s to %d points (errors in this order): %s\n", on, len(pts), pointIDs(pts))
+	if f.numberings > 1 {
+		fmt.Fprintf(w, "each point's model value is the median of %d queue-pair numberings\n", f.numberings)
+	}
 	t := newTable(w)
 	var head []any
 	for _, a := range axes {

@@ -237,6 +237,25 @@ func TestEvidenceFit(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
+
+	// Over queue-pair numberings: the fit and the report say so.
+	out, err = run(t, "evidence", "--points", "rcswarm-apt-read-48qps-8b", "--fit", "nic.qp_cache_ways=2,4", "--numberings", "2")
+	if err != nil || !strings.Contains(out, "the median of 2 queue-pair numberings") {
+		t.Errorf("--fit --numberings 2: %v\n%s", err, out)
+	}
+	md := filepath.Join(t.TempDir(), "evidence.md")
+	run(t, "evidence", "--points", "rcswarm-apt-read-48qps-8b", "--numberings", "2", "--out", md)
+	if b, err := os.ReadFile(md); err != nil || !strings.Contains(string(b), "median of 2 queue-pair numberings") {
+		t.Errorf("--numberings 2: the report does not say what the model value is (%v)", err)
+	}
+	for _, args := range [][]string{
+		{"evidence", "--numberings", "0"},
+		{"evidence", "--points", "rcswarm-apt-read-48qps-8b", "--fit", "nic.qp_cache_ways=2", "--numberings", "0"},
+	} {
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "--numberings 0") {
+			t.Errorf("%v: %v, want an error naming --numberings 0", args, err)
+		}
+	}
 }
 
 func TestVersion(t *testing.T) {

@@ -90,11 +90,12 @@ const maxFitRuns = 100000
 // the rule the context caches are fitted by (docs/model.md, "Message rate
 // versus number of QPs"): the smallest worst-case absolute error, then the
 // smallest mean; combinations that could not be run come last. jobs
-// combinations run at once (at least one); step, if set, is called after
-// each combination (never concurrently). It fails when a point has no
+// combinations run at once (at least one); each point runs under
+// numberings queue-pair numberings (EvaluateOn); step, if set, is called
+// after each combination (never concurrently). It fails when a point has no
 // benchmark on the model, when an axis names no parameter, or when the
 // grid is empty or too large.
-func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]FitResult, error) {
+func Fit(pts []Point, base *sim.Profile, axes []Axis, numberings, jobs int, step func()) ([]FitResult, error) {
 	if len(pts) == 0 {
 		return nil, errors.New("fit: no points")
 	}
@@ -142,7 +143,7 @@ func Fit(pts []Point, base *sim.Profile, axes []Axis, jobs int, step func()) ([]
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				out[i] = fitOne(pts, base, axes, combos[i])
+				out[i] = fitOne(pts, base, axes, combos[i], numberings)
 				if step != nil {
 					mu.Lock()
 					step()
@@ -176,7 +177,7 @@ func IsSoftware(name string) bool {
 }
 
 // fitOne runs pts on base with the axes set to values.
-func fitOne(pts []Point, base *sim.Profile, axes []Axis, values []float64) FitResult {
+func fitOne(pts []Point, base *sim.Profile, axes []Axis, values []float64, numberings int) FitResult {
 	r := FitResult{Values: values}
 	prof := base
 	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
@@ -207,7 +208,7 @@ func fitOne(pts []Point, base *sim.Profile, axes []Axis, values []float64) FitRe
 		}
 	}
 	for _, p := range pts {
-		res := EvaluateOn(p, prof, sw)
+		res := EvaluateOn(p, prof, sw, numberings)
 		if !res.Modelled {
 			r.Err = fmt.Errorf("%s: %s", p.ID, res.How)
 			return r

@@ -56,7 +56,7 @@ func TestFit(t *testing.T) {
 	}
 	axes := []Axis{{"nic.qp_cache_entries", []float64{16, -5, 512}}, {"nic.qp_cache_ways", []float64{2, 4}}}
 	steps := 0
-	rs, err := Fit(pts, base, axes, 2, func() { steps++ })
+	rs, err := Fit(pts, base, axes, 1, 2, func() { steps++ })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestFit(t *testing.T) {
 		q, _ := base.WithField("nic.qp_cache_entries", r.Values[0])
 		q, _ = q.WithField("nic.qp_cache_ways", r.Values[1])
 		for j, p := range pts {
-			if e := EvaluateOn(p, q, Software{}); e.Error != r.Errors[j] {
+			if e := EvaluateOn(p, q, Software{}, 1); e.Error != r.Errors[j] {
 				t.Errorf("%v at %s: fit error %v, Evaluate %v", r.Values, p.ID, r.Errors[j], e.Error)
 			}
 		}
@@ -92,14 +92,14 @@ func TestFit(t *testing.T) {
 	// the run only.
 	mt := Point{ID: "f-mt", Verb: "mpi_msgrate_mt", Profile: "edr-cx4", X: map[string]any{"threads": 1}, Y: 3, Unit: "Mops/s", Tolerance: 0.3}
 	lat := Point{ID: "f-lat", Verb: "mpi_pingpong", Profile: "fdr-cx3", X: map[string]any{"bytes": 8, "ranks": 2}, Y: 1.7, Unit: "us", Tolerance: 0.3}
-	srs, err := Fit([]Point{mt, lat}, nil, []Axis{{"mpi.call_cycles", []float64{150, 600}}}, 1, nil)
+	srs, err := Fit([]Point{mt, lat}, nil, []Axis{{"mpi.call_cycles", []float64{150, 600}}}, 1, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range srs {
 		mpi := algos.DefaultMPICosts
 		mpi.CallCycles = int64(r.Values[0])
-		if r.Err != nil || r.Errors[0] != EvaluateOn(mt, nil, Software{MPI: &mpi}).Error {
+		if r.Err != nil || r.Errors[0] != EvaluateOn(mt, nil, Software{MPI: &mpi}, 1).Error {
 			t.Errorf("call cycles %v: %v, errors %v", r.Values, r.Err, r.Errors)
 		}
 	}
@@ -123,14 +123,38 @@ func TestFit(t *testing.T) {
 		{pts, []Axis{{"nic.qp_cache_ways", nil}}, "has no values"},
 		{pts, []Axis{{"nic.qp_cache_entries", make([]float64, 400)}, {"nic.qp_cache_ways", make([]float64, 400)}}, "more than"},
 	} {
-		if _, err := Fit(tc.pts, base, tc.axes, 1, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if _, err := Fit(tc.pts, base, tc.axes, 1, 1, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("Fit(%d points, %v): %v, want an error with %q", len(tc.pts), tc.axes, err, tc.err)
 		}
 	}
-	if _, err := Fit([]Point{mt}, nil, []Axis{{"nic.qp_cache_ways", []float64{2}}}, 1, nil); err == nil || !strings.Contains(err.Error(), "name the profile") {
+	if _, err := Fit([]Point{mt}, nil, []Axis{{"nic.qp_cache_ways", []float64{2}}}, 1, 1, nil); err == nil || !strings.Contains(err.Error(), "name the profile") {
 		t.Errorf("a profile field without a profile: %v", err)
 	}
-	if rs, err := Fit([]Point{mt}, nil, []Axis{{"mpi.call_cycles", []float64{10.5}}}, 1, nil); err != nil || rs[0].Err == nil || !strings.Contains(rs[0].Err.Error(), "not a whole number") {
+	if rs, err := Fit([]Point{mt}, nil, []Axis{{"mpi.call_cycles", []float64{10.5}}}, 1, 1, nil); err != nil || rs[0].Err == nil || !strings.Contains(rs[0].Err.Error(), "not a whole number") {
 		t.Errorf("a fractional cycle count: %v, %+v", err, rs)
+	}
+}
+
+// TestEvaluateNumberings: under several queue-pair numberings a point's
+// model value is the median of its runs, within their range, and the
+// description says so; one numbering is numbering 0, as Evaluate; a point
+// with one queue pair does not depend on the numbering.
+func TestEvaluateNumberings(t *testing.T) {
+	many := Point{ID: "n-96", Metric: "message_rate_mops", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 96, "threads": 2, "window": 8}, Y: 3, Unit: "Mops/s", Tolerance: 0.2}
+	one := Point{ID: "n-1", Metric: "message_rate_mops", Verb: "read", Profile: "fdr-cx3", X: map[string]any{"bytes": 32, "qps": 1}, Y: 5, Unit: "Mops/s", Tolerance: 0.2}
+	for _, p := range []Point{many, one} {
+		r1, r3 := EvaluateOn(p, nil, Software{}, 1), EvaluateOn(p, nil, Software{}, 3)
+		if !r1.Modelled || !r3.Modelled {
+			t.Fatalf("%s: not modelled: %s / %s", p.ID, r1.How, r3.How)
+		}
+		if e := Evaluate(p); e.Model != r1.Model || r1.Numberings != 1 || r1.Low != r1.Model || r1.High != r1.Model || strings.Contains(r1.How, "numberings") {
+			t.Errorf("%s, one numbering: %+v; Evaluate gave %v", p.ID, r1, e.Model)
+		}
+		if r3.Numberings != 3 || !(r3.Low <= r3.Model && r3.Model <= r3.High) || !strings.Contains(r3.How, "median of 3 queue-pair numberings") {
+			t.Errorf("%s, three numberings: model %v in [%v, %v], %d numberings, %q", p.ID, r3.Model, r3.Low, r3.High, r3.Numberings, r3.How)
+		}
+		if varies := r3.Low != r3.High; varies != (p.ID == "n-96") {
+			t.Errorf("%s: range over numberings [%v, %v]; want a range only with many queue pairs", p.ID, r3.Low, r3.High)
+		}
 	}
 }

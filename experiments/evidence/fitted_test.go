@@ -53,7 +53,7 @@ func TestContextCachesStayFitted(t *testing.T) {
 		if len(tc.points) < 7 {
 			t.Fatalf("%s: %d points", tc.profile, len(tc.points))
 		}
-		asIs, err := Fit(tc.points, base, nil, 1, nil)
+		asIs, err := Fit(tc.points, base, nil, 1, 1, nil)
 		if err != nil || asIs[0].Err != nil {
 			t.Fatalf("%s as it is: %v %v", tc.profile, err, asIs[0].Err)
 		}
@@ -62,7 +62,7 @@ func TestContextCachesStayFitted(t *testing.T) {
 			if len(ax.Values) == 0 {
 				continue
 			}
-			rs, err := Fit(tc.points, base, []Axis{ax}, 2, nil)
+			rs, err := Fit(tc.points, base, []Axis{ax}, 1, 2, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
