@@ -40,8 +40,10 @@ type StarJoinConfig struct {
 	Depth   int // remote reads: outstanding reads per worker (default 8)
 	Profile string
 	Seed    uint64
-	Payload bool // move real bytes and check the answer against the single-node reference
-	Timeout fabric.Duration
+	// QPNumbering is the simulator's queue-pair numbering (RunConfig's).
+	QPNumbering uint64
+	Payload     bool // move real bytes and check the answer against the single-node reference
+	Timeout     fabric.Duration
 }
 
 // StarJoinResult is a star join's outcome.
@@ -114,7 +116,7 @@ func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload})
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +271,7 @@ func runIStorePoint(cfg RunConfig) (*Record, error) {
 	}
 	t0 := time.Now()
 	rec := &Record{Experiment: "istore-" + kind, Label: cfg.Label, Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
-		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, MsgBytes: istore.BlockBytes, Integrity: "ok"}
+		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, MsgBytes: istore.BlockBytes, Integrity: "ok"}
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
@@ -279,7 +281,7 @@ func runIStorePoint(cfg RunConfig) (*Record, error) {
 		if cfg.Design != IStoreReadDesign && cfg.Design != IStoreMulticastDesign {
 			return nil, fmt.Errorf("design %q: an I-Store microbenchmark runs %s or %s", cfg.Design, IStoreReadDesign, IStoreMulticastDesign)
 		}
-		c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+		c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload})
 		if err != nil {
 			return nil, err
 		}
@@ -303,7 +305,7 @@ func runIStorePoint(cfg RunConfig) (*Record, error) {
 		return rec, nil
 	}
 	r, err := RunStarJoin(StarJoinConfig{Tables: int(kv["tables"]), SF: kv["sf"], Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
-		Profile: cfg.Profile, Seed: cfg.Seed, Payload: cfg.Payload, Timeout: cfg.Timeout})
+		Profile: cfg.Profile, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*Record, error)
 		return nil, err
 	}
 	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),
-		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
+		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple,
 		ThroughputGiBs: res.BWAvgGbps * 1e9 / 8 / (1 << 30), ResponseS: res.DurationUS / 1e6,
 		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),

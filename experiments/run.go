@@ -34,8 +34,13 @@ type RunConfig struct {
 	BytesPerPair   int64
 	CyclesPerTuple int64 // receiving fragment's work per tuple
 	Seed           uint64
-	Payload        bool // move real bytes (checks content, slower)
-	Timeout        fabric.Duration
+	// QPNumbering picks the numbers the simulated NICs give their queue
+	// pairs (sim.Config.QPNumbering), and with them which queue pairs
+	// share a set of a NIC's context cache; 0, the default, is the
+	// numbering the profiles were fitted with. The simulator only.
+	QPNumbering uint64
+	Payload     bool // move real bytes (checks content, slower)
+	Timeout     fabric.Duration
 	// Notify selects the MQ/WR notification variant (default poll-CQ).
 	Notify algos.Notify
 	// Adaptive makes registered buffers adaptive (Liu19 §6), from a
@@ -150,6 +155,7 @@ type Record struct {
 	Buffers        int     `json:"buffers"`
 	CreditEvery    int     `json:"credit_every"`
 	Seed           uint64  `json:"seed"`
+	QPNumbering    uint64  `json:"qp_numbering,omitempty"` // RunConfig.QPNumbering
 	BytesPerNode   int64   `json:"bytes_per_node"`
 	BytesPerPair   int64   `json:"bytes_per_pair,omitempty"`
 	CyclesPerTuple int64   `json:"cycles_per_tuple"`
@@ -392,7 +398,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 	if err := c.CheckError(); err != nil {
 		return nil, err
 	}
-	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
+	rec.Profile, rec.ProfileHash, rec.QPNumbering = profileLabel(prof), prof.Hash(), cfg.QPNumbering
 	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
 	if opt.NoCheck {
 		rec.VerbsCheck = "off"
@@ -403,7 +409,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 // newCluster builds the simulated cluster of a run with the options'
 // faults, fault plan, time limit and inspector; done runs the inspector and closes the cluster.
 func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
-	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck})
+	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -440,6 +446,9 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 }
 
 func runOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+	if cfg.QPNumbering != 0 {
+		return nil, fmt.Errorf("qp numbering %d: the %s backend's queue pairs get their numbers from its driver; the numbering chooses the simulator's only: drop it", cfg.QPNumbering, f.Backend())
+	}
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")
 	}
@@ -522,7 +531,7 @@ func integrity(sent, got [][]algos.Tally, corrupt []int) string {
 func (r *Record) Config() RunConfig {
 	c := DefaultConfig()
 	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
-	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed
+	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed, c.QPNumbering = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed, r.QPNumbering
 	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, 0, r.CyclesPerTuple, r.NodeCycles
 	c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.PinnedCapMiB, r.Label, r.UDRecovery
 	return c

@@ -5,9 +5,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
+	"github.com/rdmashuffle/rdmashuffle/fabric/loopback"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -223,9 +226,14 @@ func TestRecordConfig(t *testing.T) {
 		// steady-state check, say) ran without it.
 		{Design: "MEMQ/WR", Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 2, CreditEvery: 1,
 			BytesPerNode: 2 << 20, Seed: 1, Adaptive: true, MaxBuffers: 64, PinnedCapMiB: 1, CyclesPerTuple: 30},
+		{Design: "MEMQ/SR", Nodes: 4, Threads: 4, Profile: "fdr-cx3", Buffers: 2, CreditEvery: 1,
+			BytesPerNode: 1 << 20, Seed: 1, QPNumbering: 5},
 	} {
 		t.Run(cfg.Design, func(t *testing.T) {
 			a, err := Run(cfg)
+			if err == nil && a.QPNumbering != cfg.QPNumbering {
+				t.Errorf("record's qp_numbering %d, ran %d", a.QPNumbering, cfg.QPNumbering)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -422,5 +430,36 @@ func TestSoftwareCosts(t *testing.T) {
 				t.Errorf("the moved costs stuck: %.4f GiB/s and %d events after, %.4f and %d before", again.ThroughputGiBs, again.SimEvents, def.ThroughputGiBs, def.SimEvents)
 			}
 		})
+	}
+}
+
+// TestQPNumberingRun: a run's queue-pair numbering reaches the simulated
+// NICs (a design with many queue pairs on a ConnectX-3 profile misses in
+// the context cache differently under another numbering), and a fabric
+// that is not the simulator refuses one.
+func TestQPNumberingRun(t *testing.T) {
+	cfg := RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 8, Profile: "fdr-cx3", Buffers: 2, CreditEvery: 1, BytesPerNode: 1 << 20, Seed: 1}
+	miss := map[float64]bool{}
+	for k := range uint64(3) {
+		cfg.QPNumbering = k
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.QPNumbering != k || r.Integrity != "ok" {
+			t.Errorf("numbering %d: record says %d, integrity %s", k, r.QPNumbering, r.Integrity)
+		}
+		miss[r.QPCacheMiss] = true
+	}
+	if len(miss) < 2 {
+		t.Errorf("three numberings, one context-cache miss rate %v: the numbering does not reach the NICs", miss)
+	}
+	f, err := loopback.Open(host.Config{Seed: 1, TimeLimit: time.Minute}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := RunOn(f, RunConfig{Design: "MESQ/SR", Nodes: 2, QPNumbering: 1}); err == nil || !strings.Contains(err.Error(), "numbering") {
+		t.Errorf("RunOn(loopback) with a numbering: %v, want a refusal naming it", err)
 	}
 }

@@ -26,6 +26,8 @@ type QueryConfig struct {
 	Threads int // sending and as many receiving threads per node (default 2)
 	Profile string
 	Seed    uint64
+	// QPNumbering is the simulator's queue-pair numbering (RunConfig's).
+	QPNumbering uint64
 	// Payload moves real bytes and computes the answer; otherwise the run
 	// is size-only (timing only, no answer).
 	Payload     bool
@@ -55,7 +57,8 @@ type QueryRecord struct {
 	Nodes       int        `json:"nodes"`
 	Threads     int        `json:"threads"`
 	Seed        uint64     `json:"seed"`
-	Mode        string     `json:"mode"` // "payload" or "size-only"
+	QPNumbering uint64     `json:"qp_numbering,omitempty"` // QueryConfig.QPNumbering
+	Mode        string     `json:"mode"`                   // "payload" or "size-only"
 	ResponseS   float64    `json:"response_s"`
 	SetupMS     float64    `json:"setup_ms"`
 	Shuffled    int64      `json:"bytes_shuffled"` // tuple bytes received over all nodes and steps
@@ -122,7 +125,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, SizeOnly: !cfg.Payload})
+	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload})
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +170,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 		return nil, err
 	}
 	rec := &QueryRecord{Experiment: "tpch", Query: string(cfg.Query), SF: cfg.SF, Design: cfg.Design, Plan: "shuffle", Profile: prof.Name,
-		Nodes: n, Threads: t, Seed: cfg.Seed, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
+		Nodes: n, Threads: t, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
 	b := buildinfo.Get()
 	rec.Version, rec.Commit, rec.GoVersion = b.Version, b.Commit, b.Go
 	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()

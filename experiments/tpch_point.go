@@ -70,7 +70,7 @@ func runQueryPoint(cfg RunConfig) (*Record, error) {
 		threads = prof.Host.Cores / 2
 	}
 	qc := QueryConfig{Query: q, SF: sfpn * float64(cfg.Nodes), Design: cfg.Design, Nodes: cfg.Nodes, Threads: threads, Profile: cfg.Profile,
-		Seed: cfg.Seed, Payload: cfg.Payload, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, MsgBytes: cfg.MsgBytes, Timeout: cfg.Timeout,
+		Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, MsgBytes: cfg.MsgBytes, Timeout: cfg.Timeout,
 		Software: cfg.Software}
 	if local {
 		qc.Design = LocalData
@@ -94,7 +94,7 @@ func runQueryPoint(cfg RunConfig) (*Record, error) {
 		pattern = "local"
 	}
 	return &Record{Experiment: "tpch", Label: cfg.Label, Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
-		Nodes: qr.Nodes, Threads: qr.Threads, MsgBytes: msg, Buffers: max(cfg.Buffers, 2), CreditEvery: max(cfg.CreditEvery, 2), Seed: qr.Seed,
+		Nodes: qr.Nodes, Threads: qr.Threads, MsgBytes: msg, Buffers: max(cfg.Buffers, 2), CreditEvery: max(cfg.CreditEvery, 2), Seed: qr.Seed, QPNumbering: qr.QPNumbering,
 		BytesPerNode: qr.Shuffled / int64(qr.Nodes), ResponseS: qr.ResponseS, SetupMS: qr.SetupMS, Integrity: qr.Integrity,
 		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash,
 		Software: cfg.Software.record()}, nil

@@ -50,6 +50,15 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				return fmt.Errorf("--msg-bytes %d: want at least 1 (leave the flag out for the design's default)", cfg.MsgBytes)
 			}
 			if figure != "" {
+				var ignored []string
+				for _, name := range []string{"query", "sf", "design", "nodes", "threads", "profile", "seed", "qp-numbering", "payload", "msg-bytes", "buffers", "credit-every"} {
+					if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+						ignored = append(ignored, "--"+name)
+					}
+				}
+				if len(ignored) > 0 {
+					return fmt.Errorf("--figure %s runs the figure's own points; %s set(s) one query: drop them, or drop --figure", figure, strings.Join(ignored, ", "))
+				}
 				f, err := figures.FigureByID(figure)
 				if err != nil {
 					return err
@@ -133,6 +142,7 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending threads per node (and as many receiving threads)")
 	fl.StringVar(&cfg.Profile, "profile", sim.DefaultProfileName, "hardware profile: a built-in name or a .yaml path")
 	fl.Uint64Var(&cfg.Seed, "seed", 1, "seed of the data and the simulation")
+	fl.Uint64Var(&cfg.QPNumbering, "qp-numbering", 0, "the numbers the simulated NICs give their queue pairs, which decide the queue pairs that share a set of a NIC's context cache (0: the numbering the profiles were fitted with)")
 	fl.BoolVar(&cfg.Payload, "payload", false, "move real bytes and compute the answer (small scale factors)")
 	fl.IntVar(&cfg.MsgBytes, "msg-bytes", 0, "message size (default as explore run)")
 	fl.IntVar(&cfg.Buffers, "buffers", 2, "registered buffers per thread per destination")

@@ -29,6 +29,14 @@ func TestQueryCommand(t *testing.T) {
 	if err := cmd.Execute(); err == nil {
 		t.Error("Q5: no error")
 	}
+	// A figure runs its own points: one query's flags beside it are refused.
+	cmd = queryCmd()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--figure", "fig26", "--qp-numbering", "2", "--seed", "3"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--seed, --qp-numbering") {
+		t.Errorf("--figure with --seed and --qp-numbering: %v, want a refusal naming both", err)
+	}
 }
 
 // TestQueryRefusesBeyondMemory: a query whose estimated memory exceeds

@@ -34,19 +34,22 @@ func sensitivityCmd() *cobra.Command {
 profile, a software cost (the MPI and IPoIB baselines' cycles and thresholds,
 the cycles per polled cache line) in every run. It reruns the figures at the
 quick scale with the change, judges the claims and reports per claim which
-changes flip its verdict. Beside the estimates it judges two controls, every
-run's random seed plus 1 and plus 2 ('seed +1', 'seed +2'): a verdict that
-flips under them is decided by random draws at the quick scale, so a flip
-under an estimate that the seeds share is not that number's. It writes <out>/sensitivity.md and sensitivity.json
+changes flip its verdict. Beside the estimates it judges four controls, every
+run's random seed plus 1 and plus 2 ('seed +1', 'seed +2'), and every run under
+queue-pair numberings 1 and 2 ('qp-numbering 1', 'qp-numbering 2'; the numbers
+decide which queue pairs share a set of a NIC's context cache, chance on a
+real host): a verdict that flips under them is decided by random draws or by
+which queue pairs happen to conflict, so a flip under an estimate that the
+controls share is not that number's. It writes <out>/sensitivity.md and sensitivity.json
 (docs/ with --update-docs), which explore reproduce reads for
 docs/validation.md's robustness column.
 
 Every change reruns every figure: with the default %d estimates, 2 factors and
-the 2 seed controls that is %d quick reproductions, over an hour on 2 cores. Outcomes are saved as they
+the %d controls that is %d quick reproductions, over an hour on 2 cores. Outcomes are saved as they
 finish in <out>/outcomes.jsonl and an interrupted analysis resumes (outcomes
 judged on other numbers of the model, before a change of a profile or a
 cost, are judged again); --so-far writes the report from the changes judged
-so far, naming the rest.`, len(sensitivity.Estimates), 2*len(sensitivity.Estimates)+len(sensitivity.SeedControls)+1),
+so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Controls), 2*len(sensitivity.Estimates)+len(sensitivity.Controls)+1),
 		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,8 +58,12 @@ so far, naming the rest.`, len(sensitivity.Estimates), 2*len(sensitivity.Estimat
 				for _, e := range sensitivity.Estimates {
 					fmt.Fprintf(w, "%-28s %s\n", e.Field, e.Why)
 				}
-				for _, c := range sensitivity.SeedControls {
-					fmt.Fprintf(w, "%-28s control: every run's random seed moved, no parameter\n", c)
+				for _, c := range sensitivity.Controls {
+					what := "every run's random seed moved"
+					if c.IsNumbering() {
+						what = "every run under another queue-pair numbering"
+					}
+					fmt.Fprintf(w, "%-28s control: %s, no parameter\n", c, what)
 				}
 				return nil
 			}
@@ -158,7 +165,7 @@ so far, naming the rest.`, len(sensitivity.Estimates), 2*len(sensitivity.Estimat
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&changes, "change", nil, "a change to judge, '<profile field> x<factor>' or 'seed +k' (repeatable; default: every estimate at every --factors, and 'seed +1', 'seed +2')")
+	fl.StringArrayVar(&changes, "change", nil, "a change to judge, '<profile field> x<factor>', 'seed +k' or 'qp-numbering k' (repeatable; default: every estimate at every --factors, and 'seed +1', 'seed +2', 'qp-numbering 1', 'qp-numbering 2')")
 	fl.Float64SliceVar(&factors, "factors", []float64{0.5, 2}, "factors each estimate is moved by")
 	fl.StringSliceVar(&figs, "figures", nil, "judge with only these figures (comma-separated IDs; default all)")
 	fl.StringVar(&out, "out", filepath.Join("results", "sensitivity"), "working directory: outcomes.jsonl (resumed) and each change's runs")

@@ -72,10 +72,33 @@ const SeedField = "seed"
 // any other seed would give.
 var SeedControls = []Change{{SeedField, 1}, {SeedField, 2}}
 
-// String is "field x0.5", or "seed +1" for a seed control.
+// NumberingField names the control change that gives every run another
+// queue-pair numbering instead of moving a parameter:
+// Change{NumberingField, k} runs every point under numbering k
+// (experiments.RunConfig.QPNumbering; k a whole number, at least 1),
+// printed "qp-numbering k". The numbering decides which queue pairs share
+// a set of a NIC's context cache, which on a real host is chance (a
+// driver hands out whichever numbers are free) and which the seed does
+// not move; a verdict that flips under it rests on which queue pairs
+// happen to conflict, not on any number of the model.
+const NumberingField = "qp-numbering"
+
+// NumberingControls are the numbering changes every analysis judges
+// beside the estimates and the seed controls.
+var NumberingControls = []Change{{NumberingField, 1}, {NumberingField, 2}}
+
+// Controls are every control change an analysis judges: the seed
+// controls, then the numbering controls.
+var Controls = append(append([]Change(nil), SeedControls...), NumberingControls...)
+
+// String is "field x0.5", "seed +1" for a seed control or "qp-numbering 1"
+// for a numbering control.
 func (c Change) String() string {
-	if c.Field == SeedField {
+	switch c.Field {
+	case SeedField:
 		return fmt.Sprintf("seed +%d", int64(c.Factor))
+	case NumberingField:
+		return fmt.Sprintf("qp-numbering %d", int64(c.Factor))
 	}
 	return fmt.Sprintf("%s x%g", c.Field, c.Factor)
 }
@@ -83,8 +106,15 @@ func (c Change) String() string {
 // IsSeed reports whether c is a seed control (SeedField).
 func (c Change) IsSeed() bool { return c.Field == SeedField }
 
-// ParseChange reads "field x0.5" or "field*2" (as printed by String), or
-// "seed +k".
+// IsNumbering reports whether c is a numbering control (NumberingField).
+func (c Change) IsNumbering() bool { return c.Field == NumberingField }
+
+// IsControl reports whether c is a control (a seed or a numbering), which
+// moves no parameter.
+func (c Change) IsControl() bool { return c.IsSeed() || c.IsNumbering() }
+
+// ParseChange reads "field x0.5" or "field*2" (as printed by String),
+// "seed +k" or "qp-numbering k".
 func ParseChange(s string) (Change, error) {
 	f := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '*' })
 	if len(f) == 2 && f[0] == SeedField {
@@ -93,6 +123,13 @@ func ParseChange(s string) (Change, error) {
 			return Change{SeedField, float64(k)}, nil
 		}
 		return Change{}, fmt.Errorf("change %q: a seed control is \"seed +k\", k a whole number of at least 1, e.g. \"seed +1\" (the seed moves by an offset, not a factor)", s)
+	}
+	if len(f) == 2 && f[0] == NumberingField {
+		var k int64
+		if _, err := fmt.Sscanf(f[1], "%d", &k); err == nil && k >= 1 && strings.Join(strings.Fields(s), " ") == fmt.Sprintf("%s %d", NumberingField, k) {
+			return Change{NumberingField, float64(k)}, nil
+		}
+		return Change{}, fmt.Errorf("change %q: a numbering control is \"qp-numbering k\", k a whole number of at least 1, e.g. \"qp-numbering 1\" (it names a numbering, not a factor)", s)
 	}
 	if len(f) == 2 {
 		var c Change
@@ -104,8 +141,8 @@ func ParseChange(s string) (Change, error) {
 	return Change{}, fmt.Errorf("change %q: want <profile field> x<factor>, e.g. \"host.lock_ns x2\"", s)
 }
 
-// DefaultChanges is every estimate at each of the factors, then the seed
-// controls (SeedControls).
+// DefaultChanges is every estimate at each of the factors, then the
+// controls (Controls).
 func DefaultChanges(factors ...float64) []Change {
 	var cs []Change
 	for _, e := range Estimates {
@@ -113,7 +150,7 @@ func DefaultChanges(factors ...float64) []Change {
 			cs = append(cs, Change{e.Field, f})
 		}
 	}
-	return append(cs, SeedControls...)
+	return append(cs, Controls...)
 }
 
 // Apply returns a copy of p with c's field multiplied by c's factor

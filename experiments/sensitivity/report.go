@@ -142,18 +142,22 @@ func (s *Summary) at() string {
 	return fmt.Sprintf("commit %s (changes judged by %d builds of the same model: %s)", s.Commit, len(s.Commits), strings.Join(s.Commits, ", "))
 }
 
-// seedControls counts the seed controls among changes named as
-// Change.String prints them.
-func seedControls(changes ...[]string) int {
-	n := 0
+// controls counts the seed and the numbering controls among changes
+// named as Change.String prints them.
+func controls(changes ...[]string) (seeds, numberings int) {
 	for _, cs := range changes {
 		for _, c := range cs {
-			if ch, err := ParseChange(c); err == nil && ch.IsSeed() {
-				n++
+			ch, err := ParseChange(c)
+			switch {
+			case err != nil:
+			case ch.IsSeed():
+				seeds++
+			case ch.IsNumbering():
+				numberings++
 			}
 		}
 	}
-	return n
+	return seeds, numberings
 }
 
 // WriteMarkdown writes the sensitivity report (docs/sensitivity.md).
@@ -164,11 +168,18 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, each "+
 		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
 		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
-		"the model decides it on a number nobody measured (or, under a seed control, on the runs' random draws). docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.at())
-	if seedControls(s.Changes, s.Pending) > 0 {
+		"the model decides it on a number nobody measured (or, under a control, on the runs' random draws or on which queue pairs happen to share a context-cache set). docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.at())
+	seeds, numberings := controls(s.Changes, s.Pending)
+	if seeds > 0 {
 		b.WriteString("Seed controls move no number: every run's random seed plus k (`seed +k`). A verdict that flips under them is decided " +
 			"by the runs' random draws at the quick scale (sleeping mutexes' wake-ups, random choices, the generated data); where an estimate flips it " +
 			"the same way, the flip is not that estimate's. They count as changes like the others.\n\n")
+	}
+	if numberings > 0 {
+		b.WriteString("Numbering controls move no number either: every run under another queue-pair numbering (`qp-numbering k`; the seed does not move it). " +
+			"Which queue pairs share a set of a NIC's context cache follows from their numbers, which on a real host a driver hands out by the host's history, " +
+			"and the profiles' caches were fitted under numbering 0. A verdict that flips under them rests on which queue pairs happen to conflict, " +
+			"not on a number of the model. They count as changes like the others.\n\n")
 	}
 	if len(s.Figures) > 0 {
 		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))
@@ -249,10 +260,17 @@ func ApplyFile(rep *figures.ReproduceReport, path string) (*Summary, error) {
 			}
 		}
 	}
-	seeds := seedControls(s.Changes)
-	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %s of the estimates (profile parameters in every profile, software costs in every run)", path, s.at(), changes(len(s.Changes)-seeds))
+	seeds, numberings := controls(s.Changes)
+	from := fmt.Sprintf("from `explore sensitivity` (%s) at %s, %s of the estimates (profile parameters in every profile, software costs in every run)", path, s.at(), changes(len(s.Changes)-seeds-numberings))
+	var ctl []string
 	if seeds > 0 {
-		from += fmt.Sprintf(" and %d of every run's random seed (controls)", seeds)
+		ctl = append(ctl, fmt.Sprintf("%d of every run's random seed", seeds))
+	}
+	if numberings > 0 {
+		ctl = append(ctl, fmt.Sprintf("%d of its queue-pair numbering", numberings))
+	}
+	if len(ctl) > 0 {
+		from += " and " + strings.Join(ctl, " and ") + " (controls)"
 	}
 	from += ", quick scale"
 	if len(s.Pending) > 0 {

@@ -186,6 +186,8 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		dir = filepath.Join(o.OutDir, strings.NewReplacer(" ", "", "*", "").Replace(oc.Change))
 		if c.IsSeed() {
 			wrap = withSeed(uint64(c.Factor))
+		} else if c.IsNumbering() {
+			wrap = withNumbering(uint64(c.Factor))
 		} else if isSoftware(c.Field) {
 			s, err := ApplySoftware(*c)
 			if err != nil {
@@ -229,6 +231,24 @@ func withSeed(k uint64) func(func(experiments.RunConfig) (*experiments.Record, e
 			rec, err := run(cfg)
 			if rec != nil {
 				rec.Seed = seed
+			}
+			return rec, err
+		}
+	}
+}
+
+// withNumbering runs every point under queue-pair numbering k. As withSeed
+// names the point's own seed, the record names the point's own numbering:
+// the runs are kept in the change's directory ("qp-numberingk"), and a
+// resumed or rejudged sweep matches its records to the points by it.
+func withNumbering(k uint64) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+			own := cfg.QPNumbering
+			cfg.QPNumbering = k
+			rec, err := run(cfg)
+			if rec != nil {
+				rec.QPNumbering = own
 			}
 			return rec, err
 		}

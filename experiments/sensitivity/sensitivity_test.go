@@ -80,6 +80,13 @@ func TestParseChange(t *testing.T) {
 		{"seed*0.5", Change{}, false},
 		{"seed*2", Change{}, false},
 		{"seed x1.5", Change{}, false},
+		{"qp-numbering 1", Change{NumberingField, 1}, true},
+		{"qp-numbering 7", Change{NumberingField, 7}, true},
+		{"qp-numbering 0", Change{}, false},
+		{"qp-numbering +1", Change{}, false},
+		{"qp-numbering x2", Change{}, false},
+		{"qp-numbering*2", Change{}, false},
+		{"qp-numbering 1.5", Change{}, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseChange(tt.in)
@@ -92,18 +99,27 @@ func TestParseChange(t *testing.T) {
 	}
 }
 
-// TestSeedControls: every analysis judges the seed controls after the
-// estimates, and a seed control runs every point with its seed moved,
-// whatever the point's own seed.
+// TestSeedControls: every analysis judges the seed and numbering controls
+// after the estimates; a seed control runs every point with its seed
+// moved, whatever the point's own seed, and a numbering control under its
+// numbering, and the records name the point's own.
 func TestSeedControls(t *testing.T) {
 	cs := DefaultChanges(0.5, 2)
-	if n := len(cs); n != 2*len(Estimates)+2 || fmt.Sprint(cs[n-2:]) != "[seed +1 seed +2]" {
-		t.Fatalf("DefaultChanges ends %v (%d changes)", cs[max(0, n-3):], n)
+	if n := len(cs); n != 2*len(Estimates)+4 || fmt.Sprint(cs[n-4:]) != "[seed +1 seed +2 qp-numbering 1 qp-numbering 2]" {
+		t.Fatalf("DefaultChanges ends %v (%d changes)", cs[max(0, n-5):], n)
 	}
-	for _, c := range cs[:len(cs)-2] {
-		if c.IsSeed() {
+	for _, c := range cs[:len(cs)-4] {
+		if c.IsControl() {
 			t.Errorf("%v among the estimates", c)
 		}
+	}
+	var numbered []uint64
+	nrun := withNumbering(2)(func(cfg experiments.RunConfig) (*experiments.Record, error) {
+		numbered = append(numbered, cfg.QPNumbering)
+		return &experiments.Record{QPNumbering: cfg.QPNumbering}, nil
+	})
+	if rec, _ := nrun(experiments.DefaultConfig()); rec.QPNumbering != 0 || fmt.Sprint(numbered) != "[2]" {
+		t.Errorf("qp-numbering 2: ran under %v, record says %d; want [2] and the point's own 0", numbered, rec.QPNumbering)
 	}
 	var seen []uint64
 	run := withSeed(2)(func(cfg experiments.RunConfig) (*experiments.Record, error) {
@@ -336,6 +352,25 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 	}
 	if !strings.Contains(rep.RobustnessFrom, "1 change of the estimates (profile parameters in every profile, software costs in every run) and 2 of every run's random seed (controls), quick scale") {
 		t.Errorf("from %q", rep.RobustnessFrom)
+	}
+
+	// And the numbering controls, and the report's paragraph on them.
+	s.Changes = []string{"host.lock_ns x2", "seed +1", "qp-numbering 1", "qp-numbering 2"}
+	if err := s.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyFile(rep, path); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.RobustnessFrom, "1 change of the estimates (profile parameters in every profile, software costs in every run) and 1 of every run's random seed and 2 of its queue-pair numbering (controls), quick scale") {
+		t.Errorf("from %q", rep.RobustnessFrom)
+	}
+	var md strings.Builder
+	if err := s.WriteMarkdown(&md, "explore sensitivity"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "Numbering controls move no number either") || !strings.Contains(md.String(), "Seed controls move no number") {
+		t.Errorf("the report does not explain both kinds of control:\n%s", md.String())
 	}
 }
 

@@ -124,6 +124,20 @@ var params = []param{
 		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
 			fs.Uint64Var(&c.Seed, key, c.Seed, help)
 		}},
+	{key: "qp-numbering", expect: "an integer >= 0",
+		help: "simulator: the numbers the NICs give their queue pairs, which decide the queue pairs that share a set of a NIC's context cache (0: the numbering the profiles were fitted with; k > 0: a base per node drawn from k)",
+		kind: asInt,
+		set: func(c *experiments.RunConfig, v any) error {
+			if v.(int64) < 0 {
+				return errBadValue
+			}
+			c.QPNumbering = uint64(v.(int64))
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(c.QPNumbering, 10) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.Uint64Var(&c.QPNumbering, key, c.QPNumbering, help)
+		}},
 	boolParam("payload", "move every byte and check tuple contents (default: size-only, checksums in headers)",
 		func(c *experiments.RunConfig) *bool { return &c.Payload }),
 	{key: "timeout-ms", expect: "a number of simulated milliseconds > 0",
