@@ -111,33 +111,9 @@ var params = []param{
 		func(c *experiments.RunConfig) *bool { return &c.UDRecovery }),
 	int64Param("pinned-cap-mib", "with --adaptive: the pool's pinned-memory cap per node in MiB (0: none)",
 		func(c *experiments.RunConfig) *int64 { return &c.PinnedCapMiB }),
-	{key: "seed", expect: "an integer >= 0", help: "random seed",
-		kind: asInt,
-		set: func(c *experiments.RunConfig, v any) error {
-			if v.(int64) < 0 {
-				return errBadValue
-			}
-			c.Seed = uint64(v.(int64))
-			return nil
-		},
-		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(c.Seed, 10) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.Uint64Var(&c.Seed, key, c.Seed, help)
-		}},
-	{key: "qp-numbering", expect: "an integer >= 0",
-		help: "simulator: the numbers the NICs give their queue pairs, which decide the queue pairs that share a set of a NIC's context cache (0: the numbering the profiles were fitted with; k > 0: a base per node drawn from k)",
-		kind: asInt,
-		set: func(c *experiments.RunConfig, v any) error {
-			if v.(int64) < 0 {
-				return errBadValue
-			}
-			c.QPNumbering = uint64(v.(int64))
-			return nil
-		},
-		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(c.QPNumbering, 10) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.Uint64Var(&c.QPNumbering, key, c.QPNumbering, help)
-		}},
+	uint64Param("seed", "random seed", func(c *experiments.RunConfig) *uint64 { return &c.Seed }),
+	uint64Param("qp-numbering", "simulator: the numbers the NICs give their queue pairs, which decide the queue pairs that share a set of a NIC's context cache (0: the numbering the profiles were fitted with; k > 0: a base per node drawn from k)",
+		func(c *experiments.RunConfig) *uint64 { return &c.QPNumbering }),
 	boolParam("payload", "move every byte and check tuple contents (default: size-only, checksums in headers)",
 		func(c *experiments.RunConfig) *bool { return &c.Payload }),
 	{key: "timeout-ms", expect: "a number of simulated milliseconds > 0",
@@ -274,6 +250,21 @@ func intParam(key string, lo int, help string, field func(*experiments.RunConfig
 		get: func(c *experiments.RunConfig) string { return strconv.Itoa(*field(c)) },
 		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
 			fs.IntVar(field(c), key, *field(c), help)
+		}}
+}
+
+func uint64Param(key, help string, field func(*experiments.RunConfig) *uint64) param {
+	return param{key: key, expect: "an integer >= 0", help: help, kind: asInt,
+		set: func(c *experiments.RunConfig, v any) error {
+			if v.(int64) < 0 {
+				return errBadValue
+			}
+			*field(c) = uint64(v.(int64))
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(*field(c), 10) },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.Uint64Var(field(c), key, *field(c), help)
 		}}
 }
 
