@@ -17,7 +17,9 @@ type Config struct {
 	Nodes int
 	// Profile is the hardware profile; nil selects DefaultProfile.
 	Profile *Profile
-	// Seed seeds every random source of the run (split per component).
+	// Seed seeds every random source of the run (split per component)
+	// but one: the context cache's choice of victims, whose stream is
+	// fixed per node (qpcache.go, newNIC), so the seed does not move it.
 	Seed uint64
 	// SizeOnly selects size-only mode: the NIC moves only the first and
 	// last fabric.SizeOnlyWindow bytes of each message. The zero value is

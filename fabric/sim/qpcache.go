@@ -9,7 +9,9 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 //
 // The cache is set-associative: a queue pair's number picks its set, and a
 // miss in a full set replaces a way chosen at random (from a deterministic
-// per-NIC generator), preferring one whose own fetch has completed. Random
+// per-NIC generator, seeded by the node's number and not by the run's
+// seed: docs/model.md, "The fits under other queue-pair numberings"),
+// preferring one whose own fetch has completed. Random
 // replacement, unlike a strict LRU, keeps part of a cyclic working set
 // larger than the cache, so the rate declines gradually past the capacity
 // instead of every access missing.
