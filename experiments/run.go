@@ -447,7 +447,7 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 
 func runOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if cfg.QPNumbering != 0 {
-		return nil, fmt.Errorf("qp numbering %d: the %s backend's queue pairs get their numbers from its driver; the numbering chooses the simulator's only: drop it", cfg.QPNumbering, f.Backend())
+		return nil, fmt.Errorf("queue-pair numbering %d (RunConfig.QPNumbering, --qp-numbering) chooses the simulator's queue-pair numbers; the %s backend has none to choose: leave it 0", cfg.QPNumbering, f.Backend())
 	}
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")

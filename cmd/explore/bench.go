@@ -79,6 +79,8 @@ per-packet headers for that message size.`,
 				return fmt.Errorf("-D with -a or --sweep-qps: every run would last -D; give -n, or run one size and QP count per invocation")
 			case f.numberings < 1:
 				return fmt.Errorf("--numberings %d: must be at least 1", f.numberings)
+			case f.qpNumbering > math.MaxUint64-uint64(f.numberings-1):
+				return fmt.Errorf("--qp-numbering %d with --numberings %d: the numberings would pass the largest, %d; start lower", f.qpNumbering, f.numberings, uint64(math.MaxUint64))
 			case f.numberings > 1 && (strings.HasSuffix(f.cfg.Test, "_lat") || f.cfg.Test == "reg_mr"):
 				return fmt.Errorf("--numberings with %s: it compares message rates over many queue pairs; latency tests and reg_mr use one queue pair or none", f.cfg.Test)
 			case f.numberings > 1 && f.output == "plain":
@@ -384,12 +386,23 @@ func byPoint(rows []benchRow) [][]benchRow {
 	return gs
 }
 
-// printFalls prints, for each message size run at more than one QP count
-// (--sweep-qps), the largest fall of the message rate between consecutive
-// counts: of the median over numberings, and, under several numberings,
-// the smallest and largest such fall of one numbering alone. Latency
-// tests have no message rate and print nothing.
+// printFalls prints fallLines.
 func printFalls(w io.Writer, rows []benchRow) {
+	for _, l := range fallLines(rows) {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// fallLines says, for each message size run at more than one QP count
+// (--sweep-qps), how far the message rate falls at most between
+// consecutive counts: the median over numberings, and, under several
+// numberings, the least and the most that one numbering alone falls. A
+// rate that rises counts as no fall (1x); a pair with a zero rate (a run
+// that moved nothing) is left out; a numbering missing from a point (an
+// interrupted sweep) is compared only where it ran. Latency tests have no
+// message rate and get no line.
+func fallLines(rows []benchRow) []string {
+	var out []string
 	gs := byPoint(rows)
 	for i := 0; i < len(gs); {
 		j := i + 1
@@ -401,33 +414,63 @@ func printFalls(w io.Writer, rows []benchRow) {
 		if len(size) < 2 || size[0][0].res.MsgRateMpps == 0 {
 			continue
 		}
+		// ratio is a's rate over b's, 1 when b's is not lower, 0 when
+		// either moved nothing.
+		ratio := func(a, b float64) float64 {
+			if a <= 0 || b <= 0 {
+				return 0
+			}
+			return max(a/b, 1)
+		}
 		fall, at := 0.0, 0
+		least, most := len(size[0]), len(size[0])
 		for k := 1; k < len(size); k++ {
-			if r := medianRate(size[k-1]) / medianRate(size[k]); r > fall {
+			if r := ratio(medianRate(size[k-1]), medianRate(size[k])); r > fall {
 				fall, at = r, k
 			}
+			least, most = min(least, len(size[k])), max(most, len(size[k]))
 		}
-		if fall > 1 {
-			fmt.Fprintf(w, "-s %d: the message rate falls by at most %.2fx between consecutive QP counts (%d -> %d QPs)",
+		var l string
+		switch {
+		case at == 0:
+			l = fmt.Sprintf("-s %d: no two consecutive QP counts both moved messages", size[0][0].res.Bytes)
+		case fall > 1:
+			l = fmt.Sprintf("-s %d: the message rate falls by at most %.2fx between consecutive QP counts (%d -> %d QPs)",
 				size[0][0].res.Bytes, fall, size[at-1][0].res.QPs, size[at][0].res.QPs)
-		} else {
-			fmt.Fprintf(w, "-s %d: the message rate does not fall between consecutive QP counts", size[0][0].res.Bytes)
+		default:
+			l = fmt.Sprintf("-s %d: the message rate does not fall between consecutive QP counts", size[0][0].res.Bytes)
 		}
-		if n := len(size[0]); n > 1 {
+		if most > 1 {
+			n := fmt.Sprint(most)
+			if least < most {
+				n = fmt.Sprintf("%d to %d", least, most)
+			}
 			lo, hi := math.Inf(1), 0.0
-			for u := range n {
-				one := 0.0
+			for u := range most {
+				one, pairs := 1.0, 0
 				for k := 1; k < len(size); k++ {
 					if u < len(size[k]) && u < len(size[k-1]) {
-						one = max(one, size[k-1][u].res.MsgRateMpps/size[k][u].res.MsgRateMpps)
+						if r := ratio(size[k-1][u].res.MsgRateMpps, size[k][u].res.MsgRateMpps); r > 0 {
+							one, pairs = max(one, r), pairs+1
+						}
 					}
 				}
-				lo, hi = min(lo, one), max(hi, one)
+				if pairs > 0 {
+					lo, hi = min(lo, one), max(hi, one)
+				}
 			}
-			fmt.Fprintf(w, " for the median of %d numberings; each numbering alone falls by at most %.2fx to %.2fx", n, lo, hi)
+			l += fmt.Sprintf(" for the median of %s numberings", n)
+			switch {
+			case hi == 0:
+			case hi <= 1:
+				l += "; no numbering alone falls"
+			default:
+				l += fmt.Sprintf("; each numbering alone falls by at most %.2fx to %.2fx", lo, hi)
+			}
 		}
-		fmt.Fprintln(w)
+		out = append(out, l)
 	}
+	return out
 }
 
 // medianRate is the median message rate of one point's runs.

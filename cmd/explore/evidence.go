@@ -75,13 +75,22 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 			}
 			prog.finish()
 			t := newTable(w)
-			t.Header("point", "profile", "measured", "model", "error", "tolerance", "verdict")
+			head := []any{"point", "profile", "measured", "model", "error", "tolerance", "verdict"}
+			if fit.numberings > 1 {
+				head[3] = fmt.Sprintf("model (median of %d numberings)", fit.numberings)
+				head = append(head, "lowest", "highest")
+			}
+			t.Header(head...)
 			for _, r := range rs {
 				if !r.Modelled {
 					continue
 				}
-				t.Append([]string{r.ID, r.Profile, fmt.Sprintf("%.4g %s", r.Y, r.Unit), fmt.Sprintf("%.4g", r.Model),
-					fmt.Sprintf("%+.0f%%", 100*r.Error), fmt.Sprintf("%.0f%%", 100*r.Tolerance), verdictOf(r)})
+				row := []string{r.ID, r.Profile, fmt.Sprintf("%.4g %s", r.Y, r.Unit), fmt.Sprintf("%.4g", r.Model),
+					fmt.Sprintf("%+.0f%%", 100*r.Error), fmt.Sprintf("%.0f%%", 100*r.Tolerance), verdictOf(r)}
+				if fit.numberings > 1 {
+					row = append(row, fmt.Sprintf("%.4g", r.Low), fmt.Sprintf("%.4g", r.High))
+				}
+				t.Append(row)
 			}
 			t.Render()
 			s := evidence.Summarize(rs)

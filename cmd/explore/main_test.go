@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -375,9 +376,40 @@ func TestBenchNumberings(t *testing.T) {
 		{[]string{"bench", "read_bw", "--numberings", "2", "--output", "plain"}, "--output plain"},
 		{[]string{"bench", "write_lat", "--numberings", "2"}, "latency tests"},
 		{[]string{"bench", "send_bw", "--qp-numbering", "1", "--backend", "loopback"}, "--qp-numbering"},
+		{[]string{"bench", "read_bw", "--qp-numbering", "18446744073709551615", "--numberings", "2"}, "start lower"},
+		{[]string{"run", "--design", "MESQ/SR", "--nodes", "2", "--qp-numbering", "1", "--backend", "loopback"}, "--qp-numbering 1"},
 	} {
 		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error naming %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestFallLines: the largest fall of a QP sweep over numberings, with the
+// edges a sweep can leave: a numbering missing from the last point (an
+// interrupted sweep), a rate of zero, rates that only rise.
+func TestFallLines(t *testing.T) {
+	row := func(qps int, rate float64) benchRow {
+		return benchRow{res: &perftest.Result{Bytes: 32, QPs: qps, MsgRateMpps: rate}}
+	}
+	for _, tc := range []struct {
+		name string
+		rows []benchRow
+		want string
+	}{
+		{"one numbering", []benchRow{row(1, 4), row(2, 8), row(4, 2)},
+			"-s 32: the message rate falls by at most 4.00x between consecutive QP counts (2 -> 4 QPs)"},
+		{"two numberings", []benchRow{row(1, 9), row(1, 9), row(2, 6), row(2, 3), row(4, 2), row(4, 2)},
+			"-s 32: the message rate falls by at most 2.25x between consecutive QP counts (2 -> 4 QPs) for the median of 2 numberings; each numbering alone falls by at most 3.00x to 3.00x"},
+		{"interrupted", []benchRow{row(1, 9), row(1, 9), row(1, 9), row(2, 3), row(2, 1)},
+			"-s 32: the message rate falls by at most 4.50x between consecutive QP counts (1 -> 2 QPs) for the median of 2 to 3 numberings; each numbering alone falls by at most 3.00x to 9.00x"},
+		{"a zero rate", []benchRow{row(1, 4), row(1, 4), row(2, 0), row(2, 0), row(4, 2), row(4, 1)},
+			"-s 32: no two consecutive QP counts both moved messages for the median of 2 numberings"},
+		{"rising", []benchRow{row(1, 1), row(1, 2), row(2, 3), row(2, 4)},
+			"-s 32: the message rate does not fall between consecutive QP counts for the median of 2 numberings; no numbering alone falls"},
+	} {
+		if got := fallLines(tc.rows); len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -61,6 +61,9 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 			if hw.backend != "sim" && noCheck {
 				return fmt.Errorf("--no-check turns off the simulator's verbs-usage checker; the %s backend has none: drop the flag", hw.backend)
 			}
+			if hw.backend != "sim" && cfg.QPNumbering != 0 {
+				return fmt.Errorf("--qp-numbering %d chooses the simulator's queue-pair numbers; on the %s backend there is none to choose (a driver numbers real queue pairs): drop the flag", cfg.QPNumbering, hw.backend)
+			}
 			if hw.backend != "sim" && opt.InjectsFaults() {
 				return fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", hw.backend)
 			}
@@ -136,6 +139,10 @@ func printRun(w io.Writer, r *experiments.Record) {
 		fmt.Sprintf("%.3f", r.ResponseS*1e3), fmt.Sprintf("%.2f", r.SetupMS), fmt.Sprint(r.QPsPerNode),
 		fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity)
 	t.Render()
-	fmt.Fprintf(w, "%s, %d-byte messages, %d buffers per destination, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%; %.2fs wall\n",
-		r.Profile, r.MsgBytes, r.Buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, r.WallS)
+	numbering := ""
+	if r.QPNumbering != 0 {
+		numbering = fmt.Sprintf(" (queue-pair numbering %d)", r.QPNumbering)
+	}
+	fmt.Fprintf(w, "%s, %d-byte messages, %d buffers per destination, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall\n",
+		r.Profile, r.MsgBytes, r.Buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS)
 }

@@ -131,8 +131,11 @@ func Fit(pts []Point, base *sim.Profile, axes []Axis, numberings, jobs int, step
 		}
 		combos = next
 	}
-	if n := len(combos) * len(pts); n > maxFitRuns {
-		return nil, fmt.Errorf("fit: %d combinations x %d points = %d runs, more than %d: use fewer values", len(combos), len(pts), n, maxFitRuns)
+	if numberings < 1 {
+		return nil, fmt.Errorf("fit: %d queue-pair numberings: want at least 1", numberings)
+	}
+	if n := len(combos) * len(pts) * numberings; n > maxFitRuns || n/numberings != len(combos)*len(pts) {
+		return nil, fmt.Errorf("fit: %d combinations x %d points x %d numberings = %d runs, more than %d: use fewer values or numberings", len(combos), len(pts), numberings, n, maxFitRuns)
 	}
 	out := make([]FitResult, len(combos))
 	var mu sync.Mutex

@@ -127,6 +127,11 @@ func TestFit(t *testing.T) {
 			t.Errorf("Fit(%d points, %v): %v, want an error with %q", len(tc.pts), tc.axes, err, tc.err)
 		}
 	}
+	for _, k := range []int{0, maxFitRuns} { // none, or a typo that would run for days
+		if _, err := Fit(pts, base, axes, k, 1, nil); err == nil || !strings.Contains(err.Error(), "numberings") {
+			t.Errorf("Fit with %d numberings: %v, want an error naming the numberings", k, err)
+		}
+	}
 	if _, err := Fit([]Point{mt}, nil, []Axis{{"nic.qp_cache_ways", []float64{2}}}, 1, 1, nil); err == nil || !strings.Contains(err.Error(), "name the profile") {
 		t.Errorf("a profile field without a profile: %v", err)
 	}

@@ -66,7 +66,12 @@ func shuffle(t *testing.T, cfg experiments.RunConfig) {
 	cfg.Nodes, cfg.Threads, cfg.Seed, cfg.Payload = 3, 2, 3, true
 	cfg.MsgBytes, cfg.BytesPerNode = 4096, 96<<10
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 5 * fabric.Second
+		// Real threads under the race detector, at GOMAXPROCS 1 on a
+		// loaded machine, can go seconds without progress that a design
+		// needs from another node's threads (MPI's broadcast waits for
+		// every destination to be in the library); a stall is still a
+		// failure, after 20 s rather than 5.
+		cfg.Timeout = 20 * fabric.Second
 	}
 	rec, err := experiments.RunOn(f, cfg)
 	if err != nil {

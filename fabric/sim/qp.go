@@ -319,8 +319,11 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: max inline %d bytes outside 0..%d for %v", fabric.ErrLimit, caps.MaxInline, maxInline, init.Type)
 	}
 	n := p.nic
-	if live := n.liveQPs; live >= prof.MaxQP || int(n.firstQPN)+len(n.qps) >= 1<<24 {
+	if live := n.liveQPs; live >= prof.MaxQP {
 		return nil, fmt.Errorf("%w: node %d already has %d queue pairs (nic.max_qp)", fabric.ErrLimit, n.node.id, live)
+	}
+	if int(n.firstQPN)+len(n.qps) >= 1<<24 {
+		return nil, fmt.Errorf("%w: node %d has used every queue-pair number from %#x to the 24-bit field's end (%d created; numbers are not reused)", fabric.ErrLimit, n.node.id, n.firstQPN, len(n.qps))
 	}
 	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
 		mtu: c.prof.Link.MTU}
