@@ -331,6 +331,9 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 		return err
 	}
 	printFalls(w, rows)
+	if f.sweepQPs && len(rows) > 1 && rows[0].res.MsgRateMpps > 0 {
+		fmt.Fprintln(w, "(one queue-pair numbering: near a context cache's capacity the rate depends on which queue pairs share a set; --numberings 8 gives the median and range)")
+	}
 	var wall time.Duration
 	var pkts int64
 	for _, r := range rows {
