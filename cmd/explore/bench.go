@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -358,7 +358,7 @@ func printNumberings(w io.Writer, f *benchFlags, prof *sim.Profile, rows []bench
 		for i, r := range g {
 			bw[i], rate[i] = r.res.BWAvgGbps, r.res.MsgRateMpps
 		}
-		m, mr := median(bw), median(rate) // sorts rate: its ends are the range
+		m, mr := evidence.Median(bw), evidence.Median(rate) // sorts rate: its ends are the range
 		t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.QPs), fmt.Sprint(x.Iterations), fmt.Sprint(len(g)), f2(m),
 			fmt.Sprintf("%.3f", mr), fmt.Sprintf("%.3f", rate[0]), fmt.Sprintf("%.3f", rate[len(rate)-1]),
 			f2(g[0].bound), fmt.Sprintf("%.1f%%", 100*m/g[0].bound))
@@ -482,17 +482,7 @@ func medianRate(g []benchRow) float64 {
 	for i, x := range g {
 		r[i] = x.res.MsgRateMpps
 	}
-	return median(r)
-}
-
-// median returns the median of xs, sorting xs in place.
-func median(xs []float64) float64 {
-	slices.Sort(xs)
-	m := xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
-	return m
+	return evidence.Median(r)
 }
 
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }

@@ -205,7 +205,7 @@ func EvaluateOn(p Point, prof *sim.Profile, sw Software, numberings int) Result 
 			return r
 		}
 	}
-	v := median(vs) // sorts vs
+	v := Median(vs) // sorts vs
 	r.Numberings, r.Low, r.High = len(vs), vs[0], vs[len(vs)-1]
 	if len(vs) > 1 {
 		how += fmt.Sprintf("; median of %d queue-pair numberings (%.4g to %.4g)", len(vs), r.Low, r.High)
@@ -410,13 +410,13 @@ func Summarize(rs []Result) Summary {
 		}
 	}
 	s.Sources = len(src)
-	s.MedianAbsError = median(errs)
-	s.HeldOut, s.MedianAbsErrorHeldOut = len(held), median(held)
+	s.MedianAbsError = Median(errs)
+	s.HeldOut, s.MedianAbsErrorHeldOut = len(held), Median(held)
 	return s
 }
 
-// median returns the median of xs (sorted in place), 0 for none.
-func median(xs []float64) float64 {
+// Median returns the median of xs (sorted in place), 0 for none.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
