@@ -38,6 +38,10 @@ type Config struct {
 	// and i, so runs under several numberings show how much a result owes
 	// to which queue pairs happen to conflict. It changes nothing else.
 	QPNumbering uint64
+	// Fabric, if set, wires the cluster as a network of switches with
+	// forwarding tables (fabricwire.go); nil is one ideal crossbar with a
+	// port per node.
+	Fabric *Fabric
 	// NoCheck turns the verbs-usage checker off (checker.go). It is on by
 	// default: it only observes, so it changes no result.
 	NoCheck bool
@@ -114,7 +118,11 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037}
 	c.q.scale(cfg.Nodes)
-	c.net = newNetwork(c)
+	net, err := newNetwork(c)
+	if err != nil {
+		return nil, err
+	}
+	c.net = net
 	if !cfg.NoCheck {
 		c.chk = newChecker(c)
 	}

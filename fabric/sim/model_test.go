@@ -214,8 +214,8 @@ func (h *mtHarness) check() error {
 			return fmt.Errorf("at %v: NIC %d: %v", now, i, err)
 		}
 	}
-	for i := range c.net.sw.in {
-		in := &c.net.sw.in[i]
+	for i := range c.net.sws[0].in {
+		in := &c.net.sws[0].in[i]
 		u := creditsInUse(&in.cr, now)
 		if u > in.cr.cap || u < 0 {
 			return fmt.Errorf("at %v: switch input %d: %d credit blocks in use, capacity %d", now, i, u, in.cr.cap)
@@ -236,8 +236,8 @@ func (h *mtHarness) check() error {
 			return fmt.Errorf("at %v: switch input %d: %v", now, i, err)
 		}
 	}
-	for o := range c.net.sw.out {
-		out := &c.net.sw.out[o]
+	for o := range c.net.sws[0].out {
+		out := &c.net.sws[0].out[o]
 		u := creditsInUse(&out.cr, now)
 		if u > out.cr.cap || u < 0 {
 			return fmt.Errorf("at %v: NIC %d receive buffer: %d credit blocks in use, capacity %d", now, o, u, out.cr.cap)
@@ -256,7 +256,7 @@ func (h *mtHarness) wakeInTime(i int, nic *nic) error {
 	if !nic.creditBlocked {
 		return nil
 	}
-	cr := &h.c.net.sw.in[i].cr
+	cr := &h.c.net.uplinkIn(i).cr
 	u := cr.used
 	enough := fabric.Time(-1)
 	for _, r := range cr.ret[cr.head:] {
@@ -305,8 +305,8 @@ func (h *mtHarness) quiet() error {
 			errs = append(errs, fmt.Errorf("%s: %d credit blocks never returned", what, u))
 		}
 	}
-	for i := range c.net.sw.in {
-		in := &c.net.sw.in[i]
+	for i := range c.net.sws[0].in {
+		in := &c.net.sws[0].in[i]
 		left(fmt.Sprintf("switch input %d", i), &in.cr)
 		for o := range in.voq {
 			if n := in.voq[o].len(); n > 0 {
@@ -314,8 +314,8 @@ func (h *mtHarness) quiet() error {
 			}
 		}
 	}
-	for o := range c.net.sw.out {
-		out := &c.net.sw.out[o]
+	for o := range c.net.sws[0].out {
+		out := &c.net.sws[0].out[o]
 		left(fmt.Sprintf("NIC %d receive buffer", o), &out.cr)
 		if n := out.waiting.len(); n > 0 {
 			errs = append(errs, fmt.Errorf("switch output %d still has %d contenders", o, n))
@@ -464,15 +464,15 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 			}
 			fullIn, fullRx := 0, 0
 			for i := range h.maxIn {
-				if h.maxIn[i] > c.net.sw.in[i].cr.cap-maxPacketBlocks(c.prof) {
+				if h.maxIn[i] > c.net.sws[0].in[i].cr.cap-maxPacketBlocks(c.prof) {
 					fullIn++
 				}
-				if h.maxOut[i] > c.net.sw.out[i].cr.cap-maxPacketBlocks(c.prof) {
+				if h.maxOut[i] > c.net.sws[0].out[i].cr.cap-maxPacketBlocks(c.prof) {
 					fullRx++
 				}
 			}
 			t.Logf("%d events, %v simulated; most credit blocks in use: inputs %v (cap %d), NIC buffers %v (cap %d); %+v",
-				h.events, c.Now(), h.maxIn, c.net.sw.in[0].cr.cap, h.maxOut, c.net.sw.out[0].cr.cap, st)
+				h.events, c.Now(), h.maxIn, c.net.sws[0].in[0].cr.cap, h.maxOut, c.net.sws[0].out[0].cr.cap, st)
 			if tc.incast {
 				// The output serves its inputs round-robin: the senders
 				// share the receiver's link fairly and finish together.

@@ -67,31 +67,37 @@ type arrival struct {
 	p  *packet
 }
 
-// network holds the links of every node and the switch between them.
+// network holds the links of every node and the switches between them.
 type network struct {
 	c        *Cluster
-	up, down []port // node -> switch, switch -> node
+	up, down []port // node -> its switch, its switch -> node
 	rate     float64
 	prop     fabric.Duration
 	swLat    fabric.Duration
 	rxLat    fabric.Duration
 	filter   Filter
 	held     []*packet
-	sw       swtch
-	pcieNS   float64         // ns per byte of DMA
+	sws      []swtch
+	attach   []portRef       // each node's switch port
+	swOfPort []int32         // the switch of each global port number (multi-switch fabrics)
+	leafOf   []int32         // each node's leaf, indexing swtch.alt (adaptive routing)
+	adaptRC  bool            // RC and UC packets adapt too (Fabric.AdaptiveRC)
 	pcieRTT  fabric.Duration // a DMA read's round trip: a payload's first byte reaches the NIC this long after the fetch starts
-	rxPkt    fabric.Duration
 }
+
+// portRef is a switch's port: switch index and 0-based port.
+type portRef struct{ sw, port int }
 
 const (
 	evSwitch  uint64 = iota + 1
 	evDeliver        // a packet reaches its destination NIC
 	evDirect         // a packet built outside the transmit engine (a responder's last NAK) leaves
 	evPort           // the head of a switch port's FIFO arrives; the port is arg>>8
-	evOutFree        // a switch output may be able to send again; the port is arg>>8
+	evOutFree        // a switch output may be able to send again; its global port number is arg>>8
+	evHop            // a packet's header reaches a switch input from another switch; its global port number is arg>>8
 )
 
-func newNetwork(c *Cluster) *network {
+func newNetwork(c *Cluster) (*network, error) {
 	p := c.prof
 	n := &network{c: c, rate: p.DataRateBps(), prop: ns(p.Link.PropagationNS), swLat: ns(p.Switch.LatencyNS),
 		rxLat: ns(p.NIC.RxLatencyNS)}
@@ -101,11 +107,19 @@ func newNetwork(c *Cluster) *network {
 		n.up[i].rng = c.rng(fmt.Sprintf("link/%d/up", i))
 		n.down[i].rng = c.rng(fmt.Sprintf("link/%d/down", i))
 	}
-	n.sw = newSwitch(c.cfg.Nodes, p)
-	n.pcieNS = 1 / p.PCIe.GBps
 	n.pcieRTT = ns(p.PCIe.RTTNS)
-	n.rxPkt = ns(p.NIC.RxPacketNS)
-	return n
+	if c.cfg.Fabric == nil {
+		// One ideal crossbar: port i cabled to node i.
+		n.sws = []swtch{newSwitch(0, 0, c.cfg.Nodes, p)}
+		n.attach = make([]portRef, c.cfg.Nodes)
+		for i := range n.attach {
+			n.attach[i] = portRef{0, i}
+			n.sws[0].in[i].upNode = i
+			n.sws[0].out[i].toNode = i
+		}
+		return n, nil
+	}
+	return n, n.wire(c.cfg.Fabric, c.cfg.Nodes, p)
 }
 
 // serialization is the time a packet of wire bytes occupies a link.
@@ -183,10 +197,15 @@ func (n *network) lossy(pt *port, p *packet) bool {
 func (n *network) handle(kind uint64, p *packet) {
 	switch kind & 0xff {
 	case evSwitch:
-		n.arrive(p)
+		a := n.attach[p.src]
+		n.arrive(&n.sws[a.sw], a.port, p)
+	case evHop:
+		s, i := n.portOf(int(kind >> 8))
+		n.arrive(s, i, p)
 	case evOutFree:
-		n.sw.out[kind>>8].evAt = 0
-		n.serve(int(kind >> 8))
+		s, o := n.portOf(int(kind >> 8))
+		s.out[o].evAt = 0
+		n.serve(s, o)
 	case evDirect:
 		n.transmit(p, n.c.now)
 	case evDeliver:

@@ -34,6 +34,8 @@ type nic struct {
 	rxFree        fabric.Time     // the receive pipeline is busy until
 	creditBlocked bool            // the uplink has no credit; the switch wakes us
 	maxBlocks     int             // credit needed before sending any packet
+	rxPkt         fabric.Duration // the receive pipeline's least time per packet
+	pcieNS        float64         // ns per byte of DMA
 }
 
 const (
@@ -50,7 +52,8 @@ func newNIC(c *Cluster, n *node) *nic {
 		cache:   newQPCache(p.NIC.QPCacheEntries, p.NIC.QPCacheWays, p.NIC.QPCacheFetches, ns(p.NIC.QPCacheMissNS), uint64(n.id)+1),
 		wrc:     newWRCache(p.NIC.WRCacheEntries),
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
-		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p)}
+		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p),
+		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps}
 	nc.cache.lookup = nc.lookupQP
 	nc.firstQPN = firstQPN(c.cfg.QPNumbering, n.id)
 	return nc
@@ -108,7 +111,7 @@ func (n *nic) respondAt(q *qp) fabric.Time {
 // data is on the NIC.
 func (n *nic) dmaRead(bytes int, notBefore fabric.Time) fabric.Time {
 	start := max(n.pcieRFree, notBefore)
-	n.pcieRFree = start.Add(fabric.Duration(float64(bytes)*n.c.net.pcieNS*1000 + 0.5))
+	n.pcieRFree = start.Add(fabric.Duration(float64(bytes)*n.pcieNS*1000 + 0.5))
 	return n.pcieRFree
 }
 
@@ -225,7 +228,7 @@ func (n *nic) handle(_ uint64, _ *packet) {
 	n.inStep = true
 	defer func() { n.inStep = false }()
 	now := n.c.now
-	cr := &n.c.net.sw.in[n.node.id].cr
+	cr := &n.c.net.uplinkIn(n.node.id).cr
 	if cr.avail(now) < n.maxBlocks {
 		// No room in the switch's input buffer: wait for credit.
 		n.creditBlocked = true
@@ -270,6 +273,36 @@ func (n *nic) handle(_ uint64, _ *packet) {
 	}
 	n.inStep = false
 	n.kick()
+}
+
+// accept takes a packet whose last bit reaches the NIC at arrive into the
+// receive pipeline and returns when the pipeline has moved it on (its
+// receive-buffer credit can go back then).
+//
+// The receive pipeline takes one packet at a time, in arrival order, once
+// its last bit is in (store-and-forward), and writes its payload to host
+// memory at PCIe speed; data and completion are visible rx_latency_ns
+// after that write. A packet whose queue-pair context or translation is
+// not on the NIC waits for its fetch in the receive buffer (holding its
+// credit) while the pipeline goes on with later packets: fetches overlap
+// (qpCache), and delivery stays in order on the port (network.toPort), so
+// a queue pair's packets are never reordered. docs/model.md §1, "NIC
+// receive side" and "QP-context cache".
+func (n *nic) accept(p *packet, arrive fabric.Time) fabric.Time {
+	start := max(arrive, n.rxFree)
+	ready := start
+	if q := n.lookupQP(p.dstQPN); q != nil {
+		ready = n.contextAt(q, start)
+		if n.wrc.on() && q.retiresUncached(p) {
+			ready = n.cache.fetchAt(ready)
+		}
+		if m, addr := q.rxTarget(p); m != nil {
+			ready = n.translate(m, addr, p.n, ready)
+		}
+	}
+	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
+	n.rxFree = start.Add(svc)
+	return ready.Add(svc)
 }
 
 // receive hands an arriving packet to its queue pair.

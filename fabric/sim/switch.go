@@ -2,50 +2,75 @@ package sim
 
 import "github.com/rdmashuffle/rdmashuffle/fabric"
 
-// swtch is the single switch: input-buffered with virtual output queues,
-// one data virtual lane, link-level credit flow control on every link.
+// swtch is one switch: input-buffered with virtual output queues, one data
+// virtual lane, link-level credit flow control on every link. Without a
+// Fabric (Config.Fabric) the cluster has one switch with a port per node,
+// port i cabled to node i: an ideal crossbar of any radix.
 //
-// A NIC may put a packet on its uplink only while the switch input buffer
-// at the other end has room for it (credits, in 64-byte blocks); the buffer
-// is shared by all destinations. Inside, packets wait per output (so a
-// packet for an idle output never waits behind one for a busy output), and
-// each output serves the inputs that have packets for it in round-robin
-// order. An output sends only while the destination NIC's receive buffer
-// has room, and that buffer drains at the pace of the NIC's receive
-// pipeline. So an oversubscribed output fills the input buffers that feed
-// it; once an input buffer is full its uplink stops for every destination
-// (head-of-line blocking across the link, InfiniBand's congestion
-// spreading), and the stall propagates to the senders: incast and
-// all-to-all contention emerge from buffers and credits, not from a factor.
+// A transmitter (a NIC's uplink, or another switch's output) may put a
+// packet on a link only while the switch input buffer at the other end has
+// room for it (credits, in 64-byte blocks); the buffer is shared by all
+// destinations. Inside, packets wait per output (so a packet for an idle
+// output never waits behind one for a busy output), and each output serves
+// the inputs that have packets for it in round-robin order. An output
+// sends only while the buffer at the other end of its link has room: the
+// next switch's input buffer, or the destination NIC's receive buffer,
+// which drains at the pace of the NIC's receive pipeline. So an
+// oversubscribed output fills the input buffers that feed it; once an
+// input buffer is full its link stops for every destination (head-of-line
+// blocking across the link, InfiniBand's congestion spreading), and the
+// stall propagates hop by hop to the senders: incast, all-to-all contention
+// and tree saturation emerge from buffers and credits, not from a factor.
 type swtch struct {
-	in  []swIn
-	out []swOut
+	id   int
+	base int // global number of port 0: ports are numbered across switches for events
+	in   []swIn
+	out  []swOut
 	// work lists outputs to serve; handled iteratively so that one
 	// departure freeing the next head does not recurse.
 	work []int
+	// lft is the linear forwarding table by destination node: the output
+	// port (0-based) for node d is lft[d]. nil on the default crossbar,
+	// where node d is on port d.
+	lft []uint8
+	// alt lists, per destination leaf (fabric.leafOf), the minimal ports
+	// adaptive routing may choose among; nil without adaptive routing.
+	alt [][]uint8
 }
 
-// swIn is one input port's buffer (fed by one node's uplink), kept as one
-// queue per output.
+// swIn is one input port's buffer, kept as one queue per output.
 type swIn struct {
 	voq []fifo[*packet] // by output port; allocated on first use
-	cr  credits         // the upstream NIC's view of this buffer
+	cr  credits         // the upstream transmitter's view of this buffer
+	// The transmitter feeding it: node upNode's NIC, or (upNode < 0) the
+	// output of another switch with global port number upOut.
+	upNode int
+	upOut  int
 }
 
-// swOut is one output port (to one node's downlink).
+// swOut is one output port.
 type swOut struct {
 	freeAt  fabric.Time
 	waiting fifo[int]   // inputs with packets for this port, in round-robin order
 	queued  bool        // in swtch.work
 	evAt    fabric.Time // pending wake-up, 0 if none
-	cr      credits     // the destination NIC's receive buffer
+	// What the port is cabled to: node toNode's NIC (its receive buffer's
+	// credits are cr), or (toNode < 0) input port toIn of switch toSw,
+	// whose buffer's credits the downstream switch keeps.
+	toNode        int
+	toSw, toIn    int
+	cr            credits
+	creditBlocked bool // waits for the downstream switch to free buffer space
+	backlog       int  // packets queued for this port in the switch's inputs (adaptive routing)
 }
 
-func newSwitch(nodes int, p *Profile) swtch {
-	s := swtch{in: make([]swIn, nodes), out: make([]swOut, nodes)}
+func newSwitch(id, base, ports int, p *Profile) swtch {
+	s := swtch{id: id, base: base, in: make([]swIn, ports), out: make([]swOut, ports)}
 	for i := range s.in {
 		s.in[i].cr = newCredits(p.Switch.InputBufferBytes)
-		s.out[i].cr = newCredits(p.NIC.RxBufferBytes)
+		s.out[i].cr = newCredits(p.NIC.RxBufferBytes) // used when cabled to a node
+		s.in[i].upNode, s.in[i].upOut = -1, -1
+		s.out[i].toNode, s.out[i].toSw, s.out[i].toIn = -1, -1, -1
 	}
 	return s
 }
@@ -65,7 +90,7 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	c.stats.PacketsSent++
 	c.stats.WireBytes += int64(p.wire)
 	b := blocksOf(p.wire)
-	in := &n.sw.in[p.src]
+	in := n.uplinkIn(p.src)
 	in.cr.take(b)
 	if up.faults.any() && n.lossy(up, p) {
 		in.cr.give(up.freeAt.Add(n.prop), b) // never reached the buffer
@@ -76,98 +101,162 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	return up.freeAt
 }
 
-// arrive queues a packet in its input buffer.
-func (n *network) arrive(p *packet) {
-	in := &n.sw.in[p.src]
+// uplinkIn is the switch input buffer node's uplink feeds.
+func (n *network) uplinkIn(node int) *swIn {
+	a := n.attach[node]
+	return &n.sws[a.sw].in[a.port]
+}
+
+// arrive queues a packet in input buffer i of switch s.
+func (n *network) arrive(s *swtch, i int, p *packet) {
+	in := &s.in[i]
 	if in.voq == nil {
-		in.voq = make([]fifo[*packet], len(n.sw.out))
+		in.voq = make([]fifo[*packet], len(s.out))
 	}
-	v := &in.voq[p.dst]
+	o := n.route(s, p)
+	v := &in.voq[o]
 	v.push(p)
+	s.out[o].backlog++
 	if v.len() == 1 {
-		n.request(p.dst, p.src)
+		n.request(s, o, i)
 	}
-	n.drain()
+	n.drain(s)
 }
 
-// request makes input i a contender for output o.
-func (n *network) request(o, i int) {
-	out := &n.sw.out[o]
+// route picks p's output port at switch s: the node's port on the default
+// crossbar, the forwarding table's entry, or under adaptive routing the
+// least backlogged of the minimal ports (the table's entry on a tie).
+func (n *network) route(s *swtch, p *packet) int {
+	if s.lft == nil {
+		return p.dst
+	}
+	o := int(s.lft[p.dst])
+	if s.alt == nil || (p.qpType != fabric.UD && !n.adaptRC) {
+		return o
+	}
+	alt := s.alt[n.leafOf[p.dst]]
+	if len(alt) < 2 {
+		return o
+	}
+	best, load := o, n.load(&s.out[o])
+	for _, a := range alt {
+		if l := n.load(&s.out[a]); l < load {
+			best, load = int(a), l
+		}
+	}
+	return best
+}
+
+// load is how busy an output is for adaptive routing: the packets queued
+// for it, plus one while it sends.
+func (n *network) load(out *swOut) int {
+	l := out.backlog
+	if out.freeAt > n.c.now {
+		l++
+	}
+	return l
+}
+
+// request makes input i a contender for output o of switch s.
+func (n *network) request(s *swtch, o, i int) {
+	out := &s.out[o]
 	out.waiting.push(i)
-	n.enqueue(o)
+	n.enqueue(s, o)
 }
 
-func (n *network) enqueue(o int) {
-	if out := &n.sw.out[o]; !out.queued {
+func (n *network) enqueue(s *swtch, o int) {
+	if out := &s.out[o]; !out.queued {
 		out.queued = true
-		n.sw.work = append(n.sw.work, o)
+		s.work = append(s.work, o)
 	}
 }
 
-// drain serves every output with pending work.
-func (n *network) drain() {
-	for len(n.sw.work) > 0 {
-		o := n.sw.work[len(n.sw.work)-1]
-		n.sw.work = n.sw.work[:len(n.sw.work)-1]
-		n.sw.out[o].queued = false
-		n.serve(o)
+// drain serves every output of s with pending work.
+func (n *network) drain(s *swtch) {
+	for len(s.work) > 0 {
+		o := s.work[len(s.work)-1]
+		s.work = s.work[:len(s.work)-1]
+		s.out[o].queued = false
+		n.serve(s, o)
 	}
 }
 
 // serve sends from output o while it is free, has contenders and has
-// credit at the destination NIC.
-func (n *network) serve(o int) {
+// credit at the other end of its link.
+func (n *network) serve(s *swtch, o int) {
 	c := n.c
-	out := &n.sw.out[o]
+	out := &s.out[o]
 	for out.waiting.len() > 0 {
 		if out.freeAt > c.now {
-			n.wakeOut(o, out.freeAt)
+			n.wakeOut(s, o, out.freeAt)
 			break
 		}
 		i := out.waiting.peek()
-		v := &n.sw.in[i].voq[o]
+		v := &s.in[i].voq[o]
 		p := v.peek()
 		b := blocksOf(p.wire)
-		if out.cr.avail(c.now) < b {
-			if t, ok := out.cr.next(); ok {
-				n.wakeOut(o, t)
+		cr := &out.cr
+		if out.toNode < 0 {
+			cr = &n.sws[out.toSw].in[out.toIn].cr
+		}
+		if cr.avail(c.now) < b {
+			if t, ok := cr.next(); ok {
+				n.wakeOut(s, o, t)
 			}
+			// A switch downstream also wakes it when a packet leaves
+			// the buffer (forward).
+			out.creditBlocked = out.toNode < 0
 			break
 		}
+		out.creditBlocked = false
 		out.waiting.pop()
 		v.pop()
+		out.backlog--
 		if v.len() > 0 { // back of the round-robin line
 			out.waiting.push(i)
 		}
-		n.forward(p, o, b)
+		n.forward(s, i, p, o, b)
 	}
-	n.drain()
+	n.drain(s)
 }
 
-// wakeOut makes sure output o is served again at t.
-func (n *network) wakeOut(o int, t fabric.Time) {
-	out := &n.sw.out[o]
+// wakeOut makes sure output o of s is served again at t.
+func (n *network) wakeOut(s *swtch, o int, t fabric.Time) {
+	out := &s.out[o]
 	if out.evAt != 0 && out.evAt <= t {
 		return
 	}
 	out.evAt = t
-	n.c.schedule(t, n, evOutFree|uint64(o)<<8, nil)
+	n.c.schedule(t, n, evOutFree|uint64(s.base+o)<<8, nil)
 }
 
-// forward sends p from its input buffer out of port o now. The input
-// buffer's credit goes back to the sending NIC as the packet leaves; the
-// destination NIC's receive pipeline takes it in order, and its buffer's
-// credit goes back to the switch once the pipeline has moved it on.
-func (n *network) forward(p *packet, o, b int) {
+// forward sends p from input buffer i of s out of port o now. The input
+// buffer's credit goes back to its transmitter as the packet leaves. Out
+// of a port cabled to a switch, the packet reaches that switch's input
+// buffer; out of a port cabled to a node, the node's NIC takes it in
+// (nic.accept), and its buffer's credit goes back to the switch once the
+// NIC has moved it on.
+func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	c := n.c
-	out := &n.sw.out[o]
+	out := &s.out[o]
 	ser := n.serialization(p.wire)
 	out.freeAt = c.now.Add(ser)
 	left := out.freeAt.Add(n.prop)
-	n.sw.in[p.src].cr.give(left, b)
-	c.nodes[p.src].nic.creditReturned(left)
-	arrive := left // the tail reaches the NIC
-	dn := &n.down[o]
+	in := &s.in[i]
+	in.cr.give(left, b)
+	if in.upNode >= 0 {
+		c.nodes[in.upNode].nic.creditReturned(left)
+	} else if us, uo := n.portOf(in.upOut); us.out[uo].creditBlocked {
+		n.wakeOut(us, uo, left)
+	}
+	if out.toNode < 0 {
+		// Cut-through to the next switch.
+		n.sws[out.toSw].in[out.toIn].cr.take(b)
+		c.schedule(c.now.Add(n.prop+n.swLat), n, evHop|uint64(n.sws[out.toSw].base+out.toIn)<<8, p)
+		return
+	}
+	dst := out.toNode
+	dn := &n.down[dst]
 	dup := false
 	if n.filter != nil {
 		switch n.filter(p.info()) {
@@ -198,30 +287,7 @@ func (n *network) forward(p *packet, o, b int) {
 		}
 		dup = dup || dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate
 	}
-	// The receive pipeline takes one packet at a time, in arrival order,
-	// once its last bit is in (store-and-forward), and writes its payload
-	// to host memory at PCIe speed; data and completion are visible
-	// rx_latency_ns after that write. A packet whose queue-pair context or
-	// translation is not on the NIC waits for its fetch in the receive
-	// buffer (holding its credit) while the pipeline goes on with later
-	// packets: fetches overlap (qpCache), and delivery stays in order on
-	// the port (toPort), so a queue pair's packets are never reordered.
-	// docs/model.md §1, "NIC receive side" and "QP-context cache".
-	nc := c.nodes[o].nic
-	start := max(arrive, nc.rxFree)
-	ready := start
-	if q := nc.lookupQP(p.dstQPN); q != nil {
-		ready = nc.contextAt(q, start)
-		if nc.wrc.on() && q.retiresUncached(p) {
-			ready = nc.cache.fetchAt(ready)
-		}
-		if m, addr := q.rxTarget(p); m != nil {
-			ready = nc.translate(m, addr, p.n, ready)
-		}
-	}
-	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
-	nc.rxFree = start.Add(svc)
-	done := ready.Add(svc)
+	done := c.nodes[dst].nic.accept(p, left)
 	out.cr.take(b)
 	out.cr.give(done.Add(n.prop), b)
 	deliver := done.Add(n.rxLat)
@@ -243,11 +309,20 @@ func (n *network) forward(p *packet, o, b int) {
 		c.schedule(deliver.Add(d), n, evDeliver, p)
 		return
 	}
-	n.toPort(o, deliver, p)
+	n.toPort(dst, deliver, p)
 	if dup { // the copy arrives right behind the original
 		c.stats.PacketsDuplicated++
-		n.toPort(o, deliver.Add(ser), c.clonePacket(p))
+		n.toPort(dst, deliver.Add(ser), c.clonePacket(p))
 	}
+}
+
+// portOf finds a switch port from its global number.
+func (n *network) portOf(g int) (*swtch, int) {
+	if n.swOfPort == nil {
+		return &n.sws[0], g
+	}
+	s := &n.sws[n.swOfPort[g]]
+	return s, g - s.base
 }
 
 // toPort queues p for delivery to node o's NIC at t (times on one port

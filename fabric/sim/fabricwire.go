@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
+)
+
+// Fabric wires a cluster as a network of switches (Config.Fabric): a
+// topology, its switches' forwarding tables and the host each node runs
+// on. Every switch and link has the profile's parameters (switch latency
+// and input buffer, link rate and propagation).
+type Fabric struct {
+	Topology *topo.Topology
+	Tables   *topo.Tables
+	// Hosts gives the host each node (rank) runs on; one entry per node,
+	// no host twice. Hosts without a node carry no traffic.
+	Hosts []int
+	// Adaptive turns on per-packet adaptive routing: a switch sends a
+	// packet out of the least backlogged of the ports on a shortest path
+	// to its destination (the forwarding table's port on a tie), as
+	// InfiniBand switches with adaptive routing do. Only UD packets adapt
+	// unless AdaptiveRC is set: reliable-connected traffic stays on its
+	// table's path, as a traffic class without adaptive routing does.
+	Adaptive bool
+	// AdaptiveRC lets RC and UC packets adapt too. The simulated NICs do
+	// not place packets out of order: a packet that overtakes an earlier
+	// one of its queue pair is answered with a sequence NAK and go-back-N
+	// retransmission, as on a NIC without out-of-order placement.
+	AdaptiveRC bool
+}
+
+// ErrFabric is returned by New for a Fabric that does not fit the cluster.
+var ErrFabric = errors.New("sim: invalid fabric")
+
+// wire builds the switches, their cabling, forwarding tables and the
+// nodes' attachment from f.
+func (n *network) wire(f *Fabric, nodes int, p *Profile) error {
+	t := f.Topology
+	if t == nil || f.Tables == nil {
+		return fmt.Errorf("%w: a Fabric needs a Topology and its Tables", ErrFabric)
+	}
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrFabric, err)
+	}
+	if err := t.CheckTables(f.Tables); err != nil {
+		return fmt.Errorf("%w: %w", ErrFabric, err)
+	}
+	if len(f.Hosts) != nodes {
+		return fmt.Errorf("%w: %d nodes placed on hosts, cluster has %d nodes", ErrFabric, len(f.Hosts), nodes)
+	}
+	nodeOf := make([]int, len(t.Hosts))
+	for i := range nodeOf {
+		nodeOf[i] = -1
+	}
+	for r, h := range f.Hosts {
+		if h < 0 || h >= len(t.Hosts) {
+			return fmt.Errorf("%w: node %d placed on host %d; the fabric has hosts 0..%d", ErrFabric, r, h, len(t.Hosts)-1)
+		}
+		if nodeOf[h] >= 0 {
+			return fmt.Errorf("%w: nodes %d and %d both placed on host %d (%s)", ErrFabric, nodeOf[h], r, h, t.Hosts[h].Name)
+		}
+		nodeOf[h] = r
+	}
+	base := 0
+	for s := range t.Switches {
+		sw := &t.Switches[s]
+		n.sws = append(n.sws, newSwitch(s, base, len(sw.Ports), p))
+		for range sw.Ports {
+			n.swOfPort = append(n.swOfPort, int32(s))
+		}
+		base += len(sw.Ports)
+	}
+	n.attach = make([]portRef, nodes)
+	for r, h := range f.Hosts {
+		n.attach[r] = portRef{t.Hosts[h].Switch, t.Hosts[h].Port - 1}
+	}
+	for s := range t.Switches {
+		sw, ss := &t.Switches[s], &n.sws[s]
+		for i, pe := range sw.Ports {
+			switch pe.Kind {
+			case topo.ToHost:
+				ss.in[i].upNode = nodeOf[pe.Index] // -1: no node, no traffic
+				ss.out[i].toNode = nodeOf[pe.Index]
+			case topo.ToSwitch:
+				ss.in[i].upOut = n.sws[pe.Index].base + pe.Port - 1
+				ss.out[i].toSw, ss.out[i].toIn = pe.Index, pe.Port-1
+			}
+		}
+		ss.lft = make([]uint8, nodes)
+		for r, h := range f.Hosts {
+			ss.lft[r] = uint8(f.Tables.Port(s, h) - 1)
+		}
+	}
+	if f.Adaptive {
+		n.adaptRC = f.AdaptiveRC
+		n.wireAdaptive(t, f.Hosts)
+	}
+	return nil
+}
+
+// wireAdaptive gives every switch, for each leaf that has a node, the
+// ports on a shortest path toward that leaf.
+func (n *network) wireAdaptive(t *topo.Topology, hosts []int) {
+	leafIdx := make(map[int]int32)
+	n.leafOf = make([]int32, len(hosts))
+	var leaves []int // a host on each leaf
+	for r, h := range hosts {
+		l := t.Hosts[h].Switch
+		k, ok := leafIdx[l]
+		if !ok {
+			k = int32(len(leaves))
+			leafIdx[l] = k
+			leaves = append(leaves, h)
+		}
+		n.leafOf[r] = k
+	}
+	for s := range n.sws {
+		n.sws[s].alt = make([][]uint8, len(leaves))
+	}
+	for k, h := range leaves {
+		d := t.SwitchHops(h)
+		for s := range t.Switches {
+			if d[s] <= 0 {
+				continue // the leaf itself: its host ports are the only way
+			}
+			var alt []uint8
+			for i, pe := range t.Switches[s].Ports {
+				if pe.Kind == topo.ToSwitch && d[pe.Index] == d[s]-1 {
+					alt = append(alt, uint8(i))
+				}
+			}
+			n.sws[s].alt[k] = alt
+		}
+	}
+}
