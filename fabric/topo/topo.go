@@ -301,3 +301,33 @@ func (t *Topology) CheckTables(tb *Tables) error {
 	}
 	return nil
 }
+
+// LeafHops returns each switch's distance in switch-to-switch hops to the
+// nearest switch with a host (0 for those; -1 where none can be reached)
+// and the largest distance. On a fat tree these are its levels (leaf,
+// spine, core). Cables that name switches out of range are skipped, so
+// that readers can call it before Validate.
+func (t *Topology) LeafHops() (dist []int, far int) {
+	dist = make([]int, len(t.Switches))
+	for i := range dist {
+		dist[i] = -1
+	}
+	queue := make([]int, 0, len(t.Switches))
+	for _, h := range t.Hosts {
+		if h.Switch >= 0 && h.Switch < len(dist) && dist[h.Switch] < 0 {
+			dist[h.Switch] = 0
+			queue = append(queue, h.Switch)
+		}
+	}
+	for i := 0; i < len(queue); i++ {
+		s := queue[i]
+		far = max(far, dist[s])
+		for _, pe := range t.Switches[s].Ports {
+			if pe.Kind == ToSwitch && pe.Index >= 0 && pe.Index < len(dist) && dist[pe.Index] < 0 {
+				dist[pe.Index] = dist[s] + 1
+				queue = append(queue, pe.Index)
+			}
+		}
+	}
+	return dist, far
+}
