@@ -80,7 +80,8 @@ FUZZ_MINIMIZE ?= 200x
 FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader ./algos/:FuzzBcastMessage \
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
 	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
-	./tcpshuffle/:FuzzParseHeader
+	./tcpshuffle/:FuzzParseHeader ./fabric/topo/ibnet/:FuzzReadIBNetDiscover ./fabric/topo/ibnet/:FuzzReadLFTs \
+	./fabric/topo/ibnet/:FuzzReadYAML ./fabric/netspec/:FuzzParseSpec
 # The fuzzing engine sometimes reports "context deadline exceeded" as its
 # time runs out, with no failing input written (seen on FuzzParseSpecs and
 # FuzzCount, with and without new inputs being minimized); such a run is

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
@@ -112,6 +113,19 @@ func goldenRunCases() (names []string, cfgs []RunConfig, faults []sim.Faults) {
 		c = goldenBase()
 		c.Design, c.BytesPerNode, c.BytesPerPair = "MEMQ/WR", 0, 64<<10
 		add("MEMQ/WR bytes-per-pair=64KiB", c)
+	}
+	// Multi-switch networks: a two-level tree of 4-port switches (two
+	// leaves of two hosts, two spines), statically routed and adaptive.
+	for _, net := range []string{"fat-tree radix=4 routing=minhop placement=round-robin", "fat-tree radix=4 routing=ftree adaptive+rc placement=contiguous"} {
+		for _, d := range []string{"MEMQ/SR", "MESQ/SR"} {
+			c := goldenBase()
+			spec, err := netspec.Parse(net)
+			if err != nil {
+				panic(err)
+			}
+			c.Design, c.Network = d, spec
+			add(d+" "+net, c)
+		}
 	}
 	return names, cfgs, faults
 }

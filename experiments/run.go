@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,8 +40,11 @@ type RunConfig struct {
 	// share a set of a NIC's context cache; 0, the default, is the
 	// numbering the profiles were fitted with. The simulator only.
 	QPNumbering uint64
-	Payload     bool // move real bytes (checks content, slower)
-	Timeout     fabric.Duration
+	// Network is the simulated cluster's switches, routing and placement;
+	// the zero value is one ideal crossbar. The simulator only.
+	Network netspec.Spec
+	Payload bool // move real bytes (checks content, slower)
+	Timeout fabric.Duration
 	// Notify selects the MQ/WR notification variant (default poll-CQ).
 	Notify algos.Notify
 	// Adaptive makes registered buffers adaptive (Liu19 §6), from a
@@ -142,24 +146,25 @@ func DefaultConfig() RunConfig {
 
 // Record is the run record of docs/results.md.
 type Record struct {
-	Experiment     string  `json:"experiment"`
-	Label          string  `json:"label,omitempty"`
-	Backend        string  `json:"backend"`
-	Profile        string  `json:"profile"`
-	Design         string  `json:"design"`
-	Notify         string  `json:"notify,omitempty"`
-	Pattern        string  `json:"pattern"`
-	Nodes          int     `json:"nodes"`
-	Threads        int     `json:"threads"`
-	MsgBytes       int     `json:"msg_bytes"`
-	Buffers        int     `json:"buffers"`
-	CreditEvery    int     `json:"credit_every"`
-	Seed           uint64  `json:"seed"`
-	QPNumbering    uint64  `json:"qp_numbering,omitempty"` // RunConfig.QPNumbering
-	BytesPerNode   int64   `json:"bytes_per_node"`
-	BytesPerPair   int64   `json:"bytes_per_pair,omitempty"`
-	CyclesPerTuple int64   `json:"cycles_per_tuple"`
-	NodeCycles     []int64 `json:"node_cycles,omitempty"`
+	Experiment     string       `json:"experiment"`
+	Label          string       `json:"label,omitempty"`
+	Backend        string       `json:"backend"`
+	Profile        string       `json:"profile"`
+	Design         string       `json:"design"`
+	Notify         string       `json:"notify,omitempty"`
+	Pattern        string       `json:"pattern"`
+	Nodes          int          `json:"nodes"`
+	Threads        int          `json:"threads"`
+	MsgBytes       int          `json:"msg_bytes"`
+	Buffers        int          `json:"buffers"`
+	CreditEvery    int          `json:"credit_every"`
+	Seed           uint64       `json:"seed"`
+	QPNumbering    uint64       `json:"qp_numbering,omitempty"` // RunConfig.QPNumbering
+	Network        netspec.Spec `json:"network,omitzero"`       // RunConfig.Network; left out for the single switch
+	BytesPerNode   int64        `json:"bytes_per_node"`
+	BytesPerPair   int64        `json:"bytes_per_pair,omitempty"`
+	CyclesPerTuple int64        `json:"cycles_per_tuple"`
+	NodeCycles     []int64      `json:"node_cycles,omitempty"`
 	// Adaptive buffering: the mean number of receive buffers in
 	// circulation per node (over the run, summed over endpoints and
 	// sources), buffers added and retired, and the pool's peak pinned
@@ -398,7 +403,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 	if err := c.CheckError(); err != nil {
 		return nil, err
 	}
-	rec.Profile, rec.ProfileHash, rec.QPNumbering = profileLabel(prof), prof.Hash(), cfg.QPNumbering
+	rec.Profile, rec.ProfileHash, rec.QPNumbering, rec.Network = profileLabel(prof), prof.Hash(), cfg.QPNumbering, cfg.Network
 	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
 	if opt.NoCheck {
 		rec.VerbsCheck = "off"
@@ -409,7 +414,11 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 // newCluster builds the simulated cluster of a run with the options'
 // faults, fault plan, time limit and inspector; done runs the inspector and closes the cluster.
 func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
-	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck})
+	net, err := netspec.Build(cfg.Network, cfg.Nodes, prof, cfg.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck, Fabric: net.Fabric})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -446,6 +455,9 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 }
 
 func runOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+	if !cfg.Network.IsSingle() {
+		return nil, fmt.Errorf("network %q (RunConfig.Network) chooses the simulator's switches and routing; the %s backend runs on the network it has: leave it empty", cfg.Network.String(), f.Backend())
+	}
 	if cfg.QPNumbering != 0 {
 		return nil, fmt.Errorf("queue-pair numbering %d (RunConfig.QPNumbering, --qp-numbering) chooses the simulator's queue-pair numbers; the %s backend has none to choose: leave it 0", cfg.QPNumbering, f.Backend())
 	}
@@ -532,6 +544,7 @@ func (r *Record) Config() RunConfig {
 	c := DefaultConfig()
 	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
 	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed, c.QPNumbering = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed, r.QPNumbering
+	c.Network = r.Network
 	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, 0, r.CyclesPerTuple, r.NodeCycles
 	c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.PinnedCapMiB, r.Label, r.UDRecovery
 	return c

@@ -38,6 +38,12 @@ var layers = []layer{
 	{pkg: "fabric/perftest", may: []string{"fabric"}, execs: true},
 	{pkg: "tpch", may: []string{"fabric", "algos"}, execs: true},
 	{pkg: "istore", may: []string{"fabric", "algos", "tpch"}, execs: true},
+	// The network as data: a topology, its readers and its routing
+	// engines, which the simulator builds its switches from and which
+	// know nothing of any backend.
+	{pkg: "fabric/topo", may: nil, execs: false},
+	{pkg: "fabric/topo/ibnet", may: []string{"fabric/topo"}, execs: false},
+	{pkg: "fabric/route", may: []string{"fabric/topo"}, execs: false},
 }
 
 // forbidden are the standard packages a package held to the execution
@@ -100,7 +106,7 @@ func TestLayeringCoversTree(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	roots := []string{"algos", "flowctl", "adaptive", "tpch", "istore", "fabric/perftest"}
+	roots := []string{"algos", "flowctl", "adaptive", "tpch", "istore", "fabric/perftest", "fabric/topo", "fabric/route"}
 	for _, imp := range strings.Fields(string(out)) {
 		rel := strings.TrimPrefix(imp, module)
 		for _, r := range roots {

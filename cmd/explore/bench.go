@@ -15,6 +15,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -44,6 +45,11 @@ type benchFlags struct {
 	// point runs under (bench's --qp-numbering, --numberings; 0 means 1).
 	qpNumbering uint64
 	numberings  int
+	// The simulator's network (--topology, --routing, --placement, ...)
+	// and, once built, its wiring.
+	net      netFlags
+	netSpec  netspec.Spec
+	netBuilt *netspec.Built
 }
 
 func benchCmd() *cobra.Command {
@@ -90,6 +96,13 @@ per-packet headers for that message size.`,
 			case f.gbits && f.output != "plain":
 				return fmt.Errorf("--report_gbits applies to --output plain (the table is in Gb/s already)")
 			}
+			var err error
+			if f.netSpec, err = f.net.spec(cmd.Flags().Changed); err != nil {
+				return err
+			}
+			if f.hw.backend != "sim" && !f.netSpec.IsSingle() {
+				return fmt.Errorf("--topology chooses the simulator's network; the %s backend runs on the network it has: drop it", f.hw.backend)
+			}
 			f.cfg.Duration = fabric.Duration(f.duration)
 			f.cfg.Margin = fabric.Duration(f.margin)
 			if cmd.Flags().Changed("margin") && f.margin == 0 {
@@ -121,6 +134,7 @@ per-packet headers for that message size.`,
 	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
 	fl.VarP(&f.duration, "duration", "D", "run each test for this long instead of -n messages (perftest's duration mode; whole seconds as perftest, or a Go duration such as 10ms; simulated time on the simulator)")
 	fl.VarP(&f.margin, "margin", "f", "with -D: leave this much out of the measurement at each end (default a quarter of -D; 0 measures it all)")
+	f.net.register(fl)
 	fl.BoolVar(&f.noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported)")
 	fl.BoolVar(&f.mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds the machine's physical memory (or --max-memory)")
 	fl.Var(byteSize{&f.mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: the machine's physical memory)")
@@ -178,6 +192,12 @@ func runBench(w io.Writer, f *benchFlags) error {
 	prof, err := sim.LoadProfile(f.profile)
 	if err != nil {
 		return err
+	}
+	if f.netBuilt, err = f.net.build(f.netSpec, f.nodes, prof, f.seed); err != nil {
+		return err
+	}
+	if f.netBuilt.FellBack != "" {
+		fmt.Fprintf(f.errw, "routing: %s; minhop computed the tables instead, as OpenSM does\n", f.netBuilt.FellBack)
 	}
 	sizes := []int{f.cfg.Size}
 	if f.all {
@@ -272,6 +292,9 @@ func runBench(w io.Writer, f *benchFlags) error {
 
 func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile, numbering uint64) (benchRow, error) {
 	sc := sim.Config{Nodes: f.nodes, Profile: prof, Seed: f.seed, SizeOnly: !f.payload, NoCheck: f.noCheck, QPNumbering: numbering}
+	if f.netBuilt != nil {
+		sc.Fabric = f.netBuilt.Fabric
+	}
 	if f.task != nil {
 		f.task.setDetail(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
 		sc.Progress = f.task.sim(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
@@ -287,6 +310,7 @@ func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile, numbering 
 		return benchRow{}, err
 	}
 	res.Profile, res.ProfileHash, res.QPNumbering = prof.Name, prof.Hash(), numbering
+	res.Network = f.netSpec.String()
 	if prof.Source() != "builtin" {
 		res.Profile = "file:" + prof.Source()
 	}
@@ -302,8 +326,17 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 		fmt.Fprintf(w, "duration mode: each run lasted %v and was measured over the %v in its middle (a margin of %v at each end); #iterations counts what completed then, and BW peak is not measured, as in perftest\n",
 			secs(r0.RunS), secs(r0.RunS-2*r0.MarginS), secs(r0.MarginS))
 	}
+	if r0.Network != "" {
+		fmt.Fprintf(w, "network: %s (%s)\n", f.netBuilt.Name, r0.Network)
+	}
 	t := newTable(w)
-	if r0.RunS > 0 && strings.HasSuffix(r0.Test, "_lat") {
+	if r0.Test == "ebb" {
+		t.Header("#bytes", "#patterns", "one pair[Gb/sec]", "mean[Gb/sec]", "lowest[Gb/sec]", "ebb")
+		for _, r := range rows {
+			x := r.res
+			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.EBBPairGbps), f2(x.BWAvgGbps), f2(x.EBBMinGbps), fmt.Sprintf("%.3f", x.EBB))
+		}
+	} else if r0.RunS > 0 && strings.HasSuffix(r0.Test, "_lat") {
 		t.Header("#bytes", "#iterations", "t_avg[usec]", "tps average", "t_min[usec]", "t_typical[usec]", "t_99%[usec]", "t_max[usec]")
 		for _, r := range rows {
 			x := r.res

@@ -19,6 +19,7 @@ func runCmd() *cobra.Command {
 	var mem memoryLimits
 	var hw hwFlags
 	var simOptions func(nodes int) (experiments.SimOptions, error)
+	var net netFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -57,6 +58,12 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 			opt, err := simOptions(cfg.Nodes)
 			if err != nil {
 				return err
+			}
+			if cfg.Network, err = net.spec(cmd.Flags().Changed); err != nil {
+				return err
+			}
+			if hw.backend != "sim" && !cfg.Network.IsSingle() {
+				return fmt.Errorf("--topology chooses the simulator's network; the %s backend runs on the network it has: drop it", hw.backend)
 			}
 			if hw.backend != "sim" && noCheck {
 				return fmt.Errorf("--no-check turns off the simulator's verbs-usage checker; the %s backend has none: drop the flag", hw.backend)
@@ -111,6 +118,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	fl.BoolVar(&mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available (or --max-memory)")
 	fl.Var(byteSize{&mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: what the system has available at the start)")
 	hw.register(fl)
+	net.register(fl)
 	simOptions = faultFlags(cmd)
 	setGroupedUsage(cmd, runGroups())
 	return cmd
@@ -139,6 +147,9 @@ func printRun(w io.Writer, r *experiments.Record) {
 		fmt.Sprintf("%.3f", r.ResponseS*1e3), fmt.Sprintf("%.2f", r.SetupMS), fmt.Sprint(r.QPsPerNode),
 		fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity)
 	t.Render()
+	if !r.Network.IsSingle() {
+		fmt.Fprintf(w, "network: %s\n", r.Network.String())
+	}
 	numbering := ""
 	if r.QPNumbering != 0 {
 		numbering = fmt.Sprintf(" (queue-pair numbering %d)", r.QPNumbering)

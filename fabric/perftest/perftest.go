@@ -20,7 +20,7 @@ import (
 )
 
 // Tests lists the supported test names.
-var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "alltoall_bw", "incast_bw", "reg_mr"}
+var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "alltoall_bw", "incast_bw", "reg_mr", "ebb"}
 
 // Config is one benchmark run. Zero values take perftest's defaults.
 type Config struct {
@@ -89,6 +89,10 @@ func (c *Config) Normalize(nodes int) error {
 	case c.Test == "reg_mr":
 		def(&c.Size, 1<<20)
 		def(&c.Iters, 3)
+	case c.Test == "ebb":
+		// Hoefler et al.'s 1 MiB per direction; -n random bisections.
+		def(&c.Size, 1<<20)
+		def(&c.Iters, 20)
 	case c.bandwidth():
 		def(&c.Size, 65536)
 		def(&c.Iters, 5000)
@@ -108,6 +112,15 @@ func (c *Config) Normalize(nodes int) error {
 	if c.Conn == 0 {
 		c.Conn = fabric.RC
 	}
+	if c.Test == "ebb" {
+		if c.Duration > 0 {
+			return fmt.Errorf("%w: -D with ebb: it runs -n random bisections, not for a time", ErrConfig)
+		}
+		if c.Conn != fabric.RC && c.Conn != fabric.UD {
+			return fmt.Errorf("%w: -c %v with ebb: it runs over UD datagrams (the default)", ErrConfig, c.Conn)
+		}
+		c.Conn = fabric.UD
+	}
 	switch {
 	case c.Size < 1:
 		return fmt.Errorf("%w: -s %d: message size must be at least 1 byte", ErrConfig, c.Size)
@@ -123,13 +136,13 @@ func (c *Config) Normalize(nodes int) error {
 		return fmt.Errorf("%w: -I %d: inline size must not be negative", ErrConfig, c.Inline)
 	case nodes < 2:
 		return fmt.Errorf("%w: --nodes %d: every test needs at least 2 nodes", ErrConfig, nodes)
-	case c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "reg_mr" && nodes%2 != 0:
+	case c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "reg_mr" && c.Test != "ebb" && nodes%2 != 0:
 		return fmt.Errorf("%w: --nodes %d: %s pairs nodes (client 2i, server 2i+1); use an even count", ErrConfig, nodes, c.Test)
-	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw":
+	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "ebb":
 		return fmt.Errorf("%w: -c UD: %s needs RDMA operations, which UD does not have; use RC or UC", ErrConfig, c.Test)
 	case c.Conn == fabric.UC && (c.Test == "read_bw" || c.Test == "read_lat"):
 		return fmt.Errorf("%w: -c UC: RDMA Read needs RC", ErrConfig)
-	case c.Conn == fabric.UD && c.Size > 4096:
+	case c.Conn == fabric.UD && c.Size > 4096 && c.Test != "ebb":
 		return fmt.Errorf("%w: -s %d with -c UD: a UD message is at most one MTU (4096 bytes)", ErrConfig, c.Size)
 	case c.Schedule != ScheduleSpread && c.Schedule != ScheduleRandom && c.Schedule != ScheduleRR:
 		return fmt.Errorf("%w: --schedule %q: choose random or rr (or leave it empty)", ErrConfig, c.Schedule)
@@ -193,6 +206,16 @@ type Result struct {
 	Commit      string `json:"commit"`
 	GoVersion   string `json:"go_version"`
 	ProfileHash string `json:"profile_hash"` // sim.Profile.Hash; empty off the simulator
+	// ebb only: the effective bisection bandwidth (the mean of
+	// EBBRatesGbps's directions over the single pair's bandwidth
+	// EBBPairGbps), the lowest direction's bandwidth, and the patterns
+	// run (Iterations).
+	EBB         float64 `json:"ebb,omitempty"`
+	EBBPairGbps float64 `json:"ebb_pair_gbps,omitempty"`
+	EBBMinGbps  float64 `json:"ebb_min_gbps,omitempty"`
+	// Network describes the simulator's switches, routing and placement
+	// when they are not the default single switch (netspec.Spec.String).
+	Network string `json:"network,omitempty"`
 	// QPNumbering is the simulator's queue-pair numbering of the run
 	// (sim.Config.QPNumbering; 0, the default, is left out).
 	QPNumbering uint64 `json:"qp_numbering,omitempty"`
@@ -209,6 +232,10 @@ type nodeResult struct {
 	lat     []fabric.Duration
 	dropped int64
 	sent    []int64 // duration mode: messages sent per peer index of the sender's mesh
+	// ebb: the bandwidth of each pattern's direction into this node, and
+	// (nodes 0 and 1) of the reference exchange alone, Gb/s.
+	ebbRates []float64
+	ebbRef   float64
 }
 
 // Run runs cfg on f. cfg must have been normalized for f.Size() nodes.
@@ -239,6 +266,8 @@ func runNode(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 		return incast(th, nodes, cfg)
 	case "reg_mr":
 		return regMR(th, cfg)
+	case "ebb":
+		return ebb(th, nodes, cfg)
 	case "send_lat", "write_lat", "read_lat":
 		return latency(th, me^1, me%2 == 0, cfg)
 	default:
@@ -284,6 +313,9 @@ func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
 		// that t_99 compares with the tool's output; a library quantile
 		// (gonum's stat.Quantile) picks a neighbouring sample.
 		out.TP99US = us(lats[min(len(lats)-1, (len(lats)*99+99)/100)])
+	}
+	if cfg.Test == "ebb" {
+		summarizeEBB(out, res)
 	}
 	if cfg.Duration > 0 {
 		out.RunS, out.MarginS = cfg.Duration.Seconds(), cfg.margin().Seconds()

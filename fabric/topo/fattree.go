@@ -30,14 +30,15 @@ type FatTreeSpec struct {
 }
 
 // Oversubscribed returns the leaf's down and up ports of a radix-port
-// switch at ratio:1 oversubscription (1 for none): as many up ports as
-// the ratio allows, the rest down.
+// switch at exactly ratio:1 oversubscription (1 for none): as many up
+// ports as the ratio allows and ratio times as many down; a radix the
+// ratio does not divide leaves ports unused (radix 8 at 2:1: 4 down, 2 up).
 func Oversubscribed(radix, ratio int) (down, up int) {
 	if ratio < 1 {
 		return 0, 0
 	}
 	up = radix / (ratio + 1)
-	return radix - up, up
+	return ratio * up, up
 }
 
 func (s *FatTreeSpec) normalize() error {

@@ -69,7 +69,7 @@ func TestFatTreeRefusals(t *testing.T) {
 
 func TestOversubscribed(t *testing.T) {
 	for _, tc := range []struct{ radix, ratio, down, up int }{
-		{36, 1, 18, 18}, {36, 2, 24, 12}, {36, 3, 27, 9}, {40, 1, 20, 20}, {64, 3, 48, 16},
+		{36, 1, 18, 18}, {36, 2, 24, 12}, {8, 2, 4, 2}, {40, 2, 26, 13}, {36, 3, 27, 9}, {40, 1, 20, 20}, {64, 3, 48, 16},
 	} {
 		if d, u := Oversubscribed(tc.radix, tc.ratio); d != tc.down || u != tc.up {
 			t.Errorf("Oversubscribed(%d, %d) = %d, %d; want %d, %d", tc.radix, tc.ratio, d, u, tc.down, tc.up)

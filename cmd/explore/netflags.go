@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
+	"github.com/rdmashuffle/rdmashuffle/fabric/route"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
+)
+
+// netFlags are the simulator's network flags: topology, routing,
+// placement.
+type netFlags struct {
+	topology, routing, placement, oversub string
+	radix, levels, hosts                  int
+}
+
+func (f *netFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.topology, "topology", "single", "simulator: the switches: single (one ideal crossbar, the default), fat-tree (two or three levels of the profile's switch), or file:PATH (ibnetdiscover output or YAML; docs/fabric-files.md)")
+	fl.StringVar(&f.routing, "routing", "minhop", "simulator, multi-switch: minhop (OpenSM's default), updn, ftree, random, adaptive (per-packet among shortest paths, UD traffic; adaptive-rc lets RC adapt too), or lft:PATH (OpenSM's LFT dump); docs/routing.md")
+	fl.StringVar(&f.placement, "placement", "contiguous", "simulator, multi-switch: where the nodes run: contiguous, round-robin (over the leaves), random[:SEED] (default seed: --seed), list:HOST,HOST,...")
+	fl.IntVar(&f.radix, "radix", 0, "fat-tree: ports per switch (default: the profile's switch generation, docs/model.md)")
+	fl.IntVar(&f.levels, "levels", 0, "fat-tree: 2 or 3 levels (default: the fewest that hold the hosts)")
+	fl.StringVar(&f.oversub, "oversubscription", "1:1", "fat-tree: hosts to uplinks at each leaf, R:1")
+	fl.IntVar(&f.hosts, "hosts", 0, "fat-tree: hosts cabled (default: --nodes; more leaves hosts without a node)")
+}
+
+// spec reads the flags into a network specification; set tells which
+// flags the user gave, so that a multi-switch flag on the single switch
+// is refused instead of ignored.
+func (f *netFlags) spec(set func(string) bool) (netspec.Spec, error) {
+	var s netspec.Spec
+	var err error
+	if s.Kind, s.Path, err = netspec.ParseTopology(f.topology); err != nil {
+		return s, fmt.Errorf("--topology: %w", err)
+	}
+	if s.IsSingle() {
+		for _, name := range []string{"routing", "placement", "radix", "levels", "oversubscription", "hosts"} {
+			if set(name) {
+				return s, fmt.Errorf("--%s applies to a multi-switch network: give --topology fat-tree or --topology file:PATH, or drop it", name)
+			}
+		}
+		return s, nil
+	}
+	if s.Kind != netspec.FatTree {
+		for _, name := range []string{"radix", "levels", "oversubscription", "hosts"} {
+			if set(name) {
+				return s, fmt.Errorf("--%s shapes a generated fat tree; a fabric file has its own: drop it", name)
+			}
+		}
+	}
+	switch r := f.routing; {
+	case r == "adaptive" || r == "adaptive-rc":
+		s.Engine, s.Adaptive, s.AdaptiveRC = route.MinHop, true, r == "adaptive-rc"
+	case len(r) > 4 && r[:4] == "lft:":
+		s.LFTPath = r[4:]
+	default:
+		if s.Engine, err = route.ParseEngine(r); err != nil {
+			return s, fmt.Errorf("--routing: %w (or adaptive, adaptive-rc, lft:PATH)", err)
+		}
+	}
+	if s.Placement, err = topo.ParsePlacement(f.placement); err != nil {
+		return s, fmt.Errorf("--placement: %w", err)
+	}
+	if s.Oversub, err = netspec.ParseOversub(f.oversub); err != nil {
+		return s, fmt.Errorf("--oversubscription: %w", err)
+	}
+	if f.radix < 0 || f.levels < 0 || f.hosts < 0 {
+		return s, fmt.Errorf("--radix, --levels and --hosts must not be negative")
+	}
+	s.Radix, s.Levels, s.Hosts = f.radix, f.levels, f.hosts
+	return s, nil
+}
+
+// build wires the network for a run of nodes nodes.
+func (f *netFlags) build(s netspec.Spec, nodes int, prof *sim.Profile, seed uint64) (*netspec.Built, error) {
+	b, err := netspec.Build(s, nodes, prof, seed)
+	if err != nil {
+		return nil, fmt.Errorf("--topology %s: %w", f.topology, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,325 @@
+// Package netspec turns a network described in a few words (the topology,
+// its routing, where the run's nodes sit) into the simulator's wiring
+// (sim.Fabric): a generated fat tree or a fabric file, forwarding tables
+// computed by a routing engine or read from the subnet manager's dump,
+// and a placement of ranks onto hosts.
+package netspec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/route"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo/ibnet"
+)
+
+// TopologyKind is what the cluster's switches form.
+type TopologyKind uint8
+
+// Topology kinds.
+const (
+	Single  TopologyKind = iota // one ideal crossbar with a port per node (the default)
+	FatTree                     // a generated two- or three-level fat tree
+	File                        // a fabric read from an ibnetdiscover or YAML file
+)
+
+// Spec describes a network. The zero value is the single ideal switch.
+type Spec struct {
+	Kind TopologyKind
+	Path string // File: the ibnetdiscover or YAML file
+	// FatTree: switch radix (0: the profile's generation, DefaultRadix),
+	// levels (0: the fewest that fit), oversubscription ratio:1 at the
+	// leaves (0 or 1: none), and hosts (0: as many as the run has nodes,
+	// a partially populated tree otherwise).
+	Radix, Levels, Oversub, Hosts int
+	// Routing: an engine (MinHop is OpenSM's default) or tables read from
+	// an LFT dump (LFTPath, which takes precedence).
+	Engine  route.Engine
+	LFTPath string
+	// Adaptive routing (sim.Fabric.Adaptive, AdaptiveRC).
+	Adaptive, AdaptiveRC bool
+	Placement            topo.Placement
+}
+
+// ErrSpec reports a network specification that cannot be built.
+var ErrSpec = errors.New("netspec: invalid network")
+
+// ParseTopology reads "single", "fat-tree" or "file:PATH" (a path ending
+// in .txt, .yaml or .yml is taken as a file too).
+func ParseTopology(s string) (TopologyKind, string, error) {
+	switch {
+	case s == "" || s == "single":
+		return Single, "", nil
+	case s == "fat-tree":
+		return FatTree, "", nil
+	case strings.HasPrefix(s, "file:"):
+		return File, strings.TrimPrefix(s, "file:"), nil
+	case strings.HasSuffix(s, ".txt") || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml"):
+		return File, s, nil
+	}
+	return 0, "", fmt.Errorf("%w: unknown topology %q (single, fat-tree, or file:PATH of ibnetdiscover output or YAML)", ErrSpec, s)
+}
+
+// IsSingle reports whether s is the default single switch.
+func (s *Spec) IsSingle() bool { return s.Kind == Single }
+
+// String describes the spec for records and headers; "" for the single
+// switch, so that records of the default network are unchanged.
+func (s *Spec) String() string {
+	if s.IsSingle() {
+		return ""
+	}
+	var b strings.Builder
+	switch s.Kind {
+	case FatTree:
+		b.WriteString("fat-tree")
+		if s.Levels > 0 {
+			fmt.Fprintf(&b, " levels=%d", s.Levels)
+		}
+		if s.Radix > 0 {
+			fmt.Fprintf(&b, " radix=%d", s.Radix)
+		}
+		if s.Oversub > 1 {
+			fmt.Fprintf(&b, " oversub=%d:1", s.Oversub)
+		}
+		if s.Hosts > 0 {
+			fmt.Fprintf(&b, " hosts=%d", s.Hosts)
+		}
+	case File:
+		b.WriteString("file:" + quotePath(s.Path))
+	}
+	if s.LFTPath != "" {
+		b.WriteString(" routing=lft:" + quotePath(s.LFTPath))
+	} else {
+		b.WriteString(" routing=" + s.Engine.String())
+	}
+	if s.Adaptive {
+		b.WriteString(" adaptive")
+		if s.AdaptiveRC {
+			b.WriteString("+rc")
+		}
+	}
+	b.WriteString(" placement=" + quotePath(s.Placement.String()))
+	return b.String()
+}
+
+// DefaultRadix is the port count of the switch of the profile's
+// generation, told by its lane rate (docs/model.md, "Switch radix"):
+// QDR, FDR and EDR switch ASICs have 36 ports, HDR (Quantum) 40, NDR
+// (Quantum-2) 64. A profile of another lane rate has no default.
+func DefaultRadix(p *sim.Profile) (int, error) {
+	g := p.Link.LaneGbaud
+	near := func(v float64) bool { return math.Abs(g-v) < 0.01*v }
+	switch {
+	case near(10), near(14.0625), near(25.78125):
+		return 36, nil
+	case near(53.125):
+		return 40, nil
+	case near(106.25):
+		return 64, nil
+	}
+	return 0, fmt.Errorf("%w: profile %s (%v Gbaud lanes) is of no InfiniBand generation with a known switch radix: give the radix", ErrSpec, p.Name, g)
+}
+
+// Built is a network ready for a run: the simulator's wiring (nil for the
+// single switch) and the topology's description.
+type Built struct {
+	Fabric *sim.Fabric
+	Name   string // the topology's name
+	// FellBack is set when ftree routing was asked for on a fabric that
+	// is not a fat tree and minhop computed the tables, as OpenSM does.
+	FellBack string
+}
+
+// Build makes the wiring for nodes nodes on profile p. Random placement
+// without a seed of its own takes seed.
+func Build(s Spec, nodes int, p *sim.Profile, seed uint64) (*Built, error) {
+	if s.IsSingle() {
+		return &Built{}, nil
+	}
+	var t *topo.Topology
+	switch s.Kind {
+	case FatTree:
+		radix := s.Radix
+		if radix == 0 {
+			r, err := DefaultRadix(p)
+			if err != nil {
+				return nil, err
+			}
+			radix = r
+		}
+		ft := topo.FatTreeSpec{Hosts: max(s.Hosts, nodes), Radix: radix, Levels: s.Levels}
+		if s.Oversub > 1 {
+			ft.Down, ft.Up = topo.Oversubscribed(radix, s.Oversub)
+		}
+		if s.Hosts > 0 && s.Hosts < nodes {
+			return nil, fmt.Errorf("%w: a fat tree of %d hosts cannot hold %d nodes", ErrSpec, s.Hosts, nodes)
+		}
+		var err error
+		if t, err = topo.FatTree(ft); err != nil {
+			return nil, err
+		}
+	case File:
+		var err error
+		if t, err = ibnet.Load(s.Path); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: topology kind %d", ErrSpec, s.Kind)
+	}
+	b := &Built{Name: t.Name}
+	var tb *topo.Tables
+	var err error
+	switch {
+	case s.LFTPath != "":
+		tb, err = ibnet.LoadLFTs(s.LFTPath, t)
+	default:
+		tb, err = route.Compute(t, s.Engine, seed)
+		if errors.Is(err, route.ErrNotFatTree) {
+			b.FellBack = err.Error()
+			tb, err = route.Compute(t, route.MinHop, seed)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	pl := s.Placement
+	if pl.Kind == topo.Random && pl.Seed == 0 {
+		pl.Seed = seed
+	}
+	hosts, err := pl.Place(t, nodes)
+	if err != nil {
+		return nil, err
+	}
+	b.Fabric = &sim.Fabric{Topology: t, Tables: tb, Hosts: hosts, Adaptive: s.Adaptive, AdaptiveRC: s.AdaptiveRC}
+	return b, nil
+}
+
+// ParseOversub reads "1:1", "2:1", "3" and the like.
+func ParseOversub(v string) (int, error) {
+	num, den, has := strings.Cut(v, ":")
+	r, err := strconv.Atoi(num)
+	if err != nil || r < 1 || (has && den != "1") {
+		return 0, fmt.Errorf("%w: oversubscription %q: give R:1 with a whole R of at least 1 (1:1, 2:1, 3:1)", ErrSpec, v)
+	}
+	return r, nil
+}
+
+// MarshalText writes String's form ("" for the single switch).
+func (s Spec) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads String's form back (Parse).
+func (s *Spec) UnmarshalText(b []byte) error {
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// IsZero reports the single switch, so that records of the default
+// network leave the field out (encoding/json's omitzero).
+func (s Spec) IsZero() bool { return s.IsSingle() }
+
+// Parse reads the form String writes: "" (the single switch), or
+// "fat-tree [levels=L] [radix=R] [oversub=R:1] [hosts=H]" or
+// "file:PATH" (a PATH with spaces quoted as in Go), then "routing=ENGINE"
+// or "routing=lft:PATH", an optional "adaptive" or "adaptive+rc", and
+// "placement=P".
+func Parse(text string) (Spec, error) {
+	var s Spec
+	if strings.TrimSpace(text) == "" {
+		return s, nil
+	}
+	words, err := splitWords(text)
+	if err != nil {
+		return s, err
+	}
+	if s.Kind, s.Path, err = ParseTopology(words[0]); err != nil {
+		return s, err
+	}
+	if s.IsSingle() {
+		return s, fmt.Errorf("%w: %q: the single switch is written as nothing", ErrSpec, text)
+	}
+	for _, w := range words[1:] {
+		k, v, _ := strings.Cut(w, "=")
+		num := func() (int, error) {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || s.Kind != FatTree {
+				return 0, fmt.Errorf("%w: %q in %q: a fat tree's whole number", ErrSpec, w, text)
+			}
+			return n, nil
+		}
+		switch k {
+		case "levels":
+			s.Levels, err = num()
+		case "radix":
+			s.Radix, err = num()
+		case "hosts":
+			s.Hosts, err = num()
+		case "oversub":
+			s.Oversub, err = ParseOversub(v)
+		case "routing":
+			if strings.HasPrefix(v, "lft:") {
+				s.LFTPath = v[4:]
+			} else {
+				s.Engine, err = route.ParseEngine(v)
+			}
+		case "adaptive":
+			s.Adaptive = true
+		case "adaptive+rc":
+			s.Adaptive, s.AdaptiveRC = true, true
+		case "placement":
+			s.Placement, err = topo.ParsePlacement(v)
+		default:
+			err = fmt.Errorf("%w: unknown word %q in %q", ErrSpec, w, text)
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// splitWords splits at spaces, reading a word that starts with a quote
+// (or "file:" then a quote) as a Go string.
+func splitWords(text string) ([]string, error) {
+	var out []string
+	rest := strings.TrimSpace(text)
+	for rest != "" {
+		prefix := ""
+		for _, p := range []string{"file:", "routing=lft:", "placement="} {
+			if strings.HasPrefix(rest, p+`"`) {
+				prefix = p
+			}
+		}
+		if prefix != "" {
+			q, err := strconv.QuotedPrefix(rest[len(prefix):])
+			if err != nil {
+				return nil, fmt.Errorf("%w: unclosed quote in %q", ErrSpec, text)
+			}
+			u, _ := strconv.Unquote(q)
+			out = append(out, prefix+u)
+			rest = strings.TrimSpace(rest[len(prefix)+len(q):])
+			continue
+		}
+		w, r, _ := strings.Cut(rest, " ")
+		out = append(out, w)
+		rest = strings.TrimSpace(r)
+	}
+	return out, nil
+}
+
+// quotePath quotes a path that would not survive splitWords.
+func quotePath(p string) string {
+	if strings.ContainsAny(p, " \t\"") || p == "" {
+		return strconv.Quote(p)
+	}
+	return p
+}

@@ -1,0 +1,315 @@
+package netspec_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/fabrictest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
+	"github.com/rdmashuffle/rdmashuffle/fabric/route"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
+)
+
+func profile(t *testing.T) *sim.Profile {
+	t.Helper()
+	p, err := sim.LoadProfile("edr-cx4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func cluster(t *testing.T, nodes int, b *netspec.Built, seed uint64) *sim.Cluster {
+	t.Helper()
+	c, err := sim.New(sim.Config{Nodes: nodes, Profile: profile(t), Seed: seed, SizeOnly: true, Fabric: b.Fabric, TimeLimit: 10 * fabric.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func build(t *testing.T, s netspec.Spec, nodes int) *netspec.Built {
+	t.Helper()
+	b, err := netspec.Build(s, nodes, profile(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sendBW runs perftest's send_bw (client 2i to server 2i+1) and returns
+// the mean bandwidth per pair, Gb/s.
+func sendBW(t *testing.T, c *sim.Cluster, nodes int) float64 {
+	t.Helper()
+	cfg := perftest.Config{Test: "write_bw", Size: 65536, Iters: 200}
+	if err := cfg.Normalize(nodes); err != nil {
+		t.Fatal(err)
+	}
+	res, err := perftest.Run(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.BWAvgGbps
+}
+
+// With every pair's two nodes on different leaves, the pairs' traffic all
+// crosses the leaves' uplinks: at 2:1 oversubscription each pair gets
+// half of what it gets at 1:1.
+func TestOversubscriptionHalvesCrossLeafCeiling(t *testing.T) {
+	const nodes = 8 // radix 8: 4 hosts on each of 2 leaves
+	rr := topo.Placement{Kind: topo.RoundRobin}
+	full := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 8, Levels: 2, Engine: route.FTree, Placement: rr}, nodes)
+	over := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 8, Levels: 2, Oversub: 2, Engine: route.FTree, Placement: rr}, nodes)
+	for r, h := range full.Fabric.Hosts {
+		if r%2 == 1 && full.Fabric.Topology.Hosts[h].Switch == full.Fabric.Topology.Hosts[full.Fabric.Hosts[r-1]].Switch {
+			t.Fatalf("pair %d-%d is on one leaf: the placement does not cross leaves", r-1, r)
+		}
+	}
+	a := sendBW(t, cluster(t, nodes, full, 1), nodes)
+	b := sendBW(t, cluster(t, nodes, over, 1), nodes)
+	single := sendBW(t, cluster(t, nodes, &netspec.Built{}, 1), nodes)
+	t.Logf("write_bw per pair: single switch %.2f, fat tree 1:1 %.2f, 2:1 %.2f Gb/s (ratio %.3f)", single, a, b, b/a)
+	if a < 0.97*single {
+		t.Errorf("a non-blocking tree gives %.2f Gb/s per pair, the single switch %.2f", a, single)
+	}
+	if r := b / a; r < 0.45 || r > 0.55 {
+		t.Errorf("2:1 oversubscription gives %.3f of the 1:1 bandwidth, want about 0.5", r)
+	}
+}
+
+// flows runs UD streams: node i sends msgs datagrams of 4 KiB to to[i]
+// (itself: none); receivers repost. It returns when each flow's receiver
+// got its last datagram, minus the start (0 for nodes that send nothing
+// or whose receiver does not count).
+func flows(t *testing.T, c *sim.Cluster, to []int, msgs int, counted map[int]bool) []fabric.Duration {
+	t.Helper()
+	took := make([]fabric.Duration, len(to))
+	err := c.Run(func(th fabric.Thread) error {
+		me := th.Node().ID()
+		conn, err := fabrictest.Connect(th, to[me], fabrictest.Options{Type: fabric.UD, MRBytes: 8192 + 64*4200, SendWR: 128, RecvWR: 64, CQDepth: 512})
+		if err != nil {
+			return err
+		}
+		from := -1 // the sender this node counts
+		for i, d := range to {
+			if d == me && i != me && counted[i] {
+				from = i
+			}
+		}
+		if from >= 0 {
+			var wrs []fabric.RecvWR
+			for k := 0; k < 64; k++ {
+				wrs = append(wrs, fabric.RecvWR{ID: uint64(k), Local: conn.MR.SGE(8192+k*4200, 4200)})
+			}
+			if _, err := conn.QP.PostRecv(wrs); err != nil {
+				return err
+			}
+		}
+		if err := th.Node().OOB().Barrier("go"); err != nil {
+			return err
+		}
+		start := th.Now()
+		sent, acked, got := 0, 0, 0
+		wcs := make([]fabric.WC, 64)
+		for (to[me] != me && acked < msgs) || (from >= 0 && got < msgs) {
+			for to[me] != me && sent < msgs && sent-acked < 64 {
+				wr := fabric.SendWR{ID: uint64(sent), Op: fabric.OpSend, Local: conn.MR.SGE(0, 4096), AH: conn.AH, RemoteQPN: conn.Peer.QPN, QKey: 0x11111111}
+				if sent%16 == 15 || sent == msgs-1 {
+					wr.Flags = fabric.Signaled
+				}
+				if _, err := conn.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+					return err
+				}
+				sent++
+			}
+			n, err := conn.SCQ.Poll(wcs)
+			if err != nil {
+				return err
+			}
+			for _, wc := range wcs[:n] {
+				acked = int(wc.ID) + 1
+			}
+			m, err := conn.RCQ.Poll(wcs)
+			if err != nil {
+				return err
+			}
+			for _, wc := range wcs[:m] {
+				got++
+				if _, err := conn.QP.PostRecv([]fabric.RecvWR{{ID: wc.ID, Local: conn.MR.SGE(8192+int(wc.ID)*4200, 4200)}}); err != nil {
+					return err
+				}
+				if got == msgs {
+					took[from] = th.Now().Sub(start)
+				}
+			}
+			if n == 0 && m == 0 {
+				th.Wait(th.Now().Add(fabric.Millisecond), conn.SCQ, conn.RCQ)
+			}
+		}
+		return th.Node().OOB().Barrier("done")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return took
+}
+
+// A hot spot fills the buffers on its way: a victim flow that shares a
+// link with traffic to the hot spot (but not the hot spot's own link) is
+// slowed, as tree saturation in a real fabric does.
+func TestHotSpotSlowsVictim(t *testing.T) {
+	const nodes = 8
+	// Radix 8 at 2:1: 4 hosts and 2 uplinks per leaf, 2 leaves, 2 spines,
+	// so two destinations of a leaf share a spine.
+	b := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 8, Levels: 2, Oversub: 2, Engine: route.FTree}, nodes)
+	tp, tb := b.Fabric.Topology, b.Fabric.Tables
+	leafA, leafB := tp.Hosts[0].Switch, tp.Hosts[4].Switch
+	// Hot spot h = 4 (leaf B); s1 = 0 (leaf A) and s2 = 5 (leaf B) send to
+	// it; the victim 1 (leaf A) sends to the other host of leaf B whose
+	// packets leave leaf A by the same uplink as the hot spot's.
+	h, s1, s2, v := 4, 0, 5, 1
+	w := -1
+	for d := 6; d < 8; d++ {
+		if tb.Port(leafA, d) == tb.Port(leafA, h) {
+			w = d
+		}
+	}
+	if w < 0 {
+		t.Fatalf("no host of leaf %d shares leaf %d's uplink to host %d: %v", leafB, leafA, h, tb.Out[leafA])
+	}
+	idle := func() []int {
+		to := make([]int, nodes)
+		for i := range to {
+			to[i] = i
+		}
+		return to
+	}
+	alone := idle()
+	alone[v] = w
+	with := idle()
+	with[v], with[s1], with[s2] = w, h, h
+	const msgs = 2000
+	count := map[int]bool{v: true}
+	a := flows(t, cluster(t, nodes, b, 1), alone, msgs, count)[v]
+	c := flows(t, cluster(t, nodes, b, 1), with, msgs, count)[v]
+	t.Logf("victim %d->%d: alone %v, beside the hot spot %v (%.2fx)", v, w, a, c, c.Seconds()/a.Seconds())
+	if c.Seconds() < 1.3*a.Seconds() {
+		t.Errorf("the victim took %v beside the hot spot and %v alone: no tree saturation", c, a)
+	}
+	// Control: a victim on a path the hot-spot traffic does not use is
+	// not slowed.
+	other := idle()
+	other[s1], other[s2] = h, h
+	other[2] = 3 // within leaf A, away from the hot spot's links
+	count2 := map[int]bool{2: true}
+	base := flows(t, cluster(t, nodes, b, 1), func() []int { to := idle(); to[2] = 3; return to }(), msgs, count2)[2]
+	d := flows(t, cluster(t, nodes, b, 1), other, msgs, count2)[2]
+	if d.Seconds() > 1.05*base.Seconds() {
+		t.Errorf("a flow within leaf A took %v beside the hot spot, %v alone", d, base)
+	}
+}
+
+// Same network, configuration and seed: the same trace, bit for bit.
+func TestMultiSwitchDeterministic(t *testing.T) {
+	for _, s := range []netspec.Spec{
+		{Kind: netspec.FatTree, Radix: 8, Engine: route.MinHop},
+		{Kind: netspec.FatTree, Radix: 8, Engine: route.Random, Placement: topo.Placement{Kind: topo.Random}},
+		{Kind: netspec.FatTree, Radix: 8, Adaptive: true, AdaptiveRC: true},
+	} {
+		var hashes []uint64
+		for range 2 {
+			c := cluster(t, 24, build(t, s, 24), 3)
+			cfg := perftest.Config{Test: "alltoall_bw", Size: 8192, Iters: 20}
+			if err := cfg.Normalize(24); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := perftest.Run(c, cfg); err != nil {
+				t.Fatalf("%s: %v", s.String(), err)
+			}
+			hashes = append(hashes, c.TraceHash())
+		}
+		if hashes[0] != hashes[1] {
+			t.Errorf("%s: trace hashes %x and %x", s.String(), hashes[0], hashes[1])
+		}
+	}
+}
+
+func TestBuildRefusals(t *testing.T) {
+	p := profile(t)
+	for _, tc := range []struct {
+		name string
+		s    netspec.Spec
+		n    int
+		want error
+	}{
+		{"hosts below nodes", netspec.Spec{Kind: netspec.FatTree, Radix: 8, Hosts: 4}, 8, netspec.ErrSpec},
+		{"too many for the tree", netspec.Spec{Kind: netspec.FatTree, Radix: 4, Levels: 2}, 9, topo.ErrTooLarge},
+		{"list of wrong length", netspec.Spec{Kind: netspec.FatTree, Radix: 8, Placement: topo.Placement{Kind: topo.HostList, Hosts: []string{"0"}}}, 2, topo.ErrPlacement},
+		{"missing file", netspec.Spec{Kind: netspec.File, Path: "testdata/none.txt"}, 2, nil},
+	} {
+		_, err := netspec.Build(tc.s, tc.n, p, 1)
+		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	iw, err := sim.LoadProfile("iwarp-1g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netspec.Build(netspec.Spec{Kind: netspec.FatTree}, 4, iw, 1); !errors.Is(err, netspec.ErrSpec) {
+		t.Errorf("a fat tree of a profile with no switch generation: %v", err)
+	}
+}
+
+func TestSpecTextRoundTrip(t *testing.T) {
+	for _, s := range []netspec.Spec{
+		{},
+		{Kind: netspec.FatTree, Engine: route.MinHop},
+		{Kind: netspec.FatTree, Levels: 3, Radix: 36, Oversub: 2, Hosts: 700, Engine: route.FTree, Placement: topo.Placement{Kind: topo.Random, Seed: 9}},
+		{Kind: netspec.FatTree, Adaptive: true, AdaptiveRC: true, Placement: topo.Placement{Kind: topo.RoundRobin}},
+		{Kind: netspec.File, Path: "my fabric.txt", LFTPath: "dir/lfts dump", Placement: topo.Placement{Kind: topo.HostList, Hosts: []string{"node01 HCA-1", "b"}}},
+		{Kind: netspec.File, Path: "f.yaml", Engine: route.UpDn},
+	} {
+		b, err := s.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got netspec.Spec
+		if err := got.UnmarshalText(b); err != nil {
+			t.Fatalf("%q: %v", b, err)
+		}
+		if got.String() != s.String() {
+			t.Errorf("%q read back as %q", b, got.String())
+		}
+	}
+	for _, bad := range []string{"single", "fat-tree radix=x", "fat-tree colour=red", `file:"open`, "file:x.txt radix=3", "torus"} {
+		if _, err := netspec.Parse(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseSpec: Parse never panics, and what it accepts writes and
+// reads back the same.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"", "fat-tree routing=minhop placement=contiguous", `file:"a b.txt" routing=lft:x adaptive+rc placement=list:a,b`, "fat-tree levels=3 radix=36 oversub=2:1 hosts=700 routing=ftree placement=random:9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := netspec.Parse(text)
+		if err != nil {
+			return
+		}
+		again, err := netspec.Parse(s.String())
+		if err != nil {
+			t.Fatalf("%q -> %q: %v", text, s.String(), err)
+		}
+		if again.String() != s.String() {
+			t.Fatalf("%q -> %q -> %q", text, s.String(), again.String())
+		}
+	})
+}
