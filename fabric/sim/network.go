@@ -225,6 +225,7 @@ func (n *network) handle(kind uint64, p *packet) {
 // Stats counts what happened in the network and the NICs.
 type Stats struct {
 	PacketsSent       int64
+	SwitchHops        int64 // packets taken into a switch's input buffer: one per switch a packet passes
 	WireBytes         int64
 	PacketsLost       int64
 	PacketsDuplicated int64

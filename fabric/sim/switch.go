@@ -113,6 +113,7 @@ func (n *network) arrive(s *swtch, i int, p *packet) {
 	if in.voq == nil {
 		in.voq = make([]fifo[*packet], len(s.out))
 	}
+	n.c.stats.SwitchHops++
 	o := n.route(s, p)
 	v := &in.voq[o]
 	v.push(p)
