@@ -135,3 +135,16 @@ func (n *network) wireAdaptive(t *topo.Topology, hosts []int) {
 		}
 	}
 }
+
+// ForwardingPort is the port (numbered from 1, as IB numbers ports) out
+// of which switch sw sends packets for node under static routing: the
+// forwarding table the cluster was built with, as the simulated switch
+// holds it. ok is false on the default crossbar or for a switch that
+// does not exist.
+func (c *Cluster) ForwardingPort(sw, node int) (port int, ok bool) {
+	n := c.net
+	if sw < 0 || sw >= len(n.sws) || n.sws[sw].lft == nil || node < 0 || node >= len(c.nodes) {
+		return 0, false
+	}
+	return int(n.sws[sw].lft[node]) + 1, true
+}
