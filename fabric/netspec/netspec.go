@@ -109,7 +109,7 @@ func (s *Spec) String() string {
 }
 
 // DefaultRadix is the port count of the switch of the profile's
-// generation, told by its lane rate (docs/model.md, "Switch radix"):
+// generation, told by its lane rate (docs/model.md, source [F1]):
 // QDR, FDR and EDR switch ASICs have 36 ports, HDR (Quantum) 40, NDR
 // (Quantum-2) 64. A profile of another lane rate has no default.
 func DefaultRadix(p *sim.Profile) (int, error) {
