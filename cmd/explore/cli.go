@@ -49,6 +49,7 @@ func runGroups() []flagGroup {
 		{"Shuffle flags (one sweep parameter each, docs/sweeps.md)", func(f *pflag.Flag) bool {
 			return slices.Contains(sweep.Params(), f.Name) || f.Name == "timeout" || f.Name == "no-memory-check" || f.Name == "max-memory"
 		}},
+		{"Network flags (the simulator only; docs/topology.md)", named(netFlagNames...)},
 		{"Fault flags (the simulator only; docs/reliability.md)", func(f *pflag.Flag) bool { return strings.HasPrefix(f.Name, "fault") }},
 		{"Hardware-path flags (--backend ibv, loopback or tcp; docs/hardware.md)", named(hwFlagNames()...)},
 		{"Output flags", named("json")},
@@ -59,6 +60,7 @@ func runGroups() []flagGroup {
 func benchGroups() []flagGroup {
 	return []flagGroup{
 		{"Output flags", named("json", "output", "report_gbits")},
+		{"Network flags (the simulator only; docs/topology.md)", named(netFlagNames...)},
 		{"Hardware-path flags (--backend ibv, loopback or tcp; docs/hardware.md)", named(hwFlagNames()...)},
 		{"Benchmark flags (perftest's names)", func(f *pflag.Flag) bool { return f.Name != "help" }},
 	}

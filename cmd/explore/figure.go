@@ -135,7 +135,7 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 	for _, r := range rep.Results {
 		var others []string
 		col := "-"
-		for _, f := range strings.Fields(r.Key) {
+		for _, f := range sweep.KeyFields(r.Key) {
 			if strings.HasPrefix(f, rep.Figure.X+"=") {
 				col = f
 			} else {

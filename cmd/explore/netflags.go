@@ -18,6 +18,10 @@ type netFlags struct {
 	radix, levels, hosts                  int
 }
 
+// netFlagNames are the network flags; the sweep parameter network (and
+// run's --network) says what they say in one string.
+var netFlagNames = []string{"topology", "routing", "placement", "radix", "levels", "oversubscription", "hosts"}
+
 func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.topology, "topology", "single", "simulator: the switches: single (one ideal crossbar, the default), fat-tree (two or three levels of the profile's switch), or file:PATH (ibnetdiscover output or YAML; docs/fabric-files.md)")
 	fl.StringVar(&f.routing, "routing", "minhop", "simulator, multi-switch: minhop (OpenSM's default), updn, ftree, random, adaptive (per-packet among shortest paths, UD traffic; adaptive-rc lets RC adapt too), or lft:PATH (OpenSM's LFT dump); docs/routing.md")
@@ -38,7 +42,7 @@ func (f *netFlags) spec(set func(string) bool) (netspec.Spec, error) {
 		return s, fmt.Errorf("--topology: %w", err)
 	}
 	if s.IsSingle() {
-		for _, name := range []string{"routing", "placement", "radix", "levels", "oversubscription", "hosts"} {
+		for _, name := range netFlagNames[1:] {
 			if set(name) {
 				return s, fmt.Errorf("--%s applies to a multi-switch network: give --topology fat-tree or --topology file:PATH, or drop it", name)
 			}

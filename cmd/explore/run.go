@@ -59,7 +59,13 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 			if err != nil {
 				return err
 			}
-			if cfg.Network, err = net.spec(cmd.Flags().Changed); err != nil {
+			if cmd.Flags().Changed("network") {
+				for _, name := range netFlagNames {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--network and --%s both describe the network: give the whole network in --network, or use --topology and the flags beside it", name)
+					}
+				}
+			} else if cfg.Network, err = net.spec(cmd.Flags().Changed); err != nil {
 				return err
 			}
 			if hw.backend != "sim" && !cfg.Network.IsSingle() {

@@ -206,6 +206,7 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check", "max-memory", "no-check",
 			"service-level", "traffic-class", "hop-limit", "static-rate", "pkey-index",
 			"timeout"}, f.Name) || // --timeout is the parameter timeout-ms as a Go duration
+			slices.Contains(netFlagNames, f.Name) || // the parameter network, in parts
 
 			strings.HasPrefix(f.Name, "fault") { // faults are the soak's business, not a sweep's
 			return

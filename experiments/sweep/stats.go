@@ -8,6 +8,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -100,7 +101,7 @@ func KeyWithout(params ...string) func(Result) string {
 // is "all".
 func KeyDrop(key string, params ...string) string {
 	var keep []string
-	for _, f := range strings.Fields(key) {
+	for _, f := range KeyFields(key) {
 		name, _, _ := strings.Cut(f, "=")
 		drop := false
 		for _, p := range params {
@@ -119,10 +120,43 @@ func KeyDrop(key string, params ...string) string {
 // KeyValue returns the value of parameter param in a point key, and
 // whether it is there.
 func KeyValue(key, param string) (string, bool) {
-	for _, f := range strings.Fields(key) {
+	for _, f := range KeyFields(key) {
 		if name, v, ok := strings.Cut(f, "="); ok && name == param {
+			if u, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) {
+				v = u
+			}
 			return v, true
 		}
 	}
 	return "", false
+}
+
+// KeyFields splits a point key into its name=value fields; a value with
+// spaces is quoted as in Go (network="fat-tree routing=ftree ...") and
+// stays one field.
+func KeyFields(key string) []string {
+	var out []string
+	rest := strings.TrimSpace(key)
+	for rest != "" {
+		name, after, ok := strings.Cut(rest, "=")
+		if ok && !strings.ContainsRune(name, ' ') && strings.HasPrefix(after, `"`) {
+			if q, err := strconv.QuotedPrefix(after); err == nil {
+				out = append(out, name+"="+q)
+				rest = strings.TrimSpace(after[len(q):])
+				continue
+			}
+		}
+		f, r, _ := strings.Cut(rest, " ")
+		out = append(out, f)
+		rest = strings.TrimSpace(r)
+	}
+	return out
+}
+
+// keyValue is a value as a point key writes it: quoted when it has spaces.
+func keyValue(v string) string {
+	if strings.ContainsAny(v, " \t\"") {
+		return strconv.Quote(v)
+	}
+	return v
 }

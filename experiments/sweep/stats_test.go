@@ -72,3 +72,17 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("KeyValue found an absent parameter")
 	}
 }
+
+func TestKeyFieldsQuoted(t *testing.T) {
+	key := `design=MESQ/SR network="fat-tree radix=8 routing=ftree placement=list:a b,c" seed=1`
+	f := KeyFields(key)
+	if len(f) != 3 || f[1] != `network="fat-tree radix=8 routing=ftree placement=list:a b,c"` {
+		t.Fatalf("KeyFields(%q) = %q", key, f)
+	}
+	if v, ok := KeyValue(key, "network"); !ok || v != "fat-tree radix=8 routing=ftree placement=list:a b,c" {
+		t.Errorf("KeyValue network = %q, %v", v, ok)
+	}
+	if got := KeyDrop(key, "network"); got != "design=MESQ/SR seed=1" {
+		t.Errorf("KeyDrop = %q", got)
+	}
+}

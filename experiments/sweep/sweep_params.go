@@ -17,6 +17,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -114,6 +115,21 @@ var params = []param{
 	uint64Param("seed", "random seed", func(c *experiments.RunConfig) *uint64 { return &c.Seed }),
 	uint64Param("qp-numbering", "simulator: the numbers the NICs give their queue pairs, which decide the queue pairs that share a set of a NIC's context cache (0: the numbering the profiles were fitted with; k > 0: a base per node drawn from k)",
 		func(c *experiments.RunConfig) *uint64 { return &c.QPNumbering }),
+	{key: "network", expect: "a network as records write it, e.g. \"fat-tree radix=36 routing=ftree placement=contiguous\" (empty: the single switch; docs/topology.md)",
+		help: "simulator: the switches, routing and placement in one string, as records write it (e.g. 'fat-tree oversub=2:1 routing=ftree placement=random:3'); --topology and the flags beside it say the same in parts",
+		kind: asString,
+		set: func(c *experiments.RunConfig, v any) error {
+			n, err := netspec.Parse(v.(string))
+			if err != nil {
+				return errBadValue
+			}
+			c.Network = n
+			return nil
+		},
+		get: func(c *experiments.RunConfig) string { return c.Network.String() },
+		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
+			fs.Var(networkFlag{c}, key, help)
+		}},
 	boolParam("payload", "move every byte and check tuple contents (default: size-only, checksums in headers)",
 		func(c *experiments.RunConfig) *bool { return &c.Payload }),
 	{key: "timeout-ms", expect: "a number of simulated milliseconds > 0",
@@ -362,6 +378,20 @@ func AddFlags(fs *pflag.FlagSet, cfg *experiments.RunConfig) {
 	for _, p := range params {
 		p.flag(fs, cfg, p.key, p.help)
 	}
+}
+
+// networkFlag is --network: text parsed by netspec.Parse.
+type networkFlag struct{ c *experiments.RunConfig }
+
+func (f networkFlag) String() string { return f.c.Network.String() }
+func (networkFlag) Type() string     { return "string" }
+func (f networkFlag) Set(text string) error {
+	n, err := netspec.Parse(text)
+	if err != nil {
+		return err
+	}
+	f.c.Network = n
+	return nil
 }
 
 // nodeCyclesFlag is --node-cycles: text parsed by ParseNodeCycles.

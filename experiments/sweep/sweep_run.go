@@ -381,6 +381,7 @@ func matches(cfg experiments.RunConfig, rec *experiments.Record) error {
 		{"threads", cfg.Threads, rec.Threads, cfg.Threads == 0},
 		{"seed", cfg.Seed, rec.Seed, false},
 		{"qp_numbering", cfg.QPNumbering, rec.QPNumbering, false},
+		{"network", cfg.Network.String(), rec.Network.String(), false},
 		{"cycles_per_tuple", cfg.CyclesPerTuple, rec.CyclesPerTuple, false},
 		{"buffers", cfg.Buffers, rec.Buffers, cfg.Buffers == 0},
 		{"credit_every", cfg.CreditEvery, rec.CreditEvery, cfg.CreditEvery == 0},

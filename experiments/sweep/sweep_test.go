@@ -121,6 +121,10 @@ func TestSetParam(t *testing.T) {
 		{"notify", "smoke", nil, `notify: "smoke": want cq, buffers or queue`},
 		{"timeout-ms", 0.5, func(c experiments.RunConfig) bool { return c.Timeout == fabric.Millisecond/2 }, ""},
 		{"payload", true, func(c experiments.RunConfig) bool { return c.Payload }, ""},
+		{"network", "fat-tree radix=8 routing=ftree placement=round-robin", func(c experiments.RunConfig) bool {
+			return c.Network.String() == "fat-tree radix=8 routing=ftree placement=round-robin"
+		}, ""},
+		{"network", "torus", nil, `network: "torus": want a network as records write it`},
 		{"profile", "", nil, `profile: "": want a built-in profile name`},
 		{"colour", 1, nil, `unknown parameter "colour": valid keys are design`},
 	} {
@@ -141,7 +145,7 @@ func TestSetParam(t *testing.T) {
 	// Every parameter round-trips through its canonical text.
 	c := experiments.DefaultConfig()
 	for _, k := range Params() {
-		if ParamString(c, k) == "" && k != "notify" && k != "node-cycles" { // empty: none
+		if ParamString(c, k) == "" && k != "notify" && k != "node-cycles" && k != "network" { // empty: none (network: the single switch)
 			t.Errorf("%s has no canonical text", k)
 		}
 	}
