@@ -126,6 +126,16 @@ type Window struct {
 	To   Duration `yaml:"to"`
 }
 
+// Cable is a cable between two switches of a network, down from From to
+// To (0: for the rest of the run): named by one end, a switch (its name,
+// a GUID 0x... or an index #N) and a port from 1.
+type Cable struct {
+	Switch string   `yaml:"switch"`
+	Port   int      `yaml:"port"`
+	From   Duration `yaml:"from"`
+	To     Duration `yaml:"to,omitempty"`
+}
+
 // Crash stops a node at At.
 type Crash struct {
 	Node int      `yaml:"node"`
@@ -150,7 +160,13 @@ type Schedule struct {
 	LinkDown     []Window    `yaml:"link_down,omitempty"`
 	SlowReceiver []Window    `yaml:"slow_receiver,omitempty"`
 	Crash        []Crash     `yaml:"crash,omitempty"`
-	RCRetry      *RCRetry    `yaml:"rc_retry,omitempty"`
+	CableDown    []Cable     `yaml:"cable_down,omitempty"`
+	// RerouteAfter is how long the subnet manager takes to route around a
+	// cable that went down (and back over one that came up); empty: the
+	// simulator's estimate (sim.DefaultReroute); "never" is not offered:
+	// give a time past the run's end.
+	RerouteAfter Duration `yaml:"reroute_after,omitempty"`
+	RCRetry      *RCRetry `yaml:"rc_retry,omitempty"`
 	// QPCacheEntries overrides the profile's NIC context-cache size
 	// (nic.qp_cache_entries): a small value thrashes the cache.
 	QPCacheEntries int `yaml:"qp_cache_entries,omitempty"`
@@ -159,7 +175,7 @@ type Schedule struct {
 // Empty reports whether s injects nothing.
 func (s *Schedule) Empty() bool {
 	return s == nil || len(s.Loss)+len(s.Corrupt)+len(s.Duplicate)+len(s.Reorder)+len(s.Drop)+len(s.LinkDown)+
-		len(s.SlowReceiver)+len(s.Crash) == 0 && s.RCRetry == nil && s.QPCacheEntries == 0
+		len(s.SlowReceiver)+len(s.Crash)+len(s.CableDown) == 0 && s.RCRetry == nil && s.QPCacheEntries == 0 && s.RerouteAfter == 0
 }
 
 // Load reads a schedule from a YAML file.
@@ -326,6 +342,18 @@ func (s *Schedule) Validate(nodes int) error {
 			return err
 		}
 	}
+	for i, c := range s.CableDown {
+		field := fmt.Sprintf("cable_down[%d]", i)
+		if c.Switch == "" {
+			return fmt.Errorf("fault schedule: %s.switch: missing: the switch at one end of the cable, by name, GUID (0x...) or index (#N)", field)
+		}
+		if c.Port < 1 {
+			return fmt.Errorf("fault schedule: %s.port: %d: a switch port from 1", field, c.Port)
+		}
+		if c.To != 0 && c.To <= c.From {
+			return fmt.Errorf("fault schedule: %s: to %v is not after from %v (leave to out for a cable that stays down)", field, c.To, c.From)
+		}
+	}
 	if r := s.RCRetry; r != nil {
 		if r.RetryCnt < 0 || r.RetryCnt > 7 {
 			return fmt.Errorf("fault schedule: rc_retry.retry_cnt: %d outside 0..7", r.RetryCnt)
@@ -423,6 +451,10 @@ func (s *Schedule) Plan(nodes int) (*sim.Plan, error) {
 	for _, c := range s.Crash {
 		p.Rules = append(p.Rules, sim.Rule{Action: sim.Crash, Node: c.Node, From: fabric.Time(c.At)})
 	}
+	for _, c := range s.CableDown {
+		p.Rules = append(p.Rules, sim.Rule{Action: sim.CableDown, Switch: c.Switch, Port: c.Port, From: fabric.Time(c.From), To: fabric.Time(c.To)})
+	}
+	p.Reroute = fabric.Duration(s.RerouteAfter)
 	if r := s.RCRetry; r != nil {
 		p.RetryCnt, p.AckTimeout = r.RetryCnt, r.Timeout
 	}
@@ -465,6 +497,10 @@ func (s *Schedule) Merge(t *Schedule) {
 	s.LinkDown = append(s.LinkDown, t.LinkDown...)
 	s.SlowReceiver = append(s.SlowReceiver, t.SlowReceiver...)
 	s.Crash = append(s.Crash, t.Crash...)
+	s.CableDown = append(s.CableDown, t.CableDown...)
+	if t.RerouteAfter != 0 {
+		s.RerouteAfter = t.RerouteAfter
+	}
 	if t.RCRetry != nil {
 		s.RCRetry = t.RCRetry
 	}

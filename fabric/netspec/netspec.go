@@ -196,7 +196,11 @@ func Build(s Spec, nodes int, p *sim.Profile, seed uint64) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.Fabric = &sim.Fabric{Topology: t, Tables: tb, Hosts: hosts, Adaptive: s.Adaptive, AdaptiveRC: s.AdaptiveRC}
+	engine := s.Engine
+	if s.LFTPath != "" || b.FellBack != "" {
+		engine = route.MinHop
+	}
+	b.Fabric = &sim.Fabric{Topology: t, Tables: tb, Hosts: hosts, Adaptive: s.Adaptive, AdaptiveRC: s.AdaptiveRC, Engine: engine}
 	return b, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rdmashuffle/rdmashuffle/fabric/route"
 	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
 )
 
@@ -29,6 +30,10 @@ type Fabric struct {
 	// one of its queue pair is answered with a sequence NAK and go-back-N
 	// retransmission, as on a NIC without out-of-order placement.
 	AdaptiveRC bool
+	// Engine is the routing engine the subnet manager reroutes with when
+	// a cable fails (Plan's CableDown rules): the one Tables came from
+	// (MinHop, OpenSM's default, for tables read from a dump).
+	Engine route.Engine
 }
 
 // ErrFabric is returned by New for a Fabric that does not fit the cluster.

@@ -33,9 +33,15 @@ const (
 	// Crash stops Node at From: its threads stop at their next call into
 	// the simulator and its link drops everything from then on.
 	Crash
+	// CableDown takes the cable at port Port of switch Switch (between two
+	// switches of a network; Config.Fabric) down from From to To: packets
+	// the switches at its ends send into it are lost. The subnet manager
+	// installs forwarding tables around it Plan.Reroute after it fails,
+	// and back Plan.Reroute after it returns.
+	CableDown
 )
 
-var actionNames = [...]string{"?", "lose", "corrupt", "duplicate", "reorder", "link-down", "starve", "crash"}
+var actionNames = [...]string{"?", "lose", "corrupt", "duplicate", "reorder", "link-down", "starve", "crash", "cable-down"}
 
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
@@ -80,6 +86,10 @@ type Rule struct {
 	From, To fabric.Time
 	// Delay of a Delay rule; 0 means 2 microseconds.
 	Delay fabric.Duration
+	// Switch and Port of a CableDown rule: the switch by name, GUID
+	// ("0x...") or index ("#3"), and its port (from 1).
+	Switch string
+	Port   int
 	// Name describes the rule in reports; empty gives a generated one.
 	Name string
 }
@@ -95,6 +105,10 @@ type Plan struct {
 	// they exhaust retries and move queue pairs to the error state.
 	RetryCnt   int
 	AckTimeout uint8
+	// Reroute is how long the subnet manager takes to install forwarding
+	// tables around a cable that went down (or back over one that came
+	// up): 0 means DefaultReroute, negative never.
+	Reroute fabric.Duration
 }
 
 // NewPlan returns an empty plan (no retry cap).
@@ -109,6 +123,8 @@ func (r *Rule) describe() string {
 	switch r.Action {
 	case LinkDown, Starve, Crash:
 		fmt.Fprintf(&b, " node %d", r.Node)
+	case CableDown:
+		fmt.Fprintf(&b, " %s port %d", r.Switch, r.Port)
 	default:
 		if r.Src >= 0 || r.Dst >= 0 {
 			fmt.Fprintf(&b, " %s->%s", anyNode(r.Src), anyNode(r.Dst))
@@ -181,6 +197,10 @@ func (p *Plan) validate(nodes int) error {
 			if r.Node < 0 || r.Node >= nodes {
 				return bad("node %d outside the %d-node cluster", r.Node, nodes)
 			}
+		case CableDown:
+			if r.Switch == "" || r.Port < 1 {
+				return bad("a cable is a switch and a port from 1, got %q port %d", r.Switch, r.Port)
+			}
 		default:
 			return bad("unknown action")
 		}
@@ -241,6 +261,8 @@ func (f FaultCounts) Total() int64 {
 func (c *Cluster) SetPlan(p *Plan) error {
 	if p == nil {
 		c.inj = nil
+		c.setCables(&Plan{})
+		c.net.cables = nil
 		for _, n := range c.nodes {
 			n.crashAt = fabric.Forever
 		}
@@ -249,6 +271,11 @@ func (c *Cluster) SetPlan(p *Plan) error {
 	if err := p.validate(len(c.nodes)); err != nil {
 		return err
 	}
+	cf, err := c.setCables(p)
+	if err != nil {
+		return err
+	}
+	c.net.cables = cf
 	in := &injector{plan: *p, down: make([][]window, len(c.nodes)), starve: make([][]window, len(c.nodes)),
 		crashAt: make([]fabric.Time, len(c.nodes)), crashSeen: make([]bool, len(c.nodes))}
 	in.plan.Rules = append([]Rule(nil), p.Rules...)
@@ -264,6 +291,7 @@ func (c *Cluster) SetPlan(p *Plan) error {
 			in.starve[r.Node] = append(in.starve[r.Node], w)
 		case Crash:
 			in.crashAt[r.Node] = min(in.crashAt[r.Node], r.From)
+		case CableDown: // setCables
 		default:
 			in.pkt = true
 			in.rules = append(in.rules, ruleState{Rule: r, rng: c.rng(fmt.Sprintf("fault/%d", i))})
@@ -423,6 +451,21 @@ func (c *Cluster) FaultSummary() string {
 		case Crash:
 			if c.now >= r.From || in.crashSeen[r.Node] && in.crashAt[r.Node] == r.From {
 				parts = append(parts, fmt.Sprintf("node %d crashed at %v", r.Node, fabric.Duration(r.From)))
+			}
+		}
+	}
+	if cf := c.net.cables; cf != nil {
+		for _, r := range in.plan.Rules {
+			if r.Action == CableDown && c.now >= r.From {
+				parts = append(parts, r.describe())
+			}
+		}
+		if cf.drops > 0 {
+			parts = append(parts, fmt.Sprintf("%d packets lost to cables down", cf.drops))
+		}
+		for _, ep := range cf.epochs {
+			if c.now >= ep.at {
+				parts = append(parts, fmt.Sprintf("rerouted at %v (%s)", fabric.Duration(ep.at), ep.why))
 			}
 		}
 	}

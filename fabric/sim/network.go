@@ -82,6 +82,7 @@ type network struct {
 	swOfPort []int32         // the switch of each global port number (multi-switch fabrics)
 	leafOf   []int32         // each node's leaf, indexing swtch.alt (adaptive routing)
 	adaptRC  bool            // RC and UC packets adapt too (Fabric.AdaptiveRC)
+	cables   *cableFaults    // a plan's cable faults and reroutes; nil without
 	pcieRTT  fabric.Duration // a DMA read's round trip: a payload's first byte reaches the NIC this long after the fetch starts
 }
 

@@ -60,8 +60,9 @@ type swOut struct {
 	toNode        int
 	toSw, toIn    int
 	cr            credits
-	creditBlocked bool // waits for the downstream switch to free buffer space
-	backlog       int  // packets queued for this port in the switch's inputs (adaptive routing)
+	creditBlocked bool     // waits for the downstream switch to free buffer space
+	backlog       int      // packets queued for this port in the switch's inputs (adaptive routing)
+	downs         []window // when its cable is down (a plan's CableDown rules)
 }
 
 func newSwitch(id, base, ports int, p *Profile) swtch {
@@ -131,7 +132,11 @@ func (n *network) route(s *swtch, p *packet) int {
 	if s.lft == nil {
 		return p.dst
 	}
-	o := int(s.lft[p.dst])
+	lft := s.lft
+	if n.cables != nil {
+		lft = n.lftAt(s)
+	}
+	o := int(lft[p.dst])
 	if s.alt == nil || (p.qpType != fabric.UD && !n.adaptRC) {
 		return o
 	}
@@ -139,9 +144,14 @@ func (n *network) route(s *swtch, p *packet) int {
 	if len(alt) < 2 {
 		return o
 	}
+	// A port whose cable is down is no choice: adaptive routing goes
+	// around it at once, without waiting for the subnet manager.
 	best, load := o, n.load(&s.out[o])
+	if n.cables != nil && s.out[o].isDown(n.c.now) {
+		load = int(^uint(0) >> 1)
+	}
 	for _, a := range alt {
-		if l := n.load(&s.out[a]); l < load {
+		if l := n.load(&s.out[a]); l < load && (n.cables == nil || !s.out[a].isDown(n.c.now)) {
 			best, load = int(a), l
 		}
 	}
@@ -196,6 +206,21 @@ func (n *network) serve(s *swtch, o int) {
 		v := &s.in[i].voq[o]
 		p := v.peek()
 		b := blocksOf(p.wire)
+		if out.downs != nil && out.isDown(c.now) {
+			// The cable is down: the switch discards what it routed
+			// there, and the input's buffer space is free again.
+			out.waiting.pop()
+			v.pop()
+			out.backlog--
+			if v.len() > 0 {
+				out.waiting.push(i)
+			}
+			n.release(s, i, b, c.now)
+			n.cables.drops++
+			c.stats.PacketsLost++
+			c.freePacket(p)
+			continue
+		}
 		cr := &out.cr
 		if out.toNode < 0 {
 			cr = &n.sws[out.toSw].in[out.toIn].cr
@@ -243,13 +268,7 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	ser := n.serialization(p.wire)
 	out.freeAt = c.now.Add(ser)
 	left := out.freeAt.Add(n.prop)
-	in := &s.in[i]
-	in.cr.give(left, b)
-	if in.upNode >= 0 {
-		c.nodes[in.upNode].nic.creditReturned(left)
-	} else if us, uo := n.portOf(in.upOut); us.out[uo].creditBlocked {
-		n.wakeOut(us, uo, left)
-	}
+	n.release(s, i, b, left)
 	if out.toNode < 0 {
 		// Cut-through to the next switch.
 		n.sws[out.toSw].in[out.toIn].cr.take(b)
@@ -314,6 +333,18 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	if dup { // the copy arrives right behind the original
 		c.stats.PacketsDuplicated++
 		n.toPort(dst, deliver.Add(ser), c.clonePacket(p))
+	}
+}
+
+// release gives the b blocks a packet held in input buffer i of s back to
+// the buffer's transmitter at t, waking it if it waits for them.
+func (n *network) release(s *swtch, i, b int, t fabric.Time) {
+	in := &s.in[i]
+	in.cr.give(t, b)
+	if in.upNode >= 0 {
+		n.c.nodes[in.upNode].nic.creditReturned(t)
+	} else if us, uo := n.portOf(in.upOut); us.out[uo].creditBlocked {
+		n.wakeOut(us, uo, t)
 	}
 }
 
