@@ -189,17 +189,18 @@ func Load(path string) (*Schedule, error) {
 		return nil, fmt.Errorf("fault schedule %s: %s", path, strings.TrimPrefix(err.Error(), "fault schedule: "))
 	}
 	if s.Empty() {
-		return nil, fmt.Errorf("fault schedule %s: injects no fault (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, qp_cache_entries (docs/reliability.md), or leave out --faults", path)
+		return nil, fmt.Errorf("fault schedule %s: injects no fault (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, qp_cache_entries (docs/reliability.md), or leave out --faults", path)
 	}
 	return s, nil
 }
 
 var yamlTypeNames = map[string]string{
-	"faults.Schedule":  "the schedule (fields: loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, rc_retry, qp_cache_entries)",
+	"faults.Schedule":  "the schedule (fields: loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, reroute_after, rc_retry, qp_cache_entries)",
 	"faults.RateFault": "a rate fault (fields: rate, src, dst, transport, kind, from, to, delay)",
 	"faults.Drop":      "a drop (fields: src, dst, transport, kind, nth, count, packet, from, to)",
 	"faults.Window":    "a node window (fields: node, from, to)",
 	"faults.Crash":     "a crash (fields: node, at)",
+	"faults.Cable":     "a cable_down (fields: switch, port, from, to)",
 	"faults.RCRetry":   "rc_retry (fields: retry_cnt, timeout)",
 }
 

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,4 +217,41 @@ func FuzzParseSpecs(f *testing.F) {
 		ParseRCRetry(s)
 		ParseDuration(s)
 	})
+}
+
+// TestYAMLTypeNamesListEveryField: the field lists that errors print name
+// exactly the YAML fields of each type, so that a new field is never
+// missing from the help an error gives.
+func TestYAMLTypeNamesListEveryField(t *testing.T) {
+	for _, v := range []any{Schedule{}, RateFault{}, Drop{}, Window{}, Crash{}, Cable{}, RCRetry{}} {
+		typ := reflect.TypeOf(v)
+		var want []string
+		var walk func(reflect.Type)
+		walk = func(tt reflect.Type) {
+			for i := 0; i < tt.NumField(); i++ {
+				f := tt.Field(i)
+				tag := f.Tag.Get("yaml")
+				if strings.Contains(tag, "inline") {
+					walk(f.Type)
+					continue
+				}
+				if name, _, _ := strings.Cut(tag, ","); name != "" && name != "-" {
+					want = append(want, name)
+				}
+			}
+		}
+		walk(typ)
+		desc, ok := yamlTypeNames[typ.String()]
+		if !ok {
+			t.Errorf("%s has no entry in yamlTypeNames", typ)
+			continue
+		}
+		_, list, _ := strings.Cut(desc, "(fields: ")
+		got := strings.Split(strings.TrimSuffix(list, ")"), ", ")
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s lists fields %v; the type has %v", typ, got, want)
+		}
+	}
 }
