@@ -14,6 +14,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/fabric/route"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -82,7 +84,11 @@ type mtHarness struct {
 
 func newHarness(t *testing.T, c *Cluster, mrBytes int) *mtHarness {
 	t.Helper()
-	h := &mtHarness{t: t, c: c, maxIn: make([]int, c.Size()), maxOut: make([]int, c.Size())}
+	ports := 0
+	for _, sw := range c.net.sws {
+		ports += len(sw.in)
+	}
+	h := &mtHarness{t: t, c: c, maxIn: make([]int, ports), maxOut: make([]int, ports)}
 	acc := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
 	for i := 0; i < c.Size(); i++ {
 		dev := c.Node(i).Device()
@@ -214,37 +220,44 @@ func (h *mtHarness) check() error {
 			return fmt.Errorf("at %v: NIC %d: %v", now, i, err)
 		}
 	}
-	for i := range c.net.sws[0].in {
-		in := &c.net.sws[0].in[i]
-		u := creditsInUse(&in.cr, now)
-		if u > in.cr.cap || u < 0 {
-			return fmt.Errorf("at %v: switch input %d: %d credit blocks in use, capacity %d", now, i, u, in.cr.cap)
-		}
-		occ := 0
-		for o := range in.voq {
-			for _, p := range in.voq[o].q[in.voq[o].head:] {
-				b := blocksOf(p.wire)
-				occ += b
-				h.maxPktBlocks = max(h.maxPktBlocks, b)
+	for si := range c.net.sws {
+		sw := &c.net.sws[si]
+		for i := range sw.in {
+			g := sw.base + i
+			in := &sw.in[i]
+			u := creditsInUse(&in.cr, now)
+			if u > in.cr.cap || u < 0 {
+				return fmt.Errorf("at %v: switch %d input %d: %d credit blocks in use, capacity %d", now, si, i, u, in.cr.cap)
+			}
+			occ := 0
+			for o := range in.voq {
+				for _, p := range in.voq[o].q[in.voq[o].head:] {
+					b := blocksOf(p.wire)
+					occ += b
+					h.maxPktBlocks = max(h.maxPktBlocks, b)
+				}
+			}
+			if occ > u {
+				return fmt.Errorf("at %v: switch %d input %d holds %d blocks of packets but only %d credit blocks are in use", now, si, i, occ, u)
+			}
+			h.maxIn[g] = max(h.maxIn[g], u)
+			if err := retOrdered(&in.cr); err != nil {
+				return fmt.Errorf("at %v: switch %d input %d: %v", now, si, i, err)
 			}
 		}
-		if occ > u {
-			return fmt.Errorf("at %v: switch input %d holds %d blocks of packets but only %d credit blocks are in use", now, i, occ, u)
-		}
-		h.maxIn[i] = max(h.maxIn[i], u)
-		if err := retOrdered(&in.cr); err != nil {
-			return fmt.Errorf("at %v: switch input %d: %v", now, i, err)
-		}
-	}
-	for o := range c.net.sws[0].out {
-		out := &c.net.sws[0].out[o]
-		u := creditsInUse(&out.cr, now)
-		if u > out.cr.cap || u < 0 {
-			return fmt.Errorf("at %v: NIC %d receive buffer: %d credit blocks in use, capacity %d", now, o, u, out.cr.cap)
-		}
-		h.maxOut[o] = max(h.maxOut[o], u)
-		if err := retOrdered(&out.cr); err != nil {
-			return fmt.Errorf("at %v: NIC %d receive buffer: %v", now, o, err)
+		for o := range sw.out {
+			out := &sw.out[o]
+			if out.toNode < 0 {
+				continue // its credits are the next switch's input's, checked above
+			}
+			u := creditsInUse(&out.cr, now)
+			if u > out.cr.cap || u < 0 {
+				return fmt.Errorf("at %v: NIC %d receive buffer: %d credit blocks in use, capacity %d", now, out.toNode, u, out.cr.cap)
+			}
+			h.maxOut[sw.base+o] = max(h.maxOut[sw.base+o], u)
+			if err := retOrdered(&out.cr); err != nil {
+				return fmt.Errorf("at %v: NIC %d receive buffer: %v", now, out.toNode, err)
+			}
 		}
 	}
 	return nil
@@ -305,20 +318,25 @@ func (h *mtHarness) quiet() error {
 			errs = append(errs, fmt.Errorf("%s: %d credit blocks never returned", what, u))
 		}
 	}
-	for i := range c.net.sws[0].in {
-		in := &c.net.sws[0].in[i]
-		left(fmt.Sprintf("switch input %d", i), &in.cr)
-		for o := range in.voq {
-			if n := in.voq[o].len(); n > 0 {
-				errs = append(errs, fmt.Errorf("switch input %d still holds %d packets for output %d", i, n, o))
+	for si := range c.net.sws {
+		sw := &c.net.sws[si]
+		for i := range sw.in {
+			in := &sw.in[i]
+			left(fmt.Sprintf("switch %d input %d", si, i), &in.cr)
+			for o := range in.voq {
+				if n := in.voq[o].len(); n > 0 {
+					errs = append(errs, fmt.Errorf("switch %d input %d still holds %d packets for output %d", si, i, n, o))
+				}
 			}
 		}
-	}
-	for o := range c.net.sws[0].out {
-		out := &c.net.sws[0].out[o]
-		left(fmt.Sprintf("NIC %d receive buffer", o), &out.cr)
-		if n := out.waiting.len(); n > 0 {
-			errs = append(errs, fmt.Errorf("switch output %d still has %d contenders", o, n))
+		for o := range sw.out {
+			out := &sw.out[o]
+			if out.toNode >= 0 {
+				left(fmt.Sprintf("NIC %d receive buffer", out.toNode), &out.cr)
+			}
+			if n := out.waiting.len(); n > 0 {
+				errs = append(errs, fmt.Errorf("switch %d output %d still has %d contenders", si, o, n))
+			}
 		}
 	}
 	for i, n := range c.nodes {
@@ -351,6 +369,12 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 		// the workload must fill these buffers to within one packet of
 		// capacity, or it did not test back-pressure
 		fillIn, fillRx bool
+		// tree: a two-level fat tree of radix-tree switches instead of
+		// the single switch (adaptive: UD-only adaptive routing, RC keeps
+		// its table's path; cable: a spine's cable down for a while)
+		tree     int
+		adaptive bool
+		cable    bool
 	}{
 		// FDR: PCIe (6.6 GB/s) drains the receiver's buffer slower than
 		// the link fills it, so the NIC's buffer fills first, then the
@@ -364,10 +388,30 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 		// Lost, duplicated and reordered packets must not leak credits.
 		{name: "alltoall-random-faults", profile: "edr-cx4", nodes: 8, msgs: 12, size: 256 * kib, window: 2,
 			faults: Faults{Loss: 0.002, Duplicate: 0.002, Reorder: 0.002}},
+		// Networks of switches: credits hop by hop, the same invariants
+		// at every switch input and at every NIC.
+		{name: "incast-edr-tree", profile: "edr-cx4", nodes: 8, incast: true, msgs: 8, size: 256 * kib, fillIn: true, tree: 4},
+		{name: "alltoall-random-fdr-tree", profile: "fdr-cx3", nodes: 8, msgs: 24, size: 512 * kib, window: 2, fillIn: true, tree: 4},
+		{name: "alltoall-random-edr-tree3", profile: "edr-cx4", nodes: 16, msgs: 12, size: 256 * kib, window: 2, fillIn: true, tree: -4},
+		{name: "alltoall-random-tree-faults", profile: "edr-cx4", nodes: 8, msgs: 12, size: 256 * kib, window: 2, tree: 4,
+			faults: Faults{Loss: 0.002, Duplicate: 0.002, Reorder: 0.002}},
+		{name: "alltoall-random-tree-cable", profile: "edr-cx4", nodes: 8, msgs: 12, size: 256 * kib, window: 2, tree: 4, cable: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := mtCluster(t, Config{Nodes: tc.nodes, Seed: 3, SizeOnly: true, Profile: mtProfile(t, tc.profile, nil)})
+			cfg := Config{Nodes: tc.nodes, Seed: 3, SizeOnly: true, Profile: mtProfile(t, tc.profile, nil)}
+			if tc.tree != 0 {
+				cfg.Fabric = mtTree(t, tc.nodes, tc.tree)
+			}
+			c := mtCluster(t, cfg)
+			if tc.cable {
+				p := NewPlan()
+				p.Rules = []Rule{{Action: CableDown, Switch: "spine-0", Port: 1, From: fabric.Time(50 * fabric.Microsecond), To: fabric.Time(400 * fabric.Microsecond)}}
+				p.Reroute = 100 * fabric.Microsecond
+				if err := c.SetPlan(p); err != nil {
+					t.Fatal(err)
+				}
+			}
 			h := newHarness(t, c, tc.size)
 			for a := 0; a < tc.nodes; a++ {
 				for b := a + 1; b < tc.nodes; b++ {
@@ -448,7 +492,7 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 			if h.maxPktBlocks > maxPacketBlocks(c.prof) {
 				t.Errorf("a packet of %d blocks was sent; NICs only wait for %d (maxPacketBlocks)", h.maxPktBlocks, maxPacketBlocks(c.prof))
 			}
-			if !tc.faults.any() {
+			if !tc.faults.any() && !tc.cable {
 				// A lossless fabric never retransmits.
 				if st.RCRetransmits != 0 || st.PacketsLost != 0 {
 					t.Errorf("lossless run: %d retransmits, %d packets lost", st.RCRetransmits, st.PacketsLost)
@@ -459,20 +503,24 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 					t.Errorf("cache lookups %d (hits %d + misses %d), want packets %d + work requests %d = %d",
 						got, st.QPCacheHits, st.QPCacheMisses, st.PacketsSent, h.posted, want)
 				}
-			} else if st.PacketsLost == 0 || st.RCRetransmits == 0 {
+			} else if tc.faults.any() && (st.PacketsLost == 0 || st.RCRetransmits == 0) {
 				t.Errorf("the faults did nothing: %+v", st)
 			}
+			if tc.tree != 0 && st.SwitchHops <= st.PacketsSent {
+				t.Errorf("%d switch hops for %d packets: the tree carried nothing across its spines", st.SwitchHops, st.PacketsSent)
+			}
 			fullIn, fullRx := 0, 0
+			inCap, rxCap := c.net.sws[0].in[0].cr.cap, c.net.sws[0].out[0].cr.cap
 			for i := range h.maxIn {
-				if h.maxIn[i] > c.net.sws[0].in[i].cr.cap-maxPacketBlocks(c.prof) {
+				if h.maxIn[i] > inCap-maxPacketBlocks(c.prof) {
 					fullIn++
 				}
-				if h.maxOut[i] > c.net.sws[0].out[i].cr.cap-maxPacketBlocks(c.prof) {
+				if h.maxOut[i] > rxCap-maxPacketBlocks(c.prof) {
 					fullRx++
 				}
 			}
 			t.Logf("%d events, %v simulated; most credit blocks in use: inputs %v (cap %d), NIC buffers %v (cap %d); %+v",
-				h.events, c.Now(), h.maxIn, c.net.sws[0].in[0].cr.cap, h.maxOut, c.net.sws[0].out[0].cr.cap, st)
+				h.events, c.Now(), h.maxIn, inCap, h.maxOut, rxCap, st)
 			if tc.incast {
 				// The output serves its inputs round-robin: the senders
 				// share the receiver's link fairly and finish together.
@@ -483,8 +531,20 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 				if gbps > bound || gbps < 0.98*bound {
 					t.Errorf("incast delivered %.2f Gb/s; want just under min(link, PCIe) = %.2f", gbps, bound)
 				}
-				if first < lastDone-lastDone/50 {
+				switch {
+				case tc.tree == 0 && first < lastDone-lastDone/50:
 					t.Errorf("incast senders finished between %v and %v: the receiver's link was not shared fairly", first, lastDone)
+				case tc.tree != 0:
+					// On a tree the receiver's leaf serves its inputs
+					// round-robin, one share per port: the sender on the
+					// receiver's own leaf has a port to itself, and the
+					// remote senders share the spines' ports, so the
+					// local one finishes first (the parking-lot
+					// unfairness of multistage networks).
+					local := tc.nodes - 2 // on the receiver's leaf (radix 4: two hosts per leaf)
+					if last[local] != first || first > lastDone/2 {
+						t.Errorf("incast on a tree: the receiver's leaf-mate finished at %v, the first at %v, the last at %v; want the leaf-mate first, well ahead", last[local], first, lastDone)
+					}
 				}
 			}
 			if tc.fillIn && fullIn == 0 {
@@ -1033,4 +1093,27 @@ func TestModelReceiveStoreAndForward(t *testing.T) {
 	if r.BWAvgGbps < 31.5 {
 		t.Errorf("1 MiB writes: %.2f Gb/s, want the link's 31.8", r.BWAvgGbps)
 	}
+}
+
+// mtTree wires nodes on a fat tree of radix-port switches (two levels; a
+// negative radix: three levels), ftree routing, contiguous placement.
+func mtTree(t *testing.T, nodes, radix int) *Fabric {
+	t.Helper()
+	levels := 2
+	if radix < 0 {
+		radix, levels = -radix, 3
+	}
+	tp, err := topo.FatTree(topo.FatTreeSpec{Hosts: nodes, Radix: radix, Levels: levels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := route.Compute(tp, route.FTree, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]int, nodes)
+	for i := range hosts {
+		hosts[i] = i
+	}
+	return &Fabric{Topology: tp, Tables: tb, Hosts: hosts, Engine: route.FTree}
 }
