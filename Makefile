@@ -79,7 +79,8 @@ FUZZ_SHORT ?= 3s
 FUZZ_MINIMIZE ?= 200x
 FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader ./algos/:FuzzBcastMessage \
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
-	./experiments/:FuzzParseSweep ./experiments/:FuzzParseNodeCycles ./experiments/:FuzzParseShard ./experiments/:FuzzPattern \
+	./experiments/sweep/:FuzzParseSweep ./experiments/sweep/:FuzzParseNodeCycles ./experiments/sweep/:FuzzParseShard ./experiments/sweep/:FuzzPattern \
+	./experiments/report/:FuzzParseValidation \
 	./tcpshuffle/:FuzzParseHeader ./fabric/topo/ibnet/:FuzzReadIBNetDiscover ./fabric/topo/ibnet/:FuzzReadLFTs \
 	./fabric/topo/ibnet/:FuzzReadYAML ./fabric/netspec/:FuzzParseSpec
 # The fuzzing engine sometimes reports "context deadline exceeded" as its
@@ -103,7 +104,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzQPInfo -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/
 	$(GO) test -run '^$$' -fuzz FuzzParseProfile -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/sim/
 	$(GO) test -run '^$$' -fuzz FuzzHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./algos/
-	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./experiments/
+	$(GO) test -run '^$$' -fuzz FuzzParseSweep -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./experiments/sweep/
 	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./fabric/host/
 	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./tcpshuffle/
 
