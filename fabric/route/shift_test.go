@@ -7,43 +7,18 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
 )
 
-// shiftMaxFlows follows the tables for every stage k = 1..H-1 of the shift
-// permutation over all H hosts in order (contiguous placement: rank i on
-// host i sends to host (i+k) mod H) and counts the flows on every
-// directed switch-to-switch cable. It returns the most flows one cable
-// carries in any stage, and the first stage where that happens.
+// shiftMaxFlows is Analyze's worst shift stage with every host a rank,
+// in order (contiguous placement).
 func shiftMaxFlows(tp *topo.Topology, tb *topo.Tables) (worst, stage int) {
-	h := len(tp.Hosts)
-	const stride = 256
-	load := make([]int32, len(tp.Switches)*stride)
-	var used []int
-	for k := 1; k < h; k++ {
-		for _, i := range used {
-			load[i] = 0
-		}
-		used = used[:0]
-		for src := 0; src < h; src++ {
-			dst := (src + k) % h
-			cur := tp.Hosts[src].Switch
-			for steps := 0; steps <= len(tp.Switches); steps++ {
-				p := int(tb.Out[cur][dst])
-				pe := tp.Switches[cur].Ports[p-1]
-				if pe.Kind != topo.ToSwitch {
-					break
-				}
-				i := cur*stride + p
-				if load[i] == 0 {
-					used = append(used, i)
-				}
-				load[i]++
-				if int(load[i]) > worst {
-					worst, stage = int(load[i]), k
-				}
-				cur = pe.Index
-			}
-		}
+	hosts := make([]int, len(tp.Hosts))
+	for i := range hosts {
+		hosts[i] = i
 	}
-	return worst, stage
+	a, err := Analyze(tp, tb, hosts, 0)
+	if err != nil {
+		panic(err)
+	}
+	return a.ShiftWorst, a.ShiftWorstStage
 }
 
 // TestShiftFlows checks that fat-tree routing makes every stage of the

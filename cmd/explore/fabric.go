@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
+	"github.com/rdmashuffle/rdmashuffle/fabric/route"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo/ibnet"
+)
+
+// fabricReport is what explore fabric says of a network (--json).
+type fabricReport struct {
+	Name       string  `json:"name"`
+	Network    string  `json:"network"`
+	Hosts      int     `json:"hosts"`
+	Switches   int     `json:"switches"`
+	ByLevel    []int   `json:"switches_by_level"` // switches per level, leaves first
+	Radix      []int   `json:"radix"`             // the smallest and largest switch
+	Cables     int     `json:"switch_cables"`     // cables between switches
+	Leaves     int     `json:"leaves"`
+	HostsPer   []int   `json:"hosts_per_leaf"`   // smallest, largest
+	UplinksPer []int   `json:"uplinks_per_leaf"` // smallest, largest
+	Oversub    float64 `json:"worst_oversubscription"`
+	Routing    string  `json:"routing"`
+	FellBack   string  `json:"fell_back,omitempty"`
+	route.Analysis
+}
+
+func fabricCmd() *cobra.Command {
+	var nf netFlags
+	var nodes int
+	var profile, writeTopo, writeLFTs string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "fabric",
+		Short: "Describe a network of switches and what its routing does to shuffle traffic",
+		Long: `fabric loads or generates a network (--topology fat-tree or file:PATH, as explore run
+takes it), routes it (--routing), places the nodes (--placement) and reports its shape
+(switches per level, radix, hosts and uplinks per leaf, oversubscription) and what the
+forwarding tables do to the stages of an ordered all-to-all: the shift permutations
+(stage k: node i sends to node i+k), the most flows any switch-to-switch cable carries in
+one stage (1: every stage free of conflicts), and the switches on a path. It can write the
+network as ibnetdiscover output and its tables as OpenSM's forwarding-table dump. It runs
+no simulation: see explore bench ebb for measured bisection bandwidth (docs/topology.md).`,
+		Example: `  explore fabric --topology fat-tree --nodes 648
+  explore fabric --topology fat-tree --nodes 1024 --routing minhop
+  explore fabric --topology file:fabric.txt --routing lft:opensm-lfts.dump
+  explore fabric --topology fat-tree --nodes 64 --radix 8 --write-ibnetdiscover tree.txt --write-lfts tree.lfts`,
+		Args: flagsOnly,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := nf.spec(cmd.Flags().Changed)
+			if err != nil {
+				return err
+			}
+			if spec.IsSingle() {
+				return fmt.Errorf("--topology: give fat-tree or file:PATH; the single switch has no cables between switches to describe")
+			}
+			if spec.Adaptive {
+				return fmt.Errorf("--routing %s: adaptive routing chooses per packet; fabric describes static tables (its static ones are minhop's: use --routing minhop)", nf.routing)
+			}
+			prof, err := sim.LoadProfile(profile)
+			if err != nil {
+				return err
+			}
+			if nodes == 0 {
+				if spec.Kind == netspec.FatTree && spec.Hosts == 0 {
+					return fmt.Errorf("--nodes: give the nodes (a fat tree is generated for them; --hosts for more hosts than nodes)")
+				}
+				if spec.Kind == netspec.FatTree {
+					nodes = spec.Hosts
+				} else {
+					t, err := ibnet.Load(spec.Path)
+					if err != nil {
+						return err
+					}
+					nodes = len(t.Hosts)
+				}
+			}
+			if nodes < 2 {
+				return fmt.Errorf("--nodes %d: at least 2", nodes)
+			}
+			b, err := nf.build(spec, nodes, prof, 1)
+			if err != nil {
+				return err
+			}
+			rep, err := describeFabric(spec, b)
+			if err != nil {
+				return err
+			}
+			for _, w := range []struct {
+				path  string
+				write func(io.Writer) error
+			}{
+				{writeTopo, func(w io.Writer) error { return ibnet.WriteIBNetDiscover(w, b.Fabric.Topology) }},
+				{writeLFTs, func(w io.Writer) error { return ibnet.WriteLFTs(w, b.Fabric.Topology, b.Fabric.Tables) }},
+			} {
+				if w.path == "" {
+					continue
+				}
+				f, err := os.Create(w.path)
+				if err != nil {
+					return err
+				}
+				if err := w.write(f); err != nil {
+					f.Close()
+					return fmt.Errorf("%s: %w", w.path, err)
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
+			if jsonOut {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+			}
+			printFabric(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	nf.register(fl)
+	fl.IntVar(&nodes, "nodes", 0, "nodes placed on the fabric (default: every host of a file; a fat tree is generated for them)")
+	fl.StringVar(&profile, "profile", sim.DefaultProfileName, "hardware profile: its link generation gives a fat tree's default radix")
+	fl.StringVar(&writeTopo, "write-ibnetdiscover", "", "write the network as ibnetdiscover output to this file")
+	fl.StringVar(&writeLFTs, "write-lfts", "", "write the forwarding tables as OpenSM's LFT dump to this file")
+	fl.BoolVar(&jsonOut, "json", false, "print the description as one JSON object")
+	return cmd
+}
+
+// describeFabric measures a built network.
+func describeFabric(spec netspec.Spec, b *netspec.Built) (*fabricReport, error) {
+	t, tb := b.Fabric.Topology, b.Fabric.Tables
+	rep := &fabricReport{Name: t.Name, Network: spec.String(), Hosts: len(t.Hosts), Switches: len(t.Switches), FellBack: b.FellBack}
+	rep.Routing = spec.Engine.String()
+	if spec.LFTPath != "" {
+		rep.Routing = "lft:" + spec.LFTPath
+	}
+	levels, _ := t.LeafHops()
+	hostsOn := make([]int, len(t.Switches))
+	for _, h := range t.Hosts {
+		hostsOn[h.Switch]++
+	}
+	var radix, hostsPer, upPer []int
+	for s := range t.Switches {
+		if l := levels[s]; l >= 0 {
+			for len(rep.ByLevel) <= l {
+				rep.ByLevel = append(rep.ByLevel, 0)
+			}
+			rep.ByLevel[l]++
+		}
+		radix = append(radix, t.Switches[s].Radix())
+		up := 0
+		for _, pe := range t.Switches[s].Ports {
+			if pe.Kind == topo.ToSwitch {
+				up++
+				rep.Cables++
+			}
+		}
+		if hostsOn[s] > 0 {
+			rep.Leaves++
+			hostsPer = append(hostsPer, hostsOn[s])
+			upPer = append(upPer, up)
+			if up > 0 {
+				rep.Oversub = max(rep.Oversub, float64(hostsOn[s])/float64(up))
+			}
+		}
+	}
+	rep.Cables /= 2
+	minmax := func(v []int) []int { return []int{slices.Min(v), slices.Max(v)} }
+	rep.Radix, rep.HostsPer, rep.UplinksPer = minmax(radix), minmax(hostsPer), minmax(upPer)
+	stages := 0 // every stage: n^2 paths, a fraction of a second up to 4096 nodes
+	if len(b.Fabric.Hosts) > 4096 {
+		stages = 1024
+	}
+	a, err := route.Analyze(t, tb, b.Fabric.Hosts, stages)
+	if err != nil {
+		return nil, err
+	}
+	rep.Analysis = a
+	return rep, nil
+}
+
+func printFabric(w io.Writer, r *fabricReport) {
+	span := func(v []int) string {
+		if v[0] == v[1] {
+			return fmt.Sprint(v[0])
+		}
+		return fmt.Sprintf("%d to %d", v[0], v[1])
+	}
+	fmt.Fprintf(w, "%s\n", r.Name)
+	fmt.Fprintf(w, "  %d hosts, %d switches (by level from the leaves: %v), radix %s, %d cables between switches\n",
+		r.Hosts, r.Switches, r.ByLevel, span(r.Radix), r.Cables)
+	fmt.Fprintf(w, "  %d leaves: %s hosts and %s uplinks each; worst oversubscription %.2f:1\n",
+		r.Leaves, span(r.HostsPer), span(r.UplinksPer), r.Oversub)
+	fmt.Fprintf(w, "  routing %s", r.Routing)
+	if r.FellBack != "" {
+		fmt.Fprintf(w, " (fell back to minhop: %s)", r.FellBack)
+	}
+	fmt.Fprintf(w, "\n%d nodes (%s):\n", r.Ranks, r.Network)
+	what := "every stage is free of conflicts"
+	if r.ShiftWorst > 1 {
+		what = fmt.Sprintf("first at stage %d; the mean stage's busiest cable carries %.2f flows", r.ShiftWorstStage, r.ShiftMeanWorst)
+	}
+	looked := "all"
+	if r.Stages < r.Ranks-1 {
+		looked = fmt.Sprintf("%d evenly spaced", r.Stages)
+	}
+	flows := "flows"
+	if r.ShiftWorst == 1 {
+		flows = "flow"
+	}
+	fmt.Fprintf(w, "  shift permutations (%s of %d stages): at most %d %s on one cable (%s)\n", looked, r.Ranks-1, r.ShiftWorst, flows, what)
+	fmt.Fprintf(w, "  switches on a path: %.2f on average, at most %d\n", r.MeanSwitches, r.MaxSwitches)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runFabric(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := fabricCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestFabricDescribes(t *testing.T) {
+	out, err := runFabric(t, "--topology", "fat-tree", "--nodes", "128", "--radix", "8", "--routing", "minhop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fat-tree 3-level radix 8 4:4, 128 hosts", "128 hosts, 80 switches (by level from the leaves: [32 32 16])",
+		"32 leaves: 4 hosts and 4 uplinks each; worst oversubscription 1.00:1", "shift permutations (all of 127 stages): at most 4 flows"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = runFabric(t, "--topology", "fat-tree", "--nodes", "128", "--radix", "8", "--routing", "ftree", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep fabricReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if rep.ShiftWorst != 1 || rep.Stages != 127 || rep.MaxSwitches != 5 {
+		t.Errorf("ftree on the full three-level radix-8 tree: %+v", rep)
+	}
+}
+
+// A generated fabric written out loads back as a file with the same
+// routes: the two descriptions agree.
+func TestFabricWritesWhatItReads(t *testing.T) {
+	dir := t.TempDir()
+	topoFile, lfts := filepath.Join(dir, "tree.txt"), filepath.Join(dir, "tree.lfts")
+	a, err := runFabric(t, "--topology", "fat-tree", "--nodes", "32", "--radix", "8", "--oversubscription", "2:1", "--json",
+		"--write-ibnetdiscover", topoFile, "--write-lfts", lfts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := runFabric(t, "--topology", "file:"+topoFile, "--routing", "lft:"+lfts, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ra, rb fabricReport
+	if err := json.Unmarshal([]byte(a), &ra); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(b), &rb); err != nil {
+		t.Fatal(err)
+	}
+	ra.Name, rb.Name, ra.Network, rb.Network, ra.Routing, rb.Routing = "", "", "", "", "", ""
+	if ra.Analysis != rb.Analysis || ra.Oversub != 2 || rb.Oversub != 2 || ra.Cables != rb.Cables {
+		t.Errorf("generated %+v, read back %+v", ra, rb)
+	}
+	if _, err := os.Stat(lfts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFabricRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give fat-tree or file:PATH"},
+		{[]string{"--topology", "fat-tree"}, "--nodes: give the nodes"},
+		{[]string{"--topology", "fat-tree", "--nodes", "8", "--routing", "adaptive"}, "adaptive routing chooses per packet"},
+		{[]string{"--topology", "file:/nonexistent/fabric.txt"}, "nonexistent"},
+		{[]string{"--topology", "fat-tree", "--nodes", "1"}, "at least 2"},
+	} {
+		if _, err := runFabric(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
