@@ -20,7 +20,7 @@ import (
 func Load(path string) (*topo.Topology, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err // *fs.PathError names the file
+		return nil, fmt.Errorf("fabric file (ibnetdiscover output or YAML): %w", err) // *fs.PathError names the file
 	}
 	if isYAML(path, data) {
 		return ReadYAML(bytes.NewReader(data), path)
@@ -33,7 +33,7 @@ func Load(path string) (*topo.Topology, error) {
 func LoadLFTs(path string, t *topo.Topology) (*topo.Tables, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("forwarding-table dump (OpenSM's LFT dump or ibroute output): %w", err)
 	}
 	defer f.Close()
 	tb, err := ReadLFTs(f, t)
