@@ -30,7 +30,9 @@ type fabricReport struct {
 	UplinksPer []int   `json:"uplinks_per_leaf"` // smallest, largest
 	Oversub    float64 `json:"worst_oversubscription"`
 	Routing    string  `json:"routing"`
-	FellBack   string  `json:"fell_back,omitempty"`
+	// EBBEstimate is route.EstimateEBB over 20 random bisections.
+	EBBEstimate float64 `json:"ebb_estimate"`
+	FellBack    string  `json:"fell_back,omitempty"`
 	route.Analysis
 }
 
@@ -184,6 +186,9 @@ func describeFabric(spec netspec.Spec, b *netspec.Built) (*fabricReport, error) 
 		return nil, err
 	}
 	rep.Analysis = a
+	if rep.EBBEstimate, err = route.EstimateEBB(t, tb, b.Fabric.Hosts, 20, 1); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 
@@ -218,4 +223,5 @@ func printFabric(w io.Writer, r *fabricReport) {
 	}
 	fmt.Fprintf(w, "  shift permutations (%s of %d stages): at most %d %s on one cable (%s)\n", looked, r.Ranks-1, r.ShiftWorst, flows, what)
 	fmt.Fprintf(w, "  switches on a path: %.2f on average, at most %d\n", r.MeanSwitches, r.MaxSwitches)
+	fmt.Fprintf(w, "  effective bisection bandwidth, estimated from cable sharing over 20 random bisections: %.3f (explore bench ebb measures it)\n", r.EBBEstimate)
 }

@@ -39,7 +39,7 @@ func TestFabricDescribes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if rep.ShiftWorst != 1 || rep.Stages != 127 || rep.MaxSwitches != 5 {
+	if rep.ShiftWorst != 1 || rep.Stages != 127 || rep.MaxSwitches != 5 || rep.EBBEstimate < 0.5 || rep.EBBEstimate > 0.8 {
 		t.Errorf("ftree on the full three-level radix-8 tree: %+v", rep)
 	}
 }

@@ -313,3 +313,32 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// The packet-level simulation of explore bench ebb agrees with the
+// flow-level estimate from the tables alone (route.EstimateEBB): two
+// models of static routing, one with every buffer and credit, one with
+// nothing but cable sharing, on a three-level tree where routing matters.
+func TestEBBMatchesFlowEstimate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64-node ebb runs")
+	}
+	for _, e := range []route.Engine{route.MinHop, route.FTree} {
+		b := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 8, Engine: e}, 64)
+		cfg := perftest.Config{Test: "ebb", Iters: 10}
+		if err := cfg.Normalize(64); err != nil {
+			t.Fatal(err)
+		}
+		res, err := perftest.Run(cluster(t, 64, b, 1), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, err := route.EstimateEBB(b.Fabric.Topology, b.Fabric.Tables, b.Fabric.Hosts, 40, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: simulated ebb %.3f, estimated from cable sharing %.3f", e, res.EBB, est)
+		if d := res.EBB - est; d < -0.06 || d > 0.06 {
+			t.Errorf("%s: simulated ebb %.3f, flow-level estimate %.3f", e, res.EBB, est)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
 )
@@ -89,4 +90,70 @@ func Analyze(t *topo.Topology, tb *topo.Tables, hosts []int, maxStages int) (Ana
 	a.ShiftMeanWorst = float64(sumWorst) / float64(a.Stages)
 	a.MeanSwitches = float64(sumHops) / float64(pairs)
 	return a, nil
+}
+
+// EstimateEBB estimates the effective bisection bandwidth of the tables
+// for the ranks on hosts the way a flow-level simulation of static
+// routing does (Hoefler et al.'s ORCS, the metric of explore bench ebb):
+// for each of patterns random bisections (a perfect matching of the ranks,
+// both directions of every pair sending at once, drawn from seed), every
+// flow gets 1/c of a link, c being the most flows sharing a cable on its
+// path; the estimate is the mean over flows and patterns. It ignores
+// everything but cable sharing (no dynamics, no back-pressure, no
+// leftover capacity of a faster flow passed to a slower one), so it is a
+// lower bound of what max-min fair sharing would give.
+func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, seed uint64) (float64, error) {
+	n := len(hosts)
+	if n < 2 || patterns < 1 {
+		return 0, fmt.Errorf("%w: an estimate needs two ranks and a pattern (got %d and %d)", ErrUnroutable, n, patterns)
+	}
+	if err := t.CheckTables(tb); err != nil {
+		return 0, err
+	}
+	base := make([]int, len(t.Switches)+1)
+	for s := range t.Switches {
+		base[s+1] = base[s] + len(t.Switches[s].Ports)
+	}
+	load := make([]int32, base[len(t.Switches)]+1)
+	rng := rand.New(rand.NewPCG(seed, 0x656262)) // "ebb"
+	perm := make([]int, n)
+	var paths [][]int
+	var sum float64
+	flows := 0
+	for p := 0; p < patterns; p++ {
+		for i := range perm {
+			perm[i] = i
+		}
+		rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		clear(load)
+		paths = paths[:0]
+		for i := 0; i+1 < n; i += 2 {
+			for _, d := range [2][2]int{{perm[i], perm[i+1]}, {perm[i+1], perm[i]}} {
+				var path []int
+				cur, dst := t.Hosts[hosts[d[0]]].Switch, hosts[d[1]]
+				for {
+					port := int(tb.Out[cur][dst])
+					pe := t.Switches[cur].Ports[port-1]
+					if pe.Kind != topo.ToSwitch {
+						break
+					}
+					path = append(path, base[cur]+port-1)
+					cur = pe.Index
+				}
+				for _, c := range path {
+					load[c]++
+				}
+				paths = append(paths, path)
+			}
+		}
+		for _, path := range paths {
+			worst := int32(1)
+			for _, c := range path {
+				worst = max(worst, load[c])
+			}
+			sum += 1 / float64(worst)
+			flows++
+		}
+	}
+	return sum / float64(flows), nil
 }
