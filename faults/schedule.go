@@ -27,6 +27,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/internal/yamldoc"
 )
 
 // Wire-format constants of package algos that kinds match on.
@@ -212,6 +213,9 @@ var (
 // Parse reads a schedule from YAML, strictly: unknown fields, wrong types
 // and out-of-range values are errors naming the field.
 func Parse(data []byte) (*Schedule, error) {
+	if err := yamldoc.One(data); err != nil {
+		return nil, fmt.Errorf("fault schedule: %w", err)
+	}
 	var s Schedule
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -255,3 +255,12 @@ func TestYAMLTypeNamesListEveryField(t *testing.T) {
 		}
 	}
 }
+
+// A second YAML document is refused, not ignored: the crash after the
+// --- used to be dropped and the run delivered as if there were none.
+func TestParseRefusesSecondDocument(t *testing.T) {
+	_, err := Parse([]byte("loss: [{rate: 1e-300}]\n---\ncrash: [{node: 1, at: 1us}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "a second YAML document starts at line 3") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -7,6 +7,7 @@
 package evidence
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/internal/yamldoc"
 )
 
 //go:embed *.yaml
@@ -68,8 +70,13 @@ func Load() ([]Point, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := yamldoc.One(data); err != nil {
+			return nil, fmt.Errorf("evidence: %s: %w", n.Name(), err)
+		}
 		var pts []Point
-		if err := yaml.Unmarshal(data, &pts); err != nil {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true) // a misspelt key would silently leave a field empty
+		if err := dec.Decode(&pts); err != nil {
 			return nil, fmt.Errorf("evidence: %s: %w", n.Name(), err)
 		}
 		for _, p := range pts {
@@ -95,8 +102,8 @@ func (p Point) check() error {
 		return fmt.Errorf("evidence: %s: a point without an id", p.File)
 	case p.Metric == "" || p.Verb == "":
 		return fmt.Errorf("evidence: %s: %s has no metric or verb", p.File, p.ID)
-	case !(p.Y > 0) || !(p.Tolerance > 0):
-		return fmt.Errorf("evidence: %s: %s needs a positive value and tolerance (y %v, tolerance %v)", p.File, p.ID, p.Y, p.Tolerance)
+	case !(p.Y > 0) || !(p.Tolerance > 0) || math.IsInf(p.Y, 0) || math.IsInf(p.Tolerance, 0):
+		return fmt.Errorf("evidence: %s: %s needs a positive, finite value and tolerance (y %v, tolerance %v)", p.File, p.ID, p.Y, p.Tolerance)
 	case p.Unit == "MB/s" && strings.Contains(p.Setup, "perftest"):
 		return fmt.Errorf("evidence: %s: %s is a perftest bandwidth in unit MB/s: perftest's MB/sec counts 2^20 bytes, so write unit MiB/s (or Gb/s for --report_gbits)", p.File, p.ID)
 	}

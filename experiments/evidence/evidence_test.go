@@ -422,3 +422,14 @@ func TestSetupCosts(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckRefusesInfinity(t *testing.T) {
+	p := Point{ID: "x", File: "f.yaml", Metric: "bw", Verb: "send_bw", Y: 1, Tolerance: math.Inf(1)}
+	if err := p.check(); err == nil || !strings.Contains(err.Error(), "finite") {
+		t.Errorf("tolerance +Inf: %v", err)
+	}
+	p.Tolerance, p.Y = 0.2, math.Inf(1)
+	if err := p.check(); err == nil {
+		t.Error("value +Inf accepted")
+	}
+}

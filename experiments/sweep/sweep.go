@@ -23,6 +23,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/internal/yamldoc"
 )
 
 // Axis is one varied parameter of a sweep: a key (see Params) and its
@@ -166,6 +167,9 @@ func ParseSweep(data []byte) (s *Sweep, err error) {
 			s, err = nil, fmt.Errorf("sweep spec: malformed YAML (%v)", r)
 		}
 	}()
+	if err := yamldoc.One(data); err != nil {
+		return nil, fmt.Errorf("sweep spec: %w", err)
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("sweep spec: %w", err)

@@ -497,3 +497,10 @@ func TestRunSweepMemoryBudget(t *testing.T) {
 		t.Errorf("results differ with a budget:\n%s\nwithout:\n%s", a, b)
 	}
 }
+
+func TestParseSweepRefusesSecondDocument(t *testing.T) {
+	_, err := ParseSweep([]byte("name: a\nbase: {nodes: 2}\n---\nname: b\nvary: {nodes: [4, 8]}\n"))
+	if err == nil || !strings.Contains(err.Error(), "a second YAML document starts at line 4") {
+		t.Fatalf("got %v", err)
+	}
+}

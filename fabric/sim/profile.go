@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/internal/yamldoc"
 )
 
 // Profile is a hardware profile: the numbers the model is built from. Each
@@ -205,6 +206,9 @@ func LoadProfile(nameOrPath string) (*Profile, error) {
 // legitimate value of several fields, so Validate alone cannot tell a
 // forgotten latency from a zero one.
 func ParseProfile(data []byte) (*Profile, error) {
+	if err := yamldoc.One(data); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var p Profile

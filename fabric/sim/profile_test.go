@@ -278,3 +278,13 @@ func FuzzParseProfile(f *testing.F) {
 		}
 	})
 }
+
+func TestParseProfileRefusesSecondDocument(t *testing.T) {
+	data, err := os.ReadFile("profiles/edr-cx4.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.ParseProfile(append(data, []byte("---\nname: other\n")...)); err == nil || !strings.Contains(err.Error(), "a second YAML document") {
+		t.Fatalf("got %v", err)
+	}
+}
