@@ -15,7 +15,11 @@ type Address struct {
 	GID GID    // global identifier; used when UseGID is set (RoCE)
 	// UseGID selects GID addressing (global routing); otherwise LID.
 	UseGID bool
-	QPN    uint32 // remote queue pair number (connected QPs)
+	// SL is the service level of the path (InfiniBand, 0..15): switches
+	// map it to a virtual lane. 0, the default, is what a subnet without
+	// quality of service configured uses for everything.
+	SL  uint8
+	QPN uint32 // remote queue pair number (connected QPs)
 }
 
 // PSN is a packet sequence number: 24 bits that wrap around (IBA vol. 1,

@@ -44,7 +44,7 @@ func (h *hwFlags) registerShort(fl *pflag.FlagSet, perftest bool) {
 	fl.IntVarP(&h.gid, "gid-index", short("x"), -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
 	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
 	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv, loopback: fail a run that takes longer than this (wall clock)")
-	fl.IntVar(&h.path.ServiceLevel, "service-level", 0, "ibv: InfiniBand service level of every queue pair and address handle (0..15)")
+	fl.IntVarP(&h.path.ServiceLevel, "service-level", short("S"), 0, "InfiniBand service level of every queue pair and address handle (0..15); on the simulator's bench it picks the virtual lane (--vls, docs/topology.md)")
 	fl.IntVar(&h.path.TrafficClass, "traffic-class", 0, "ibv: GRH traffic class (0..255); on RoCE v2 its top six bits are the DSCP")
 	fl.IntVar(&h.path.HopLimit, "hop-limit", 0, "ibv: GRH hop limit for routed RoCE or InfiniBand (1..255; 0: 64)")
 	fl.IntVar(&h.path.StaticRate, "static-rate", 0, "ibv: injection rate cap per destination as enum ibv_rate (0: the port's full rate)")

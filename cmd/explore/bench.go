@@ -189,6 +189,10 @@ func runBench(w io.Writer, f *benchFlags) error {
 	if f.hw.backend != "sim" {
 		return runHWBench(w, f)
 	}
+	if sl := f.hw.path.ServiceLevel; sl < 0 || sl > 15 {
+		return fmt.Errorf("--service-level %d: a service level is 0..15", sl)
+	}
+	f.cfg.SL = uint8(f.hw.path.ServiceLevel)
 	prof, err := sim.LoadProfile(f.profile)
 	if err != nil {
 		return err

@@ -15,12 +15,12 @@ import (
 // placement.
 type netFlags struct {
 	topology, routing, placement, oversub string
-	radix, levels, hosts                  int
+	radix, levels, hosts, vls             int
 }
 
 // netFlagNames are the network flags; the sweep parameter network (and
 // run's --network) says what they say in one string.
-var netFlagNames = []string{"topology", "routing", "placement", "radix", "levels", "oversubscription", "hosts"}
+var netFlagNames = []string{"topology", "routing", "placement", "radix", "levels", "oversubscription", "hosts", "vls"}
 
 func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.topology, "topology", "single", "simulator: the switches: single (one ideal crossbar, the default), fat-tree (two or three levels of the profile's switch), or file:PATH (ibnetdiscover output or YAML; docs/fabric-files.md)")
@@ -30,6 +30,7 @@ func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.levels, "levels", 0, "fat-tree: 2 or 3 levels (default: the fewest that hold the hosts)")
 	fl.StringVar(&f.oversub, "oversubscription", "1:1", "fat-tree: hosts to uplinks at each leaf, R:1")
 	fl.IntVar(&f.hosts, "hosts", 0, "fat-tree: hosts cabled (default: --nodes; more leaves hosts without a node)")
+	fl.IntVar(&f.vls, "vls", 1, "multi-switch: data virtual lanes per port, each with its share of every buffer and its credits, service levels mapped and lanes arbitrated as OpenSM does with quality of service on (1: one lane, OpenSM's default)")
 }
 
 // spec reads the flags into a network specification; set tells which
@@ -75,7 +76,10 @@ func (f *netFlags) spec(set func(string) bool) (netspec.Spec, error) {
 	if f.radix < 0 || f.levels < 0 || f.hosts < 0 {
 		return s, fmt.Errorf("--radix, --levels and --hosts must not be negative")
 	}
-	s.Radix, s.Levels, s.Hosts = f.radix, f.levels, f.hosts
+	if f.vls < 1 || f.vls > 15 {
+		return s, fmt.Errorf("--vls %d: a port has 1 to 15 data virtual lanes", f.vls)
+	}
+	s.Radix, s.Levels, s.Hosts, s.VLs = f.radix, f.levels, f.hosts, f.vls
 	return s, nil
 }
 

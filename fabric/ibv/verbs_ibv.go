@@ -572,6 +572,9 @@ func (d *device) path(dest fabric.Address) C.rs_path {
 	p.dlid = C.uint16_t(dest.LID)
 	p.port = C.uint8_t(d.port)
 	p.sl = C.uint8_t(d.route.ServiceLevel)
+	if dest.SL != 0 { // the address's own service level wins over the configured path's
+		p.sl = C.uint8_t(dest.SL)
+	}
 	p.static_rate = C.uint8_t(d.route.StaticRate)
 	if dest.UseGID || d.ethernet() {
 		p.use_gid = 1

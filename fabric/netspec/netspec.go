@@ -44,6 +44,9 @@ type Spec struct {
 	// Adaptive routing (sim.Fabric.Adaptive, AdaptiveRC).
 	Adaptive, AdaptiveRC bool
 	Placement            topo.Placement
+	// VLs is the data virtual lanes of every port (0 or 1: one;
+	// sim.Fabric.VLs).
+	VLs int
 }
 
 // ErrSpec reports a network specification that cannot be built.
@@ -105,6 +108,9 @@ func (s *Spec) String() string {
 		}
 	}
 	b.WriteString(" placement=" + quotePath(s.Placement.String()))
+	if s.VLs > 1 {
+		fmt.Fprintf(&b, " vls=%d", s.VLs)
+	}
 	return b.String()
 }
 
@@ -200,7 +206,7 @@ func Build(s Spec, nodes int, p *sim.Profile, seed uint64) (*Built, error) {
 	if s.LFTPath != "" || b.FellBack != "" {
 		engine = route.MinHop
 	}
-	b.Fabric = &sim.Fabric{Topology: t, Tables: tb, Hosts: hosts, Adaptive: s.Adaptive, AdaptiveRC: s.AdaptiveRC, Engine: engine}
+	b.Fabric = &sim.Fabric{Topology: t, Tables: tb, Hosts: hosts, Adaptive: s.Adaptive, AdaptiveRC: s.AdaptiveRC, Engine: engine, VLs: s.VLs}
 	return b, nil
 }
 
@@ -281,6 +287,13 @@ func Parse(text string) (Spec, error) {
 			s.Adaptive, s.AdaptiveRC = true, true
 		case "placement":
 			s.Placement, err = topo.ParsePlacement(v)
+		case "vls":
+			var n int
+			n, err = strconv.Atoi(v)
+			if err != nil || n < 1 || n > 15 {
+				err = fmt.Errorf("%w: %q in %q: 1 to 15 data virtual lanes", ErrSpec, w, text)
+			}
+			s.VLs = n
 		default:
 			err = fmt.Errorf("%w: unknown word %q in %q", ErrSpec, w, text)
 		}

@@ -2,6 +2,7 @@ package netspec_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -85,7 +86,7 @@ func TestOversubscriptionHalvesCrossLeafCeiling(t *testing.T) {
 // (itself: none); receivers repost. It returns when each flow's receiver
 // got its last datagram, minus the start (0 for nodes that send nothing
 // or whose receiver does not count).
-func flows(t *testing.T, c *sim.Cluster, to []int, msgs int, counted map[int]bool) []fabric.Duration {
+func flows(t *testing.T, c *sim.Cluster, to []int, msgs int, counted map[int]bool, sl ...uint8) []fabric.Duration {
 	t.Helper()
 	took := make([]fabric.Duration, len(to))
 	err := c.Run(func(th fabric.Thread) error {
@@ -93,6 +94,13 @@ func flows(t *testing.T, c *sim.Cluster, to []int, msgs int, counted map[int]boo
 		conn, err := fabrictest.Connect(th, to[me], fabrictest.Options{Type: fabric.UD, MRBytes: 8192 + 64*4200, SendWR: 128, RecvWR: 64, CQDepth: 512})
 		if err != nil {
 			return err
+		}
+		if me < len(sl) && sl[me] != 0 { // this sender's packets on another service level
+			a := conn.Peer.Address()
+			a.SL = sl[me]
+			if conn.AH, err = conn.PD.CreateAH(a); err != nil {
+				return err
+			}
 		}
 		from := -1 // the sender this node counts
 		for i, d := range to {
@@ -219,6 +227,7 @@ func TestMultiSwitchDeterministic(t *testing.T) {
 		{Kind: netspec.FatTree, Radix: 8, Engine: route.MinHop},
 		{Kind: netspec.FatTree, Radix: 8, Engine: route.Random, Placement: topo.Placement{Kind: topo.Random}},
 		{Kind: netspec.FatTree, Radix: 8, Adaptive: true, AdaptiveRC: true},
+		{Kind: netspec.FatTree, Radix: 8, VLs: 4},
 	} {
 		var hashes []uint64
 		for range 2 {
@@ -273,6 +282,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 		{Kind: netspec.FatTree, Adaptive: true, AdaptiveRC: true, Placement: topo.Placement{Kind: topo.RoundRobin}},
 		{Kind: netspec.File, Path: "my fabric.txt", LFTPath: "dir/lfts dump", Placement: topo.Placement{Kind: topo.HostList, Hosts: []string{"node01 HCA-1", "b"}}},
 		{Kind: netspec.File, Path: "f.yaml", Engine: route.UpDn},
+		{Kind: netspec.FatTree, Engine: route.FTree, VLs: 4},
 	} {
 		b, err := s.MarshalText()
 		if err != nil {
@@ -286,7 +296,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 			t.Errorf("%q read back as %q", b, got.String())
 		}
 	}
-	for _, bad := range []string{"single", "fat-tree radix=x", "fat-tree colour=red", `file:"open`, "file:x.txt radix=3", "torus"} {
+	for _, bad := range []string{"single", "fat-tree radix=x", "fat-tree colour=red", `file:"open`, "file:x.txt radix=3", "torus", "fat-tree vls=16", "fat-tree vls=0"} {
 		if _, err := netspec.Parse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -339,6 +349,88 @@ func TestEBBMatchesFlowEstimate(t *testing.T) {
 		t.Logf("%s: simulated ebb %.3f, estimated from cable sharing %.3f", e, res.EBB, est)
 		if d := res.EBB - est; d < -0.06 || d > 0.06 {
 			t.Errorf("%s: simulated ebb %.3f, flow-level estimate %.3f", e, res.EBB, est)
+		}
+	}
+}
+
+// vlCase: a two-level tree of 4-port switches at 2:1 (two hosts and one
+// uplink per leaf), nodes 0 and 2 on leaf 0 and nodes 1 and 3 on leaf 1,
+// so that the flows 0->1 and 2->3 share leaf 0's one uplink.
+func vlCase(t *testing.T, vls int, arb sim.VLArbitration) *sim.Cluster {
+	t.Helper()
+	b := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 4, Levels: 2, Oversub: 2, Engine: route.FTree, VLs: vls,
+		Placement: topo.Placement{Kind: topo.HostList, Hosts: []string{"host-0", "host-2", "host-1", "host-3"}}}, 4)
+	b.Fabric.Arbitration = arb
+	return cluster(t, 4, b, 1)
+}
+
+// VL arbitration shares a link by the tables' weights: 3:1 in 64-byte
+// units gives the VL 0 flow three packets for every one of the VL 1 flow,
+// so it finishes at about two thirds of the other's time; the default
+// tables (VL 0 high priority, one packet then a low one) alternate.
+func TestVLArbitrationWeights(t *testing.T) {
+	to := []int{1, 1, 3, 3}
+	count := map[int]bool{0: true, 2: true}
+	const msgs = 1500
+	weighted := sim.VLArbitration{Low: []sim.VLWeight{{VL: 0, Weight: 192}, {VL: 1, Weight: 64}}}
+	w := flows(t, vlCase(t, 2, weighted), to, msgs, count, 0, 0, 1)
+	d := flows(t, vlCase(t, 2, sim.VLArbitration{}), to, msgs, count, 0, 0, 1)
+	rw, rd := w[0].Seconds()/w[2].Seconds(), d[0].Seconds()/d[2].Seconds()
+	t.Logf("VL 0 flow over VL 1 flow, time to finish: weights 3:1 %v / %v = %.3f; OpenSM's defaults %v / %v = %.3f", w[0], w[2], rw, d[0], d[2], rd)
+	if rw < 0.6 || rw > 0.74 {
+		t.Errorf("3:1 weights: the VL 0 flow took %.3f of the VL 1 flow's time, want about 2/3", rw)
+	}
+	if rd < 0.95 || rd > 1.05 {
+		t.Errorf("default arbitration: the flows' times differ by %.3f, want alternating packets", rd)
+	}
+}
+
+// Separate lanes keep a congested flow from stalling another on the same
+// links. Eight nodes on a two-level tree of 4-port switches at 2:1 (four
+// leaves of two hosts, one spine): nodes 0, 3, 4 and 6 flood node 2, so
+// node 2's link drains a quarter of each, and their packets fill the
+// buffers on their way (tree saturation); the victim, node 1 (node 0's
+// leaf-mate) to node 3 (node 2's leaf-mate), shares leaf 0's uplink and
+// the spine's link to leaf 1 with that traffic but not node 2's link. On
+// one VL it waits behind the hot spot's packets for credits; on a VL of
+// its own it does not.
+func TestVLsIsolateVictim(t *testing.T) {
+	const msgs = 1500
+	tree := func(vls int) *sim.Cluster {
+		return cluster(t, 8, build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 4, Levels: 2, Oversub: 2, Engine: route.FTree, VLs: vls}, 8), 1)
+	}
+	hot := []int{2, 3, 2, 2, 2, 5, 2, 7}
+	idle := []int{0, 3, 2, 3, 4, 5, 6, 7}
+	count := map[int]bool{1: true}
+	alone := flows(t, tree(2), idle, msgs, count, 0, 1)[1]
+	same := flows(t, tree(1), hot, msgs, count)[1]
+	own := flows(t, tree(2), hot, msgs, count, 0, 1)[1]
+	t.Logf("victim 1->3: alone %v; beside the hot spot on one VL %v (%.2fx), on a VL of its own %v (%.2fx)", alone, same, same.Seconds()/alone.Seconds(), own, own.Seconds()/alone.Seconds())
+	if same.Seconds() < 2*alone.Seconds() {
+		t.Errorf("on one VL the victim was hardly slowed: %v against %v alone", same, alone)
+	}
+	if own.Seconds() > 0.7*same.Seconds() {
+		t.Errorf("its own VL did not shield the victim: %v, against %v on one VL", own, same)
+	}
+}
+
+func TestVLRefusals(t *testing.T) {
+	p := profile(t)
+	for _, tc := range []struct {
+		name string
+		vls  int
+		arb  sim.VLArbitration
+		want string
+	}{
+		{"too many", 16, sim.VLArbitration{}, "at most 15"},
+		{"unserved VL", 2, sim.VLArbitration{High: []sim.VLWeight{{VL: 0, Weight: 4}}}, "VL 1 has no weight"},
+		{"table names a missing VL", 2, sim.VLArbitration{Low: []sim.VLWeight{{VL: 0, Weight: 4}, {VL: 1, Weight: 4}, {VL: 5, Weight: 1}}}, "names VL 5"},
+	} {
+		b := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 4, Levels: 2, VLs: tc.vls}, 4)
+		b.Fabric.Arbitration = tc.arb
+		_, err := sim.New(sim.Config{Nodes: 4, Profile: p, Fabric: b.Fabric})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

@@ -53,7 +53,7 @@ func meshFor(th fabric.Thread, peers []int, cfg *Config) (*mesh, error) {
 	}
 	inline := min(cfg.Inline, cfg.Size, limit)
 	return connectMesh(th, peers, meshOpts{typ: cfg.Conn, qps: cfg.QPs, slotBytes: slot, sendWR: cfg.TxDepth,
-		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth, spread: cfg.Spread})
+		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth, spread: cfg.Spread, sl: cfg.SL})
 }
 
 // spreadAlign aligns the random remote offsets of --spread.

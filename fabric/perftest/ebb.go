@@ -171,7 +171,9 @@ func (e *ebbNode) exchange(th fabric.Thread, key string, peer, msgs int) (fabric
 		return 0, nil
 	}
 	if e.ahs[peer] == nil {
-		ah, err := e.pd.CreateAH(e.peers[peer].Address())
+		addr := e.peers[peer].Address()
+		addr.SL = e.cfg.SL
+		ah, err := e.pd.CreateAH(addr)
 		if err != nil {
 			return 0, err
 		}

@@ -36,7 +36,8 @@ type meshOpts struct {
 	recvWR    int
 	inline    int
 	cqDepth   int
-	spread    int // register at least this many bytes and offer the whole region to every peer
+	spread    int   // register at least this many bytes and offer the whole region to every peer
+	sl        uint8 // service level of every path (perftest's -S)
 }
 
 const qkey = 0x1ee7
@@ -113,14 +114,16 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 		}
 		m.remote = append(m.remote, mine)
 		if o.typ == fabric.UD {
-			ah, err := m.pd.CreateAH(mine[0].Address())
+			addr := mine[0].Address()
+			addr.SL = o.sl
+			ah, err := m.pd.CreateAH(addr)
 			if err != nil {
 				return nil, err
 			}
 			m.ahs = append(m.ahs, ah)
 		}
 		for k, qp := range m.qps[pi] {
-			if err := connect(qp, m.psn[pi][k], mine[k], o.typ); err != nil {
+			if err := connect(qp, m.psn[pi][k], mine[k], o.typ, o.sl); err != nil {
 				return nil, err
 			}
 		}
@@ -172,14 +175,16 @@ func offeredTo(b []byte, me, peer, qps int) ([]fabric.QPInfo, error) {
 	return mine, nil
 }
 
-func connect(qp fabric.QP, psn fabric.PSN, peer fabric.QPInfo, typ fabric.QPType) error {
+func connect(qp fabric.QP, psn fabric.PSN, peer fabric.QPInfo, typ fabric.QPType, sl uint8) error {
 	if typ == fabric.UD {
 		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{}); err != nil {
 			return err
 		}
 		return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: psn})
 	}
-	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Address(), RemotePSN: peer.PSN,
+	dest := peer.Address()
+	dest.SL = sl
+	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: dest, RemotePSN: peer.PSN,
 		MinRNRTimer: 12, MaxDestRdAtomic: 16}); err != nil {
 		return err
 	}

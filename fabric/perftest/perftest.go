@@ -58,6 +58,9 @@ type Config struct {
 	// duration, NoMargin measures all of it). Iters must then be 0.
 	Duration fabric.Duration
 	Margin   fabric.Duration
+	// SL is the service level of every path (perftest's -S): on a
+	// simulated network with several virtual lanes it picks the lane.
+	SL uint8
 }
 
 // ErrConfig reports an invalid benchmark configuration.
@@ -156,6 +159,8 @@ func (c *Config) Normalize(nodes int) error {
 		return fmt.Errorf("%w: --window and --burst must be at least 1", ErrConfig)
 	case !c.bandwidth() && c.QPs != 1 && c.Test != "reg_mr":
 		return fmt.Errorf("%w: -q %d: latency tests use one queue pair", ErrConfig, c.QPs)
+	case c.SL > 15:
+		return fmt.Errorf("%w: -S %d: a service level is 0..15", ErrConfig, c.SL)
 	case c.TxDepth > 32768 || c.RxDepth > 32768:
 		return fmt.Errorf("%w: -t %d / -r %d above the usual device limit of 32768 work requests", ErrConfig, c.TxDepth, c.RxDepth)
 	}

@@ -34,6 +34,14 @@ type Fabric struct {
 	// a cable fails (Plan's CableDown rules): the one Tables came from
 	// (MinHop, OpenSM's default, for tables read from a dump).
 	Engine route.Engine
+	// VLs is the number of data virtual lanes of every port (0 or 1: one,
+	// as on a subnet without quality of service configured); SL2VL maps
+	// service levels to them and Arbitration orders them at switch
+	// outputs (zero values: OpenSM's defaults with quality of service on,
+	// DefaultSL2VL and DefaultVLArbitration). vl.go.
+	VLs         int
+	SL2VL       [16]uint8
+	Arbitration VLArbitration
 }
 
 // ErrFabric is returned by New for a Fabric that does not fit the cluster.
@@ -102,7 +110,7 @@ func (n *network) wire(f *Fabric, nodes int, p *Profile) error {
 		n.adaptRC = f.AdaptiveRC
 		n.wireAdaptive(t, f.Hosts)
 	}
-	return nil
+	return n.wireVLs(f, p)
 }
 
 // wireAdaptive gives every switch, for each leaf that has a node, the

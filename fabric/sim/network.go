@@ -78,11 +78,14 @@ type network struct {
 	filter   Filter
 	held     []*packet
 	sws      []swtch
-	attach   []portRef       // each node's switch port
-	swOfPort []int32         // the switch of each global port number (multi-switch fabrics)
-	leafOf   []int32         // each node's leaf, indexing swtch.alt (adaptive routing)
-	adaptRC  bool            // RC and UC packets adapt too (Fabric.AdaptiveRC)
-	cables   *cableFaults    // a plan's cable faults and reroutes; nil without
+	attach   []portRef    // each node's switch port
+	swOfPort []int32      // the switch of each global port number (multi-switch fabrics)
+	leafOf   []int32      // each node's leaf, indexing swtch.alt (adaptive routing)
+	adaptRC  bool         // RC and UC packets adapt too (Fabric.AdaptiveRC)
+	cables   *cableFaults // a plan's cable faults and reroutes; nil without
+	vls      int          // data VLs (vl.go); 0 or 1: one
+	sl2vl    [16]uint8
+	arb      VLArbitration
 	pcieRTT  fabric.Duration // a DMA read's round trip: a payload's first byte reaches the NIC this long after the fetch starts
 }
 

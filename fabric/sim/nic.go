@@ -228,6 +228,10 @@ func (n *nic) handle(_ uint64, _ *packet) {
 	n.inStep = true
 	defer func() { n.inStep = false }()
 	now := n.c.now
+	if n.c.net.vls > 1 {
+		n.stepVL(now)
+		return
+	}
 	cr := &n.c.net.uplinkIn(n.node.id).cr
 	if cr.avail(now) < n.maxBlocks {
 		// No room in the switch's input buffer: wait for credit.

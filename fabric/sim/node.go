@@ -58,6 +58,9 @@ func gidOf(node int) fabric.GID {
 
 // resolve maps an address to a node id.
 func (c *Cluster) resolve(a fabric.Address) (int, error) {
+	if a.SL > 15 {
+		return 0, fmt.Errorf("%w: service level %d (0..15)", fabric.ErrInvalidArg, a.SL)
+	}
 	if a.UseGID {
 		for i := range c.nodes {
 			if gidOf(i) == a.GID {

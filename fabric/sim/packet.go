@@ -76,6 +76,7 @@ type packet struct {
 	nseg           int
 	held           bool
 	noDMA          bool        // payload travels in the work request (inline)
+	vl             uint8       // the virtual lane its service level maps to (0 with one data VL)
 	dataAt         fabric.Time // when the payload could first be fetched
 }
 

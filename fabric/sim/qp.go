@@ -250,6 +250,7 @@ type qpAttr struct {
 	Timeout         uint8
 	RetryCnt        uint8
 	RNRRetry        uint8
+	SL              uint8 // RC, UC: the path's service level (Dest.SL at RTR)
 }
 
 // readState is a responder's RDMA Reads: a queue pair that never answers
@@ -413,6 +414,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			}
 			q.destNode, q.mtu = n, mtu
 			q.attr.DestQPN, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest.QPN, a.MinRNRTimer, a.MaxDestRdAtomic
+			q.attr.SL = a.Dest.SL
 			q.ePSN = a.RemotePSN & fabric.MaxPSN
 		}
 	case fabric.StateRTS:

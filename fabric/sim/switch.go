@@ -40,8 +40,9 @@ type swtch struct {
 
 // swIn is one input port's buffer, kept as one queue per output.
 type swIn struct {
-	voq []fifo[*packet] // by output port; allocated on first use
-	cr  credits         // the upstream transmitter's view of this buffer
+	voq []fifo[*packet] // by VL and output port (vl*outputs + port); allocated on first use
+	cr  credits         // the upstream transmitter's view of this buffer (VL 0's part with several VLs)
+	crv []credits       // VLs 1 and up (vl.go); nil with one data VL
 	// The transmitter feeding it: node upNode's NIC, or (upNode < 0) the
 	// output of another switch with global port number upOut.
 	upNode int
@@ -63,6 +64,11 @@ type swOut struct {
 	creditBlocked bool     // waits for the downstream switch to free buffer space
 	backlog       int      // packets queued for this port in the switch's inputs (adaptive routing)
 	downs         []window // when its cable is down (a plan's CableDown rules)
+	// Several data VLs (vl.go): the other VLs' contenders and NIC-buffer
+	// credits, and the output's place in the arbitration tables.
+	waitv []fifo[int]
+	crv   []credits
+	arb   *arbState
 }
 
 func newSwitch(id, base, ports int, p *Profile) swtch {
@@ -91,10 +97,10 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	c.stats.PacketsSent++
 	c.stats.WireBytes += int64(p.wire)
 	b := blocksOf(p.wire)
-	in := n.uplinkIn(p.src)
-	in.cr.take(b)
+	cr := n.uplinkIn(p.src).credit(p.vl)
+	cr.take(b)
 	if up.faults.any() && n.lossy(up, p) {
-		in.cr.give(up.freeAt.Add(n.prop), b) // never reached the buffer
+		cr.give(up.freeAt.Add(n.prop), b) // never reached the buffer
 		return up.freeAt
 	}
 	// Cut-through: the switch can forward once the header has arrived.
@@ -112,15 +118,20 @@ func (n *network) uplinkIn(node int) *swIn {
 func (n *network) arrive(s *swtch, i int, p *packet) {
 	in := &s.in[i]
 	if in.voq == nil {
-		in.voq = make([]fifo[*packet], len(s.out))
+		in.voq = make([]fifo[*packet], len(s.out)*max(n.vls, 1))
 	}
 	n.c.stats.SwitchHops++
 	o := n.route(s, p)
-	v := &in.voq[o]
+	v := &in.voq[int(p.vl)*len(s.out)+o]
 	v.push(p)
 	s.out[o].backlog++
 	if v.len() == 1 {
-		n.request(s, o, i)
+		if p.vl == 0 {
+			n.request(s, o, i)
+		} else {
+			s.out[o].waitingOf(p.vl).push(i)
+			n.enqueue(s, o)
+		}
 	}
 	n.drain(s)
 }
@@ -195,6 +206,10 @@ func (n *network) drain(s *swtch) {
 // serve sends from output o while it is free, has contenders and has
 // credit at the other end of its link.
 func (n *network) serve(s *swtch, o int) {
+	if n.vls > 1 {
+		n.serveVL(s, o)
+		return
+	}
 	c := n.c
 	out := &s.out[o]
 	for out.waiting.len() > 0 {
@@ -215,7 +230,7 @@ func (n *network) serve(s *swtch, o int) {
 			if v.len() > 0 {
 				out.waiting.push(i)
 			}
-			n.release(s, i, b, c.now)
+			n.release(s, i, 0, b, c.now)
 			n.cables.drops++
 			c.stats.PacketsLost++
 			c.freePacket(p)
@@ -268,10 +283,10 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	ser := n.serialization(p.wire)
 	out.freeAt = c.now.Add(ser)
 	left := out.freeAt.Add(n.prop)
-	n.release(s, i, b, left)
+	n.release(s, i, p.vl, b, left)
 	if out.toNode < 0 {
 		// Cut-through to the next switch.
-		n.sws[out.toSw].in[out.toIn].cr.take(b)
+		n.sws[out.toSw].in[out.toIn].credit(p.vl).take(b)
 		c.schedule(c.now.Add(n.prop+n.swLat), n, evHop|uint64(n.sws[out.toSw].base+out.toIn)<<8, p)
 		return
 	}
@@ -308,8 +323,9 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 		dup = dup || dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate
 	}
 	done := c.nodes[dst].nic.accept(p, left)
-	out.cr.take(b)
-	out.cr.give(done.Add(n.prop), b)
+	rx := out.credit(p.vl)
+	rx.take(b)
+	rx.give(done.Add(n.prop), b)
 	deliver := done.Add(n.rxLat)
 	if delay > 0 { // a plan's reordering: overtaken by later packets
 		c.stats.PacketsReordered++
@@ -338,9 +354,9 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 
 // release gives the b blocks a packet held in input buffer i of s back to
 // the buffer's transmitter at t, waking it if it waits for them.
-func (n *network) release(s *swtch, i, b int, t fabric.Time) {
+func (n *network) release(s *swtch, i int, vl uint8, b int, t fabric.Time) {
 	in := &s.in[i]
-	in.cr.give(t, b)
+	in.credit(vl).give(t, b)
 	if in.upNode >= 0 {
 		n.c.nodes[in.upNode].nic.creditReturned(t)
 	} else if us, uo := n.portOf(in.upOut); us.out[uo].creditBlocked {

@@ -162,6 +162,7 @@ func (q *qp) nextPacket() *packet {
 	var p *packet
 	if q.typ == fabric.UD {
 		p = q.newPacket(e.destN, e.destQPN)
+		p.vl = q.c.net.vlOf(ahSL(e.wr.AH))
 		p.qkey = e.wr.QKey
 		if p.qkey&0x80000000 != 0 { // a controlled Q_Key: use the QP's own (IBA 10.2.5)
 			p.qkey = q.attr.QKey
@@ -219,7 +220,24 @@ func (q *qp) newPacket(dst int, dstQPN uint32) *packet {
 	p := q.c.newPacket()
 	p.src, p.dst, p.srcQPN, p.dstQPN, p.qpType = q.nic.node.id, dst, q.qpn, dstQPN, q.typ
 	p.srcLID = lidOf(q.nic.node.id)
+	p.vl = q.c.net.vlOf(q.attr.SL)
 	return p
+}
+
+// ahSL is the service level of a UD send's address handle.
+func ahSL(a fabric.AH) uint8 {
+	if h, ok := a.(*ah); ok {
+		return h.dest.SL
+	}
+	return 0
+}
+
+// nextVL is the virtual lane of the packet nextPacket would build.
+func (q *qp) nextVL() uint8 {
+	if q.typ == fabric.UD && !q.readsPending() && !q.ackOn && q.sqTx < q.sqVisible {
+		return q.c.net.vlOf(ahSL(q.sqAt(q.sqTx).wr.AH))
+	}
+	return q.c.net.vlOf(q.attr.SL)
 }
 
 // sent is called once a packet from q is on the wire; free is when its
