@@ -278,6 +278,9 @@ func (p *Profile) Validate() error {
 		switch {
 		case f.positive && !(f.v > 0):
 			bad(f.field, "must be a positive number, got %v (missing?)", f.v)
+		case f.v < f.min:
+			num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+			bad(f.field, "%s %s is below the least the model's clock can hold, %s %s", num(f.v), f.unit, num(f.min), f.unit)
 		case !(f.v >= 0):
 			bad(f.field, "must be zero or positive, got %v", f.v)
 		case f.v > f.max:
@@ -320,6 +323,7 @@ type profileNumber struct {
 	field, unit string
 	v, max      float64
 	positive    bool
+	min         float64 // rates: the least value whose derived durations fit the clock (0: none beyond positive)
 }
 
 // Upper bounds of the numeric fields: well above any real hardware, and
@@ -331,6 +335,12 @@ const (
 	maxCount     = 1 << 24 // queue pairs, work requests, cache entries (QPNs are 24 bits)
 	maxBytes     = 1 << 30 // a buffer on the NIC or switch, inline data
 	maxRateGB    = 1e4     // GB/s or Gbaud: 10 TB/s
+	// minRateGB is the least rate (GB/s, Gbaud, GHz): 1 MB/s, 1 Mbaud,
+	// 1 MHz. Slower, a packet's serialization, a copy or a computation
+	// of realistic size takes longer than the picosecond clock holds
+	// (a lane at 1e-15 Gbaud scheduled an event in the past, and a core
+	// at 1e-15 GHz made work free).
+	minRateGB = 1e-3
 )
 
 // numbers lists the profile's numeric fields with their units and ranges.
@@ -338,10 +348,13 @@ func (p *Profile) numbers() []profileNumber {
 	n := func(field, unit string, v, max float64, positive bool) profileNumber {
 		return profileNumber{field: field, unit: unit, v: v, max: max, positive: positive}
 	}
+	rate := func(field, unit string, v, max float64) profileNumber {
+		return profileNumber{field: field, unit: unit, v: v, max: max, positive: true, min: minRateGB}
+	}
 	l, sw, nic, h, s := &p.Link, &p.Switch, &p.NIC, &p.Host, &p.Setup
 	return []profileNumber{
 		n("link.lanes", "lanes", float64(l.Lanes), 12, true),
-		n("link.lane_gbaud", "Gbaud", l.LaneGbaud, maxRateGB, true),
+		rate("link.lane_gbaud", "Gbaud", l.LaneGbaud, maxRateGB),
 		n("link.propagation_ns", "ns", l.PropagationNS, maxLatencyNS, false),
 		n("switch.latency_ns", "ns", sw.LatencyNS, maxLatencyNS, false),
 		n("switch.input_buffer_bytes", "bytes", float64(sw.InputBufferBytes), maxBytes, true),
@@ -367,7 +380,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.mpt_cache_entries", "entries", float64(nic.MPTCacheEntries), maxCount, false),
 		n("nic.mtt_cache_entries", "entries", float64(nic.MTTCacheEntries), maxCount, false),
 		n("host.cores", "cores", float64(h.Cores), 1<<12, true),
-		n("host.ghz", "GHz", h.GHz, maxRateGB, true),
+		rate("host.ghz", "GHz", h.GHz, maxRateGB),
 		n("host.post_send_ns", "ns", h.PostSendNS, maxLatencyNS, false),
 		n("host.post_recv_ns", "ns", h.PostRecvNS, maxLatencyNS, false),
 		n("host.poll_empty_ns", "ns", h.PollEmptyNS, maxLatencyNS, false),
@@ -380,9 +393,9 @@ func (p *Profile) numbers() []profileNumber {
 		n("host.wakeup_ns", "ns", h.WakeupNS, maxLatencyNS, false),
 		n("host.wakeup_tail_ns", "ns", h.WakeupTailNS, maxLatencyNS, false),
 		n("host.syscall_ns", "ns", h.SyscallNS, maxLatencyNS, false),
-		n("host.memcpy_gbps", "GB/s", h.MemcpyGBps, maxRateGB, true),
+		rate("host.memcpy_gbps", "GB/s", h.MemcpyGBps, maxRateGB),
 		n("host.hash_tuple_ns", "ns", h.HashTupleNS, maxLatencyNS, false),
-		n("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB, true),
+		rate("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB),
 		n("pcie.rtt_ns", "ns", p.PCIe.RTTNS, maxLatencyNS, false),
 		n("setup.reg_mr_us", "us", s.RegMRUS, maxSetupUS, false),
 		n("setup.reg_mr_per_page_ns", "ns", s.RegMRPerPageNS, maxLatencyNS, false),

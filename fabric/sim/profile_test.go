@@ -288,3 +288,27 @@ func TestParseProfileRefusesSecondDocument(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Rates below the least the clock can hold are refused: a lane at 1e-15
+// Gbaud panicked with an event in the past, and a core or a memcpy at
+// 1e-15 made work free; at the bound itself the profile is valid.
+func TestProfileRatesBounded(t *testing.T) {
+	for _, field := range []func(*sim.Profile) *float64{
+		func(p *sim.Profile) *float64 { return &p.Link.LaneGbaud },
+		func(p *sim.Profile) *float64 { return &p.Host.GHz },
+		func(p *sim.Profile) *float64 { return &p.Host.MemcpyGBps },
+		func(p *sim.Profile) *float64 { return &p.PCIe.GBps },
+	} {
+		for _, tc := range []struct {
+			v  float64
+			ok bool
+		}{{1e-3, true}, {9.99e-4, false}, {1e-15, false}} {
+			p := sim.DefaultProfile()
+			*field(p) = tc.v
+			err := p.Validate()
+			if (err == nil) != tc.ok {
+				t.Errorf("%v: %v", tc.v, err)
+			}
+		}
+	}
+}
