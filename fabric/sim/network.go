@@ -79,6 +79,7 @@ type network struct {
 	held     []*packet
 	sws      []swtch
 	attach   []portRef    // each node's switch port
+	upIn     []*swIn      // the switch input buffer each node's uplink feeds
 	swOfPort []int32      // the switch of each global port number (multi-switch fabrics)
 	leafOf   []int32      // each node's leaf, indexing swtch.alt (adaptive routing)
 	adaptRC  bool         // RC and UC packets adapt too (Fabric.AdaptiveRC)
@@ -121,9 +122,23 @@ func newNetwork(c *Cluster) (*network, error) {
 			n.sws[0].in[i].upNode = i
 			n.sws[0].out[i].toNode = i
 		}
+		n.linkUplinks()
 		return n, nil
 	}
-	return n, n.wire(c.cfg.Fabric, c.cfg.Nodes, p)
+	if err := n.wire(c.cfg.Fabric, c.cfg.Nodes, p); err != nil {
+		return n, err
+	}
+	n.linkUplinks()
+	return n, nil
+}
+
+// linkUplinks notes the switch input each node's uplink feeds (the
+// switches are in place: their slices no longer move).
+func (n *network) linkUplinks() {
+	n.upIn = make([]*swIn, len(n.attach))
+	for i, a := range n.attach {
+		n.upIn[i] = &n.sws[a.sw].in[a.port]
+	}
 }
 
 // serialization is the time a packet of wire bytes occupies a link.

@@ -109,10 +109,7 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 }
 
 // uplinkIn is the switch input buffer node's uplink feeds.
-func (n *network) uplinkIn(node int) *swIn {
-	a := n.attach[node]
-	return &n.sws[a.sw].in[a.port]
-}
+func (n *network) uplinkIn(node int) *swIn { return n.upIn[node] }
 
 // arrive queues a packet in input buffer i of switch s.
 func (n *network) arrive(s *swtch, i int, p *packet) {
@@ -124,7 +121,9 @@ func (n *network) arrive(s *swtch, i int, p *packet) {
 	o := n.route(s, p)
 	v := &in.voq[int(p.vl)*len(s.out)+o]
 	v.push(p)
-	s.out[o].backlog++
+	if s.alt != nil {
+		s.out[o].backlog++
+	}
 	if v.len() == 1 {
 		if p.vl == 0 {
 			n.request(s, o, i)
@@ -226,7 +225,9 @@ func (n *network) serve(s *swtch, o int) {
 			// there, and the input's buffer space is free again.
 			out.waiting.pop()
 			v.pop()
-			out.backlog--
+			if s.alt != nil {
+				out.backlog--
+			}
 			if v.len() > 0 {
 				out.waiting.push(i)
 			}
@@ -252,7 +253,9 @@ func (n *network) serve(s *swtch, o int) {
 		out.creditBlocked = false
 		out.waiting.pop()
 		v.pop()
-		out.backlog--
+		if s.alt != nil {
+			out.backlog--
+		}
 		if v.len() > 0 { // back of the round-robin line
 			out.waiting.push(i)
 		}
@@ -283,7 +286,12 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	ser := n.serialization(p.wire)
 	out.freeAt = c.now.Add(ser)
 	left := out.freeAt.Add(n.prop)
-	n.release(s, i, p.vl, b, left)
+	if in := &s.in[i]; p.vl == 0 && in.upNode >= 0 {
+		in.cr.give(left, b)
+		c.nodes[in.upNode].nic.creditReturned(left)
+	} else {
+		n.release(s, i, p.vl, b, left)
+	}
 	if out.toNode < 0 {
 		// Cut-through to the next switch.
 		n.sws[out.toSw].in[out.toIn].credit(p.vl).take(b)

@@ -272,7 +272,9 @@ func (n *network) serveVL(s *swtch, o int) {
 		b := blocksOf(p.wire)
 		w.pop()
 		v.pop()
-		out.backlog--
+		if s.alt != nil {
+			out.backlog--
+		}
 		if v.len() > 0 {
 			w.push(i)
 		}
