@@ -80,6 +80,9 @@ type mtHarness struct {
 
 	maxIn, maxOut []int // highest credit use seen per input port / NIC receive buffer
 	maxPktBlocks  int   // largest packet seen in a switch input buffer, in blocks
+	// sl, if set, gives the service level of the connection between two
+	// nodes (several virtual lanes).
+	sl func(a, b int) uint8
 }
 
 func newHarness(t *testing.T, c *Cluster, mrBytes int) *mtHarness {
@@ -127,7 +130,11 @@ func (h *mtHarness) connect(a, b int) {
 	}
 	for _, s := range [][2]int{{a, b}, {b, a}} {
 		qp, peer := h.nodes[s[0]].qps[s[1]], h.nodes[s[1]].qps[s[0]]
-		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: peer.Info().Address(), RemotePSN: 100,
+		dest := peer.Info().Address()
+		if h.sl != nil {
+			dest.SL = h.sl(a, b)
+		}
+		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: dest, RemotePSN: 100,
 			MaxDestRdAtomic: 16, MinRNRTimer: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -225,9 +232,17 @@ func (h *mtHarness) check() error {
 		for i := range sw.in {
 			g := sw.base + i
 			in := &sw.in[i]
-			u := creditsInUse(&in.cr, now)
-			if u > in.cr.cap || u < 0 {
-				return fmt.Errorf("at %v: switch %d input %d: %d credit blocks in use, capacity %d", now, si, i, u, in.cr.cap)
+			u := 0
+			for v := 0; v <= len(in.crv); v++ {
+				cr := in.credit(uint8(v))
+				uv := creditsInUse(cr, now)
+				if uv > cr.cap || uv < 0 {
+					return fmt.Errorf("at %v: switch %d input %d VL %d: %d credit blocks in use, capacity %d", now, si, i, v, uv, cr.cap)
+				}
+				if err := retOrdered(cr); err != nil {
+					return fmt.Errorf("at %v: switch %d input %d VL %d: %v", now, si, i, v, err)
+				}
+				u += uv
 			}
 			occ := 0
 			for o := range in.voq {
@@ -241,22 +256,22 @@ func (h *mtHarness) check() error {
 				return fmt.Errorf("at %v: switch %d input %d holds %d blocks of packets but only %d credit blocks are in use", now, si, i, occ, u)
 			}
 			h.maxIn[g] = max(h.maxIn[g], u)
-			if err := retOrdered(&in.cr); err != nil {
-				return fmt.Errorf("at %v: switch %d input %d: %v", now, si, i, err)
-			}
 		}
 		for o := range sw.out {
 			out := &sw.out[o]
 			if out.toNode < 0 {
 				continue // its credits are the next switch's input's, checked above
 			}
-			u := creditsInUse(&out.cr, now)
-			if u > out.cr.cap || u < 0 {
-				return fmt.Errorf("at %v: NIC %d receive buffer: %d credit blocks in use, capacity %d", now, out.toNode, u, out.cr.cap)
-			}
-			h.maxOut[sw.base+o] = max(h.maxOut[sw.base+o], u)
-			if err := retOrdered(&out.cr); err != nil {
-				return fmt.Errorf("at %v: NIC %d receive buffer: %v", now, out.toNode, err)
+			for v := 0; v <= len(out.crv); v++ {
+				cr := out.credit(uint8(v))
+				u := creditsInUse(cr, now)
+				if u > cr.cap || u < 0 {
+					return fmt.Errorf("at %v: NIC %d receive buffer VL %d: %d credit blocks in use, capacity %d", now, out.toNode, v, u, cr.cap)
+				}
+				h.maxOut[sw.base+o] = max(h.maxOut[sw.base+o], u)
+				if err := retOrdered(cr); err != nil {
+					return fmt.Errorf("at %v: NIC %d receive buffer VL %d: %v", now, out.toNode, v, err)
+				}
 			}
 		}
 	}
@@ -269,17 +284,30 @@ func (h *mtHarness) wakeInTime(i int, nic *nic) error {
 	if !nic.creditBlocked {
 		return nil
 	}
-	cr := &h.c.net.uplinkIn(i).cr
-	u := cr.used
-	enough := fabric.Time(-1)
-	for _, r := range cr.ret[cr.head:] {
-		u -= r.blocks
-		if cr.cap-u >= nic.maxBlocks {
-			enough = r.at
-			break
+	// The lanes the NIC waits on: VL 0 with one lane, else those of its
+	// ready queue pairs' next packets (a lane nobody waits on may have
+	// credit without the NIC having anything to send on it).
+	in := h.c.net.uplinkIn(i)
+	lanes := []uint8{0}
+	if len(in.crv) > 0 {
+		lanes = lanes[:0]
+		for k := 0; k < nic.ready.len(); k++ {
+			lanes = append(lanes, nic.ready.at(k).nextVL())
 		}
 	}
-	if enough < 0 {
+	enough := fabric.Forever
+	for _, vl := range lanes {
+		cr := in.credit(vl)
+		u := cr.used
+		for _, r := range cr.ret[cr.head:] {
+			u -= r.blocks
+			if cr.cap-u >= nic.maxBlocks {
+				enough = min(enough, r.at)
+				break
+			}
+		}
+	}
+	if enough == fabric.Forever {
 		return nil // credit comes back with a later forward, which wakes the NIC
 	}
 	step := fabric.Forever
@@ -288,8 +316,18 @@ func (h *mtHarness) wakeInTime(i int, nic *nic) error {
 			step = min(step, at)
 		}
 	})
+	// Nor can it send before its link is free, or before now (a queue
+	// pair of a lane with credit may have just become ready: a step is
+	// due now).
+	enough = max(enough, h.c.net.up[i].freeAt, h.c.now)
 	if step > enough {
-		return fmt.Errorf("waits for credit that is back at %v, but its next step is at %v", enough, step)
+		var detail []string
+		for k := 0; k < nic.ready.len(); k++ {
+			q := nic.ready.at(k)
+			cr := in.credit(q.nextVL())
+			detail = append(detail, fmt.Sprintf("qp %d lane %d gate %v avail %d next %v", q.qpn, q.nextVL(), q.gate(h.c.now), cr.avail(h.c.now), cr.ret[cr.head:]))
+		}
+		return fmt.Errorf("waits for credit that is back at %v, but its next step is at %v (stepAt %v pending %v): %v", enough, step, nic.stepAt, nic.stepPending, detail)
 	}
 	return nil
 }
@@ -322,7 +360,9 @@ func (h *mtHarness) quiet() error {
 		sw := &c.net.sws[si]
 		for i := range sw.in {
 			in := &sw.in[i]
-			left(fmt.Sprintf("switch %d input %d", si, i), &in.cr)
+			for v := 0; v <= len(in.crv); v++ {
+				left(fmt.Sprintf("switch %d input %d VL %d", si, i, v), in.credit(uint8(v)))
+			}
 			for o := range in.voq {
 				if n := in.voq[o].len(); n > 0 {
 					errs = append(errs, fmt.Errorf("switch %d input %d still holds %d packets for output %d", si, i, n, o))
@@ -332,10 +372,14 @@ func (h *mtHarness) quiet() error {
 		for o := range sw.out {
 			out := &sw.out[o]
 			if out.toNode >= 0 {
-				left(fmt.Sprintf("NIC %d receive buffer", out.toNode), &out.cr)
+				for v := 0; v <= len(out.crv); v++ {
+					left(fmt.Sprintf("NIC %d receive buffer VL %d", out.toNode, v), out.credit(uint8(v)))
+				}
 			}
-			if n := out.waiting.len(); n > 0 {
-				errs = append(errs, fmt.Errorf("switch %d output %d still has %d contenders", si, o, n))
+			for v := 0; v <= len(out.waitv); v++ {
+				if n := out.waitingOf(uint8(v)).len(); n > 0 {
+					errs = append(errs, fmt.Errorf("switch %d output %d still has %d contenders on VL %d", si, o, n, v))
+				}
 			}
 		}
 	}
@@ -375,6 +419,7 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 		tree     int
 		adaptive bool
 		cable    bool
+		vls      int // data virtual lanes of the tree (connections on service levels 0-3)
 	}{
 		// FDR: PCIe (6.6 GB/s) drains the receiver's buffer slower than
 		// the link fills it, so the NIC's buffer fills first, then the
@@ -396,12 +441,19 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 		{name: "alltoall-random-tree-faults", profile: "edr-cx4", nodes: 8, msgs: 12, size: 256 * kib, window: 2, tree: 4,
 			faults: Faults{Loss: 0.002, Duplicate: 0.002, Reorder: 0.002}},
 		{name: "alltoall-random-tree-cable", profile: "edr-cx4", nodes: 8, msgs: 12, size: 256 * kib, window: 2, tree: 4, cable: true},
+		// Several virtual lanes: connections on service levels 0-3, so
+		// every lane's credits, arbitration and wake-ups are exercised.
+		{name: "alltoall-random-tree-vls", profile: "edr-cx4", nodes: 8, msgs: 24, size: 256 * kib, window: 2, tree: 4, vls: 4},
+		{name: "incast-edr-tree-vls", profile: "edr-cx4", nodes: 8, incast: true, msgs: 8, size: 256 * kib, tree: 4, vls: 2},
+		{name: "alltoall-random-tree3-vls-faults", profile: "edr-cx4", nodes: 16, msgs: 12, size: 256 * kib, window: 2, tree: -4, vls: 3,
+			faults: Faults{Loss: 0.002, Duplicate: 0.002, Reorder: 0.002}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{Nodes: tc.nodes, Seed: 3, SizeOnly: true, Profile: mtProfile(t, tc.profile, nil)}
 			if tc.tree != 0 {
 				cfg.Fabric = mtTree(t, tc.nodes, tc.tree)
+				cfg.Fabric.VLs = tc.vls
 			}
 			c := mtCluster(t, cfg)
 			if tc.cable {
@@ -413,6 +465,9 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 				}
 			}
 			h := newHarness(t, c, tc.size)
+			if tc.vls > 1 {
+				h.sl = func(a, b int) uint8 { return uint8((a + b) % 4) }
+			}
 			for a := 0; a < tc.nodes; a++ {
 				for b := a + 1; b < tc.nodes; b++ {
 					if !tc.incast || b == tc.nodes-1 {
@@ -534,6 +589,8 @@ func TestModelCreditsBoundBuffers(t *testing.T) {
 				switch {
 				case tc.tree == 0 && first < lastDone-lastDone/50:
 					t.Errorf("incast senders finished between %v and %v: the receiver's link was not shared fairly", first, lastDone)
+				case tc.tree != 0 && tc.vls > 1:
+					// The lanes' arbitration, not the ports', decides.
 				case tc.tree != 0:
 					// On a tree the receiver's leaf serves its inputs
 					// round-robin, one share per port: the sender on the

@@ -207,6 +207,13 @@ func (n *nic) activate(q *qp) {
 }
 
 func (n *nic) kick() {
+	if n.stepPending && n.creditBlocked && n.c.net.vls > 1 && n.stepAt > n.c.now && !n.inStep {
+		// Waiting for one lane's credit: a queue pair that has just become
+		// ready may be on a lane that has credit now.
+		n.stepAt = max(n.c.now, n.c.net.up[n.node.id].freeAt)
+		n.c.schedule(n.stepAt, n, evStep, nil)
+		return
+	}
 	if n.stepPending || n.inStep {
 		return
 	}
