@@ -258,26 +258,12 @@ func (n *nic) handle(_ uint64, _ *packet) {
 			continue
 		}
 		if q.readsPending() && q.rd.reads[q.rd.head].at > now {
-			// A read response waits for its context and translations
-			// without holding the link for the others.
-			q.readyAt(q.rd.reads[q.rd.head].at)
+			q.readyAt(q.rd.reads[q.rd.head].at) // see notYet
 			continue
 		}
-		p := q.nextPacket()
-		if p == nil {
-			continue
+		if n.send(q, now) {
+			break
 		}
-		dma := now
-		if p.n > 0 && !p.noDMA {
-			dma = n.dmaRead(p.n, p.dataAt)
-		}
-		free := n.c.net.transmit(p, dma)
-		q.sent(free)
-		if q.hasOutput() {
-			q.inReady = true
-			n.ready.push(q)
-		}
-		break
 	}
 	if n.ready.len() == 0 {
 		return
@@ -314,6 +300,42 @@ func (n *nic) accept(p *packet, arrive fabric.Time) fabric.Time {
 	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
 	n.rxFree = start.Add(svc)
 	return ready.Add(svc)
+}
+
+// notYet reports whether q cannot send at now, and has it come back to
+// the transmit ring when it can: its work request is still being
+// processed, or a read response waits for its context and translations
+// (without holding the link for the others).
+func (n *nic) notYet(q *qp, now fabric.Time) bool {
+	if at := q.gate(now); at > now {
+		q.readyAt(at)
+		return true
+	}
+	if q.readsPending() && q.rd.reads[q.rd.head].at > now {
+		q.readyAt(q.rd.reads[q.rd.head].at)
+		return true
+	}
+	return false
+}
+
+// send puts q's next packet on the uplink once its payload is fetched,
+// and puts q back on the ring if it has more; false when it had none.
+func (n *nic) send(q *qp, now fabric.Time) bool {
+	p := q.nextPacket()
+	if p == nil {
+		return false
+	}
+	dma := now
+	if p.n > 0 && !p.noDMA {
+		dma = n.dmaRead(p.n, p.dataAt)
+	}
+	free := n.c.net.transmit(p, dma)
+	q.sent(free)
+	if q.hasOutput() {
+		q.inReady = true
+		n.ready.push(q)
+	}
+	return true
 }
 
 // receive hands an arriving packet to its queue pair.

@@ -312,12 +312,7 @@ func (nc *nic) stepVL(now fabric.Time) {
 	for k := nc.ready.len(); k > 0 && !sent; k-- {
 		q := nc.ready.pop()
 		q.inReady = false
-		if at := q.gate(now); at > now {
-			q.readyAt(at)
-			continue
-		}
-		if q.readsPending() && q.rd.reads[q.rd.head].at > now {
-			q.readyAt(q.rd.reads[q.rd.head].at)
+		if nc.notYet(q, now) {
 			continue
 		}
 		cr := in.credit(q.nextVL())
@@ -330,21 +325,7 @@ func (nc *nic) stepVL(now fabric.Time) {
 			nc.ready.push(q)
 			continue
 		}
-		p := q.nextPacket()
-		if p == nil {
-			continue
-		}
-		dma := now
-		if p.n > 0 && !p.noDMA {
-			dma = nc.dmaRead(p.n, p.dataAt)
-		}
-		free := nc.c.net.transmit(p, dma)
-		q.sent(free)
-		if q.hasOutput() {
-			q.inReady = true
-			nc.ready.push(q)
-		}
-		sent = true
+		sent = nc.send(q, now)
 	}
 	nc.creditBlocked = blocked && !sent
 	if nc.creditBlocked && wake < fabric.Forever {
