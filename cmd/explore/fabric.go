@@ -89,14 +89,19 @@ no simulation: see explore bench ebb for measured bisection bandwidth (docs/topo
 			if nodes < 2 {
 				return fmt.Errorf("--nodes %d: at least 2", nodes)
 			}
+			t := newTask(cmd.ErrOrStderr(), "fabric", "", 0)
+			defer t.finish()
+			t.setDetail(fmt.Sprintf("building and routing %d nodes", nodes))
 			b, err := nf.build(spec, nodes, prof, 1)
 			if err != nil {
 				return err
 			}
+			t.setDetail(fmt.Sprintf("following %d shift stages and 20 bisections", nodes-1))
 			rep, err := describeFabric(spec, b)
 			if err != nil {
 				return err
 			}
+			t.finish()
 			for _, w := range []struct {
 				path  string
 				write func(io.Writer) error

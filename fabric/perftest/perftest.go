@@ -63,6 +63,10 @@ type Config struct {
 	SL uint8
 }
 
+// maxEBBPatterns bounds ebb's -n: the patterns travel out of band as
+// 4 bytes per node and pattern.
+const maxEBBPatterns = 1 << 14
+
 // ErrConfig reports an invalid benchmark configuration.
 var ErrConfig = errors.New("perftest: invalid configuration")
 
@@ -116,6 +120,9 @@ func (c *Config) Normalize(nodes int) error {
 		c.Conn = fabric.RC
 	}
 	if c.Test == "ebb" {
+		if c.Iters > maxEBBPatterns {
+			return fmt.Errorf("%w: -n %d with ebb: at most %d random bisections (node 0 sends every pattern to every node)", ErrConfig, c.Iters, maxEBBPatterns)
+		}
 		if c.Duration > 0 {
 			return fmt.Errorf("%w: -D with ebb: it runs -n random bisections, not for a time", ErrConfig)
 		}

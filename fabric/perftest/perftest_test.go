@@ -138,3 +138,15 @@ func TestReadLatency(t *testing.T) {
 		t.Errorf("read_lat over UC: %v", err)
 	}
 }
+
+func TestEBBPatternsBounded(t *testing.T) {
+	const most = 1 << 14
+	c := perftest.Config{Test: "ebb", Iters: most + 1}
+	if err := c.Normalize(4); err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf("-n %d: %v", c.Iters, err)
+	}
+	c = perftest.Config{Test: "ebb", Iters: most}
+	if err := c.Normalize(4); err != nil {
+		t.Errorf("-n %d: %v", c.Iters, err)
+	}
+}
