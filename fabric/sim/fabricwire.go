@@ -132,17 +132,16 @@ func (n *network) wireAdaptive(t *topo.Topology, hosts []int) {
 	for s := range n.sws {
 		n.sws[s].alt = make([][]uint8, len(leaves))
 	}
+	m := route.Minimal(t)
 	for k, h := range leaves {
-		d := t.SwitchHops(h)
 		for s := range t.Switches {
-			if d[s] <= 0 {
+			if s == t.Hosts[h].Switch {
 				continue // the leaf itself: its host ports are the only way
 			}
-			var alt []uint8
-			for i, pe := range t.Switches[s].Ports {
-				if pe.Kind == topo.ToSwitch && d[pe.Index] == d[s]-1 {
-					alt = append(alt, uint8(i))
-				}
+			ports := m.Ports(s, h) // numbered from 1; the switch's outputs from 0
+			alt := make([]uint8, len(ports))
+			for i, p := range ports {
+				alt[i] = p - 1
 			}
 			n.sws[s].alt[k] = alt
 		}
