@@ -89,6 +89,11 @@ func ParseEngine(s string) (Engine, error) {
 	return 0, fmt.Errorf("%w: %q (engines: %s)", ErrUnknownEngine, s, strings.Join(engineNames[:], ", "))
 }
 
+// maxTableEntries bounds a fabric's forwarding tables (one byte per switch
+// and host): the largest three-level tree of 36-port switches has 18.9 M,
+// of 64-port ones 267 M; beyond 1 G they would not fit this machine.
+const maxTableEntries = 1 << 30
+
 // Compute validates t and computes its forwarding tables with engine e.
 // The seed is used by Random only. The same inputs always give the same
 // tables.
@@ -106,6 +111,9 @@ func Compute(t *topo.Topology, e Engine, seed uint64) (*topo.Tables, error) {
 	}
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("route: %s: %w", e, err)
+	}
+	if n := int64(len(t.Hosts)) * int64(len(t.Switches)); n > maxTableEntries {
+		return nil, fmt.Errorf("route: %w: %d hosts and %d switches make %d forwarding-table entries, more than the %d this tool holds in memory", topo.ErrTooLarge, len(t.Hosts), len(t.Switches), n, int64(maxTableEntries))
 	}
 	switch e {
 	case MinHop:

@@ -29,6 +29,10 @@ type FatTreeSpec struct {
 	Up     int // leaf ports to the level above
 }
 
+// MaxHosts is the most hosts a generated fat tree has: four times the
+// simulator's nodes, and tables of at most a few hundred MB.
+const MaxHosts = 1 << 17
+
 // Oversubscribed returns the leaf's down and up ports of a radix-port
 // switch at exactly ratio:1 oversubscription (1 for none): as many up
 // ports as the ratio allows and ratio times as many down; a radix the
@@ -53,6 +57,9 @@ func (s *FatTreeSpec) normalize() error {
 	}
 	if s.Hosts < 1 {
 		return fmt.Errorf("%w: %d hosts: at least 1", ErrBadSpec, s.Hosts)
+	}
+	if s.Hosts > MaxHosts {
+		return fmt.Errorf("%w: %d hosts: a generated fabric has at most %d (the simulator runs at most 32,768 nodes)", ErrTooLarge, s.Hosts, MaxHosts)
 	}
 	max2, max3 := s.Radix*s.Down, s.Radix*(s.Radix/2)*s.Down
 	if s.Up > s.Radix/2 && s.Levels != 2 {

@@ -158,3 +158,10 @@ func TestValidateCatchesBadCabling(t *testing.T) {
 		}
 	}
 }
+
+// A generated fabric past MaxHosts is refused before anything is built.
+func TestFatTreeHostsBounded(t *testing.T) {
+	if _, err := FatTree(FatTreeSpec{Hosts: MaxHosts + 1, Radix: 255}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%d hosts: %v", MaxHosts+1, err)
+	}
+}
