@@ -35,6 +35,24 @@ import (
 // made on amd64).
 var updateGolden = flag.Bool("update", false, "rewrite the golden records in testdata/golden/ instead of checking them")
 
+// When a run case's trace hash changes, the test shows where the run
+// parts from the one the golden record was made from, if a trace of that
+// run was saved (-save-traces, on the commit before the change): the
+// first divergent event with its context (explore trace diff does the
+// same for any two traces).
+var (
+	saveTraces = flag.Bool("save-traces", false, "save every run case's event trace (named by its trace hash) in -trace-dir, for diffs when a hash changes later")
+	traceDir   = flag.String("trace-dir", defaultTraceDir(), "where -save-traces keeps run cases' traces, and where a changed hash looks for the trace of the golden run")
+)
+
+func defaultTraceDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "rdmashuffle-golden-traces")
+	}
+	return filepath.Join(d, "rdmashuffle", "golden-traces")
+}
+
 // goldenCase is one line of a golden file: a case name and what the case
 // produced.
 type goldenCase struct {
@@ -134,9 +152,20 @@ func goldenRunCases() (names []string, cfgs []RunConfig, faults []sim.Faults) {
 func TestGoldenRuns(t *testing.T) {
 	names, cfgs, faults := goldenRunCases()
 	var got []goldenCase
+	index := map[string]int{}
 	for i, cfg := range cfgs {
+		index[names[i]] = i
 		var trace uint64
-		rec, err := RunSim(cfg, SimOptions{Faults: faults[i], Inspect: func(c *sim.Cluster) { trace = c.TraceHash() }})
+		opt := SimOptions{Faults: faults[i], Inspect: func(c *sim.Cluster) { trace = c.TraceHash() }}
+		var saved *savedTrace
+		if *saveTraces {
+			saved = newSavedTrace(t)
+			opt.Trace = saved.w
+		}
+		rec, err := RunSim(cfg, opt)
+		if saved != nil {
+			saved.keep(t, trace, err == nil)
+		}
 		gc := goldenCase{Case: names[i]}
 		switch {
 		case err != nil && isConfigRejection(err):
@@ -153,7 +182,10 @@ func TestGoldenRuns(t *testing.T) {
 		}
 		got = append(got, gc)
 	}
-	checkGolden(t, "runs.jsonl", got)
+	checkGolden(t, "runs.jsonl", got, func(g, want goldenCase) string {
+		i := index[g.Case]
+		return explainTrace(t, cfgs[i], faults[i], want.Trace)
+	})
 }
 
 // isConfigRejection tells a run that normalize refused (a design that does
@@ -213,7 +245,7 @@ func TestGoldenPerftest(t *testing.T) {
 		}
 		got = append(got, goldenCase{Case: name, Trace: fmt.Sprintf("%016x", c.TraceHash()), Record: mustJSON(t, res)})
 	}
-	checkGolden(t, "perftest.jsonl", got)
+	checkGolden(t, "perftest.jsonl", got, nil)
 }
 
 // TestGoldenQueries checks TPC-H queries (the shuffle plans with several
@@ -262,7 +294,7 @@ func TestGoldenQueries(t *testing.T) {
 		}
 		add(pt.design+" "+pt.label, r, err)
 	}
-	checkGolden(t, "queries.jsonl", got)
+	checkGolden(t, "queries.jsonl", got, nil)
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {
@@ -276,8 +308,9 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 
 // checkGolden compares got with the golden file case by case (or rewrites
 // the file with -update), naming every case that differs, is new or is
-// gone.
-func checkGolden(t *testing.T, file string, got []goldenCase) {
+// gone; explain, if set, adds to the report of a case whose trace hash
+// changed.
+func checkGolden(t *testing.T, file string, got []goldenCase, explain func(got, want goldenCase) string) {
 	t.Helper()
 	path := filepath.Join("testdata", "golden", file)
 	if *updateGolden {
@@ -324,7 +357,11 @@ func checkGolden(t *testing.T, file string, got []goldenCase) {
 			t.Errorf("%s: new case, not in %s (refresh with -update if intended)", g.Case, path)
 		case w.Trace != g.Trace || w.Rejected != g.Rejected || !bytes.Equal(w.Record, g.Record):
 			differ++
-			t.Errorf("%s: differs from %s\n  want trace %s %s%s\n  got  trace %s %s%s", g.Case, path, w.Trace, w.Rejected, w.Record, g.Trace, g.Rejected, g.Record)
+			var why string
+			if explain != nil && w.Trace != g.Trace && w.Trace != "" && g.Trace != "" {
+				why = "\n" + explain(g, w)
+			}
+			t.Errorf("%s: differs from %s\n  want trace %s %s%s\n  got  trace %s %s%s%s", g.Case, path, w.Trace, w.Rejected, w.Record, g.Trace, g.Rejected, g.Record, why)
 		}
 	}
 	for _, c := range order {

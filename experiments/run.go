@@ -128,6 +128,9 @@ type SimOptions struct {
 	// result the same, but a misuse of the verbs goes unreported. The
 	// record says so (verbs_check "off").
 	NoCheck bool
+	// Trace, if set, is told every event of the run (sim.Config.Trace;
+	// a trace.Writer writes them to a file). It changes no result.
+	Trace sim.Tracer
 }
 
 // InjectsFaults reports whether o changes what the simulated hardware does
@@ -418,7 +421,7 @@ func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluste
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck, Fabric: net.Fabric})
+	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck, Fabric: net.Fabric, Trace: opt.Trace})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -44,6 +44,9 @@ var layers = []layer{
 	{pkg: "fabric/topo", may: nil, execs: false},
 	{pkg: "fabric/topo/ibnet", may: []string{"fabric/topo"}, execs: false},
 	{pkg: "fabric/route", may: []string{"fabric/topo"}, execs: false},
+	// A simulated run's event trace as data: files and diffs, nothing
+	// of the simulator.
+	{pkg: "fabric/sim/trace", may: []string{"fabric"}, execs: false},
 }
 
 // forbidden are the standard packages a package held to the execution

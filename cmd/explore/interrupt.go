@@ -49,7 +49,10 @@ func execute(root *cobra.Command, stderr io.Writer) int {
 	go onInterrupt(sigs, cancel, stderr)
 	err := root.ExecuteContext(ctx)
 	var ie *interruptedError
+	var status exitStatus
 	switch {
+	case errors.As(err, &status):
+		return int(status)
 	case errors.As(err, &ie):
 		fmt.Fprintln(stderr, ie.msg)
 		return exitInterrupted

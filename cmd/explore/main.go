@@ -32,7 +32,7 @@ real hardware.`,
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
 	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd(), reportCmd())
-	root.AddCommand(sensitivityCmd(), fabricCmd())
+	root.AddCommand(sensitivityCmd(), fabricCmd(), traceCmd())
 	addCompletions(root)
 	return root
 }

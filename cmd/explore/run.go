@@ -10,12 +10,14 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim/trace"
 )
 
 func runCmd() *cobra.Command {
 	cfg := experiments.DefaultConfig()
 	var jsonOut bool
 	var noCheck bool
+	var tracePath string
 	var mem memoryLimits
 	var hw hwFlags
 	var simOptions func(nodes int) (experiments.SimOptions, error)
@@ -71,6 +73,9 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 			if hw.backend != "sim" && !cfg.Network.IsSingle() {
 				return fmt.Errorf("--topology chooses the simulator's network; the %s backend runs on the network it has: drop it", hw.backend)
 			}
+			if hw.backend != "sim" && tracePath != "" {
+				return fmt.Errorf("--trace records the simulator's events; the %s backend has no event sequence to record: drop the flag", hw.backend)
+			}
 			if hw.backend != "sim" && noCheck {
 				return fmt.Errorf("--no-check turns off the simulator's verbs-usage checker; the %s backend has none: drop the flag", hw.backend)
 			}
@@ -103,7 +108,20 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 				}
 				opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
 				opt.NoCheck = noCheck
+				if tracePath != "" {
+					tw, err := newTraceWriter(tracePath, cfg, cmd.Flags())
+					if err != nil {
+						return err
+					}
+					opt.Trace = tw
+					defer tw.Close()
+				}
 				rec, err = experiments.RunSim(cfg, opt)
+				if tw, ok := opt.Trace.(*trace.Writer); ok && err == nil {
+					if err := tw.Close(); err != nil {
+						return fmt.Errorf("--trace %s: %w", tracePath, err)
+					}
+				}
 			}
 			t.finish()
 			if err != nil {
@@ -120,6 +138,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	fl.Var(simDuration{&cfg.Timeout}, "timeout", "longest wait for progress, in simulated time, before the run fails (a Go duration: 100ms, 2.5s)")
 	fl.MarkDeprecated("timeout-ms", "use --timeout with a unit (e.g. --timeout 100ms)")
 	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
+	fl.StringVar(&tracePath, "trace", "", "simulator: write every event of the run to this file (explore trace show / diff read it)")
 	fl.BoolVar(&noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported; the record says verbs_check off)")
 	fl.BoolVar(&mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available (or --max-memory)")
 	fl.Var(byteSize{&mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: what the system has available at the start)")

@@ -50,6 +50,10 @@ type Config struct {
 	// events so far, for progress output. It must not call the cluster;
 	// it changes no result.
 	Progress func(now fabric.Time, events uint64)
+	// Trace, if set, is told every event the run fires (tracer.go), for
+	// explore run --trace and for finding where two runs part. It changes
+	// no result.
+	Trace Tracer
 }
 
 // progressEvery is how many events pass between calls of Config.Progress
@@ -91,6 +95,8 @@ type Cluster struct {
 
 	inj *injector // the fault plan (faultplan.go), nil without one
 	chk *checker  // the verbs-usage checker (checker.go), nil when off
+
+	tracer Tracer // Config.Trace, nil when off
 }
 
 var _ fabric.Fabric = (*Cluster)(nil)
@@ -116,7 +122,7 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.TimeLimit == 0 {
 		cfg.TimeLimit = 100 * fabric.Second
 	}
-	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037}
+	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037, tracer: cfg.Trace}
 	c.q.scale(cfg.Nodes)
 	net, err := newNetwork(c)
 	if err != nil {
@@ -271,6 +277,9 @@ func (c *Cluster) fireBody(at fabric.Time, b *evBody) {
 	c.countEvent()
 	c.mix(uint64(at))
 	c.mix(b.arg ^ uint64(kindOf(b.h))<<56)
+	if c.tracer != nil {
+		c.traceEvent(at, b)
+	}
 	b.h.handle(b.arg, b.p)
 }
 

@@ -229,6 +229,9 @@ func (n *network) handle(kind uint64, p *packet) {
 		n.transmit(p, n.c.now)
 	case evDeliver:
 		n.c.mix(p.id)
+		if n.c.tracer != nil {
+			n.c.traceDelivery(p)
+		}
 		n.c.nodes[p.dst].nic.receive(p)
 	case evPort:
 		dn := &n.down[kind>>8]
@@ -237,6 +240,9 @@ func (n *network) handle(kind uint64, p *packet) {
 			n.c.schedule(dn.fifo.peek().at, n, evPort|kind&^0xff, nil)
 		}
 		n.c.mix(a.p.id)
+		if n.c.tracer != nil {
+			n.c.traceDelivery(a.p)
+		}
 		n.c.nodes[a.p.dst].nic.receive(a.p)
 	}
 }

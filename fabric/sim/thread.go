@@ -114,6 +114,9 @@ func (c *Cluster) step() (w *thread, stop bool) {
 		c.now = tm.tAt
 		c.countEvent()
 		c.mix(uint64(tm.tAt))
+		if c.tracer != nil {
+			c.traceDeadline(tm.tAt, tm)
+		}
 		w = tm
 	} else {
 		k, b := c.q.take()

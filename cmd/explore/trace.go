@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim/trace"
+)
+
+// exitStatus ends the command with its value as the exit code and no
+// message (what it had to say is printed): explore trace diff exits 1
+// when the traces differ, as diff(1) does.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func traceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Read event traces of simulated runs (explore run --trace) and find where two runs part",
+		Long: `A trace holds every event of a simulated run in order (time, node, component,
+event, packet): exactly what the run's trace hash is made of. explore run --trace FILE
+writes one; trace show prints it; trace diff prints the first event in which two
+traces differ, with the events around it.`,
+		Args: flagsOnly,
+	}
+	cmd.AddCommand(traceDiffCmd(), traceShowCmd())
+	return cmd
+}
+
+func openTrace(path string) (*trace.Reader, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := trace.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w (write one with explore run --trace FILE)", path, err)
+	}
+	return r, func() { f.Close() }, nil
+}
+
+func traceDiffCmd() *cobra.Command {
+	var context int
+	cmd := &cobra.Command{
+		Use:   "diff A B",
+		Short: "Print the first event in which two traces differ (exit 1 if they do)",
+		Example: `  explore run --design MESQ/SR --nodes 4 --seed 1 --trace a.trace
+  explore run --design MESQ/SR --nodes 4 --seed 2 --trace b.trace
+  explore trace diff a.trace b.trace`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if context < 0 {
+				return fmt.Errorf("--context %d: want 0 or more events", context)
+			}
+			a, closeA, err := openTrace(args[0])
+			if err != nil {
+				return err
+			}
+			defer closeA()
+			b, closeB, err := openTrace(args[1])
+			if err != nil {
+				return err
+			}
+			defer closeB()
+			d, err := trace.Diff(a, b, context)
+			if err != nil {
+				return err
+			}
+			d.Format(cmd.OutOrStdout(), args[0], args[1])
+			if !d.Identical() {
+				return exitStatus(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&context, "context", 5, "events shown before the divergence, and after it from each trace")
+	return cmd
+}
+
+func traceShowCmd() *cobra.Command {
+	var from, count uint64
+	var node int
+	cmd := &cobra.Command{
+		Use:   "show FILE",
+		Short: "Print a trace's header and events",
+		Example: `  explore trace show a.trace --from 1200 --count 20
+  explore trace show a.trace --node 3`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from < 1 {
+				return fmt.Errorf("--from %d: events are numbered from 1", from)
+			}
+			r, done, err := openTrace(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			return showTrace(cmd.OutOrStdout(), r, from, count, node, cmd.Flags().Changed("node"))
+		},
+	}
+	cmd.Flags().Uint64Var(&from, "from", 1, "first event to print (numbered from 1)")
+	cmd.Flags().Uint64Var(&count, "count", 0, "events to print (0: to the end)")
+	cmd.Flags().IntVar(&node, "node", 0, "print only this node's events (-1: the switches')")
+	return cmd
+}
+
+func showTrace(w io.Writer, r *trace.Reader, from, count uint64, node int, onlyNode bool) error {
+	hdr, _ := json.Marshal(r.Header.Run)
+	fmt.Fprintf(w, "run %s\n", hdr)
+	h := trace.NewHasher()
+	var i, shown uint64
+	for {
+		e, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		i++
+		h.Add(&e)
+		if i < from || count > 0 && shown >= count || onlyNode && e.Node != node {
+			continue
+		}
+		fmt.Fprintf(w, "#%-9d %s\n", i, e.String())
+		shown++
+	}
+	fmt.Fprintf(w, "%d events, trace hash %016x\n", i, h.Sum())
+	return nil
+}
+
+// newTraceWriter creates FILE for explore run --trace, its header
+// describing the run: its configuration and the flags given (which name
+// fault schedules and other options the configuration does not hold).
+func newTraceWriter(path string, cfg experiments.RunConfig, flags *pflag.FlagSet) (*trace.Writer, error) {
+	run := map[string]any{}
+	b, err := json.Marshal(cfg)
+	if err == nil {
+		err = json.Unmarshal(b, &run)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	flags.Visit(func(f *pflag.Flag) {
+		if f.Name != "trace" {
+			run["--"+f.Name] = f.Value.String()
+		}
+	})
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	w, err := trace.NewWriter(f, trace.Header{Run: run})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	return w, nil
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTraceCommands: explore run --trace writes a trace whose hash is the
+// run's; trace diff of two runs one parameter apart prints the parameter
+// and the first divergent event and exits 1; of a trace with itself,
+// says identical; trace show prints events; bad input is refused.
+func TestTraceCommands(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.trace"), filepath.Join(dir, "b.trace")
+	base := []string{"run", "--design", "MEMQ/SR", "--nodes", "4", "--bytes-per-node", "262144", "--seed", "3"}
+	if _, err := run(t, append(base, "--trace", a)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, append(base, "--buffers", "3", "--trace", b)...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "trace", "diff", a, b, "--context", "2")
+	var status exitStatus
+	if !errors.As(err, &status) || status != 1 {
+		t.Fatalf("diff of different runs: %v, want exit status 1\n%s", err, out)
+	}
+	for _, want := range []string{"Buffers: 2 | 3", `--buffers: (absent) | "3"`, "part at event", "> #"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run(t, "trace", "diff", a, a)
+	if err != nil || !strings.Contains(out, "the traces are identical") {
+		t.Errorf("diff with itself: %v\n%s", err, out)
+	}
+	out, err = run(t, "trace", "show", a, "--from", "3", "--count", "2")
+	if err != nil || strings.Count(out, "\n#") != 2 || !strings.Contains(out, "#3 ") || !strings.Contains(out, "trace hash") {
+		t.Errorf("show: %v\n%s", err, out)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trace", "diff", a, filepath.Join(dir, "none")}, "no such file"},
+		{[]string{"trace", "diff", a, filepath.Join("testdata", "..", "main.go")}, "not a trace file"},
+		{[]string{"trace", "diff", a, b, "--context", "-1"}, "--context -1"},
+		{[]string{"trace", "show", a, "--from", "0"}, "numbered from 1"},
+		{append(base, "--backend", "loopback", "--trace", a), "--trace records the simulator's events"},
+	} {
+		if _, err := run(t, bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want an error with %q", bad.args, err, bad.want)
+		}
+	}
+}
