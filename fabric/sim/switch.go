@@ -335,22 +335,19 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	rx.take(b)
 	rx.give(done.Add(n.prop), b)
 	deliver := done.Add(n.rxLat)
-	if delay > 0 { // a plan's reordering: overtaken by later packets
+	if delay == 0 && dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
+		delay = dn.faults.ReorderDelay
+		if delay == 0 {
+			delay = 2 * fabric.Microsecond
+		}
+	}
+	if delay > 0 { // reordered (by the plan or the link's faults): overtaken by later packets
 		c.stats.PacketsReordered++
 		c.schedule(deliver.Add(delay), n, evDeliver, p)
-		if dup {
+		if dup { // the copy arrives right behind it, just as late
 			c.stats.PacketsDuplicated++
 			c.schedule(deliver.Add(delay+ser), n, evDeliver, c.clonePacket(p))
 		}
-		return
-	}
-	if dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
-		d := dn.faults.ReorderDelay
-		if d == 0 {
-			d = 2 * fabric.Microsecond
-		}
-		c.stats.PacketsReordered++
-		c.schedule(deliver.Add(d), n, evDeliver, p)
 		return
 	}
 	n.toPort(dst, deliver, p)
