@@ -105,14 +105,14 @@ func TestFailedEndpointFreesEverything(t *testing.T) {
 						t.Errorf("node %d: %v, want the exchange's error naming node %d", me, err, crashed)
 					}
 				}
-				var left []string
+				var left []sim.OpenObject
 				for _, o := range c.OpenObjects() {
-					if !strings.Contains(o, fmt.Sprintf("node %d", crashed)) {
+					if o.Node != crashed {
 						left = append(left, o)
 					}
 				}
 				if len(left) > 0 {
-					t.Fatalf("%d objects left open on surviving nodes (errors %v): %s", len(left), errs[:crashed], strings.Join(left, "; "))
+					t.Fatalf("%d objects left open on surviving nodes (errors %v): %v", len(left), errs[:crashed], left)
 				}
 			})
 		}

@@ -132,8 +132,8 @@ func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
 	} else if res, err = shuffleStarJoin(c, db, q, cfg); err != nil {
 		return nil, err
 	}
-	if open := c.OpenObjects(); len(open) > 0 {
-		return nil, fmt.Errorf("%w: %d objects still open at the end of the run: %s", sim.ErrVerbsUsage, len(open), strings.Join(open[:min(len(open), 5)], "; "))
+	if err := c.CheckClosed(); err != nil {
+		return nil, err
 	}
 	if err := c.CheckError(); err != nil {
 		return nil, err

@@ -3,9 +3,7 @@ package experiments
 import (
 	"fmt"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -389,8 +387,6 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 		// outcome, and a node whose driver thread ended (with its error)
 		// could close what it opened. Nodes that crashed, and nodes whose
 		// threads the run's end stopped mid-call, could not.
-		// (CheckError first: OpenObjects adds still-open findings of
-		// every node.)
 		if hazard := c.CheckError(); hazard != nil {
 			err = fmt.Errorf("%w; and %w", err, hazard)
 		}
@@ -400,8 +396,8 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 		return nil, err
 	}
 	// The verbs-usage checker: no hazard, and nothing left open.
-	if open := c.OpenObjects(); len(open) > 0 {
-		return nil, fmt.Errorf("%w: %d objects still open at the end of the run: %s", sim.ErrVerbsUsage, len(open), strings.Join(open[:min(len(open), 5)], "; "))
+	if err := c.CheckClosed(); err != nil {
+		return nil, err
 	}
 	if err := c.CheckError(); err != nil {
 		return nil, err
@@ -500,13 +496,8 @@ func leaksAfterFailure(c *sim.Cluster, ended []bool) error {
 	crashed := c.FaultCounts().Crashed
 	var left []string
 	for _, o := range c.OpenObjects() {
-		m := nodeOf.FindStringSubmatch(o)
-		if m == nil {
-			continue
-		}
-		n, _ := strconv.Atoi(m[1])
-		if n < len(ended) && ended[n] && !slices.Contains(crashed, n) {
-			left = append(left, o)
+		if n := o.Node; n < len(ended) && ended[n] && !slices.Contains(crashed, n) {
+			left = append(left, o.Desc)
 		}
 	}
 	if len(left) == 0 {
@@ -514,8 +505,6 @@ func leaksAfterFailure(c *sim.Cluster, ended []bool) error {
 	}
 	return fmt.Errorf("%w: %d objects still open after the failure on nodes that could close them: %s", sim.ErrVerbsUsage, len(left), strings.Join(left[:min(len(left), 5)], "; "))
 }
-
-var nodeOf = regexp.MustCompile(`node (\d+)\b`)
 
 // integrity compares what every node sent to each destination with what
 // each destination received from it.

@@ -40,7 +40,7 @@ const (
 	NoRecvDrop                                 // a UD message found no posted receive and was dropped
 	RNRNak                                     // an RC message found no posted receive (RNR NAK)
 	CQOverrun                                  // a completion was lost to a full CQ
-	StillOpen                                  // an object still open at the end of a run (OpenObjects)
+	StillOpen                                  // an object still open at the end of a run (ReportOpen)
 )
 
 var findingNames = [...]string{"?", "send buffer modified before completion", "receive buffer modified while posted",
@@ -295,33 +295,66 @@ func (c *Cluster) CheckError() error {
 	return fmt.Errorf("%w: %d hazards: %s%s", ErrVerbsUsage, len(hz), strings.Join(hz, "; "), more)
 }
 
+// OpenObject is a verbs object not yet freed: the node it belongs to and
+// a description for people.
+type OpenObject struct {
+	Node int
+	Desc string
+}
+
+func (o OpenObject) String() string { return o.Desc }
+
 // OpenObjects lists every PD, MR, CQ, QP and AH not yet freed, node by
-// node, and records each as a StillOpen finding (the checker tracks PDs,
-// CQs and AHs only while it is on).
-func (c *Cluster) OpenObjects() []string {
-	var out []string
-	var nodes []int
+// node (the checker tracks PDs, CQs and AHs only while it is on). It only
+// looks; ReportOpen also records them as findings.
+func (c *Cluster) OpenObjects() []OpenObject {
+	var out []OpenObject
 	for _, n := range c.nodes {
 		for _, q := range n.nic.qps {
 			if q != nil && !q.destroyed {
-				out, nodes = append(out, q.String()), append(nodes, n.id)
+				out = append(out, OpenObject{n.id, q.String()})
 			}
 		}
 		for _, m := range n.nic.mrs {
 			if m != nil && !m.dead {
-				out, nodes = append(out, fmt.Sprintf("%v, %d bytes", m, len(m.buf))), append(nodes, n.id)
+				out = append(out, OpenObject{n.id, fmt.Sprintf("%v, %d bytes", m, len(m.buf))})
 			}
 		}
 	}
 	if c.chk != nil {
 		for _, o := range c.chk.objs {
 			if d, open := o.openDesc(); open {
-				out, nodes = append(out, d), append(nodes, o.nodeID())
+				out = append(out, OpenObject{o.nodeID(), d})
 			}
-		}
-		for i, s := range out {
-			c.chk.report(StillOpen, nodes[i], nil, "end of run", s, s+" was never freed")
 		}
 	}
 	return out
+}
+
+// ReportOpen is the end-of-run check: it returns OpenObjects and records
+// each as a StillOpen finding (with the checker on).
+func (c *Cluster) ReportOpen() []OpenObject {
+	out := c.OpenObjects()
+	if c.chk != nil {
+		for _, o := range out {
+			c.chk.report(StillOpen, o.Node, nil, "end of run", o.Desc, o.Desc+" was never freed")
+		}
+	}
+	return out
+}
+
+// CheckClosed is the end-of-run check of a run that succeeded: every
+// object freed. It reports what is still open (ReportOpen) and returns an
+// error wrapping ErrVerbsUsage that names up to five of them; nil when
+// everything was freed.
+func (c *Cluster) CheckClosed() error {
+	open := c.ReportOpen()
+	if len(open) == 0 {
+		return nil
+	}
+	descs := make([]string, 0, 5)
+	for _, o := range open[:min(len(open), 5)] {
+		descs = append(descs, o.Desc)
+	}
+	return fmt.Errorf("%w: %d objects still open at the end of the run: %s", ErrVerbsUsage, len(open), strings.Join(descs, "; "))
 }

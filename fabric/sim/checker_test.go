@@ -114,7 +114,7 @@ func TestCheckerFindsHazards(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Advance(fabric.Millisecond) // the last packets arrive
-	open := c.OpenObjects()       // 6. nothing was freed
+	open := c.ReportOpen()        // 6. nothing was freed
 	if len(open) < 10 {
 		t.Fatalf("open objects: %v", open)
 	}
