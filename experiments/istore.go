@@ -265,6 +265,9 @@ func ParseIStoreLabel(label string) (string, map[string]float64, error) {
 func RunIStorePoint(cfg RunConfig) (*Record, error) { return stamped(runIStorePoint(cfg)) }
 
 func runIStorePoint(cfg RunConfig) (*Record, error) {
+	if !cfg.Network.IsSingle() {
+		return nil, fmt.Errorf("%w: an I-Store point runs on the single switch; network %q is not wired into the I-Store runner", ErrUnsupported, cfg.Network.String())
+	}
 	kind, kv, err := ParseIStoreLabel(cfg.Label)
 	if err != nil {
 		return nil, err
@@ -272,6 +275,7 @@ func runIStorePoint(cfg RunConfig) (*Record, error) {
 	t0 := time.Now()
 	rec := &Record{Experiment: "istore-" + kind, Label: cfg.Label, Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
 		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, MsgBytes: istore.BlockBytes, Integrity: "ok"}
+	rec.stampRun(cfg)
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err

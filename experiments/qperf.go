@@ -48,5 +48,6 @@ func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*Record, error)
 		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate(), ProfileHash: prof.Hash()}
 	rec.Profile = profileLabel(prof)
+	rec.stampRun(cfg)
 	return rec, nil
 }

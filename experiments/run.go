@@ -1,8 +1,11 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
+	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -11,6 +14,11 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
+
+// ErrUnsupported marks a configuration that asks for something the
+// runner it reached cannot do (a network of switches for a TPC-H point,
+// say), refused rather than silently ignored.
+var ErrUnsupported = errors.New("not supported")
 
 // RunConfig is one shuffle: a design, a cluster and a workload. It is
 // portable: the same configuration runs on the simulator (Run, RunSim)
@@ -243,6 +251,23 @@ type Record struct {
 	// Software is the software costs the run used where they were not
 	// the defaults (RunConfig.Software); absent for the defaults.
 	Software *SoftwareCosts `json:"software,omitempty"`
+	// Payload says the run moved real bytes (RunConfig.Payload); absent
+	// for a size-only run.
+	Payload bool `json:"payload,omitempty"`
+	// TimeoutS is the run's longest wait for progress, in simulated (or,
+	// on hardware, real) seconds, where it was not the default
+	// (algos.DefaultTimeout); absent for the default.
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+}
+
+// stampRun records what a run was asked to do beyond its design and
+// cluster, so that Config gives it back: payload mode, a timeout other
+// than the default, and software costs other than the defaults.
+func (r *Record) stampRun(cfg RunConfig) {
+	r.Payload, r.Software = cfg.Payload, cfg.Software.record()
+	if cfg.Timeout != 0 && cfg.Timeout != algos.DefaultTimeout {
+		r.TimeoutS = cfg.Timeout.Seconds()
+	}
 }
 
 // profileLabel is how a record names a simulated profile: its name when
@@ -531,15 +556,77 @@ func integrity(sent, got [][]algos.Tally, corrupt []int) string {
 }
 
 // Config returns the run configuration that produced r, for running it
-// again (faults and the timeout are not in the record: defaults apply).
+// again: every field of RunConfig that the record holds (a run's faults
+// and simulator options are not in it: they are not part of the
+// configuration). For a shuffle (Experiment "run") it gives back the
+// configuration exactly, once normalized (SameRun); a TPC-H or I-Store
+// record holds its point in Label.
 func (r *Record) Config() RunConfig {
 	c := DefaultConfig()
 	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
 	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed, c.QPNumbering = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed, r.QPNumbering
 	c.Network = r.Network
-	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, 0, r.CyclesPerTuple, r.NodeCycles
+	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, r.BytesPerPair, r.CyclesPerTuple, r.NodeCycles
 	c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.PinnedCapMiB, r.Label, r.UDRecovery
+	c.Payload = r.Payload
+	if r.TimeoutS > 0 {
+		c.Timeout = fabric.Duration(math.Round(r.TimeoutS * 1e12))
+	}
+	if r.Software != nil {
+		c.Software = *r.Software
+	}
 	return c
+}
+
+// SameRun says whether a record was made by the configuration cfg: nil if
+// so, otherwise an error naming the first field (of RunConfig) that
+// differs. Both sides are compared normalized (defaults filled in), every
+// field of a shuffle's configuration; for TPC-H and I-Store records, whose
+// point is in the label, the fields their records hold.
+func (r *Record) SameRun(cfg RunConfig) error {
+	want, got := cfg, r.Config()
+	for _, c := range []*RunConfig{&want, &got} {
+		if c.Timeout == 0 {
+			c.Timeout = algos.DefaultTimeout
+		}
+		if r.Experiment == "run" {
+			// The checks normalize makes are not the question here;
+			// only its defaults are.
+			_ = c.normalize(math.MaxInt32)
+		}
+	}
+	if r.Experiment != "run" {
+		want.Pattern, want.MsgBytes, want.BytesPerNode, want.BytesPerPair = got.Pattern, got.MsgBytes, got.BytesPerNode, got.BytesPerPair
+		want.Buffers, want.CreditEvery, want.Threads = got.Buffers, got.CreditEvery, got.Threads
+	}
+	wv, gv := reflect.ValueOf(want), reflect.ValueOf(got)
+	for i := 0; i < wv.NumField(); i++ {
+		if !reflect.DeepEqual(wv.Field(i).Interface(), gv.Field(i).Interface()) {
+			return &MismatchError{Field: wv.Type().Field(i).Name, Want: wv.Field(i).Interface(), Got: gv.Field(i).Interface()}
+		}
+	}
+	return nil
+}
+
+// MismatchError is SameRun's answer when a record was made by another
+// configuration: Field (of RunConfig) is Got in the record and Want in
+// the configuration asked about.
+type MismatchError struct {
+	Field     string
+	Want, Got any
+}
+
+func (e *MismatchError) Error() string {
+	show := func(v any) string {
+		if sc, ok := v.(SoftwareCosts); ok {
+			if sc.IsZero() {
+				return "the defaults"
+			}
+			return fmt.Sprintf("%+v", sc)
+		}
+		return fmt.Sprintf("%v", v)
+	}
+	return fmt.Sprintf("%s is %s in the record but %s in the configuration", e.Field, show(e.Got), show(e.Want))
 }
 
 // meter wraps a thread and measures the time it spends in Wait.

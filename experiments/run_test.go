@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 	"github.com/rdmashuffle/rdmashuffle/fabric/loopback"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
 func TestRunIntegrity(t *testing.T) {
@@ -241,7 +244,7 @@ func TestRecordConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.WallS, b.WallS, a.BytesPerPair = 0, 0, 0 // the rerun asks for the bytes, not the pairs
+			a.WallS, b.WallS = 0, 0
 			if fmt.Sprintf("%+v", *a) != fmt.Sprintf("%+v", *b) {
 				t.Fatalf("rerun differs:\n%+v\n%+v", *a, *b)
 			}
@@ -461,5 +464,62 @@ func TestQPNumberingRun(t *testing.T) {
 	defer f.Close()
 	if _, err := RunOn(f, RunConfig{Design: "MESQ/SR", Nodes: 2, QPNumbering: 1}); err == nil || !strings.Contains(err.Error(), "numbering") {
 		t.Errorf("RunOn(loopback) with a numbering: %v, want a refusal naming it", err)
+	}
+}
+
+// TestRecordSameRun: every kind of record (a shuffle with every option,
+// the qperf ceiling, a TPC-H point, an I-Store point) says it was made by
+// the configuration that made it, and names the field when asked about a
+// configuration one field away.
+func TestRecordSameRun(t *testing.T) {
+	mpi := algos.DefaultMPICosts
+	mpi.CallCycles *= 2
+	tree, err := netspec.Parse("fat-tree radix=4 routing=minhop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := goldenBase()
+	full.Design, full.Payload, full.Timeout, full.BytesPerPair = "MESQ/SR", true, 300*fabric.Millisecond, 32<<10
+	full.Adaptive, full.MaxBuffers, full.UDRecovery, full.NodeCycles = true, 8, true, []int64{3, 9}
+	full.Software, full.QPNumbering, full.Network, full.Label = SoftwareCosts{MPI: &mpi, PollLineCycles: 9}, 3, tree, "x"
+	wr := goldenBase()
+	wr.Design, wr.Notify = "MEMQ/WR", algos.NotifyBuffers
+	ceiling := goldenBase()
+	ceiling.Design = "qperf"
+	query := goldenBase()
+	query.Design, query.Label, query.BytesPerNode = "MESQ/SR", TPCHLabel(tpch.Q4, false, 0.005), 0
+	store := goldenBase()
+	store.Design, store.Label, store.Payload = IStoreDesign, IStoreJoinLabel(2, 0.02), true
+	for _, tc := range []struct {
+		name string
+		cfg  RunConfig
+		run  func(RunConfig) (*Record, error)
+	}{
+		{"shuffle with every option", full, Run},
+		{"MEMQ/WR notify=buffers", wr, Run},
+		{"qperf", ceiling, Run},
+		{"TPC-H", query, RunQueryPoint},
+		{"I-Store", store, RunIStorePoint},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, err := tc.run(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rec.SameRun(tc.cfg); err != nil {
+				t.Fatalf("the record's own configuration: %v", err)
+			}
+			other := tc.cfg
+			other.Seed++
+			var m *MismatchError
+			if err := rec.SameRun(other); !errors.As(err, &m) || m.Field != "Seed" {
+				t.Errorf("another seed: %v", err)
+			}
+			other = tc.cfg
+			other.Payload = !other.Payload
+			if err := rec.SameRun(other); !errors.As(err, &m) || m.Field != "Payload" {
+				t.Errorf("payload changed: %v", err)
+			}
+		})
 	}
 }

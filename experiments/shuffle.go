@@ -264,7 +264,8 @@ func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult)
 	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: backend, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: cfg.Threads, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
-		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, PinnedCapMiB: cfg.PinnedCapMiB, UDRecovery: cfg.UDRecovery, Software: cfg.Software.record()}
+		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, PinnedCapMiB: cfg.PinnedCapMiB, UDRecovery: cfg.UDRecovery}
+	rec.stampRun(cfg)
 	sent, got, corrupt := make([][]algos.Tally, n), make([][]algos.Tally, n), make([]int, n)
 	for i, r := range res {
 		sent[i], got[i], corrupt[i] = r.Sent, r.Got, r.Corrupt

@@ -57,6 +57,9 @@ func ParseTPCHLabel(label string) (q tpch.Query, local bool, sfpn float64, err e
 func RunQueryPoint(cfg RunConfig) (*Record, error) { return stamped(runQueryPoint(cfg)) }
 
 func runQueryPoint(cfg RunConfig) (*Record, error) {
+	if !cfg.Network.IsSingle() {
+		return nil, fmt.Errorf("%w: a TPC-H point runs on the single switch; network %q is not wired into the query runner", ErrUnsupported, cfg.Network.String())
+	}
 	q, local, sfpn, err := ParseTPCHLabel(cfg.Label)
 	if err != nil {
 		return nil, err
@@ -93,9 +96,10 @@ func runQueryPoint(cfg RunConfig) (*Record, error) {
 	if local {
 		pattern = "local"
 	}
-	return &Record{Experiment: "tpch", Label: cfg.Label, Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
+	rec := &Record{Experiment: "tpch", Label: cfg.Label, Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
 		Nodes: qr.Nodes, Threads: qr.Threads, MsgBytes: msg, Buffers: max(cfg.Buffers, 2), CreditEvery: max(cfg.CreditEvery, 2), Seed: qr.Seed, QPNumbering: qr.QPNumbering,
 		BytesPerNode: qr.Shuffled / int64(qr.Nodes), ResponseS: qr.ResponseS, SetupMS: qr.SetupMS, Integrity: qr.Integrity,
-		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash,
-		Software: cfg.Software.record()}, nil
+		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash}
+	rec.stampRun(cfg)
+	return rec, nil
 }

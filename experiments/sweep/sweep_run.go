@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // Result is one line of a sweep's output file (JSON Lines): the point's
@@ -235,8 +236,8 @@ func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]Resu
 				out, r.Point, r.Key, sw.Name)
 		}
 		if !r.Failed() {
-			if err := matches(all[r.Point].Config, r.Record); err != nil {
-				return nil, nil, fmt.Errorf("%s: point %d (%s): %v: the file holds results of another spec; use another --out or remove it", out, r.Point, r.Key, err)
+			if err := r.Record.SameRun(all[r.Point].Config); err != nil {
+				return nil, nil, fmt.Errorf("%s: point %d (%s): %s: the file holds results of another spec; use another --out or remove it", out, r.Point, r.Key, mismatch(err))
 			}
 			done[r.Point] = r
 		}
@@ -365,35 +366,36 @@ func runPoint(run func(experiments.RunConfig) (*experiments.Record, error), p Po
 	return r
 }
 
-// matches checks that rec could be the record of cfg (a resumed file's
-// lines must come from the same spec). Zero fields of cfg, which Run
-// replaces by defaults, match anything; bytes_per_node is not compared
-// (Run may size the input from other parameters).
-func matches(cfg experiments.RunConfig, rec *experiments.Record) error {
-	type field struct {
-		name      string
-		spec, got any
-		zero      bool
+// mismatch words SameRun's error in the sweep's terms: the parameter
+// named after the differing field, if there is one.
+func mismatch(err error) string {
+	var m *experiments.MismatchError
+	if !errors.As(err, &m) {
+		return err.Error()
 	}
-	for _, f := range []field{
-		{"design", cfg.Design, rec.Design, cfg.Design == ""},
-		{"nodes", cfg.Nodes, rec.Nodes, false},
-		{"threads", cfg.Threads, rec.Threads, cfg.Threads == 0},
-		{"seed", cfg.Seed, rec.Seed, false},
-		{"qp_numbering", cfg.QPNumbering, rec.QPNumbering, false},
-		{"network", cfg.Network.String(), rec.Network.String(), false},
-		{"cycles_per_tuple", cfg.CyclesPerTuple, rec.CyclesPerTuple, false},
-		{"buffers", cfg.Buffers, rec.Buffers, cfg.Buffers == 0},
-		{"credit_every", cfg.CreditEvery, rec.CreditEvery, cfg.CreditEvery == 0},
-		{"msg_bytes", cfg.MsgBytes, rec.MsgBytes, cfg.MsgBytes == 0},
-		{"pattern", string(cfg.Pattern), rec.Pattern, cfg.Pattern == ""},
-		{"notify", string(cfg.Notify), rec.Notify, false},
-	} {
-		if !f.zero && f.spec != f.got {
-			return fmt.Errorf("%s is %v in the file but %v in the spec", f.name, f.got, f.spec)
+	name := kebab(m.Field)
+	if name == "timeout" {
+		name = "timeout-ms"
+	}
+	if !slices.Contains(Params(), name) {
+		name = m.Field + " (no sweep parameter: set by the figure or the base configuration)"
+	}
+	return fmt.Sprintf("%s is %v in the file but %v in the spec", name, m.Got, m.Want)
+}
+
+// kebab turns a Go field name into a parameter name: BytesPerNode is
+// bytes-per-node, QPNumbering qp-numbering, UDRecovery ud-recovery.
+func kebab(field string) string {
+	var b strings.Builder
+	rs := []rune(field)
+	for i, r := range rs {
+		upper := unicode.IsUpper(r)
+		if upper && i > 0 && (!unicode.IsUpper(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+			b.WriteByte('-')
 		}
+		b.WriteRune(unicode.ToLower(r))
 	}
-	return nil
+	return b.String()
 }
 
 func sortedResults(m map[int]Result) []Result {

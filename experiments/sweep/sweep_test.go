@@ -263,7 +263,7 @@ func fakeRun(calls *atomic.Int32) func(experiments.RunConfig) (*experiments.Reco
 		if c.Seed == 13 {
 			return nil, errors.New("unlucky")
 		}
-		return &experiments.Record{Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed, BytesPerNode: c.BytesPerNode,
+		return &experiments.Record{Experiment: "run", Profile: c.Profile, Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed, BytesPerNode: c.BytesPerNode,
 			Pattern: string(c.Pattern), Buffers: c.Buffers, CreditEvery: c.CreditEvery, Integrity: "ok", ThroughputGiBs: float64(c.Nodes), WallS: 1}, nil
 	}
 }
@@ -502,5 +502,36 @@ func TestParseSweepRefusesSecondDocument(t *testing.T) {
 	_, err := ParseSweep([]byte("name: a\nbase: {nodes: 2}\n---\nname: b\nvary: {nodes: [4, 8]}\n"))
 	if err == nil || !strings.Contains(err.Error(), "a second YAML document starts at line 4") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestResumeRefusesStaleResults: a resumed sweep whose base changed in
+// anything a run depends on (profile, input size, payload, adaptive
+// buffers, timeout) refuses the old results, naming the parameter, rather
+// than skipping every point with them.
+func TestResumeRefusesStaleResults(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "s.jsonl")
+	base := "profile: edr-cx4, bytes-per-node: 65536"
+	spec := func(b string) *Sweep {
+		return mustParse(t, "name: stale\nbase: {"+b+"}\nvary: {design: [MESQ/SR, MEMQ/SR], nodes: [2]}\n")
+	}
+	if _, err := RunSweep(context.Background(), spec(base), SweepOptions{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunSweep(context.Background(), spec(base), SweepOptions{Out: out})
+	if err != nil || rep.Skipped != 2 || rep.Ran != 0 {
+		t.Fatalf("unchanged spec: %v, %+v", err, rep)
+	}
+	for _, tc := range []struct{ base, want string }{
+		{"profile: fdr-cx3, bytes-per-node: 65536", "profile is edr-cx4 in the file but fdr-cx3 in the spec"},
+		{"profile: edr-cx4, bytes-per-node: 131072", "bytes-per-node is 65536 in the file but 131072 in the spec"},
+		{base + ", payload: true", "payload is false in the file but true in the spec"},
+		{base + ", adaptive: true", "adaptive is false in the file but true in the spec"},
+		{base + ", timeout-ms: 500", "timeout-ms is 1.000000s in the file but 500.000ms in the spec"},
+	} {
+		_, err := RunSweep(context.Background(), spec(tc.base), SweepOptions{Out: out})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("base {%s}: %v, want an error with %q", tc.base, err, tc.want)
+		}
 	}
 }
