@@ -2,6 +2,7 @@ package algos
 
 import (
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -94,13 +95,13 @@ type Options struct {
 func (d Design) Check(o Options) error {
 	switch {
 	case o.Notify != "" && !d.Notify:
-		return fmt.Errorf("--notify applies to the RDMA Write designs (%s), not %s", strings.Join(names(append(Designs(), Variants()...), func(x Design) bool { return x.Notify }), ", "), d.Name)
+		return setting.New("Notify", o.Notify, "applies to the RDMA Write designs (%s), not %s", strings.Join(names(append(Designs(), Variants()...), func(x Design) bool { return x.Notify }), ", "), d.Name)
 	case strings.HasPrefix(string(o.Pattern), string(Multicast)) && !d.Groups:
-		return fmt.Errorf("--pattern %s with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", o.Pattern, d.Name)
+		return setting.New("Pattern", o.Pattern, "not with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", d.Name)
 	case o.Recover && !d.Recovery:
-		return fmt.Errorf("--ud-recovery applies to the UD designs (%s); %s runs over %v, which recovers in hardware", strings.Join(names(Designs(), func(x Design) bool { return x.Recovery }), ", "), d.Name, d.Transport)
+		return setting.New("UDRecovery", o.Recover, "applies to the UD designs (%s); %s runs over %v, which recovers in hardware", strings.Join(names(Designs(), func(x Design) bool { return x.Recovery }), ", "), d.Name, d.Transport)
 	case o.Adaptive && !d.Adaptive:
-		return fmt.Errorf("--adaptive with %s: adaptive buffers apply to Liu19's eight designs (%s), not the baselines or the peer designs (docs/model.md §5 says why)", d.Name, strings.Join(names(Designs(), func(x Design) bool { return x.Adaptive }), ", "))
+		return setting.New("Adaptive", o.Adaptive, "not with %s: adaptive buffers apply to Liu19's eight designs (%s), not the baselines or the peer designs (docs/model.md §5 says why)", d.Name, strings.Join(names(Designs(), func(x Design) bool { return x.Adaptive }), ", "))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package algos_test
 
 import (
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"slices"
 	"strings"
 	"testing"
@@ -47,27 +48,29 @@ func TestDesignCheck(t *testing.T) {
 		byName[d.Name] = d
 	}
 	for _, tc := range []struct {
-		design string
-		o      algos.Options
-		errHas string // "" for accepted
+		design  string
+		o       algos.Options
+		setting string // the option refused; "" for accepted
+		errHas  string // and what the error says of it
 	}{
-		{"MEMQ/WR", algos.Options{Notify: algos.NotifyBuffers}, ""},
-		{"MEMQ/SR", algos.Options{Notify: algos.NotifyBuffers}, "--notify applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR, SEMQ/WR+cw, MEMQ/WR+cw), not MEMQ/SR"},
-		{"MESQ/SR", algos.Options{Pattern: "multicast:2"}, "cannot belong to two transmission groups"},
-		{"MEMQ/SR", algos.Options{Pattern: "multicast:2"}, ""},
-		{"MPI", algos.Options{Pattern: "multicast:3"}, ""},
-		{"SESQ/SR", algos.Options{Recover: true}, ""},
-		{"SEMQ/RD", algos.Options{Recover: true}, "--ud-recovery applies to the UD designs (SESQ/SR, MESQ/SR); SEMQ/RD runs over RC"},
-		{"MEMQ/RD", algos.Options{Adaptive: true}, ""},
-		{"IPoIB", algos.Options{Adaptive: true}, "--adaptive with IPoIB"},
-		{"HyPer", algos.Options{Adaptive: true}, "--adaptive with HyPer"},
+		{"MEMQ/WR", algos.Options{Notify: algos.NotifyBuffers}, "", ""},
+		{"MEMQ/SR", algos.Options{Notify: algos.NotifyBuffers}, "Notify", "applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR, SEMQ/WR+cw, MEMQ/WR+cw), not MEMQ/SR"},
+		{"MESQ/SR", algos.Options{Pattern: "multicast:2"}, "Pattern", "cannot belong to two transmission groups"},
+		{"MEMQ/SR", algos.Options{Pattern: "multicast:2"}, "", ""},
+		{"MPI", algos.Options{Pattern: "multicast:3"}, "", ""},
+		{"SESQ/SR", algos.Options{Recover: true}, "", ""},
+		{"SEMQ/RD", algos.Options{Recover: true}, "UDRecovery", "applies to the UD designs (SESQ/SR, MESQ/SR); SEMQ/RD runs over RC"},
+		{"MEMQ/RD", algos.Options{Adaptive: true}, "", ""},
+		{"IPoIB", algos.Options{Adaptive: true}, "Adaptive", "not with IPoIB"},
+		{"HyPer", algos.Options{Adaptive: true}, "Adaptive", "not with HyPer"},
 	} {
 		err := byName[tc.design].Check(tc.o)
+		se, ok := setting.As(err)
 		switch {
-		case tc.errHas == "" && err != nil:
+		case tc.setting == "" && err != nil:
 			t.Errorf("%s %+v: %v, want accepted", tc.design, tc.o, err)
-		case tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas)):
-			t.Errorf("%s %+v: %v, want an error containing %q", tc.design, tc.o, err, tc.errHas)
+		case tc.setting != "" && (!ok || se.Setting != tc.setting || !strings.Contains(se.Problem, tc.errHas)):
+			t.Errorf("%s %+v: %v, want %s refused with %q", tc.design, tc.o, err, tc.setting, tc.errHas)
 		}
 	}
 }

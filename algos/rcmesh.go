@@ -25,7 +25,7 @@ func gatherQPInfo(node fabric.Node, key string, blob []byte, n, per int) ([][]fa
 	got := make([][]fabric.QPInfo, n)
 	for j := 0; j < n; j++ {
 		if len(all[j]) != n*rec {
-			return nil, fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (same --nodes and design everywhere?)",
+			return nil, fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (the same node count and design everywhere?)",
 				j, len(all[j]), n*rec)
 		}
 		got[j] = make([]fabric.QPInfo, per)

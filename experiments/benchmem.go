@@ -3,6 +3,7 @@ package experiments
 import (
 	"bufio"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"io"
 	"os"
 	"strconv"
@@ -108,8 +109,8 @@ func CheckBenchMemory(cfg perftest.Config, nodes int, payload bool, limit int64)
 	if est.Registered > 0 {
 		what += fmt.Sprintf(" and %s of registered memory", GiB(est.Registered))
 	}
-	return fmt.Errorf("--nodes %d: the simulated %s would need about %s of memory (%s), more than the %s allowed (the machine's memory, or --max-memory): use fewer nodes, fewer queue pairs per peer (-q) or shallower queues (-t, -r), or pass --no-memory-check to run it anyway",
-		nodes, cfg.Test, GiB(est.Bytes), what, GiB(limit))
+	return setting.New("Nodes", nodes, "the simulated %s would need about %s of memory (%s), more than the %s allowed: use fewer nodes, fewer queue pairs per peer or shallower queues",
+		cfg.Test, GiB(est.Bytes), what, GiB(limit)).Sentinel(ErrMemory)
 }
 
 // PhysicalMemory is the machine's memory (MemTotal in /proc/meminfo), and

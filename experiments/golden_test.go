@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -191,8 +191,8 @@ func TestGoldenRuns(t *testing.T) {
 // isConfigRejection tells a run that normalize refused (a design that does
 // not take the pattern) from one that failed while running.
 func isConfigRejection(err error) bool {
-	s := err.Error()
-	return strings.HasPrefix(s, "--pattern ") || strings.HasPrefix(s, "--nodes ")
+	_, refused := setting.As(err)
+	return refused
 }
 
 // TestGoldenPerftest checks every perftest test (and the transports and

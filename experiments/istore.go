@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
 		cfg.Threads = prof.Host.Cores / 4
 	}
 	if cfg.Threads < 1 || 2*cfg.Threads > prof.Host.Cores {
-		return nil, fmt.Errorf("--threads %d: each node runs that many sending and receiving threads (the remote-read plan twice as many workers) on its %d cores; use 1..%d", cfg.Threads, prof.Host.Cores, prof.Host.Cores/2)
+		return nil, setting.New("Threads", cfg.Threads, "each node runs that many sending and receiving threads (the remote-read plan twice as many workers) on its %d cores; use 1..%d", prof.Host.Cores, prof.Host.Cores/2)
 	}
 	if cfg.Nodes < 1 {
 		return nil, fmt.Errorf("%d nodes: need at least 1", cfg.Nodes)
@@ -266,7 +267,7 @@ func RunIStorePoint(cfg RunConfig) (*Record, error) { return stamped(runIStorePo
 
 func runIStorePoint(cfg RunConfig) (*Record, error) {
 	if !cfg.Network.IsSingle() {
-		return nil, fmt.Errorf("%w: an I-Store point runs on the single switch; network %q is not wired into the I-Store runner", ErrUnsupported, cfg.Network.String())
+		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "an I-Store point runs on the single switch: networks of switches are not wired into the I-Store runner").Sentinel(ErrUnsupported)
 	}
 	kind, kv, err := ParseIStoreLabel(cfg.Label)
 	if err != nil {

@@ -34,7 +34,7 @@ func TestStarJoinBadKnobs(t *testing.T) {
 		{StarJoinConfig{Tables: 5, SF: 0.01, Design: IStoreDesign, Nodes: 4}, "5-table"},
 		{StarJoinConfig{Tables: 3, SF: 0.01, Design: "nope", Nodes: 4}, "design \"nope\""},
 		{StarJoinConfig{Tables: 3, SF: 0.01, Design: "qperf", Nodes: 4}, "design \"qperf\""},
-		{StarJoinConfig{Tables: 3, SF: 0.01, Design: IStoreDesign, Nodes: 4, Threads: 50}, "--threads 50"},
+		{StarJoinConfig{Tables: 3, SF: 0.01, Design: IStoreDesign, Nodes: 4, Threads: 50}, "Threads 50"},
 		{StarJoinConfig{Tables: 3, SF: 100, Design: "MESQ/SR", Nodes: 4}, "scale factor"},
 	} {
 		tc.cfg.Profile = "edr-cx4"

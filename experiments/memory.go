@@ -2,7 +2,9 @@ package experiments
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -88,6 +90,10 @@ func AvailableMemory() (int64, bool) {
 	return 0, false
 }
 
+// ErrMemory marks a run refused because the simulated cluster would not
+// fit in the memory allowed (CheckMemory, CheckBenchMemory).
+var ErrMemory = errors.New("too much memory")
+
 // CheckMemory refuses a run whose MemoryEstimate exceeds available bytes,
 // with the estimate, what it grows with, and how to run it anyway.
 func CheckMemory(cfg RunConfig, available int64) error {
@@ -95,8 +101,8 @@ func CheckMemory(cfg RunConfig, available int64) error {
 	if est <= available {
 		return nil
 	}
-	return fmt.Errorf("--nodes %d: the simulated cluster would need about %s of memory (it grows with nodes squared times threads and buffers), more than the %s allowed (the memory available, or --max-memory): use fewer nodes, threads or buffers, or pass --no-memory-check to run it anyway",
-		cfg.Nodes, GiB(est), GiB(available))
+	return setting.New("Nodes", cfg.Nodes, "the simulated cluster would need about %s of memory (it grows with nodes squared times threads and buffers), more than the %s allowed: use fewer nodes, threads or buffers",
+		GiB(est), GiB(available)).Sentinel(ErrMemory)
 }
 
 // QueryMemoryEstimate is about how many bytes of memory a simulated TPC-H

@@ -21,8 +21,8 @@ func TestCheckMemory(t *testing.T) {
 		{RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 2, Buffers: 2}, 1 * gib, ""},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 128, Threads: 2, Buffers: 2}, 4 * gib, ""},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 1000, Threads: 2, Buffers: 2}, 23 * gib, "about 133.6 GiB of memory"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 128, Threads: 2, Buffers: 2}, 1 * gib, "--nodes 128: the simulated cluster would need about 2.2 GiB"},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 64, Threads: 2, Buffers: 2, Payload: true}, 1 * gib, "--no-memory-check"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 128, Threads: 2, Buffers: 2}, 1 * gib, "Nodes 128: the simulated cluster would need about 2.2 GiB"},
+		{RunConfig{Design: "MEMQ/SR", Nodes: 64, Threads: 2, Buffers: 2, Payload: true}, 1 * gib, "fewer nodes"},
 	} {
 		err := CheckMemory(tc.cfg, tc.available)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 )
 
 // ErrUnsupported marks a configuration that asks for something the
@@ -308,29 +309,31 @@ func (c *RunConfig) normalize(cores int) error {
 	}
 	switch {
 	case c.Nodes < 1:
-		return fmt.Errorf("--nodes %d: need at least 1", c.Nodes)
+		return setting.New("Nodes", c.Nodes, "need at least 1")
 	case c.Threads < 1 || 2*c.Threads > cores:
-		return fmt.Errorf("--threads %d: each node runs that many sending and receiving threads on its %d cores; use 1..%d", c.Threads, cores, cores/2)
+		return setting.New("Threads", c.Threads, "each node runs that many sending and receiving threads on its %d cores; use 1..%d", cores, cores/2)
 	case c.MsgBytes < 0:
-		return fmt.Errorf("--msg-bytes %d: must be positive (0: the design's default)", c.MsgBytes)
+		return setting.New("MsgBytes", c.MsgBytes, "must be positive (0: the design's default)")
 	case c.BytesPerNode < 0:
-		return fmt.Errorf("--bytes-per-node %d: must not be negative", c.BytesPerNode)
+		return setting.New("BytesPerNode", c.BytesPerNode, "must not be negative")
 	case d.Ceiling && c.Nodes < 2:
-		return fmt.Errorf("--nodes %d: the %s baseline sends between distinct nodes; use at least 2", c.Nodes, d.Name)
+		return setting.New("Nodes", c.Nodes, "the %s baseline sends between distinct nodes; use at least 2", d.Name)
 	case d.Ceiling && c.Pattern != algos.Repartition:
-		return fmt.Errorf("--pattern %s: the %s baseline is all-to-all traffic (a repartition ceiling, as in Liu19); use repartition", c.Pattern, d.Name)
+		return setting.New("Pattern", c.Pattern, "the %s baseline is all-to-all traffic (a repartition ceiling, as in Liu19); use repartition", d.Name)
 	case c.BytesPerPair < 0:
-		return fmt.Errorf("--bytes-per-pair %d: must not be negative", c.BytesPerPair)
+		return setting.New("BytesPerPair", c.BytesPerPair, "must not be negative")
 	case c.CyclesPerTuple < 0:
-		return fmt.Errorf("--cycles-per-tuple %d: must not be negative", c.CyclesPerTuple)
+		return setting.New("CyclesPerTuple", c.CyclesPerTuple, "must not be negative")
 	case slices.ContainsFunc(c.NodeCycles, func(v int64) bool { return v < 0 }):
-		return fmt.Errorf("--node-cycles %v: cycles per tuple must not be negative", c.NodeCycles)
+		return setting.New("NodeCycles", c.NodeCycles, "cycles per tuple must not be negative")
 	case c.Adaptive && c.MaxBuffers != 0 && c.MaxBuffers < c.Buffers:
-		return fmt.Errorf("--max-buffers %d: below the %d buffers per peer to start with (--buffers)", c.MaxBuffers, c.Buffers)
+		return setting.New("MaxBuffers", c.MaxBuffers, "below the %d buffers per peer to start with", c.Buffers)
 	case c.PinnedCapMiB < 0:
-		return fmt.Errorf("--pinned-cap-mib %d: must not be negative (0: no cap)", c.PinnedCapMiB)
-	case !c.Adaptive && (c.MaxBuffers != 0 || c.PinnedCapMiB != 0):
-		return fmt.Errorf("--max-buffers and --pinned-cap-mib apply with --adaptive only")
+		return setting.New("PinnedCapMiB", c.PinnedCapMiB, "must not be negative (0: no cap)")
+	case !c.Adaptive && c.MaxBuffers != 0:
+		return setting.New("MaxBuffers", c.MaxBuffers, "applies to adaptive buffers only")
+	case !c.Adaptive && c.PinnedCapMiB != 0:
+		return setting.New("PinnedCapMiB", c.PinnedCapMiB, "applies to adaptive buffers only")
 	}
 	if d.Ceiling {
 		return nil
@@ -395,7 +398,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 		return runQperf(cfg, opt, prof)
 	}
 	if d.RealOnly {
-		return nil, fmt.Errorf("the %s design moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it with explore run --backend tcp (in this process with --local, or one process per node, e.g. explore launch)", cfg.Design)
+		return nil, setting.New("Design", cfg.Design, "moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it on the tcp backend (one process per node, or every node in one process)").Sentinel(ErrUnsupported)
 	}
 	c, done, err := newCluster(cfg, opt, prof)
 	if err != nil {
@@ -480,10 +483,10 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 
 func runOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 	if !cfg.Network.IsSingle() {
-		return nil, fmt.Errorf("network %q (RunConfig.Network) chooses the simulator's switches and routing; the %s backend runs on the network it has: leave it empty", cfg.Network.String(), f.Backend())
+		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "chooses the simulator's switches and routing; the %s backend runs on the network it has: leave it empty", f.Backend()).Sentinel(ErrUnsupported)
 	}
 	if cfg.QPNumbering != 0 {
-		return nil, fmt.Errorf("queue-pair numbering %d (RunConfig.QPNumbering, --qp-numbering) chooses the simulator's queue-pair numbers; the %s backend has none to choose: leave it 0", cfg.QPNumbering, f.Backend())
+		return nil, setting.New("QPNumbering", cfg.QPNumbering, "chooses the simulator's queue-pair numbers; the %s backend has none to choose: leave it 0", f.Backend()).Sentinel(ErrUnsupported)
 	}
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")
@@ -492,13 +495,13 @@ func runOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
 		cfg.Nodes = f.Size()
 	}
 	if cfg.Nodes != f.Size() {
-		return nil, fmt.Errorf("--nodes %d but the %s fabric has %d nodes", cfg.Nodes, f.Backend(), f.Size())
+		return nil, setting.New("Nodes", cfg.Nodes, "the %s fabric has %d nodes", f.Backend(), f.Size())
 	}
 	if err := cfg.normalize(f.Local()[0].Cores()); err != nil {
 		return nil, err
 	}
 	if DesignOf(cfg.Design).Ceiling {
-		return nil, fmt.Errorf("the qperf baseline on hardware: run qperf itself, or explore bench alltoall_bw --backend %s", f.Backend())
+		return nil, setting.New("Design", cfg.Design, "the network's ceiling is measured, not run as a shuffle, on the %s backend: run qperf itself, or the alltoall_bw benchmark", f.Backend()).Sentinel(ErrUnsupported)
 	}
 	rec, err := shuffleOn(f, cfg, nil)
 	if err != nil {

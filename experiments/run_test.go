@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"reflect"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func TestRunBadInput(t *testing.T) {
 		want string
 	}{
 		{RunConfig{Design: "XX/YY", Nodes: 2}, "unknown design"},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Threads: 100}, "--threads 100"},
+		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Threads: 100}, "Threads 100"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 2, MsgBytes: 8192}, "MTU"},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Pattern: "sideways"}, "pattern"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 4, Pattern: "multicast:2"}, "two transmission groups"},
@@ -189,7 +190,7 @@ func TestAdaptiveIntegrity(t *testing.T) {
 	}{
 		{RunConfig{Design: "IPoIB", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
 		{RunConfig{Design: "MPI", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 2, MaxBuffers: 4}, "with --adaptive only"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 2, MaxBuffers: 4}, "adaptive buffers only"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 2, Adaptive: true, Buffers: 8, MaxBuffers: 4}, "below the 8 buffers"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 2, NodeCycles: []int64{-1}}, "must not be negative"},
 	} {
@@ -462,7 +463,7 @@ func TestQPNumberingRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := RunOn(f, RunConfig{Design: "MESQ/SR", Nodes: 2, QPNumbering: 1}); err == nil || !strings.Contains(err.Error(), "numbering") {
+	if _, err := RunOn(f, RunConfig{Design: "MESQ/SR", Nodes: 2, QPNumbering: 1}); !refuses(err, "QPNumbering") {
 		t.Errorf("RunOn(loopback) with a numbering: %v, want a refusal naming it", err)
 	}
 }
@@ -522,4 +523,10 @@ func TestRecordSameRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refuses says whether err refuses the setting name.
+func refuses(err error, name string) bool {
+	se, ok := setting.As(err)
+	return ok && se.Setting == name
 }

@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -151,19 +152,19 @@ func SoakDesigns() []string {
 // Soak runs cfg.Seeds randomized fault schedules over every design.
 func Soak(cfg SoakConfig) (*SoakResult, error) {
 	if cfg.Seeds < 1 {
-		return nil, fmt.Errorf("--seeds %d: need at least 1", cfg.Seeds)
+		return nil, setting.New("Seeds", cfg.Seeds, "need at least 1")
 	}
 	if len(cfg.Designs) == 0 {
 		cfg.Designs = SoakDesigns()
 	}
 	for _, d := range cfg.Designs {
 		if x := DesignOf(d); x.Name == "" || !MovesTuples(x) {
-			return nil, fmt.Errorf("--designs: %q is not a design to soak (choose from %s)", d, strings.Join(SoakDesigns(), ", "))
+			return nil, setting.New("Designs", fmt.Sprintf("%q", d), "not a design to soak (choose from %s)", strings.Join(SoakDesigns(), ", "))
 		}
 	}
 	for _, s := range cfg.Scenarios {
 		if !slices.Contains(faults.Scenarios, s) && s != faults.HighUDLoss {
-			return nil, fmt.Errorf("--scenarios: %q is not one of %s, %s", s, strings.Join(faults.Scenarios, ", "), faults.HighUDLoss)
+			return nil, setting.New("Scenarios", fmt.Sprintf("%q", s), "not one of %s, %s", strings.Join(faults.Scenarios, ", "), faults.HighUDLoss)
 		}
 	}
 	// High UD loss is a family of its own: the UD designs with recovery,
@@ -178,7 +179,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 		cfg.Nodes = 4
 	}
 	if cfg.Nodes < 2 {
-		return nil, fmt.Errorf("--nodes %d: a soak needs at least 2 nodes", cfg.Nodes)
+		return nil, setting.New("Nodes", cfg.Nodes, "a soak needs at least 2 nodes")
 	}
 	if cfg.Threads == 0 {
 		cfg.Threads = 2

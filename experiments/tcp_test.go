@@ -1,8 +1,8 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -32,7 +32,7 @@ func TestTCPDesign(t *testing.T) {
 			})
 		}
 	}
-	if _, err := Run(RunConfig{Design: "TCP", Nodes: 2, Profile: "edr-cx4"}); err == nil || !strings.Contains(err.Error(), "--backend tcp") {
+	if _, err := Run(RunConfig{Design: "TCP", Nodes: 2, Profile: "edr-cx4"}); err == nil || !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("TCP on the simulator: %v", err)
 	}
 }

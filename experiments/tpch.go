@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -103,7 +104,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	case c.Nodes < 1:
 		return fmt.Errorf("%d nodes: need at least 1", c.Nodes)
 	case c.Threads < 1 || 2*c.Threads > cores:
-		return fmt.Errorf("--threads %d: each node runs that many sending and receiving threads on its %d cores; use 1..%d", c.Threads, cores, cores/2)
+		return setting.New("Threads", c.Threads, "each node runs that many sending and receiving threads on its %d cores; use 1..%d", cores, cores/2)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"strconv"
 	"strings"
 
@@ -58,7 +59,7 @@ func RunQueryPoint(cfg RunConfig) (*Record, error) { return stamped(runQueryPoin
 
 func runQueryPoint(cfg RunConfig) (*Record, error) {
 	if !cfg.Network.IsSingle() {
-		return nil, fmt.Errorf("%w: a TPC-H point runs on the single switch; network %q is not wired into the query runner", ErrUnsupported, cfg.Network.String())
+		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "a TPC-H point runs on the single switch: networks of switches are not wired into the query runner").Sentinel(ErrUnsupported)
 	}
 	q, local, sfpn, err := ParseTPCHLabel(cfg.Label)
 	if err != nil {

@@ -34,8 +34,8 @@ var layers = []layer{
 	{pkg: "fabric", may: nil, execs: false},
 	{pkg: "flowctl", may: nil, execs: true},
 	{pkg: "adaptive", may: []string{"fabric"}, execs: true},
-	{pkg: "algos", may: []string{"fabric", "flowctl", "adaptive"}, execs: true},
-	{pkg: "fabric/perftest", may: []string{"fabric"}, execs: true},
+	{pkg: "algos", may: []string{"fabric", "flowctl", "adaptive", "internal/setting"}, execs: true},
+	{pkg: "fabric/perftest", may: []string{"fabric", "internal/setting"}, execs: true},
 	{pkg: "tpch", may: []string{"fabric", "algos"}, execs: true},
 	{pkg: "istore", may: []string{"fabric", "algos", "tpch"}, execs: true},
 	// The network as data: a topology, its readers and its routing

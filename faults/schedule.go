@@ -179,6 +179,9 @@ func (s *Schedule) Empty() bool {
 		len(s.SlowReceiver)+len(s.Crash)+len(s.CableDown) == 0 && s.RCRetry == nil && s.QPCacheEntries == 0 && s.RerouteAfter == 0
 }
 
+// ErrEmpty is a fault schedule file that injects no fault.
+var ErrEmpty = errors.New("injects no fault")
+
 // Load reads a schedule from a YAML file.
 func Load(path string) (*Schedule, error) {
 	data, err := os.ReadFile(path)
@@ -190,7 +193,7 @@ func Load(path string) (*Schedule, error) {
 		return nil, fmt.Errorf("fault schedule %s: %s", path, strings.TrimPrefix(err.Error(), "fault schedule: "))
 	}
 	if s.Empty() {
-		return nil, fmt.Errorf("fault schedule %s: injects no fault (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, qp_cache_entries (docs/reliability.md), or leave out --faults", path)
+		return nil, fmt.Errorf("fault schedule %s: %w (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, qp_cache_entries (docs/reliability.md)", path, ErrEmpty)
 	}
 	return s, nil
 }

@@ -114,7 +114,7 @@ func Open(th fabric.Thread, cfg algos.Config, host string) (*Endpoint, error) {
 	}
 	if len(all) != n {
 		ln.Close()
-		return nil, fmt.Errorf("TCP endpoint: %d nodes answered, want %d (same --nodes everywhere?)", len(all), n)
+		return nil, fmt.Errorf("TCP endpoint: %d nodes answered, want %d (the same node count everywhere?)", len(all), n)
 	}
 	// Node i dials every node j > i and accepts from every j < i; the
 	// dialer introduces itself with its node id.

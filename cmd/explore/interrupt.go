@@ -47,7 +47,8 @@ func execute(root *cobra.Command, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go onInterrupt(sigs, cancel, stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	err = inFlagWords(cmd, err)
 	var ie *interruptedError
 	var status exitStatus
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,8 +23,14 @@ func run(t *testing.T, args ...string) (string, error) {
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
+	cmd, err := root.ExecuteC()
+	return out.String(), inFlagWords(cmd, err)
+}
+
+// execWords executes cmd as the tool does, errors in flag words.
+func execWords(cmd *cobra.Command) error {
+	c, err := cmd.ExecuteC()
+	return inFlagWords(c, err)
 }
 
 func TestBenchJSON(t *testing.T) {

@@ -79,7 +79,7 @@ func TestRunRefusesAboveMaxMemory(t *testing.T) {
 		out := new(strings.Builder)
 		cmd.SetOut(out)
 		cmd.SetErr(new(strings.Builder))
-		err := cmd.Execute()
+		err := execWords(cmd)
 		if err == nil || !strings.Contains(err.Error(), "more than the 10 MiB allowed") || !strings.Contains(err.Error(), "--no-memory-check") || out.Len() > 0 {
 			t.Errorf("%s %v: error %v, output %q; want a refusal naming the limit", cmd.Name(), args, err, out)
 		}

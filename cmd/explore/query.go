@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -50,35 +51,7 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				return fmt.Errorf("--msg-bytes %d: want at least 1 (leave the flag out for the design's default)", cfg.MsgBytes)
 			}
 			if figure != "" {
-				var ignored []string
-				for _, name := range []string{"query", "sf", "design", "nodes", "threads", "profile", "seed", "qp-numbering", "payload", "msg-bytes", "buffers", "credit-every"} {
-					if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-						ignored = append(ignored, "--"+name)
-					}
-				}
-				if len(ignored) > 0 {
-					return fmt.Errorf("--figure %s runs the figure's own points; %s set(s) one query: drop them, or drop --figure", figure, strings.Join(ignored, ", "))
-				}
-				f, err := figures.FigureByID(figure)
-				if err != nil {
-					return err
-				}
-				if !cmd.Flags().Changed("out") {
-					ff.out = filepath.Join("results", f.ID)
-				}
-				t := figureTask(cmd, nil, "query --figure "+f.ID, ff.out)
-				defer t.finish()
-				rep, err := figures.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr(), t))
-				t.finish()
-				if err != nil {
-					return asInterrupted(t, err)
-				}
-				printFigure(w, rep)
-				printVerdicts(w, figures.Judge(map[string][]sweep.Result{f.ID: rep.Results}), f.Claims)
-				if rep.Failed > 0 {
-					return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
-				}
-				return nil
+				return runQueryFigure(cmd, figure, &ff)
 			}
 			q, err := tpch.ParseQuery(query)
 			if err != nil {
@@ -109,23 +82,8 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				}
 				return nil
 			}
-			fmt.Fprintf(w, "TPC-H %s, SF %g, %s plan over %s, %d nodes x %d threads, %s, %s\n", rec.Query, rec.SF, rec.Plan, rec.Design, rec.Nodes, rec.Threads, rec.Profile, rec.Mode)
-			fmt.Fprintf(w, "response time %.3f ms (setup %.2f ms, excluded); %.2f MB shuffled; integrity %s; simulated in %.2f s\n",
-				rec.ResponseS*1e3, rec.SetupMS, float64(rec.Shuffled)/1e6, rec.Integrity, rec.WallS)
-			for _, s := range rec.Steps {
-				fmt.Fprintf(w, "  step %-16s %-11s %10d tuples received (%.2f MB)\n", s.Name, s.Pattern, s.Tuples, float64(s.Bytes)/1e6)
-			}
-			if rec.Result() == nil {
-				fmt.Fprintln(w, "answer: not computed (size-only; use --payload)")
-			} else {
-				for _, l := range rec.Answer {
-					fmt.Fprintln(w, "  "+l)
-				}
-				ref := tpch.Reference(tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}, q)
-				if !rec.Result().Equal(ref) {
-					return fmt.Errorf("the answer differs from the single-node reference:\n%s", strings.Join(ref.Lines(), "\n"))
-				}
-				fmt.Fprintln(w, "answer equals the single-node reference evaluation")
+			if err := printQuery(w, rec, cfg); err != nil {
+				return err
 			}
 			if rec.Integrity != "ok" {
 				return fmt.Errorf("integrity check failed: %s", rec.Integrity)
@@ -153,4 +111,64 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 	fl.BoolVar(&jsonOut, "json", false, "print the record as JSON")
 	ff.register(cmd, "results/<id>")
 	return cmd
+}
+
+// runQueryFigure is explore query --figure: the figure's own points, and
+// its claim judged.
+func runQueryFigure(cmd *cobra.Command, figure string, ff *figureFlags) error {
+	w := cmd.OutOrStdout()
+	var ignored []string
+	for _, name := range []string{"query", "sf", "design", "nodes", "threads", "profile", "seed", "qp-numbering", "payload", "msg-bytes", "buffers", "credit-every"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			ignored = append(ignored, "--"+name)
+		}
+	}
+	if len(ignored) > 0 {
+		return fmt.Errorf("--figure %s runs the figure's own points; %s set(s) one query: drop them, or drop --figure", figure, strings.Join(ignored, ", "))
+	}
+	f, err := figures.FigureByID(figure)
+	if err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("out") {
+		ff.out = filepath.Join("results", f.ID)
+	}
+	t := figureTask(cmd, nil, "query --figure "+f.ID, ff.out)
+	defer t.finish()
+	rep, err := figures.RunQueryFigure(cmd.Context(), figure, ff.options(cmd.ErrOrStderr(), t))
+	t.finish()
+	if err != nil {
+		return asInterrupted(t, err)
+	}
+	printFigure(w, rep)
+	printVerdicts(w, figures.Judge(map[string][]sweep.Result{f.ID: rep.Results}), f.Claims)
+	if rep.Failed > 0 {
+		return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
+	}
+	return nil
+}
+
+// printQuery prints a query's record for a person and checks its answer
+// against the single-node reference.
+func printQuery(w io.Writer, rec *experiments.QueryRecord, cfg experiments.QueryConfig) error {
+	q := cfg.Query
+	fmt.Fprintf(w, "TPC-H %s, SF %g, %s plan over %s, %d nodes x %d threads, %s, %s\n", rec.Query, rec.SF, rec.Plan, rec.Design, rec.Nodes, rec.Threads, rec.Profile, rec.Mode)
+	fmt.Fprintf(w, "response time %.3f ms (setup %.2f ms, excluded); %.2f MB shuffled; integrity %s; simulated in %.2f s\n",
+		rec.ResponseS*1e3, rec.SetupMS, float64(rec.Shuffled)/1e6, rec.Integrity, rec.WallS)
+	for _, s := range rec.Steps {
+		fmt.Fprintf(w, "  step %-16s %-11s %10d tuples received (%.2f MB)\n", s.Name, s.Pattern, s.Tuples, float64(s.Bytes)/1e6)
+	}
+	if rec.Result() == nil {
+		fmt.Fprintln(w, "answer: not computed (size-only; use --payload)")
+	} else {
+		for _, l := range rec.Answer {
+			fmt.Fprintln(w, "  "+l)
+		}
+		ref := tpch.Reference(tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}, q)
+		if !rec.Result().Equal(ref) {
+			return fmt.Errorf("the answer differs from the single-node reference:\n%s", strings.Join(ref.Lines(), "\n"))
+		}
+		fmt.Fprintln(w, "answer equals the single-node reference evaluation")
+	}
+	return nil
 }

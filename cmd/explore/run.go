@@ -9,19 +9,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim/trace"
 )
 
+// runFlags are explore run's flags beyond the configuration's own.
+type runFlags struct {
+	cfg        experiments.RunConfig
+	jsonOut    bool
+	noCheck    bool
+	tracePath  string
+	mem        memoryLimits
+	hw         hwFlags
+	simOptions func(nodes int) (experiments.SimOptions, error)
+	net        netFlags
+}
+
 func runCmd() *cobra.Command {
-	cfg := experiments.DefaultConfig()
-	var jsonOut bool
-	var noCheck bool
-	var tracePath string
-	var mem memoryLimits
-	var hw hwFlags
-	var simOptions func(nodes int) (experiments.SimOptions, error)
-	var net netFlags
+	f := &runFlags{cfg: experiments.DefaultConfig()}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -36,117 +39,132 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
   explore run --design SEMQ/SR --nodes 4 --threads 4 --pattern broadcast --json`,
 		Args: flagsOnly,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// The run configuration reads 0 as "the default": a 0 (or a
-			// negative timeout) given on the command line would silently
-			// run something else than asked.
-			for _, z := range []struct {
-				flag string
-				bad  bool
-				want string
-			}{
-				{"threads", cfg.Threads == 0, "at least 1"},
-				{"buffers", cfg.Buffers == 0, "at least 1"},
-				{"credit-every", cfg.CreditEvery == 0, "at least 1"},
-				{"msg-bytes", cfg.MsgBytes == 0, "at least 1 (leave the flag out for the design's default)"},
-				{"bytes-per-node", cfg.BytesPerNode == 0 && cfg.BytesPerPair == 0, "at least 1 (or size the input with --bytes-per-pair)"},
-				{"timeout", cfg.Timeout <= 0, "a positive simulated duration, e.g. 100ms"},
-				{"timeout-ms", cfg.Timeout <= 0, "a positive number of simulated milliseconds (better: --timeout 100ms)"},
-			} {
-				if z.bad && cmd.Flags().Changed(z.flag) {
-					v := cmd.Flags().Lookup(z.flag).Value.String()
-					return fmt.Errorf("--%s %s: want %s", z.flag, v, z.want)
-				}
-			}
-			opt, err := simOptions(cfg.Nodes)
+			opt, err := f.check(cmd)
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("network") {
-				for _, name := range netFlagNames {
-					if cmd.Flags().Changed(name) {
-						return fmt.Errorf("--network and --%s both describe the network: give the whole network in --network, or use --topology and the flags beside it", name)
-					}
-				}
-			} else if cfg.Network, err = net.spec(cmd.Flags().Changed); err != nil {
-				return err
-			}
-			if hw.backend != "sim" && !cfg.Network.IsSingle() {
-				return fmt.Errorf("--topology chooses the simulator's network; the %s backend runs on the network it has: drop it", hw.backend)
-			}
-			if hw.backend != "sim" && tracePath != "" {
-				return fmt.Errorf("--trace records the simulator's events; the %s backend has no event sequence to record: drop the flag", hw.backend)
-			}
-			if hw.backend != "sim" && noCheck {
-				return fmt.Errorf("--no-check turns off the simulator's verbs-usage checker; the %s backend has none: drop the flag", hw.backend)
-			}
-			if hw.backend != "sim" && cfg.QPNumbering != 0 {
-				return fmt.Errorf("--qp-numbering %d chooses the simulator's queue-pair numbers; on the %s backend there is none to choose (a driver numbers real queue pairs): drop the flag", cfg.QPNumbering, hw.backend)
-			}
-			if hw.backend != "sim" && opt.InjectsFaults() {
-				return fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", hw.backend)
-			}
-			if hw.backend == "tcp" && !experiments.DesignOf(cfg.Design).RealOnly {
-				return fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
-			}
-			var rec *experiments.Record
-			t := newTask(cmd.ErrOrStderr(), "run "+cfg.Design, "", 0)
-			defer t.finish()
-			fab, err := hw.open(cfg.Nodes, fmt.Sprintf("run %s %s %d %d %d %d", cfg.Design, cfg.Pattern, cfg.Nodes, cfg.Threads, cfg.MsgBytes, cfg.Buffers))
+			rec, err := f.run(cmd, opt)
 			if err != nil {
 				return err
 			}
-			if fab != nil {
-				defer fab.Close()
-				rec, err = experiments.RunOn(fab, cfg)
-			} else {
-				if limit, ok, err := mem.single(experiments.AvailableMemory); err != nil {
-					return err
-				} else if ok {
-					if err := experiments.CheckMemory(cfg, limit); err != nil {
-						return err
-					}
-				}
-				opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
-				opt.NoCheck = noCheck
-				if tracePath != "" {
-					tw, err := newTraceWriter(tracePath, cfg, cmd.Flags())
-					if err != nil {
-						return err
-					}
-					opt.Trace = tw
-					defer tw.Close()
-				}
-				rec, err = experiments.RunSim(cfg, opt)
-				if tw, ok := opt.Trace.(*trace.Writer); ok && err == nil {
-					if err := tw.Close(); err != nil {
-						return fmt.Errorf("--trace %s: %w", tracePath, err)
-					}
-				}
-			}
-			t.finish()
-			if err != nil {
-				return err
-			}
-			return reportRun(cmd.OutOrStdout(), rec, jsonOut)
+			return reportRun(cmd.OutOrStdout(), rec, f.jsonOut)
 		},
 	}
 	fl := cmd.Flags()
 	// The sweep parameters' flags (design, nodes, pattern, ...) come from
 	// their table; a new parameter is added there once.
-	sweep.AddFlags(fl, &cfg)
+	addRunFlags(fl, &f.cfg)
 	// --timeout is the sweep parameter timeout-ms as a Go duration.
-	fl.Var(simDuration{&cfg.Timeout}, "timeout", "longest wait for progress, in simulated time, before the run fails (a Go duration: 100ms, 2.5s)")
+	fl.Var(simDuration{&f.cfg.Timeout}, "timeout", "longest wait for progress, in simulated time, before the run fails (a Go duration: 100ms, 2.5s)")
 	fl.MarkDeprecated("timeout-ms", "use --timeout with a unit (e.g. --timeout 100ms)")
-	fl.BoolVar(&jsonOut, "json", false, "print the run record as one JSON object")
-	fl.StringVar(&tracePath, "trace", "", "simulator: write every event of the run to this file (explore trace show / diff read it)")
-	fl.BoolVar(&noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported; the record says verbs_check off)")
-	fl.BoolVar(&mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available (or --max-memory)")
-	fl.Var(byteSize{&mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: what the system has available at the start)")
-	hw.register(fl)
-	net.register(fl)
-	simOptions = faultFlags(cmd)
+	fl.BoolVar(&f.jsonOut, "json", false, "print the run record as one JSON object")
+	fl.StringVar(&f.tracePath, "trace", "", "simulator: write every event of the run to this file (explore trace show / diff read it)")
+	fl.BoolVar(&f.noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported; the record says verbs_check off)")
+	fl.BoolVar(&f.mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available (or --max-memory)")
+	fl.Var(byteSize{&f.mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: what the system has available at the start)")
+	f.hw.register(fl)
+	f.net.register(fl)
+	f.simOptions = faultFlags(cmd)
 	setGroupedUsage(cmd, runGroups())
 	return cmd
+}
+
+// check refuses flags that would run something else than asked, and
+// builds the simulator's options from the fault flags.
+func (f *runFlags) check(cmd *cobra.Command) (experiments.SimOptions, error) {
+	cfg, hw := &f.cfg, &f.hw
+	// The run configuration reads 0 as "the default": a 0 (or a
+	// negative timeout) given on the command line would silently run
+	// something else than asked.
+	for _, z := range []struct {
+		flag string
+		bad  bool
+		want string
+	}{
+		{"threads", cfg.Threads == 0, "at least 1"},
+		{"buffers", cfg.Buffers == 0, "at least 1"},
+		{"credit-every", cfg.CreditEvery == 0, "at least 1"},
+		{"msg-bytes", cfg.MsgBytes == 0, "at least 1 (leave the flag out for the design's default)"},
+		{"bytes-per-node", cfg.BytesPerNode == 0 && cfg.BytesPerPair == 0, "at least 1 (or size the input with --bytes-per-pair)"},
+		{"timeout", cfg.Timeout <= 0, "a positive simulated duration, e.g. 100ms"},
+		{"timeout-ms", cfg.Timeout <= 0, "a positive number of simulated milliseconds (better: --timeout 100ms)"},
+	} {
+		if z.bad && cmd.Flags().Changed(z.flag) {
+			v := cmd.Flags().Lookup(z.flag).Value.String()
+			return experiments.SimOptions{}, fmt.Errorf("--%s %s: want %s", z.flag, v, z.want)
+		}
+	}
+	opt, err := f.simOptions(cfg.Nodes)
+	if err != nil {
+		return opt, err
+	}
+	if cmd.Flags().Changed("network") {
+		for _, name := range netFlagNames {
+			if cmd.Flags().Changed(name) {
+				return opt, fmt.Errorf("--network and --%s both describe the network: give the whole network in --network, or use --topology and the flags beside it", name)
+			}
+		}
+	} else if cfg.Network, err = f.net.spec(cmd.Flags().Changed); err != nil {
+		return opt, err
+	}
+	if hw.backend == "sim" {
+		return opt, nil
+	}
+	switch {
+	case !cfg.Network.IsSingle():
+		return opt, fmt.Errorf("--topology chooses the simulator's network; the %s backend runs on the network it has: drop it", hw.backend)
+	case f.tracePath != "":
+		return opt, fmt.Errorf("--trace records the simulator's events; the %s backend has no event sequence to record: drop the flag", hw.backend)
+	case f.noCheck:
+		return opt, fmt.Errorf("--no-check turns off the simulator's verbs-usage checker; the %s backend has none: drop the flag", hw.backend)
+	case cfg.QPNumbering != 0:
+		return opt, fmt.Errorf("--qp-numbering %d chooses the simulator's queue-pair numbers; on the %s backend there is none to choose (a driver numbers real queue pairs): drop the flag", cfg.QPNumbering, hw.backend)
+	case opt.InjectsFaults():
+		return opt, fmt.Errorf("fault injection (--fault-* and --faults) needs the simulator, not the %s backend: drop the fault flags, or run with --backend sim", hw.backend)
+	case hw.backend == "tcp" && !experiments.DesignOf(cfg.Design).RealOnly:
+		return opt, fmt.Errorf("--backend tcp hosts no RDMA device: only --design TCP runs there (the RDMA designs need --backend sim or ibv)")
+	}
+	return opt, nil
+}
+
+// run runs the shuffle on the backend the flags chose, with progress.
+func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*experiments.Record, error) {
+	cfg := f.cfg
+	t := newTask(cmd.ErrOrStderr(), "run "+cfg.Design, "", 0)
+	defer t.finish()
+	fab, err := f.hw.open(cfg.Nodes, fmt.Sprintf("run %s %s %d %d %d %d", cfg.Design, cfg.Pattern, cfg.Nodes, cfg.Threads, cfg.MsgBytes, cfg.Buffers))
+	if err != nil {
+		return nil, err
+	}
+	if fab != nil {
+		defer fab.Close()
+		return experiments.RunOn(fab, cfg)
+	}
+	if limit, ok, err := f.mem.single(experiments.AvailableMemory); err != nil {
+		return nil, err
+	} else if ok {
+		if err := experiments.CheckMemory(cfg, limit); err != nil {
+			return nil, err
+		}
+	}
+	opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
+	opt.NoCheck = f.noCheck
+	if f.tracePath == "" {
+		return experiments.RunSim(cfg, opt)
+	}
+	tw, err := newTraceWriter(f.tracePath, cfg, cmd.Flags())
+	if err != nil {
+		return nil, err
+	}
+	defer tw.Close() // a failed run's trace holds its events up to the failure
+	opt.Trace = tw
+	rec, err := experiments.RunSim(cfg, opt)
+	if err == nil {
+		if err := tw.Close(); err != nil {
+			return nil, fmt.Errorf("--trace %s: %w", f.tracePath, err)
+		}
+	}
+	return rec, err
 }
 
 // reportRun prints the record (as JSON, or a table) and then fails a run

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,16 +56,7 @@ so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Controls)
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
 			if list {
-				for _, e := range sensitivity.Estimates {
-					fmt.Fprintf(w, "%-28s %s\n", e.Field, e.Why)
-				}
-				for _, c := range sensitivity.Controls {
-					what := "every run's random seed moved"
-					if c.IsNumbering() {
-						what = "every run under another queue-pair numbering"
-					}
-					fmt.Fprintf(w, "%-28s control: %s, no parameter\n", c, what)
-				}
+				listEstimates(w)
 				return nil
 			}
 			errw := cmd.ErrOrStderr()
@@ -120,48 +112,7 @@ so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Controls)
 				}
 				return fmt.Errorf("%w (outcomes so far are in %s; run the same command again to resume)", err, filepath.Join(out, "outcomes.jsonl"))
 			}
-			s, err := sensitivity.Analyse(outs)
-			if err != nil {
-				return err
-			}
-			s.SetPending(pending)
-			dir := out
-			if updateDocs {
-				dir = "docs"
-			}
-			command := "explore sensitivity"
-			if len(figs) > 0 {
-				command += " --figures " + strings.Join(figs, ",")
-			}
-			if soFar {
-				command += " --so-far"
-			}
-			if updateDocs {
-				command += " --update-docs"
-			}
-			var buf bytes.Buffer
-			if err := s.WriteMarkdown(&buf, command); err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(dir, "sensitivity.md"), buf.Bytes(), 0o644); err != nil {
-				return err
-			}
-			if err := s.WriteJSON(filepath.Join(dir, "sensitivity.json")); err != nil {
-				return err
-			}
-			fragile := 0
-			for _, r := range s.Claims {
-				if r.Fragile() {
-					fragile++
-					fmt.Fprintf(w, "%-4s %-8s %s\n", r.Claim, r.Verdict, r.Label())
-				}
-			}
-			fmt.Fprintf(w, "%d of %d claims fragile under %d changes (%d could not be judged", fragile, len(s.Claims), len(s.Changes), len(s.Failed))
-			if len(pending) > 0 {
-				fmt.Fprintf(w, ", %d not judged yet", len(pending))
-			}
-			fmt.Fprintf(w, "); wrote %s\n", filepath.Join(dir, "sensitivity.md"))
-			return nil
+			return writeSensitivity(w, outs, pending, figs, out, soFar, updateDocs)
 		},
 	}
 	fl := cmd.Flags()
@@ -183,4 +134,66 @@ so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Controls)
 func loadRobustness(rep *figures.ReproduceReport, path string) error {
 	_, err := sensitivity.ApplyFile(rep, path)
 	return err
+}
+
+// listEstimates is --list: every estimate and control with its reason.
+func listEstimates(w io.Writer) {
+	for _, e := range sensitivity.Estimates {
+		fmt.Fprintf(w, "%-28s %s\n", e.Field, e.Why)
+	}
+	for _, c := range sensitivity.Controls {
+		what := "every run's random seed moved"
+		if c.IsNumbering() {
+			what = "every run under another queue-pair numbering"
+		}
+		fmt.Fprintf(w, "%-28s control: %s, no parameter\n", c, what)
+	}
+}
+
+// writeSensitivity analyses the outcomes, writes sensitivity.md and
+// sensitivity.json (to out, or docs/ with --update-docs) and prints the
+// fragile claims.
+func writeSensitivity(w io.Writer, outs []sensitivity.Outcome, pending, figs []string, out string, soFar, updateDocs bool) error {
+	s, err := sensitivity.Analyse(outs)
+	if err != nil {
+		return err
+	}
+	s.SetPending(pending)
+	dir := out
+	if updateDocs {
+		dir = "docs"
+	}
+	command := "explore sensitivity"
+	if len(figs) > 0 {
+		command += " --figures " + strings.Join(figs, ",")
+	}
+	if soFar {
+		command += " --so-far"
+	}
+	if updateDocs {
+		command += " --update-docs"
+	}
+	var buf bytes.Buffer
+	if err := s.WriteMarkdown(&buf, command); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sensitivity.md"), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := s.WriteJSON(filepath.Join(dir, "sensitivity.json")); err != nil {
+		return err
+	}
+	fragile := 0
+	for _, r := range s.Claims {
+		if r.Fragile() {
+			fragile++
+			fmt.Fprintf(w, "%-4s %-8s %s\n", r.Claim, r.Verdict, r.Label())
+		}
+	}
+	fmt.Fprintf(w, "%d of %d claims fragile under %d changes (%d could not be judged", fragile, len(s.Claims), len(s.Changes), len(s.Failed))
+	if len(pending) > 0 {
+		fmt.Fprintf(w, ", %d not judged yet", len(pending))
+	}
+	fmt.Fprintf(w, "); wrote %s\n", filepath.Join(dir, "sensitivity.md"))
+	return nil
 }

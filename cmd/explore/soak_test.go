@@ -22,14 +22,14 @@ func TestSoakCommand(t *testing.T) {
 	}
 	for _, tc := range []struct{ args, want string }{
 		{"--seeds 0", "--seeds 0: need at least 1"},
-		{"--designs XX", `--designs: "XX" is not a design to soak`},
-		{"--scenarios meteor", `--scenarios: "meteor" is not one of`},
+		{"--designs XX", `--designs "XX": not a design to soak`},
+		{"--scenarios meteor", `--scenarios "meteor": not one of`},
 		{"--wall-limit-s 0", "--wall-limit-s 0: must be positive"},
 	} {
 		cmd := soakCmd()
 		cmd.SetOut(&out)
 		cmd.SetArgs(strings.Fields(tc.args))
-		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := execWords(cmd); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.args, err, tc.want)
 		}
 	}

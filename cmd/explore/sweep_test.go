@@ -193,7 +193,7 @@ func TestSweepBadInput(t *testing.T) {
 // TestSweepParamsMatchRunFlags: a sweep parameter for every flag of
 // explore run, with the same default, so that a sweep point is the run
 // those flags give. The parameters' flags come from the params table of
-// experiments/sweep/sweep_params.go (sweep.AddFlags); a flag declared by
+// experiments/sweep/sweep_params.go (sweep.Bindings); a flag declared by
 // hand in run.go must be one of the exceptions below.
 func TestSweepParamsMatchRunFlags(t *testing.T) {
 	params := sweep.Params()

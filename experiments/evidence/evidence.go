@@ -105,7 +105,7 @@ func (p Point) check() error {
 	case !(p.Y > 0) || !(p.Tolerance > 0) || math.IsInf(p.Y, 0) || math.IsInf(p.Tolerance, 0):
 		return fmt.Errorf("evidence: %s: %s needs a positive, finite value and tolerance (y %v, tolerance %v)", p.File, p.ID, p.Y, p.Tolerance)
 	case p.Unit == "MB/s" && strings.Contains(p.Setup, "perftest"):
-		return fmt.Errorf("evidence: %s: %s is a perftest bandwidth in unit MB/s: perftest's MB/sec counts 2^20 bytes, so write unit MiB/s (or Gb/s for --report_gbits)", p.File, p.ID)
+		return fmt.Errorf("evidence: %s: %s is a perftest bandwidth in unit MB/s: perftest's MB/sec counts 2^20 bytes, so write unit MiB/s (or Gb/s for its report in gigabits)", p.File, p.ID)
 	}
 	if m, set := p.X["mtu"]; set {
 		if v, ok := m.(int); !ok || !slices.Contains(ibMTUs, v) {

@@ -48,7 +48,7 @@ func loadFigures(dir string, rec *recorded, p *Page, logf func(string, ...any)) 
 		p.Figures = append(p.Figures, fig)
 	}
 	if len(res) == 0 {
-		return nil, fmt.Errorf("%s holds no figure records (%s and the like): run `explore reproduce` and pass --from with the directory it wrote, or --run", dir, first)
+		return nil, fmt.Errorf("%w: %s holds no figure records (%s and the like): reproduce the figures first and name the directory they were written to, or have the report run them", ErrNoFigures, dir, first)
 	}
 	return res, nil
 }

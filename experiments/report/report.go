@@ -110,6 +110,9 @@ type Evidence struct {
 	NotModelled []evidence.Result
 }
 
+// ErrNoFigures is a report asked of a directory without figure records.
+var ErrNoFigures = errors.New("no figure records")
+
 // Collect reads o.Dir, re-judges every claim, runs the evidence points and
 // gathers the provenance. It fails with a message naming the fix when
 // o.Dir holds no figure records.
@@ -120,7 +123,7 @@ func Collect(ctx context.Context, o Options) (*Page, error) {
 		}
 	}
 	if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("figures directory %s: not found: run `explore reproduce` (it writes results/reproduce/figures) or pass --from with a directory of figure records, or --run", o.Dir)
+		return nil, fmt.Errorf("%w: figures directory %s not found: reproduce the figures first (explore reproduce writes results/reproduce/figures), name a directory of figure records, or have the report run them", ErrNoFigures, o.Dir)
 	}
 	if o.Validation == "" {
 		o.Validation = filepath.Join(filepath.Dir(filepath.Clean(o.Dir)), "validation.md")

@@ -73,7 +73,7 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		return nil, err
 	}
 	if other != "" && o.Rejudge {
-		return nil, fmt.Errorf("%w: cannot rejudge: %s, and the runs kept in %s for them are that model's: judge this model without --rejudge (it judges those changes again), or in a new --out", ErrOtherModel, other, o.OutDir)
+		return nil, fmt.Errorf("%w: cannot rejudge: %s, and the runs kept in %s for them are that model's: judge this model without rejudging (it judges those changes again), or in a new output directory", ErrOtherModel, other, o.OutDir)
 	}
 	if other != "" && o.Log != nil {
 		fmt.Fprintf(o.Log, "sensitivity: %s; those changes are judged again\n", other)

@@ -595,7 +595,7 @@ func TestOutcomesOfAnotherModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), Options{Changes: []Change{{"host.lock_ns", 2}}, OutDir: dir, Rejudge: true})
-	if !errors.Is(err, ErrOtherModel) || !strings.Contains(err.Error(), "cannot rejudge") || !strings.Contains(err.Error(), "in a new --out") {
+	if !errors.Is(err, ErrOtherModel) || !strings.Contains(err.Error(), "cannot rejudge") || !strings.Contains(err.Error(), "in a new output directory") {
 		t.Errorf("rejudge across models: %v", err)
 	}
 	// Once this model has judged the change again, the old line no

@@ -347,7 +347,7 @@ func ValidatePoints(pts []Point) error {
 		}
 		if p.Config.Pattern != "" {
 			if _, err := algos.NewGroups(p.Config.Pattern, p.Config.Nodes); err != nil {
-				return fmt.Errorf("point %d (%s): %w", p.Index, p.Key, err)
+				return fmt.Errorf("point %d (%s): %w", p.Index, p.Key, inParamWords(err))
 			}
 		}
 		k := validateKey(p.Config)
@@ -356,7 +356,7 @@ func ValidatePoints(pts []Point) error {
 		}
 		seen[k] = true
 		if err := Validate(p.Config); err != nil {
-			return fmt.Errorf("point %d (%s): %w", p.Index, p.Key, err)
+			return fmt.Errorf("point %d (%s): %w", p.Index, p.Key, inParamWords(err))
 		}
 	}
 	return nil

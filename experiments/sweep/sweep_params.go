@@ -3,7 +3,7 @@ package sweep
 // The sweep parameters: the table params is the one place that maps a
 // key (explore run's flag name) to a RunConfig field; a new parameter is
 // added there once and becomes usable in specs, in NewSweep, in point keys
-// and as a flag of explore run (AddFlags).
+// and as a flag of explore run (Bindings).
 
 import (
 	"errors"
@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
@@ -30,9 +29,9 @@ type param struct {
 	set    func(c *experiments.RunConfig, v any) error // v is already known to be of the right kind
 	get    func(c *experiments.RunConfig) string       // canonical text, used in point keys
 	kind   func(v any) (any, bool)                     // converts a YAML or Go value to the setter's type
-	// flag registers the parameter on fs as the flag key with usage
-	// help, bound to c's field and defaulting to its current value.
-	flag func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string)
+	// bind is the parameter's field of c, for a command line: a
+	// *string, *int, *int64, *uint64 or *bool, or a Value (Binding).
+	bind func(c *experiments.RunConfig) any
 }
 
 // params is the key -> RunConfig table, in the canonical order of point keys.
@@ -54,9 +53,7 @@ var params = []param{
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return string(c.Notify) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.StringVar((*string)(&c.Notify), key, string(c.Notify), help)
-		}},
+		bind: func(c *experiments.RunConfig) any { return (*string)(&c.Notify) }},
 	intParam("nodes", 1, "cluster size", func(c *experiments.RunConfig) *int { return &c.Nodes }),
 	intParam("threads", 1, "sending threads per node (and as many receiving threads)", func(c *experiments.RunConfig) *int { return &c.Threads }),
 	{key: "pattern", expect: fmt.Sprintf("%s, %s or %s:K", algos.Repartition, algos.Broadcast, algos.Multicast),
@@ -73,9 +70,7 @@ var params = []param{
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return string(c.Pattern) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.StringVar((*string)(&c.Pattern), key, string(c.Pattern), help)
-		}},
+		bind: func(c *experiments.RunConfig) any { return (*string)(&c.Pattern) }},
 	strParam("profile", "a built-in profile name ("+strings.Join(sim.BuiltinProfiles(), ", ")+") or a .yaml path",
 		"hardware profile: a built-in name or a .yaml path",
 		func(c *experiments.RunConfig) *string { return &c.Profile },
@@ -101,9 +96,7 @@ var params = []param{
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return FormatNodeCycles(c.NodeCycles) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.Var(nodeCyclesFlag{c}, key, help)
-		}},
+		bind: func(c *experiments.RunConfig) any { return nodeCyclesFlag{c} }},
 	boolParam("adaptive", "adaptive registered buffers from a pool per node (Liu19 §6): --buffers is where they start",
 		func(c *experiments.RunConfig) *bool { return &c.Adaptive }),
 	intParam("max-buffers", 0, "with --adaptive: the most buffers per thread and peer (default: room within a 16,000-entry receive queue, at most 256)",
@@ -127,9 +120,7 @@ var params = []param{
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return c.Network.String() },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.Var(networkFlag{c}, key, help)
-		}},
+		bind: func(c *experiments.RunConfig) any { return networkFlag{c} }},
 	boolParam("payload", "move every byte and check tuple contents (default: size-only, checksums in headers)",
 		func(c *experiments.RunConfig) *bool { return &c.Payload }),
 	{key: "timeout-ms", expect: "a number of simulated milliseconds > 0",
@@ -147,8 +138,8 @@ var params = []param{
 		get: func(c *experiments.RunConfig) string {
 			return strconv.FormatFloat(float64(c.Timeout)/float64(fabric.Millisecond), 'g', -1, 64)
 		},
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.Var(&timeoutFlag{c: c, ms: float64(c.Timeout) / float64(fabric.Millisecond)}, key, help)
+		bind: func(c *experiments.RunConfig) any {
+			return &timeoutFlag{c: c, ms: float64(c.Timeout) / float64(fabric.Millisecond)}
 		}},
 }
 
@@ -248,9 +239,7 @@ func strParam(key, expect, help string, field func(*experiments.RunConfig) *stri
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return *field(c) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.StringVar(field(c), key, *field(c), help)
-		}}
+		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
 func intParam(key string, lo int, help string, field func(*experiments.RunConfig) *int) param {
@@ -264,9 +253,7 @@ func intParam(key string, lo int, help string, field func(*experiments.RunConfig
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return strconv.Itoa(*field(c)) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.IntVar(field(c), key, *field(c), help)
-		}}
+		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
 func uint64Param(key, help string, field func(*experiments.RunConfig) *uint64) param {
@@ -279,9 +266,7 @@ func uint64Param(key, help string, field func(*experiments.RunConfig) *uint64) p
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(*field(c), 10) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.Uint64Var(field(c), key, *field(c), help)
-		}}
+		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
 func int64Param(key, help string, field func(*experiments.RunConfig) *int64) param {
@@ -294,9 +279,7 @@ func int64Param(key, help string, field func(*experiments.RunConfig) *int64) par
 			return nil
 		},
 		get: func(c *experiments.RunConfig) string { return strconv.FormatInt(*field(c), 10) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.Int64Var(field(c), key, *field(c), help)
-		}}
+		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
 func boolParam(key, help string, field func(*experiments.RunConfig) *bool) param {
@@ -304,9 +287,7 @@ func boolParam(key, help string, field func(*experiments.RunConfig) *bool) param
 		kind: func(v any) (any, bool) { b, ok := v.(bool); return b, ok },
 		set:  func(c *experiments.RunConfig, v any) error { *field(c) = v.(bool); return nil },
 		get:  func(c *experiments.RunConfig) string { return strconv.FormatBool(*field(c)) },
-		flag: func(fs *pflag.FlagSet, c *experiments.RunConfig, key, help string) {
-			fs.BoolVar(field(c), key, *field(c), help)
-		}}
+		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
 func asString(v any) (any, bool) {
@@ -368,16 +349,33 @@ func asFloat(v any) (any, bool) {
 	return nil, false
 }
 
-// AddFlags registers a flag per sweep parameter on fs, as explore run
-// declares them: named by the parameter's key, with the table's help
-// text, bound to cfg's field and defaulting to its current value (start
-// from experiments.DefaultConfig for explore run's defaults). A flag's
-// value is checked as its type requires (an integer, a bool, a node-cycles
-// list); the rest is Run's to check, as for any RunConfig.
-func AddFlags(fs *pflag.FlagSet, cfg *experiments.RunConfig) {
-	for _, p := range params {
-		p.flag(fs, cfg, p.key, p.help)
+// Bindings lists every parameter with its field of c, for a command line
+// (explore run registers a flag per binding, defaulting to the field's
+// current value). A flag's value is checked as its type requires (an
+// integer, a bool, a node-cycles list); the rest is Run's to check, as
+// for any RunConfig.
+func Bindings(c *experiments.RunConfig) []Binding {
+	out := make([]Binding, len(params))
+	for i, p := range params {
+		out[i] = Binding{Key: p.key, Help: p.help, Target: p.bind(c)}
 	}
+	return out
+}
+
+// Binding ties a parameter to its field of a configuration, for a
+// command line (explore run has a flag per parameter): Key is the flag's
+// name, Help its usage, and Target the field, a *string, *int, *int64,
+// *uint64 or *bool, or a Value for the fields parsed from text.
+type Binding struct {
+	Key, Help string
+	Target    any
+}
+
+// Value is a field set from text (the pflag.Value interface).
+type Value interface {
+	String() string
+	Set(string) error
+	Type() string
 }
 
 // networkFlag is --network: text parsed by netspec.Parse.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 )
 
 // Result is one line of a sweep's output file (JSON Lines): the point's
@@ -137,6 +137,10 @@ type SweepReport struct {
 // failed; the report and the output file are complete nevertheless.
 var ErrPointsFailed = errors.New("sweep points failed")
 
+// ErrOtherSpec is a resume refused: the output file holds results of
+// another spec than the one run now.
+var ErrOtherSpec = errors.New("the file holds results of another spec")
+
 // RunSweep runs the points of sw selected by opts.Shard, opts.Jobs at a
 // time, after checking every point with ValidatePoints (nothing runs if one
 // is invalid). With opts.Out set, points whose key is already in the file
@@ -232,12 +236,12 @@ func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]Resu
 	}
 	for _, r := range old {
 		if r.Point < 0 || r.Point >= len(all) || all[r.Point].Key != r.Key {
-			return nil, nil, fmt.Errorf("%s: point %d (%s) is not a point of sweep %s as specified now: the file holds results of another spec; use another --out or remove it",
-				out, r.Point, r.Key, sw.Name)
+			return nil, nil, fmt.Errorf("%w: %s: point %d (%s) is not a point of sweep %s as specified now: write the results to another file, or remove it",
+				ErrOtherSpec, out, r.Point, r.Key, sw.Name)
 		}
 		if !r.Failed() {
 			if err := r.Record.SameRun(all[r.Point].Config); err != nil {
-				return nil, nil, fmt.Errorf("%s: point %d (%s): %s: the file holds results of another spec; use another --out or remove it", out, r.Point, r.Key, mismatch(err))
+				return nil, nil, fmt.Errorf("%w: %s: point %d (%s): %s: write the results to another file, or remove it", ErrOtherSpec, out, r.Point, r.Key, mismatch(err))
 			}
 			done[r.Point] = r
 		}
@@ -353,7 +357,7 @@ func runPoint(run func(experiments.RunConfig) (*experiments.Record, error), p Po
 	}()
 	rec, err := run(p.Config)
 	if err != nil {
-		r.Error = err.Error()
+		r.Error = inParamWords(err).Error()
 		return r
 	}
 	if rec == nil {
@@ -373,7 +377,7 @@ func mismatch(err error) string {
 	if !errors.As(err, &m) {
 		return err.Error()
 	}
-	name := kebab(m.Field)
+	name := setting.Kebab(m.Field)
 	if name == "timeout" {
 		name = "timeout-ms"
 	}
@@ -383,20 +387,27 @@ func mismatch(err error) string {
 	return fmt.Sprintf("%s is %v in the file but %v in the spec", name, m.Got, m.Want)
 }
 
-// kebab turns a Go field name into a parameter name: BytesPerNode is
-// bytes-per-node, QPNumbering qp-numbering, UDRecovery ud-recovery.
-func kebab(field string) string {
-	var b strings.Builder
-	rs := []rune(field)
-	for i, r := range rs {
-		upper := unicode.IsUpper(r)
-		if upper && i > 0 && (!unicode.IsUpper(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
-			b.WriteByte('-')
-		}
-		b.WriteRune(unicode.ToLower(r))
+// inParamWords rewords a refused setting in the sweep's terms: the
+// parameter that sets it ("threads 100: ...", as a spec writes it).
+func inParamWords(err error) error {
+	se, ok := setting.As(err)
+	if !ok || !slices.Contains(Params(), setting.Kebab(se.Setting)) {
+		return err
 	}
-	return b.String()
+	worded := *se
+	worded.Setting = setting.Kebab(se.Setting)
+	return &paramError{msg: strings.Replace(err.Error(), se.Error(), worded.Error(), 1), err: err}
 }
+
+// paramError is an error reworded in parameter terms; it still matches
+// what it wraps.
+type paramError struct {
+	msg string
+	err error
+}
+
+func (e *paramError) Error() string { return e.msg }
+func (e *paramError) Unwrap() error { return e.err }
 
 func sortedResults(m map[int]Result) []Result {
 	rs := make([]Result, 0, len(m))

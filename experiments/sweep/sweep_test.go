@@ -321,7 +321,7 @@ func TestRunSweepValidatesFirst(t *testing.T) {
 	s := mustParse(t, "name: t\nbase: {bytes-per-node: 1048576}\nvary: {nodes: [2], threads: [1, 100]}\n")
 	out := filepath.Join(t.TempDir(), "t.jsonl")
 	_, err := RunSweep(context.Background(), s, SweepOptions{Out: out})
-	if err == nil || !strings.Contains(err.Error(), "point 1 (nodes=2 threads=100): --threads 100") {
+	if err == nil || !strings.Contains(err.Error(), "point 1 (nodes=2 threads=100): threads 100") {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -330,7 +330,7 @@ func TestRunSweepValidatesFirst(t *testing.T) {
 	for _, tc := range []struct{ spec, want string }{
 		{"vary: {nodes: [2, 4], pattern: [multicast:3]}", "point 0 (nodes=2 pattern=multicast:3): algos: invalid configuration: pattern \"multicast:3\""},
 		{"vary: {design: [MEMQ/SR, XX/YY]}", `point 1 (design=XX/YY): unknown design "XX/YY"`},
-		{"base: {pattern: multicast:2}\nvary: {design: [MEMQ/SR, MESQ/SR]}", "point 1 (design=MESQ/SR): --pattern multicast:2 with MESQ/SR"},
+		{"base: {pattern: multicast:2}\nvary: {design: [MEMQ/SR, MESQ/SR]}", "point 1 (design=MESQ/SR): pattern multicast:2: not with MESQ/SR"},
 	} {
 		_, err := RunSweep(context.Background(), mustParse(t, "name: t\n"+tc.spec), SweepOptions{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -200,34 +200,12 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window
 		}
 		for pass := 0; pass < passes; pass++ {
 			for _, i := range cur {
-				t := &ts[i]
-				room := min(cfg.TxDepth-(t.posted-t.done), t.limit-t.posted, batch)
-				if room <= 0 {
-					continue
-				}
-				wrs = wrs[:0]
-				for j := 0; j < room; j++ {
-					idx := t.posted + j
-					wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: t.local,
-						RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, AH: t.ah, RemoteQPN: t.remote.QPN, QKey: qkey}
-					if cfg.Spread > 0 {
-						wr.RemoteAddr += uint64(th.Rand().IntN((cfg.Spread-cfg.Size)/spreadAlign+1) * spreadAlign)
-					}
-					if (idx+1)%cfg.CQMod == 0 || idx+1 == t.limit {
-						wr.Flags |= fabric.Signaled
-					}
-					if inline {
-						wr.Flags |= fabric.Inline
-					}
-					wrs = append(wrs, wr)
-				}
-				n, err := t.qp.PostSend(wrs)
-				t.posted += n
+				n, err := postTarget(th, &ts[i], i, cfg, op, inline, batch, &wrs)
 				posted += n
 				if err != nil {
 					return nil, err
 				}
-				if t.posted < t.limit && t.posted-t.done < cfg.TxDepth && !isOpen[i] {
+				if t := &ts[i]; t.posted < t.limit && t.posted-t.done < cfg.TxDepth && !isOpen[i] {
 					isOpen[i] = true // interleaved: more room next round
 					open = append(open, i)
 				}
@@ -280,6 +258,35 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window
 	r.bytes, r.msgs = int64(total)*int64(cfg.Size), int64(total)
 	r.peak = peakRate(segs, r.start, r.end)
 	return r, nil
+}
+
+// postTarget posts as many requests as target t (number i) has room for,
+// at most batch, signaling one in CQMod and its last; wrs is scratch
+// space. It returns how many were posted.
+func postTarget(th fabric.Thread, t *target, i int, cfg *Config, op fabric.Opcode, inline bool, batch int, wrs *[]fabric.SendWR) (int, error) {
+	room := min(cfg.TxDepth-(t.posted-t.done), t.limit-t.posted, batch)
+	if room <= 0 {
+		return 0, nil
+	}
+	*wrs = (*wrs)[:0]
+	for j := 0; j < room; j++ {
+		idx := t.posted + j
+		wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: t.local,
+			RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, AH: t.ah, RemoteQPN: t.remote.QPN, QKey: qkey}
+		if cfg.Spread > 0 {
+			wr.RemoteAddr += uint64(th.Rand().IntN((cfg.Spread-cfg.Size)/spreadAlign+1) * spreadAlign)
+		}
+		if (idx+1)%cfg.CQMod == 0 || idx+1 == t.limit {
+			wr.Flags |= fabric.Signaled
+		}
+		if inline {
+			wr.Flags |= fabric.Inline
+		}
+		*wrs = append(*wrs, wr)
+	}
+	n, err := t.qp.PostSend(*wrs)
+	t.posted += n
+	return n, err
 }
 
 // receiver keeps RxDepth receives posted on every queue pair of a mesh.

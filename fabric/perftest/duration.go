@@ -184,25 +184,25 @@ func runTimed(th fabric.Thread, m *mesh, nodes int, cfg *Config, rx *receiver,
 	return sent, got, err
 }
 
-// checkDuration checks the duration-mode fields, naming perftest's flags.
+// checkDuration checks the duration-mode fields.
 func (c *Config) checkDuration() error {
 	switch {
 	case c.Duration < 0:
-		return fmt.Errorf("%w: -D %v: the duration must be positive", ErrConfig, c.Duration)
+		return bad("Duration", c.Duration, "the duration must be positive")
 	case c.Duration == 0 && c.Margin != 0:
-		return fmt.Errorf("%w: -f applies to duration mode; give -D too", ErrConfig)
+		return bad("Margin", c.Margin, "applies to duration mode; give a Duration too")
 	case c.Duration == 0:
 		return nil
 	case c.Iters != 0:
-		return fmt.Errorf("%w: -n %d with -D %v: give a message count or a duration, not both", ErrConfig, c.Iters, c.Duration)
+		return bad("Iters", c.Iters, "with a Duration of %v: give a message count or a duration, not both", c.Duration)
 	case c.Test == "reg_mr":
-		return fmt.Errorf("%w: -D: reg_mr times a number of registrations; give -n", ErrConfig)
+		return bad("Duration", c.Duration, "reg_mr times a number of registrations (Iters), not a duration")
 	case c.Schedule != ScheduleSpread:
-		return fmt.Errorf("%w: -D with --schedule %s: the ordered schedules send a fixed list of messages; give -n", ErrConfig, c.Schedule)
+		return bad("Duration", c.Duration, "the %s schedule sends a fixed list of messages: give a message count (Iters), not a duration", c.Schedule)
 	case c.Margin < 0 && c.Margin != NoMargin:
-		return fmt.Errorf("%w: -f %v: the margin must not be negative", ErrConfig, c.Margin)
+		return bad("Margin", c.Margin, "the margin must not be negative")
 	case c.Duration <= 2*c.margin():
-		return fmt.Errorf("%w: -D %v with -f %v: the duration must be longer than twice the margin, or nothing is measured", ErrConfig, c.Duration, c.margin())
+		return bad("Duration", c.Duration, "with a margin of %v: the duration must be longer than twice the margin, or nothing is measured", c.margin())
 	}
 	return nil
 }

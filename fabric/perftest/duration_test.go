@@ -2,6 +2,7 @@ package perftest_test
 
 import (
 	"errors"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"math"
 	"strings"
 	"testing"
@@ -81,24 +82,24 @@ func TestDurationMatchesIterations(t *testing.T) {
 }
 
 // TestDurationConfig: duration-mode settings that cannot work are refused
-// with perftest's flag names.
+// with an ErrConfig naming the setting.
 func TestDurationConfig(t *testing.T) {
 	const ms = fabric.Millisecond
 	for _, tc := range []struct {
 		cfg  perftest.Config
-		want string
+		want string // the setting refused
 	}{
-		{perftest.Config{Test: "send_bw", Duration: ms, Iters: 10}, "not both"},
-		{perftest.Config{Test: "reg_mr", Duration: ms}, "reg_mr"},
-		{perftest.Config{Test: "alltoall_bw", Duration: ms, Schedule: perftest.ScheduleRR}, "--schedule"},
-		{perftest.Config{Test: "send_bw", Duration: ms, Margin: ms / 2}, "twice the margin"},
-		{perftest.Config{Test: "send_bw", Duration: ms, Margin: -5}, "negative"},
-		{perftest.Config{Test: "send_bw", Duration: -ms}, "positive"},
-		{perftest.Config{Test: "send_bw", Margin: ms}, "give -D"},
+		{perftest.Config{Test: "send_bw", Duration: ms, Iters: 10}, "Iters"},
+		{perftest.Config{Test: "reg_mr", Duration: ms}, "Duration"},
+		{perftest.Config{Test: "alltoall_bw", Duration: ms, Schedule: perftest.ScheduleRR}, "Duration"},
+		{perftest.Config{Test: "send_bw", Duration: ms, Margin: ms / 2}, "Duration"},
+		{perftest.Config{Test: "send_bw", Duration: ms, Margin: -5}, "Margin"},
+		{perftest.Config{Test: "send_bw", Duration: -ms}, "Duration"},
+		{perftest.Config{Test: "send_bw", Margin: ms}, "Margin"},
 	} {
 		err := tc.cfg.Normalize(4)
-		if !errors.Is(err, perftest.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: %v, want an ErrConfig naming %q", tc.cfg, err, tc.want)
+		if se, ok := setting.As(err); !errors.Is(err, perftest.ErrConfig) || !ok || se.Setting != tc.want {
+			t.Errorf("%+v: %v, want an ErrConfig refusing %s", tc.cfg, err, tc.want)
 		}
 	}
 }

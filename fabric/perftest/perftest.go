@@ -12,6 +12,7 @@ package perftest
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"math"
 	"sort"
 	"strings"
@@ -67,8 +68,14 @@ type Config struct {
 // 4 bytes per node and pattern.
 const maxEBBPatterns = 1 << 14
 
-// ErrConfig reports an invalid benchmark configuration.
+// ErrConfig reports an invalid benchmark configuration; the error is a
+// *setting.Error naming the Config field.
 var ErrConfig = errors.New("perftest: invalid configuration")
+
+// bad is an invalid setting of a Config (or the node count, "Nodes").
+func bad(name string, value any, problem string, args ...any) error {
+	return setting.New(name, value, problem, args...).Sentinel(ErrConfig)
+}
 
 func (c *Config) bandwidth() bool { return strings.HasSuffix(c.Test, "_bw") }
 
@@ -80,7 +87,7 @@ func (c *Config) Normalize(nodes int) error {
 		known = known || t == c.Test
 	}
 	if !known {
-		return fmt.Errorf("%w: unknown test %q; choose one of %s", ErrConfig, c.Test, strings.Join(Tests, ", "))
+		return bad("Test", fmt.Sprintf("%q", c.Test), "unknown test; choose one of %s", strings.Join(Tests, ", "))
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -121,55 +128,63 @@ func (c *Config) Normalize(nodes int) error {
 	}
 	if c.Test == "ebb" {
 		if c.Iters > maxEBBPatterns {
-			return fmt.Errorf("%w: -n %d with ebb: at most %d random bisections (node 0 sends every pattern to every node)", ErrConfig, c.Iters, maxEBBPatterns)
+			return bad("Iters", c.Iters, "ebb runs at most %d random bisections (node 0 sends every pattern to every node)", maxEBBPatterns)
 		}
 		if c.Duration > 0 {
-			return fmt.Errorf("%w: -D with ebb: it runs -n random bisections, not for a time", ErrConfig)
+			return bad("Duration", c.Duration, "ebb runs a number of random bisections (Iters), not for a time")
 		}
 		if c.Conn != fabric.RC && c.Conn != fabric.UD {
-			return fmt.Errorf("%w: -c %v with ebb: it runs over UD datagrams (the default)", ErrConfig, c.Conn)
+			return bad("Conn", c.Conn, "ebb runs over UD datagrams (the default)")
 		}
 		c.Conn = fabric.UD
 	}
 	switch {
 	case c.Size < 1:
-		return fmt.Errorf("%w: -s %d: message size must be at least 1 byte", ErrConfig, c.Size)
+		return bad("Size", c.Size, "message size must be at least 1 byte")
 	case c.Size > 1<<30:
-		return fmt.Errorf("%w: -s %d: message size above 1 GiB", ErrConfig, c.Size)
+		return bad("Size", c.Size, "message size above 1 GiB")
 	case c.Iters < 1 && c.Duration <= 0:
-		return fmt.Errorf("%w: -n %d: need at least one iteration", ErrConfig, c.Iters)
+		return bad("Iters", c.Iters, "need at least one iteration")
 	case c.QPs < 1 || c.QPs > 1<<16:
-		return fmt.Errorf("%w: -q %d: queue pairs per peer must be 1..65536", ErrConfig, c.QPs)
-	case c.TxDepth < 1 || c.RxDepth < 1 || c.CQMod < 1:
-		return fmt.Errorf("%w: -t, -r and -Q must be positive", ErrConfig)
+		return bad("QPs", c.QPs, "queue pairs per peer must be 1..65536")
+	case c.TxDepth < 1:
+		return bad("TxDepth", c.TxDepth, "must be positive")
+	case c.RxDepth < 1:
+		return bad("RxDepth", c.RxDepth, "must be positive")
+	case c.CQMod < 1:
+		return bad("CQMod", c.CQMod, "must be positive")
 	case c.Inline < 0:
-		return fmt.Errorf("%w: -I %d: inline size must not be negative", ErrConfig, c.Inline)
+		return bad("Inline", c.Inline, "inline size must not be negative")
 	case nodes < 2:
-		return fmt.Errorf("%w: --nodes %d: every test needs at least 2 nodes", ErrConfig, nodes)
+		return bad("Nodes", nodes, "every test needs at least 2 nodes")
 	case c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "reg_mr" && c.Test != "ebb" && nodes%2 != 0:
-		return fmt.Errorf("%w: --nodes %d: %s pairs nodes (client 2i, server 2i+1); use an even count", ErrConfig, nodes, c.Test)
+		return bad("Nodes", nodes, "%s pairs nodes (client 2i, server 2i+1); use an even count", c.Test)
 	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "ebb":
-		return fmt.Errorf("%w: -c UD: %s needs RDMA operations, which UD does not have; use RC or UC", ErrConfig, c.Test)
+		return bad("Conn", c.Conn, "%s needs RDMA operations, which UD does not have; use RC or UC", c.Test)
 	case c.Conn == fabric.UC && (c.Test == "read_bw" || c.Test == "read_lat"):
-		return fmt.Errorf("%w: -c UC: RDMA Read needs RC", ErrConfig)
+		return bad("Conn", c.Conn, "RDMA Read needs RC")
 	case c.Conn == fabric.UD && c.Size > 4096 && c.Test != "ebb":
-		return fmt.Errorf("%w: -s %d with -c UD: a UD message is at most one MTU (4096 bytes)", ErrConfig, c.Size)
+		return bad("Size", c.Size, "a UD message is at most one MTU (4096 bytes)")
 	case c.Schedule != ScheduleSpread && c.Schedule != ScheduleRandom && c.Schedule != ScheduleRR:
-		return fmt.Errorf("%w: --schedule %q: choose random or rr (or leave it empty)", ErrConfig, c.Schedule)
+		return bad("Schedule", fmt.Sprintf("%q", c.Schedule), "choose random or rr (or leave it empty)")
 	case c.Schedule != ScheduleSpread && c.Test != "alltoall_bw":
-		return fmt.Errorf("%w: --schedule applies to alltoall_bw only", ErrConfig)
+		return bad("Schedule", c.Schedule, "applies to alltoall_bw only")
 	case c.Spread < 0 || c.Spread > 0 && c.Test != "write_bw" && c.Test != "read_bw":
-		return fmt.Errorf("%w: --spread %d: applies to write_bw and read_bw only, and must not be negative", ErrConfig, c.Spread)
+		return bad("Spread", c.Spread, "applies to write_bw and read_bw only, and must not be negative")
 	case c.Spread > 0 && c.Spread < c.Size:
-		return fmt.Errorf("%w: --spread %d is smaller than the message size %d", ErrConfig, c.Spread, c.Size)
-	case c.Window < 1 || c.Burst < 1:
-		return fmt.Errorf("%w: --window and --burst must be at least 1", ErrConfig)
+		return bad("Spread", c.Spread, "smaller than the message size %d", c.Size)
+	case c.Window < 1:
+		return bad("Window", c.Window, "must be at least 1")
+	case c.Burst < 1:
+		return bad("Burst", c.Burst, "must be at least 1")
 	case !c.bandwidth() && c.QPs != 1 && c.Test != "reg_mr":
-		return fmt.Errorf("%w: -q %d: latency tests use one queue pair", ErrConfig, c.QPs)
+		return bad("QPs", c.QPs, "latency tests use one queue pair")
 	case c.SL > 15:
-		return fmt.Errorf("%w: -S %d: a service level is 0..15", ErrConfig, c.SL)
-	case c.TxDepth > 32768 || c.RxDepth > 32768:
-		return fmt.Errorf("%w: -t %d / -r %d above the usual device limit of 32768 work requests", ErrConfig, c.TxDepth, c.RxDepth)
+		return bad("SL", c.SL, "a service level is 0..15")
+	case c.TxDepth > 32768:
+		return bad("TxDepth", c.TxDepth, "above the usual device limit of 32768 work requests")
+	case c.RxDepth > 32768:
+		return bad("RxDepth", c.RxDepth, "above the usual device limit of 32768 work requests")
 	}
 	if c.CQMod > c.TxDepth {
 		c.CQMod = c.TxDepth

@@ -1,4 +1,4 @@
-package sweep
+package main
 
 import (
 	"slices"
@@ -7,18 +7,19 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
-// TestAddFlags: every parameter is a flag with help text, defaulting to
+// TestRunFlags: every sweep parameter is a flag with help text, defaulting to
 // the configuration it is bound to, and a value given as a flag sets the
 // configuration as the same value given to SetParam does.
-func TestAddFlags(t *testing.T) {
+func TestRunFlags(t *testing.T) {
 	cfg := experiments.DefaultConfig()
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	AddFlags(fs, &cfg)
+	addRunFlags(fs, &cfg)
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if want := slices.Sorted(slices.Values(Params())); !slices.Equal(names, want) {
+	if want := slices.Sorted(slices.Values(sweep.Params())); !slices.Equal(names, want) {
 		t.Fatalf("flags %v, want the parameters %v", names, want)
 	}
 	def := experiments.DefaultConfig()
@@ -41,22 +42,22 @@ func TestAddFlags(t *testing.T) {
 			if f.Usage == "" {
 				t.Errorf("--%s has no help text", tc.key)
 			}
-			if got := ParamString(def, tc.key); f.DefValue != got {
+			if got := sweep.ParamString(def, tc.key); f.DefValue != got {
 				t.Errorf("--%s defaults to %q, the configuration has %q", tc.key, f.DefValue, got)
 			}
 			if err := fs.Set(tc.key, tc.flag); err != nil {
 				t.Fatal(err)
 			}
 			want := experiments.DefaultConfig()
-			if err := SetParam(&want, tc.key, tc.value); err != nil {
+			if err := sweep.SetParam(&want, tc.key, tc.value); err != nil {
 				t.Fatal(err)
 			}
-			if got, w := ParamString(cfg, tc.key), ParamString(want, tc.key); got != w || w == ParamString(def, tc.key) {
-				t.Errorf("--%s %s gave %q, SetParam %q (default %q)", tc.key, tc.flag, got, w, ParamString(def, tc.key))
+			if got, w := sweep.ParamString(cfg, tc.key), sweep.ParamString(want, tc.key); got != w || w == sweep.ParamString(def, tc.key) {
+				t.Errorf("--%s %s gave %q, SetParam %q (default %q)", tc.key, tc.flag, got, w, sweep.ParamString(def, tc.key))
 			}
 		})
 	}
-	if got := ParamString(cfg, "design"); got != "SEMQ/SR" {
+	if got := sweep.ParamString(cfg, "design"); got != "SEMQ/SR" {
 		t.Errorf("the flags did not set the configuration they are bound to: design %q", got)
 	}
 }
