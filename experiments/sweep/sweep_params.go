@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -52,7 +51,7 @@ var params = []param{
 			c.Notify = n
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return string(c.Notify) },
+		get:  func(c *experiments.RunConfig) string { return string(c.Notify) },
 		bind: func(c *experiments.RunConfig) any { return (*string)(&c.Notify) }},
 	intParam("nodes", 1, "cluster size", func(c *experiments.RunConfig) *int { return &c.Nodes }),
 	intParam("threads", 1, "sending threads per node (and as many receiving threads)", func(c *experiments.RunConfig) *int { return &c.Threads }),
@@ -69,7 +68,7 @@ var params = []param{
 			c.Pattern = p
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return string(c.Pattern) },
+		get:  func(c *experiments.RunConfig) string { return string(c.Pattern) },
 		bind: func(c *experiments.RunConfig) any { return (*string)(&c.Pattern) }},
 	strParam("profile", "a built-in profile name ("+strings.Join(sim.BuiltinProfiles(), ", ")+") or a .yaml path",
 		"hardware profile: a built-in name or a .yaml path",
@@ -95,7 +94,7 @@ var params = []param{
 			c.NodeCycles = cy
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return FormatNodeCycles(c.NodeCycles) },
+		get:  func(c *experiments.RunConfig) string { return FormatNodeCycles(c.NodeCycles) },
 		bind: func(c *experiments.RunConfig) any { return nodeCyclesFlag{c} }},
 	boolParam("adaptive", "adaptive registered buffers from a pool per node (Liu19 §6): --buffers is where they start",
 		func(c *experiments.RunConfig) *bool { return &c.Adaptive }),
@@ -119,7 +118,7 @@ var params = []param{
 			c.Network = n
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return c.Network.String() },
+		get:  func(c *experiments.RunConfig) string { return c.Network.String() },
 		bind: func(c *experiments.RunConfig) any { return networkFlag{c} }},
 	boolParam("payload", "move every byte and check tuple contents (default: size-only, checksums in headers)",
 		func(c *experiments.RunConfig) *bool { return &c.Payload }),
@@ -238,7 +237,7 @@ func strParam(key, expect, help string, field func(*experiments.RunConfig) *stri
 			*field(c) = v.(string)
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return *field(c) },
+		get:  func(c *experiments.RunConfig) string { return *field(c) },
 		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
@@ -252,7 +251,7 @@ func intParam(key string, lo int, help string, field func(*experiments.RunConfig
 			*field(c) = int(n)
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return strconv.Itoa(*field(c)) },
+		get:  func(c *experiments.RunConfig) string { return strconv.Itoa(*field(c)) },
 		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
@@ -265,7 +264,7 @@ func uint64Param(key, help string, field func(*experiments.RunConfig) *uint64) p
 			*field(c) = uint64(v.(int64))
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return strconv.FormatUint(*field(c), 10) },
+		get:  func(c *experiments.RunConfig) string { return strconv.FormatUint(*field(c), 10) },
 		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
@@ -278,7 +277,7 @@ func int64Param(key, help string, field func(*experiments.RunConfig) *int64) par
 			*field(c) = v.(int64)
 			return nil
 		},
-		get: func(c *experiments.RunConfig) string { return strconv.FormatInt(*field(c), 10) },
+		get:  func(c *experiments.RunConfig) string { return strconv.FormatInt(*field(c), 10) },
 		bind: func(c *experiments.RunConfig) any { return field(c) }}
 }
 
