@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"math"
 	"reflect"
@@ -441,7 +442,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
 // newCluster builds the simulated cluster of a run with the options'
 // faults, fault plan, time limit and inspector; done runs the inspector and closes the cluster.
 func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
-	net, err := netspec.Build(cfg.Network, cfg.Nodes, prof, cfg.Seed)
+	net, err := netbuild.Build(cfg.Network, cfg.Nodes, prof, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
 	}

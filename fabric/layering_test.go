@@ -44,6 +44,9 @@ var layers = []layer{
 	{pkg: "fabric/topo", may: nil, execs: false},
 	{pkg: "fabric/topo/ibnet", may: []string{"fabric/topo"}, execs: false},
 	{pkg: "fabric/route", may: []string{"fabric/topo"}, execs: false},
+	// A network specification as data (netbuild wires it for the
+	// simulator): records carry it, so it must not reach the simulator.
+	{pkg: "fabric/netspec", may: []string{"fabric/topo", "fabric/route"}, execs: false},
 	// A simulated run's event trace as data: files and diffs, nothing
 	// of the simulator.
 	{pkg: "fabric/sim/trace", may: []string{"fabric"}, execs: false},

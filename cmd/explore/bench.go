@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"io"
 	"math"
 	"strconv"
@@ -49,7 +50,7 @@ type benchFlags struct {
 	// and, once built, its wiring.
 	net      netFlags
 	netSpec  netspec.Spec
-	netBuilt *netspec.Built
+	netBuilt *netbuild.Built
 }
 
 func benchCmd() *cobra.Command {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"io"
 	"os"
 	"slices"
@@ -142,7 +143,7 @@ no simulation: see explore bench ebb for measured bisection bandwidth (docs/topo
 }
 
 // describeFabric measures a built network.
-func describeFabric(spec netspec.Spec, b *netspec.Built) (*fabricReport, error) {
+func describeFabric(spec netspec.Spec, b *netbuild.Built) (*fabricReport, error) {
 	t, tb := b.Fabric.Topology, b.Fabric.Tables
 	rep := &fabricReport{Name: t.Name, Network: spec.String(), Hosts: len(t.Hosts), Switches: len(t.Switches), FellBack: b.FellBack}
 	rep.Routing = spec.Engine.String()

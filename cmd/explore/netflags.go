@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 
 	"github.com/spf13/pflag"
 
@@ -84,8 +85,8 @@ func (f *netFlags) spec(set func(string) bool) (netspec.Spec, error) {
 }
 
 // build wires the network for a run of nodes nodes.
-func (f *netFlags) build(s netspec.Spec, nodes int, prof *sim.Profile, seed uint64) (*netspec.Built, error) {
-	b, err := netspec.Build(s, nodes, prof, seed)
+func (f *netFlags) build(s netspec.Spec, nodes int, prof *sim.Profile, seed uint64) (*netbuild.Built, error) {
+	b, err := netbuild.Build(s, nodes, prof, seed)
 	if err != nil {
 		return nil, fmt.Errorf("--topology %s: %w", f.topology, err)
 	}

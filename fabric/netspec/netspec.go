@@ -1,21 +1,17 @@
-// Package netspec turns a network described in a few words (the topology,
-// its routing, where the run's nodes sit) into the simulator's wiring
-// (sim.Fabric): a generated fat tree or a fabric file, forwarding tables
-// computed by a routing engine or read from the subnet manager's dump,
-// and a placement of ranks onto hosts.
+// Package netspec describes a network in a few words (the topology, its
+// routing, where the run's nodes sit) as data: a Spec, its text form
+// ("fat-tree radix=8 routing=ftree") and its parsing. Package netbuild
+// turns a Spec into the simulator's wiring.
 package netspec
 
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/route"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
-	"github.com/rdmashuffle/rdmashuffle/fabric/topo/ibnet"
 )
 
 // TopologyKind is what the cluster's switches form.
@@ -112,102 +108,6 @@ func (s *Spec) String() string {
 		fmt.Fprintf(&b, " vls=%d", s.VLs)
 	}
 	return b.String()
-}
-
-// DefaultRadix is the port count of the switch of the profile's
-// generation, told by its lane rate (docs/model.md, source [F1]):
-// QDR, FDR and EDR switch ASICs have 36 ports, HDR (Quantum) 40, NDR
-// (Quantum-2) 64. A profile of another lane rate has no default.
-func DefaultRadix(p *sim.Profile) (int, error) {
-	g := p.Link.LaneGbaud
-	near := func(v float64) bool { return math.Abs(g-v) < 0.01*v }
-	switch {
-	case near(10), near(14.0625), near(25.78125):
-		return 36, nil
-	case near(53.125):
-		return 40, nil
-	case near(106.25):
-		return 64, nil
-	}
-	return 0, fmt.Errorf("%w: profile %s (%v Gbaud lanes) is of no InfiniBand generation with a known switch radix: give the radix", ErrSpec, p.Name, g)
-}
-
-// Built is a network ready for a run: the simulator's wiring (nil for the
-// single switch) and the topology's description.
-type Built struct {
-	Fabric *sim.Fabric
-	Name   string // the topology's name
-	// FellBack is set when ftree routing was asked for on a fabric that
-	// is not a fat tree and minhop computed the tables, as OpenSM does.
-	FellBack string
-}
-
-// Build makes the wiring for nodes nodes on profile p. Random placement
-// without a seed of its own takes seed.
-func Build(s Spec, nodes int, p *sim.Profile, seed uint64) (*Built, error) {
-	if s.IsSingle() {
-		return &Built{}, nil
-	}
-	var t *topo.Topology
-	switch s.Kind {
-	case FatTree:
-		radix := s.Radix
-		if radix == 0 {
-			r, err := DefaultRadix(p)
-			if err != nil {
-				return nil, err
-			}
-			radix = r
-		}
-		ft := topo.FatTreeSpec{Hosts: max(s.Hosts, nodes), Radix: radix, Levels: s.Levels}
-		if s.Oversub > 1 {
-			ft.Down, ft.Up = topo.Oversubscribed(radix, s.Oversub)
-		}
-		if s.Hosts > 0 && s.Hosts < nodes {
-			return nil, fmt.Errorf("%w: a fat tree of %d hosts cannot hold %d nodes", ErrSpec, s.Hosts, nodes)
-		}
-		var err error
-		if t, err = topo.FatTree(ft); err != nil {
-			return nil, err
-		}
-	case File:
-		var err error
-		if t, err = ibnet.Load(s.Path); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("%w: topology kind %d", ErrSpec, s.Kind)
-	}
-	b := &Built{Name: t.Name}
-	var tb *topo.Tables
-	var err error
-	switch {
-	case s.LFTPath != "":
-		tb, err = ibnet.LoadLFTs(s.LFTPath, t)
-	default:
-		tb, err = route.Compute(t, s.Engine, seed)
-		if errors.Is(err, route.ErrNotFatTree) {
-			b.FellBack = err.Error()
-			tb, err = route.Compute(t, route.MinHop, seed)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	pl := s.Placement
-	if pl.Kind == topo.Random && pl.Seed == 0 {
-		pl.Seed = seed
-	}
-	hosts, err := pl.Place(t, nodes)
-	if err != nil {
-		return nil, err
-	}
-	engine := s.Engine
-	if s.LFTPath != "" || b.FellBack != "" {
-		engine = route.MinHop
-	}
-	b.Fabric = &sim.Fabric{Topology: t, Tables: tb, Hosts: hosts, Adaptive: s.Adaptive, AdaptiveRC: s.AdaptiveRC, Engine: engine, VLs: s.VLs}
-	return b, nil
 }
 
 // ParseOversub reads "1:1", "2:1", "3" and the like.

@@ -1,7 +1,8 @@
-package netspec_test
+package netbuild_test
 
 import (
 	"bufio"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,7 +55,7 @@ func checkRoutes(t *testing.T, fabricFile, dump string) {
 		t.Fatal(err)
 	}
 	nodes := len(tp.Hosts)
-	b, err := netspec.Build(netspec.Spec{Kind: netspec.File, Path: fabricFile, LFTPath: dump}, nodes, profile(t), 1)
+	b, err := netbuild.Build(netspec.Spec{Kind: netspec.File, Path: fabricFile, LFTPath: dump}, nodes, profile(t), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

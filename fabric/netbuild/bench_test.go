@@ -1,6 +1,7 @@
-package netspec_test
+package netbuild_test
 
 import (
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
@@ -36,7 +37,7 @@ func benchTree(b *testing.B, s netspec.Spec) {
 	}
 	var pkts, hops, events int64
 	for i := 0; i < b.N; i++ {
-		built, err := netspec.Build(s, nodes, prof, 1)
+		built, err := netbuild.Build(s, nodes, prof, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,7 +1,8 @@
-package netspec_test
+package netbuild_test
 
 import (
 	"errors"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // cableCase is a two-level tree of 8-port switches with node 0 on leaf 0
 // and node 1 on leaf 1, and the uplink of leaf 0 that node 1's packets
 // take.
-func cableCase(t *testing.T, adaptive bool) (*netspec.Built, string, int) {
+func cableCase(t *testing.T, adaptive bool) (*netbuild.Built, string, int) {
 	t.Helper()
 	s := netspec.Spec{Kind: netspec.FatTree, Radix: 8, Levels: 2, Hosts: 8, Engine: route.FTree, Adaptive: adaptive,
 		Placement: topo.Placement{Kind: topo.HostList, Hosts: []string{"host-0", "host-4"}}}
@@ -131,7 +132,7 @@ func TestCableFaultRefusals(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", tc.rule, err, tc.want)
 		}
 	}
-	c := cluster(t, 2, &netspec.Built{}, 1)
+	c := cluster(t, 2, &netbuild.Built{}, 1)
 	p := sim.NewPlan()
 	p.Rules = []sim.Rule{{Action: sim.CableDown, Switch: "leaf-0", Port: 5}}
 	if err := c.SetPlan(p); !errors.Is(err, sim.ErrCable) {
