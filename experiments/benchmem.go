@@ -3,11 +3,12 @@ package experiments
 import (
 	"bufio"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -38,7 +39,7 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 // CompareWithModel runs cfg on f (real hardware, typically) and on the
 // simulator with cfg.Profile, and reports each metric side by side: the
 // simulator-versus-hardware validation of the model.
-func CompareWithModel(f fabric.Fabric, cfg RunConfig) ([]Comparison, *Record, *Record, error) {
+func CompareWithModel(f fabric.Fabric, cfg RunConfig) ([]Comparison, *results.Record, *results.Record, error) {
 	hw, err := RunOn(f, cfg)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("on the %s fabric: %w", f.Backend(), err)

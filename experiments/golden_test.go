@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"

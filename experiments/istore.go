@@ -2,12 +2,14 @@ package experiments
 
 import (
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -263,9 +265,9 @@ func ParseIStoreLabel(label string) (string, map[string]float64, error) {
 // Threads the worker threads (streams) per reader, Nodes the readers + 1;
 // the record's throughput is the mean reader's scanned bytes per second.
 // Join points: the record's response time is the query's.
-func RunIStorePoint(cfg RunConfig) (*Record, error) { return stamped(runIStorePoint(cfg)) }
+func RunIStorePoint(cfg RunConfig) (*results.Record, error) { return stamped(runIStorePoint(cfg)) }
 
-func runIStorePoint(cfg RunConfig) (*Record, error) {
+func runIStorePoint(cfg RunConfig) (*results.Record, error) {
 	if !cfg.Network.IsSingle() {
 		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "an I-Store point runs on the single switch: networks of switches are not wired into the I-Store runner").Sentinel(ErrUnsupported)
 	}
@@ -274,9 +276,9 @@ func runIStorePoint(cfg RunConfig) (*Record, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	rec := &Record{Experiment: "istore-" + kind, Label: cfg.Label, Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
+	rec := &results.Record{Experiment: "istore-" + kind, Label: cfg.Label, Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
 		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, MsgBytes: istore.BlockBytes, Integrity: "ok"}
-	rec.stampRun(cfg)
+	stampRun(rec, cfg)
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -221,11 +223,11 @@ func (b *MemoryBudget) release(n int64) {
 // the release, 0.97, 1.31, 1.31, 1.38 GB (the first four) with it, where
 // each alone takes 0.98 to 2.1 GB. The estimates are of fresh processes,
 // so without the release a budget would not hold.
-func (b *MemoryBudget) Admit(run func(RunConfig) (*Record, error)) func(RunConfig) (*Record, error) {
+func (b *MemoryBudget) Admit(run func(RunConfig) (*results.Record, error)) func(RunConfig) (*results.Record, error) {
 	if b == nil {
 		return run
 	}
-	return func(cfg RunConfig) (*Record, error) {
+	return func(cfg RunConfig) (*results.Record, error) {
 		est := MemoryEstimate(cfg)
 		n := b.acquire(est)
 		defer b.release(n)

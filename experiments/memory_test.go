@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
@@ -110,11 +111,11 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	release := make(chan struct{})
 	started := make(chan int, 2)
-	run := func(id int) func(RunConfig) (*Record, error) {
-		return func(RunConfig) (*Record, error) {
+	run := func(id int) func(RunConfig) (*results.Record, error) {
+		return func(RunConfig) (*results.Record, error) {
 			started <- id
 			<-release
-			return &Record{}, nil
+			return &results.Record{}, nil
 		}
 	}
 	done := make(chan struct{}, 2)
@@ -156,7 +157,7 @@ func TestMemoryBudget(t *testing.T) {
 	if !nilb.Fits(1<<62) || nilb.Total() != 0 {
 		t.Error("a nil budget must fit everything")
 	}
-	if rec, err := nilb.Admit(func(RunConfig) (*Record, error) { return &Record{Nodes: 3}, nil })(cfg); err != nil || rec.Nodes != 3 {
+	if rec, err := nilb.Admit(func(RunConfig) (*results.Record, error) { return &results.Record{Nodes: 3}, nil })(cfg); err != nil || rec.Nodes != 3 {
 		t.Errorf("nil budget's Admit: %v, %v", rec, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -19,7 +20,7 @@ import (
 // that rounded down to whole messages per stream (at least one).
 // It measures the network's ceiling for the shuffle's traffic, as the
 // dashed qperf line of Liu19's figure 19.
-func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*Record, error) {
+func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*results.Record, error) {
 	n, t := cfg.Nodes, cfg.Threads
 	iters := max(1, int(cfg.BytesPerNode/int64(cfg.MsgBytes)/int64(n-1)/int64(t)))
 	pc := perftest.Config{Test: "alltoall_bw", Size: cfg.MsgBytes, Iters: iters, QPs: t, Interleave: true,
@@ -41,13 +42,13 @@ func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*Record, error)
 		}
 		return nil, err
 	}
-	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),
+	rec := &results.Record{Experiment: "run", Label: cfg.Label, Backend: "sim", Profile: prof.Name, Design: cfg.Design, Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple,
 		ThroughputGiBs: res.BWAvgGbps * 1e9 / 8 / (1 << 30), ResponseS: res.DurationUS / 1e6,
 		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate(), ProfileHash: prof.Hash()}
 	rec.Profile = profileLabel(prof)
-	rec.stampRun(cfg)
+	stampRun(rec, cfg)
 	return rec, nil
 }

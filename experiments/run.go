@@ -3,12 +3,14 @@ package experiments
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
-	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"math"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
@@ -74,34 +76,19 @@ type RunConfig struct {
 	NodeCycles []int64
 	// Software replaces estimated software costs (the baselines' and the
 	// polling loops'); the zero value keeps the defaults.
-	Software SoftwareCosts
+	Software results.SoftwareCosts
 }
 
-// SoftwareCosts replace, for one run, software costs that are estimates
-// (docs/model.md §2 and §4): the MPI and IPoIB baselines' costs (also
-// HyPer-TCP's kernel costs) and the cycles a polling loop pays per cache
-// line. The zero value keeps the defaults (algos.DefaultMPICosts,
-// algos.DefaultIPoIBCosts, algos.DefaultPollLineCycles). Sensitivity
-// analysis moves them; a record made with any of them says so.
-type SoftwareCosts struct {
-	MPI            *algos.MPICosts   `json:"mpi,omitempty"`
-	IPoIB          *algos.IPoIBCosts `json:"ipoib,omitempty"`
-	PollLineCycles int64             `json:"poll_line_cycles,omitempty"`
-}
-
-// IsZero says whether s keeps every default.
-func (s SoftwareCosts) IsZero() bool { return s.MPI == nil && s.IPoIB == nil && s.PollLineCycles == 0 }
-
-// apply sets s's costs in an endpoint configuration.
-func (s SoftwareCosts) apply(c *algos.Config) {
+// applySoftware sets s's costs in an endpoint configuration.
+func applySoftware(s results.SoftwareCosts, c *algos.Config) {
 	c.MPI, c.IPoIB = s.MPI, s.IPoIB
 	if s.PollLineCycles != 0 {
 		c.PollLineCycles = s.PollLineCycles
 	}
 }
 
-// record is s as a run record shows it: nil for the defaults.
-func (s SoftwareCosts) record() *SoftwareCosts {
+// softwareRecord is s as a run record shows it: nil for the defaults.
+func softwareRecord(s results.SoftwareCosts) *results.SoftwareCosts {
 	if s.IsZero() {
 		return nil
 	}
@@ -155,118 +142,11 @@ func DefaultConfig() RunConfig {
 		Buffers: 2, CreditEvery: 2, BytesPerNode: 64 << 20, Seed: 1, Timeout: algos.DefaultTimeout}
 }
 
-// Record is the run record of docs/results.md.
-type Record struct {
-	Experiment     string       `json:"experiment"`
-	Label          string       `json:"label,omitempty"`
-	Backend        string       `json:"backend"`
-	Profile        string       `json:"profile"`
-	Design         string       `json:"design"`
-	Notify         string       `json:"notify,omitempty"`
-	Pattern        string       `json:"pattern"`
-	Nodes          int          `json:"nodes"`
-	Threads        int          `json:"threads"`
-	MsgBytes       int          `json:"msg_bytes"`
-	Buffers        int          `json:"buffers"`
-	CreditEvery    int          `json:"credit_every"`
-	Seed           uint64       `json:"seed"`
-	QPNumbering    uint64       `json:"qp_numbering,omitempty"` // RunConfig.QPNumbering
-	Network        netspec.Spec `json:"network,omitzero"`       // RunConfig.Network; left out for the single switch
-	BytesPerNode   int64        `json:"bytes_per_node"`
-	BytesPerPair   int64        `json:"bytes_per_pair,omitempty"`
-	CyclesPerTuple int64        `json:"cycles_per_tuple"`
-	NodeCycles     []int64      `json:"node_cycles,omitempty"`
-	// Adaptive buffering: the mean number of receive buffers in
-	// circulation per node (over the run, summed over endpoints and
-	// sources), buffers added and retired, and the pool's peak pinned
-	// bytes per node.
-	Adaptive        bool    `json:"adaptive,omitempty"`
-	MaxBuffers      int     `json:"max_buffers,omitempty"`
-	PinnedCapMiB    int64   `json:"pinned_cap_mib,omitempty"`
-	RecvBuffersMean float64 `json:"recv_buffers_mean,omitempty"`
-	// The same per node (time mean of the receive buffers of its endpoints).
-	RecvBuffersByNode []float64 `json:"recv_buffers_by_node,omitempty"`
-	// RecvBuffersMean split by state (posted and empty, filled and not yet
-	// taken, being consumed), per node on average.
-	RecvStateMeans []float64 `json:"recv_state_means,omitempty"`
-	BuffersGrown   int64     `json:"buffers_grown,omitempty"`
-	BuffersRetired int64     `json:"buffers_retired,omitempty"`
-	PoolPeakBytes  int64     `json:"pool_peak_bytes,omitempty"`
-	// UD loss recovery: on, messages retransmitted, duplicates dropped.
-	UDRecovery     bool    `json:"ud_recovery,omitempty"`
-	Retransmits    int64   `json:"retransmits,omitempty"`
-	Duplicates     int64   `json:"duplicates,omitempty"`
-	ThroughputGiBs float64 `json:"throughput_gibps"`
-	ResponseS      float64 `json:"response_s"`
-	SetupMS        float64 `json:"setup_ms"`
-	QPsPerNode     int     `json:"qps_per_node"`
-	RegisteredPer  int64   `json:"registered_bytes_per_node"`
-	// RecvPoolPer is the part of RegisteredPer that holds received
-	// messages: the one pool Liu19 §7.1.3 counts (0 with adaptive
-	// receive buffers).
-	RecvPoolPer    int64  `json:"recv_pool_bytes_per_node,omitempty"`
-	Integrity      string `json:"integrity"`
-	TuplesSent     uint64 `json:"tuples_sent"`
-	TuplesReceived uint64 `json:"tuples_received"`
-	CreditWrites   int64  `json:"credit_writes"`
-	// RDMA Write designs: RDMA Writes per data transfer (the data, any
-	// notification write, and credit writes), over the cluster.
-	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
-	// RDMA Write designs: mean time from writing a slot of the receiver
-	// to the sender seeing it free again, microseconds.
-	SlotReturnUS float64 `json:"slot_return_us,omitempty"`
-	CreditStalls int64   `json:"credit_stalls"`
-	QPCacheMiss  float64 `json:"qp_cache_miss_rate"`
-	// Fractions of the sending and receiving threads' time spent waiting
-	// (in Thread.Wait: for a free buffer, credit, data or completions),
-	// over all threads of all nodes, from the start barrier to each
-	// thread's end.
-	SenderIdle   float64 `json:"sender_idle"`
-	ReceiverIdle float64 `json:"receiver_idle"`
-	// Receiving threads' time in Release (returning the buffer: reposting
-	// the receive and writing credit back), milliseconds per GiB received.
-	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
-	// Receivers' time writing credit back (posting credit writes or
-	// messages in Release), milliseconds per GiB received.
-	CreditMSPerGiB float64 `json:"credit_ms_per_gib,omitempty"`
-	SimEvents      uint64  `json:"sim_events"`
-	// VerbsCheck is "off" when the simulator's verbs-usage checker did
-	// not run (explore run --no-check); absent when it did.
-	VerbsCheck string  `json:"verbs_check,omitempty"`
-	WallS      float64 `json:"wall_s"`
-	// The build that made the record (buildinfo): module version,
-	// version-control commit and Go toolchain; and the simulated
-	// profile's parameters (sim.Profile.Hash; empty off the simulator).
-	// Steady-state growth (explore reproduce): the input was this many
-	// times the figure's, and the throughput moved by SteadyChange (a
-	// fraction) from the run with half of it. Absent when not grown.
-	InputScale   int     `json:"input_scale,omitempty"`
-	SteadyChange float64 `json:"steady_change,omitempty"`
-	// SteadyStop says why growth stopped before the throughput settled
-	// and before the most growth allowed: the next doubling failed, or
-	// would not fit in the memory available. Absent otherwise.
-	SteadyStop  string `json:"steady_stop,omitempty"`
-	Version     string `json:"version"`
-	Commit      string `json:"commit"`
-	GoVersion   string `json:"go_version"`
-	ProfileHash string `json:"profile_hash"`
-	// Software is the software costs the run used where they were not
-	// the defaults (RunConfig.Software); absent for the defaults.
-	Software *SoftwareCosts `json:"software,omitempty"`
-	// Payload says the run moved real bytes (RunConfig.Payload); absent
-	// for a size-only run.
-	Payload bool `json:"payload,omitempty"`
-	// TimeoutS is the run's longest wait for progress, in simulated (or,
-	// on hardware, real) seconds, where it was not the default
-	// (algos.DefaultTimeout); absent for the default.
-	TimeoutS float64 `json:"timeout_s,omitempty"`
-}
-
 // stampRun records what a run was asked to do beyond its design and
 // cluster, so that Config gives it back: payload mode, a timeout other
 // than the default, and software costs other than the defaults.
-func (r *Record) stampRun(cfg RunConfig) {
-	r.Payload, r.Software = cfg.Payload, cfg.Software.record()
+func stampRun(r *results.Record, cfg RunConfig) {
+	r.Payload, r.Software = cfg.Payload, softwareRecord(cfg.Software)
 	if cfg.Timeout != 0 && cfg.Timeout != algos.DefaultTimeout {
 		r.TimeoutS = cfg.Timeout.Seconds()
 	}
@@ -361,18 +241,18 @@ func (c *RunConfig) bytesForPairs() int64 {
 
 // Run runs one shuffle on a simulated cluster and checks that every node
 // received exactly the tuples sent to it. It is RunSim without options.
-func Run(cfg RunConfig) (*Record, error) { return RunSim(cfg, SimOptions{}) }
+func Run(cfg RunConfig) (*results.Record, error) { return RunSim(cfg, SimOptions{}) }
 
 // RunSim runs one shuffle on a simulated cluster with the simulator's
 // options (faults, fault plan, profile change, time limit, inspector) and
 // checks that every node received exactly the tuples sent to it. A failed
 // run's error names the faults injected.
-func RunSim(cfg RunConfig, opt SimOptions) (*Record, error) {
+func RunSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	return stamped(runSim(cfg, opt))
 }
 
 // stamped adds the build's provenance to a record.
-func stamped(rec *Record, err error) (*Record, error) {
+func stamped(rec *results.Record, err error) (*results.Record, error) {
 	if rec != nil {
 		b := buildinfo.Get()
 		rec.Version, rec.Commit, rec.GoVersion = b.Version, b.Commit, b.Go
@@ -380,7 +260,7 @@ func stamped(rec *Record, err error) (*Record, error) {
 	return rec, err
 }
 
-func runSim(cfg RunConfig, opt SimOptions) (*Record, error) {
+func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
@@ -478,11 +358,11 @@ func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluste
 // model: "hardware" on RDMA hardware (ibv), "software" on the loopback
 // verbs provider and on hosts without a device, whose timing models
 // nothing.
-func RunOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+func RunOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
 	return stamped(runOn(f, cfg))
 }
 
-func runOn(f fabric.Fabric, cfg RunConfig) (*Record, error) {
+func runOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
 	if !cfg.Network.IsSingle() {
 		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "chooses the simulator's switches and routing; the %s backend runs on the network it has: leave it empty", f.Backend()).Sentinel(ErrUnsupported)
 	}
@@ -559,13 +439,13 @@ func integrity(sent, got [][]algos.Tally, corrupt []int) string {
 	return "ok"
 }
 
-// Config returns the run configuration that produced r, for running it
+// ConfigOf returns the run configuration that produced r, for running it
 // again: every field of RunConfig that the record holds (a run's faults
 // and simulator options are not in it: they are not part of the
 // configuration). For a shuffle (Experiment "run") it gives back the
 // configuration exactly, once normalized (SameRun); a TPC-H or I-Store
 // record holds its point in Label.
-func (r *Record) Config() RunConfig {
+func ConfigOf(r *results.Record) RunConfig {
 	c := DefaultConfig()
 	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
 	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed, c.QPNumbering = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed, r.QPNumbering
@@ -582,13 +462,13 @@ func (r *Record) Config() RunConfig {
 	return c
 }
 
-// SameRun says whether a record was made by the configuration cfg: nil if
+// SameRun says whether record r was made by the configuration cfg: nil if
 // so, otherwise an error naming the first field (of RunConfig) that
 // differs. Both sides are compared normalized (defaults filled in), every
 // field of a shuffle's configuration; for TPC-H and I-Store records, whose
 // point is in the label, the fields their records hold.
-func (r *Record) SameRun(cfg RunConfig) error {
-	want, got := cfg, r.Config()
+func SameRun(r *results.Record, cfg RunConfig) error {
+	want, got := cfg, ConfigOf(r)
 	for _, c := range []*RunConfig{&want, &got} {
 		if c.Timeout == 0 {
 			c.Timeout = algos.DefaultTimeout
@@ -622,7 +502,7 @@ type MismatchError struct {
 
 func (e *MismatchError) Error() string {
 	show := func(v any) string {
-		if sc, ok := v.(SoftwareCosts); ok {
+		if sc, ok := v.(results.SoftwareCosts); ok {
 			if sc.IsZero() {
 				return "the defaults"
 			}

@@ -3,11 +3,13 @@ package experiments
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -241,7 +243,7 @@ func TestRecordConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := Run(a.Config())
+			b, err := Run(ConfigOf(a))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -397,12 +399,12 @@ func TestSoftwareCosts(t *testing.T) {
 	ipoib.TxSegmentCycles *= 8
 	tests := []struct {
 		design string
-		sw     SoftwareCosts
+		sw     results.SoftwareCosts
 	}{
-		{"MPI", SoftwareCosts{MPI: &mpi}},
-		{"IPoIB", SoftwareCosts{IPoIB: &ipoib}},
-		{"HyPer-TCP", SoftwareCosts{IPoIB: &ipoib}},
-		{"MEMQ/WR", SoftwareCosts{PollLineCycles: 30 * 50}},
+		{"MPI", results.SoftwareCosts{MPI: &mpi}},
+		{"IPoIB", results.SoftwareCosts{IPoIB: &ipoib}},
+		{"HyPer-TCP", results.SoftwareCosts{IPoIB: &ipoib}},
+		{"MEMQ/WR", results.SoftwareCosts{PollLineCycles: 30 * 50}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.design, func(t *testing.T) {
@@ -482,7 +484,7 @@ func TestRecordSameRun(t *testing.T) {
 	full := goldenBase()
 	full.Design, full.Payload, full.Timeout, full.BytesPerPair = "MESQ/SR", true, 300*fabric.Millisecond, 32<<10
 	full.Adaptive, full.MaxBuffers, full.UDRecovery, full.NodeCycles = true, 8, true, []int64{3, 9}
-	full.Software, full.QPNumbering, full.Network, full.Label = SoftwareCosts{MPI: &mpi, PollLineCycles: 9}, 3, tree, "x"
+	full.Software, full.QPNumbering, full.Network, full.Label = results.SoftwareCosts{MPI: &mpi, PollLineCycles: 9}, 3, tree, "x"
 	wr := goldenBase()
 	wr.Design, wr.Notify = "MEMQ/WR", algos.NotifyBuffers
 	ceiling := goldenBase()
@@ -494,7 +496,7 @@ func TestRecordSameRun(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  RunConfig
-		run  func(RunConfig) (*Record, error)
+		run  func(RunConfig) (*results.Record, error)
 	}{
 		{"shuffle with every option", full, Run},
 		{"MEMQ/WR notify=buffers", wr, Run},
@@ -507,18 +509,18 @@ func TestRecordSameRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := rec.SameRun(tc.cfg); err != nil {
+			if err := SameRun(rec, tc.cfg); err != nil {
 				t.Fatalf("the record's own configuration: %v", err)
 			}
 			other := tc.cfg
 			other.Seed++
 			var m *MismatchError
-			if err := rec.SameRun(other); !errors.As(err, &m) || m.Field != "Seed" {
+			if err := SameRun(rec, other); !errors.As(err, &m) || m.Field != "Seed" {
 				t.Errorf("another seed: %v", err)
 			}
 			other = tc.cfg
 			other.Payload = !other.Payload
-			if err := rec.SameRun(other); !errors.As(err, &m) || m.Field != "Payload" {
+			if err := SameRun(rec, other); !errors.As(err, &m) || m.Field != "Payload" {
 				t.Errorf("payload changed: %v", err)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -46,7 +47,7 @@ type nodeRun struct {
 // shuffleOn runs cfg (normalized) on f and builds the record. ended, if
 // not nil, marks each node whose driver thread returned (with or without
 // an error) rather than being stopped by the end of the run.
-func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*Record, error) {
+func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*results.Record, error) {
 	groups, err := algos.NewGroups(cfg.Pattern, cfg.Nodes)
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func (nr *nodeRun) open(th fabric.Thread) error {
 	for k := range nr.eps {
 		ec := algos.Config{Nodes: cfg.Nodes, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery,
 			Timeout: cfg.Timeout, Notify: cfg.Notify, Recover: cfg.UDRecovery, Broadcast: cfg.Pattern == algos.Broadcast}
-		cfg.Software.apply(&ec)
+		applySoftware(cfg.Software, &ec)
 		if nr.pool != nil {
 			ec.Adaptive = &algos.AdaptiveBuffers{Pool: nr.pool, MaxRecv: cfg.MaxBuffers, MaxSend: cfg.MaxBuffers}
 		}
@@ -259,13 +260,13 @@ func (nr *nodeRun) closeAll(th fabric.Thread) {
 }
 
 // buildRecord builds the run record from every node's report.
-func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult) *Record {
+func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult) *results.Record {
 	n := cfg.Nodes
-	rec := &Record{Experiment: "run", Label: cfg.Label, Backend: backend, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
+	rec := &results.Record{Experiment: "run", Label: cfg.Label, Backend: backend, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: cfg.Threads, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
 		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, PinnedCapMiB: cfg.PinnedCapMiB, UDRecovery: cfg.UDRecovery}
-	rec.stampRun(cfg)
+	stampRun(rec, cfg)
 	sent, got, corrupt := make([][]algos.Tally, n), make([][]algos.Tally, n), make([]int, n)
 	for i, r := range res {
 		sent[i], got[i], corrupt[i] = r.Sent, r.Got, r.Corrupt

@@ -3,12 +3,14 @@ package experiments
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -319,7 +321,7 @@ func soakOne(cfg RunConfig, opt SimOptions, sched *faults.Schedule, wall time.Du
 	}
 	opt.Plan, opt.ProfileOverride = plan, sched.ProfileOverride()
 	type result struct {
-		rec      *Record
+		rec      *results.Record
 		err      error
 		injected int64
 	}
@@ -357,7 +359,7 @@ func soakOne(cfg RunConfig, opt SimOptions, sched *faults.Schedule, wall time.Du
 // Mutex" say) masks the fault's own error; then deadlocks, the checker's
 // findings (a hazard, or objects left open by a node that could still
 // close them), and clean errors.
-func classify(rec *Record, err error) SoakOutcome {
+func classify(rec *results.Record, err error) SoakOutcome {
 	switch {
 	case err == nil && rec.Integrity == "ok":
 		return Exact

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/faults"
@@ -34,7 +35,7 @@ func TestSoakShort(t *testing.T) {
 	}
 }
 
-func runSchedule(t *testing.T, cfg RunConfig, yaml string) (*Record, error, *sim.Cluster) {
+func runSchedule(t *testing.T, cfg RunConfig, yaml string) (*results.Record, error, *sim.Cluster) {
 	t.Helper()
 	s, err := faults.Parse([]byte(yaml))
 	if err != nil {
@@ -157,10 +158,10 @@ func TestClassify(t *testing.T) {
 	limit := fmt.Errorf("%w: 20s simulated; still running: n0/main", fabric.ErrTimeLimit)
 	pan := errors.New("n1/shuffle0: panic: sim: Unlock of an unlocked Mutex\ngoroutine 7 [running]:")
 	clean := errors.New("n0/receive0: algos: no progress for 100.000ms")
-	ok, missing := &Record{Integrity: "ok"}, &Record{Integrity: "missing"}
+	ok, missing := &results.Record{Integrity: "ok"}, &results.Record{Integrity: "missing"}
 	for _, tc := range []struct {
 		name string
-		rec  *Record
+		rec  *results.Record
 		err  error
 		want SoakOutcome
 	}{

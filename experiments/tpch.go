@@ -2,10 +2,12 @@ package experiments
 
 import (
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
@@ -36,7 +38,7 @@ type QueryConfig struct {
 	Buffers     int // default 2
 	CreditEvery int // default 2
 	Timeout     fabric.Duration
-	Software    SoftwareCosts // estimated software costs moved (zero: the defaults)
+	Software    results.SoftwareCosts // estimated software costs moved (zero: the defaults)
 }
 
 // StepStat is what one exchange of a plan moved.
@@ -148,7 +150,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 		me := th.Node().ID()
 		begin := th.Now()
 		ec := algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
-		cfg.Software.apply(&ec)
+		applySoftware(cfg.Software, &ec)
 		eps, err := openSteps(th, DesignOf(cfg.Design), plan.Steps, ec)
 		if err != nil {
 			return err

@@ -2,9 +2,11 @@ package experiments
 
 import (
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"strconv"
 	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
@@ -55,9 +57,9 @@ func ParseTPCHLabel(label string) (q tpch.Query, local bool, sfpn float64, err e
 // payload, threads (when 0) half the profile's cores. The record has
 // Experiment "tpch", the point's label, design and pattern, the response
 // time, the bytes shuffled per node as BytesPerNode and the integrity.
-func RunQueryPoint(cfg RunConfig) (*Record, error) { return stamped(runQueryPoint(cfg)) }
+func RunQueryPoint(cfg RunConfig) (*results.Record, error) { return stamped(runQueryPoint(cfg)) }
 
-func runQueryPoint(cfg RunConfig) (*Record, error) {
+func runQueryPoint(cfg RunConfig) (*results.Record, error) {
 	if !cfg.Network.IsSingle() {
 		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "a TPC-H point runs on the single switch: networks of switches are not wired into the query runner").Sentinel(ErrUnsupported)
 	}
@@ -97,10 +99,10 @@ func runQueryPoint(cfg RunConfig) (*Record, error) {
 	if local {
 		pattern = "local"
 	}
-	rec := &Record{Experiment: "tpch", Label: cfg.Label, Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
+	rec := &results.Record{Experiment: "tpch", Label: cfg.Label, Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
 		Nodes: qr.Nodes, Threads: qr.Threads, MsgBytes: msg, Buffers: max(cfg.Buffers, 2), CreditEvery: max(cfg.CreditEvery, 2), Seed: qr.Seed, QPNumbering: qr.QPNumbering,
 		BytesPerNode: qr.Shuffled / int64(qr.Nodes), ResponseS: qr.ResponseS, SetupMS: qr.SetupMS, Integrity: qr.Integrity,
 		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash}
-	rec.stampRun(cfg)
+	stampRun(rec, cfg)
 	return rec, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 )
 
@@ -188,12 +190,12 @@ func TestOverviewJSON(t *testing.T) {
 func TestRunReportFailsOnIntegrity(t *testing.T) {
 	for _, jsonOut := range []bool{false, true} {
 		var out bytes.Buffer
-		err := reportRun(&out, &experiments.Record{Design: "MESQ/SR", Integrity: "missing"}, jsonOut)
+		err := reportRun(&out, &results.Record{Design: "MESQ/SR", Integrity: "missing"}, jsonOut)
 		if err == nil || !strings.Contains(err.Error(), "integrity check failed: missing") || out.Len() == 0 {
 			t.Errorf("json %v: %v, printed %q", jsonOut, err, out.String())
 		}
 		out.Reset()
-		if err := reportRun(&out, &experiments.Record{Design: "MESQ/SR", Integrity: "ok"}, jsonOut); err != nil {
+		if err := reportRun(&out, &results.Record{Design: "MESQ/SR", Integrity: "ok"}, jsonOut); err != nil {
 			t.Errorf("json %v: %v", jsonOut, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // runFlags are explore run's flags beyond the configuration's own.
@@ -128,7 +129,7 @@ func (f *runFlags) check(cmd *cobra.Command) (experiments.SimOptions, error) {
 }
 
 // run runs the shuffle on the backend the flags chose, with progress.
-func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*experiments.Record, error) {
+func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results.Record, error) {
 	cfg := f.cfg
 	t := newTask(cmd.ErrOrStderr(), "run "+cfg.Design, "", 0)
 	defer t.finish()
@@ -169,7 +170,7 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*experim
 
 // reportRun prints the record (as JSON, or a table) and then fails a run
 // whose integrity check failed, whatever the format.
-func reportRun(w io.Writer, rec *experiments.Record, jsonOut bool) error {
+func reportRun(w io.Writer, rec *results.Record, jsonOut bool) error {
 	if jsonOut {
 		if err := json.NewEncoder(w).Encode(rec); err != nil {
 			return err
@@ -183,7 +184,7 @@ func reportRun(w io.Writer, rec *experiments.Record, jsonOut bool) error {
 	return nil
 }
 
-func printRun(w io.Writer, r *experiments.Record) {
+func printRun(w io.Writer, r *results.Record) {
 	t := newTable(w)
 	t.Header("design", "pattern", "nodes", "threads", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity")
 	t.Append(r.Design, r.Pattern, fmt.Sprint(r.Nodes), fmt.Sprint(r.Threads), fmt.Sprintf("%.2f", r.ThroughputGiBs),

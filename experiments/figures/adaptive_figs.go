@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
-	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -79,7 +79,7 @@ func adaptiveSweeps(id string, full, skew bool) ([]*sweep.Sweep, error) {
 
 // recvBuffersPerNode is a run's receive buffers per node: the time mean
 // for adaptive runs, the fixed depth otherwise.
-func recvBuffersPerNode(r *experiments.Record) float64 {
+func recvBuffersPerNode(r *results.Record) float64 {
 	if r.Adaptive {
 		return r.RecvBuffersMean
 	}
@@ -94,9 +94,9 @@ func adaptiveFigures() []Figure {
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				var out []NamedPlot
 				for _, cyc := range []int64{21, 40, 60, 95} {
-					sel := filter(rs, func(r *experiments.Record) bool { return r.CyclesPerTuple == cyc && len(r.NodeCycles) == 0 })
-					fixed := filter(rs, func(r *experiments.Record) bool { return r.CyclesPerTuple == cyc && !r.Adaptive && r.Label == "" })
-					series := lines(fixed, func(*experiments.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
+					sel := filter(rs, func(r *results.Record) bool { return r.CyclesPerTuple == cyc && len(r.NodeCycles) == 0 })
+					fixed := filter(rs, func(r *results.Record) bool { return r.CyclesPerTuple == cyc && !r.Adaptive && r.Label == "" })
+					series := lines(fixed, func(*results.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
 					for _, r := range sel {
 						switch {
 						case r.Adaptive:
@@ -116,8 +116,8 @@ func adaptiveFigures() []Figure {
 			ID: "fig24", X: "buffers", Title: "Skewed processing: one node at 21, one at 95 cycles per tuple (Liu19 fig. 24)", Claims: []string{"C20"},
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) { return adaptiveSweeps("fig24", full, true) },
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				fixed := filter(rs, func(r *experiments.Record) bool { return !r.Adaptive })
-				series := lines(fixed, func(*experiments.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
+				fixed := filter(rs, func(r *results.Record) bool { return !r.Adaptive })
+				series := lines(fixed, func(*results.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
 				var ref []sweep.RefLine
 				for _, r := range all(rs) {
 					if r.Adaptive {
@@ -134,7 +134,7 @@ func adaptiveFigures() []Figure {
 // judgeC19: at every load, adaptive within 3% of the best fixed depth (or
 // above it); the BDP depth below 90% of the best fixed depth at some load;
 // adaptive's mean buffers at 95 cycles below those at 21.
-func judgeC19(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC19(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	var parts []string
 	matches, bdpUnder := true, false
 	var bufs21, bufs95 float64
@@ -182,7 +182,7 @@ func judgeC19(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC20: the adaptive run's per-node buffer means differ by at least
 // 1.2x, and its throughput beats every fixed depth.
-func judgeC20(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC20(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	best, bestB, ad := 0.0, 0, 0.0
 	var byNode []float64
 	for _, r := range rs {

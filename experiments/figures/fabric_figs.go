@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/route"
@@ -43,7 +43,7 @@ func treeNetworks(radix int) []any {
 // treeLabel names a record's network by how it differs from a two-level
 // fat tree with ftree routing, contiguous placement and no
 // oversubscription.
-func treeLabel(r *experiments.Record) string {
+func treeLabel(r *results.Record) string {
 	s := r.Network
 	if s.IsSingle() {
 		return "single switch"
@@ -73,8 +73,8 @@ func treeLabel(r *experiments.Record) string {
 var treeDesigns = []any{"MESQ/SR", "MEMQ/SR", "MEMQ/RD", "MEMQ/WR", "HyPer", "HyPer/unsched", "MPI"}
 
 func fabricFigures() []Figure {
-	byNet := func(r *experiments.Record) string { return treeLabel(r) }
-	byDesign := func(r *experiments.Record) string { return r.Design }
+	byNet := func(r *results.Record) string { return treeLabel(r) }
+	byDesign := func(r *results.Record) string { return r.Design }
 	return []Figure{
 		Figure{
 			ID: "trees", X: "design",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -27,7 +28,7 @@ type Figure struct {
 	Plots func(rs []sweep.Result) ([]NamedPlot, error)
 	// Table is the metric of the printed table and its unit (default:
 	// throughput in GiB/s).
-	Table     func(*experiments.Record) float64
+	Table     func(*results.Record) float64
 	TableUnit string
 	// X is the parameter along the table's columns (the plots' x axis).
 	X string
@@ -36,11 +37,11 @@ type Figure struct {
 	NoSteady bool
 	// Run, if set, runs the figure's points instead of Run (queries, say:
 	// the points then describe more than a shuffle).
-	Run func(experiments.RunConfig) (*experiments.Record, error)
+	Run func(experiments.RunConfig) (*results.Record, error)
 }
 
 // TableMetric returns the figure's table metric and unit.
-func (f Figure) TableMetric() (func(*experiments.Record) float64, string) {
+func (f Figure) TableMetric() (func(*results.Record) float64, string) {
 	if f.Table == nil {
 		return tput, "receive throughput per node [GiB/s]"
 	}
@@ -118,7 +119,7 @@ var wrDesigns = []any{algos.NameMEMQWR, algos.NameMEMQWRCW}
 
 // wrSeries names a notification figure's series: the variant, and the
 // design when it is not Liu19's.
-func wrSeries(r *experiments.Record) string {
+func wrSeries(r *results.Record) string {
 	if r.Design == algos.NameMEMQWR {
 		return "notify=" + r.Notify
 	}
@@ -153,20 +154,20 @@ func seedFigures() []Figure {
 				)
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				main := filter(rs, func(r *experiments.Record) bool {
+				main := filter(rs, func(r *results.Record) bool {
 					return !experiments.DesignOf(r.Design).Ceiling && r.Label != memoryRuns
 				}) // not the memory runs
 				var ref []sweep.RefLine
-				if q := filter(rs, func(r *experiments.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
+				if q := filter(rs, func(r *results.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
 					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
-				byDesign := func(r *experiments.Record) string { return r.Design }
-				f := func(r *experiments.Record) float64 { return float64(r.CreditEvery) }
+				byDesign := func(r *results.Record) string { return r.Design }
+				f := func(r *results.Record) float64 { return float64(r.CreditEvery) }
 				return []NamedPlot{
 					{"fig13", sweep.PlotSpec{Title: "Throughput vs credit write-back frequency (8 nodes, EDR)", XLabel: "receives per credit write-back",
 						YLabel: "receive throughput per node [GiB/s]", Kind: "lines", Series: lines(main, byDesign, f, tput), HLines: ref}},
 					{"fig14", sweep.PlotSpec{Title: "Receivers' time returning buffers and credit", XLabel: "receives per credit write-back",
-						YLabel: "time in Release [ms per GiB]", Kind: "lines", Series: lines(main, byDesign, f, func(r *experiments.Record) float64 { return r.ReleaseMSPerGiB })}},
+						YLabel: "time in Release [ms per GiB]", Kind: "lines", Series: lines(main, byDesign, f, func(r *results.Record) float64 { return r.ReleaseMSPerGiB })}},
 				}, nil
 			},
 		},
@@ -187,7 +188,7 @@ func seedFigures() []Figure {
 		},
 		{
 			ID: "fig16", X: "notify", Title: "When a slot returns to the sender, per notification variant (Liu19 fig. 16)", Claims: []string{"C5"},
-			Table: func(r *experiments.Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
+			Table: func(r *results.Record) float64 { return r.SlotReturnUS }, TableUnit: "slot return after its write [us]",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 512<<10, 8<<20))
 				return sweeps(func() (*sweep.Sweep, error) {
@@ -197,13 +198,13 @@ func seedFigures() []Figure {
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig16", sweep.PlotSpec{Title: "Slot return latency (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
 					YLabel: "slot return after its write [us]", Kind: "bars",
-					Series: bars(all(rs), func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) string { return r.Notify },
-						func(r *experiments.Record) float64 { return r.SlotReturnUS })}}}, nil
+					Series: bars(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) string { return r.Notify },
+						func(r *results.Record) float64 { return r.SlotReturnUS })}}}, nil
 			},
 		},
 		{
 			ID: "fig17", X: "credit-every", Title: "RDMA Writes per transfer of the notification variants (Liu19 fig. 17)", Claims: []string{"C6"},
-			Table: func(r *experiments.Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
+			Table: func(r *results.Record) float64 { return r.WritesPerTransfer }, TableUnit: "RDMA Writes per data transfer",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 8, scale(full, 4, 14), scale[int64](full, 1<<20, 8<<20))
 				base.Buffers = 4
@@ -214,8 +215,8 @@ func seedFigures() []Figure {
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig17", sweep.PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR)", XLabel: "receives per credit write-back",
 					YLabel: "RDMA Writes per data transfer", Kind: "lines",
-					Series: lines(all(rs), wrSeries, func(r *experiments.Record) float64 { return float64(r.CreditEvery) },
-						func(r *experiments.Record) float64 { return r.WritesPerTransfer })}}}, nil
+					Series: lines(all(rs), wrSeries, func(r *results.Record) float64 { return float64(r.CreditEvery) },
+						func(r *results.Record) float64 { return r.WritesPerTransfer })}}}, nil
 			},
 		},
 		{
@@ -235,14 +236,14 @@ func seedFigures() []Figure {
 				)
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				rc := filter(rs, func(r *experiments.Record) bool { return !experiments.IsUD(r.Design) })
-				byDesign := func(r *experiments.Record) string { return r.Design }
-				size := func(r *experiments.Record) float64 { return float64(r.MsgBytes) }
+				rc := filter(rs, func(r *results.Record) bool { return !experiments.IsUD(r.Design) })
+				byDesign := func(r *results.Record) string { return r.Design }
+				size := func(r *results.Record) float64 { return float64(r.MsgBytes) }
 				return []NamedPlot{
 					{"fig18", sweep.PlotSpec{Title: "Throughput vs message size (8 nodes, EDR)", XLabel: "message size [bytes]", YLabel: "receive throughput per node [GiB/s]",
 						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, tput)}},
 					{"fig18c", sweep.PlotSpec{Title: "Registered memory vs message size", XLabel: "message size [bytes]", YLabel: "registered memory per node [MiB]",
-						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, func(r *experiments.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) })}},
+						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, func(r *results.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) })}},
 				}, nil
 			},
 		},
@@ -270,11 +271,11 @@ func seedFigures() []Figure {
 				for i, panel := range []struct{ profile, pattern string }{
 					{"fdr-cx3", "repartition"}, {"fdr-cx3", "broadcast"}, {"edr-cx4", "repartition"}, {"edr-cx4", "broadcast"},
 				} {
-					sel := filter(rs, func(r *experiments.Record) bool { return r.Profile == panel.profile && r.Pattern == panel.pattern })
+					sel := filter(rs, func(r *results.Record) bool { return r.Profile == panel.profile && r.Pattern == panel.pattern })
 					out = append(out, NamedPlot{fmt.Sprintf("fig19%c", 'a'+i), sweep.PlotSpec{
 						Title:  fmt.Sprintf("%s, %s", panel.pattern, panel.profile),
 						XLabel: "nodes", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
-						Series: bars(sel, func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) string { return fmt.Sprint(r.Nodes) }, tput)}})
+						Series: bars(sel, func(r *results.Record) string { return r.Design }, func(r *results.Record) string { return fmt.Sprint(r.Nodes) }, tput)}})
 				}
 				return out, nil
 			},
@@ -291,12 +292,12 @@ func seedFigures() []Figure {
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig20", sweep.PlotSpec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true,
-					Series: lines(all(rs), func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
+					Series: lines(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
 			},
 		},
 		{
 			ID: "fig21", X: "nodes", Title: "Connection setup time (Liu19 fig. 21)", Claims: []string{"C17"},
-			Table: func(r *experiments.Record) float64 { return r.SetupMS }, TableUnit: "setup [ms]", NoSteady: true,
+			Table: func(r *results.Record) float64 { return r.SetupMS }, TableUnit: "setup [ms]", NoSteady: true,
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 2, scale(full, 4, 14), 16<<10)
 				return sweeps(func() (*sweep.Sweep, error) {
@@ -305,8 +306,8 @@ func seedFigures() []Figure {
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig21", sweep.PlotSpec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
-					Series: lines(all(rs), func(r *experiments.Record) string { return r.Design }, func(r *experiments.Record) float64 { return float64(r.Nodes) },
-						func(r *experiments.Record) float64 { return r.SetupMS })}}}, nil
+					Series: lines(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) float64 { return float64(r.Nodes) },
+						func(r *results.Record) float64 { return r.SetupMS })}}}, nil
 			},
 		},
 		{
@@ -319,10 +320,10 @@ func seedFigures() []Figure {
 				})
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				loaded := filter(rs, func(r *experiments.Record) bool { return r.CyclesPerTuple > 0 })
+				loaded := filter(rs, func(r *results.Record) bool { return r.CyclesPerTuple > 0 })
 				return []NamedPlot{{"fig22", sweep.PlotSpec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
 					XLabel: "processing per 32 KiB batch [us]", YLabel: "throughput / processing throughput", Kind: "lines",
-					Series: lines(loaded, func(r *experiments.Record) string { return r.Design }, batchMicros, overlap)}}}, nil
+					Series: lines(loaded, func(r *results.Record) string { return r.Design }, batchMicros, overlap)}}}, nil
 			},
 		},
 	}
@@ -344,10 +345,10 @@ func FigureByID(id string) (Figure, error) {
 }
 
 // all returns the records of the results that succeeded.
-func all(rs []sweep.Result) []*experiments.Record { return filter(rs, nil) }
+func all(rs []sweep.Result) []*results.Record { return filter(rs, nil) }
 
-func filter(rs []sweep.Result, keep func(*experiments.Record) bool) []*experiments.Record {
-	var out []*experiments.Record
+func filter(rs []sweep.Result, keep func(*results.Record) bool) []*results.Record {
+	var out []*results.Record
 	for _, r := range rs {
 		if !r.Failed() && (keep == nil || keep(r.Record)) {
 			out = append(out, r.Record)
@@ -356,10 +357,10 @@ func filter(rs []sweep.Result, keep func(*experiments.Record) bool) []*experimen
 	return out
 }
 
-func tput(r *experiments.Record) float64 { return r.ThroughputGiBs }
+func tput(r *results.Record) float64 { return r.ThroughputGiBs }
 
 // ghz is the clock of a record's profile (1 if it cannot be loaded).
-func ghz(r *experiments.Record) float64 {
+func ghz(r *results.Record) float64 {
 	name := strings.TrimPrefix(r.Profile, "file:")
 	if p, err := sim.LoadProfile(name); err == nil && p.Host.GHz > 0 {
 		return p.Host.GHz
@@ -369,13 +370,13 @@ func ghz(r *experiments.Record) float64 {
 
 // batchMicros is the receiving fragment's processing time per 32 KiB batch
 // (2048 tuples), the x axis of Liu19's overlap figures.
-func batchMicros(r *experiments.Record) float64 {
+func batchMicros(r *results.Record) float64 {
 	return float64(r.CyclesPerTuple) * float64(32<<10/algos.TupleBytes) / ghz(r) / 1e3
 }
 
 // overlap is the shuffle's throughput relative to what the receiving
 // threads could process (1 = communication fully hidden).
-func overlap(r *experiments.Record) float64 {
+func overlap(r *results.Record) float64 {
 	if r.CyclesPerTuple <= 0 {
 		return 0
 	}
@@ -385,7 +386,7 @@ func overlap(r *experiments.Record) float64 {
 
 // lines groups records into series (by series), points by x, averaging y
 // over the seeds with a 95% interval; points are sorted by x.
-func lines(rs []*experiments.Record, series func(*experiments.Record) string, x, y func(*experiments.Record) float64) []sweep.Series {
+func lines(rs []*results.Record, series func(*results.Record) string, x, y func(*results.Record) float64) []sweep.Series {
 	type key struct {
 		s string
 		x float64
@@ -416,14 +417,14 @@ func lines(rs []*experiments.Record, series func(*experiments.Record) string, x,
 
 // bars is lines with categories (labels) instead of numeric x, in order
 // of first appearance.
-func bars(rs []*experiments.Record, series, cat func(*experiments.Record) string, y func(*experiments.Record) float64) []sweep.Series {
+func bars(rs []*results.Record, series, cat func(*results.Record) string, y func(*results.Record) float64) []sweep.Series {
 	var cats []string
 	for _, r := range rs {
 		if c := cat(r); !slices.Contains(cats, c) {
 			cats = append(cats, c)
 		}
 	}
-	idx := func(r *experiments.Record) float64 { return float64(slices.Index(cats, cat(r))) }
+	idx := func(r *results.Record) float64 { return float64(slices.Index(cats, cat(r))) }
 	out := lines(rs, series, idx, y)
 	for i := range out {
 		for j := range out[i].Points {
@@ -435,7 +436,7 @@ func bars(rs []*experiments.Record, series, cat func(*experiments.Record) string
 
 // mean is the mean of y over the records that keep selects, and how many
 // there were.
-func mean(rs []*experiments.Record, keep func(*experiments.Record) bool, y func(*experiments.Record) float64) (float64, int) {
+func mean(rs []*results.Record, keep func(*results.Record) bool, y func(*results.Record) float64) (float64, int) {
 	var v []float64
 	for _, r := range rs {
 		if keep(r) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
@@ -39,12 +40,12 @@ func TestFiguresBuild(t *testing.T) {
 
 // figureFakeRun returns a record shaped like cfg's without simulating, with a
 // throughput that depends on the design so that judges have data.
-func figureFakeRun(cfg experiments.RunConfig) (*experiments.Record, error) {
+func figureFakeRun(cfg experiments.RunConfig) (*results.Record, error) {
 	tp := map[string]float64{"MESQ/SR": 11, "SESQ/SR": 3.5, "MPI": 5, "IPoIB": 4, "qperf": 11.5}[cfg.Design]
 	if tp == 0 {
 		tp = 10
 	}
-	return &experiments.Record{Design: cfg.Design, Profile: cfg.Profile, Pattern: string(cfg.Pattern), Nodes: cfg.Nodes, Threads: cfg.Threads,
+	return &results.Record{Design: cfg.Design, Profile: cfg.Profile, Pattern: string(cfg.Pattern), Nodes: cfg.Nodes, Threads: cfg.Threads,
 		MsgBytes: max(cfg.MsgBytes, 4096), Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, Notify: string(cfg.Notify),
 		CyclesPerTuple: cfg.CyclesPerTuple, BytesPerPair: cfg.BytesPerPair, BytesPerNode: cfg.BytesPerNode,
 		ThroughputGiBs: tp, SetupMS: float64(cfg.Nodes), QPsPerNode: cfg.Nodes, RegisteredPer: 1 << 20, Integrity: "ok"}, nil
@@ -89,15 +90,15 @@ func TestRunFigureWritesFiles(t *testing.T) {
 	}
 }
 
-func rec(design, profile, pattern string, nodes int, tp float64) *experiments.Record {
-	return &experiments.Record{Design: design, Profile: profile, Pattern: pattern, Nodes: nodes, ThroughputGiBs: tp}
+func rec(design, profile, pattern string, nodes int, tp float64) *results.Record {
+	return &results.Record{Design: design, Profile: profile, Pattern: pattern, Nodes: nodes, ThroughputGiBs: tp}
 }
 
 // c14 is C14's 16-node repartition points: SESQ/SR at fdr and edr GiB/s
 // with its senders idle seIdle of the time, MESQ/SR at the links' 6 and 11
 // with its senders idle meIdle.
-func c14(fdr, edr, seIdle, meIdle float64) []*experiments.Record {
-	rs := []*experiments.Record{rec("SESQ/SR", "fdr-cx3", "repartition", 16, fdr), rec("MESQ/SR", "fdr-cx3", "repartition", 16, 6),
+func c14(fdr, edr, seIdle, meIdle float64) []*results.Record {
+	rs := []*results.Record{rec("SESQ/SR", "fdr-cx3", "repartition", 16, fdr), rec("MESQ/SR", "fdr-cx3", "repartition", 16, 6),
 		rec("SESQ/SR", "edr-cx4", "repartition", 16, edr), rec("MESQ/SR", "edr-cx4", "repartition", 16, 11)}
 	rs[0].SenderIdle, rs[2].SenderIdle = seIdle, seIdle
 	rs[1].SenderIdle, rs[3].SenderIdle = meIdle, meIdle
@@ -109,12 +110,12 @@ func TestJudges(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		rule judgeFunc
-		rs   []*experiments.Record
+		rs   []*results.Record
 		want string
 	}{
-		{"C9 about 2x", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 5)}, Pass},
-		{"C9 direction only", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Partial},
-		{"C9 reversed", judgeC9, []*experiments.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 5), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Fail},
+		{"C9 about 2x", judgeC9, []*results.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 5)}, Pass},
+		{"C9 direction only", judgeC9, []*results.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Partial},
+		{"C9 reversed", judgeC9, []*results.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 5), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Fail},
 		{"C9 no data", judgeC9, nil, Fail},
 		{"C14 contention", judgeC14, c14(4.0, 4.1, 0, 0.7), Pass},
 		{"C14 on FDR the link caps MESQ/SR too", judgeC14, c14(4.6, 4.7, 0, 0.7), Pass},
@@ -122,7 +123,7 @@ func TestJudges(t *testing.T) {
 		{"C14 senders idle", judgeC14, c14(4.0, 4.1, 0.3, 0.7), Partial},
 		{"C14 keeps up on EDR", judgeC14, c14(4.0, 7.0, 0, 0.7), Fail},
 		{"C14 no data", judgeC14, nil, Fail},
-		{"C12 flat", judgeC12, []*experiments.Record{
+		{"C12 flat", judgeC12, []*results.Record{
 			rec("SEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("MEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("SEMQ/WR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/WR", "edr-cx4", "repartition", 16, 9.5),
@@ -146,14 +147,14 @@ func TestJudges(t *testing.T) {
 // compared with a different experiment), and never divides by a zero
 // throughput.
 func TestSteadyCheckUsesTheFigureRunner(t *testing.T) {
-	zero := func(cfg experiments.RunConfig) (*experiments.Record, error) {
+	zero := func(cfg experiments.RunConfig) (*results.Record, error) {
 		r, err := figureFakeRun(cfg)
 		r.ThroughputGiBs = 0
 		return r, err
 	}
 	for _, tc := range []struct {
 		name string
-		run  func(experiments.RunConfig) (*experiments.Record, error)
+		run  func(experiments.RunConfig) (*results.Record, error)
 		want string
 	}{
 		{"fake", figureFakeRun, "steady: MEMQ/WR at 8 nodes, 10.00 GiB/s; twice the input 10.00 GiB/s (+0.0%)"},
@@ -183,7 +184,7 @@ func TestRatioVerdict(t *testing.T) {
 		ratio float64
 		want  string
 	}{{2.5, Pass}, {1.7, Partial}, {1.6, Partial}, {1.12, Fail}, {0.9, Fail}, {5, Partial}} {
-		rs := []*experiments.Record{
+		rs := []*results.Record{
 			{Design: "MESQ/SR", Profile: "fdr-cx3", Pattern: "repartition", Nodes: 8, ThroughputGiBs: tc.ratio},
 			{Design: "IPoIB", Profile: "fdr-cx3", Pattern: "repartition", Nodes: 8, ThroughputGiBs: 1},
 		}
@@ -196,10 +197,10 @@ func TestRatioVerdict(t *testing.T) {
 // TestC16At16Nodes: C16 compares the designs at 16 nodes, each at its
 // best; a small MQ configuration elsewhere does not decide it.
 func TestC16At16Nodes(t *testing.T) {
-	rec := func(d string, nodes, qps int, gibps float64) *experiments.Record {
-		return &experiments.Record{Design: d, Nodes: nodes, QPsPerNode: qps, ThroughputGiBs: gibps}
+	rec := func(d string, nodes, qps int, gibps float64) *results.Record {
+		return &results.Record{Design: d, Nodes: nodes, QPsPerNode: qps, ThroughputGiBs: gibps}
 	}
-	rs := []*experiments.Record{
+	rs := []*results.Record{
 		rec("MESQ/SR", 16, 4, 10), rec("MEMQ/SR", 16, 32, 8), rec("MEMQ/SR", 16, 60, 9), rec("SEMQ/RD", 16, 16, 7),
 		rec("MEMQ/SR", 2, 2, 11), // 2 nodes: fewer QPs and more throughput, but not the claim's cluster
 	}
@@ -261,13 +262,13 @@ func TestApplyRobustnessDemotesFragilePasses(t *testing.T) {
 // and 8 nodes, and the threshold sweep at rdma seconds, except the
 // thresholds (KiB) in grown: grown by that factor (input_scale and time
 // both multiplied) when it is a whole number, otherwise just slower.
-func mwRecords(sockets, rdma float64, grown map[int]float64) []*experiments.Record {
-	var rs []*experiments.Record
+func mwRecords(sockets, rdma float64, grown map[int]float64) []*results.Record {
+	var rs []*results.Record
 	for _, n := range []int{4, 8} {
-		rs = append(rs, &experiments.Record{Design: "Sockets-MW", Nodes: n, Threads: 1, Integrity: "ok", ResponseS: sockets, BytesPerNode: 8 << 20},
-			&experiments.Record{Design: "RDMA-MW/siw", Nodes: n, Threads: 1, Integrity: "ok", ResponseS: rdma, BytesPerNode: 8 << 20})
+		rs = append(rs, &results.Record{Design: "Sockets-MW", Nodes: n, Threads: 1, Integrity: "ok", ResponseS: sockets, BytesPerNode: 8 << 20},
+			&results.Record{Design: "RDMA-MW/siw", Nodes: n, Threads: 1, Integrity: "ok", ResponseS: rdma, BytesPerNode: 8 << 20})
 		for _, th := range algos.MWThresholds {
-			r := &experiments.Record{Design: algos.MWDesign(th), Nodes: n, Threads: 2, Integrity: "ok", ResponseS: rdma, BytesPerNode: 8 << 20}
+			r := &results.Record{Design: algos.MWDesign(th), Nodes: n, Threads: 2, Integrity: "ok", ResponseS: rdma, BytesPerNode: 8 << 20}
 			if f, ok := grown[th>>10]; ok {
 				r.ResponseS *= f
 				if f == float64(int(f)) {
@@ -288,7 +289,7 @@ func mwRecords(sockets, rdma float64, grown map[int]float64) []*experiments.Reco
 func TestReproducePooledSameAsSequential(t *testing.T) {
 	figs := []string{"fig13", "fig16", "fig19", "fig21", "fig27"}
 	var running, most atomic.Int32
-	run := func(cfg experiments.RunConfig) (*experiments.Record, error) {
+	run := func(cfg experiments.RunConfig) (*results.Record, error) {
 		if n := running.Add(1); n > most.Load() {
 			most.Store(n)
 		}

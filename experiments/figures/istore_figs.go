@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/istore"
 )
@@ -29,11 +30,11 @@ const istoreStreams = 3
 // figure (the paper's largest prefetch, where reads saturate).
 const istoreFanoutDepth = 10
 
-func mblocks(r *experiments.Record) float64 {
+func mblocks(r *results.Record) float64 {
 	return r.ThroughputGiBs * (1 << 30) / istore.BlockBytes / 1e6
 }
 
-func istoreTables(r *experiments.Record) int {
+func istoreTables(r *results.Record) int {
 	if _, kv, err := experiments.ParseIStoreLabel(r.Label); err == nil {
 		return int(kv["tables"])
 	}
@@ -65,8 +66,8 @@ func istoreFigures() []Figure {
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"istore-prefetch", sweep.PlotSpec{Title: "One memory server, one reader (FDR), scan-sum of 2 KB blocks", XLabel: "outstanding reads per stream",
-					YLabel: "scanned blocks/s [M]", Kind: "lines", Series: lines(all(rs), func(r *experiments.Record) string { return fmt.Sprintf("%d stream(s)", r.Threads) },
-						func(r *experiments.Record) float64 { return float64(r.Buffers) }, mblocks)}}}, nil
+					YLabel: "scanned blocks/s [M]", Kind: "lines", Series: lines(all(rs), func(r *results.Record) string { return fmt.Sprintf("%d stream(s)", r.Threads) },
+						func(r *results.Record) float64 { return float64(r.Buffers) }, mblocks)}}}, nil
 			},
 		},
 		Figure{
@@ -82,8 +83,8 @@ func istoreFigures() []Figure {
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"istore-fanout", sweep.PlotSpec{Title: fmt.Sprintf("One memory server, %d streams per reader, %d outstanding (FDR)", istoreStreams, istoreFanoutDepth),
-					XLabel: "readers", YLabel: "scanned blocks/s per reader [M]", Kind: "lines", Series: lines(all(rs), func(r *experiments.Record) string { return r.Design },
-						func(r *experiments.Record) float64 { return float64(r.Nodes - 1) }, mblocks)}}}, nil
+					XLabel: "readers", YLabel: "scanned blocks/s per reader [M]", Kind: "lines", Series: lines(all(rs), func(r *results.Record) string { return r.Design },
+						func(r *results.Record) float64 { return float64(r.Nodes - 1) }, mblocks)}}}, nil
 			},
 		},
 		Figure{
@@ -119,12 +120,12 @@ func istoreFigures() []Figure {
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"istore-joins", sweep.PlotSpec{Title: "Star joins (size-only), 8 FDR nodes", XLabel: "tables joined", YLabel: "response time [ms]", Kind: "bars",
-					Series: bars(all(rs), func(r *experiments.Record) string {
+					Series: bars(all(rs), func(r *results.Record) string {
 						if r.Threads != 5 {
 							return fmt.Sprintf("%s, %d cores", r.Design, 2*r.Threads)
 						}
 						return r.Design
-					}, func(r *experiments.Record) string { return fmt.Sprint(istoreTables(r)) }, respMS)}}}, nil
+					}, func(r *results.Record) string { return fmt.Sprint(istoreTables(r)) }, respMS)}}}, nil
 			},
 		},
 	}
@@ -135,9 +136,9 @@ func istoreFigures() []Figure {
 // say how many streams a reader runs, and a count fitted to its absolute
 // numbers would make the verdict rest on the claim. The figures with that
 // fitted count are reported beside, not judged.
-func judgeC27(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC27(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	at := func(threads, depth int) float64 {
-		v, _ := mean(rs, func(r *experiments.Record) bool {
+		v, _ := mean(rs, func(r *results.Record) bool {
 			return r.Threads == threads && r.Buffers == depth && r.Experiment == "istore-micro"
 		}, mblocks)
 		return v
@@ -177,9 +178,9 @@ func judgeC27(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC28: per-reader read throughput at 8 readers below half that at 1
 // ("sharply"); multicast within +-30% of its 1-reader value at every
 // count ("flat"), and above reads from 2 readers on.
-func judgeC28(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC28(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	at := func(d string, readers int) float64 {
-		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == d && r.Nodes == readers+1 }, mblocks)
+		v, _ := mean(rs, func(r *results.Record) bool { return r.Design == d && r.Nodes == readers+1 }, mblocks)
 		return v
 	}
 	r1, r8, m1 := at(experiments.IStoreReadDesign, 1), at(experiments.IStoreReadDesign, 8), at(experiments.IStoreMulticastDesign, 1)
@@ -213,7 +214,7 @@ func judgeC28(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC29: for the 3- and 4-table joins the remote-read design (relayed
 // multicast) is faster than the best shuffle plan, by about 3x (2.1-3.9x)
 // at best; the 2-table join is reported beside (the paper: alike).
-func judgeC29(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC29(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	var threads int // the remote-read runs' (cores = 2 x threads in both plans)
 	for _, r := range rs {
 		if r.Design == experiments.IStoreDesign {
@@ -230,7 +231,7 @@ func judgeC29(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 		return best, name
 	}
 	speedup := func(tables int) (float64, string) {
-		is, _ := mean(rs, func(r *experiments.Record) bool {
+		is, _ := mean(rs, func(r *results.Record) bool {
 			return r.Design == experiments.IStoreDesign && istoreTables(r) == tables
 		}, respMS)
 		best, name := shuffle(tables, threads)
@@ -249,7 +250,7 @@ func judgeC29(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 		sp[t] = s
 		parts = append(parts, fmt.Sprintf("%d tables: %.2fx over the best shuffle plan (%s)", t, s, name))
 		if more, _ := shuffle(t, 2*threads); threads > 0 && !math.IsInf(more, 0) {
-			is, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == experiments.IStoreDesign && istoreTables(r) == t }, respMS)
+			is, _ := mean(rs, func(r *results.Record) bool { return r.Design == experiments.IStoreDesign && istoreTables(r) == t }, respMS)
 			parts[len(parts)-1] += fmt.Sprintf(" (%.2fx over MESQ/SR on twice the cores)", more/is)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // TestIStorePoints: a micro point and a join point through the figures'
@@ -24,12 +25,12 @@ func TestIStorePoints(t *testing.T) {
 
 // TestIStoreJudges checks C27-C29's rules on hand-made records.
 func TestIStoreJudges(t *testing.T) {
-	micro := func(design string, nodes, threads, depth int, mb float64) *experiments.Record {
-		return &experiments.Record{Experiment: "istore-micro", Design: design, Nodes: nodes, Threads: threads, Buffers: depth, ThroughputGiBs: mb * 1e6 * 2048 / (1 << 30)}
+	micro := func(design string, nodes, threads, depth int, mb float64) *results.Record {
+		return &results.Record{Experiment: "istore-micro", Design: design, Nodes: nodes, Threads: threads, Buffers: depth, ThroughputGiBs: mb * 1e6 * 2048 / (1 << 30)}
 	}
 	// C27 is judged on one stream per reader; the fitted stream count is
 	// only reported.
-	var pre, fitted []*experiments.Record
+	var pre, fitted []*results.Record
 	for d := 1; d <= 16; d++ {
 		pre = append(pre, micro(experiments.IStoreReadDesign, 2, istoreStreams, d, min(float64(d)/3, 3)), micro(experiments.IStoreReadDesign, 2, 1, d, min(float64(d), 3)))
 		fitted = append(fitted, micro(experiments.IStoreReadDesign, 2, istoreStreams, d, min(float64(d), 3)), micro(experiments.IStoreReadDesign, 2, 1, d, min(float64(d)/3, 3)))
@@ -43,7 +44,7 @@ func TestIStoreJudges(t *testing.T) {
 	if v := judgeC27(pre[:2], nil); v.Verdict != Fail {
 		t.Errorf("C27 without data: %+v", v)
 	}
-	var fan []*experiments.Record
+	var fan []*results.Record
 	for _, k := range []int{1, 2, 4, 6, 8} {
 		fan = append(fan, micro(experiments.IStoreReadDesign, k+1, 3, 10, 3/float64(k)), micro(experiments.IStoreMulticastDesign, k+1, 3, 10, 2.8))
 	}
@@ -54,10 +55,10 @@ func TestIStoreJudges(t *testing.T) {
 	if v := judgeC28(fan, nil); v.Verdict != Partial {
 		t.Errorf("C28 falling multicast: %+v", v)
 	}
-	join := func(design string, tables int, ms float64) *experiments.Record {
-		return &experiments.Record{Experiment: "istore-join", Label: experiments.IStoreJoinLabel(tables, 1), Design: design, ResponseS: ms / 1e3}
+	join := func(design string, tables int, ms float64) *results.Record {
+		return &results.Record{Experiment: "istore-join", Label: experiments.IStoreJoinLabel(tables, 1), Design: design, ResponseS: ms / 1e3}
 	}
-	js := []*experiments.Record{join(experiments.IStoreDesign, 2, 10), join("MESQ/SR", 2, 11), join(experiments.IStoreDesign, 3, 10), join("MESQ/SR", 3, 20),
+	js := []*results.Record{join(experiments.IStoreDesign, 2, 10), join("MESQ/SR", 2, 11), join(experiments.IStoreDesign, 3, 10), join("MESQ/SR", 3, 20),
 		join(experiments.IStoreDesign, 4, 10), join("MESQ/SR", 4, 30), join("MEMQ/SR", 4, 28)}
 	if v := judgeC29(js, nil); v.Verdict != Pass || !strings.Contains(v.Measured, "2.80x") {
 		t.Errorf("C29: %+v", v)

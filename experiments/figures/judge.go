@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
@@ -23,7 +24,7 @@ func Judge(res map[string][]sweep.Result) []Verdict {
 	return out
 }
 
-type judgeFunc func(rs []*experiments.Record, res map[string][]sweep.Result) Verdict
+type judgeFunc func(rs []*results.Record, res map[string][]sweep.Result) Verdict
 
 // judges maps a claim to its figure and rule.
 var judges = map[string]struct {
@@ -80,8 +81,8 @@ func judgeOne(c Claim, res map[string][]sweep.Result) Verdict {
 
 // at selects records by design, profile, pattern and nodes (zero values
 // match anything).
-func at(design, profile, pattern string, nodes int) func(*experiments.Record) bool {
-	return func(r *experiments.Record) bool {
+func at(design, profile, pattern string, nodes int) func(*results.Record) bool {
+	return func(r *results.Record) bool {
 		return (design == "" || r.Design == design) && (profile == "" || r.Profile == profile) &&
 			(pattern == "" || r.Pattern == pattern) && (nodes == 0 || r.Nodes == nodes)
 	}
@@ -104,7 +105,7 @@ func missingData(what string) Verdict {
 
 // judgeC1: spread over f = 1..16 at most 5% per design, and every point
 // within 15% of the qperf peak.
-func judgeC1(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC1(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	q, nq := mean(rs, at("qperf", "", "", 0), tput)
 	var parts []string
 	spreadOK, peakOK := true, true
@@ -136,10 +137,10 @@ func judgeC1(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC2: MESQ/SR at f = 1 spends at least twice as much time writing
 // credit back per GiB as every other design and frequency (the paper's
 // figure 14 measures the credit writes, not the rest of Release).
-func judgeC2(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
-	rel := func(r *experiments.Record) float64 { return r.CreditMSPerGiB }
-	main := func(d string, f int) func(*experiments.Record) bool {
-		return func(r *experiments.Record) bool {
+func judgeC2(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+	rel := func(r *results.Record) float64 { return r.CreditMSPerGiB }
+	main := func(d string, f int) func(*results.Record) bool {
+		return func(r *results.Record) bool {
 			return r.Design == d && r.CreditEvery == f && r.Label != memoryRuns
 		}
 	}
@@ -158,7 +159,7 @@ func judgeC2(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 			}
 		}
 	}
-	relTop, _ := mean(rs, main("MESQ/SR", 1), func(r *experiments.Record) float64 { return r.ReleaseMSPerGiB })
+	relTop, _ := mean(rs, main("MESQ/SR", 1), func(r *results.Record) float64 { return r.ReleaseMSPerGiB })
 	v := Verdict{Expected: "MESQ/SR at f = 1 at least 2x every other case (time writing credit back per GiB)",
 		Measured: fmt.Sprintf("credit writes: MESQ/SR f=1: %.1f ms/GiB; next highest %s: %.1f ms/GiB (all of Release, MESQ/SR f=1: %.1f ms/GiB)", top, nextName, next, relTop),
 		Verdict:  grade(top >= 2*next, top > next)}
@@ -170,10 +171,10 @@ func judgeC2(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC3: cluster-wide registered memory at f = 16 (16 buffers, 14
 // threads, 8 nodes) within 0.7-1.3 GB.
-func judgeC3(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
-	mem := func(r *experiments.Record) float64 { return float64(r.RegisteredPer) * float64(r.Nodes) / 1e9 }
-	memq, n := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMEMQSR && r.Label == memoryRuns }, mem)
-	mesq, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == algos.NameMESQSR && r.Label == memoryRuns }, mem)
+func judgeC3(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+	mem := func(r *results.Record) float64 { return float64(r.RegisteredPer) * float64(r.Nodes) / 1e9 }
+	memq, n := mean(rs, func(r *results.Record) bool { return r.Design == algos.NameMEMQSR && r.Label == memoryRuns }, mem)
+	mesq, _ := mean(rs, func(r *results.Record) bool { return r.Design == algos.NameMESQSR && r.Label == memoryRuns }, mem)
 	if n == 0 {
 		return missingData("the memory runs")
 	}
@@ -187,9 +188,9 @@ func judgeC3(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC4: variants within 5% at no processing; poll-CQ's best advantage
 // over the slower variant 1.3x-1.7x under load.
-func judgeC4(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC4(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	get := func(notify string, cyc int64) float64 {
-		v, _ := mean(rs, func(r *experiments.Record) bool {
+		v, _ := mean(rs, func(r *results.Record) bool {
 			return r.Design == algos.NameMEMQWR && r.Notify == notify && r.CyclesPerTuple == cyc
 		}, tput)
 		return v
@@ -224,9 +225,9 @@ func judgeC4(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC7: SE designs below 80% of ME designs at 4 KiB (and 16 KiB), ME
 // designs within 15% of their best from 4 KiB to 1 MiB.
-func judgeC7(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC7(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	get := func(d string, size int) float64 {
-		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == d && r.MsgBytes == size }, tput)
+		v, _ := mean(rs, func(r *results.Record) bool { return r.Design == d && r.MsgBytes == size }, tput)
 		return v
 	}
 	var parts []string
@@ -263,9 +264,9 @@ func judgeC7(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // under 1 MiB. Memory is counted as the paper counts it: one pool, the
 // buffers that receive messages (RecvPoolPer), not the send buffers and
 // control words registered besides.
-func judgeC8(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
-	mib := func(r *experiments.Record) float64 { return float64(r.RecvPoolPer) / (1 << 20) }
-	all := func(r *experiments.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) }
+func judgeC8(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+	mib := func(r *results.Record) float64 { return float64(r.RecvPoolPer) / (1 << 20) }
+	all := func(r *results.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) }
 	rcMin := math.Inf(1)
 	for _, r := range rs {
 		if r.MsgBytes == 1<<20 && !experiments.IsUD(r.Design) {
@@ -291,7 +292,7 @@ func judgeC8(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // range, a partial for an advantage of at least half the range's lower
 // one (r >= 1 + (lo-1)/2), a fail otherwise (a 1.1x gap does not support a
 // 3x claim).
-func ratioVerdict(rs []*experiments.Record, a, b, profile, pattern string, nodes int, want, lo, hi float64) Verdict {
+func ratioVerdict(rs []*results.Record, a, b, profile, pattern string, nodes int, want, lo, hi float64) Verdict {
 	x, nx := mean(rs, at(a, profile, pattern, nodes), tput)
 	y, ny := mean(rs, at(b, profile, pattern, nodes), tput)
 	if nx == 0 || ny == 0 || y == 0 {
@@ -303,7 +304,7 @@ func ratioVerdict(rs []*experiments.Record, a, b, profile, pattern string, nodes
 	return v
 }
 
-func judgeC9(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC9(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	v := ratioVerdict(rs, "MESQ/SR", "MPI", "edr-cx4", "repartition", 16, 2, 1.5, 2.7)
 	if v.Verdict != Pass {
 		v.Reason = "the MPI baseline's point-to-point protocol is within 8-27% of public IMB PingPong figures (docs/model.md §4), but its library lock is a cache-line hand-off, where MPICH's global critical section measured 288 ns per message alone and 1.78 us with 16 threads (pmodels/mpich#3917): with many threads the baseline is likely too fast; its gap to MESQ/SR comes from the rendezvous round trip per message and that lock"
@@ -311,7 +312,7 @@ func judgeC9(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	return v
 }
 
-func judgeC10(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC10(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	v := ratioVerdict(rs, "MESQ/SR", "IPoIB", "fdr-cx3", "repartition", 8, 3, 2.2, 4)
 	if v.Verdict != Pass {
 		v.Reason = "the IPoIB baseline matches public iperf figures on EDR within about 20% (one stream 23.5 vs 20 Gb/s, ten streams 98 vs more than 80; docs/model.md §4), and with 14 threads per node it fills an FDR link: a 3x gap is not what a kernel stack with those costs gives"
@@ -321,7 +322,7 @@ func judgeC10(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC11: on FDR every MEMQ design at 16 nodes at most 80% of its
 // 2-node throughput, MESQ/SR at least 90%, and MESQ/SR above qperf at 16.
-func judgeC11(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
+func judgeC11(rs []*results.Record, res map[string][]sweep.Result) Verdict {
 	var parts []string
 	degrade := true
 	for _, d := range []string{"MEMQ/SR", "MEMQ/WR", "MEMQ/RD"} {
@@ -336,7 +337,7 @@ func judgeC11(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
 	a, _ := mean(rs, at("MESQ/SR", "fdr-cx3", "repartition", 2), tput)
 	b, _ := mean(rs, at("MESQ/SR", "fdr-cx3", "repartition", 16), tput)
 	q, nq := mean(rs, at("qperf", "fdr-cx3", "repartition", 16), tput)
-	miss, _ := mean(rs, at("MEMQ/SR", "fdr-cx3", "repartition", 16), func(r *experiments.Record) float64 { return r.QPCacheMiss })
+	miss, _ := mean(rs, at("MEMQ/SR", "fdr-cx3", "repartition", 16), func(r *results.Record) float64 { return r.QPCacheMiss })
 	holds := a > 0 && b >= 0.9*a
 	beats := nq > 0 && b > q
 	parts = append(parts, fmt.Sprintf("MESQ/SR %.2f -> %.2f; qperf at 16: %.2f GiB/s; MEMQ/SR QP-cache miss rate at 16: %.0f%%", a, b, q, 100*miss))
@@ -353,7 +354,7 @@ func judgeC11(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
 	return v
 }
 
-func judgeC12(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC12(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	var parts []string
 	ok, some := true, true
 	for _, d := range []string{"SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR"} {
@@ -373,13 +374,13 @@ func judgeC12(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	return v
 }
 
-func judgeC13(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC13(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	v := ratioVerdict(rs, "SEMQ/SR", "MPI", "edr-cx4", "broadcast", 16, 4, 2.5, 5)
 	v.Expected = "SEMQ/SR up to 4x MPI (2.5-5x) under broadcast; RDMA Read designs below 80% of the Send/Receive ones"
-	rd, _ := mean(rs, func(r *experiments.Record) bool {
+	rd, _ := mean(rs, func(r *results.Record) bool {
 		return experiments.IsSeedMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
-	sr, _ := mean(rs, func(r *experiments.Record) bool {
+	sr, _ := mean(rs, func(r *results.Record) bool {
 		return experiments.IsSeedMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	rdLow := sr > 0 && rd < 0.8*sr
@@ -409,10 +410,10 @@ func judgeC13(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // (below 5% of their time: they spin on the endpoint's lock) while
 // MESQ/SR's are. FDR's own ratio is reported, not judged: there the link
 // caps MESQ/SR too, so it measures the link rather than the contention.
-func judgeC14(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC14(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	var se, me, seIdle, meIdle [2]float64
 	profiles := [2]string{"fdr-cx3", "edr-cx4"}
-	idle := func(r *experiments.Record) float64 { return r.SenderIdle }
+	idle := func(r *results.Record) float64 { return r.SenderIdle }
 	for i, p := range profiles {
 		var n int
 		se[i], n = mean(rs, at("SESQ/SR", p, "repartition", 16), tput)
@@ -443,7 +444,7 @@ func judgeC14(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC15: at 8 EDR nodes, repartition, the best design's senders idle
 // 15-45% of their time, and some receiver idles 60-95%.
-func judgeC15(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC15(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	best, bestT := "", 0.0
 	for _, d := range experiments.SeedDesigns() {
 		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), tput); n > 0 && v > bestT {
@@ -453,10 +454,10 @@ func judgeC15(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	if best == "" {
 		return missingData("the 8-node EDR runs")
 	}
-	si, _ := mean(rs, at(best, "edr-cx4", "repartition", 8), func(r *experiments.Record) float64 { return r.SenderIdle })
+	si, _ := mean(rs, at(best, "edr-cx4", "repartition", 8), func(r *results.Record) float64 { return r.SenderIdle })
 	ri := 0.0
 	for _, d := range experiments.SeedDesigns() {
-		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), func(r *experiments.Record) float64 { return r.ReceiverIdle }); n > 0 {
+		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), func(r *results.Record) float64 { return r.ReceiverIdle }); n > 0 {
 			ri = math.Max(ri, v)
 		}
 	}
@@ -472,7 +473,7 @@ func judgeC15(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC16: at 16 nodes, each design at its best (its highest throughput
 // and the queue pairs that took): MESQ/SR's throughput above every MQ
 // design's, with fewer QPs than each of them.
-func judgeC16(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC16(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	// The claim is about 16 nodes: each design at its best there (its
 	// highest throughput, and the queue pairs it took to get it).
 	type best struct {
@@ -526,9 +527,9 @@ func judgeC16(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC17: MESQ/SR setup flat (16-node at most 1.3x the 2-node), MEMQ/SR
 // growing (at least 3x from 2 to 16 nodes), and the break-even volume
 // against the pre-connected baselines.
-func judgeC17(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
+func judgeC17(rs []*results.Record, res map[string][]sweep.Result) Verdict {
 	s := func(d string, n int) float64 {
-		v, _ := mean(rs, at(d, "", "", n), func(r *experiments.Record) float64 { return r.SetupMS })
+		v, _ := mean(rs, at(d, "", "", n), func(r *results.Record) float64 { return r.SetupMS })
 		return v
 	}
 	m2, m16, q2, q16 := s("MESQ/SR", 2), s("MESQ/SR", 16), s("MEMQ/SR", 2), s("MEMQ/SR", 16)
@@ -563,7 +564,7 @@ func judgeC17(rs []*experiments.Record, res map[string][]sweep.Result) Verdict {
 // judgeC18: the best network-bound throughput 9.5-12.5 GiB/s; at the
 // heaviest processing every design but SESQ/SR reaches 90% of the
 // receivers' processing rate, and MPI and IPoIB stay below it everywhere.
-func judgeC18(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC18(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	best := 0.0
 	for _, r := range rs {
 		if r.CyclesPerTuple == 0 && experiments.DesignOf(r.Design).Family != algos.FamilyBaseline {
@@ -579,7 +580,7 @@ func judgeC18(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	}
 	var notOverlap []string
 	for _, d := range []string{"MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/RD", "MEMQ/WR"} {
-		if v, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == d && r.CyclesPerTuple == maxCyc }, overlap); v < 0.9 {
+		if v, _ := mean(rs, func(r *results.Record) bool { return r.Design == d && r.CyclesPerTuple == maxCyc }, overlap); v < 0.9 {
 			notOverlap = append(notOverlap, fmt.Sprintf("%s %.2f", d, v))
 		}
 	}
@@ -613,12 +614,12 @@ func judgeC18(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC6: RDMA Writes per transfer of MEMQ/WR at credit write-back every
 // 2 receives: the paper's poll-message-queue variant spends 3, poll-CQ
 // 2 + 1/b. MEMQ/WR+cw, our improvement, is reported beside it.
-func judgeC6(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC6(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	w := func(design, notify string) float64 {
-		v, _ := mean(rs, func(r *experiments.Record) bool {
+		v, _ := mean(rs, func(r *results.Record) bool {
 			return r.Design == design && r.Notify == notify && r.CreditEvery == 2
 		},
-			func(r *experiments.Record) float64 { return r.WritesPerTransfer })
+			func(r *results.Record) float64 { return r.WritesPerTransfer })
 		return v
 	}
 	cq, queue, bufs := w(algos.NameMEMQWR, "cq"), w(algos.NameMEMQWR, "queue"), w(algos.NameMEMQWR, "buffers")
@@ -638,9 +639,9 @@ func judgeC6(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC5: in a network-bound run, poll-buffers returns a slot to the
 // sender about 0.5 ms (0.25-0.75 ms) later than the other two variants.
-func judgeC5(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC5(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	ret := func(design, notify string) float64 {
-		v, _ := mean(rs, func(r *experiments.Record) bool { return r.Design == design && r.Notify == notify }, func(r *experiments.Record) float64 { return r.SlotReturnUS })
+		v, _ := mean(rs, func(r *results.Record) bool { return r.Design == design && r.Notify == notify }, func(r *results.Record) float64 { return r.SlotReturnUS })
 		return v
 	}
 	cq, bufs, queue := ret(algos.NameMEMQWR, "cq"), ret(algos.NameMEMQWR, "buffers"), ret(algos.NameMEMQWR, "queue")

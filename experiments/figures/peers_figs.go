@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
@@ -22,9 +23,9 @@ func peerComparison() []string {
 }
 
 func peerFigures() []Figure {
-	byDesign := func(r *experiments.Record) string { return r.Design }
-	nodesCat := func(r *experiments.Record) string { return fmt.Sprint(r.Nodes) }
-	inputMS := func(r *experiments.Record) float64 { return 1e3 * inputTime(r) }
+	byDesign := func(r *results.Record) string { return r.Design }
+	nodesCat := func(r *results.Record) string { return fmt.Sprint(r.Nodes) }
+	inputMS := func(r *results.Record) float64 { return 1e3 * inputTime(r) }
 	return []Figure{
 		Figure{
 			ID: "hyper-sched", X: "nodes", Title: "HyPer multiplexer: round-robin scheduling, RDMA and TCP/IPoIB (Roediger15 fig. 10b, §5)", Claims: []string{"C25"},
@@ -42,7 +43,7 @@ func peerFigures() []Figure {
 		},
 		Figure{
 			ID: "hyper-conns", X: "nodes", NoSteady: true, Title: "Connections: one multiplexer per server against a queue pair per thread (Roediger15 §3.1)", Claims: []string{"C24"},
-			Table: func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) }, TableUnit: "queue pairs in the cluster",
+			Table: func(r *results.Record) float64 { return float64(r.QPsPerNode * r.Nodes) }, TableUnit: "queue pairs in the cluster",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := figBase("edr-cx4", 2, 4, 64<<10)
 				return sweeps(func() (*sweep.Sweep, error) {
@@ -51,8 +52,8 @@ func peerFigures() []Figure {
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"hyper-conns", sweep.PlotSpec{Title: "Queue pairs in the cluster (4 threads per node)", XLabel: "nodes", YLabel: "queue pairs",
-					Kind: "lines", Series: lines(all(rs), byDesign, func(r *experiments.Record) float64 { return float64(r.Nodes) },
-						func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })}}}, nil
+					Kind: "lines", Series: lines(all(rs), byDesign, func(r *results.Record) float64 { return float64(r.Nodes) },
+						func(r *results.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })}}}, nil
 			},
 		},
 		Figure{
@@ -78,15 +79,15 @@ func peerFigures() []Figure {
 				)
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				cmp := filter(rs, func(r *experiments.Record) bool {
+				cmp := filter(rs, func(r *results.Record) bool {
 					return r.Design == algos.NameSocketsMW || r.Design == algos.MWDesign(16<<10)
 				})
-				thr := filter(rs, func(r *experiments.Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
+				thr := filter(rs, func(r *results.Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
 				return []NamedPlot{
 					{"mw", sweep.PlotSpec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
-						Kind: "bars", Series: bars(cmp, byDesign, func(r *experiments.Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, inputMS)}},
+						Kind: "bars", Series: bars(cmp, byDesign, func(r *results.Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, inputMS)}},
 					{"mw-threshold", sweep.PlotSpec{Title: "RDMA-MW write threshold (2 threads per node)", XLabel: "write threshold [KiB]", YLabel: "response time [ms]",
-						Kind: "lines", Series: lines(thr, func(r *experiments.Record) string { return fmt.Sprintf("%d nodes", r.Nodes) }, mwThreshold, inputMS)}},
+						Kind: "lines", Series: lines(thr, func(r *results.Record) string { return fmt.Sprintf("%d nodes", r.Nodes) }, mwThreshold, inputMS)}},
 				}, nil
 			},
 		},
@@ -111,10 +112,10 @@ func peerFigures() []Figure {
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				var ref []sweep.RefLine
-				if q := filter(rs, func(r *experiments.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
+				if q := filter(rs, func(r *results.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
 					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
-				name := func(r *experiments.Record) string {
+				name := func(r *results.Record) string {
 					if r.Design == algos.NameHyPer && r.MsgBytes == 512<<10 {
 						return "HyPer 512K"
 					}
@@ -122,9 +123,9 @@ func peerFigures() []Figure {
 				}
 				var out []NamedPlot
 				for _, pat := range []string{"repartition", "broadcast"} {
-					sel := filter(rs, func(r *experiments.Record) bool { return r.Pattern == pat && !experiments.DesignOf(r.Design).Ceiling })
+					sel := filter(rs, func(r *results.Record) bool { return r.Pattern == pat && !experiments.DesignOf(r.Design).Ceiling })
 					p := sweep.PlotSpec{Title: fmt.Sprintf("%s, 8 nodes, EDR", pat), XLabel: "design", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
-						Series: bars(sel, func(*experiments.Record) string { return pat }, name, tput)}
+						Series: bars(sel, func(*results.Record) string { return pat }, name, tput)}
 					if pat == "repartition" {
 						p.HLines = ref
 					}
@@ -137,7 +138,7 @@ func peerFigures() []Figure {
 }
 
 // mwThreshold is an RDMA-MW/siw record's write threshold in KiB.
-func mwThreshold(r *experiments.Record) float64 {
+func mwThreshold(r *results.Record) float64 {
 	for _, t := range algos.MWThresholds {
 		if algos.MWDesign(t) == r.Design {
 			return float64(t >> 10)
@@ -155,13 +156,13 @@ func ClassicConnections(n, t int) int { return n * t * (n*t - 1) }
 // judgeC24: the multiplexer's measured queue pairs in the cluster are
 // n(n-1) at every size (30 at 6 nodes), and the classic exchange's count at
 // the paper's 6 x 40 is in the tens of thousands.
-func judgeC24(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC24(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	var parts []string
 	exact := true
 	got6 := 0
 	for _, n := range []int{2, 4, 6, 8} {
-		h, nh := mean(rs, at("HyPer", "", "", n), func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
-		m, _ := mean(rs, at("MEMQ/SR", "", "", n), func(r *experiments.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
+		h, nh := mean(rs, at("HyPer", "", "", n), func(r *results.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
+		m, _ := mean(rs, at("MEMQ/SR", "", "", n), func(r *results.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })
 		if nh == 0 {
 			return missingData(fmt.Sprintf("HyPer at %d nodes", n))
 		}
@@ -184,7 +185,7 @@ func judgeC24(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC25: over TCP the multiplexer gains at most 5% from scheduling at 8
 // nodes, and runs well below the RDMA multiplexer (CPU-bound); the RDMA
 // multiplexer's gain is reported beside it (claim C23's 40%).
-func judgeC25(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC25(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	get := func(d string) float64 { v, _ := mean(rs, at(d, "", "", 8), tput); return v }
 	rr, un, trr, tun := get("HyPer"), get("HyPer/unsched"), get("HyPer-TCP"), get("HyPer-TCP/unsched")
 	if rr == 0 || un == 0 || trr == 0 || tun == 0 {
@@ -209,7 +210,7 @@ func judgeC25(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // to steady state (input_scale f) moved f times the input, so its time is
 // divided by f. Times of points grown by different factors are then
 // comparable, at the steady rate.
-func inputTime(r *experiments.Record) float64 {
+func inputTime(r *results.Record) float64 {
 	return r.ResponseS / float64(max(r.InputScale, 1))
 }
 
@@ -217,7 +218,7 @@ func inputTime(r *experiments.Record) float64 {
 // RDMA-MW about 75% faster (reduction 52-98%); threshold sweep: time spread
 // above 25% with 16 KB within 2% of the best. Times are at the figure's
 // input (inputTime), whatever each point was grown to.
-func judgeC26(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC26(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	best := func(d string, n int) float64 {
 		b := math.Inf(1)
 		for _, r := range rs {

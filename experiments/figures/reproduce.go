@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -35,7 +36,7 @@ type FigureOptions struct {
 	Grow bool
 	// Wrap, if set, wraps the function that runs each point (the figure's
 	// own or experiments.Run), e.g. to run it on a changed profile.
-	Wrap func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error)
+	Wrap func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error)
 	// NoPlots skips the plots (the JSONL and CSV are still written).
 	NoPlots bool
 	// Resume keeps points already in the output files; otherwise they are
@@ -46,7 +47,7 @@ type FigureOptions struct {
 	// not fit by itself (experiments.MemoryBudget). Nil: no limit.
 	Memory *experiments.MemoryBudget
 	// Run runs one point; default Run. Tests replace it.
-	Run func(experiments.RunConfig) (*experiments.Record, error)
+	Run func(experiments.RunConfig) (*results.Record, error)
 	// Slots, if set, is shared by every figure running at the same time
 	// (Reproduce sets it): the figure's sweeps then run at once, their
 	// points taking turns at the slots; Progress must then be safe for
@@ -193,7 +194,7 @@ func writePlots(f Figure, o FigureOptions, rep *FigureReport) error {
 // response time) moves by more than 10%, the figure's scale is too short
 // to be in steady state, and the report says so. run runs the point as
 // the figure's own points were run.
-func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*experiments.Record, error)) string {
+func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*results.Record, error)) string {
 	var big *sweep.Result
 	for i := range rs {
 		r := &rs[i]
@@ -204,7 +205,7 @@ func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*experiment
 	if big == nil {
 		return "not checked: no successful point with a positive throughput"
 	}
-	cfg, ok := scaledInput(big.Config(), 2)
+	cfg, ok := scaledInput(experiments.ConfigOf(big.Record), 2)
 	if !ok {
 		return "not checked: the largest point has no input size to double"
 	}
@@ -463,9 +464,9 @@ func WriteValidation(w io.Writer, rep *ReproduceReport, full bool, command strin
 
 // writeComparison is the claims report's side-by-side section: every
 // design on one cluster, from the "peers" figure, and what it shows.
-func writeComparison(b *strings.Builder, rs []*experiments.Record) {
+func writeComparison(b *strings.Builder, rs []*results.Record) {
 	at := func(design, pattern string) float64 {
-		v, _ := mean(rs, func(r *experiments.Record) bool {
+		v, _ := mean(rs, func(r *results.Record) bool {
 			return r.Design == design && r.Pattern == pattern && (r.Design != algos.NameHyPer || r.MsgBytes != 512<<10)
 		}, tput)
 		return v

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
@@ -40,8 +41,8 @@ const (
 // fit in it is not run: the last record stands, its steady_stop naming the
 // estimate (where the budget is the machine's memory, a smaller machine
 // grows less far, and says so).
-func grow(run func(experiments.RunConfig) (*experiments.Record, error), mem *experiments.MemoryBudget) func(experiments.RunConfig) (*experiments.Record, error) {
-	return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+func grow(run func(experiments.RunConfig) (*results.Record, error), mem *experiments.MemoryBudget) func(experiments.RunConfig) (*results.Record, error) {
+	return func(cfg experiments.RunConfig) (*results.Record, error) {
 		rec, err := run(cfg)
 		if _, ok := scaledInput(cfg, 2); err != nil || !growable(rec) || !ok {
 			return rec, err
@@ -95,7 +96,7 @@ func scaledInput(cfg experiments.RunConfig, f int64) (experiments.RunConfig, boo
 // rate is what growth watches settle: a shuffle's throughput, or a TPC-H
 // query's scale factor per node over its response time (0 for a record
 // with neither).
-func rate(r *experiments.Record) float64 {
+func rate(r *results.Record) float64 {
 	if r.Experiment == "tpch" {
 		if _, _, sfpn, err := experiments.ParseTPCHLabel(r.Label); err == nil && r.ResponseS > 0 {
 			return sfpn / r.ResponseS
@@ -105,12 +106,12 @@ func rate(r *experiments.Record) float64 {
 	return r.ThroughputGiBs
 }
 
-func growable(r *experiments.Record) bool {
+func growable(r *results.Record) bool {
 	return r != nil && r.Integrity == "ok" && rate(r) > 0
 }
 
 // steady reports whether a grown record reached steady state.
-func steady(r *experiments.Record) bool {
+func steady(r *results.Record) bool {
 	return r.InputScale > 0 && math.Abs(r.SteadyChange) < SteadyTolerance
 }
 

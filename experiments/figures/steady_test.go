@@ -8,20 +8,21 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // fakeRun returns a throughput for each input size (bytes per pair, in
 // units of the base size), failing where tput is negative.
-func fakeRun(base int64, tput map[int64]float64, calls *[]int64) func(experiments.RunConfig) (*experiments.Record, error) {
-	return func(c experiments.RunConfig) (*experiments.Record, error) {
+func fakeRun(base int64, tput map[int64]float64, calls *[]int64) func(experiments.RunConfig) (*results.Record, error) {
+	return func(c experiments.RunConfig) (*results.Record, error) {
 		f := c.BytesPerPair / base
 		*calls = append(*calls, f)
 		t, ok := tput[f]
 		if !ok || t < 0 {
 			return nil, errors.New("run failed")
 		}
-		return &experiments.Record{Design: "MESQ/SR", Nodes: 4, Integrity: "ok", ThroughputGiBs: t, BytesPerPair: c.BytesPerPair}, nil
+		return &results.Record{Design: "MESQ/SR", Nodes: 4, Integrity: "ok", ThroughputGiBs: t, BytesPerPair: c.BytesPerPair}, nil
 	}
 }
 
@@ -81,13 +82,13 @@ func TestGrowTPCHPoint(t *testing.T) {
 	// start-up so long that the rate still moves at MaxGrowth.
 	const startup = 0.5
 	var sfpns []float64
-	run := func(c experiments.RunConfig) (*experiments.Record, error) {
+	run := func(c experiments.RunConfig) (*results.Record, error) {
 		_, _, sfpn, err := experiments.ParseTPCHLabel(c.Label)
 		if err != nil {
 			return nil, err
 		}
 		sfpns = append(sfpns, sfpn)
-		return &experiments.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: startup + 10e-3*sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: startup + 10e-3*sfpn}, nil
 	}
 	cfg := experiments.RunConfig{Label: experiments.TPCHLabel("Q4", false, 0.1), BytesPerNode: 16}
 	rec, err := grow(run, nil)(cfg)
@@ -114,20 +115,20 @@ func TestGrowTPCHPoint(t *testing.T) {
 	// 3.2/33, 6.4/65: changes +33%, +20%, +11%, +6%, +3.0%, +1.5%: steady
 	// at 64x.
 	sfpns = nil
-	short := func(c experiments.RunConfig) (*experiments.Record, error) {
+	short := func(c experiments.RunConfig) (*results.Record, error) {
 		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
 		sfpns = append(sfpns, sfpn)
-		return &experiments.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
 	}
 	if rec, _ := grow(short, nil)(cfg); rec.InputScale != 64 || !steady(rec) || len(sfpns) != 7 || abs(rec.SteadyChange-(6.4/65-3.2/33)/(3.2/33)) > 1e-9 {
 		t.Errorf("1 ms start-up: grown to %dx over %d runs, change %.4f, steady %v; want 64x, 7 runs, +1.5%%, steady", rec.InputScale, len(sfpns), rec.SteadyChange, steady(rec))
 	}
 	// A query whose time is linear in its data is steady at the first doubling.
 	sfpns = nil
-	linear := func(c experiments.RunConfig) (*experiments.Record, error) {
+	linear := func(c experiments.RunConfig) (*results.Record, error) {
 		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
 		sfpns = append(sfpns, sfpn)
-		return &experiments.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 4e-3 * sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 4e-3 * sfpn}, nil
 	}
 	if rec, _ := grow(linear, nil)(cfg); rec.InputScale != 2 || !steady(rec) || len(sfpns) != 2 {
 		t.Errorf("linear query: grown to %dx over %d runs, steady %v; want 2x, 2 runs, steady", rec.InputScale, len(sfpns), steady(rec))
@@ -136,7 +137,7 @@ func TestGrowTPCHPoint(t *testing.T) {
 
 func TestGrowthSummary(t *testing.T) {
 	rec := func(scale int, change float64) sweep.Result {
-		return sweep.Result{Record: &experiments.Record{Design: "MEMQ/SR", Nodes: 16, Integrity: "ok", ThroughputGiBs: 1, InputScale: scale, SteadyChange: change}}
+		return sweep.Result{Record: &results.Record{Design: "MEMQ/SR", Nodes: 16, Integrity: "ok", ThroughputGiBs: 1, InputScale: scale, SteadyChange: change}}
 	}
 	got := growthSummary([]sweep.Result{rec(2, 0.01), rec(2, -0.02), rec(4, 0.0), rec(MaxGrowth, 0.05), {Error: "boom"}})
 	for _, want := range []string{"2 at 2x", "1 at 4x", fmt.Sprintf("1 at %dx", MaxGrowth), fmt.Sprintf("NOT steady (at %dx, the most growth allowed, unless it says why not): MEMQ/SR at 16 nodes (+5.0%% at %dx)", MaxGrowth, MaxGrowth)} {
@@ -169,10 +170,10 @@ func TestGrowStopsBeforeMemory(t *testing.T) {
 	}
 	budget := experiments.NewMemoryBudget((at(8) + at(16)) / 2) // 8x fits, 16x does not
 	var sfpns []float64
-	slow := func(c experiments.RunConfig) (*experiments.Record, error) { // never settles
+	slow := func(c experiments.RunConfig) (*results.Record, error) { // never settles
 		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
 		sfpns = append(sfpns, sfpn)
-		return &experiments.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 16, Integrity: "ok", ResponseS: 1 + sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 16, Integrity: "ok", ResponseS: 1 + sfpn}, nil
 	}
 	rec, err := grow(budget.Admit(slow), budget)(cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
@@ -55,18 +56,18 @@ func queryBase(q tpch.Query, local bool, sfpn float64, profile string, nodes int
 	return c
 }
 
-func isQuery(q tpch.Query, local bool) func(*experiments.Record) bool {
-	return func(r *experiments.Record) bool {
+func isQuery(q tpch.Query, local bool) func(*results.Record) bool {
+	return func(r *results.Record) bool {
 		rq, rl, _, err := experiments.ParseTPCHLabel(r.Label)
 		return err == nil && r.Experiment == "tpch" && rq == q && rl == local
 	}
 }
 
 // respMS is a point's response time at the figure's input (inputTime), ms.
-func respMS(r *experiments.Record) float64 { return inputTime(r) * 1e3 }
+func respMS(r *results.Record) float64 { return inputTime(r) * 1e3 }
 
 // designOrLocal names a record's series.
-func designOrLocal(r *experiments.Record) string {
+func designOrLocal(r *results.Record) string {
 	if _, local, _, err := experiments.ParseTPCHLabel(r.Label); err == nil && local {
 		return "local data"
 	}
@@ -92,9 +93,9 @@ func tpchFigures() []Figure {
 				)
 			},
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
-				sel := filter(rs, func(r *experiments.Record) bool { return r.Experiment == "tpch" })
+				sel := filter(rs, func(r *results.Record) bool { return r.Experiment == "tpch" })
 				return []NamedPlot{{"fig26", sweep.PlotSpec{Title: "TPC-H Q4, 8 nodes (size-only)", XLabel: "cluster", YLabel: "response time at the figure's SF [ms]", Kind: "bars",
-					Series: bars(sel, designOrLocal, func(r *experiments.Record) string { return r.Profile }, respMS)}}}, nil
+					Series: bars(sel, designOrLocal, func(r *results.Record) string { return r.Profile }, respMS)}}}, nil
 			},
 		},
 		Figure{
@@ -118,7 +119,7 @@ func tpchFigures() []Figure {
 			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
 				var out []NamedPlot
 				for i, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
-					sel := filter(rs, func(r *experiments.Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
+					sel := filter(rs, func(r *results.Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
 					var ref []sweep.RefLine
 					for _, r := range sel {
 						if r.Design == algos.NameMESQSR && r.Nodes == 2 && isQuery(q, false)(r) {
@@ -127,7 +128,7 @@ func tpchFigures() []Figure {
 					}
 					out = append(out, NamedPlot{fmt.Sprintf("fig27%c", 'a'+i), sweep.PlotSpec{Title: fmt.Sprintf("TPC-H %s, EDR, constant data per node (size-only)", q),
 						XLabel: "nodes", YLabel: "response time at the figure's SF [ms]", Kind: "lines",
-						Series: lines(sel, designOrLocal, func(r *experiments.Record) float64 { return float64(r.Nodes) }, respMS), HLines: ref}})
+						Series: lines(sel, designOrLocal, func(r *results.Record) float64 { return float64(r.Nodes) }, respMS), HLines: ref}})
 				}
 				return out, nil
 			},
@@ -144,7 +145,7 @@ const queryTimeUnit = "query response time at the figure's scale factor [ms] (a 
 // queryTime is the mean response time at the figure's input (inputTime)
 // of the records keep selects: points grown by different factors compare
 // at their steady rates.
-func queryTime(rs []*experiments.Record, keep func(*experiments.Record) bool) float64 {
+func queryTime(rs []*results.Record, keep func(*results.Record) bool) float64 {
 	v, _ := mean(rs, keep, inputTime)
 	return v
 }
@@ -155,12 +156,12 @@ var noRunner = Verdict{Verdict: Fail, Measured: "no TPC-H records",
 // judgeC21: MESQ/SR within 1.3x of local data on both clusters; FDR to
 // EDR gains about 50% (35-65%) with MESQ/SR and about 30% (21-39%) with
 // MPI (gain = FDR time / EDR time - 1).
-func judgeC21(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC21(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	if !hasTPCH(rs) {
 		return noRunner
 	}
 	get := func(profile string, local bool, design string) float64 {
-		return queryTime(rs, func(r *experiments.Record) bool {
+		return queryTime(rs, func(r *results.Record) bool {
 			return isQuery(tpch.Q4, local)(r) && r.Profile == profile && (local || r.Design == design)
 		})
 	}
@@ -190,7 +191,7 @@ func judgeC21(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	return v
 }
 
-func hasTPCH(rs []*experiments.Record) bool {
+func hasTPCH(rs []*results.Record) bool {
 	for _, r := range rs {
 		if r.Experiment == "tpch" {
 			return true
@@ -201,7 +202,7 @@ func hasTPCH(rs []*experiments.Record) bool {
 
 // judgeC22: at 2 nodes MPI/MESQ/SR within 0.7-1.3 for every query; at 16
 // nodes about 1.7x (Q4), 1.55x (Q3) and 2x (Q10), each +-30%.
-func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC22(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	if !hasTPCH(rs) {
 		return noRunner
 	}
@@ -212,10 +213,10 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 	worstOff := 0.0
 	for _, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
 		ratio := func(n int) float64 {
-			s := queryTime(rs, func(r *experiments.Record) bool {
+			s := queryTime(rs, func(r *results.Record) bool {
 				return isQuery(q, false)(r) && r.Nodes == n && r.Design == algos.NameMESQSR
 			})
-			m := queryTime(rs, func(r *experiments.Record) bool {
+			m := queryTime(rs, func(r *results.Record) bool {
 				return isQuery(q, false)(r) && r.Nodes == n && r.Design == algos.NameMPI
 			})
 			if s == 0 || m == 0 {
@@ -254,7 +255,7 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 		}
 	}
 	if !alike || !at16 {
-		judged := slices.DeleteFunc(slices.Clone(rs), func(r *experiments.Record) bool { return r.Nodes != 2 && r.Nodes != 16 })
+		judged := slices.DeleteFunc(slices.Clone(rs), func(r *results.Record) bool { return r.Nodes != 2 && r.Nodes != 16 })
 		v.Reason += "; " + tpchScaleNote(judged)
 	}
 	return v
@@ -267,7 +268,7 @@ func judgeC22(rs []*experiments.Record, _ map[string][]sweep.Result) Verdict {
 // 1.8 ms with 14; docs/tpch.md), so its rate settles only at several times
 // the quick scale; at the paper's 100 SF per node the start-up is
 // negligible.
-func tpchScaleNote(rs []*experiments.Record) string {
+func tpchScaleNote(rs []*results.Record) string {
 	var sfpns []float64
 	unsteady, mpi := 0, 0
 	for _, r := range rs {

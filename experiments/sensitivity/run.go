@@ -16,6 +16,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -223,9 +224,9 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 // point's own seed, as onProfiles names the profile the point asked for:
 // the runs are kept in the change's directory ("seed+k"), and a resumed
 // or rejudged sweep matches its records to the points by their seed.
-func withSeed(k uint64) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+func withSeed(k uint64) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+	return func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+		return func(cfg experiments.RunConfig) (*results.Record, error) {
 			seed := cfg.Seed
 			cfg.Seed += k
 			rec, err := run(cfg)
@@ -241,9 +242,9 @@ func withSeed(k uint64) func(func(experiments.RunConfig) (*experiments.Record, e
 // names the point's own seed, the record names the point's own numbering:
 // the runs are kept in the change's directory ("qp-numberingk"), and a
 // resumed or rejudged sweep matches its records to the points by it.
-func withNumbering(k uint64) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+func withNumbering(k uint64) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+	return func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+		return func(cfg experiments.RunConfig) (*results.Record, error) {
 			own := cfg.QPNumbering
 			cfg.QPNumbering = k
 			rec, err := run(cfg)
@@ -286,9 +287,9 @@ func writeProfiles(dir string, c Change) (map[string]string, error) {
 
 // onProfiles runs each point on the changed profile of its name and labels
 // the record with the name again, so that the judge finds it.
-func onProfiles(paths map[string]string) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+func onProfiles(paths map[string]string) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+	return func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+		return func(cfg experiments.RunConfig) (*results.Record, error) {
 			name := cfg.Profile
 			if name == "" {
 				name = sim.DefaultProfileName

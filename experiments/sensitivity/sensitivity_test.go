@@ -14,6 +14,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -114,17 +115,17 @@ func TestSeedControls(t *testing.T) {
 		}
 	}
 	var numbered []uint64
-	nrun := withNumbering(2)(func(cfg experiments.RunConfig) (*experiments.Record, error) {
+	nrun := withNumbering(2)(func(cfg experiments.RunConfig) (*results.Record, error) {
 		numbered = append(numbered, cfg.QPNumbering)
-		return &experiments.Record{QPNumbering: cfg.QPNumbering}, nil
+		return &results.Record{QPNumbering: cfg.QPNumbering}, nil
 	})
 	if rec, _ := nrun(experiments.DefaultConfig()); rec.QPNumbering != 0 || fmt.Sprint(numbered) != "[2]" {
 		t.Errorf("qp-numbering 2: ran under %v, record says %d; want [2] and the point's own 0", numbered, rec.QPNumbering)
 	}
 	var seen []uint64
-	run := withSeed(2)(func(cfg experiments.RunConfig) (*experiments.Record, error) {
+	run := withSeed(2)(func(cfg experiments.RunConfig) (*results.Record, error) {
 		seen = append(seen, cfg.Seed)
-		return &experiments.Record{Seed: cfg.Seed}, nil
+		return &results.Record{Seed: cfg.Seed}, nil
 	})
 	for _, seed := range []uint64{1, 7} {
 		cfg := experiments.DefaultConfig()
@@ -170,9 +171,9 @@ func TestAnalyse(t *testing.T) {
 
 func TestOnProfilesSubstitutesAndRelabels(t *testing.T) {
 	var ran []string
-	run := func(cfg experiments.RunConfig) (*experiments.Record, error) {
+	run := func(cfg experiments.RunConfig) (*results.Record, error) {
 		ran = append(ran, cfg.Profile)
-		return &experiments.Record{Profile: "file:" + cfg.Profile}, nil
+		return &results.Record{Profile: "file:" + cfg.Profile}, nil
 	}
 	w := onProfiles(map[string]string{"edr-cx4": "/x/edr-cx4.yaml"})(run)
 	for _, tt := range []struct{ in, ran, label string }{
@@ -395,16 +396,16 @@ func TestApplySoftware(t *testing.T) {
 	mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
 	tests := []struct {
 		change Change
-		get    func(experiments.SoftwareCosts) float64
+		get    func(results.SoftwareCosts) float64
 		want   float64
 		err    string
 	}{
-		{Change{"mpi.call_cycles", 2}, func(s experiments.SoftwareCosts) float64 { return float64(s.MPI.CallCycles) }, float64(2 * mpi.CallCycles), ""},
-		{Change{"mpi.match_cycles", 0.5}, func(s experiments.SoftwareCosts) float64 { return float64(s.MPI.MatchCycles) }, float64(mpi.MatchCycles / 2), ""},
-		{Change{"mpi.eager_bytes", 1e-9}, func(s experiments.SoftwareCosts) float64 { return float64(s.MPI.EagerBytes) }, algos.HeaderBytes, ""}, // still holds a header
-		{Change{"ipoib.tx_segment_cycles", 0.5}, func(s experiments.SoftwareCosts) float64 { return float64(s.IPoIB.TxSegmentCycles) }, float64(ipoib.TxSegmentCycles / 2), ""},
-		{Change{"ipoib.syscall_cycles", 1e-9}, func(s experiments.SoftwareCosts) float64 { return float64(s.IPoIB.SyscallCycles) }, 1, ""}, // a positive cost stays >= 1
-		{Change{"poll.line_cycles", 2}, func(s experiments.SoftwareCosts) float64 { return float64(s.PollLineCycles) }, 2 * algos.DefaultPollLineCycles, ""},
+		{Change{"mpi.call_cycles", 2}, func(s results.SoftwareCosts) float64 { return float64(s.MPI.CallCycles) }, float64(2 * mpi.CallCycles), ""},
+		{Change{"mpi.match_cycles", 0.5}, func(s results.SoftwareCosts) float64 { return float64(s.MPI.MatchCycles) }, float64(mpi.MatchCycles / 2), ""},
+		{Change{"mpi.eager_bytes", 1e-9}, func(s results.SoftwareCosts) float64 { return float64(s.MPI.EagerBytes) }, algos.HeaderBytes, ""}, // still holds a header
+		{Change{"ipoib.tx_segment_cycles", 0.5}, func(s results.SoftwareCosts) float64 { return float64(s.IPoIB.TxSegmentCycles) }, float64(ipoib.TxSegmentCycles / 2), ""},
+		{Change{"ipoib.syscall_cycles", 1e-9}, func(s results.SoftwareCosts) float64 { return float64(s.IPoIB.SyscallCycles) }, 1, ""}, // a positive cost stays >= 1
+		{Change{"poll.line_cycles", 2}, func(s results.SoftwareCosts) float64 { return float64(s.PollLineCycles) }, 2 * algos.DefaultPollLineCycles, ""},
 		{Change{"mpi.no_such_cost", 2}, nil, 0, "choose one of mpi.call_cycles"},
 	}
 	for _, tt := range tests {

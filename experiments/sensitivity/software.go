@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // SoftwareEstimates are the estimated costs that are not profile
@@ -39,8 +40,8 @@ func isSoftware(field string) bool {
 // ApplySoftware returns the software costs with c's field moved by c's
 // factor from its default (whole numbers rounded, kept at 1 or more), or
 // an error naming the field when c moves none of them.
-func ApplySoftware(c Change) (experiments.SoftwareCosts, error) {
-	var s experiments.SoftwareCosts
+func ApplySoftware(c Change) (results.SoftwareCosts, error) {
+	var s results.SoftwareCosts
 	move := func(v int64) int64 { return max(int64(math.Round(float64(v)*c.Factor)), min(v, 1)) }
 	if c.Field == "poll.line_cycles" {
 		s.PollLineCycles = move(algos.DefaultPollLineCycles)
@@ -71,9 +72,9 @@ func ApplySoftware(c Change) (experiments.SoftwareCosts, error) {
 }
 
 // withSoftware runs each point with the software costs s.
-func withSoftware(s experiments.SoftwareCosts) func(func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-	return func(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
-		return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+func withSoftware(s results.SoftwareCosts) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+	return func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+		return func(cfg experiments.RunConfig) (*results.Record, error) {
 			cfg.Software = s
 			return run(cfg)
 		}

@@ -20,7 +20,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -568,7 +568,7 @@ func SeriesOf(results []Result, seriesBy, xBy string, y func(Result) float64) ([
 // key, the run record's JSON field names, error.
 func CSVHeader() []string {
 	h := []string{"sweep", "point", "key"}
-	rt := reflect.TypeFor[experiments.Record]()
+	rt := reflect.TypeFor[results.Record]()
 	for i := range rt.NumField() {
 		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
 		if name == "-" || name == "" {
@@ -581,15 +581,15 @@ func CSVHeader() []string {
 
 // WriteCSV writes results to path as CSV with the CSVHeader columns; a
 // failed point has empty record columns and its error.
-func WriteCSV(path string, results []Result) error {
+func WriteCSV(path string, rs []Result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
 	w.Write(CSVHeader())
-	rt := reflect.TypeFor[experiments.Record]()
-	for _, r := range results {
+	rt := reflect.TypeFor[results.Record]()
+	for _, r := range rs {
 		row := []string{r.Sweep, strconv.Itoa(r.Point), r.Key}
 		for i := range rt.NumField() {
 			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
@@ -632,7 +632,7 @@ func csvValue(v reflect.Value) string {
 // Metric returns a y function for SeriesOf: the numeric run-record field
 // with JSON name name (throughput_gibps, response_s, setup_ms, ...).
 func Metric(name string) (func(Result) float64, error) {
-	rt := reflect.TypeFor[experiments.Record]()
+	rt := reflect.TypeFor[results.Record]()
 	var numeric []string
 	for i := range rt.NumField() {
 		f := rt.Field(i)

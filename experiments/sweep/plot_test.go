@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 func TestWritePlot(t *testing.T) {
@@ -64,7 +65,7 @@ func TestWritePlot(t *testing.T) {
 
 func TestSeriesOfAndCSV(t *testing.T) {
 	rec := func(p int, key string, v float64) Result {
-		return Result{Point: p, Key: key, Record: &experiments.Record{Design: "X", ThroughputGiBs: v, Integrity: "ok"}}
+		return Result{Point: p, Key: key, Record: &results.Record{Design: "X", ThroughputGiBs: v, Integrity: "ok"}}
 	}
 	rs := []Result{
 		rec(0, "design=A nodes=2 seed=1", 1), rec(1, "design=A nodes=2 seed=2", 3),

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // Slots limits how many points run at once across every sweep that shares
@@ -40,11 +41,11 @@ func (s *Slots) release() {
 // Gate wraps run so that each call holds a slot while it runs (for runs
 // made outside RunSweep, such as a figure's steady-state check). A nil
 // *Slots returns run itself.
-func (s *Slots) Gate(run func(experiments.RunConfig) (*experiments.Record, error)) func(experiments.RunConfig) (*experiments.Record, error) {
+func (s *Slots) Gate(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
 	if s == nil {
 		return run
 	}
-	return func(cfg experiments.RunConfig) (*experiments.Record, error) {
+	return func(cfg experiments.RunConfig) (*results.Record, error) {
 		s.acquire(context.Background())
 		defer s.release()
 		return run(cfg)

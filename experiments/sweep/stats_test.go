@@ -1,10 +1,11 @@
 package sweep
 
 import (
-	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // TestSummarize1: values computed by hand, t quantiles from a printed
@@ -40,7 +41,7 @@ func TestSummarize1(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	rec := func(p int, key string, v float64) Result {
-		return Result{Point: p, Key: key, Record: &experiments.Record{ThroughputGiBs: v}}
+		return Result{Point: p, Key: key, Record: &results.Record{ThroughputGiBs: v}}
 	}
 	rs := []Result{
 		rec(0, "design=A nodes=2 seed=1", 1), rec(1, "design=A nodes=2 seed=2", 3),

@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/experiments"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,6 +20,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 )
 
 // Result is one line of a sweep's output file (JSON Lines): the point's
@@ -29,10 +31,10 @@ import (
 // point whose run failed. In sweep output the record's WallS is zero so
 // that files are byte-identical across runs; Wall holds it in memory.
 type Result struct {
-	Point               int    `json:"point"`
-	Key                 string `json:"key"`
-	*experiments.Record        // nil when the run failed
-	Error               string `json:"error,omitempty"`
+	Point           int    `json:"point"`
+	Key             string `json:"key"`
+	*results.Record        // nil when the run failed
+	Error           string `json:"error,omitempty"`
 
 	Wall  time.Duration `json:"-"` // wall-clock time of the run; 0 when read from a file
 	Sweep string        `json:"-"` // the sweep's name (RunSweep sets it; CSV's sweep column)
@@ -110,7 +112,7 @@ type SweepOptions struct {
 	// left by a killed run); default: ignored.
 	Warn func(string)
 	// Run runs one point; default Run. Tests replace it.
-	Run func(experiments.RunConfig) (*experiments.Record, error)
+	Run func(experiments.RunConfig) (*results.Record, error)
 	// Memory, if set, admits the points running at once so that their
 	// estimated memory fits in it (experiments.MemoryBudget); nil: none.
 	Memory *experiments.MemoryBudget
@@ -240,7 +242,7 @@ func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]Resu
 				ErrOtherSpec, out, r.Point, r.Key, sw.Name)
 		}
 		if !r.Failed() {
-			if err := r.Record.SameRun(all[r.Point].Config); err != nil {
+			if err := experiments.SameRun(r.Record, all[r.Point].Config); err != nil {
 				return nil, nil, fmt.Errorf("%w: %s: point %d (%s): %s: write the results to another file, or remove it", ErrOtherSpec, out, r.Point, r.Key, mismatch(err))
 			}
 			done[r.Point] = r
@@ -267,7 +269,7 @@ func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]Resu
 // runPoints runs todo on opts.Jobs workers (GOMAXPROCS by default), appends
 // each result to f (if not nil) as it finishes and to rep, and reports
 // progress; it stops handing out points when ctx is done.
-func runPoints(ctx context.Context, run func(experiments.RunConfig) (*experiments.Record, error), todo []Point, opts SweepOptions, f *os.File, rep *SweepReport) error {
+func runPoints(ctx context.Context, run func(experiments.RunConfig) (*results.Record, error), todo []Point, opts SweepOptions, f *os.File, rep *SweepReport) error {
 	jobs := opts.Jobs
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
@@ -346,7 +348,7 @@ func rewriteResults(f *os.File, out string, results []Result, warn func(string))
 }
 
 // runPoint runs one point, turning an error or a panic into a failed Result.
-func runPoint(run func(experiments.RunConfig) (*experiments.Record, error), p Point) (r Result) {
+func runPoint(run func(experiments.RunConfig) (*results.Record, error), p Point) (r Result) {
 	t0 := time.Now()
 	r = Result{Point: p.Index, Key: p.Key}
 	defer func() {

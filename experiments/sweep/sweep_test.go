@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -257,13 +258,13 @@ func TestRunSweepDeterministic(t *testing.T) {
 }
 
 // fakeRun is a Run that fails for seed 13 and counts its calls.
-func fakeRun(calls *atomic.Int32) func(experiments.RunConfig) (*experiments.Record, error) {
-	return func(c experiments.RunConfig) (*experiments.Record, error) {
+func fakeRun(calls *atomic.Int32) func(experiments.RunConfig) (*results.Record, error) {
+	return func(c experiments.RunConfig) (*results.Record, error) {
 		calls.Add(1)
 		if c.Seed == 13 {
 			return nil, errors.New("unlucky")
 		}
-		return &experiments.Record{Experiment: "run", Profile: c.Profile, Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed, BytesPerNode: c.BytesPerNode,
+		return &results.Record{Experiment: "run", Profile: c.Profile, Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed, BytesPerNode: c.BytesPerNode,
 			Pattern: string(c.Pattern), Buffers: c.Buffers, CreditEvery: c.CreditEvery, Integrity: "ok", ThroughputGiBs: float64(c.Nodes), WallS: 1}, nil
 	}
 }
@@ -473,7 +474,7 @@ func TestValidatePointsChecksEndpointOptions(t *testing.T) {
 func TestRunSweepMemoryBudget(t *testing.T) {
 	s := mustParse(t, "name: t\nvary: {nodes: [2, 4], seed: [1, 3]}\n")
 	var calls, running, most atomic.Int32
-	run := func(c experiments.RunConfig) (*experiments.Record, error) {
+	run := func(c experiments.RunConfig) (*results.Record, error) {
 		if n := running.Add(1); n > most.Load() {
 			most.Store(n)
 		}

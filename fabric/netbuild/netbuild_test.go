@@ -275,8 +275,6 @@ func TestBuildRefusals(t *testing.T) {
 	}
 }
 
-
-
 // The packet-level simulation of explore bench ebb agrees with the
 // flow-level estimate from the tables alone (route.EstimateEBB): two
 // models of static routing, one with every buffer and credit, one with

@@ -1,0 +1,132 @@
+// Package results holds what runs produce, as data: the run record of
+// docs/results.md and the software costs a record names. It depends on no
+// backend, so figures, sweeps, reports and analyses can read records
+// without the simulator.
+package results
+
+import (
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
+)
+
+// Record is the run record of docs/results.md.
+type Record struct {
+	Experiment     string       `json:"experiment"`
+	Label          string       `json:"label,omitempty"`
+	Backend        string       `json:"backend"`
+	Profile        string       `json:"profile"`
+	Design         string       `json:"design"`
+	Notify         string       `json:"notify,omitempty"`
+	Pattern        string       `json:"pattern"`
+	Nodes          int          `json:"nodes"`
+	Threads        int          `json:"threads"`
+	MsgBytes       int          `json:"msg_bytes"`
+	Buffers        int          `json:"buffers"`
+	CreditEvery    int          `json:"credit_every"`
+	Seed           uint64       `json:"seed"`
+	QPNumbering    uint64       `json:"qp_numbering,omitempty"` // experiments.RunConfig.QPNumbering
+	Network        netspec.Spec `json:"network,omitzero"`       // the configuration's Network; left out for the single switch
+	BytesPerNode   int64        `json:"bytes_per_node"`
+	BytesPerPair   int64        `json:"bytes_per_pair,omitempty"`
+	CyclesPerTuple int64        `json:"cycles_per_tuple"`
+	NodeCycles     []int64      `json:"node_cycles,omitempty"`
+	// Adaptive buffering: the mean number of receive buffers in
+	// circulation per node (over the run, summed over endpoints and
+	// sources), buffers added and retired, and the pool's peak pinned
+	// bytes per node.
+	Adaptive        bool    `json:"adaptive,omitempty"`
+	MaxBuffers      int     `json:"max_buffers,omitempty"`
+	PinnedCapMiB    int64   `json:"pinned_cap_mib,omitempty"`
+	RecvBuffersMean float64 `json:"recv_buffers_mean,omitempty"`
+	// The same per node (time mean of the receive buffers of its endpoints).
+	RecvBuffersByNode []float64 `json:"recv_buffers_by_node,omitempty"`
+	// RecvBuffersMean split by state (posted and empty, filled and not yet
+	// taken, being consumed), per node on average.
+	RecvStateMeans []float64 `json:"recv_state_means,omitempty"`
+	BuffersGrown   int64     `json:"buffers_grown,omitempty"`
+	BuffersRetired int64     `json:"buffers_retired,omitempty"`
+	PoolPeakBytes  int64     `json:"pool_peak_bytes,omitempty"`
+	// UD loss recovery: on, messages retransmitted, duplicates dropped.
+	UDRecovery     bool    `json:"ud_recovery,omitempty"`
+	Retransmits    int64   `json:"retransmits,omitempty"`
+	Duplicates     int64   `json:"duplicates,omitempty"`
+	ThroughputGiBs float64 `json:"throughput_gibps"`
+	ResponseS      float64 `json:"response_s"`
+	SetupMS        float64 `json:"setup_ms"`
+	QPsPerNode     int     `json:"qps_per_node"`
+	RegisteredPer  int64   `json:"registered_bytes_per_node"`
+	// RecvPoolPer is the part of RegisteredPer that holds received
+	// messages: the one pool Liu19 §7.1.3 counts (0 with adaptive
+	// receive buffers).
+	RecvPoolPer    int64  `json:"recv_pool_bytes_per_node,omitempty"`
+	Integrity      string `json:"integrity"`
+	TuplesSent     uint64 `json:"tuples_sent"`
+	TuplesReceived uint64 `json:"tuples_received"`
+	CreditWrites   int64  `json:"credit_writes"`
+	// RDMA Write designs: RDMA Writes per data transfer (the data, any
+	// notification write, and credit writes), over the cluster.
+	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
+	// RDMA Write designs: mean time from writing a slot of the receiver
+	// to the sender seeing it free again, microseconds.
+	SlotReturnUS float64 `json:"slot_return_us,omitempty"`
+	CreditStalls int64   `json:"credit_stalls"`
+	QPCacheMiss  float64 `json:"qp_cache_miss_rate"`
+	// Fractions of the sending and receiving threads' time spent waiting
+	// (in Thread.Wait: for a free buffer, credit, data or completions),
+	// over all threads of all nodes, from the start barrier to each
+	// thread's end.
+	SenderIdle   float64 `json:"sender_idle"`
+	ReceiverIdle float64 `json:"receiver_idle"`
+	// Receiving threads' time in Release (returning the buffer: reposting
+	// the receive and writing credit back), milliseconds per GiB received.
+	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
+	// Receivers' time writing credit back (posting credit writes or
+	// messages in Release), milliseconds per GiB received.
+	CreditMSPerGiB float64 `json:"credit_ms_per_gib,omitempty"`
+	SimEvents      uint64  `json:"sim_events"`
+	// VerbsCheck is "off" when the simulator's verbs-usage checker did
+	// not run (explore run --no-check); absent when it did.
+	VerbsCheck string  `json:"verbs_check,omitempty"`
+	WallS      float64 `json:"wall_s"`
+	// The build that made the record (buildinfo): module version,
+	// version-control commit and Go toolchain; and the simulated
+	// profile's parameters (sim.Profile.Hash; empty off the simulator).
+	// Steady-state growth (explore reproduce): the input was this many
+	// times the figure's, and the throughput moved by SteadyChange (a
+	// fraction) from the run with half of it. Absent when not grown.
+	InputScale   int     `json:"input_scale,omitempty"`
+	SteadyChange float64 `json:"steady_change,omitempty"`
+	// SteadyStop says why growth stopped before the throughput settled
+	// and before the most growth allowed: the next doubling failed, or
+	// would not fit in the memory available. Absent otherwise.
+	SteadyStop  string `json:"steady_stop,omitempty"`
+	Version     string `json:"version"`
+	Commit      string `json:"commit"`
+	GoVersion   string `json:"go_version"`
+	ProfileHash string `json:"profile_hash"`
+	// Software is the software costs the run used where they were not
+	// the defaults (experiments.RunConfig.Software); absent for the defaults.
+	Software *SoftwareCosts `json:"software,omitempty"`
+	// Payload says the run moved real bytes (experiments.RunConfig.Payload); absent
+	// for a size-only run.
+	Payload bool `json:"payload,omitempty"`
+	// TimeoutS is the run's longest wait for progress, in simulated (or,
+	// on hardware, real) seconds, where it was not the default
+	// (algos.DefaultTimeout); absent for the default.
+	TimeoutS float64 `json:"timeout_s,omitempty"`
+}
+
+// SoftwareCosts replace, for one run, software costs that are estimates
+// (docs/model.md §2 and §4): the MPI and IPoIB baselines' costs (also
+// HyPer-TCP's kernel costs) and the cycles a polling loop pays per cache
+// line. The zero value keeps the defaults (algos.DefaultMPICosts,
+// algos.DefaultIPoIBCosts, algos.DefaultPollLineCycles). Sensitivity
+// analysis moves them; a record made with any of them says so.
+type SoftwareCosts struct {
+	MPI            *algos.MPICosts   `json:"mpi,omitempty"`
+	IPoIB          *algos.IPoIBCosts `json:"ipoib,omitempty"`
+	PollLineCycles int64             `json:"poll_line_cycles,omitempty"`
+}
+
+// IsZero says whether s keeps every default.
+func (s SoftwareCosts) IsZero() bool { return s.MPI == nil && s.IPoIB == nil && s.PollLineCycles == 0 }

@@ -1,0 +1,68 @@
+package results_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
+)
+
+// TestNoBackend: the package is data: reading records pulls in no
+// backend (neither the simulator nor the hardware path) and no run
+// layer.
+func TestNoBackend(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, bad := range []string{"/fabric/sim", "/fabric/ibv", "/fabric/loopback", "/fabric/host", "/experiments", "/tcpshuffle"} {
+			if strings.HasSuffix(dep, bad) || strings.Contains(dep, bad+"/") {
+				if !strings.HasSuffix(dep, "/experiments/results") {
+					t.Errorf("results depends on %s", dep)
+				}
+			}
+		}
+	}
+}
+
+// TestRecordJSONRoundTrip: a record with every kind of field survives
+// JSON (the form sweeps and figures store), network and software costs
+// included.
+func TestRecordJSONRoundTrip(t *testing.T) {
+	net, err := netspec.Parse("fat-tree radix=8 routing=ftree placement=random:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpi := algos.DefaultMPICosts
+	rec := results.Record{Experiment: "run", Design: "MEMQ/SR", Nodes: 8, Network: net, Payload: true, TimeoutS: 0.25,
+		Software: &results.SoftwareCosts{MPI: &mpi, PollLineCycles: 3}, NodeCycles: []int64{1, 2}, ThroughputGiBs: 1.5}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back results.Record
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rec, back) {
+		t.Fatalf("round trip:\n%+v\n%+v", rec, back)
+	}
+	if strings.Contains(string(mustMarshal(t, results.Record{})), "network") {
+		t.Errorf("the single switch is written: %s", mustMarshal(t, results.Record{}))
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
