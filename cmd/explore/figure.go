@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
@@ -111,7 +112,7 @@ Figures: ` + figureIDs() + `.`,
 			}
 			w := cmd.OutOrStdout()
 			printFigure(w, rep)
-			vs := figures.Judge(map[string][]sweep.Result{f.ID: rep.Results})
+			vs := figures.Judge(map[string][]results.Result{f.ID: rep.Results})
 			printVerdicts(w, vs, f.Claims)
 			if rep.Failed > 0 {
 				return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)

@@ -13,7 +13,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
@@ -141,7 +141,7 @@ func runQueryFigure(cmd *cobra.Command, figure string, ff *figureFlags) error {
 		return asInterrupted(t, err)
 	}
 	printFigure(w, rep)
-	printVerdicts(w, figures.Judge(map[string][]sweep.Result{f.ID: rep.Results}), f.Claims)
+	printVerdicts(w, figures.Judge(map[string][]results.Result{f.ID: rep.Results}), f.Claims)
 	if rep.Failed > 0 {
 		return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
 	}

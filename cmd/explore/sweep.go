@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
@@ -181,7 +182,7 @@ func shellQuote(s string) string {
 // printSweep prints one row per configuration (the varied parameters but
 // the seed): runs, throughput mean (± 95% half-width over seeds),
 // response time, integrity and failures.
-func printSweep(w io.Writer, sw *sweep.Sweep, results []sweep.Result) {
+func printSweep(w io.Writer, sw *sweep.Sweep, rs []results.Result) {
 	var cols []string
 	for _, k := range sw.Varied() {
 		if k != "seed" {
@@ -197,7 +198,7 @@ func printSweep(w io.Writer, sw *sweep.Sweep, results []sweep.Result) {
 	}
 	var groups []*group
 	byKey := map[string]*group{}
-	for _, r := range results {
+	for _, r := range rs {
 		k := sweep.KeyDrop(r.Key, "seed")
 		g := byKey[k]
 		if g == nil {
@@ -321,7 +322,7 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 				return fmt.Errorf("--y: %w", err)
 			}
 			stderr := cmd.ErrOrStderr()
-			rs, err := sweep.ReadResults(args[0], func(w string) { fmt.Fprintln(stderr, "warning:", w) })
+			rs, err := results.ReadFile(args[0], func(w string) { fmt.Fprintln(stderr, "warning:", w) })
 			if err != nil {
 				return err
 			}

@@ -91,7 +91,7 @@ func adaptiveFigures() []Figure {
 		Figure{
 			ID: "fig23", X: "buffers", Title: "Fixed, adaptive and bandwidth-delay-product buffering (Liu19 fig. 23)", Claims: []string{"C19"},
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) { return adaptiveSweeps("fig23", full, false) },
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				var out []NamedPlot
 				for _, cyc := range []int64{21, 40, 60, 95} {
 					sel := filter(rs, func(r *results.Record) bool { return r.CyclesPerTuple == cyc && len(r.NodeCycles) == 0 })
@@ -115,7 +115,7 @@ func adaptiveFigures() []Figure {
 		Figure{
 			ID: "fig24", X: "buffers", Title: "Skewed processing: one node at 21, one at 95 cycles per tuple (Liu19 fig. 24)", Claims: []string{"C20"},
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) { return adaptiveSweeps("fig24", full, true) },
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				fixed := filter(rs, func(r *results.Record) bool { return !r.Adaptive })
 				series := lines(fixed, func(*results.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
 				var ref []sweep.RefLine
@@ -134,7 +134,7 @@ func adaptiveFigures() []Figure {
 // judgeC19: at every load, adaptive within 3% of the best fixed depth (or
 // above it); the BDP depth below 90% of the best fixed depth at some load;
 // adaptive's mean buffers at 95 cycles below those at 21.
-func judgeC19(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC19(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	var parts []string
 	matches, bdpUnder := true, false
 	var bufs21, bufs95 float64
@@ -182,7 +182,7 @@ func judgeC19(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC20: the adaptive run's per-node buffer means differ by at least
 // 1.2x, and its throughput beats every fixed depth.
-func judgeC20(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC20(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	best, bestB, ad := 0.0, 0, 0.0
 	var byNode []float64
 	for _, r := range rs {

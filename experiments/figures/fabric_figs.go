@@ -89,7 +89,7 @@ func fabricFigures() []Figure {
 					return sweep.NewSweep("trees", base, sweep.Vary("design", treeDesigns...), sweep.Vary("network", treeNetworks(radix)...))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				recs := all(rs)
 				title := "Two-level fat tree, EDR"
 				if len(recs) > 0 {

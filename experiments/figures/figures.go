@@ -25,7 +25,7 @@ type Figure struct {
 	// files (the first one's name is the figure's ID).
 	Sweeps func(full bool) ([]*sweep.Sweep, error)
 	// Plots draws the figure from its results.
-	Plots func(rs []sweep.Result) ([]NamedPlot, error)
+	Plots func(rs []results.Result) ([]NamedPlot, error)
 	// Table is the metric of the printed table and its unit (default:
 	// throughput in GiB/s).
 	Table     func(*results.Record) float64
@@ -153,7 +153,7 @@ func seedFigures() []Figure {
 					},
 				)
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				main := filter(rs, func(r *results.Record) bool {
 					return !experiments.DesignOf(r.Design).Ceiling && r.Label != memoryRuns
 				}) // not the memory runs
@@ -180,7 +180,7 @@ func seedFigures() []Figure {
 						sweep.Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig15", sweep.PlotSpec{Title: "MEMQ/WR notification variants, and MEMQ/WR+cw (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines",
 					Series: lines(all(rs), wrSeries, batchMicros, tput)}}}, nil
@@ -195,7 +195,7 @@ func seedFigures() []Figure {
 					return sweep.NewSweep("fig16", base, sweep.Vary("design", wrDesigns...), sweep.Vary("notify", "cq", "buffers", "queue"))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig16", sweep.PlotSpec{Title: "Slot return latency (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
 					YLabel: "slot return after its write [us]", Kind: "bars",
 					Series: bars(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) string { return r.Notify },
@@ -212,7 +212,7 @@ func seedFigures() []Figure {
 					return sweep.NewSweep("fig17", base, sweep.Vary("design", wrDesigns...), sweep.Vary("notify", "cq", "buffers", "queue"), sweep.Vary("credit-every", 1, 2, 4))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig17", sweep.PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR)", XLabel: "receives per credit write-back",
 					YLabel: "RDMA Writes per data transfer", Kind: "lines",
 					Series: lines(all(rs), wrSeries, func(r *results.Record) float64 { return float64(r.CreditEvery) },
@@ -235,7 +235,7 @@ func seedFigures() []Figure {
 					},
 				)
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				rc := filter(rs, func(r *results.Record) bool { return !experiments.IsUD(r.Design) })
 				byDesign := func(r *results.Record) string { return r.Design }
 				size := func(r *results.Record) float64 { return float64(r.MsgBytes) }
@@ -266,7 +266,7 @@ func seedFigures() []Figure {
 					},
 				)
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				var out []NamedPlot
 				for i, panel := range []struct{ profile, pattern string }{
 					{"fdr-cx3", "repartition"}, {"fdr-cx3", "broadcast"}, {"edr-cx4", "repartition"}, {"edr-cx4", "broadcast"},
@@ -289,7 +289,7 @@ func seedFigures() []Figure {
 					return sweep.NewSweep("fig20", base, sweep.Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MEMQ/RD"), threads)
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig20", sweep.PlotSpec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true,
 					Series: lines(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
@@ -304,7 +304,7 @@ func seedFigures() []Figure {
 					return sweep.NewSweep("fig21", base, sweep.Vary("design", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "MEMQ/WR", "MPI"), sweep.Vary("nodes", 2, 4, 8, 16))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"fig21", sweep.PlotSpec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
 					Series: lines(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) float64 { return float64(r.Nodes) },
 						func(r *results.Record) float64 { return r.SetupMS })}}}, nil
@@ -319,7 +319,7 @@ func seedFigures() []Figure {
 						sweep.Vary("cycles-per-tuple", 0, 2, 4, 8, 16, 32, 64, 128))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				loaded := filter(rs, func(r *results.Record) bool { return r.CyclesPerTuple > 0 })
 				return []NamedPlot{{"fig22", sweep.PlotSpec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
 					XLabel: "processing per 32 KiB batch [us]", YLabel: "throughput / processing throughput", Kind: "lines",
@@ -345,9 +345,9 @@ func FigureByID(id string) (Figure, error) {
 }
 
 // all returns the records of the results that succeeded.
-func all(rs []sweep.Result) []*results.Record { return filter(rs, nil) }
+func all(rs []results.Result) []*results.Record { return filter(rs, nil) }
 
-func filter(rs []sweep.Result, keep func(*results.Record) bool) []*results.Record {
+func filter(rs []results.Result, keep func(*results.Record) bool) []*results.Record {
 	var out []*results.Record
 	for _, r := range rs {
 		if !r.Failed() && (keep == nil || keep(r.Record)) {

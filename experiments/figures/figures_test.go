@@ -68,7 +68,7 @@ func TestRunFigureWritesFiles(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	vs := Judge(map[string][]sweep.Result{"fig21": rep.Results})
+	vs := Judge(map[string][]results.Result{"fig21": rep.Results})
 	if len(vs) != len(Claims) {
 		t.Fatalf("%d verdicts for %d claims", len(vs), len(Claims))
 	}

@@ -64,7 +64,7 @@ func istoreFigures() []Figure {
 					return sweep.NewSweep("istore-prefetch", microBase(full), sweep.Vary("threads", 1, istoreStreams), sweep.Vary("buffers", depths...))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"istore-prefetch", sweep.PlotSpec{Title: "One memory server, one reader (FDR), scan-sum of 2 KB blocks", XLabel: "outstanding reads per stream",
 					YLabel: "scanned blocks/s [M]", Kind: "lines", Series: lines(all(rs), func(r *results.Record) string { return fmt.Sprintf("%d stream(s)", r.Threads) },
 						func(r *results.Record) float64 { return float64(r.Buffers) }, mblocks)}}}, nil
@@ -81,7 +81,7 @@ func istoreFigures() []Figure {
 					return sweep.NewSweep("istore-fanout", base, sweep.Vary("design", experiments.IStoreReadDesign, experiments.IStoreMulticastDesign), sweep.Vary("nodes", 2, 3, 5, 7, 9))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"istore-fanout", sweep.PlotSpec{Title: fmt.Sprintf("One memory server, %d streams per reader, %d outstanding (FDR)", istoreStreams, istoreFanoutDepth),
 					XLabel: "readers", YLabel: "scanned blocks/s per reader [M]", Kind: "lines", Series: lines(all(rs), func(r *results.Record) string { return r.Design },
 						func(r *results.Record) float64 { return float64(r.Nodes - 1) }, mblocks)}}}, nil
@@ -118,7 +118,7 @@ func istoreFigures() []Figure {
 				}
 				return sweeps(ss...)
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"istore-joins", sweep.PlotSpec{Title: "Star joins (size-only), 8 FDR nodes", XLabel: "tables joined", YLabel: "response time [ms]", Kind: "bars",
 					Series: bars(all(rs), func(r *results.Record) string {
 						if r.Threads != 5 {
@@ -136,7 +136,7 @@ func istoreFigures() []Figure {
 // say how many streams a reader runs, and a count fitted to its absolute
 // numbers would make the verdict rest on the claim. The figures with that
 // fitted count are reported beside, not judged.
-func judgeC27(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC27(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	at := func(threads, depth int) float64 {
 		v, _ := mean(rs, func(r *results.Record) bool {
 			return r.Threads == threads && r.Buffers == depth && r.Experiment == "istore-micro"
@@ -178,7 +178,7 @@ func judgeC27(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC28: per-reader read throughput at 8 readers below half that at 1
 // ("sharply"); multicast within +-30% of its 1-reader value at every
 // count ("flat"), and above reads from 2 readers on.
-func judgeC28(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC28(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	at := func(d string, readers int) float64 {
 		v, _ := mean(rs, func(r *results.Record) bool { return r.Design == d && r.Nodes == readers+1 }, mblocks)
 		return v
@@ -214,7 +214,7 @@ func judgeC28(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC29: for the 3- and 4-table joins the remote-read design (relayed
 // multicast) is faster than the best shuffle plan, by about 3x (2.1-3.9x)
 // at best; the 2-table join is reported beside (the paper: alike).
-func judgeC29(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC29(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	var threads int // the remote-read runs' (cores = 2 x threads in both plans)
 	for _, r := range rs {
 		if r.Design == experiments.IStoreDesign {

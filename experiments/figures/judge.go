@@ -8,7 +8,6 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // Judge evaluates every claim of Claims from the results of the figures
@@ -16,7 +15,7 @@ import (
 // the reason). The thresholds that turn a measurement into pass, partial
 // or fail are written next to each claim below and in docs/validation.md;
 // "about x" is read as within roughly +-30% of x.
-func Judge(res map[string][]sweep.Result) []Verdict {
+func Judge(res map[string][]results.Result) []Verdict {
 	var out []Verdict
 	for _, c := range Claims {
 		out = append(out, judgeOne(c, res))
@@ -24,7 +23,7 @@ func Judge(res map[string][]sweep.Result) []Verdict {
 	return out
 }
 
-type judgeFunc func(rs []*results.Record, res map[string][]sweep.Result) Verdict
+type judgeFunc func(rs []*results.Record, res map[string][]results.Result) Verdict
 
 // judges maps a claim to its figure and rule.
 var judges = map[string]struct {
@@ -61,7 +60,7 @@ var judges = map[string]struct {
 	"C29": {"istore-joins", judgeC29},
 }
 
-func judgeOne(c Claim, res map[string][]sweep.Result) Verdict {
+func judgeOne(c Claim, res map[string][]results.Result) Verdict {
 	j, ok := judges[c.ID]
 	if !ok {
 		missing := c.Missing
@@ -105,7 +104,7 @@ func missingData(what string) Verdict {
 
 // judgeC1: spread over f = 1..16 at most 5% per design, and every point
 // within 15% of the qperf peak.
-func judgeC1(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC1(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	q, nq := mean(rs, at("qperf", "", "", 0), tput)
 	var parts []string
 	spreadOK, peakOK := true, true
@@ -137,7 +136,7 @@ func judgeC1(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC2: MESQ/SR at f = 1 spends at least twice as much time writing
 // credit back per GiB as every other design and frequency (the paper's
 // figure 14 measures the credit writes, not the rest of Release).
-func judgeC2(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC2(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	rel := func(r *results.Record) float64 { return r.CreditMSPerGiB }
 	main := func(d string, f int) func(*results.Record) bool {
 		return func(r *results.Record) bool {
@@ -171,7 +170,7 @@ func judgeC2(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC3: cluster-wide registered memory at f = 16 (16 buffers, 14
 // threads, 8 nodes) within 0.7-1.3 GB.
-func judgeC3(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC3(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	mem := func(r *results.Record) float64 { return float64(r.RegisteredPer) * float64(r.Nodes) / 1e9 }
 	memq, n := mean(rs, func(r *results.Record) bool { return r.Design == algos.NameMEMQSR && r.Label == memoryRuns }, mem)
 	mesq, _ := mean(rs, func(r *results.Record) bool { return r.Design == algos.NameMESQSR && r.Label == memoryRuns }, mem)
@@ -188,7 +187,7 @@ func judgeC3(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC4: variants within 5% at no processing; poll-CQ's best advantage
 // over the slower variant 1.3x-1.7x under load.
-func judgeC4(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC4(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	get := func(notify string, cyc int64) float64 {
 		v, _ := mean(rs, func(r *results.Record) bool {
 			return r.Design == algos.NameMEMQWR && r.Notify == notify && r.CyclesPerTuple == cyc
@@ -225,7 +224,7 @@ func judgeC4(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC7: SE designs below 80% of ME designs at 4 KiB (and 16 KiB), ME
 // designs within 15% of their best from 4 KiB to 1 MiB.
-func judgeC7(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC7(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	get := func(d string, size int) float64 {
 		v, _ := mean(rs, func(r *results.Record) bool { return r.Design == d && r.MsgBytes == size }, tput)
 		return v
@@ -264,7 +263,7 @@ func judgeC7(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // under 1 MiB. Memory is counted as the paper counts it: one pool, the
 // buffers that receive messages (RecvPoolPer), not the send buffers and
 // control words registered besides.
-func judgeC8(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC8(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	mib := func(r *results.Record) float64 { return float64(r.RecvPoolPer) / (1 << 20) }
 	all := func(r *results.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) }
 	rcMin := math.Inf(1)
@@ -304,7 +303,7 @@ func ratioVerdict(rs []*results.Record, a, b, profile, pattern string, nodes int
 	return v
 }
 
-func judgeC9(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC9(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	v := ratioVerdict(rs, "MESQ/SR", "MPI", "edr-cx4", "repartition", 16, 2, 1.5, 2.7)
 	if v.Verdict != Pass {
 		v.Reason = "the MPI baseline's point-to-point protocol is within 8-27% of public IMB PingPong figures (docs/model.md §4), but its library lock is a cache-line hand-off, where MPICH's global critical section measured 288 ns per message alone and 1.78 us with 16 threads (pmodels/mpich#3917): with many threads the baseline is likely too fast; its gap to MESQ/SR comes from the rendezvous round trip per message and that lock"
@@ -312,7 +311,7 @@ func judgeC9(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	return v
 }
 
-func judgeC10(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC10(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	v := ratioVerdict(rs, "MESQ/SR", "IPoIB", "fdr-cx3", "repartition", 8, 3, 2.2, 4)
 	if v.Verdict != Pass {
 		v.Reason = "the IPoIB baseline matches public iperf figures on EDR within about 20% (one stream 23.5 vs 20 Gb/s, ten streams 98 vs more than 80; docs/model.md §4), and with 14 threads per node it fills an FDR link: a 3x gap is not what a kernel stack with those costs gives"
@@ -322,7 +321,7 @@ func judgeC10(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC11: on FDR every MEMQ design at 16 nodes at most 80% of its
 // 2-node throughput, MESQ/SR at least 90%, and MESQ/SR above qperf at 16.
-func judgeC11(rs []*results.Record, res map[string][]sweep.Result) Verdict {
+func judgeC11(rs []*results.Record, res map[string][]results.Result) Verdict {
 	var parts []string
 	degrade := true
 	for _, d := range []string{"MEMQ/SR", "MEMQ/WR", "MEMQ/RD"} {
@@ -354,7 +353,7 @@ func judgeC11(rs []*results.Record, res map[string][]sweep.Result) Verdict {
 	return v
 }
 
-func judgeC12(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC12(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	var parts []string
 	ok, some := true, true
 	for _, d := range []string{"SEMQ/SR", "MEMQ/SR", "SEMQ/WR", "MEMQ/WR"} {
@@ -374,7 +373,7 @@ func judgeC12(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 	return v
 }
 
-func judgeC13(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC13(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	v := ratioVerdict(rs, "SEMQ/SR", "MPI", "edr-cx4", "broadcast", 16, 4, 2.5, 5)
 	v.Expected = "SEMQ/SR up to 4x MPI (2.5-5x) under broadcast; RDMA Read designs below 80% of the Send/Receive ones"
 	rd, _ := mean(rs, func(r *results.Record) bool {
@@ -410,7 +409,7 @@ func judgeC13(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // (below 5% of their time: they spin on the endpoint's lock) while
 // MESQ/SR's are. FDR's own ratio is reported, not judged: there the link
 // caps MESQ/SR too, so it measures the link rather than the contention.
-func judgeC14(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC14(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	var se, me, seIdle, meIdle [2]float64
 	profiles := [2]string{"fdr-cx3", "edr-cx4"}
 	idle := func(r *results.Record) float64 { return r.SenderIdle }
@@ -444,7 +443,7 @@ func judgeC14(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC15: at 8 EDR nodes, repartition, the best design's senders idle
 // 15-45% of their time, and some receiver idles 60-95%.
-func judgeC15(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC15(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	best, bestT := "", 0.0
 	for _, d := range experiments.SeedDesigns() {
 		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), tput); n > 0 && v > bestT {
@@ -473,7 +472,7 @@ func judgeC15(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC16: at 16 nodes, each design at its best (its highest throughput
 // and the queue pairs that took): MESQ/SR's throughput above every MQ
 // design's, with fewer QPs than each of them.
-func judgeC16(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC16(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	// The claim is about 16 nodes: each design at its best there (its
 	// highest throughput, and the queue pairs it took to get it).
 	type best struct {
@@ -527,7 +526,7 @@ func judgeC16(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC17: MESQ/SR setup flat (16-node at most 1.3x the 2-node), MEMQ/SR
 // growing (at least 3x from 2 to 16 nodes), and the break-even volume
 // against the pre-connected baselines.
-func judgeC17(rs []*results.Record, res map[string][]sweep.Result) Verdict {
+func judgeC17(rs []*results.Record, res map[string][]results.Result) Verdict {
 	s := func(d string, n int) float64 {
 		v, _ := mean(rs, at(d, "", "", n), func(r *results.Record) float64 { return r.SetupMS })
 		return v
@@ -564,7 +563,7 @@ func judgeC17(rs []*results.Record, res map[string][]sweep.Result) Verdict {
 // judgeC18: the best network-bound throughput 9.5-12.5 GiB/s; at the
 // heaviest processing every design but SESQ/SR reaches 90% of the
 // receivers' processing rate, and MPI and IPoIB stay below it everywhere.
-func judgeC18(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC18(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	best := 0.0
 	for _, r := range rs {
 		if r.CyclesPerTuple == 0 && experiments.DesignOf(r.Design).Family != algos.FamilyBaseline {
@@ -614,7 +613,7 @@ func judgeC18(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC6: RDMA Writes per transfer of MEMQ/WR at credit write-back every
 // 2 receives: the paper's poll-message-queue variant spends 3, poll-CQ
 // 2 + 1/b. MEMQ/WR+cw, our improvement, is reported beside it.
-func judgeC6(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC6(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	w := func(design, notify string) float64 {
 		v, _ := mean(rs, func(r *results.Record) bool {
 			return r.Design == design && r.Notify == notify && r.CreditEvery == 2
@@ -639,7 +638,7 @@ func judgeC6(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 
 // judgeC5: in a network-bound run, poll-buffers returns a slot to the
 // sender about 0.5 ms (0.25-0.75 ms) later than the other two variants.
-func judgeC5(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC5(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	ret := func(design, notify string) float64 {
 		v, _ := mean(rs, func(r *results.Record) bool { return r.Design == design && r.Notify == notify }, func(r *results.Record) float64 { return r.SlotReturnUS })
 		return v

@@ -36,7 +36,7 @@ func peerFigures() []Figure {
 					return sweep.NewSweep("hyper-sched", base, sweep.Vary("design", "HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched"), sweep.Vary("nodes", 4, 8))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"hyper-sched", sweep.PlotSpec{Title: "HyPer multiplexer, 512 KB messages (QDR)", XLabel: "nodes",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "bars", Series: bars(all(rs), byDesign, nodesCat, tput)}}}, nil
 			},
@@ -50,7 +50,7 @@ func peerFigures() []Figure {
 					return sweep.NewSweep("hyper-conns", base, sweep.Vary("design", "HyPer", "MEMQ/SR"), sweep.Vary("nodes", 2, 4, 6, 8))
 				})
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				return []NamedPlot{{"hyper-conns", sweep.PlotSpec{Title: "Queue pairs in the cluster (4 threads per node)", XLabel: "nodes", YLabel: "queue pairs",
 					Kind: "lines", Series: lines(all(rs), byDesign, func(r *results.Record) float64 { return float64(r.Nodes) },
 						func(r *results.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })}}}, nil
@@ -78,7 +78,7 @@ func peerFigures() []Figure {
 					},
 				)
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				cmp := filter(rs, func(r *results.Record) bool {
 					return r.Design == algos.NameSocketsMW || r.Design == algos.MWDesign(16<<10)
 				})
@@ -110,7 +110,7 @@ func peerFigures() []Figure {
 					},
 				)
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				var ref []sweep.RefLine
 				if q := filter(rs, func(r *results.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
 					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
@@ -156,7 +156,7 @@ func ClassicConnections(n, t int) int { return n * t * (n*t - 1) }
 // judgeC24: the multiplexer's measured queue pairs in the cluster are
 // n(n-1) at every size (30 at 6 nodes), and the classic exchange's count at
 // the paper's 6 x 40 is in the tens of thousands.
-func judgeC24(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC24(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	var parts []string
 	exact := true
 	got6 := 0
@@ -185,7 +185,7 @@ func judgeC24(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
 // judgeC25: over TCP the multiplexer gains at most 5% from scheduling at 8
 // nodes, and runs well below the RDMA multiplexer (CPU-bound); the RDMA
 // multiplexer's gain is reported beside it (claim C23's 40%).
-func judgeC25(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC25(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	get := func(d string) float64 { v, _ := mean(rs, at(d, "", "", 8), tput); return v }
 	rr, un, trr, tun := get("HyPer"), get("HyPer/unsched"), get("HyPer-TCP"), get("HyPer-TCP/unsched")
 	if rr == 0 || un == 0 || trr == 0 || tun == 0 {
@@ -218,7 +218,7 @@ func inputTime(r *results.Record) float64 {
 // RDMA-MW about 75% faster (reduction 52-98%); threshold sweep: time spread
 // above 25% with 16 KB within 2% of the best. Times are at the figure's
 // input (inputTime), whatever each point was grown to.
-func judgeC26(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC26(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	best := func(d string, n int) float64 {
 		b := math.Inf(1)
 		for _, r := range rs {

@@ -59,7 +59,7 @@ type FigureOptions struct {
 // FigureReport is what RunFigure produced.
 type FigureReport struct {
 	Figure  Figure
-	Results []sweep.Result // every sweep's results, in sweep order
+	Results []results.Result // every sweep's results, in sweep order
 	Failed  int
 	Files   []string
 	// Steady describes the steady-state check: the largest point run again
@@ -194,8 +194,8 @@ func writePlots(f Figure, o FigureOptions, rep *FigureReport) error {
 // response time) moves by more than 10%, the figure's scale is too short
 // to be in steady state, and the report says so. run runs the point as
 // the figure's own points were run.
-func steadyCheck(rs []sweep.Result, run func(experiments.RunConfig) (*results.Record, error)) string {
-	var big *sweep.Result
+func steadyCheck(rs []results.Result, run func(experiments.RunConfig) (*results.Record, error)) string {
+	var big *results.Result
 	for i := range rs {
 		r := &rs[i]
 		if !r.Failed() && !experiments.DesignOf(r.Design).Ceiling && rate(r.Record) > 0 && (big == nil || r.Nodes*int(r.BytesPerNode) > big.Nodes*int(big.BytesPerNode)) {
@@ -300,7 +300,7 @@ func (rep *ReproduceReport) ApplyRobustness(cells map[string]string, fragile map
 // Reproduce runs the figures and judges every claim.
 func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error) {
 	rep := &ReproduceReport{}
-	res := map[string][]sweep.Result{}
+	res := map[string][]results.Result{}
 	var figs []Figure
 	for _, f := range AllFigures() {
 		if len(o.Figures) == 0 || contains(o.Figures, f.ID) {

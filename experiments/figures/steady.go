@@ -8,7 +8,6 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // Steady-state growth (the judged points of explore reproduce). A quick
@@ -117,7 +116,7 @@ func steady(r *results.Record) bool {
 
 // growthSummary is the figure's line in the report: how far its points
 // were grown, and which did not reach steady state.
-func growthSummary(rs []sweep.Result) string {
+func growthSummary(rs []results.Result) string {
 	scales := map[int]int{}
 	var unsteady []string
 	total := 0

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // fakeRun returns a throughput for each input size (bytes per pair, in
@@ -136,16 +135,16 @@ func TestGrowTPCHPoint(t *testing.T) {
 }
 
 func TestGrowthSummary(t *testing.T) {
-	rec := func(scale int, change float64) sweep.Result {
-		return sweep.Result{Record: &results.Record{Design: "MEMQ/SR", Nodes: 16, Integrity: "ok", ThroughputGiBs: 1, InputScale: scale, SteadyChange: change}}
+	rec := func(scale int, change float64) results.Result {
+		return results.Result{Record: &results.Record{Design: "MEMQ/SR", Nodes: 16, Integrity: "ok", ThroughputGiBs: 1, InputScale: scale, SteadyChange: change}}
 	}
-	got := growthSummary([]sweep.Result{rec(2, 0.01), rec(2, -0.02), rec(4, 0.0), rec(MaxGrowth, 0.05), {Error: "boom"}})
+	got := growthSummary([]results.Result{rec(2, 0.01), rec(2, -0.02), rec(4, 0.0), rec(MaxGrowth, 0.05), {Error: "boom"}})
 	for _, want := range []string{"2 at 2x", "1 at 4x", fmt.Sprintf("1 at %dx", MaxGrowth), fmt.Sprintf("NOT steady (at %dx, the most growth allowed, unless it says why not): MEMQ/SR at 16 nodes (+5.0%% at %dx)", MaxGrowth, MaxGrowth)} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary %q lacks %q", got, want)
 		}
 	}
-	if s := growthSummary([]sweep.Result{rec(2, 0.01)}); strings.Contains(s, "NOT") {
+	if s := growthSummary([]results.Result{rec(2, 0.01)}); strings.Contains(s, "NOT") {
 		t.Errorf("all steady, but summary says %q", s)
 	}
 }
@@ -187,7 +186,7 @@ func TestGrowStopsBeforeMemory(t *testing.T) {
 			t.Errorf("steady_stop %q lacks %q", rec.SteadyStop, want)
 		}
 	}
-	line := growthSummary([]sweep.Result{{Record: rec}})
+	line := growthSummary([]results.Result{{Record: rec}})
 	if !strings.Contains(line, "NOT steady") || !strings.Contains(line, "MPI at 16 nodes") || !strings.Contains(line, "not grown further: the run at 16x") {
 		t.Errorf("growth line %q does not name the point and why it stopped", line)
 	}
@@ -196,7 +195,7 @@ func TestGrowStopsBeforeMemory(t *testing.T) {
 	if rec.InputScale != 0 || !strings.Contains(rec.SteadyStop, "at 2x") {
 		t.Errorf("budget of the quick run: kept %dx, stop %q", rec.InputScale, rec.SteadyStop)
 	}
-	if line := growthSummary([]sweep.Result{{Record: rec}}); !strings.Contains(line, "1 at 1x") || strings.Contains(line, "not grown (no input") {
+	if line := growthSummary([]results.Result{{Record: rec}}); !strings.Contains(line, "1 at 1x") || strings.Contains(line, "not grown (no input") {
 		t.Errorf("growth line %q: want the point at 1x with its reason", line)
 	}
 	// A failed doubling.

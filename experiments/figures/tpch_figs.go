@@ -92,7 +92,7 @@ func tpchFigures() []Figure {
 					},
 				)
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				sel := filter(rs, func(r *results.Record) bool { return r.Experiment == "tpch" })
 				return []NamedPlot{{"fig26", sweep.PlotSpec{Title: "TPC-H Q4, 8 nodes (size-only)", XLabel: "cluster", YLabel: "response time at the figure's SF [ms]", Kind: "bars",
 					Series: bars(sel, designOrLocal, func(r *results.Record) string { return r.Profile }, respMS)}}}, nil
@@ -116,7 +116,7 @@ func tpchFigures() []Figure {
 				}
 				return sweeps(mk("fig27", tpch.Q4, false), mk("fig27-local", tpch.Q4, true), mk("fig27-q3", tpch.Q3, false), mk("fig27-q10", tpch.Q10, false))
 			},
-			Plots: func(rs []sweep.Result) ([]NamedPlot, error) {
+			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				var out []NamedPlot
 				for i, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
 					sel := filter(rs, func(r *results.Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
@@ -156,7 +156,7 @@ var noRunner = Verdict{Verdict: Fail, Measured: "no TPC-H records",
 // judgeC21: MESQ/SR within 1.3x of local data on both clusters; FDR to
 // EDR gains about 50% (35-65%) with MESQ/SR and about 30% (21-39%) with
 // MPI (gain = FDR time / EDR time - 1).
-func judgeC21(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC21(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	if !hasTPCH(rs) {
 		return noRunner
 	}
@@ -202,7 +202,7 @@ func hasTPCH(rs []*results.Record) bool {
 
 // judgeC22: at 2 nodes MPI/MESQ/SR within 0.7-1.3 for every query; at 16
 // nodes about 1.7x (Q4), 1.55x (Q3) and 2x (Q10), each +-30%.
-func judgeC22(rs []*results.Record, _ map[string][]sweep.Result) Verdict {
+func judgeC22(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	if !hasTPCH(rs) {
 		return noRunner
 	}

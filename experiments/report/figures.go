@@ -10,15 +10,15 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // loadFigures reads every figure's records from dir (a figure counts only
 // when all its sweeps' files are there), embeds the plots the figure draws
 // and appends the figures to p. It returns the results by figure ID, as
 // the judge takes them.
-func loadFigures(dir string, rec *recorded, p *Page, logf func(string, ...any)) (map[string][]sweep.Result, error) {
-	res := map[string][]sweep.Result{}
+func loadFigures(dir string, rec *recorded, p *Page, logf func(string, ...any)) (map[string][]results.Result, error) {
+	res := map[string][]results.Result{}
 	var first string
 	for _, f := range figures.AllFigures() {
 		rs, missing, err := readFigure(dir, f, rec.full(), logf)
@@ -55,14 +55,14 @@ func loadFigures(dir string, rec *recorded, p *Page, logf func(string, ...any)) 
 
 // readFigure reads the JSONL files of f's sweeps; missing lists the ones
 // dir does not have.
-func readFigure(dir string, f figures.Figure, full bool, logf func(string, ...any)) (rs []sweep.Result, missing []string, err error) {
+func readFigure(dir string, f figures.Figure, full bool, logf func(string, ...any)) (rs []results.Result, missing []string, err error) {
 	sws, err := f.Sweeps(full)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", f.ID, err)
 	}
 	for _, sw := range sws {
 		name := sw.Name + ".jsonl"
-		r, err := sweep.ReadResults(filepath.Join(dir, name), func(s string) { logf("warning: %s", s) })
+		r, err := results.ReadFile(filepath.Join(dir, name), func(s string) { logf("warning: %s", s) })
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			missing = append(missing, name)
@@ -76,7 +76,7 @@ func readFigure(dir string, f figures.Figure, full bool, logf func(string, ...an
 
 // embedPlots embeds each plot f draws from rs: its PNG, or its SVG when
 // there is no PNG. A plot with neither is listed in fig.Missing.
-func embedPlots(dir string, f figures.Figure, rs []sweep.Result, fig *Figure) (err error) {
+func embedPlots(dir string, f figures.Figure, rs []results.Result, fig *Figure) (err error) {
 	defer func() { // a figure's plot code meeting records it did not expect
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%s: cannot draw its plots from the records in %s (%v): rerun the figure", f.ID, dir, r)

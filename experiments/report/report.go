@@ -24,8 +24,8 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // Options says what Collect reads. The zero value of every field but Dir
@@ -185,7 +185,7 @@ func Collect(ctx context.Context, o Options) (*Page, error) {
 
 // judge re-judges every claim from res; C23 runs again at the scale of
 // the directory.
-func judge(ctx context.Context, res map[string][]sweep.Result, full bool) ([]figures.Verdict, error) {
+func judge(ctx context.Context, res map[string][]results.Result, full bool) ([]figures.Verdict, error) {
 	vs := figures.Judge(res)
 	c23, err := figures.Reproduce(ctx, figures.ReproduceOptions{FigureOptions: figures.FigureOptions{Full: full}, Figures: []string{"alltoall_bw"}})
 	if err != nil {

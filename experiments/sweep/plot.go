@@ -519,13 +519,13 @@ func (e *shiftedErrBars) Plot(c draw.Canvas, p *plot.Plot) {
 // mean of y over the results sharing both (the seeds) and Err the 95%
 // confidence half-width when there are several. Failed results are left
 // out. Series and points come in the order of the results.
-func SeriesOf(results []Result, seriesBy, xBy string, y func(Result) float64) ([]Series, error) {
+func SeriesOf(rs []results.Result, seriesBy, xBy string, y func(results.Result) float64) ([]Series, error) {
 	type cell struct {
 		series, x string
 	}
 	var cells []cell
 	vals := map[cell][]float64{}
-	for _, r := range results {
+	for _, r := range rs {
 		if r.Failed() {
 			continue
 		}
@@ -544,7 +544,7 @@ func SeriesOf(results []Result, seriesBy, xBy string, y func(Result) float64) ([
 		vals[c] = append(vals[c], y(r))
 	}
 	if len(cells) == 0 {
-		return nil, errors.New("no results to plot (all failed?)")
+		return nil, errors.New("no rs to plot (all failed?)")
 	}
 	var out []Series
 	for _, c := range cells {
@@ -581,7 +581,7 @@ func CSVHeader() []string {
 
 // WriteCSV writes results to path as CSV with the CSVHeader columns; a
 // failed point has empty record columns and its error.
-func WriteCSV(path string, rs []Result) error {
+func WriteCSV(path string, rs []results.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -631,7 +631,7 @@ func csvValue(v reflect.Value) string {
 
 // Metric returns a y function for SeriesOf: the numeric run-record field
 // with JSON name name (throughput_gibps, response_s, setup_ms, ...).
-func Metric(name string) (func(Result) float64, error) {
+func Metric(name string) (func(results.Result) float64, error) {
 	rt := reflect.TypeFor[results.Record]()
 	var numeric []string
 	for i := range rt.NumField() {
@@ -643,7 +643,7 @@ func Metric(name string) (func(Result) float64, error) {
 			continue
 		}
 		if tag == name {
-			return func(r Result) float64 {
+			return func(r results.Result) float64 {
 				v := reflect.ValueOf(r.Record).Elem().Field(i)
 				switch v.Kind() {
 				case reflect.Float64:

@@ -64,15 +64,15 @@ func TestWritePlot(t *testing.T) {
 }
 
 func TestSeriesOfAndCSV(t *testing.T) {
-	rec := func(p int, key string, v float64) Result {
-		return Result{Point: p, Key: key, Record: &results.Record{Design: "X", ThroughputGiBs: v, Integrity: "ok"}}
+	rec := func(p int, key string, v float64) results.Result {
+		return results.Result{Point: p, Key: key, Record: &results.Record{Design: "X", ThroughputGiBs: v, Integrity: "ok"}}
 	}
-	rs := []Result{
+	rs := []results.Result{
 		rec(0, "design=A nodes=2 seed=1", 1), rec(1, "design=A nodes=2 seed=2", 3),
 		rec(2, "design=A nodes=4 seed=1", 2), rec(3, "design=B nodes=2 seed=1", 4),
 		{Point: 4, Key: "design=B nodes=4 seed=1", Error: "boom, \"quoted\""},
 	}
-	ss, err := SeriesOf(rs, "design", "nodes", func(r Result) float64 { return r.ThroughputGiBs })
+	ss, err := SeriesOf(rs, "design", "nodes", func(r results.Result) float64 { return r.ThroughputGiBs })
 	if err != nil {
 		t.Fatal(err)
 	}

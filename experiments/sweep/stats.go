@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -66,10 +67,10 @@ func (s Summary) String() string { return s.Format(3) }
 // out) by group(r) and summarizes value(r) in each group. Groups come in
 // the order of their first result, so sorted results give groups in sweep
 // order.
-func Summarize(results []Result, group func(Result) string, value func(Result) float64) []Summary {
+func Summarize(rs []results.Result, group func(results.Result) string, value func(results.Result) float64) []Summary {
 	var order []string
 	vals := map[string][]float64{}
-	for _, r := range results {
+	for _, r := range rs {
 		if r.Failed() {
 			continue
 		}
@@ -90,8 +91,8 @@ func Summarize(results []Result, group func(Result) string, value func(Result) f
 // KeyWithout returns a group function for Summarize: the point's key
 // without the given parameters, e.g. KeyWithout("seed") groups the seeds
 // of each configuration. A key left empty becomes "all".
-func KeyWithout(params ...string) func(Result) string {
-	return func(r Result) string {
+func KeyWithout(params ...string) func(results.Result) string {
+	return func(r results.Result) string {
 		return KeyDrop(r.Key, params...)
 	}
 }

@@ -4,7 +4,7 @@ package sweep
 // unit in which figures are produced. A sweep comes from a YAML spec
 // (ParseSweep, docs/sweeps.md) or from Go code (NewSweep, for figure
 // definitions); RunSweep runs its points in parallel and writes one JSON
-// line per point (a Result), Merge joins the files of shards, and stats.go
+// line per point (a results.Result), Merge joins the files of shards, and stats.go
 // and plot.go turn results into tables and figures.
 //
 // The parameter keys are `explore run`'s flag names. The table params below

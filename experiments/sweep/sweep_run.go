@@ -5,10 +5,7 @@ package sweep
 // shards.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,36 +22,6 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 )
-
-// Result is one line of a sweep's output file (JSON Lines): the point's
-// index and key, then the run record's fields (flat), or an error for a
-// point whose run failed. In sweep output the record's WallS is zero so
-// that files are byte-identical across runs; Wall holds it in memory.
-type Result struct {
-	Point           int    `json:"point"`
-	Key             string `json:"key"`
-	*results.Record        // nil when the run failed
-	Error           string `json:"error,omitempty"`
-
-	Wall  time.Duration `json:"-"` // wall-clock time of the run; 0 when read from a file
-	Sweep string        `json:"-"` // the sweep's name (RunSweep sets it; CSV's sweep column)
-	raw   []byte        // the line as read or written, without its newline
-}
-
-// Failed reports whether the point's run returned an error.
-func (r Result) Failed() bool { return r.Record == nil || r.Error != "" }
-
-// line returns r's JSON line, without a newline.
-func (r *Result) line() ([]byte, error) {
-	if r.raw == nil {
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		r.raw = b
-	}
-	return r.raw, nil
-}
 
 // Shard selects the points with Index % N == I-1 (I counts from 1, as in a
 // Slurm job array). The zero Shard selects every point.
@@ -95,8 +62,8 @@ func (s Shard) String() string {
 
 // Progress reports one finished point to SweepOptions.Progress.
 type Progress struct {
-	Done, Total int    // points finished and to run in this invocation (skipped ones excluded)
-	Result      Result // the point's result (Wall set)
+	Done, Total int            // points finished and to run in this invocation (skipped ones excluded)
+	Result      results.Result // the point's result (Wall set)
 }
 
 // SweepOptions controls RunSweep. The zero value runs every point on
@@ -128,11 +95,11 @@ type SweepOptions struct {
 
 // SweepReport is what RunSweep did.
 type SweepReport struct {
-	Results []Result      // every result of this shard, sorted by point (those from a resumed file included)
-	Ran     int           // points run now
-	Skipped int           // points found done in the output file
-	Failed  int           // results with an error (resumed ones included)
-	Wall    time.Duration // wall-clock time of this invocation
+	Results []results.Result // every result of this shard, sorted by point (those from a resumed file included)
+	Ran     int              // points run now
+	Skipped int              // points found done in the output file
+	Failed  int              // results with an error (resumed ones included)
+	Wall    time.Duration    // wall-clock time of this invocation
 }
 
 // ErrPointsFailed is returned (wrapped) by RunSweep when some point's run
@@ -181,7 +148,7 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 	}
 	run = opts.Memory.Admit(run)
 	rep := &SweepReport{}
-	done := map[int]Result{}
+	done := map[int]results.Result{}
 	var f *os.File
 	if opts.Out != "" {
 		var err error
@@ -205,7 +172,7 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 	if err := runPoints(ctx, run, todo, opts, f, rep); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(rep.Results, func(a, b Result) int { return a.Point - b.Point })
+	slices.SortFunc(rep.Results, func(a, b results.Result) int { return a.Point - b.Point })
 	for i, r := range rep.Results {
 		rep.Results[i].Sweep = sw.Name
 		if r.Failed() {
@@ -230,9 +197,9 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 // resume reads the results a sweep's output file out already holds (the
 // points that succeeded, by index; they must be points of sw as specified
 // now) and opens the file to append, cut after its last whole line.
-func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]Result, *os.File, error) {
-	done := map[int]Result{}
-	old, good, err := readResultsFile(out, warn)
+func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]results.Result, *os.File, error) {
+	done := map[int]results.Result{}
+	old, good, err := results.ReadPrefix(out, warn)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, err
 	}
@@ -275,7 +242,7 @@ func runPoints(ctx context.Context, run func(experiments.RunConfig) (*results.Re
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	in := make(chan Point)
-	out := make(chan Result)
+	out := make(chan results.Result)
 	var wg sync.WaitGroup
 	for w := 0; w < min(jobs, len(todo)); w++ {
 		wg.Add(1)
@@ -309,7 +276,7 @@ func runPoints(ctx context.Context, run func(experiments.RunConfig) (*results.Re
 	for r := range out {
 		rep.Ran++
 		if f != nil && werr == nil {
-			b, err := r.line()
+			b, err := r.Line()
 			if err == nil {
 				_, err = f.Write(append(b, '\n'))
 			}
@@ -329,28 +296,28 @@ func runPoints(ctx context.Context, run func(experiments.RunConfig) (*results.Re
 // rewriteResults closes f and rewrites the output file sorted by point:
 // points run again replace their old lines (a failed point run again, say);
 // lines of other shards in the same file are kept.
-func rewriteResults(f *os.File, out string, results []Result, warn func(string)) error {
-	keep := map[int]Result{}
-	old, _, err := readResultsFile(out, warn)
+func rewriteResults(f *os.File, out string, rs []results.Result, warn func(string)) error {
+	keep := map[int]results.Result{}
+	old, _, err := results.ReadPrefix(out, warn)
 	if err != nil {
 		return err
 	}
 	for _, r := range old {
 		keep[r.Point] = r
 	}
-	for _, r := range results {
+	for _, r := range rs {
 		keep[r.Point] = r
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return writeResults(out, sortedResults(keep))
+	return results.WriteFile(out, sortedResults(keep))
 }
 
-// runPoint runs one point, turning an error or a panic into a failed Result.
-func runPoint(run func(experiments.RunConfig) (*results.Record, error), p Point) (r Result) {
+// runPoint runs one point, turning an error or a panic into a failed result.
+func runPoint(run func(experiments.RunConfig) (*results.Record, error), p Point) (r results.Result) {
 	t0 := time.Now()
-	r = Result{Point: p.Index, Key: p.Key}
+	r = results.Result{Point: p.Index, Key: p.Key}
 	defer func() {
 		if v := recover(); v != nil {
 			r.Record, r.Error = nil, fmt.Sprintf("panic: %v", v)
@@ -411,108 +378,20 @@ type paramError struct {
 func (e *paramError) Error() string { return e.msg }
 func (e *paramError) Unwrap() error { return e.err }
 
-func sortedResults(m map[int]Result) []Result {
-	rs := make([]Result, 0, len(m))
+func sortedResults(m map[int]results.Result) []results.Result {
+	rs := make([]results.Result, 0, len(m))
 	for _, r := range m {
 		rs = append(rs, r)
 	}
-	slices.SortFunc(rs, func(a, b Result) int { return a.Point - b.Point })
+	slices.SortFunc(rs, func(a, b results.Result) int { return a.Point - b.Point })
 	return rs
-}
-
-// ReadResults reads a sweep output file. A last line cut short (a killed
-// run) is skipped and reported through warn (if not nil); any other bad
-// line is an error naming the file and line.
-func ReadResults(path string, warn func(string)) ([]Result, error) {
-	if warn == nil {
-		warn = func(string) {}
-	}
-	rs, _, err := readResultsFile(path, warn)
-	return rs, err
-}
-
-// readResultsFile returns the results of path and the length of its valid
-// prefix (where appending may continue).
-func readResultsFile(path string, warn func(string)) ([]Result, int64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	var rs []Result
-	var good int64
-	for n := 1; len(data) > 0; n++ {
-		line, rest, complete := bytes.Cut(data, []byte("\n"))
-		var r Result
-		err := json.Unmarshal(line, &r)
-		if err == nil && r.Key == "" {
-			err = errors.New("no key")
-		}
-		if err != nil {
-			if len(bytes.TrimSpace(rest)) == 0 {
-				warn(fmt.Sprintf("%s:%d: ignoring a truncated last line (from a killed run?)", path, n))
-				break
-			}
-			return nil, 0, fmt.Errorf("%s:%d: not a sweep result: %v", path, n, err)
-		}
-		r.raw = bytes.Clone(bytes.TrimSpace(line))
-		rs = append(rs, r)
-		if !complete { // a whole record without its newline: keep it, end it
-			break
-		}
-		good += int64(len(line)) + 1
-		data = rest
-	}
-	return rs, good, nil
-}
-
-// writeResults writes rs, one line each, to path atomically (a temporary
-// file in the same directory, then rename).
-func writeResults(path string, rs []Result) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriter(tmp)
-	for i := range rs {
-		b, err := rs[i].line()
-		if err != nil {
-			tmp.Close()
-			return err
-		}
-		w.Write(b)
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	// A temporary file is created private (0600); the results file is as
-	// readable as the CSV and plots written beside it.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // MergeReport is what Merge did.
 type MergeReport struct {
-	Results []Result // the merged results, sorted by point
-	Failed  int      // results with an error
-	Missing []Point  // with a spec: its points in no input
+	Results []results.Result // the merged results, sorted by point
+	Failed  int              // results with an error
+	Missing []Point          // with a spec: its points in no input
 }
 
 // Merge writes to out the union of the sweep output files inputs (the
@@ -528,10 +407,10 @@ func Merge(out string, spec *Sweep, warn func(string), inputs ...string) (*Merge
 	if spec != nil {
 		pts = spec.Points()
 	}
-	got := map[int]Result{}
+	got := map[int]results.Result{}
 	from := map[int]string{}
 	for _, in := range inputs {
-		rs, err := ReadResults(in, warn)
+		rs, err := results.ReadFile(in, warn)
 		if err != nil {
 			return nil, err
 		}
@@ -540,7 +419,7 @@ func Merge(out string, spec *Sweep, warn func(string), inputs ...string) (*Merge
 				return nil, fmt.Errorf("merge: %s: point %d (%s) is not a point of sweep %s", in, r.Point, r.Key, spec.Name)
 			}
 			if prev, ok := got[r.Point]; ok {
-				if !bytes.Equal(prev.raw, r.raw) {
+				if !prev.SameLine(&r) {
 					return nil, fmt.Errorf("merge: point %d (%s) differs between %s and %s", r.Point, r.Key, from[r.Point], in)
 				}
 				continue
@@ -559,7 +438,7 @@ func Merge(out string, spec *Sweep, warn func(string), inputs ...string) (*Merge
 			rep.Missing = append(rep.Missing, p)
 		}
 	}
-	if err := writeResults(out, rep.Results); err != nil {
+	if err := results.WriteFile(out, rep.Results); err != nil {
 		return nil, err
 	}
 	return rep, nil

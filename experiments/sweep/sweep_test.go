@@ -417,7 +417,7 @@ func FuzzParseSweep(f *testing.F) {
 // TestResultsFileMode: a results file is 0644, like the CSV and plots.
 func TestResultsFileMode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.jsonl")
-	if err := writeResults(path, []Result{{Point: 0, Key: "k", Error: "x"}}); err != nil {
+	if err := results.WriteFile(path, []results.Result{{Point: 0, Key: "k", Error: "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(path)
