@@ -23,6 +23,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/yamldoc"
 )
 
@@ -309,7 +310,10 @@ func scalar(n *yaml.Node, what string) (any, error) {
 // node (milliseconds). Sweeps call it on every distinct configuration
 // before starting, so that a bad value fails the sweep at once rather than
 // after hours.
-func Validate(cfg experiments.RunConfig) error {
+func Validate(cfg experiments.RunConfig) error { return validateWith(cfg, experiments.Run) }
+
+// validateWith is Validate with the probe run by run.
+func validateWith(cfg experiments.RunConfig, run func(experiments.RunConfig) (*results.Record, error)) error {
 	if cfg.Nodes < 1 {
 		return fmt.Errorf("nodes %d: need at least 1", cfg.Nodes)
 	}
@@ -320,14 +324,14 @@ func Validate(cfg experiments.RunConfig) error {
 	}
 	probe := cfg
 	probe.Nodes = min(cfg.Nodes, 2)
-	probe.BytesPerNode = algos.TupleBytes
+	probe.BytesPerNode, probe.BytesPerPair = algos.TupleBytes, 0 // one tuple, not the per-pair input
 	probe.CyclesPerTuple = 0
 	probe.Payload = false
 	if strings.HasPrefix(string(cfg.Pattern), string(algos.Multicast)+":") {
 		// still multicast (some designs reject it), with K <= probe.Nodes
 		probe.Pattern = algos.Pattern(fmt.Sprintf("%s:%d", algos.Multicast, probe.Nodes))
 	}
-	_, err := experiments.Run(probe)
+	_, err := run(probe)
 	return err
 }
 

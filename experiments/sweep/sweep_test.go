@@ -536,3 +536,26 @@ func TestResumeRefusesStaleResults(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateProbesOneTuple: validation runs one tuple per node whatever
+// the input asked for: a point sized by bytes per pair (1 MiB per pair
+// here; at paper scale hundreds of MiB per node) validates in a probe of
+// one tuple, not with the whole input.
+func TestValidateProbesOneTuple(t *testing.T) {
+	cfg := experiments.DefaultConfig()
+	cfg.Design, cfg.Nodes, cfg.BytesPerPair = "MEMQ/SR", 4, 1<<20
+	var sent uint64
+	run := func(c experiments.RunConfig) (*results.Record, error) {
+		rec, err := experiments.Run(c)
+		if rec != nil {
+			sent = rec.TuplesSent
+		}
+		return rec, err
+	}
+	if err := validateWith(cfg, run); err != nil {
+		t.Fatal(err)
+	}
+	if sent == 0 || sent > 2 {
+		t.Errorf("the probe sent %d tuples, want one per node (at most 2 nodes)", sent)
+	}
+}
