@@ -120,10 +120,10 @@ func names(ds []Design, keep func(Design) bool) []string {
 // rcMsgBytes is the RC designs' default message size.
 const rcMsgBytes = 64 << 10
 
-// seedDesign is one of Liu19's eight: shared or per-thread endpoint
+// paperDesign is one of Liu19's eight: shared or per-thread endpoint
 // (SE/ME), single or multiple queue pairs (SQ: one UD queue pair; MQ: an
 // RC queue pair per peer) and the verb.
-func seedDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoint, error)) Design {
+func paperDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoint, error)) Design {
 	se := map[bool]string{true: "SE", false: "ME"}[shared]
 	d := Design{Family: FamilyDesign, Shared: shared, Verb: verb, Transport: fabric.RC, MsgBytes: rcMsgBytes, Adaptive: true, Groups: true, Open: open}
 	switch verb {
@@ -152,7 +152,7 @@ func seedDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoi
 func Variants() []Design {
 	var out []Design
 	for _, shared := range []bool{true, false} {
-		d := seedDesign(shared, VerbWrite, OpenMQWRCW)
+		d := paperDesign(shared, VerbWrite, OpenMQWRCW)
 		d.Name += "+cw"
 		d.Family = FamilyVariant
 		d.About = strings.Replace(d.About, "into free slots of the receiver", "into the receiver's slots in ring order", 1)
@@ -177,9 +177,9 @@ func udDesign(shared bool) Design {
 func Designs() []Design {
 	return []Design{
 		udDesign(true), udDesign(false),
-		seedDesign(true, VerbSend, OpenMQSR), seedDesign(false, VerbSend, OpenMQSR),
-		seedDesign(true, VerbRead, OpenMQRD), seedDesign(false, VerbRead, OpenMQRD),
-		seedDesign(true, VerbWrite, OpenMQWR), seedDesign(false, VerbWrite, OpenMQWR),
+		paperDesign(true, VerbSend, OpenMQSR), paperDesign(false, VerbSend, OpenMQSR),
+		paperDesign(true, VerbRead, OpenMQRD), paperDesign(false, VerbRead, OpenMQRD),
+		paperDesign(true, VerbWrite, OpenMQWR), paperDesign(false, VerbWrite, OpenMQWR),
 	}
 }
 

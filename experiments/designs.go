@@ -10,10 +10,10 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tcpshuffle"
 )
 
-// Design is one design a run can name: an endpoint design of package
+// CatalogueEntry is one design a run can name: an endpoint design of package
 // algos, and where and how it runs. Designs are values, immutable once
 // listed, and safe to share.
-type Design struct {
+type CatalogueEntry struct {
 	algos.Design
 	// Ceiling: not an endpoint but the network's ceiling for the
 	// shuffle's traffic, measured with perftest's all-to-all (the qperf
@@ -31,21 +31,21 @@ const EnvTCPHost = "RDMASHUFFLE_TCP_HOST"
 // catalogue is every design, in the order help texts, overviews and
 // sweeps list them: Liu19's eight, our variants of them, its baselines
 // (qperf first), the peer designs, and the real TCP design.
-var catalogue = func() []Design {
-	var out []Design
+var catalogue = func() []CatalogueEntry {
+	var out []CatalogueEntry
 	add := func(ds ...algos.Design) {
 		for _, d := range ds {
-			out = append(out, Design{Design: d})
+			out = append(out, CatalogueEntry{Design: d})
 		}
 	}
 	add(algos.Designs()...)
 	add(algos.Variants()...)
-	out = append(out, Design{Ceiling: true, Design: algos.Design{Name: "qperf", Family: algos.FamilyBaseline,
+	out = append(out, CatalogueEntry{Ceiling: true, Design: algos.Design{Name: "qperf", Family: algos.FamilyBaseline,
 		About:     "the network's ceiling: perftest's all-to-all of RC sends from one buffer, no tuples moved",
 		Transport: fabric.RC, Verb: algos.VerbSend, MsgBytes: 64 << 10, Groups: false}})
 	add(algos.Baselines()...)
 	add(algos.Peers()...)
-	out = append(out, Design{RealOnly: true, Design: algos.Design{Name: "TCP", Family: algos.FamilyBaseline,
+	out = append(out, CatalogueEntry{RealOnly: true, Design: algos.Design{Name: "TCP", Family: algos.FamilyBaseline,
 		About:     "real TCP sockets between real hosts (the IPoIB baseline for real): explore run --backend tcp",
 		Transport: 0, Verb: algos.VerbSockets, MsgBytes: algos.IPoIBMsgBytes, Groups: true,
 		Open: func(th fabric.Thread, cfg algos.Config) (algos.Endpoint, error) {
@@ -59,11 +59,11 @@ var catalogue = func() []Design {
 }()
 
 // Catalogue returns every design in order (a fresh slice).
-func Catalogue() []Design { return append([]Design(nil), catalogue...) }
+func Catalogue() []CatalogueEntry { return append([]CatalogueEntry(nil), catalogue...) }
 
 // DesignNames lists, in catalogue order, the names of the designs that
 // keep accepts (every design when keep is nil).
-func DesignNames(keep func(Design) bool) []string {
+func DesignNames(keep func(CatalogueEntry) bool) []string {
 	var out []string
 	for _, d := range catalogue {
 		if keep == nil || keep(d) {
@@ -75,42 +75,42 @@ func DesignNames(keep func(Design) bool) []string {
 
 // LookupDesign returns the design called name, or an error that lists the
 // names to choose from.
-func LookupDesign(name string) (Design, error) {
+func LookupDesign(name string) (CatalogueEntry, error) {
 	for _, d := range catalogue {
 		if d.Name == name {
 			return d, nil
 		}
 	}
-	return Design{}, fmt.Errorf("unknown design %q: choose one of %s", name, strings.Join(DesignNames(nil), ", "))
+	return CatalogueEntry{}, fmt.Errorf("unknown design %q: choose one of %s", name, strings.Join(DesignNames(nil), ", "))
 }
 
-// DesignOf is the design of a record or configuration, or the zero Design
+// DesignOf is the design of a record or configuration, or the zero entry
 // (no family, no transport) for a name this build does not know, such as
 // one of the I-Store plans or a record from another version.
-func DesignOf(name string) Design {
+func DesignOf(name string) CatalogueEntry {
 	d, _ := LookupDesign(name)
 	return d
 }
 
-// IsSeedDesign keeps Liu19's eight endpoint designs.
-func IsSeedDesign(d Design) bool { return d.Family == algos.FamilyDesign }
+// IsPaperDesign keeps Liu19's eight endpoint designs.
+func IsPaperDesign(d CatalogueEntry) bool { return d.Family == algos.FamilyDesign }
 
 // OnSimulator keeps every design the simulator runs (all but RealOnly).
-func OnSimulator(d Design) bool { return !d.RealOnly }
+func OnSimulator(d CatalogueEntry) bool { return !d.RealOnly }
 
 // MovesTuples keeps the simulated designs with endpoints (not the qperf
 // ceiling): what queries, soaks and I-Store's shuffle plan can use.
-func MovesTuples(d Design) bool { return !d.RealOnly && !d.Ceiling }
+func MovesTuples(d CatalogueEntry) bool { return !d.RealOnly && !d.Ceiling }
 
 // IsBaseline keeps Liu19's simulated baselines (qperf, IPoIB, MPI).
-func IsBaseline(d Design) bool { return d.Family == algos.FamilyBaseline && !d.RealOnly }
+func IsBaseline(d CatalogueEntry) bool { return d.Family == algos.FamilyBaseline && !d.RealOnly }
 
-// SeedDesigns lists the names of Liu19's eight designs in the paper's
+// PaperDesigns lists the names of Liu19's eight designs in the paper's
 // order.
-func SeedDesigns() []string { return DesignNames(IsSeedDesign) }
+func PaperDesigns() []string { return DesignNames(IsPaperDesign) }
 
 // IsVariant keeps our improvements on Liu19's designs (MQ/WR+cw).
-func IsVariant(d Design) bool { return d.Family == algos.FamilyVariant }
+func IsVariant(d CatalogueEntry) bool { return d.Family == algos.FamilyVariant }
 
 // Questions the figures and the judge ask of a record's design.
 
@@ -118,10 +118,10 @@ func IsVariant(d Design) bool { return d.Family == algos.FamilyVariant }
 // (the SQ designs).
 func IsUD(name string) bool { return DesignOf(name).Transport == fabric.UD }
 
-// IsSeedMQ reports whether the design called name is one of Liu19's
+// IsPaperMQ reports whether the design called name is one of Liu19's
 // designs with an RC queue pair per peer, optionally of one verb ("" for
 // any).
-func IsSeedMQ(name string, verb algos.Verb) bool {
+func IsPaperMQ(name string, verb algos.Verb) bool {
 	d := DesignOf(name)
 	return d.Family == algos.FamilyDesign && d.Transport == fabric.RC && (verb == "" || d.Verb == verb)
 }

@@ -25,10 +25,10 @@ func TestCatalogue(t *testing.T) {
 		t.Errorf("unknown design: %v", err)
 	}
 	for _, tc := range []struct {
-		keep func(Design) bool
+		keep func(CatalogueEntry) bool
 		want string
 	}{
-		{IsSeedDesign, "SESQ/SR MESQ/SR SEMQ/SR MEMQ/SR SEMQ/RD MEMQ/RD SEMQ/WR MEMQ/WR"},
+		{IsPaperDesign, "SESQ/SR MESQ/SR SEMQ/SR MEMQ/SR SEMQ/RD MEMQ/RD SEMQ/WR MEMQ/WR"},
 		{IsBaseline, "qperf IPoIB MPI"},
 	} {
 		if got := strings.Join(DesignNames(tc.keep), " "); got != tc.want {

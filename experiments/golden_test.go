@@ -93,7 +93,7 @@ func goldenRunCases() (names []string, cfgs []RunConfig, faults []sim.Faults) {
 			add(fmt.Sprintf("%s %s", d, p), c)
 		}
 	}
-	for _, d := range append(SeedDesigns(), "IPoIB", "MPI", "HyPer", "RDMA-MW") {
+	for _, d := range append(PaperDesigns(), "IPoIB", "MPI", "HyPer", "RDMA-MW") {
 		c := goldenBase()
 		c.Design, c.Payload = d, true
 		add(d+" payload", c)

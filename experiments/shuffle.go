@@ -34,7 +34,7 @@ type nodeResult struct {
 // thread; its sending and receiving threads write res under mu.
 type nodeRun struct {
 	cfg    *RunConfig
-	design Design
+	design CatalogueEntry
 	groups algos.Groups
 	me     int
 	eps    []algos.Endpoint // one shared or one per thread; nil once closed
@@ -260,7 +260,7 @@ func (nr *nodeRun) closeAll(th fabric.Thread) {
 }
 
 // buildRecord builds the run record from every node's report.
-func buildRecord(cfg RunConfig, design Design, backend string, res []nodeResult) *results.Record {
+func buildRecord(cfg RunConfig, design CatalogueEntry, backend string, res []nodeResult) *results.Record {
 	n := cfg.Nodes
 	rec := &results.Record{Experiment: "run", Label: cfg.Label, Backend: backend, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: cfg.Threads, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,

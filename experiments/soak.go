@@ -147,7 +147,7 @@ func (r *SoakResult) Record() SoakRecord {
 // over RDMA, siw and sockets). The peers were left out until a soak of
 // them found HyPer hanging when a peer crashed.
 func SoakDesigns() []string {
-	return append(SeedDesigns(), "MPI", "IPoIB",
+	return append(PaperDesigns(), "MPI", "IPoIB",
 		"HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched", "RDMA-MW", "RDMA-MW/siw", "Sockets-MW")
 }
 

@@ -218,7 +218,7 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 // endpoint or one per thread (base.Threads of them), endpoint k of step x
 // with tag x*neps+k; base gives the sizes, and each step's pattern whether
 // it broadcasts.
-func openSteps(th fabric.Thread, design Design, plan []tpch.Step, base algos.Config) ([][]algos.Endpoint, error) {
+func openSteps(th fabric.Thread, design CatalogueEntry, plan []tpch.Step, base algos.Config) ([][]algos.Endpoint, error) {
 	neps, shared, steps := base.Threads, design.Shared, len(plan)
 	if shared {
 		neps = 1

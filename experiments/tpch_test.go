@@ -22,7 +22,7 @@ func TestQueriesMatchReference(t *testing.T) {
 			t.Fatalf("%s: reference answer too small to compare: %v", q, refs[q].Lines())
 		}
 	}
-	designs := append(SeedDesigns(), "MPI", "IPoIB", LocalData)
+	designs := append(PaperDesigns(), "MPI", "IPoIB", LocalData)
 	for i, d := range designs {
 		for _, q := range tpch.Queries {
 			if d == LocalData && q != tpch.Q4 {

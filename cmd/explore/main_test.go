@@ -180,7 +180,9 @@ func TestOverviewJSON(t *testing.T) {
 			runs++
 		}
 	}
-	if bench != 8 || runs != len(experiments.DesignNames(func(d experiments.Design) bool { return experiments.IsSeedDesign(d) || experiments.IsBaseline(d) })) {
+	if bench != 8 || runs != len(experiments.DesignNames(func(d experiments.CatalogueEntry) bool {
+		return experiments.IsPaperDesign(d) || experiments.IsBaseline(d)
+	})) {
 		t.Fatalf("%d benchmark and %d run records:\n%s", bench, runs, out)
 	}
 }

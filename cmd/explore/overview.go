@@ -69,7 +69,9 @@ func runOverview(w io.Writer, f *benchFlags) error {
 		{"write message rate, 32 B, 16 QPs", perftest.Config{Test: "write_bw", Size: 32, Iters: 2000, QPs: 16}, pair},
 		{fmt.Sprintf("all-to-all, %d nodes, 4 KiB (RC)", f.nodes), perftest.Config{Test: "alltoall_bw", Size: 4096, Iters: 2000}, f.nodes},
 	}
-	designs := experiments.DesignNames(func(d experiments.Design) bool { return experiments.IsSeedDesign(d) || experiments.IsBaseline(d) })
+	designs := experiments.DesignNames(func(d experiments.CatalogueEntry) bool {
+		return experiments.IsPaperDesign(d) || experiments.IsBaseline(d)
+	})
 	if f.task != nil {
 		f.task.setTotal(len(items) + len(designs))
 	}
@@ -145,7 +147,9 @@ func overviewShuffle(w io.Writer, f *benchFlags) error {
 	}
 	t := newTable(w)
 	t.Header("design", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity", "sim wall[s]")
-	for _, d := range experiments.DesignNames(func(d experiments.Design) bool { return experiments.IsSeedDesign(d) || experiments.IsBaseline(d) }) {
+	for _, d := range experiments.DesignNames(func(d experiments.CatalogueEntry) bool {
+		return experiments.IsPaperDesign(d) || experiments.IsBaseline(d)
+	}) {
 		var opt experiments.SimOptions
 		if f.task != nil {
 			f.task.setDetail(d)

@@ -110,7 +110,7 @@ func sweeps(ss ...func() (*sweep.Sweep, error)) ([]*sweep.Sweep, error) {
 // figures 13-22, its adaptive-buffer figures 23-24, the I-Store figures,
 // the peer designs' figures and Liu19's TPC-H figures 26-27.
 func AllFigures() []Figure {
-	return slices.Concat(seedFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures(), fabricFigures())
+	return slices.Concat(paperFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures(), fabricFigures())
 }
 
 // wrDesigns are the RDMA Write designs the notification figures compare:
@@ -131,8 +131,8 @@ func wrSeries(r *results.Record) string {
 // size steady-state growth gave either.
 const memoryRuns = "registered memory"
 
-// seedFigures are Liu19's figures 13-22, in the order of the paper.
-func seedFigures() []Figure {
+// paperFigures are Liu19's figures 13-22, in the order of the paper.
+func paperFigures() []Figure {
 	return []Figure{
 		{
 			ID: "fig13", X: "credit-every", Title: "Credit write-back frequency (Liu19 fig. 13, 14)", Claims: []string{"C1", "C2", "C3"},
@@ -254,7 +254,7 @@ func seedFigures() []Figure {
 				// Quick: 10 threads, so that MEMQ's n x t queue pairs exceed
 				// the FDR context cache at 16 nodes as with the paper's 14.
 				base := figBase("edr-cx4", 2, scale(full, 10, 14), scale[int64](full, 256<<10, 8<<20))
-				designs := append(experiments.SeedDesigns(), algos.NameMEMQWRCW, "MPI", "IPoIB")
+				designs := append(experiments.PaperDesigns(), algos.NameMEMQWRCW, "MPI", "IPoIB")
 				nodes := sweep.Vary("nodes", 2, 4, 8, 16)
 				profiles := sweep.Vary("profile", "fdr-cx3", "edr-cx4")
 				return sweeps(

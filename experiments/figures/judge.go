@@ -377,10 +377,10 @@ func judgeC13(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	v := ratioVerdict(rs, "SEMQ/SR", "MPI", "edr-cx4", "broadcast", 16, 4, 2.5, 5)
 	v.Expected = "SEMQ/SR up to 4x MPI (2.5-5x) under broadcast; RDMA Read designs below 80% of the Send/Receive ones"
 	rd, _ := mean(rs, func(r *results.Record) bool {
-		return experiments.IsSeedMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+		return experiments.IsPaperMQ(r.Design, algos.VerbRead) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	sr, _ := mean(rs, func(r *results.Record) bool {
-		return experiments.IsSeedMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
+		return experiments.IsPaperMQ(r.Design, algos.VerbSend) && r.Profile == "edr-cx4" && r.Pattern == "broadcast" && r.Nodes == 16
 	}, tput)
 	rdLow := sr > 0 && rd < 0.8*sr
 	v.Measured += fmt.Sprintf("; RD designs %.2f vs MQ/SR designs %.2f GiB/s", rd, sr)
@@ -445,7 +445,7 @@ func judgeC14(rs []*results.Record, _ map[string][]results.Result) Verdict {
 // 15-45% of their time, and some receiver idles 60-95%.
 func judgeC15(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	best, bestT := "", 0.0
-	for _, d := range experiments.SeedDesigns() {
+	for _, d := range experiments.PaperDesigns() {
 		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), tput); n > 0 && v > bestT {
 			best, bestT = d, v
 		}
@@ -455,7 +455,7 @@ func judgeC15(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	}
 	si, _ := mean(rs, at(best, "edr-cx4", "repartition", 8), func(r *results.Record) float64 { return r.SenderIdle })
 	ri := 0.0
-	for _, d := range experiments.SeedDesigns() {
+	for _, d := range experiments.PaperDesigns() {
 		if v, n := mean(rs, at(d, "edr-cx4", "repartition", 8), func(r *results.Record) float64 { return r.ReceiverIdle }); n > 0 {
 			ri = math.Max(ri, v)
 		}
@@ -482,7 +482,7 @@ func judgeC16(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	at16 := map[string]best{}
 	var order []string
 	for _, r := range rs {
-		if r.Nodes != 16 || !(r.Design == algos.NameMESQSR || experiments.IsSeedMQ(r.Design, "")) {
+		if r.Nodes != 16 || !(r.Design == algos.NameMESQSR || experiments.IsPaperMQ(r.Design, "")) {
 			continue
 		}
 		b, seen := at16[r.Design]

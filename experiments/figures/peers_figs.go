@@ -17,7 +17,7 @@ import (
 // peerComparison lists the designs of the "peers" figure: Liu19's eight,
 // its baselines and the peer designs that run on InfiniBand.
 func peerComparison() []string {
-	out := experiments.SeedDesigns()
+	out := experiments.PaperDesigns()
 	out = append(out, "MPI", "IPoIB", "HyPer", "HyPer/unsched", "HyPer-TCP", "RDMA-MW", "Sockets-MW")
 	return out
 }

@@ -485,7 +485,7 @@ func writeComparison(b *strings.Builder, rs []*results.Record) {
 		fmt.Fprintf(b, "| %s | %.2f | %.2f |\n", d, at(d, "repartition"), at(d, "broadcast"))
 	}
 	best, bestV := "", 0.0
-	for _, d := range experiments.SeedDesigns() {
+	for _, d := range experiments.PaperDesigns() {
 		if v := at(d, "repartition"); v > bestV {
 			best, bestV = d, v
 		}

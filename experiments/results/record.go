@@ -88,9 +88,6 @@ type Record struct {
 	// not run (explore run --no-check); absent when it did.
 	VerbsCheck string  `json:"verbs_check,omitempty"`
 	WallS      float64 `json:"wall_s"`
-	// The build that made the record (buildinfo): module version,
-	// version-control commit and Go toolchain; and the simulated
-	// profile's parameters (sim.Profile.Hash; empty off the simulator).
 	// Steady-state growth (explore reproduce): the input was this many
 	// times the figure's, and the throughput moved by SteadyChange (a
 	// fraction) from the run with half of it. Absent when not grown.
@@ -99,7 +96,10 @@ type Record struct {
 	// SteadyStop says why growth stopped before the throughput settled
 	// and before the most growth allowed: the next doubling failed, or
 	// would not fit in the memory available. Absent otherwise.
-	SteadyStop  string `json:"steady_stop,omitempty"`
+	SteadyStop string `json:"steady_stop,omitempty"`
+	// The build that made the record (buildinfo): module version,
+	// version-control commit and Go toolchain; and the simulated
+	// profile's parameters (sim.Profile.Hash; empty off the simulator).
 	Version     string `json:"version"`
 	Commit      string `json:"commit"`
 	GoVersion   string `json:"go_version"`

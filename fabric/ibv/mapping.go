@@ -15,7 +15,9 @@ import (
 // values of the verbs enums this backend uses (mirrored from
 // <infiniband/verbs.h>; the ibverbs build checks each against the header in
 // its tests), and the pure functions that translate between them and the
-// fabric contract. Keeping them here lets the default build test them.
+// fabric contract. They need no device, so the ibverbs build's unit tests
+// check them on any machine with the libibverbs headers; the file is
+// behind the ibverbs tag with the rest of the backend.
 
 // Values of enum ibv_qp_attr_mask.
 const (
