@@ -13,7 +13,6 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
-	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
 
 // figureFlags are the options figure and reproduce share.
@@ -136,7 +135,7 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 	for _, r := range rep.Results {
 		var others []string
 		col := "-"
-		for _, f := range sweep.KeyFields(r.Key) {
+		for _, f := range results.KeyFields(r.Key) {
 			if strings.HasPrefix(f, rep.Figure.X+"=") {
 				col = f
 			} else {

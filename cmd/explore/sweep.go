@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
@@ -199,7 +201,7 @@ func printSweep(w io.Writer, sw *sweep.Sweep, rs []results.Result) {
 	var groups []*group
 	byKey := map[string]*group{}
 	for _, r := range rs {
-		k := sweep.KeyDrop(r.Key, "seed")
+		k := results.KeyDrop(r.Key, "seed")
 		g := byKey[k]
 		if g == nil {
 			g = &group{key: k, integrity: map[string]int{}}
@@ -222,10 +224,10 @@ func printSweep(w io.Writer, sw *sweep.Sweep, rs []results.Result) {
 	for _, g := range groups {
 		var row []string
 		for _, c := range cols {
-			v, _ := sweep.KeyValue(g.key, c)
+			v, _ := results.KeyValue(g.key, c)
 			row = append(row, v)
 		}
-		tp, rs := sweep.Summarize1(g.tput), sweep.Summarize1(g.resp)
+		tp, rs := results.Summarize1(g.tput), results.Summarize1(g.resp)
 		integ := make([]string, len(g.integrityOrder))
 		for i, s := range g.integrityOrder {
 			integ[i] = s
@@ -239,7 +241,7 @@ func printSweep(w io.Writer, sw *sweep.Sweep, rs []results.Result) {
 	t.Render()
 }
 
-func meanCI(s sweep.Summary, prec int) string {
+func meanCI(s results.Summary, prec int) string {
 	switch {
 	case s.N == 0:
 		return "-"
@@ -300,7 +302,7 @@ points in no file are listed (the merged file is written, and merge exits non-ze
 }
 
 func plotCmd() *cobra.Command {
-	var ps sweep.PlotSpec
+	var ps chart.Spec
 	var x, series, y, out, csvPath string
 	var hlines []string
 	cmd := &cobra.Command{
@@ -317,7 +319,7 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 			if out == "" {
 				return errors.New("-o: name the output files' base (base.png, base.svg)")
 			}
-			metric, err := sweep.Metric(y)
+			metric, err := results.Metric(y)
 			if err != nil {
 				return fmt.Errorf("--y: %w", err)
 			}
@@ -330,11 +332,11 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 				for i := range rs { // the sweep column: the file's name
 					rs[i].Sweep = strings.TrimSuffix(filepath.Base(args[0]), ".jsonl")
 				}
-				if err := sweep.WriteCSV(csvPath, rs); err != nil {
+				if err := results.WriteCSV(csvPath, rs); err != nil {
 					return err
 				}
 			}
-			if ps.Series, err = sweep.SeriesOf(rs, series, x, metric); err != nil {
+			if ps.Series, err = chart.SeriesOf(rs, series, x, metric); err != nil {
 				return err
 			}
 			for _, h := range hlines {
@@ -343,18 +345,19 @@ and drawing 95% confidence intervals as error bars. It writes base.png and base.
 				if !ok || err != nil {
 					return fmt.Errorf("--hline %q: want name=value, e.g. qperf=11.2", h)
 				}
-				ps.HLines = append(ps.HLines, sweep.RefLine{Name: name, Y: f})
+				ps.HLines = append(ps.HLines, chart.RefLine{Name: name, Y: f})
 			}
 			if ps.XLabel == "" {
-				ps.XLabel = sweep.AxisLabel(x)
+				ps.XLabel = chart.AxisLabel(x)
 			}
 			if ps.YLabel == "" {
-				ps.YLabel = sweep.AxisLabel(y)
+				ps.YLabel = chart.AxisLabel(y)
 			}
 			if ps.Title == "" {
 				ps.Title = strings.TrimSuffix(filepath.Base(args[0]), ".jsonl")
 			}
-			if err := sweep.WritePlot(out, ps); err != nil {
+			ps.StyleOrder = experiments.DesignNames(nil)
+			if err := chart.Write(out, ps); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s.png and %s.svg\n", out, out)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
@@ -100,12 +101,12 @@ func adaptiveFigures() []Figure {
 					for _, r := range sel {
 						switch {
 						case r.Adaptive:
-							series = append(series, sweep.Series{Name: "adaptive", Points: []sweep.XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
+							series = append(series, chart.Series{Name: "adaptive", Points: []chart.XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
 						case r.Label == "bdp":
-							series = append(series, sweep.Series{Name: "bandwidth-delay product", Points: []sweep.XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
+							series = append(series, chart.Series{Name: "bandwidth-delay product", Points: []chart.XY{{X: recvBuffersPerNode(r), Y: r.ThroughputGiBs}}})
 						}
 					}
-					out = append(out, NamedPlot{fmt.Sprintf("fig23-%d", cyc), sweep.PlotSpec{
+					out = append(out, NamedPlot{fmt.Sprintf("fig23-%d", cyc), chart.Spec{
 						Title:  fmt.Sprintf("%d cycles per tuple (2 nodes, EDR, MESQ/SR)", cyc),
 						XLabel: "receive buffers per node", YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true, Series: series}})
 				}
@@ -118,13 +119,13 @@ func adaptiveFigures() []Figure {
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				fixed := filter(rs, func(r *results.Record) bool { return !r.Adaptive })
 				series := lines(fixed, func(*results.Record) string { return "fixed depth" }, recvBuffersPerNode, tput)
-				var ref []sweep.RefLine
+				var ref []chart.RefLine
 				for _, r := range all(rs) {
 					if r.Adaptive {
-						ref = append(ref, sweep.RefLine{Name: "adaptive", Y: r.ThroughputGiBs})
+						ref = append(ref, chart.RefLine{Name: "adaptive", Y: r.ThroughputGiBs})
 					}
 				}
-				return []NamedPlot{{"fig24", sweep.PlotSpec{Title: "Skewed pair (21 and 95 cycles per tuple)", XLabel: "receive buffers per node",
+				return []NamedPlot{{"fig24", chart.Spec{Title: "Skewed pair (21 and 95 cycles per tuple)", XLabel: "receive buffers per node",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true, Series: series, HLines: ref}}}, nil
 			},
 		},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
@@ -95,7 +96,7 @@ func fabricFigures() []Figure {
 				if len(recs) > 0 {
 					title = fmt.Sprintf("%d nodes, two-level fat tree, EDR, %d threads", recs[0].Nodes, recs[0].Threads)
 				}
-				return []NamedPlot{{"trees", sweep.PlotSpec{Title: title, XLabel: "design",
+				return []NamedPlot{{"trees", chart.Spec{Title: title, XLabel: "design",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "bars", Series: bars(recs, byNet, byDesign, tput)}}}, nil
 			},
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -51,7 +52,7 @@ func (f Figure) TableMetric() (func(*results.Record) float64, string) {
 // NamedPlot is one plot of a figure: Name is the file's base name.
 type NamedPlot struct {
 	Name string
-	Spec sweep.PlotSpec
+	Spec chart.Spec
 }
 
 // Verdict is one claim's evaluation.
@@ -157,16 +158,16 @@ func paperFigures() []Figure {
 				main := filter(rs, func(r *results.Record) bool {
 					return !experiments.DesignOf(r.Design).Ceiling && r.Label != memoryRuns
 				}) // not the memory runs
-				var ref []sweep.RefLine
+				var ref []chart.RefLine
 				if q := filter(rs, func(r *results.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
-					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
+					ref = append(ref, chart.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
 				byDesign := func(r *results.Record) string { return r.Design }
 				f := func(r *results.Record) float64 { return float64(r.CreditEvery) }
 				return []NamedPlot{
-					{"fig13", sweep.PlotSpec{Title: "Throughput vs credit write-back frequency (8 nodes, EDR)", XLabel: "receives per credit write-back",
+					{"fig13", chart.Spec{Title: "Throughput vs credit write-back frequency (8 nodes, EDR)", XLabel: "receives per credit write-back",
 						YLabel: "receive throughput per node [GiB/s]", Kind: "lines", Series: lines(main, byDesign, f, tput), HLines: ref}},
-					{"fig14", sweep.PlotSpec{Title: "Receivers' time returning buffers and credit", XLabel: "receives per credit write-back",
+					{"fig14", chart.Spec{Title: "Receivers' time returning buffers and credit", XLabel: "receives per credit write-back",
 						YLabel: "time in Release [ms per GiB]", Kind: "lines", Series: lines(main, byDesign, f, func(r *results.Record) float64 { return r.ReleaseMSPerGiB })}},
 				}, nil
 			},
@@ -181,7 +182,7 @@ func paperFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig15", sweep.PlotSpec{Title: "MEMQ/WR notification variants, and MEMQ/WR+cw (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
+				return []NamedPlot{{"fig15", chart.Spec{Title: "MEMQ/WR notification variants, and MEMQ/WR+cw (8 nodes, EDR)", XLabel: "processing per 32 KiB batch [us]",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines",
 					Series: lines(all(rs), wrSeries, batchMicros, tput)}}}, nil
 			},
@@ -196,7 +197,7 @@ func paperFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig16", sweep.PlotSpec{Title: "Slot return latency (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
+				return []NamedPlot{{"fig16", chart.Spec{Title: "Slot return latency (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR, network-bound)", XLabel: "notification variant",
 					YLabel: "slot return after its write [us]", Kind: "bars",
 					Series: bars(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) string { return r.Notify },
 						func(r *results.Record) float64 { return r.SlotReturnUS })}}}, nil
@@ -213,7 +214,7 @@ func paperFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig17", sweep.PlotSpec{Title: "RDMA Writes per transfer (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR)", XLabel: "receives per credit write-back",
+				return []NamedPlot{{"fig17", chart.Spec{Title: "RDMA Writes per transfer (MEMQ/WR and MEMQ/WR+cw, 8 nodes, EDR)", XLabel: "receives per credit write-back",
 					YLabel: "RDMA Writes per data transfer", Kind: "lines",
 					Series: lines(all(rs), wrSeries, func(r *results.Record) float64 { return float64(r.CreditEvery) },
 						func(r *results.Record) float64 { return r.WritesPerTransfer })}}}, nil
@@ -240,9 +241,9 @@ func paperFigures() []Figure {
 				byDesign := func(r *results.Record) string { return r.Design }
 				size := func(r *results.Record) float64 { return float64(r.MsgBytes) }
 				return []NamedPlot{
-					{"fig18", sweep.PlotSpec{Title: "Throughput vs message size (8 nodes, EDR)", XLabel: "message size [bytes]", YLabel: "receive throughput per node [GiB/s]",
+					{"fig18", chart.Spec{Title: "Throughput vs message size (8 nodes, EDR)", XLabel: "message size [bytes]", YLabel: "receive throughput per node [GiB/s]",
 						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, tput)}},
-					{"fig18c", sweep.PlotSpec{Title: "Registered memory vs message size", XLabel: "message size [bytes]", YLabel: "registered memory per node [MiB]",
+					{"fig18c", chart.Spec{Title: "Registered memory vs message size", XLabel: "message size [bytes]", YLabel: "registered memory per node [MiB]",
 						Kind: "lines", LogX: true, Series: lines(rc, byDesign, size, func(r *results.Record) float64 { return float64(r.RegisteredPer) / (1 << 20) })}},
 				}, nil
 			},
@@ -272,7 +273,7 @@ func paperFigures() []Figure {
 					{"fdr-cx3", "repartition"}, {"fdr-cx3", "broadcast"}, {"edr-cx4", "repartition"}, {"edr-cx4", "broadcast"},
 				} {
 					sel := filter(rs, func(r *results.Record) bool { return r.Profile == panel.profile && r.Pattern == panel.pattern })
-					out = append(out, NamedPlot{fmt.Sprintf("fig19%c", 'a'+i), sweep.PlotSpec{
+					out = append(out, NamedPlot{fmt.Sprintf("fig19%c", 'a'+i), chart.Spec{
 						Title:  fmt.Sprintf("%s, %s", panel.pattern, panel.profile),
 						XLabel: "nodes", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
 						Series: bars(sel, func(r *results.Record) string { return r.Design }, func(r *results.Record) string { return fmt.Sprint(r.Nodes) }, tput)}})
@@ -290,7 +291,7 @@ func paperFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig20", sweep.PlotSpec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
+				return []NamedPlot{{"fig20", chart.Spec{Title: "Throughput vs queue pairs (16 nodes, EDR, repartition)", XLabel: "queue pairs per node",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "lines", LogX: true,
 					Series: lines(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) float64 { return float64(r.QPsPerNode) }, tput)}}}, nil
 			},
@@ -305,7 +306,7 @@ func paperFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"fig21", sweep.PlotSpec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
+				return []NamedPlot{{"fig21", chart.Spec{Title: "Setup time vs cluster size (EDR)", XLabel: "nodes", YLabel: "setup [ms]", Kind: "lines",
 					Series: lines(all(rs), func(r *results.Record) string { return r.Design }, func(r *results.Record) float64 { return float64(r.Nodes) },
 						func(r *results.Record) float64 { return r.SetupMS })}}}, nil
 			},
@@ -321,7 +322,7 @@ func paperFigures() []Figure {
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				loaded := filter(rs, func(r *results.Record) bool { return r.CyclesPerTuple > 0 })
-				return []NamedPlot{{"fig22", sweep.PlotSpec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
+				return []NamedPlot{{"fig22", chart.Spec{Title: "Shuffle throughput relative to the receivers' processing (8 nodes, EDR)",
 					XLabel: "processing per 32 KiB batch [us]", YLabel: "throughput / processing throughput", Kind: "lines",
 					Series: lines(loaded, func(r *results.Record) string { return r.Design }, batchMicros, overlap)}}}, nil
 			},
@@ -386,7 +387,7 @@ func overlap(r *results.Record) float64 {
 
 // lines groups records into series (by series), points by x, averaging y
 // over the seeds with a 95% interval; points are sorted by x.
-func lines(rs []*results.Record, series func(*results.Record) string, x, y func(*results.Record) float64) []sweep.Series {
+func lines(rs []*results.Record, series func(*results.Record) string, x, y func(*results.Record) float64) []chart.Series {
 	type key struct {
 		s string
 		x float64
@@ -400,24 +401,24 @@ func lines(rs []*results.Record, series func(*results.Record) string, x, y func(
 		}
 		vals[k] = append(vals[k], y(r))
 	}
-	var out []sweep.Series
+	var out []chart.Series
 	for _, s := range order {
-		var pts []sweep.XY
+		var pts []chart.XY
 		for k, v := range vals {
 			if k.s == s {
-				sum := sweep.Summarize1(v)
-				pts = append(pts, sweep.XY{X: k.x, Y: sum.Mean, Err: sum.CI95})
+				sum := results.Summarize1(v)
+				pts = append(pts, chart.XY{X: k.x, Y: sum.Mean, Err: sum.CI95})
 			}
 		}
-		slices.SortFunc(pts, func(a, b sweep.XY) int { return cmp.Compare(a.X, b.X) })
-		out = append(out, sweep.Series{Name: s, Points: pts})
+		slices.SortFunc(pts, func(a, b chart.XY) int { return cmp.Compare(a.X, b.X) })
+		out = append(out, chart.Series{Name: s, Points: pts})
 	}
 	return out
 }
 
 // bars is lines with categories (labels) instead of numeric x, in order
 // of first appearance.
-func bars(rs []*results.Record, series, cat func(*results.Record) string, y func(*results.Record) float64) []sweep.Series {
+func bars(rs []*results.Record, series, cat func(*results.Record) string, y func(*results.Record) float64) []chart.Series {
 	var cats []string
 	for _, r := range rs {
 		if c := cat(r); !slices.Contains(cats, c) {
@@ -446,5 +447,5 @@ func mean(rs []*results.Record, keep func(*results.Record) bool, y func(*results
 	if len(v) == 0 {
 		return 0, 0
 	}
-	return sweep.Summarize1(v).Mean, len(v)
+	return results.Summarize1(v).Mean, len(v)
 }

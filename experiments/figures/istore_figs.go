@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/istore"
@@ -65,7 +66,7 @@ func istoreFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"istore-prefetch", sweep.PlotSpec{Title: "One memory server, one reader (FDR), scan-sum of 2 KB blocks", XLabel: "outstanding reads per stream",
+				return []NamedPlot{{"istore-prefetch", chart.Spec{Title: "One memory server, one reader (FDR), scan-sum of 2 KB blocks", XLabel: "outstanding reads per stream",
 					YLabel: "scanned blocks/s [M]", Kind: "lines", Series: lines(all(rs), func(r *results.Record) string { return fmt.Sprintf("%d stream(s)", r.Threads) },
 						func(r *results.Record) float64 { return float64(r.Buffers) }, mblocks)}}}, nil
 			},
@@ -82,7 +83,7 @@ func istoreFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"istore-fanout", sweep.PlotSpec{Title: fmt.Sprintf("One memory server, %d streams per reader, %d outstanding (FDR)", istoreStreams, istoreFanoutDepth),
+				return []NamedPlot{{"istore-fanout", chart.Spec{Title: fmt.Sprintf("One memory server, %d streams per reader, %d outstanding (FDR)", istoreStreams, istoreFanoutDepth),
 					XLabel: "readers", YLabel: "scanned blocks/s per reader [M]", Kind: "lines", Series: lines(all(rs), func(r *results.Record) string { return r.Design },
 						func(r *results.Record) float64 { return float64(r.Nodes - 1) }, mblocks)}}}, nil
 			},
@@ -119,7 +120,7 @@ func istoreFigures() []Figure {
 				return sweeps(ss...)
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"istore-joins", sweep.PlotSpec{Title: "Star joins (size-only), 8 FDR nodes", XLabel: "tables joined", YLabel: "response time [ms]", Kind: "bars",
+				return []NamedPlot{{"istore-joins", chart.Spec{Title: "Star joins (size-only), 8 FDR nodes", XLabel: "tables joined", YLabel: "response time [ms]", Kind: "bars",
 					Series: bars(all(rs), func(r *results.Record) string {
 						if r.Threads != 5 {
 							return fmt.Sprintf("%s, %d cores", r.Design, 2*r.Threads)

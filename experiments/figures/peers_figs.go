@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
@@ -37,7 +38,7 @@ func peerFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"hyper-sched", sweep.PlotSpec{Title: "HyPer multiplexer, 512 KB messages (QDR)", XLabel: "nodes",
+				return []NamedPlot{{"hyper-sched", chart.Spec{Title: "HyPer multiplexer, 512 KB messages (QDR)", XLabel: "nodes",
 					YLabel: "receive throughput per node [GiB/s]", Kind: "bars", Series: bars(all(rs), byDesign, nodesCat, tput)}}}, nil
 			},
 		},
@@ -51,7 +52,7 @@ func peerFigures() []Figure {
 				})
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				return []NamedPlot{{"hyper-conns", sweep.PlotSpec{Title: "Queue pairs in the cluster (4 threads per node)", XLabel: "nodes", YLabel: "queue pairs",
+				return []NamedPlot{{"hyper-conns", chart.Spec{Title: "Queue pairs in the cluster (4 threads per node)", XLabel: "nodes", YLabel: "queue pairs",
 					Kind: "lines", Series: lines(all(rs), byDesign, func(r *results.Record) float64 { return float64(r.Nodes) },
 						func(r *results.Record) float64 { return float64(r.QPsPerNode * r.Nodes) })}}}, nil
 			},
@@ -84,9 +85,9 @@ func peerFigures() []Figure {
 				})
 				thr := filter(rs, func(r *results.Record) bool { return !math.IsNaN(mwThreshold(r)) && r.Threads == 2 })
 				return []NamedPlot{
-					{"mw", sweep.PlotSpec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
+					{"mw", chart.Spec{Title: "Communication time, software iWARP on Gigabit Ethernet", XLabel: "nodes x threads", YLabel: "response time [ms]",
 						Kind: "bars", Series: bars(cmp, byDesign, func(r *results.Record) string { return fmt.Sprintf("%dx%d", r.Nodes, r.Threads) }, inputMS)}},
-					{"mw-threshold", sweep.PlotSpec{Title: "RDMA-MW write threshold (2 threads per node)", XLabel: "write threshold [KiB]", YLabel: "response time [ms]",
+					{"mw-threshold", chart.Spec{Title: "RDMA-MW write threshold (2 threads per node)", XLabel: "write threshold [KiB]", YLabel: "response time [ms]",
 						Kind: "lines", Series: lines(thr, func(r *results.Record) string { return fmt.Sprintf("%d nodes", r.Nodes) }, mwThreshold, inputMS)}},
 				}, nil
 			},
@@ -111,9 +112,9 @@ func peerFigures() []Figure {
 				)
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
-				var ref []sweep.RefLine
+				var ref []chart.RefLine
 				if q := filter(rs, func(r *results.Record) bool { return experiments.DesignOf(r.Design).Ceiling }); len(q) > 0 {
-					ref = append(ref, sweep.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
+					ref = append(ref, chart.RefLine{Name: "qperf", Y: q[0].ThroughputGiBs})
 				}
 				name := func(r *results.Record) string {
 					if r.Design == algos.NameHyPer && r.MsgBytes == 512<<10 {
@@ -124,7 +125,7 @@ func peerFigures() []Figure {
 				var out []NamedPlot
 				for _, pat := range []string{"repartition", "broadcast"} {
 					sel := filter(rs, func(r *results.Record) bool { return r.Pattern == pat && !experiments.DesignOf(r.Design).Ceiling })
-					p := sweep.PlotSpec{Title: fmt.Sprintf("%s, 8 nodes, EDR", pat), XLabel: "design", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
+					p := chart.Spec{Title: fmt.Sprintf("%s, 8 nodes, EDR", pat), XLabel: "design", YLabel: "receive throughput per node [GiB/s]", Kind: "bars",
 						Series: bars(sel, func(*results.Record) string { return pat }, name, tput)}
 					if pat == "repartition" {
 						p.HLines = ref

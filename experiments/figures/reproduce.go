@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
@@ -140,7 +141,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 		rep.Files = append(rep.Files, outs[i])
 	}
 	csv := filepath.Join(o.OutDir, f.ID+".csv")
-	if err := sweep.WriteCSV(csv, rep.Results); err != nil {
+	if err := results.WriteCSV(csv, rep.Results); err != nil {
 		return nil, err
 	}
 	rep.Files = append(rep.Files, csv)
@@ -181,7 +182,8 @@ func writePlots(f Figure, o FigureOptions, rep *FigureReport) error {
 	}
 	for _, p := range plots {
 		base := filepath.Join(o.OutDir, p.Name)
-		if err := sweep.WritePlot(base, p.Spec); err != nil {
+		p.Spec.StyleOrder = experiments.DesignNames(nil) // a design keeps its style in every figure
+		if err := chart.Write(base, p.Spec); err != nil {
 			return fmt.Errorf("%s: %w", p.Name, err)
 		}
 		rep.Files = append(rep.Files, base+".png", base+".svg")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/tpch"
@@ -94,7 +95,7 @@ func tpchFigures() []Figure {
 			},
 			Plots: func(rs []results.Result) ([]NamedPlot, error) {
 				sel := filter(rs, func(r *results.Record) bool { return r.Experiment == "tpch" })
-				return []NamedPlot{{"fig26", sweep.PlotSpec{Title: "TPC-H Q4, 8 nodes (size-only)", XLabel: "cluster", YLabel: "response time at the figure's SF [ms]", Kind: "bars",
+				return []NamedPlot{{"fig26", chart.Spec{Title: "TPC-H Q4, 8 nodes (size-only)", XLabel: "cluster", YLabel: "response time at the figure's SF [ms]", Kind: "bars",
 					Series: bars(sel, designOrLocal, func(r *results.Record) string { return r.Profile }, respMS)}}}, nil
 			},
 		},
@@ -120,13 +121,13 @@ func tpchFigures() []Figure {
 				var out []NamedPlot
 				for i, q := range []tpch.Query{tpch.Q4, tpch.Q3, tpch.Q10} {
 					sel := filter(rs, func(r *results.Record) bool { return isQuery(q, false)(r) || isQuery(q, true)(r) })
-					var ref []sweep.RefLine
+					var ref []chart.RefLine
 					for _, r := range sel {
 						if r.Design == algos.NameMESQSR && r.Nodes == 2 && isQuery(q, false)(r) {
-							ref = append(ref, sweep.RefLine{Name: "optimal scale-out (MESQ/SR at 2 nodes)", Y: respMS(r)})
+							ref = append(ref, chart.RefLine{Name: "optimal scale-out (MESQ/SR at 2 nodes)", Y: respMS(r)})
 						}
 					}
-					out = append(out, NamedPlot{fmt.Sprintf("fig27%c", 'a'+i), sweep.PlotSpec{Title: fmt.Sprintf("TPC-H %s, EDR, constant data per node (size-only)", q),
+					out = append(out, NamedPlot{fmt.Sprintf("fig27%c", 'a'+i), chart.Spec{Title: fmt.Sprintf("TPC-H %s, EDR, constant data per node (size-only)", q),
 						XLabel: "nodes", YLabel: "response time at the figure's SF [ms]", Kind: "lines",
 						Series: lines(sel, designOrLocal, func(r *results.Record) float64 { return float64(r.Nodes) }, respMS), HLines: ref}})
 				}

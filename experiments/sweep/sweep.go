@@ -136,7 +136,7 @@ func (s *Sweep) key(cfg experiments.RunConfig) string {
 	var parts []string
 	for _, p := range params {
 		if slices.ContainsFunc(s.Vary, func(a Axis) bool { return a.Key == p.key }) {
-			parts = append(parts, p.key+"="+keyValue(p.get(&cfg)))
+			parts = append(parts, p.key+"="+results.KeyQuote(p.get(&cfg)))
 		}
 	}
 	if len(parts) == 0 {

@@ -1,12 +1,10 @@
-package sweep
+package chart
 
 import (
 	"image/color"
 	"slices"
 
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/rdmashuffle/rdmashuffle/experiments"
 )
 
 // Series styles: a colour from a palette that colour-blind readers can
@@ -14,7 +12,8 @@ import (
 // shape. Eight colours and seven shapes cycle together, so the first 56
 // styles differ from each other in colour or shape (8 and 7 are coprime)
 // and every series is told apart in grey print too. A design keeps its
-// style in every figure: its index in the design catalogue picks it.
+// style in every figure: its index in Spec.StyleOrder (the design
+// catalogue) picks it.
 
 var palette = []color.Color{
 	color.RGBA{0x00, 0x72, 0xB2, 0xff}, // blue
@@ -40,15 +39,15 @@ type style struct {
 
 func styleAt(i int) style { return style{palette[i%len(palette)], shapes[i%len(shapes)]} }
 
-// seriesStyles gives each of names a style: a design its catalogue index's
-// (the same in every figure), any other series the lowest index no series
-// of this figure uses.
-func seriesStyles(names []string) []style {
-	catalogue := experiments.DesignNames(nil)
+// seriesStyles gives each of names a style: a name of order its index's
+// (the design catalogue, so that a design keeps its style in every
+// figure), any other series the lowest index no series of this figure
+// uses.
+func seriesStyles(names, order []string) []style {
 	idx := make([]int, len(names))
 	used := map[int]bool{}
 	for i, n := range names {
-		idx[i] = slices.Index(catalogue, n)
+		idx[i] = slices.Index(order, n)
 		if idx[i] >= 0 {
 			used[idx[i]] = true
 		}

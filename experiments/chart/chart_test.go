@@ -1,4 +1,4 @@
-package sweep
+package chart
 
 import (
 	"encoding/csv"
@@ -14,7 +14,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
-func TestWritePlot(t *testing.T) {
+func TestWrite(t *testing.T) {
 	dir := t.TempDir()
 	lines := []Series{
 		{Name: "MESQ/SR", Points: []XY{{X: 2, Y: 5.1, Err: 0.2}, {X: 4, Y: 4.8}, {X: 8, Y: 4.1, Err: 0.3}}},
@@ -27,16 +27,16 @@ func TestWritePlot(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		spec PlotSpec
+		spec Spec
 	}{
-		{"lines", PlotSpec{Title: "throughput", XLabel: "nodes", YLabel: "GiB/s", Kind: "lines", Series: lines}},
-		{"logx", PlotSpec{Title: "throughput", XLabel: "nodes", YLabel: "GiB/s", Kind: "lines", Series: lines, LogX: true,
+		{"lines", Spec{Title: "throughput", XLabel: "nodes", YLabel: "GiB/s", Kind: "lines", Series: lines}},
+		{"logx", Spec{Title: "throughput", XLabel: "nodes", YLabel: "GiB/s", Kind: "lines", Series: lines, LogX: true,
 			HLines: []RefLine{{Name: "qperf", Y: 11.2}}}},
-		{"bars", PlotSpec{Title: "patterns", YLabel: "GiB/s", Kind: "bars", Series: bars, HLines: []RefLine{{Name: "qperf", Y: 11.2}}}},
+		{"bars", Spec{Title: "patterns", YLabel: "GiB/s", Kind: "bars", Series: bars, HLines: []RefLine{{Name: "qperf", Y: 11.2}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := filepath.Join(dir, tc.name)
-			if err := WritePlot(base, tc.spec); err != nil {
+			if err := Write(base, tc.spec); err != nil {
 				t.Fatal(err)
 			}
 			for _, ext := range []string{".png", ".svg"} {
@@ -48,16 +48,16 @@ func TestWritePlot(t *testing.T) {
 		})
 	}
 	for _, tc := range []struct {
-		spec PlotSpec
+		spec Spec
 		want string
 	}{
-		{PlotSpec{Title: "empty", Kind: "lines"}, `plot "empty": no series to draw`},
-		{PlotSpec{Title: "t", Kind: "lines", Series: []Series{{Name: "a"}}}, `series "a" has no points`},
-		{PlotSpec{Title: "t", Kind: "pie", Series: lines}, `kind "pie": want lines or bars`},
-		{PlotSpec{Title: "t", Kind: "lines", LogX: true, Series: []Series{{Name: "a", Points: []XY{{X: 0, Y: 1}}}}}, "x = 0 on a log scale"},
-		{PlotSpec{Title: "t", Kind: "bars", LogX: true, Series: bars}, "LogX applies to lines"},
+		{Spec{Title: "empty", Kind: "lines"}, `plot "empty": no series to draw`},
+		{Spec{Title: "t", Kind: "lines", Series: []Series{{Name: "a"}}}, `series "a" has no points`},
+		{Spec{Title: "t", Kind: "pie", Series: lines}, `kind "pie": want lines or bars`},
+		{Spec{Title: "t", Kind: "lines", LogX: true, Series: []Series{{Name: "a", Points: []XY{{X: 0, Y: 1}}}}}, "x = 0 on a log scale"},
+		{Spec{Title: "t", Kind: "bars", LogX: true, Series: bars}, "LogX applies to lines"},
 	} {
-		if err := WritePlot(filepath.Join(dir, "bad"), tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := Write(filepath.Join(dir, "bad"), tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %q", err, tc.want)
 		}
 	}
@@ -87,7 +87,7 @@ func TestSeriesOfAndCSV(t *testing.T) {
 		rs[i].Sweep = []string{"one", "two"}[i/3]
 	}
 	path := filepath.Join(t.TempDir(), "r.csv")
-	if err := WriteCSV(path, rs); err != nil {
+	if err := results.WriteCSV(path, rs); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := os.Open(path)
@@ -109,8 +109,9 @@ func TestSeriesOfAndCSV(t *testing.T) {
 // marker, a design keeps its style across figures, and every figure is
 // written as PNG and SVG.
 func TestSeriesStyles(t *testing.T) {
-	names := append(experiments.DesignNames(nil), "qperf ceiling", "fixed depth", "adaptive", "BDP")
-	st := seriesStyles(names)
+	order := experiments.DesignNames(nil)
+	names := append(slices.Clone(order), "qperf ceiling", "fixed depth", "adaptive", "BDP")
+	st := seriesStyles(names, order)
 	seen := map[string]string{}
 	for i, s := range st {
 		k := fmt.Sprintf("%v/%T", s.color, s.shape)
@@ -120,12 +121,12 @@ func TestSeriesStyles(t *testing.T) {
 		seen[k] = names[i]
 	}
 	// MPI alone in a figure keeps MPI's style.
-	if a, b := seriesStyles([]string{"MPI"})[0], st[slices.Index(names, "MPI")]; a != b {
+	if a, b := seriesStyles([]string{"MPI"}, order)[0], st[slices.Index(names, "MPI")]; a != b {
 		t.Errorf("MPI's style depends on the figure: %v vs %v", a, b)
 	}
 	base := filepath.Join(t.TempDir(), "f")
-	spec := PlotSpec{Title: "t", XLabel: "x", YLabel: "y", Kind: "bars", Series: []Series{{Name: "MESQ/SR", Points: []XY{{Label: "a", Y: 1}}}, {Name: "MPI", Points: []XY{{Label: "a", Y: 2}}}}}
-	if err := WritePlot(base, spec); err != nil {
+	spec := Spec{Title: "t", XLabel: "x", YLabel: "y", Kind: "bars", Series: []Series{{Name: "MESQ/SR", Points: []XY{{Label: "a", Y: 1}}}, {Name: "MPI", Points: []XY{{Label: "a", Y: 2}}}}}
+	if err := Write(base, spec); err != nil {
 		t.Fatal(err)
 	}
 	for _, ext := range []string{".png", ".svg"} {

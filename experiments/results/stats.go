@@ -1,9 +1,10 @@
-package sweep
+package results
 
 // Statistics over sweep results: the repeated runs of a configuration (one
 // per seed) summarized as mean, standard deviation and a 95% confidence
 // interval, for the summary table of `explore sweep` and for error bars in
-// plots (plot.go).
+// charts (package chart). The keys are the point keys of sweep results
+// ("design=MEMQ/SR nodes=8"): KeyValue and KeyFields read them.
 
 import (
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -67,7 +67,7 @@ func (s Summary) String() string { return s.Format(3) }
 // out) by group(r) and summarizes value(r) in each group. Groups come in
 // the order of their first result, so sorted results give groups in sweep
 // order.
-func Summarize(rs []results.Result, group func(results.Result) string, value func(results.Result) float64) []Summary {
+func Summarize(rs []Result, group func(Result) string, value func(Result) float64) []Summary {
 	var order []string
 	vals := map[string][]float64{}
 	for _, r := range rs {
@@ -91,8 +91,8 @@ func Summarize(rs []results.Result, group func(results.Result) string, value fun
 // KeyWithout returns a group function for Summarize: the point's key
 // without the given parameters, e.g. KeyWithout("seed") groups the seeds
 // of each configuration. A key left empty becomes "all".
-func KeyWithout(params ...string) func(results.Result) string {
-	return func(r results.Result) string {
+func KeyWithout(params ...string) func(Result) string {
+	return func(r Result) string {
 		return KeyDrop(r.Key, params...)
 	}
 }
@@ -154,8 +154,9 @@ func KeyFields(key string) []string {
 	return out
 }
 
-// keyValue is a value as a point key writes it: quoted when it has spaces.
-func keyValue(v string) string {
+// KeyQuote is a value as a point key writes it: quoted when it has
+// spaces (KeyValue reads it back).
+func KeyQuote(v string) string {
 	if strings.ContainsAny(v, " \t\"") {
 		return strconv.Quote(v)
 	}

@@ -1,11 +1,9 @@
-package sweep
+package results
 
 import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // TestSummarize1: values computed by hand, t quantiles from a printed
@@ -40,14 +38,14 @@ func TestSummarize1(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
-	rec := func(p int, key string, v float64) results.Result {
-		return results.Result{Point: p, Key: key, Record: &results.Record{ThroughputGiBs: v}}
+	rec := func(p int, key string, v float64) Result {
+		return Result{Point: p, Key: key, Record: &Record{ThroughputGiBs: v}}
 	}
-	rs := []results.Result{
+	rs := []Result{
 		rec(0, "design=A nodes=2 seed=1", 1), rec(1, "design=A nodes=2 seed=2", 3),
 		rec(2, "design=B nodes=2 seed=1", 4), {Point: 3, Key: "design=B nodes=2 seed=2", Error: "failed"},
 	}
-	got := Summarize(rs, KeyWithout("seed"), func(r results.Result) float64 { return r.ThroughputGiBs })
+	got := Summarize(rs, KeyWithout("seed"), func(r Result) float64 { return r.ThroughputGiBs })
 	if len(got) != 2 || got[0].Group != "design=A nodes=2" || got[0].N != 2 || got[0].Mean != 2 ||
 		got[1].Group != "design=B nodes=2" || got[1].N != 1 || got[1].HasCI {
 		t.Fatalf("%+v", got)

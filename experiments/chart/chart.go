@@ -1,21 +1,16 @@
-package sweep
-
-// Figures from sweep results: WritePlot draws a line or grouped-bar chart
-// (PNG and SVG) from a PlotSpec, SeriesOf builds its series from results
-// (mean and 95% interval over seeds, stats.go), and WriteCSV exports
-// results for other tools. Figure definitions call these after RunSweep or
-// ReadResults; `explore plot` is their command-line face.
+// Package chart draws figures: Write renders a line or grouped-bar chart
+// (PNG and SVG) from a Spec, and SeriesOf builds its series from sweep
+// results (mean and 95% interval over seeds). Figure definitions call
+// these after a sweep; explore plot is their command-line face.
+package chart
 
 import (
 	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
 	"math"
 	"os"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,16 +46,21 @@ type RefLine struct {
 	Y    float64
 }
 
-// PlotSpec describes a figure. Kind is "lines" (x numeric, one line with
+// Spec describes a figure. Kind is "lines" (x numeric, one line with
 // markers per series) or "bars" (grouped bars: the categories, from the
 // points' Labels in order of first appearance, along x, one bar per series
 // in each). LogX puts x on a log scale (lines only; x must be > 0).
-type PlotSpec struct {
+type Spec struct {
 	Title, XLabel, YLabel string
 	Kind                  string
 	Series                []Series
 	LogX                  bool
 	HLines                []RefLine
+	// StyleOrder lists the series names whose index picks their style
+	// (colour and marker), so that a series keeps its style in every
+	// figure: the design catalogue (experiments.DesignNames). Other
+	// series take the styles left.
+	StyleOrder []string
 }
 
 // Plot sizes.
@@ -75,9 +75,9 @@ const titleHeadroom = 3 * vg.Millimeter / 2
 // pngDPI is the resolution of the PNG files: print quality.
 const pngDPI = 300
 
-// WritePlot draws p to base+".png" (300 dpi, for print) and base+".svg"
+// Write draws p to base+".png" (300 dpi, for print) and base+".svg"
 // (vector), with the legend to the right of the data.
-func WritePlot(base string, p PlotSpec) error {
+func Write(base string, p Spec) error {
 	plt, leg, err := buildPlot(p)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ var svgFonts = strings.NewReplacer(
 
 // buildPlot draws p's data and returns the legend apart (WritePlot puts
 // it outside the data).
-func buildPlot(p PlotSpec) (*plot.Plot, plot.Legend, error) {
+func buildPlot(p Spec) (*plot.Plot, plot.Legend, error) {
 	plt, err := buildData(p)
 	if err != nil {
 		return nil, plot.Legend{}, err
@@ -151,7 +151,7 @@ func buildPlot(p PlotSpec) (*plot.Plot, plot.Legend, error) {
 	return plt, leg, nil
 }
 
-func buildData(p PlotSpec) (*plot.Plot, error) {
+func buildData(p Spec) (*plot.Plot, error) {
 	if len(p.Series) == 0 {
 		return nil, fmt.Errorf("plot %q: no series to draw", p.Title)
 	}
@@ -268,7 +268,7 @@ func withErr(pts []XY) (out xyErr) {
 	return out
 }
 
-func addLines(plt *plot.Plot, p PlotSpec) error {
+func addLines(plt *plot.Plot, p Spec) error {
 	if p.LogX { // ticks at the data's x values (nodes 2, 4, 8, ... are rarely powers of ten)
 		plt.X.Scale = plot.LogScale{}
 		var xs []float64
@@ -282,7 +282,7 @@ func addLines(plt *plot.Plot, p PlotSpec) error {
 		slices.Sort(xs)
 		plt.X.Tick.Marker = logTicks(xs)
 	}
-	styles := seriesStyles(seriesNames(p.Series))
+	styles := seriesStyles(seriesNames(p.Series), p.StyleOrder)
 	for i, s := range p.Series {
 		pts := slices.Clone(s.Points)
 		slices.SortStableFunc(pts, func(a, b XY) int { return cmpFloat(a.X, b.X) })
@@ -357,7 +357,7 @@ func (pt XY) category() string {
 	return strconv.FormatFloat(pt.X, 'g', -1, 64)
 }
 
-func addBars(plt *plot.Plot, p PlotSpec) error {
+func addBars(plt *plot.Plot, p Spec) error {
 	var cats []string
 	for _, s := range p.Series {
 		for _, pt := range s.Points {
@@ -370,7 +370,7 @@ func addBars(plt *plot.Plot, p PlotSpec) error {
 	// area, at most 1 cm each.
 	n := len(p.Series)
 	w := min(vg.Centimeter, (plotWidth-2*vg.Centimeter)*0.8/vg.Length(len(cats)*n))
-	styles := seriesStyles(seriesNames(p.Series))
+	styles := seriesStyles(seriesNames(p.Series), p.StyleOrder)
 	for i, s := range p.Series {
 		vals := make(plotter.Values, len(cats))
 		var errs xyErr
@@ -529,12 +529,12 @@ func SeriesOf(rs []results.Result, seriesBy, xBy string, y func(results.Result) 
 		if r.Failed() {
 			continue
 		}
-		xv, ok := KeyValue(r.Key, xBy)
+		xv, ok := results.KeyValue(r.Key, xBy)
 		if !ok {
 			return nil, fmt.Errorf("result %d (%s): no parameter %q in its key; the varied parameters are the ones in the key", r.Point, r.Key, xBy)
 		}
 		sv := "all"
-		if v, ok := KeyValue(r.Key, seriesBy); ok {
+		if v, ok := results.KeyValue(r.Key, seriesBy); ok {
 			sv = v
 		}
 		c := cell{sv, xv}
@@ -544,7 +544,7 @@ func SeriesOf(rs []results.Result, seriesBy, xBy string, y func(results.Result) 
 		vals[c] = append(vals[c], y(r))
 	}
 	if len(cells) == 0 {
-		return nil, errors.New("no rs to plot (all failed?)")
+		return nil, errors.New("no results to plot (all failed?)")
 	}
 	var out []Series
 	for _, c := range cells {
@@ -553,7 +553,7 @@ func SeriesOf(rs []results.Result, seriesBy, xBy string, y func(results.Result) 
 			out = append(out, Series{Name: c.series})
 			i = len(out) - 1
 		}
-		s := Summarize1(vals[c])
+		s := results.Summarize1(vals[c])
 		x, err := strconv.ParseFloat(c.x, 64)
 		if err != nil {
 			x = float64(len(out[i].Points))
@@ -561,100 +561,4 @@ func SeriesOf(rs []results.Result, seriesBy, xBy string, y func(results.Result) 
 		out[i].Points = append(out[i].Points, XY{X: x, Y: s.Mean, Err: s.CI95, Label: c.x})
 	}
 	return out, nil
-}
-
-// CSVHeader returns WriteCSV's column names: sweep (the sweep's name: a
-// figure's CSV joins several sweeps, whose point numbers restart), point,
-// key, the run record's JSON field names, error.
-func CSVHeader() []string {
-	h := []string{"sweep", "point", "key"}
-	rt := reflect.TypeFor[results.Record]()
-	for i := range rt.NumField() {
-		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-		if name == "-" || name == "" {
-			continue
-		}
-		h = append(h, name)
-	}
-	return append(h, "error")
-}
-
-// WriteCSV writes results to path as CSV with the CSVHeader columns; a
-// failed point has empty record columns and its error.
-func WriteCSV(path string, rs []results.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write(CSVHeader())
-	rt := reflect.TypeFor[results.Record]()
-	for _, r := range rs {
-		row := []string{r.Sweep, strconv.Itoa(r.Point), r.Key}
-		for i := range rt.NumField() {
-			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-			if name == "-" || name == "" {
-				continue
-			}
-			if r.Record == nil {
-				row = append(row, "")
-				continue
-			}
-			row = append(row, csvValue(reflect.ValueOf(r.Record).Elem().Field(i)))
-		}
-		w.Write(append(row, r.Error))
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func csvValue(v reflect.Value) string {
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		return strconv.FormatFloat(v.Float(), 'g', -1, 64)
-	case reflect.Pointer: // absent: empty; else as in the JSON record
-		if v.IsNil() {
-			return ""
-		}
-		b, err := json.Marshal(v.Interface())
-		if err != nil {
-			return err.Error()
-		}
-		return string(b)
-	}
-	return fmt.Sprint(v.Interface())
-}
-
-// Metric returns a y function for SeriesOf: the numeric run-record field
-// with JSON name name (throughput_gibps, response_s, setup_ms, ...).
-func Metric(name string) (func(results.Result) float64, error) {
-	rt := reflect.TypeFor[results.Record]()
-	var numeric []string
-	for i := range rt.NumField() {
-		f := rt.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch f.Type.Kind() {
-		case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Float64:
-		default:
-			continue
-		}
-		if tag == name {
-			return func(r results.Result) float64 {
-				v := reflect.ValueOf(r.Record).Elem().Field(i)
-				switch v.Kind() {
-				case reflect.Float64:
-					return v.Float()
-				case reflect.Uint64:
-					return float64(v.Uint())
-				}
-				return float64(v.Int())
-			}, nil
-		}
-		numeric = append(numeric, tag)
-	}
-	return nil, fmt.Errorf("metric %q: want a numeric field of the run record: %s", name, strings.Join(numeric, ", "))
 }
