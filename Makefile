@@ -82,7 +82,7 @@ FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host
 	./experiments/sweep/:FuzzParseSweep ./experiments/sweep/:FuzzParseNodeCycles ./experiments/sweep/:FuzzParseShard ./experiments/sweep/:FuzzPattern \
 	./experiments/report/:FuzzParseValidation \
 	./tcpshuffle/:FuzzParseHeader ./fabric/topo/ibnet/:FuzzReadIBNetDiscover ./fabric/topo/ibnet/:FuzzReadLFTs \
-	./fabric/topo/ibnet/:FuzzReadYAML ./fabric/netspec/:FuzzParseSpec ./fabric/sim/trace/:FuzzReader
+	./fabric/topo/ibnet/:FuzzReadYAML ./fabric/netspec/:FuzzParseSpec ./fabric/sim/trace/:FuzzReader ./experiments/results/:FuzzParseLabel
 # The fuzzing engine sometimes reports "context deadline exceeded" as its
 # time runs out, with no failing input written (seen on FuzzParseSpecs and
 # FuzzCount, with and without new inputs being minimized); such a run is

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -280,20 +281,26 @@ func TestGoldenQueries(t *testing.T) {
 		rec.WallS, rec.Version, rec.Commit, rec.GoVersion = 0, "", "", ""
 	}
 	add("Q3 SEMQ/RD size-only fdr-cx3", rec, err)
-	for _, pt := range []struct{ design, label string }{
-		{IStoreReadDesign, IStoreMicroLabel(64)},
-		{IStoreMulticastDesign, IStoreMicroLabel(64)},
-		{IStoreDesign, IStoreJoinLabel(3, 0.02)},
-		{IStoreUnicastDesign, IStoreJoinLabel(2, 0.02)},
-		{"MESQ/SR", IStoreJoinLabel(3, 0.02)},
+	micro, join := results.Workload{Kind: results.IStoreMicro, Blocks: 64}, func(tables int) results.Workload {
+		return results.Workload{Kind: results.IStoreJoin, Tables: tables, SF: 0.02}
+	}
+	for _, pt := range []struct {
+		design string
+		w      results.Workload
+	}{
+		{IStoreReadDesign, micro},
+		{IStoreMulticastDesign, micro},
+		{IStoreDesign, join(3)},
+		{IStoreUnicastDesign, join(2)},
+		{"MESQ/SR", join(3)},
 	} {
 		cfg := goldenBase()
-		cfg.Design, cfg.Label, cfg.Payload = pt.design, pt.label, true
-		r, err := RunIStorePoint(cfg)
+		cfg.Design, cfg.Workload, cfg.Payload = pt.design, pt.w, true
+		r, err := Run(cfg)
 		if r != nil {
 			r.WallS, r.Version, r.Commit, r.GoVersion = 0, "", "", ""
 		}
-		add(pt.design+" "+pt.label, r, err)
+		add(pt.design+" "+pt.w.Label(), r, err)
 	}
 	checkGolden(t, "queries.jsonl", got, nil)
 }

@@ -3,7 +3,6 @@ package experiments
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +20,7 @@ import (
 // I-Store-style remote reads (Salama17, package istore): the streaming
 // microbenchmarks and the star joins, against the shuffle plan of the same
 // joins over any shuffle design. Their figures (istore_figs.go) run points
-// through RunIStorePoint, which reads what to run from the point's label.
+// through Run, which reads what to run from the point's workload.
 
 // The remote-read designs of a star-join point (any other design name is
 // a shuffle design running the shuffle plan).
@@ -225,58 +224,20 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 // sf=<scale factor>" (the design names the plan; threads as
 // StarJoinConfig's).
 
-// IStoreMicroLabel labels a microbenchmark point in which each reader
-// reads blocks blocks.
-func IStoreMicroLabel(blocks int) string { return fmt.Sprintf("istore micro blocks=%d", blocks) }
-
-// IStoreJoinLabel labels a star-join point of tables tables at scale
-// factor sf.
-func IStoreJoinLabel(tables int, sf float64) string {
-	return fmt.Sprintf("istore join tables=%d sf=%s", tables, strconv.FormatFloat(sf, 'g', -1, 64))
-}
-
-// ParseIStoreLabel returns the kind ("micro" or "join") and the label's
-// key=value fields.
-func ParseIStoreLabel(label string) (string, map[string]float64, error) {
-	f := strings.Fields(label)
-	if len(f) < 2 || f[0] != "istore" || (f[1] != "micro" && f[1] != "join") {
-		return "", nil, fmt.Errorf("label %q: not an I-Store point (want \"istore micro blocks=N\" or \"istore join tables=N sf=X\")", label)
-	}
-	kv := map[string]float64{}
-	for _, p := range f[2:] {
-		k, v, ok := strings.Cut(p, "=")
-		x, err := strconv.ParseFloat(v, 64)
-		if !ok || err != nil || !(x > 0) {
-			return "", nil, fmt.Errorf("label %q: bad field %q", label, p)
-		}
-		kv[k] = x
-	}
-	need := map[string][]string{"micro": {"blocks"}, "join": {"tables", "sf"}}[f[1]]
-	for _, k := range need {
-		if _, ok := kv[k]; !ok {
-			return "", nil, fmt.Errorf("label %q: no %s=", label, k)
-		}
-	}
-	return f[1], kv, nil
-}
-
-// RunIStorePoint runs a figure point that names an I-Store experiment in
-// its label. Micro points: Buffers is the outstanding reads per thread,
-// Threads the worker threads (streams) per reader, Nodes the readers + 1;
-// the record's throughput is the mean reader's scanned bytes per second.
-// Join points: the record's response time is the query's.
-func RunIStorePoint(cfg RunConfig) (*results.Record, error) { return stamped(runIStorePoint(cfg)) }
+// runIStorePoint runs a point whose workload is an I-Store experiment.
+// Micro points: Buffers is the outstanding reads per thread, Threads the
+// worker threads (streams) per reader, Nodes the readers + 1; the record's
+// throughput is the mean reader's scanned bytes per second. Join points:
+// the record's response time is the query's.
 
 func runIStorePoint(cfg RunConfig) (*results.Record, error) {
 	if !cfg.Network.IsSingle() {
 		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "an I-Store point runs on the single switch: networks of switches are not wired into the I-Store runner").Sentinel(ErrUnsupported)
 	}
-	kind, kv, err := ParseIStoreLabel(cfg.Label)
-	if err != nil {
-		return nil, err
-	}
+	w := cfg.Workload
+	kind := map[results.WorkloadKind]string{results.IStoreMicro: "micro", results.IStoreJoin: "join"}[w.Kind]
 	t0 := time.Now()
-	rec := &results.Record{Experiment: "istore-" + kind, Label: cfg.Label, Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
+	rec := &results.Record{Experiment: "istore-" + kind, Label: pointLabel(cfg), Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
 		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, MsgBytes: istore.BlockBytes, Integrity: "ok"}
 	stampRun(rec, cfg)
 	prof, err := sim.LoadProfile(cfg.Profile)
@@ -293,7 +254,7 @@ func runIStorePoint(cfg RunConfig) (*results.Record, error) {
 			return nil, err
 		}
 		defer c.Close()
-		r, err := istore.RunMicro(c, istore.MicroConfig{Readers: cfg.Nodes - 1, Depth: cfg.Buffers, Threads: cfg.Threads, Blocks: int(kv["blocks"]),
+		r, err := istore.RunMicro(c, istore.MicroConfig{Readers: cfg.Nodes - 1, Depth: cfg.Buffers, Threads: cfg.Threads, Blocks: w.Blocks,
 			Multicast: cfg.Design == IStoreMulticastDesign, Seed: cfg.Seed, Timeout: cfg.Timeout})
 		if err != nil {
 			return nil, err
@@ -305,13 +266,13 @@ func runIStorePoint(cfg RunConfig) (*results.Record, error) {
 			rec.Integrity = "corrupt"
 		}
 		rec.ThroughputGiBs = r.Mean * istore.BlockBytes / (1 << 30)
-		rec.ResponseS = kv["blocks"] / r.Mean
-		rec.BytesPerNode = int64(kv["blocks"]) * istore.BlockBytes
+		rec.ResponseS = float64(w.Blocks) / r.Mean
+		rec.BytesPerNode = int64(w.Blocks) * istore.BlockBytes
 		rec.QPsPerNode, rec.SetupMS, rec.SimEvents = r.QPsPerNode, r.SetupS*1e3, c.Events()
 		rec.WallS = time.Since(t0).Seconds()
 		return rec, nil
 	}
-	r, err := RunStarJoin(StarJoinConfig{Tables: int(kv["tables"]), SF: kv["sf"], Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
+	r, err := RunStarJoin(StarJoinConfig{Tables: w.Tables, SF: w.SF, Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
 		Profile: cfg.Profile, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, err

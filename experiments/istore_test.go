@@ -1,9 +1,12 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // TestStarJoinPayload: the remote-read plan and the shuffle plan over
@@ -42,12 +45,12 @@ func TestStarJoinBadKnobs(t *testing.T) {
 			t.Errorf("%+v: %v, want an error containing %q", tc.cfg, err, tc.want)
 		}
 	}
-	for _, l := range []string{"tpch Q4 sfpn=1", "istore join tables=3", "istore micro", "istore join tables=x sf=1"} {
-		if _, err := RunIStorePoint(RunConfig{Label: l, Profile: "edr-cx4", Nodes: 2, Design: IStoreReadDesign}); err == nil {
-			t.Errorf("label %q accepted", l)
+	for _, w := range []results.Workload{{Kind: results.IStoreJoin, Tables: 3}, {Kind: results.IStoreMicro}, {Kind: results.IStoreJoin, Tables: 1, SF: 1}, {Kind: "istore-spin", Blocks: 3}} {
+		if _, err := Run(RunConfig{Workload: w, Profile: "edr-cx4", Nodes: 2, Design: IStoreReadDesign}); !errors.Is(err, results.ErrWorkload) {
+			t.Errorf("workload %+v: %v, want ErrWorkload", w, err)
 		}
 	}
-	if _, err := RunIStorePoint(RunConfig{Label: IStoreMicroLabel(10), Profile: "edr-cx4", Nodes: 2, Design: "MESQ/SR", Buffers: 1, Threads: 1}); err == nil {
+	if _, err := Run(RunConfig{Workload: results.Workload{Kind: results.IStoreMicro, Blocks: 10}, Profile: "edr-cx4", Nodes: 2, Design: "MESQ/SR", Buffers: 1, Threads: 1}); err == nil {
 		t.Error("a microbenchmark ran a shuffle design")
 	}
 }

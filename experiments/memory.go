@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
+	"github.com/rdmashuffle/rdmashuffle/tpch"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -35,13 +36,14 @@ import (
 // bytes. The estimate takes the upper end (MESQ/SR's), so it errs towards
 // too much.
 //
-// A TPC-H point (a label RunQueryPoint runs) is estimated by
-// QueryMemoryEstimate instead.
+// A TPC-H point (a TPC-H workload) is estimated by QueryMemoryEstimate
+// instead.
 func MemoryEstimate(cfg RunConfig) int64 {
-	if q, local, sfpn, err := ParseTPCHLabel(cfg.Label); err == nil {
+	if w := cfg.Workload; w.Kind == results.TPCH {
+		q, local, sfpn := tpch.Query(w.Query), w.Local, w.SFPerNode
 		qc := QueryConfig{Query: q, SF: sfpn * float64(max(cfg.Nodes, 1)), Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
 			Buffers: cfg.Buffers, MsgBytes: cfg.MsgBytes, Payload: cfg.Payload}
-		if qc.Threads == 0 { // RunQueryPoint's default: half the cores
+		if qc.Threads == 0 { // a query point's default: half the cores
 			qc.Threads = 14
 			if prof, err := sim.LoadProfile(cfg.Profile); err == nil {
 				qc.Threads = max(prof.Host.Cores/2, 1)

@@ -87,9 +87,9 @@ func TestQueryMemoryEstimate(t *testing.T) {
 			t.Errorf("%s %s, %d nodes, SF %g: estimate %d MB, measured %d MB (want at least that, at most about twice)", m.design, m.q, m.nodes, m.sf, est/1e6, m.mb)
 		}
 		local := m.design == LocalData
-		point := RunConfig{Design: m.design, Nodes: m.nodes, Label: TPCHLabel(m.q, local, m.sf/float64(m.nodes)), Profile: "edr-cx4", Threads: qc.Threads, Payload: m.payload}
+		point := RunConfig{Design: m.design, Nodes: m.nodes, Workload: results.Workload{Kind: results.TPCH, Query: string(m.q), Local: local, SFPerNode: m.sf / float64(m.nodes)}, Profile: "edr-cx4", Threads: qc.Threads, Payload: m.payload}
 		if !m.payload {
-			point.Threads = 0 // RunQueryPoint's default, half of edr-cx4's 28 cores
+			point.Threads = 0 // a query point's default, half of edr-cx4's 28 cores
 		}
 		if local {
 			point.Design = "MESQ/SR"

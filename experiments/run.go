@@ -67,8 +67,13 @@ type RunConfig struct {
 	// UDRecovery recovers from lost UD messages (SQ/SR designs):
 	// acknowledgements, retransmission, duplicate detection.
 	UDRecovery bool
+	// Workload is what the point runs: the zero value is the synthetic
+	// shuffle of R(a, b); a TPC-H query or an I-Store experiment otherwise
+	// (results.Workload). Run runs every kind.
+	Workload results.Workload
 	// Label tags the run in its record (figures mark special points, such
-	// as the bandwidth-delay-product depth).
+	// as the bandwidth-delay-product depth); a point with a workload and
+	// no label of its own is labelled with the workload's (Label).
 	Label string
 	// NodeCycles, when set, gives each node's receiving fragment its own
 	// cycles per tuple (node i gets NodeCycles[i mod len]), for skewed
@@ -147,6 +152,9 @@ func DefaultConfig() RunConfig {
 // than the default, and software costs other than the defaults.
 func stampRun(r *results.Record, cfg RunConfig) {
 	r.Payload, r.Software = cfg.Payload, softwareRecord(cfg.Software)
+	if w := cfg.Workload; !w.IsShuffle() {
+		r.Workload = &w
+	}
 	if cfg.Timeout != 0 && cfg.Timeout != algos.DefaultTimeout {
 		r.TimeoutS = cfg.Timeout.Seconds()
 	}
@@ -239,16 +247,41 @@ func (c *RunConfig) bytesForPairs() int64 {
 	return perDest * int64(c.Nodes)
 }
 
-// Run runs one shuffle on a simulated cluster and checks that every node
-// received exactly the tuples sent to it. It is RunSim without options.
+// Run runs one point on a simulated cluster: the shuffle (checking that
+// every node received exactly the tuples sent to it), or the TPC-H query
+// or I-Store experiment of its workload. It is RunSim without options.
 func Run(cfg RunConfig) (*results.Record, error) { return RunSim(cfg, SimOptions{}) }
+
+// pointLabel is the label a point's record carries: its own, or its
+// workload's.
+func pointLabel(cfg RunConfig) string {
+	if cfg.Label == "" {
+		return cfg.Workload.Label()
+	}
+	return cfg.Label
+}
 
 // RunSim runs one shuffle on a simulated cluster with the simulator's
 // options (faults, fault plan, profile change, time limit, inspector) and
 // checks that every node received exactly the tuples sent to it. A failed
 // run's error names the faults injected.
 func RunSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
-	return stamped(runSim(cfg, opt))
+	if err := cfg.Workload.Validate(); err != nil {
+		return nil, setting.New("Workload", nil, "%v", err).Sentinel(err)
+	}
+	switch cfg.Workload.Kind {
+	case results.Shuffle:
+		return stamped(runSim(cfg, opt))
+	case results.TPCH, results.IStoreMicro, results.IStoreJoin:
+		if opt.InjectsFaults() || opt.Trace != nil || opt.Inspect != nil || opt.TimeLimit != 0 {
+			return nil, setting.New("Workload", cfg.Workload.Label(), "faults, traces, time limits and inspectors are the synthetic shuffle's; this workload runs without them").Sentinel(ErrUnsupported)
+		}
+		if cfg.Workload.Kind == results.TPCH {
+			return stamped(runQueryPoint(cfg))
+		}
+		return stamped(runIStorePoint(cfg))
+	}
+	return nil, setting.New("Workload", cfg.Workload.Kind, "unknown kind").Sentinel(results.ErrWorkload)
 }
 
 // stamped adds the build's provenance to a record.
@@ -453,6 +486,12 @@ func ConfigOf(r *results.Record) RunConfig {
 	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, r.BytesPerPair, r.CyclesPerTuple, r.NodeCycles
 	c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.PinnedCapMiB, r.Label, r.UDRecovery
 	c.Payload = r.Payload
+	if w, err := results.WorkloadOf(r); err == nil && !w.IsShuffle() {
+		c.Workload = w
+		if r.Label == w.Label() {
+			c.Label = "" // the workload's label, not the point's own
+		}
+	}
 	if r.TimeoutS > 0 {
 		c.Timeout = fabric.Duration(math.Round(r.TimeoutS * 1e12))
 	}

@@ -490,9 +490,11 @@ func TestRecordSameRun(t *testing.T) {
 	ceiling := goldenBase()
 	ceiling.Design = "qperf"
 	query := goldenBase()
-	query.Design, query.Label, query.BytesPerNode = "MESQ/SR", TPCHLabel(tpch.Q4, false, 0.005), 0
+	query.Design, query.BytesPerNode = "MESQ/SR", 0
+	query.Workload = results.Workload{Kind: results.TPCH, Query: string(tpch.Q4), SFPerNode: 0.005}
 	store := goldenBase()
-	store.Design, store.Label, store.Payload = IStoreDesign, IStoreJoinLabel(2, 0.02), true
+	store.Design, store.Payload = IStoreDesign, true
+	store.Workload = results.Workload{Kind: results.IStoreJoin, Tables: 2, SF: 0.02}
 	for _, tc := range []struct {
 		name string
 		cfg  RunConfig
@@ -501,8 +503,8 @@ func TestRecordSameRun(t *testing.T) {
 		{"shuffle with every option", full, Run},
 		{"MEMQ/WR notify=buffers", wr, Run},
 		{"qperf", ceiling, Run},
-		{"TPC-H", query, RunQueryPoint},
-		{"I-Store", store, RunIStorePoint},
+		{"TPC-H", query, Run},
+		{"I-Store", store, Run},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, err := tc.run(tc.cfg)

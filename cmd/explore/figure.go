@@ -151,8 +151,8 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 			}
 		}
 		row := strings.Join(others, " ")
-		if rep.Figure.Run != nil && r.Record != nil && r.Label != "" {
-			row = strings.TrimSpace(row + " " + r.Label) // query figures name the query in the label
+		if w, err := results.WorkloadOf(r.Record); r.Record != nil && err == nil && !w.IsShuffle() {
+			row = strings.TrimSpace(row + " " + w.Label()) // query figures name the query
 		}
 		if !contains(rows, row) {
 			rows = append(rows, row)

@@ -36,9 +36,6 @@ type Figure struct {
 	// NoSteady skips the steady-state check: the figure's metric is not a
 	// throughput (setup time, say).
 	NoSteady bool
-	// Run, if set, runs the figure's points instead of Run (queries, say:
-	// the points then describe more than a shuffle).
-	Run func(experiments.RunConfig) (*results.Record, error)
 }
 
 // TableMetric returns the figure's table metric and unit.

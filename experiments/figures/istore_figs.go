@@ -14,7 +14,7 @@ import (
 
 // The figures and claims of Salama17 (I-Store, claims C27-C29): prefetch
 // depth, one memory server feeding several readers, and star joins
-// against shuffle plans. Their points run through RunIStorePoint.
+// against shuffle plans. Their points' workloads say which.
 
 // istoreStreams is the worker threads (streams) per reader of the
 // microbenchmark figures' main series. Salama17 does not say how many
@@ -36,8 +36,8 @@ func mblocks(r *results.Record) float64 {
 }
 
 func istoreTables(r *results.Record) int {
-	if _, kv, err := experiments.ParseIStoreLabel(r.Label); err == nil {
-		return int(kv["tables"])
+	if w, err := results.WorkloadOf(r); err == nil {
+		return w.Tables
 	}
 	return 0
 }
@@ -46,7 +46,7 @@ func istoreFigures() []Figure {
 	microBase := func(full bool) experiments.RunConfig {
 		c := experiments.DefaultConfig()
 		c.Profile, c.Nodes, c.Threads, c.Design = "fdr-cx3", 2, istoreStreams, experiments.IStoreReadDesign
-		c.Label = experiments.IStoreMicroLabel(scale(full, 8000, 64000))
+		c.Workload = results.Workload{Kind: results.IStoreMicro, Blocks: scale(full, 8000, 64000)}
 		c.BytesPerNode, c.Pattern = 16, ""
 		return c
 	}
@@ -54,8 +54,8 @@ func istoreFigures() []Figure {
 	return []Figure{
 		Figure{
 			ID: "istore-prefetch", X: "buffers", Title: "I-Store: scan throughput of one reader against outstanding RDMA Reads, 2 KB blocks (Salama17 fig. 7b)", Claims: []string{"C27"},
-			Run: experiments.RunIStorePoint, NoSteady: true,
-			Table: mblocks, TableUnit: "scanned blocks per second per reader [M]",
+			NoSteady: true,
+			Table:    mblocks, TableUnit: "scanned blocks per second per reader [M]",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				var depths []any
 				for d := 1; d <= 16; d++ {
@@ -73,8 +73,8 @@ func istoreFigures() []Figure {
 		},
 		Figure{
 			ID: "istore-fanout", X: "nodes", Title: "I-Store: one memory server feeding 1 to 8 readers, RDMA Reads vs relayed multicast (Salama17 fig. 7c)", Claims: []string{"C28"},
-			Run: experiments.RunIStorePoint, NoSteady: true,
-			Table: mblocks, TableUnit: "scanned blocks per second per reader [M] (nodes = readers + 1)",
+			NoSteady: true,
+			Table:    mblocks, TableUnit: "scanned blocks per second per reader [M] (nodes = readers + 1)",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				base := microBase(full)
 				base.Buffers = istoreFanoutDepth
@@ -90,8 +90,8 @@ func istoreFigures() []Figure {
 		},
 		Figure{
 			ID: "istore-joins", X: "design", Title: "I-Store: SSB-like star joins, remote reads vs shuffle plans, 8 FDR nodes (Salama17 fig. 7a)", Claims: []string{"C29"},
-			Run: experiments.RunIStorePoint, NoSteady: true,
-			Table: respMS, TableUnit: "query response time [ms]",
+			NoSteady: true,
+			Table:    respMS, TableUnit: "query response time [ms]",
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				var ss []func() (*sweep.Sweep, error)
 				for i, tables := range []int{2, 3, 4} {
@@ -104,7 +104,8 @@ func istoreFigures() []Figure {
 						// 5 sending and 5 receiving threads per node for
 						// the shuffle plans, 10 workers for remote reads:
 						// the paper's 10 threads per node.
-						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 5, experiments.IStoreJoinLabel(tables, joinSF(full)), 16, ""
+						c.Profile, c.Nodes, c.Threads, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 5, 16, ""
+						c.Workload = results.Workload{Kind: results.IStoreJoin, Tables: tables, SF: joinSF(full)}
 						return sweep.NewSweep(name, c, sweep.Vary("design", experiments.IStoreDesign, experiments.IStoreUnicastDesign, "MESQ/SR", "MEMQ/SR"))
 					})
 				}
@@ -113,7 +114,8 @@ func istoreFigures() []Figure {
 				for _, tables := range []int{2, 3, 4} {
 					ss = append(ss, func() (*sweep.Sweep, error) {
 						c := experiments.DefaultConfig()
-						c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 10, experiments.IStoreJoinLabel(tables, joinSF(full)), 16, ""
+						c.Profile, c.Nodes, c.Threads, c.BytesPerNode, c.Pattern = "fdr-cx3", 8, 10, 16, ""
+						c.Workload = results.Workload{Kind: results.IStoreJoin, Tables: tables, SF: joinSF(full)}
 						return sweep.NewSweep(fmt.Sprintf("istore-joins-20cores-%d", tables), c, sweep.Vary("design", "MESQ/SR"), sweep.Vary("threads", 10))
 					})
 				}

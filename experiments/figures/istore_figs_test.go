@@ -12,13 +12,14 @@ import (
 // runner give records the judges read.
 func TestIStorePoints(t *testing.T) {
 	c := experiments.DefaultConfig()
-	c.Profile, c.Nodes, c.Threads, c.Buffers, c.Design, c.Label = "fdr-cx3", 3, 2, 4, experiments.IStoreMulticastDesign, experiments.IStoreMicroLabel(300)
-	r, err := experiments.RunIStorePoint(c)
+	c.Profile, c.Nodes, c.Threads, c.Buffers, c.Design = "fdr-cx3", 3, 2, 4, experiments.IStoreMulticastDesign
+	c.Workload = results.Workload{Kind: results.IStoreMicro, Blocks: 300}
+	r, err := experiments.Run(c)
 	if err != nil || r.Integrity != "ok" || mblocks(r) <= 0 {
 		t.Fatalf("micro: %+v %v", r, err)
 	}
-	c.Nodes, c.Design, c.Label = 4, "MESQ/SR", experiments.IStoreJoinLabel(3, 0.004)
-	if r, err = experiments.RunIStorePoint(c); err != nil || r.Integrity != "ok" || r.ResponseS <= 0 || istoreTables(r) != 3 {
+	c.Nodes, c.Design, c.Workload = 4, "MESQ/SR", results.Workload{Kind: results.IStoreJoin, Tables: 3, SF: 0.004}
+	if r, err = experiments.Run(c); err != nil || r.Integrity != "ok" || r.ResponseS <= 0 || istoreTables(r) != 3 {
 		t.Fatalf("join: %+v %v", r, err)
 	}
 }
@@ -56,7 +57,7 @@ func TestIStoreJudges(t *testing.T) {
 		t.Errorf("C28 falling multicast: %+v", v)
 	}
 	join := func(design string, tables int, ms float64) *results.Record {
-		return &results.Record{Experiment: "istore-join", Label: experiments.IStoreJoinLabel(tables, 1), Design: design, ResponseS: ms / 1e3}
+		return &results.Record{Experiment: "istore-join", Label: results.Workload{Kind: results.IStoreJoin, Tables: tables, SF: 1}.Label(), Design: design, ResponseS: ms / 1e3}
 	}
 	js := []*results.Record{join(experiments.IStoreDesign, 2, 10), join("MESQ/SR", 2, 11), join(experiments.IStoreDesign, 3, 10), join("MESQ/SR", 3, 20),
 		join(experiments.IStoreDesign, 4, 10), join("MESQ/SR", 4, 30), join("MEMQ/SR", 4, 28)}

@@ -75,9 +75,6 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
-	if f.Run != nil && o.Run == nil {
-		o.Run = f.Run
-	}
 	sws, err := f.Sweeps(o.Full)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.ID, err)

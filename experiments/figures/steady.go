@@ -78,11 +78,11 @@ func grow(run func(experiments.RunConfig) (*results.Record, error), mem *experim
 }
 
 // scaledInput is cfg with f times its input: a shuffle's bytes per node or
-// per pair, a TPC-H point's scale factor per node (in its label); false
-// when cfg has no input to scale.
+// per pair, a TPC-H point's scale factor per node; false when cfg has no
+// input to scale.
 func scaledInput(cfg experiments.RunConfig, f int64) (experiments.RunConfig, bool) {
-	if q, local, sfpn, err := experiments.ParseTPCHLabel(cfg.Label); err == nil {
-		cfg.Label = experiments.TPCHLabel(q, local, sfpn*float64(f))
+	if cfg.Workload.Kind == results.TPCH {
+		cfg.Workload.SFPerNode *= float64(f)
 		return cfg, true
 	}
 	if cfg.BytesPerNode <= 0 && cfg.BytesPerPair <= 0 {
@@ -97,8 +97,8 @@ func scaledInput(cfg experiments.RunConfig, f int64) (experiments.RunConfig, boo
 // with neither).
 func rate(r *results.Record) float64 {
 	if r.Experiment == "tpch" {
-		if _, _, sfpn, err := experiments.ParseTPCHLabel(r.Label); err == nil && r.ResponseS > 0 {
-			return sfpn / r.ResponseS
+		if w, err := results.WorkloadOf(r); err == nil && w.Kind == results.TPCH && r.ResponseS > 0 {
+			return w.SFPerNode / r.ResponseS
 		}
 		return 0
 	}

@@ -82,14 +82,14 @@ func TestGrowTPCHPoint(t *testing.T) {
 	const startup = 0.5
 	var sfpns []float64
 	run := func(c experiments.RunConfig) (*results.Record, error) {
-		_, _, sfpn, err := experiments.ParseTPCHLabel(c.Label)
-		if err != nil {
-			return nil, err
+		sfpn := c.Workload.SFPerNode
+		if c.Workload.Kind != results.TPCH {
+			return nil, fmt.Errorf("not a query point: %+v", c.Workload)
 		}
 		sfpns = append(sfpns, sfpn)
-		return &results.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: startup + 10e-3*sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Workload.Label(), Design: "MPI", Nodes: 2, Integrity: "ok", ResponseS: startup + 10e-3*sfpn}, nil
 	}
-	cfg := experiments.RunConfig{Label: experiments.TPCHLabel("Q4", false, 0.1), BytesPerNode: 16}
+	cfg := experiments.RunConfig{Workload: results.Workload{Kind: results.TPCH, Query: "Q4", SFPerNode: 0.1}, BytesPerNode: 16}
 	rec, err := grow(run, nil)(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -115,9 +115,9 @@ func TestGrowTPCHPoint(t *testing.T) {
 	// at 64x.
 	sfpns = nil
 	short := func(c experiments.RunConfig) (*results.Record, error) {
-		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
+		sfpn := c.Workload.SFPerNode
 		sfpns = append(sfpns, sfpn)
-		return &results.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Workload.Label(), Integrity: "ok", ResponseS: 1e-3 + 10e-3*sfpn}, nil
 	}
 	if rec, _ := grow(short, nil)(cfg); rec.InputScale != 64 || !steady(rec) || len(sfpns) != 7 || abs(rec.SteadyChange-(6.4/65-3.2/33)/(3.2/33)) > 1e-9 {
 		t.Errorf("1 ms start-up: grown to %dx over %d runs, change %.4f, steady %v; want 64x, 7 runs, +1.5%%, steady", rec.InputScale, len(sfpns), rec.SteadyChange, steady(rec))
@@ -125,9 +125,9 @@ func TestGrowTPCHPoint(t *testing.T) {
 	// A query whose time is linear in its data is steady at the first doubling.
 	sfpns = nil
 	linear := func(c experiments.RunConfig) (*results.Record, error) {
-		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
+		sfpn := c.Workload.SFPerNode
 		sfpns = append(sfpns, sfpn)
-		return &results.Record{Experiment: "tpch", Label: c.Label, Integrity: "ok", ResponseS: 4e-3 * sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Workload.Label(), Integrity: "ok", ResponseS: 4e-3 * sfpn}, nil
 	}
 	if rec, _ := grow(linear, nil)(cfg); rec.InputScale != 2 || !steady(rec) || len(sfpns) != 2 {
 		t.Errorf("linear query: grown to %dx over %d runs, steady %v; want 2x, 2 runs, steady", rec.InputScale, len(sfpns), steady(rec))
@@ -161,18 +161,18 @@ func abs(x float64) float64 {
 // grown further, and so does the figure's growth line. A doubling that
 // fails says so too.
 func TestGrowStopsBeforeMemory(t *testing.T) {
-	cfg := experiments.RunConfig{Design: "MPI", Nodes: 16, Label: experiments.TPCHLabel("Q3", false, 0.1), Profile: "edr-cx4"}
+	cfg := experiments.RunConfig{Design: "MPI", Nodes: 16, Workload: results.Workload{Kind: results.TPCH, Query: "Q3", SFPerNode: 0.1}, Profile: "edr-cx4"}
 	at := func(f float64) int64 {
 		c := cfg
-		c.Label = experiments.TPCHLabel("Q3", false, 0.1*f)
+		c.Workload.SFPerNode = 0.1 * f
 		return experiments.MemoryEstimate(c)
 	}
 	budget := experiments.NewMemoryBudget((at(8) + at(16)) / 2) // 8x fits, 16x does not
 	var sfpns []float64
 	slow := func(c experiments.RunConfig) (*results.Record, error) { // never settles
-		_, _, sfpn, _ := experiments.ParseTPCHLabel(c.Label)
+		sfpn := c.Workload.SFPerNode
 		sfpns = append(sfpns, sfpn)
-		return &results.Record{Experiment: "tpch", Label: c.Label, Design: "MPI", Nodes: 16, Integrity: "ok", ResponseS: 1 + sfpn}, nil
+		return &results.Record{Experiment: "tpch", Label: c.Workload.Label(), Design: "MPI", Nodes: 16, Integrity: "ok", ResponseS: 1 + sfpn}, nil
 	}
 	rec, err := grow(budget.Admit(slow), budget)(cfg)
 	if err != nil {

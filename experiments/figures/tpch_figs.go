@@ -15,8 +15,8 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
-// Figures 26 and 27 of Liu19 run TPC-H queries: their points are run by
-// RunQueryPoint (see tpch_point.go).
+// Figures 26 and 27 of Liu19 run TPC-H queries: their points' workloads
+// name the query (experiments/tpch_point.go runs them).
 
 // Quick and paper scale factors per node: the paper's fig. 26 is SF 400
 // on 8 nodes (50 per node), fig. 27 SF 200 to 1600 on 2 to 16 nodes (100
@@ -28,39 +28,31 @@ const (
 	fig27SFPerNode = 100
 )
 
-// TPCHFigureOptions returns o with the TPC-H runner for figures 26 and
-// 27 (the steady-state check and growth then double a point's scale
-// factor per node); other figures' options are returned unchanged.
-func TPCHFigureOptions(f Figure, o FigureOptions) FigureOptions {
-	if (f.ID == "fig26" || f.ID == "fig27") && o.Run == nil {
-		o.Run = experiments.RunQueryPoint
-	}
-	return o
-}
-
-// RunQueryFigure runs figure 26 or 27 with the TPC-H runner.
+// RunQueryFigure runs figure 26 or 27 (their points' TPC-H workloads run
+// through experiments.Run like any point; the steady-state check and
+// growth double a point's scale factor per node).
 func RunQueryFigure(ctx context.Context, id string, o FigureOptions) (*FigureReport, error) {
 	f, err := FigureByID(id)
 	if err != nil {
 		return nil, err
 	}
-	return RunFigure(ctx, f, TPCHFigureOptions(f, o))
+	return RunFigure(ctx, f, o)
 }
 
-// queryBase is a figure point: the query in the label, size-only, threads
-// from the profile; BytesPerNode of one tuple keeps a point run by plain
-// Run trivial.
+// queryBase is a figure point: the query as its workload, size-only,
+// threads from the profile.
 func queryBase(q tpch.Query, local bool, sfpn float64, profile string, nodes int) experiments.RunConfig {
 	c := experiments.DefaultConfig()
-	c.Profile, c.Nodes, c.Threads, c.Label, c.BytesPerNode, c.Design = profile, nodes, 0, experiments.TPCHLabel(q, local, sfpn), 16, "MESQ/SR"
+	c.Workload = results.Workload{Kind: results.TPCH, Query: string(q), Local: local, SFPerNode: sfpn}
+	c.Profile, c.Nodes, c.Threads, c.BytesPerNode, c.Design = profile, nodes, 0, 16, "MESQ/SR"
 	c.Pattern = "" // the plan's: recorded as its steps' patterns
 	return c
 }
 
 func isQuery(q tpch.Query, local bool) func(*results.Record) bool {
 	return func(r *results.Record) bool {
-		rq, rl, _, err := experiments.ParseTPCHLabel(r.Label)
-		return err == nil && r.Experiment == "tpch" && rq == q && rl == local
+		w, err := results.WorkloadOf(r)
+		return err == nil && r.Experiment == "tpch" && w.Query == string(q) && w.Local == local
 	}
 }
 
@@ -69,7 +61,7 @@ func respMS(r *results.Record) float64 { return inputTime(r) * 1e3 }
 
 // designOrLocal names a record's series.
 func designOrLocal(r *results.Record) string {
-	if _, local, _, err := experiments.ParseTPCHLabel(r.Label); err == nil && local {
+	if w, err := results.WorkloadOf(r); err == nil && w.Local {
 		return "local data"
 	}
 	return r.Design
@@ -79,7 +71,6 @@ func tpchFigures() []Figure {
 	return []Figure{
 		Figure{
 			ID: "fig26", X: "profile", Title: "TPC-H Q4 at SF 400 on 8 nodes, FDR vs EDR (Liu19 fig. 26)", Claims: []string{"C21"},
-			Run:   experiments.RunQueryPoint,
 			Table: respMS, TableUnit: queryTimeUnit,
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				sfpn := scale[float64](full, quickSFPerNode, fig26SFPerNode)
@@ -101,7 +92,6 @@ func tpchFigures() []Figure {
 		},
 		Figure{
 			ID: "fig27", X: "nodes", Title: "TPC-H Q4, Q3 and Q10 on 2 to 16 EDR nodes at constant data per node (Liu19 fig. 27)", Claims: []string{"C22"},
-			Run:   experiments.RunQueryPoint,
 			Table: respMS, TableUnit: queryTimeUnit,
 			Sweeps: func(full bool) ([]*sweep.Sweep, error) {
 				sfpn := scale[float64](full, quickSFPerNode, fig27SFPerNode)
@@ -273,8 +263,9 @@ func tpchScaleNote(rs []*results.Record) string {
 	var sfpns []float64
 	unsteady, mpi := 0, 0
 	for _, r := range rs {
-		_, local, sfpn, err := experiments.ParseTPCHLabel(r.Label)
-		if err != nil || local || r.Design != algos.NameMPI {
+		w, err := results.WorkloadOf(r)
+		local, sfpn := w.Local, w.SFPerNode
+		if err != nil || w.Kind != results.TPCH || local || r.Design != algos.NameMPI {
 			continue
 		}
 		mpi++

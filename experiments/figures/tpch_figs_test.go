@@ -9,12 +9,12 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
-// TestQueryPointAndJudges: a figure point names its query in the label;
+// TestQueryPointAndJudges: a figure point names its query in its workload;
 // the judges read such records and reject plain shuffle records.
 func TestQueryPointAndJudges(t *testing.T) {
 	cfg := queryBase(tpch.Q4, false, 0.005, "edr-cx4", 2)
 	cfg.Threads = 2
-	r, err := experiments.RunQueryPoint(cfg)
+	r, err := experiments.Run(cfg)
 	if err != nil || r.Experiment != "tpch" || r.ResponseS <= 0 || r.Pattern != "broadcast+repartition" {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -22,7 +22,7 @@ func TestQueryPointAndJudges(t *testing.T) {
 		t.Errorf("C21 on non-query records: %+v", v)
 	}
 	mk := func(q tpch.Query, local bool, design, profile string, nodes int, ms float64) *results.Record {
-		return &results.Record{Experiment: "tpch", Label: experiments.TPCHLabel(q, local, 0.1), Design: design, Profile: profile, Nodes: nodes, ResponseS: ms / 1e3}
+		return &results.Record{Experiment: "tpch", Label: results.Workload{Kind: results.TPCH, Query: string(q), Local: local, SFPerNode: 0.1}.Label(), Design: design, Profile: profile, Nodes: nodes, ResponseS: ms / 1e3}
 	}
 	rs := []*results.Record{
 		mk(tpch.Q4, false, "MESQ/SR", "fdr-cx3", 8, 1.5), mk(tpch.Q4, false, "MPI", "fdr-cx3", 8, 2.6), mk(tpch.Q4, true, "MESQ/SR", "fdr-cx3", 8, 1.4),
@@ -44,7 +44,7 @@ func TestQueryPointAndJudges(t *testing.T) {
 	// speeding up.
 	var off []*results.Record
 	for _, r := range rs22 {
-		if q, _, _, _ := experiments.ParseTPCHLabel(r.Label); q == tpch.Q3 && r.Nodes == 16 && r.Design == "MPI" {
+		if w, _ := results.WorkloadOf(r); w.Query == string(tpch.Q3) && r.Nodes == 16 && r.Design == "MPI" {
 			r = mk(tpch.Q3, false, "MPI", "edr-cx4", 16, 3.3)
 		}
 		off = append(off, r)
@@ -63,7 +63,7 @@ func TestQueryPointAndJudges(t *testing.T) {
 // was still speeding up at its last doubling.
 func TestTPCHScaleNote(t *testing.T) {
 	mk := func(design string, sfpn float64, scale int, change float64) *results.Record {
-		return &results.Record{Experiment: "tpch", Label: experiments.TPCHLabel(tpch.Q3, false, sfpn), Design: design, InputScale: scale, SteadyChange: change}
+		return &results.Record{Experiment: "tpch", Label: results.Workload{Kind: results.TPCH, Query: string(tpch.Q3), SFPerNode: sfpn}.Label(), Design: design, InputScale: scale, SteadyChange: change}
 	}
 	tests := []struct {
 		name      string

@@ -11,7 +11,10 @@ import (
 
 // Record is the run record of docs/results.md.
 type Record struct {
-	Experiment     string       `json:"experiment"`
+	Experiment string `json:"experiment"`
+	// Workload is what the point ran besides the synthetic shuffle (a
+	// TPC-H query, an I-Store experiment); absent for the shuffle.
+	Workload       *Workload    `json:"workload,omitempty"`
 	Label          string       `json:"label,omitempty"`
 	Backend        string       `json:"backend"`
 	Profile        string       `json:"profile"`

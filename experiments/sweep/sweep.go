@@ -317,6 +317,11 @@ func validateWith(cfg experiments.RunConfig, run func(experiments.RunConfig) (*r
 	if cfg.Nodes < 1 {
 		return fmt.Errorf("nodes %d: need at least 1", cfg.Nodes)
 	}
+	if !cfg.Workload.IsShuffle() {
+		// A query or I-Store point: its workload is checked as data (a
+		// probe would run the query itself).
+		return cfg.Workload.Validate()
+	}
 	if cfg.Pattern != "" {
 		if _, err := algos.NewGroups(cfg.Pattern, cfg.Nodes); err != nil {
 			return err
