@@ -98,14 +98,9 @@ func explainTrace(t *testing.T, cfg RunConfig, faults sim.Faults, want string) s
 }
 
 func openTraceFile(path string) (*trace.Reader, func(), error) {
-	f, err := os.Open(path)
+	r, c, err := trace.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := trace.NewReader(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return r, func() { f.Close() }, nil
+	return r, func() { c.Close() }, nil
 }

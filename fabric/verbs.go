@@ -248,6 +248,25 @@ func AckTimeout(code uint8) Duration {
 	return Duration(4096) * Nanosecond * Duration(1) << code
 }
 
+// Transition checks a queue pair's move from state from to state to with
+// attributes a, as ibv_modify_qp does: the state machine (INIT is reached
+// from RESET, or INIT again; RTR from INIT; RTS from RTR; RESET and ERROR
+// from any state) and then Check. It returns what is wrong, or "" when
+// the move is allowed (a state it does not know is the caller's to
+// refuse). The backends that emulate a NIC (sim, loopback) apply it in
+// QP.Modify, so that they share one state machine.
+func (a QPAttr) Transition(typ QPType, from, to QPState, activeMTU, maxRd int) string {
+	switch {
+	case to == StateInit && from != StateReset && from != StateInit:
+		return "INIT is reached from RESET"
+	case to == StateRTR && from != StateInit:
+		return "RTR is reached from INIT"
+	case to == StateRTS && from != StateRTR:
+		return "RTS is reached from RTR"
+	}
+	return a.Check(to, typ, activeMTU, maxRd)
+}
+
 // Check reports what puts a outside the contract's ranges for a transition
 // of a queue pair of type typ to state to, or "" when nothing does: for
 // RTR of a connected queue pair, the destination QPN (24 bits), the path

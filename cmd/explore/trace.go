@@ -36,16 +36,14 @@ traces differ, with the events around it.`,
 }
 
 func openTrace(path string) (*trace.Reader, func(), error) {
-	f, err := os.Open(path)
+	r, c, err := trace.Open(path)
 	if err != nil {
+		if errors.Is(err, trace.ErrNotTrace) || errors.Is(err, trace.ErrCorrupt) {
+			err = fmt.Errorf("%w (write one with explore run --trace FILE)", err)
+		}
 		return nil, nil, err
 	}
-	r, err := trace.NewReader(f)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w (write one with explore run --trace FILE)", path, err)
-	}
-	return r, func() { f.Close() }, nil
+	return r, func() { c.Close() }, nil
 }
 
 func traceDiffCmd() *cobra.Command {

@@ -157,6 +157,9 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: %v from %v to %v: %s", fabric.ErrBadTransition, q, from, to, why)
 	}
+	if why := a.Transition(q.typ, from, to, mtu, maxRdAtomic); why != "" {
+		return bad(why)
+	}
 	switch to {
 	case fabric.StateReset:
 		q.reset()
@@ -165,18 +168,9 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		q.enterError()
 		return nil
 	case fabric.StateInit:
-		if from != fabric.StateReset && from != fabric.StateInit {
-			return bad("INIT is reached from RESET")
-		}
 		q.attr.Access, q.attr.QKey = a.Access, a.QKey
 	case fabric.StateRTR:
-		if from != fabric.StateInit {
-			return bad("RTR is reached from INIT")
-		}
 		if q.typ != fabric.UD {
-			if why := a.Check(to, q.typ, mtu, maxRdAtomic); why != "" {
-				return bad(why)
-			}
 			m := a.PathMTU
 			if m == 0 {
 				m = mtu
@@ -186,12 +180,6 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			q.attr.RemotePSN = a.RemotePSN & fabric.MaxPSN
 		}
 	case fabric.StateRTS:
-		if from != fabric.StateRTR {
-			return bad("RTS is reached from RTR")
-		}
-		if why := a.Check(to, q.typ, mtu, maxRdAtomic); why != "" {
-			return bad(why)
-		}
 		q.attr.SendPSN, q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.SendPSN, a.Timeout, a.RetryCnt, a.RNRRetry
 		q.attr.MaxRdAtomic = a.MaxRdAtomic
 		q.nextPSN = a.SendPSN & fabric.MaxPSN

@@ -384,6 +384,9 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: %v from %v to %v: %s", fabric.ErrBadTransition, q, from, to, why)
 	}
+	if why := a.Transition(q.typ, from, to, c.prof.Link.MTU, c.prof.NIC.MaxRdAtomic); why != "" {
+		return bad(why)
+	}
 	switch to {
 	case fabric.StateReset:
 		q.reset()
@@ -392,21 +395,12 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		q.enterError()
 		return nil
 	case fabric.StateInit:
-		if from != fabric.StateReset && from != fabric.StateInit {
-			return bad("INIT is reached from RESET")
-		}
 		q.attr.Access, q.attr.QKey = a.Access, a.QKey
 	case fabric.StateRTR:
-		if from != fabric.StateInit {
-			return bad("RTR is reached from INIT")
-		}
 		if q.typ != fabric.UD {
 			n, err := c.resolve(a.Dest)
 			if err != nil {
 				return bad(err.Error())
-			}
-			if why := a.Check(to, q.typ, c.prof.Link.MTU, c.prof.NIC.MaxRdAtomic); why != "" {
-				return bad(why)
 			}
 			mtu := a.PathMTU
 			if mtu == 0 {
@@ -418,12 +412,6 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			q.ePSN = a.RemotePSN & fabric.MaxPSN
 		}
 	case fabric.StateRTS:
-		if from != fabric.StateRTR {
-			return bad("RTS is reached from RTR")
-		}
-		if why := a.Check(to, q.typ, c.prof.Link.MTU, c.prof.NIC.MaxRdAtomic); why != "" {
-			return bad(why)
-		}
 		q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.Timeout, a.RetryCnt, a.RNRRetry
 		q.attr.MaxRdAtomic = a.MaxRdAtomic
 		if q.attr.MaxRdAtomic == 0 {

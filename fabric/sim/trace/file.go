@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
@@ -207,6 +208,20 @@ func NewReader(r io.Reader) (*Reader, error) {
 		return nil, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
 	}
 	return tr, nil
+}
+
+// Open opens the trace file at path; close it with the returned Closer.
+func Open(path string) (*Reader, io.Closer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, f, nil
 }
 
 // Read returns the next event; io.EOF after the last.
