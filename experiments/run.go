@@ -396,6 +396,9 @@ func RunOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
 }
 
 func runOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
+	if !cfg.Workload.IsShuffle() {
+		return nil, setting.New("Workload", cfg.Workload.Label(), "queries and I-Store points run on the simulator only; the %s backend runs the synthetic shuffle", f.Backend()).Sentinel(ErrUnsupported)
+	}
 	if !cfg.Network.IsSingle() {
 		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "chooses the simulator's switches and routing; the %s backend runs on the network it has: leave it empty", f.Backend()).Sentinel(ErrUnsupported)
 	}

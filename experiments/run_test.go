@@ -534,3 +534,42 @@ func refuses(err error, name string) bool {
 	se, ok := setting.As(err)
 	return ok && se.Setting == name
 }
+
+// TestExecEveryBackend: Exec runs a point on the simulator (with its
+// options: a fault schedule reaches the run) and on a fabric opened
+// elsewhere, from the same configuration; a workload the other backend
+// cannot run is refused, not run as something else.
+func TestExecEveryBackend(t *testing.T) {
+	cfg := goldenBase()
+	cfg.Design, cfg.Nodes, cfg.BytesPerNode = "MEMQ/SR", 2, 256<<10
+	a, err := Exec(Simulator{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WallS, b.WallS = 0, 0
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("Exec(Simulator{}) and Run differ:\n%+v\n%+v", a, b)
+	}
+	var dups int64
+	if _, err := Exec(Simulator{Options: SimOptions{Faults: sim.Faults{Duplicate: 0.2}, Inspect: func(c *sim.Cluster) { dups = c.Stats().PacketsDuplicated }}}, cfg); err != nil || dups == 0 {
+		t.Errorf("the simulator's options did not reach the run: %v, %d duplicated", err, dups)
+	}
+	f, err := loopback.Open(host.Config{Seed: 1, TimeLimit: time.Minute}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := Exec(On(f), cfg)
+	if err != nil || rec.Integrity != "ok" || rec.Profile != "software" {
+		t.Fatalf("on loopback: %+v, %v", rec, err)
+	}
+	q := cfg
+	q.Workload = results.Workload{Kind: results.TPCH, Query: "Q4", SFPerNode: 0.001}
+	if _, err := Exec(On(f), q); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("a TPC-H point on loopback: %v, want ErrUnsupported", err)
+	}
+}

@@ -139,7 +139,7 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results
 	}
 	if fab != nil {
 		defer fab.Close()
-		return experiments.RunOn(fab, cfg)
+		return experiments.Exec(experiments.On(fab), cfg)
 	}
 	if limit, ok, err := f.mem.single(experiments.AvailableMemory); err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results
 	opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
 	opt.NoCheck = f.noCheck
 	if f.tracePath == "" {
-		return experiments.RunSim(cfg, opt)
+		return experiments.Exec(experiments.Simulator{Options: opt}, cfg)
 	}
 	tw, err := newTraceWriter(f.tracePath, cfg, cmd.Flags())
 	if err != nil {
@@ -159,7 +159,7 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results
 	}
 	defer tw.Close() // a failed run's trace holds its events up to the failure
 	opt.Trace = tw
-	rec, err := experiments.RunSim(cfg, opt)
+	rec, err := experiments.Exec(experiments.Simulator{Options: opt}, cfg)
 	if err == nil {
 		if err := tw.Close(); err != nil {
 			return nil, fmt.Errorf("--trace %s: %w", f.tracePath, err)
