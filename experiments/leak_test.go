@@ -8,35 +8,6 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
-// TestCrashDuringSetupLeavesNothingOpen: when a node crashes before the
-// endpoints' connection exchange, every other node's open fails, and each
-// must free what it had created: the run is a clean error (the crash,
-// named), not a checker finding for objects left open. Before the
-// endpoints freed what they created on a failed open, every design left
-// its queue pairs and regions behind (the soak's `crash` findings).
-func TestCrashDuringSetupLeavesNothingOpen(t *testing.T) {
-	for _, design := range SoakDesigns() {
-		for _, recovery := range []bool{false, true} {
-			if recovery && !IsUD(design) {
-				continue
-			}
-			name := design
-			if recovery {
-				name += "+recovery"
-			}
-			t.Run(name, func(t *testing.T) {
-				rc := RunConfig{Design: design, Nodes: 3, Threads: 1, Profile: "edr-cx4", BytesPerNode: 128 << 10, Seed: 1,
-					Payload: true, UDRecovery: recovery}
-				_, err, _ := runSchedule(t, rc, "crash:\n  - node: 1\n    at: 1us\n")
-				if err == nil || !strings.Contains(err.Error(), "node 1 crashed") || errors.Is(err, sim.ErrVerbsUsage) ||
-					classify(nil, err) != CleanError {
-					t.Fatalf("crash before the exchange: %v (want a clean error naming node 1's crash)", err)
-				}
-			})
-		}
-	}
-}
-
 // TestLeaksAfterFailureNamesNodesThatCouldClose: after a failed run, the
 // objects left open count only on nodes whose driver ended (and could
 // close them), not on nodes the run's end stopped.

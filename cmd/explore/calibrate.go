@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/calibrate"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -18,7 +19,7 @@ import (
 // factory returns how calibrate and validate make fabrics: the hardware
 // backend, or (--backend sim) the simulator running the target profile,
 // which checks the procedure against a known answer.
-func (h *hwFlags) factory(target string) (experiments.FabricFactory, error) {
+func (h *hwFlags) factory(target string) (calibrate.FabricFactory, error) {
 	if h.backend == "sim" {
 		p, err := sim.LoadProfile(target)
 		if err != nil {
@@ -67,7 +68,7 @@ the procedure recovers a known profile.`,
 			}
 			prog := newTask(cmd.ErrOrStderr(), "calibrate", "", 0)
 			runs := 0
-			cal, err := experiments.Calibrate(func(nodes int) (fabric.Fabric, error) {
+			cal, err := calibrate.Run(func(nodes int) (fabric.Fabric, error) {
 				runs++
 				prog.setDetail(fmt.Sprintf("measurement run %d", runs))
 				return open(nodes)
@@ -77,7 +78,7 @@ the procedure recovers a known profile.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			text, err := experiments.ProfileYAML(cal.Profile)
+			text, err := calibrate.ProfileYAML(cal.Profile)
 			if err != nil {
 				return err
 			}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/soak"
 	"github.com/rdmashuffle/rdmashuffle/faults"
 )
 
 func soakCmd() *cobra.Command {
-	var cfg experiments.SoakConfig
+	var cfg soak.Config
 	var designs, scenarios string
 	var verbose, jsonOut bool
 	cmd := &cobra.Command{
@@ -59,7 +59,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 			}
 			t := newTask(cmd.ErrOrStderr(), "soak", "seeds", cfg.Seeds)
 			cfg.Progress = seedProgress(t)
-			res, err := experiments.Soak(cfg)
+			res, err := soak.Run(cfg)
 			t.finish()
 			if err != nil {
 				return err
@@ -94,7 +94,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 	return cmd
 }
 
-func printSoak(w io.Writer, res *experiments.SoakResult) {
+func printSoak(w io.Writer, res *soak.Result) {
 	t := newTable(w)
 	t.Header("runs", "faults injected", "exact", "clean errors", "silent", "hangs", "checker", "masked", "unrecovered")
 	t.Append(fmt.Sprint(res.Runs), fmt.Sprint(res.Injected), fmt.Sprint(res.Exact), fmt.Sprint(res.CleanErrors),
@@ -102,7 +102,7 @@ func printSoak(w io.Writer, res *experiments.SoakResult) {
 	t.Render()
 	for _, by := range []struct {
 		name string
-		m    map[string]*experiments.SoakCounts
+		m    map[string]*soak.Counts
 	}{{"scenario", res.ByScenario}, {"design", res.ByDesign}} {
 		var names []string
 		for k := range by.m {

@@ -1,4 +1,4 @@
-package experiments
+package soak
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -17,7 +18,7 @@ import (
 // fail silently, hang, break the verbs contract, or (UD recovery under
 // loss below 0.1%) fail to deliver exactly.
 func TestSoakShort(t *testing.T) {
-	res, err := Soak(SoakConfig{Seeds: 3, Nodes: 3, BytesPerNode: 128 << 10, Payload: true})
+	res, err := Run(Config{Seeds: 3, Nodes: 3, BytesPerNode: 128 << 10, Payload: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,31 +31,31 @@ func TestSoakShort(t *testing.T) {
 		}
 		t.Fatalf("soak: %v", res)
 	}
-	if _, err := Soak(SoakConfig{Seeds: 1, Designs: []string{"qperf"}}); err == nil || !strings.Contains(err.Error(), "not a design to soak") {
+	if _, err := Run(Config{Seeds: 1, Designs: []string{"qperf"}}); err == nil || !strings.Contains(err.Error(), "not a design to soak") {
 		t.Fatalf("qperf soak: %v", err)
 	}
 }
 
-func runSchedule(t *testing.T, cfg RunConfig, yaml string) (*results.Record, error, *sim.Cluster) {
+func runSchedule(t *testing.T, cfg experiments.RunConfig, yaml string) (*results.Record, error, *sim.Cluster) {
 	t.Helper()
 	s, err := faults.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt := SimOptions{ProfileOverride: s.ProfileOverride()}
+	opt := experiments.SimOptions{ProfileOverride: s.ProfileOverride()}
 	if opt.Plan, err = s.Plan(cfg.Nodes); err != nil {
 		t.Fatal(err)
 	}
 	var cl *sim.Cluster
 	opt.Inspect = func(c *sim.Cluster) { cl = c }
-	rec, err := RunSim(cfg, opt)
+	rec, err := experiments.RunSim(cfg, opt)
 	return rec, err, cl
 }
 
 // TestTargetedFaults: a fault aimed at one message hits it, and each
 // design either recovers or names what is missing and the fault.
 func TestTargetedFaults(t *testing.T) {
-	ud := RunConfig{Design: "MESQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10, Seed: 1, Payload: true}
+	ud := experiments.RunConfig{Design: "MESQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10, Seed: 1, Payload: true}
 	eos := "drop:\n  - src: 2\n    dst: 0\n    kind: eos\n"
 	_, err, c := runSchedule(t, ud, eos)
 	if err == nil || !strings.Contains(err.Error(), "node 2: no end of stream") || !strings.Contains(err.Error(), "faults injected: lose 2->0 match #1: 1 packets") {
@@ -73,7 +74,7 @@ func TestTargetedFaults(t *testing.T) {
 	if err != nil || rec.Integrity != "ok" || c.FaultCounts().Lost != 1 {
 		t.Fatalf("third UD credit message lost: %v", err)
 	}
-	rc := RunConfig{Design: "MEMQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", BytesPerNode: 512 << 10, Seed: 1, Payload: true}
+	rc := experiments.RunConfig{Design: "MEMQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", BytesPerNode: 512 << 10, Seed: 1, Payload: true}
 	rec, err, c = runSchedule(t, rc, "drop:\n  - kind: credit\n    nth: 3\n  - kind: data\n    nth: 5\n")
 	if err != nil || rec.Integrity != "ok" || c.FaultCounts().Lost != 2 || c.Stats().RCRetransmits == 0 {
 		t.Fatalf("RC credit and data packets lost: %v %+v", err, c.FaultCounts())
@@ -112,8 +113,8 @@ func TestUDDuplicateAndLossNotSilent(t *testing.T) {
 			{Action: sim.Dup, Src: 1, Dst: 0, Head: data, Nth: 1},
 			{Action: sim.Lose, Src: 1, Dst: 0, Head: data, Nth: 3},
 		}
-		rec, err := RunSim(RunConfig{Design: design, Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10,
-			Seed: 1, Payload: true}, SimOptions{Plan: p})
+		rec, err := experiments.RunSim(experiments.RunConfig{Design: design, Nodes: 3, Threads: 1, Profile: "edr-cx4", Buffers: 4, BytesPerNode: 128 << 10,
+			Seed: 1, Payload: true}, experiments.SimOptions{Plan: p})
 		if err == nil {
 			t.Fatalf("%s: no error; integrity %s", design, rec.Integrity)
 		}
@@ -142,7 +143,7 @@ func TestCrashNamed(t *testing.T) {
 		{"HyPer", 1, "crash:\n  - node: 3\n    at: 1.234ms\n"},
 		{"HyPer-TCP/unsched", 1, "crash:\n  - node: 3\n    at: 1.234ms\n"},
 	} {
-		cfg := RunConfig{Design: tc.design, Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 4, CreditEvery: 2,
+		cfg := experiments.RunConfig{Design: tc.design, Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 4, CreditEvery: 2,
 			BytesPerNode: 256 << 10, Seed: tc.seed, Payload: true}
 		_, err, c := runSchedule(t, cfg, tc.crash)
 		if err == nil || !strings.Contains(err.Error(), "crashed at") || errors.Is(err, fabric.ErrTimeLimit) || len(c.FaultCounts().Crashed) != 1 {
@@ -163,7 +164,7 @@ func TestClassify(t *testing.T) {
 		name string
 		rec  *results.Record
 		err  error
-		want SoakOutcome
+		want Outcome
 	}{
 		{"exact", ok, nil, Exact},
 		{"silent", missing, nil, Silent},
@@ -181,6 +182,35 @@ func TestClassify(t *testing.T) {
 	} {
 		if got := classify(tc.rec, tc.err); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCrashDuringSetupLeavesNothingOpen: when a node crashes before the
+// endpoints' connection exchange, every other node's open fails, and each
+// must free what it had created: the run is a clean error (the crash,
+// named), not a checker finding for objects left open. Before the
+// endpoints freed what they created on a failed open, every design left
+// its queue pairs and regions behind (the soak's `crash` findings).
+func TestCrashDuringSetupLeavesNothingOpen(t *testing.T) {
+	for _, design := range Designs() {
+		for _, recovery := range []bool{false, true} {
+			if recovery && !experiments.IsUD(design) {
+				continue
+			}
+			name := design
+			if recovery {
+				name += "+recovery"
+			}
+			t.Run(name, func(t *testing.T) {
+				rc := experiments.RunConfig{Design: design, Nodes: 3, Threads: 1, Profile: "edr-cx4", BytesPerNode: 128 << 10, Seed: 1,
+					Payload: true, UDRecovery: recovery}
+				_, err, _ := runSchedule(t, rc, "crash:\n  - node: 1\n    at: 1us\n")
+				if err == nil || !strings.Contains(err.Error(), "node 1 crashed") || errors.Is(err, sim.ErrVerbsUsage) ||
+					classify(nil, err) != CleanError {
+					t.Fatalf("crash before the exchange: %v (want a clean error naming node 1's crash)", err)
+				}
+			})
 		}
 	}
 }

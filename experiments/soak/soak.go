@@ -1,4 +1,8 @@
-package experiments
+// Package soak runs randomized fault schedules over every design on the
+// simulator and classifies each run (exact, clean error, silent, hang,
+// checker finding, masked, unrecovered): the tool behind explore soak and
+// docs/reliability.md.
+package soak
 
 import (
 	"errors"
@@ -9,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
@@ -18,11 +23,11 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/faults"
 )
 
-// SoakConfig is a soak test: randomized fault schedules over designs.
-type SoakConfig struct {
+// Config is a soak test: randomized fault schedules over designs.
+type Config struct {
 	Seeds     int    // schedules drawn (one per seed)
 	FirstSeed uint64 // seeds FirstSeed .. FirstSeed+Seeds-1 (0 means 1)
-	// Designs to soak (default: SoakDesigns). UD designs run twice per
+	// Designs to soak (default: Designs). UD designs run twice per
 	// schedule, without and with loss recovery.
 	Designs      []string
 	Nodes        int   // default 4
@@ -39,35 +44,35 @@ type SoakConfig struct {
 	Progress func(done, seeds, runs int)
 }
 
-// SoakOutcome classifies one run.
-type SoakOutcome string
+// Outcome classifies one run.
+type Outcome string
 
 // Outcomes.
 const (
-	Exact       SoakOutcome = "exact"       // delivered exactly the sent multiset
-	CleanError  SoakOutcome = "clean-error" // stopped with an error (not a deadlock, time limit or checker finding)
-	Silent      SoakOutcome = "silent"      // returned without error but delivered something else
-	Hang        SoakOutcome = "hang"        // deadlock, simulated time limit or wall-time limit
-	CheckerFail SoakOutcome = "checker"     // the verbs-usage checker found a hazard, or objects left open
-	Masked      SoakOutcome = "masked"      // a panic (a programming error such as a sim misuse) ended the run: the fault's own error is lost
-	Unrecovered SoakOutcome = "unrecovered" // UD recovery under loss below 0.1% did not deliver exactly
+	Exact       Outcome = "exact"       // delivered exactly the sent multiset
+	CleanError  Outcome = "clean-error" // stopped with an error (not a deadlock, time limit or checker finding)
+	Silent      Outcome = "silent"      // returned without error but delivered something else
+	Hang        Outcome = "hang"        // deadlock, simulated time limit or wall-time limit
+	CheckerFail Outcome = "checker"     // the verbs-usage checker found a hazard, or objects left open
+	Masked      Outcome = "masked"      // a panic (a programming error such as a sim misuse) ended the run: the fault's own error is lost
+	Unrecovered Outcome = "unrecovered" // UD recovery under loss below 0.1% did not deliver exactly
 )
 
-// SoakRun is one run of a soak.
-type SoakRun struct {
+// Trial is one run of a soak.
+type Trial struct {
 	Seed      uint64
 	Design    string
 	Recovery  bool
 	Scenarios []string
 	Injected  int64 // faults injected (packets hit, nodes crashed)
-	Outcome   SoakOutcome
+	Outcome   Outcome
 	Err       string
 	Wall      time.Duration
 }
 
-// SoakCounts counts runs by outcome: the soak record of docs/results.md,
+// Counts counts runs by outcome: the soak record of docs/results.md,
 // for the whole soak and per design and per fault kind.
-type SoakCounts struct {
+type Counts struct {
 	Runs        int64 `json:"runs"`
 	Injected    int64 `json:"faults_injected"`
 	Exact       int   `json:"exact_deliveries"`
@@ -79,7 +84,7 @@ type SoakCounts struct {
 	Unrecovered int   `json:"unrecovered"`
 }
 
-func (c *SoakCounts) add(run SoakRun) {
+func (c *Counts) add(run Trial) {
 	c.Runs++
 	c.Injected += run.Injected
 	switch run.Outcome {
@@ -100,68 +105,68 @@ func (c *SoakCounts) add(run SoakRun) {
 	}
 }
 
-// SoakResult counts a soak's outcomes.
-type SoakResult struct {
-	SoakCounts
-	Failures   []SoakRun              // every run but exact and clean-error ones
-	ByDesign   map[string]*SoakCounts // design, "+recovery" for UD runs with recovery
-	ByScenario map[string]*SoakCounts // fault kind (a run of two kinds counts in both)
+// Result counts a soak's outcomes.
+type Result struct {
+	Counts
+	Failures   []Trial            // every run but exact and clean-error ones
+	ByDesign   map[string]*Counts // design, "+recovery" for UD runs with recovery
+	ByScenario map[string]*Counts // fault kind (a run of two kinds counts in both)
 	Wall       time.Duration
-	Config     SoakConfig // as run, defaults filled in
+	Config     Config // as run, defaults filled in
 }
 
 // OK reports whether no run failed silently, hung, broke the verbs
 // contract, masked its error with a panic or failed to recover.
-func (r *SoakResult) OK() bool { return r.Silent+r.Hangs+r.Checker+r.Masked+r.Unrecovered == 0 }
+func (r *Result) OK() bool { return r.Silent+r.Hangs+r.Checker+r.Masked+r.Unrecovered == 0 }
 
-func (r *SoakResult) String() string {
+func (r *Result) String() string {
 	return fmt.Sprintf("%d runs, %d faults injected: %d exact deliveries, %d clean errors, %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered (UD recovery, loss < 0.1%%); %.1fs wall",
 		r.Runs, r.Injected, r.Exact, r.CleanErrors, r.Silent, r.Hangs, r.Checker, r.Masked, r.Unrecovered, r.Wall.Seconds())
 }
 
-// SoakRecord is the soak record of docs/results.md (explore soak --json).
-type SoakRecord struct {
+// Record is the soak record of docs/results.md (explore soak --json).
+type Record struct {
 	Experiment string `json:"experiment"` // "soak"
 	Seeds      int    `json:"seeds"`
 	FirstSeed  uint64 `json:"first_seed"`
 	Nodes      int    `json:"nodes"`
-	SoakCounts
-	ByDesign  map[string]*SoakCounts `json:"by_design"`
-	ByFault   map[string]*SoakCounts `json:"by_fault"`
-	WallS     float64                `json:"wall_s"`
-	Version   string                 `json:"version"` // the build that made it (buildinfo)
-	Commit    string                 `json:"commit"`
-	GoVersion string                 `json:"go_version"`
+	Counts
+	ByDesign  map[string]*Counts `json:"by_design"`
+	ByFault   map[string]*Counts `json:"by_fault"`
+	WallS     float64            `json:"wall_s"`
+	Version   string             `json:"version"` // the build that made it (buildinfo)
+	Commit    string             `json:"commit"`
+	GoVersion string             `json:"go_version"`
 }
 
 // Record is r as the soak record.
-func (r *SoakResult) Record() SoakRecord {
-	return SoakRecord{Experiment: "soak", Seeds: r.Config.Seeds, FirstSeed: r.Config.FirstSeed, Nodes: r.Config.Nodes,
-		SoakCounts: r.SoakCounts, ByDesign: r.ByDesign, ByFault: r.ByScenario, WallS: r.Wall.Seconds(),
+func (r *Result) Record() Record {
+	return Record{Experiment: "soak", Seeds: r.Config.Seeds, FirstSeed: r.Config.FirstSeed, Nodes: r.Config.Nodes,
+		Counts: r.Counts, ByDesign: r.ByDesign, ByFault: r.ByScenario, WallS: r.Wall.Seconds(),
 		Version: buildinfo.Get().Version, Commit: buildinfo.Get().Commit, GoVersion: buildinfo.Get().Go}
 }
 
-// SoakDesigns is the default design list of a soak: the eight designs,
+// Designs is the default design list of a soak: the eight designs,
 // the MPI and IPoIB baselines and the peer designs (HyPer's multiplexer
 // with and without its schedule and over TCP, the RDMA-Write middleware
 // over RDMA, siw and sockets). The peers were left out until a soak of
 // them found HyPer hanging when a peer crashed.
-func SoakDesigns() []string {
-	return append(PaperDesigns(), "MPI", "IPoIB",
+func Designs() []string {
+	return append(experiments.PaperDesigns(), "MPI", "IPoIB",
 		"HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched", "RDMA-MW", "RDMA-MW/siw", "Sockets-MW")
 }
 
-// Soak runs cfg.Seeds randomized fault schedules over every design.
-func Soak(cfg SoakConfig) (*SoakResult, error) {
+// Run runs cfg.Seeds randomized fault schedules over every design.
+func Run(cfg Config) (*Result, error) {
 	if cfg.Seeds < 1 {
 		return nil, setting.New("Seeds", cfg.Seeds, "need at least 1")
 	}
 	if len(cfg.Designs) == 0 {
-		cfg.Designs = SoakDesigns()
+		cfg.Designs = Designs()
 	}
 	for _, d := range cfg.Designs {
-		if x := DesignOf(d); x.Name == "" || !MovesTuples(x) {
-			return nil, setting.New("Designs", fmt.Sprintf("%q", d), "not a design to soak (choose from %s)", strings.Join(SoakDesigns(), ", "))
+		if x := experiments.DesignOf(d); x.Name == "" || !experiments.MovesTuples(x) {
+			return nil, setting.New("Designs", fmt.Sprintf("%q", d), "not a design to soak (choose from %s)", strings.Join(Designs(), ", "))
 		}
 	}
 	for _, s := range cfg.Scenarios {
@@ -198,22 +203,22 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	if cfg.SimLimit == 0 {
 		cfg.SimLimit = 20 * fabric.Second
 	}
-	base := func(design string, seed uint64) RunConfig {
-		return RunConfig{Design: design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Buffers: 4, CreditEvery: 2,
+	base := func(design string, seed uint64) experiments.RunConfig {
+		return experiments.RunConfig{Design: design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Buffers: 4, CreditEvery: 2,
 			BytesPerNode: cfg.BytesPerNode, Seed: seed, Payload: cfg.Payload}
 	}
-	limit := SimOptions{TimeLimit: cfg.SimLimit}
+	limit := experiments.SimOptions{TimeLimit: cfg.SimLimit}
 	// How long each design's shuffle lasts without faults: faults fall in
 	// that span, setup included.
 	span := map[string]faults.Phases{}
 	for _, d := range cfg.Designs {
-		rec, err := RunSim(base(d, cfg.FirstSeed), limit)
+		rec, err := experiments.RunSim(base(d, cfg.FirstSeed), limit)
 		if err != nil {
 			return nil, fmt.Errorf("%s without faults: %w", d, err)
 		}
 		span[d] = faults.Phases{Setup: fabric.Duration(rec.SetupMS / 1e3 * float64(fabric.Second)), Data: fabric.Duration(rec.ResponseS * float64(fabric.Second))}
 	}
-	res := &SoakResult{ByDesign: map[string]*SoakCounts{}, ByScenario: map[string]*SoakCounts{}, Config: cfg}
+	res := &Result{ByDesign: map[string]*Counts{}, ByScenario: map[string]*Counts{}, Config: cfg}
 	t0 := time.Now()
 	for i := 0; i < cfg.Seeds; i++ {
 		if cfg.Progress != nil && i > 0 {
@@ -221,7 +226,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 		}
 		seed := cfg.FirstSeed + uint64(i)
 		for _, d := range cfg.Designs {
-			ud := IsUD(d)
+			ud := experiments.IsUD(d)
 			for _, recovery := range []bool{false, true} {
 				if recovery && !ud || !drawn {
 					continue
@@ -263,7 +268,7 @@ func Soak(cfg SoakConfig) (*SoakResult, error) {
 	return res, nil
 }
 
-func (cfg *SoakConfig) log(run SoakRun) {
+func (cfg *Config) log(run Trial) {
 	if cfg.Log != nil {
 		fmt.Fprintf(cfg.Log, "seed %d %s%s [%s]: %s, %d faults, %.2fs%s\n", run.Seed, run.Design, map[bool]string{true: " +recovery"}[run.Recovery],
 			strings.Join(run.Scenarios, "+"), run.Outcome, run.Injected, run.Wall.Seconds(), errSuffix(run.Err))
@@ -289,11 +294,11 @@ func udLossOnly(names []string) bool {
 	return true
 }
 
-func (r *SoakResult) add(run SoakRun) {
-	r.SoakCounts.add(run)
-	count := func(m map[string]*SoakCounts, k string) {
+func (r *Result) add(run Trial) {
+	r.Counts.add(run)
+	count := func(m map[string]*Counts, k string) {
 		if m[k] == nil {
-			m[k] = &SoakCounts{}
+			m[k] = &Counts{}
 		}
 		m[k].add(run)
 	}
@@ -312,8 +317,8 @@ func (r *SoakResult) add(run SoakRun) {
 
 // soakOne runs cfg with opt under sched and classifies the outcome; a run
 // that outlasts wall is abandoned as a hang.
-func soakOne(cfg RunConfig, opt SimOptions, sched *faults.Schedule, wall time.Duration) SoakRun {
-	run := SoakRun{Seed: cfg.Seed, Design: cfg.Design, Recovery: cfg.UDRecovery}
+func soakOne(cfg experiments.RunConfig, opt experiments.SimOptions, sched *faults.Schedule, wall time.Duration) Trial {
+	run := Trial{Seed: cfg.Seed, Design: cfg.Design, Recovery: cfg.UDRecovery}
 	plan, err := sched.Plan(cfg.Nodes)
 	if err != nil {
 		run.Outcome, run.Err = CleanError, err.Error()
@@ -331,7 +336,7 @@ func soakOne(cfg RunConfig, opt SimOptions, sched *faults.Schedule, wall time.Du
 		var injected int64
 		o := opt
 		o.Inspect = func(cl *sim.Cluster) { injected = cl.FaultCounts().Total() }
-		rec, err := RunSim(cfg, o)
+		rec, err := experiments.RunSim(cfg, o)
 		if sched.QPCacheEntries > 0 {
 			injected++ // the profile change
 		}
@@ -359,7 +364,7 @@ func soakOne(cfg RunConfig, opt SimOptions, sched *faults.Schedule, wall time.Du
 // Mutex" say) masks the fault's own error; then deadlocks, the checker's
 // findings (a hazard, or objects left open by a node that could still
 // close them), and clean errors.
-func classify(rec *results.Record, err error) SoakOutcome {
+func classify(rec *results.Record, err error) Outcome {
 	switch {
 	case err == nil && rec.Integrity == "ok":
 		return Exact

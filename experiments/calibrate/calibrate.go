@@ -1,4 +1,8 @@
-package experiments
+// Package calibrate fits a simulated profile to a fabric: it measures
+// the fabric with perftest, starts from a base profile, and moves the
+// profile's fitted fields until the simulator reproduces the measurements
+// (explore calibrate, docs/hardware.md).
+package calibrate
 
 import (
 	"fmt"
@@ -15,7 +19,7 @@ import (
 // hardware, or a simulated cluster when the calibration itself is tested).
 type FabricFactory func(nodes int) (fabric.Fabric, error)
 
-// Measurement is one quantity Calibrate measured, on the fabric under
+// Measurement is one quantity Run measured, on the fabric under
 // calibration, on the simulator with the base profile, and on the
 // simulator with the calibrated profile.
 type Measurement struct {
@@ -28,7 +32,7 @@ type Measurement struct {
 	Sets string `json:"sets"`
 }
 
-// Calibration is the profile Calibrate derived and what it measured.
+// Calibration is the profile Run derived and what it measured.
 type Calibration struct {
 	Profile      *sim.Profile
 	Measurements []Measurement
@@ -55,13 +59,13 @@ var calibrationBenches = []struct {
 		"setup.reg_mr_per_page_ns, scaled by the ratio"},
 }
 
-// Calibrate measures the fabrics open makes with perftest microbenchmarks
+// Run measures the fabrics open makes with perftest microbenchmarks
 // (latency, bandwidth, message rate, registration, and the queue-pair
 // count where RDMA Read rates collapse) and returns base with the fields
 // those measure replaced: the rest of the model is taken from base, so
 // each field is fitted by comparing the fabric with the simulator running
 // base on the same benchmark. name names the new profile.
-func Calibrate(open FabricFactory, base *sim.Profile, name string) (*Calibration, error) {
+func Run(open FabricFactory, base *sim.Profile, name string) (*Calibration, error) {
 	measure := func(f fabric.Fabric, cfg perftest.Config, err error) (*perftest.Result, error) {
 		if err != nil {
 			return nil, err
