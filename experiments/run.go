@@ -190,6 +190,9 @@ func (c *RunConfig) normalize(cores int) error {
 		c.BytesPerNode = 64 << 20
 	}
 	if c.BytesPerPair > 0 {
+		if n := int64(max(c.Threads, 1)) * int64(max(c.Nodes, 1)); c.BytesPerPair > math.MaxInt64/n {
+			return setting.New("BytesPerPair", c.BytesPerPair, "times %d threads and %d destinations overflows the input size", c.Threads, c.Nodes)
+		}
 		c.BytesPerNode = c.bytesForPairs()
 	}
 	if c.Adaptive && c.MaxBuffers == 0 {
@@ -219,6 +222,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return setting.New("MaxBuffers", c.MaxBuffers, "below the %d buffers per peer to start with", c.Buffers)
 	case c.PinnedCapMiB < 0:
 		return setting.New("PinnedCapMiB", c.PinnedCapMiB, "must not be negative (0: no cap)")
+	case c.PinnedCapMiB > maxPinnedCapMiB:
+		return setting.New("PinnedCapMiB", c.PinnedCapMiB, "above %d MiB (a pebibyte): no host pins that much", maxPinnedCapMiB)
 	case !c.Adaptive && c.MaxBuffers != 0:
 		return setting.New("MaxBuffers", c.MaxBuffers, "applies to adaptive buffers only")
 	case !c.Adaptive && c.PinnedCapMiB != 0:
@@ -228,6 +233,38 @@ func (c *RunConfig) normalize(cores int) error {
 		return nil
 	}
 	return d.Check(algos.Options{Pattern: c.Pattern, Notify: c.Notify, Recover: c.UDRecovery, Adaptive: c.Adaptive})
+}
+
+// maxPinnedCapMiB is the largest pinned-memory cap: a pebibyte, far above
+// any host, and far below where MiB times 2^20 overflows.
+const maxPinnedCapMiB = 1 << 30
+
+// checkFeasible refuses a simulated run that could not end within its
+// time limit whatever the design: its input at the link's data rate, or
+// its receivers' work at the host's clock spread over its threads, would
+// alone take longer. Such a run would only end in the time limit (or, at
+// the largest values, overflow the simulated clock).
+func checkFeasible(cfg RunConfig, prof *sim.Profile, limit fabric.Duration) error {
+	if limit == 0 {
+		limit = sim.DefaultTimeLimit
+	}
+	secs := limit.Seconds()
+	if wire := float64(cfg.BytesPerNode) * 8 / prof.DataRateBps(); wire > secs {
+		return setting.New("BytesPerNode", cfg.BytesPerNode, "sending it at the link's %.3g Gb/s alone takes %.3g s of simulated time, beyond the run's limit of %v", prof.DataRateBps()/1e9, wire, limit)
+	}
+	cycles := cfg.CyclesPerTuple
+	for _, c := range cfg.NodeCycles {
+		cycles = max(cycles, c)
+	}
+	tuples := float64(cfg.BytesPerNode) / algos.TupleBytes
+	if work := tuples * float64(cycles) / (prof.Host.GHz * 1e9) / float64(max(cfg.Threads, 1)); work > secs {
+		name := "CyclesPerTuple"
+		if len(cfg.NodeCycles) > 0 {
+			name = "NodeCycles"
+		}
+		return setting.New(name, cycles, "%.3g tuples per node at that many cycles on %d receiving threads of %v GHz take %.3g s of simulated time, beyond the run's limit of %v", tuples, cfg.Threads, prof.Host.GHz, work, limit)
+	}
+	return nil
 }
 
 // bytesForPairs is the input per node that makes each of Threads sending
@@ -299,6 +336,9 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 		return nil, err
 	}
 	if err := cfg.normalize(prof.Host.Cores); err != nil {
+		return nil, err
+	}
+	if err := checkFeasible(cfg, prof, opt.TimeLimit); err != nil {
 		return nil, err
 	}
 	if opt.ProfileOverride != nil {

@@ -3,6 +3,7 @@ package experiments
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -571,5 +572,36 @@ func TestExecEveryBackend(t *testing.T) {
 	q.Workload = results.Workload{Kind: results.TPCH, Query: "Q4", SFPerNode: 0.001}
 	if _, err := Exec(On(f), q); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("a TPC-H point on loopback: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestHugeInputsRefused: inputs whose size overflows, or whose work
+// alone outlasts the simulated time limit, are refused naming the
+// setting, instead of overflowing into a negative size or running "for
+// free" (issue: --cycles-per-tuple 1e14 gave the throughput of 0 cycles).
+func TestHugeInputsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		edit    func(*RunConfig)
+		setting string
+	}{
+		{"cycles per tuple", func(c *RunConfig) { c.CyclesPerTuple = 100_000_000_000_000 }, "CyclesPerTuple"},
+		{"node cycles", func(c *RunConfig) { c.NodeCycles = []int64{1, 100_000_000_000_000} }, "NodeCycles"},
+		{"bytes per node", func(c *RunConfig) { c.BytesPerNode = math.MaxInt64 }, "BytesPerNode"},
+		{"bytes per pair", func(c *RunConfig) { c.BytesPerPair = math.MaxInt64 }, "BytesPerPair"},
+		{"pinned cap", func(c *RunConfig) { c.Adaptive, c.PinnedCapMiB = true, math.MaxInt64 }, "PinnedCapMiB"},
+	} {
+		cfg := goldenBase()
+		cfg.Design = "MESQ/SR"
+		tc.edit(&cfg)
+		if _, err := Run(cfg); !refuses(err, tc.setting) {
+			t.Errorf("%s: %v, want %s refused", tc.name, err, tc.setting)
+		}
+	}
+	// At the edge: work that fits the limit runs.
+	cfg := goldenBase()
+	cfg.Design, cfg.BytesPerNode, cfg.CyclesPerTuple = "MESQ/SR", 64<<10, 1000
+	if _, err := Run(cfg); err != nil {
+		t.Errorf("a run well within the limit: %v", err)
 	}
 }

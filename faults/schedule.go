@@ -179,6 +179,10 @@ func (s *Schedule) Empty() bool {
 		len(s.SlowReceiver)+len(s.Crash)+len(s.CableDown) == 0 && s.RCRetry == nil && s.QPCacheEntries == 0 && s.RerouteAfter == 0
 }
 
+// maxMatch bounds a drop's nth, count and packet: 2^31-1 messages or
+// packets, far beyond any run, and far below where nth+count overflows.
+const maxMatch = 1<<31 - 1
+
 // ErrEmpty is a fault schedule file that injects no fault.
 var ErrEmpty = errors.New("injects no fault")
 
@@ -317,6 +321,9 @@ func (s *Schedule) Validate(nodes int) error {
 		}
 		if d.Nth < 0 || d.Count < 0 || d.Packet < 0 {
 			return fmt.Errorf("fault schedule: %s: nth %d, count %d and packet %d must not be negative", field, d.Nth, d.Count, d.Packet)
+		}
+		if d.Nth > maxMatch || d.Count > maxMatch || d.Packet > maxMatch {
+			return fmt.Errorf("fault schedule: %s: nth %d, count %d and packet %d must be at most %d (no run sends more; larger values overflow the match window)", field, d.Nth, d.Count, d.Packet, maxMatch)
 		}
 		if d.Packet > 0 {
 			if d.Nth > 0 || d.Kind != "" && d.Kind != "any" {

@@ -94,6 +94,7 @@ var BadSchedules = []struct{ yaml, want string }{
 	{"loss:\n  - rate: 0.1\n    transport: TCP\n", `loss[0].transport: "TCP" is not one of any, UD, RC, UC`},
 	{"drop:\n  - kind: ack\n", `drop[0].kind: "ack" is not one of any, data, eos, credit`},
 	{"drop:\n  - packet: 3\n", "drop[0].packet: needs src and dst"},
+	{"drop:\n  - kind: data\n    nth: 2\n    count: 9223372036854775807\n", "must be at most 2147483647"},
 	{"link_down:\n  - node: 1\n    from: 300us\n    to: 100us\n", "link_down[0]: to 100.000us is not after from 300.000us"},
 	{"crash:\n  - node: 1\n    at: 500\n", `"500" has no unit`},
 	{"crash:\n  - node: -1\n    at: 5us\n", "crash[0].node: node -1 is negative"},

@@ -56,6 +56,10 @@ type Config struct {
 	Trace Tracer
 }
 
+// DefaultTimeLimit bounds a run in simulated time when Config.TimeLimit
+// is 0.
+const DefaultTimeLimit = 100 * fabric.Second
+
 // progressEvery is how many events pass between calls of Config.Progress
 // (a power of two).
 const progressEvery = 1 << 18
@@ -120,7 +124,7 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("sim: TimeLimit must not be negative, got %v", cfg.TimeLimit)
 	}
 	if cfg.TimeLimit == 0 {
-		cfg.TimeLimit = 100 * fabric.Second
+		cfg.TimeLimit = DefaultTimeLimit
 	}
 	c := &Cluster{cfg: cfg, prof: cfg.Profile, trace: 14695981039346656037, tracer: cfg.Trace}
 	c.q.scale(cfg.Nodes)
