@@ -36,6 +36,7 @@ var errorHints = []struct {
 }{
 	{experiments.ErrMemory, "no-memory-check", ", or pass --no-memory-check to run it anyway (--max-memory sets the limit)"},
 	{sweep.ErrOtherSpec, "out", " (--out names the file)"},
+	{sweep.ErrOutputBusy, "out", " (--out names the file)"},
 	{report.ErrNoFigures, "from", " (--from names the directory, --run runs the figures)"},
 	{sensitivity.ErrOtherModel, "rejudge", " (drop --rejudge, or give a new --out)"},
 	{faults.ErrEmpty, "faults", ", or leave out --faults"},

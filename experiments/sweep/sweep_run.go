@@ -106,6 +106,10 @@ type SweepReport struct {
 // failed; the report and the output file are complete nevertheless.
 var ErrPointsFailed = errors.New("sweep points failed")
 
+// ErrOutputBusy is a sweep refused because another sweep is writing its
+// output file.
+var ErrOutputBusy = errors.New("another sweep is writing the output file")
+
 // ErrOtherSpec is a resume refused: the output file holds results of
 // another spec than the one run now.
 var ErrOtherSpec = errors.New("the file holds results of another spec")
@@ -151,7 +155,14 @@ func RunSweep(ctx context.Context, sw *Sweep, opts SweepOptions) (*SweepReport, 
 	done := map[int]results.Result{}
 	var f *os.File
 	if opts.Out != "" {
-		var err error
+		if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
+			return nil, err
+		}
+		unlock, err := lockOutput(opts.Out)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
 		if done, f, err = resume(sw, all, opts.Out, warn); err != nil {
 			return nil, err
 		}

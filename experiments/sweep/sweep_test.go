@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -557,5 +558,47 @@ func TestValidateProbesOneTuple(t *testing.T) {
 	}
 	if sent == 0 || sent > 2 {
 		t.Errorf("the probe sent %d tuples, want one per node (at most 2 nodes)", sent)
+	}
+}
+
+// TestTwoSweepsOneFile: a second sweep (another shard, say) given the
+// output file a running sweep writes is refused at once and writes
+// nothing; the first finishes with every point; afterwards the file can
+// be resumed.
+func TestTwoSweepsOneFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "s.jsonl")
+	s := mustParse(t, "name: t\nvary: {nodes: [2, 4], seed: [1, 2]}\n")
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	slow := func(c experiments.RunConfig) (*results.Record, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return &results.Record{Experiment: "run", Profile: c.Profile, Design: c.Design, Nodes: c.Nodes, Threads: c.Threads, Seed: c.Seed,
+			BytesPerNode: c.BytesPerNode, Pattern: string(c.Pattern), Buffers: c.Buffers, CreditEvery: c.CreditEvery, Integrity: "ok"}, nil
+	}
+	first := make(chan error)
+	go func() {
+		_, err := RunSweep(context.Background(), s, SweepOptions{Out: out, Run: slow, Shard: Shard{1, 2}})
+		first <- err
+	}()
+	<-started
+	fast := func(c experiments.RunConfig) (*results.Record, error) {
+		return &results.Record{Experiment: "run", Profile: c.Profile, Design: c.Design, Nodes: c.Nodes, Integrity: "ok"}, nil
+	}
+	_, err := RunSweep(context.Background(), s, SweepOptions{Out: out, Run: fast, Shard: Shard{2, 2}})
+	if !errors.Is(err, ErrOutputBusy) {
+		t.Errorf("second sweep on the same file: %v, want ErrOutputBusy", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	rs, err := results.ReadFile(out, nil)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("the first shard's file: %d results, %v", len(rs), err)
+	}
+	rep, err := RunSweep(context.Background(), s, SweepOptions{Out: out, Run: slow, Shard: Shard{1, 2}})
+	if err != nil || rep.Skipped != 2 {
+		t.Errorf("resume after the lock is released: %+v, %v", rep, err)
 	}
 }
