@@ -68,6 +68,9 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 		if h.local {
 			return host.OpenLocal(cfg, nodes)
 		}
+		if err := checkJobSize(nodes); err != nil {
+			return nil, err
+		}
 		return host.Open(cfg)
 	case "loopback": // every node in this process, the NIC a goroutine
 		return loopback.Open(host.Config{TimeLimit: h.timeLimit, Signature: signature}, nodes)
@@ -82,5 +85,22 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	if h.local {
 		return ibv.OpenLocalConfig(cfg, nodes)
 	}
+	if err := checkJobSize(nodes); err != nil {
+		return nil, err
+	}
 	return ibv.OpenConfig(cfg)
+}
+
+// checkJobSize reads the job's layout from the environment before any
+// connection is made, so that a bad size, or one that disagrees with
+// --nodes, is refused at once rather than after waiting for peers.
+func checkJobSize(nodes int) error {
+	b, err := host.BootstrapFromEnv()
+	if err != nil {
+		return err
+	}
+	if nodes != b.Size {
+		return fmt.Errorf("--nodes %d but the job has %d nodes (its launcher's environment): give --nodes %d", nodes, b.Size, b.Size)
+	}
+	return nil
 }

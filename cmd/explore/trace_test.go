@@ -54,3 +54,21 @@ func TestTraceCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestJobSizeCheckedFirst: on a real backend, the job's size from the
+// environment is checked before any connection is tried: a size past the
+// limit, or one that disagrees with --nodes, fails at once instead of
+// allocating for it or waiting for peers that will not come.
+func TestJobSizeCheckedFirst(t *testing.T) {
+	t.Setenv("RDMASHUFFLE_RANK", "0")
+	t.Setenv("RDMASHUFFLE_COORDINATOR", "127.0.0.1:9")
+	for _, tc := range []struct{ size, want string }{
+		{"2147483648", "RDMASHUFFLE_SIZE=2147483648: more than 32768 nodes"},
+		{"4", "--nodes 2 but the job has 4 nodes"},
+	} {
+		t.Setenv("RDMASHUFFLE_SIZE", tc.size)
+		if _, err := run(t, "run", "--backend", "tcp", "--design", "TCP", "--nodes", "2"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("size %s: %v, want %q", tc.size, err, tc.want)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func (b Bootstrap) Name(r int) string {
 // Environment variables read by BootstrapFromEnv.
 const (
 	EnvRank        = "RDMASHUFFLE_RANK"        // this node's rank
-	EnvSize        = "RDMASHUFFLE_SIZE"        // number of nodes, when no peers list gives it
+	EnvSize        = "RDMASHUFFLE_SIZE"        // number of nodes, when no peers list gives it (at most MaxNodes)
 	EnvPeers       = "RDMASHUFFLE_PEERS"       // "host:port,host:port,...", node 0 first
 	EnvPeersFile   = "RDMASHUFFLE_PEERS_FILE"  // a file with one host[:port] per line, node 0 first
 	EnvCoordinator = "RDMASHUFFLE_COORDINATOR" // node 0's host:port, when no peers list is given
@@ -129,6 +129,9 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 		if err != nil || n < 1 {
 			return b, fmt.Errorf("host: %s=%q is not a number of nodes (a positive integer)", sizeVar, sizeStr)
 		}
+		if n > MaxNodes {
+			return b, fmt.Errorf("host: %s=%d: more than %d nodes in one job", sizeVar, n, MaxNodes)
+		}
 		if b.Peers != nil && n != len(b.Peers) {
 			return b, fmt.Errorf("host: the peers list names %d nodes but %s=%d; they must agree", len(b.Peers), sizeVar, n)
 		}
@@ -170,6 +173,11 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 	}
 	return b, nil
 }
+
+// MaxNodes is the most nodes a job may have (as many as the simulator
+// allows): a size from the environment above it is refused before
+// anything is allocated for it.
+const MaxNodes = 1 << 15
 
 // launcher is a job launcher's rank and size variables; launchers lists
 // them innermost first (see BootstrapFromEnv).

@@ -67,6 +67,7 @@ func TestBootstrapErrors(t *testing.T) {
 		{"bad rank", envOf(EnvRank, "x", EnvPeers, "a,b"), `RDMASHUFFLE_RANK="x" is not a rank`},
 		{"rank too large", envOf(EnvRank, "2", EnvPeers, "a,b"), "rank 2 (from RDMASHUFFLE_RANK) outside 0..1"},
 		{"no size", envOf(EnvRank, "0", EnvCoordinator, "h"), "cannot tell the number of nodes"},
+		{"size too large", envOf(EnvRank, "0", EnvSize, "2147483648", EnvCoordinator, "h"), "RDMASHUFFLE_SIZE=2147483648: more than 32768 nodes"},
 		{"size disagrees", envOf("SLURM_PROCID", "0", "SLURM_NTASKS", "4", EnvPeers, "a,b"), "names 2 nodes but SLURM_NTASKS=4"},
 		{"no coordinator", envOf(EnvRank, "0", EnvSize, "2"), "cannot tell where node 0 listens"},
 		{"bad port var", envOf(EnvRank, "0", EnvPeers, "a", EnvPort, "70000"), "RDMASHUFFLE_PORT"},
