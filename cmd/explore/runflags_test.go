@@ -29,7 +29,7 @@ func TestRunFlags(t *testing.T) {
 	}{
 		{"design", "SEMQ/SR", "SEMQ/SR"}, {"notify", "buffers", "buffers"}, {"nodes", "3", 3}, {"threads", "4", 4},
 		{"pattern", "multicast:2", "multicast:2"}, {"profile", "fdr-cx3", "fdr-cx3"}, {"msg-bytes", "8192", 8192},
-		{"buffers", "5", 5}, {"credit-every", "4", 4}, {"bytes-per-node", "1048576", 1 << 20}, {"bytes-per-pair", "4096", 4096},
+		{"buffers", "5", 5}, {"credit-every", "4", 4}, {"bytes-per-node", "1MiB", 1 << 20}, {"bytes-per-pair", "4096", 4096},
 		{"cycles-per-tuple", "95", 95}, {"node-cycles", "21,95", "21,95"}, {"adaptive", "true", true}, {"max-buffers", "64", 64},
 		{"ud-recovery", "true", true}, {"pinned-cap-mib", "512", 512}, {"seed", "7", 7}, {"payload", "true", true},
 		{"timeout-ms", "2.5", 2.5},

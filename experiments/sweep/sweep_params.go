@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -78,8 +79,8 @@ var params = []param{
 		func(c *experiments.RunConfig) *int { return &c.MsgBytes }),
 	intParam("buffers", 1, "registered buffers per thread per destination", func(c *experiments.RunConfig) *int { return &c.Buffers }),
 	intParam("credit-every", 1, "receives posted per credit write-back", func(c *experiments.RunConfig) *int { return &c.CreditEvery }),
-	int64Param("bytes-per-node", "payload bytes each node sends", func(c *experiments.RunConfig) *int64 { return &c.BytesPerNode }),
-	int64Param("bytes-per-pair", "size the input so each sending thread sends about this many bytes to each destination (overrides --bytes-per-node)",
+	bytesParam("bytes-per-node", "payload bytes each node sends (a number, or with a unit: 64MiB, 1GB)", func(c *experiments.RunConfig) *int64 { return &c.BytesPerNode }),
+	bytesParam("bytes-per-pair", "size the input so each sending thread sends about this many bytes to each destination (overrides --bytes-per-node; 64KiB and the like)",
 		func(c *experiments.RunConfig) *int64 { return &c.BytesPerPair }),
 	int64Param("cycles-per-tuple", "receiving fragment's processing per tuple, CPU cycles",
 		func(c *experiments.RunConfig) *int64 { return &c.CyclesPerTuple }),
@@ -279,6 +280,46 @@ func int64Param(key, help string, field func(*experiments.RunConfig) *int64) par
 		},
 		get:  func(c *experiments.RunConfig) string { return strconv.FormatInt(*field(c), 10) },
 		bind: func(c *experiments.RunConfig) any { return field(c) }}
+}
+
+// bytesParam is a size in bytes: a whole number, or a number with a unit
+// (go-humanize's ParseBytes: 64MiB, 1GB, 512 KiB) in a spec or a flag;
+// keys write the number of bytes.
+func bytesParam(key, help string, field func(*experiments.RunConfig) *int64) param {
+	p := int64Param(key, help, field)
+	p.expect = "a size in bytes, e.g. 1048576 or 64MiB"
+	p.kind = func(v any) (any, bool) {
+		if s, ok := v.(string); ok {
+			n, err := parseBytes(s)
+			return n, err == nil
+		}
+		return asInt(v)
+	}
+	p.bind = func(c *experiments.RunConfig) any { return bytesFlag{field(c)} }
+	return p
+}
+
+// parseBytes reads a size with or without a unit.
+func parseBytes(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n > math.MaxInt64 {
+		return 0, fmt.Errorf("%q is not a size in bytes (e.g. 1048576, 64MiB, 1GB)", s)
+	}
+	return int64(n), nil
+}
+
+// bytesFlag is a size flag: --bytes-per-node 64MiB.
+type bytesFlag struct{ n *int64 }
+
+func (f bytesFlag) String() string { return strconv.FormatInt(*f.n, 10) }
+func (bytesFlag) Type() string     { return "bytes" }
+func (f bytesFlag) Set(text string) error {
+	n, err := parseBytes(text)
+	if err != nil {
+		return err
+	}
+	*f.n = n
+	return nil
 }
 
 func boolParam(key, help string, field func(*experiments.RunConfig) *bool) param {

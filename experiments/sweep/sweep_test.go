@@ -602,3 +602,14 @@ func TestTwoSweepsOneFile(t *testing.T) {
 		t.Errorf("resume after the lock is released: %+v, %v", rep, err)
 	}
 }
+
+// TestByteSizesWithUnits: byte sizes in specs take units as flags do.
+func TestByteSizesWithUnits(t *testing.T) {
+	s := mustParse(t, "name: u\nbase: {bytes-per-node: 256KiB, bytes-per-pair: 1MB}\nvary: {nodes: [2]}\n")
+	if c := s.Points()[0].Config; c.BytesPerNode != 256<<10 || c.BytesPerPair != 1_000_000 {
+		t.Errorf("bytes-per-node %d, bytes-per-pair %d", c.BytesPerNode, c.BytesPerPair)
+	}
+	if _, err := ParseSweep([]byte("name: u\nbase: {bytes-per-node: 64MB/s}\nvary: {nodes: [2]}\n")); err == nil || !strings.Contains(err.Error(), "bytes-per-node") {
+		t.Errorf("a size with a rate's unit: %v", err)
+	}
+}
