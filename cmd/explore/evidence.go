@@ -113,7 +113,7 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 				if n := len(s.Unexplained); n > 0 {
 					why = fmt.Sprintf("%d with no finding recorded in experiments/evidence: %s", n, strings.Join(s.Unexplained, ", "))
 				}
-				return fmt.Errorf("%d of %d modelled points are outside their tolerance (%s)", s.Modelled-s.Within, s.Modelled, why)
+				return findingf("%d of %d modelled points are outside their tolerance (%s)", s.Modelled-s.Within, s.Modelled, why)
 			}
 			return nil
 		},

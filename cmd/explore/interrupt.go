@@ -51,15 +51,19 @@ func execute(root *cobra.Command, stderr io.Writer) int {
 	err = inFlagWords(cmd, err)
 	var ie *interruptedError
 	var status exitStatus
+	var found finding
 	switch {
 	case errors.As(err, &status):
 		return int(status)
+	case errors.As(err, &found):
+		fmt.Fprintln(stderr, "explore:", err)
+		return exitFinding
 	case errors.As(err, &ie):
 		fmt.Fprintln(stderr, ie.msg)
 		return exitInterrupted
 	case err != nil:
 		fmt.Fprintln(stderr, "explore:", err)
-		return 2
+		return exitError
 	}
 	return 0
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
@@ -25,6 +26,11 @@ real hardware.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		cmd.SetOut(cmd.ErrOrStderr())
+		cmd.Help()
+		return errors.New("no command given: choose one of the commands above (explore run runs one shuffle)")
+	}
 	root.AddCommand(benchCmd(), overviewCmd(), profilesCmd(), runCmd())
 	root.AddCommand(sweepCmd())
 	root.AddCommand(mergeCmd())

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -421,6 +423,32 @@ func TestFallLines(t *testing.T) {
 	} {
 		if got := fallLines(tc.rows); len(got) != 1 || got[0] != tc.want {
 			t.Errorf("%s: %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestExitCodes: 0 success, 1 a finding (an integrity failure here), 2 an
+// error (no command, a bad flag, a run that cannot be made).
+func TestExitCodes(t *testing.T) {
+	var out bytes.Buffer
+	if err := reportRun(&out, &results.Record{Design: "MESQ/SR", Integrity: "missing"}, false); !errors.As(err, new(finding)) {
+		t.Errorf("an integrity failure is not a finding: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{nil, exitError},
+		{[]string{"run", "--threads", "0"}, exitError},
+		{[]string{"run", "--design", "TCP", "--nodes", "2"}, exitError},
+		{[]string{"run", "--design", "MESQ/SR", "--nodes", "2", "--bytes-per-node", "64KiB"}, 0},
+		{[]string{"profiles"}, 0},
+	} {
+		root := newRoot()
+		root.SetArgs(tc.args)
+		root.SetOut(io.Discard)
+		if code := execute(root, io.Discard); code != tc.code {
+			t.Errorf("explore %v: exit %d, want %d", tc.args, code, tc.code)
 		}
 	}
 }

@@ -78,7 +78,7 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 					return err
 				}
 				if rec.Integrity != "ok" {
-					return fmt.Errorf("integrity check failed: %s", rec.Integrity)
+					return findingf("integrity check failed: %s", rec.Integrity)
 				}
 				return nil
 			}
@@ -86,7 +86,7 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				return err
 			}
 			if rec.Integrity != "ok" {
-				return fmt.Errorf("integrity check failed: %s", rec.Integrity)
+				return findingf("integrity check failed: %s", rec.Integrity)
 			}
 			return nil
 		},

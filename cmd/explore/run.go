@@ -179,7 +179,7 @@ func reportRun(w io.Writer, rec *results.Record, jsonOut bool) error {
 		printRun(w, rec)
 	}
 	if rec.Integrity != "ok" {
-		return fmt.Errorf("integrity check failed: %s", rec.Integrity)
+		return findingf("integrity check failed: %s", rec.Integrity)
 	}
 	return nil
 }

@@ -72,7 +72,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 				printSoak(w, res)
 			}
 			if !res.OK() {
-				return fmt.Errorf("soak: %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered", res.Silent, res.Hangs, res.Checker, res.Masked, res.Unrecovered)
+				return findingf("soak: %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered", res.Silent, res.Hangs, res.Checker, res.Masked, res.Unrecovered)
 			}
 			return nil
 		},

@@ -21,6 +21,24 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
+// Exit codes (docs/results.md): 0 success, 1 a finding (a check found
+// what it looks for: an integrity failure, points outside tolerance, a
+// soak's silent failures, traces that differ), 2 an error (bad usage, a
+// run that could not be made), 130 interrupted.
+const (
+	exitFinding = 1
+	exitError   = 2
+)
+
+// finding is an error that reports a finding, not a failure to run:
+// the command exits 1 (exitFinding) with its message.
+type finding struct{ error }
+
+func (f finding) Unwrap() error { return f.error }
+
+// findingf is a finding's error, formatted.
+func findingf(format string, args ...any) error { return finding{fmt.Errorf(format, args...)} }
+
 func traceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace",
