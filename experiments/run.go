@@ -208,6 +208,8 @@ func (c *RunConfig) normalize(cores int) error {
 		return setting.New("MsgBytes", c.MsgBytes, "must be positive (0: the design's default)")
 	case c.BytesPerNode < 0:
 		return setting.New("BytesPerNode", c.BytesPerNode, "must not be negative")
+	case c.Nodes < 2 && c.Pattern != algos.Repartition:
+		return setting.New("Nodes", c.Nodes, "a %s sends to other nodes: use at least 2 (one node only repartitions to itself)", c.Pattern)
 	case d.Ceiling && c.Nodes < 2:
 		return setting.New("Nodes", c.Nodes, "the %s baseline sends between distinct nodes; use at least 2", d.Name)
 	case d.Ceiling && c.Pattern != algos.Repartition:
@@ -288,6 +290,33 @@ func (c *RunConfig) bytesForPairs() int64 {
 // every node received exactly the tuples sent to it), or the TPC-H query
 // or I-Store experiment of its workload. It is RunSim without options.
 func Run(cfg RunConfig) (*results.Record, error) { return RunSim(cfg, SimOptions{}) }
+
+// Validate checks a point for the simulator without running it: its
+// workload, its profile (loaded, so a file is read), its configuration
+// against the profile's cores and its design (normalize, Design.Check),
+// the pattern's groups, and that its input can finish within the default
+// simulated time limit. What only a run finds (an endpoint's own limits,
+// the network's wiring) is left to the run. Errors are setting.Errors
+// naming the field where one is to blame.
+func (c RunConfig) Validate() error {
+	if err := c.Workload.Validate(); err != nil {
+		return setting.New("Workload", nil, "%v", err).Sentinel(err)
+	}
+	prof, err := sim.LoadProfile(c.Profile)
+	if err != nil {
+		return err
+	}
+	if !c.Workload.IsShuffle() {
+		return nil // a query or I-Store point's runner checks the rest
+	}
+	if err := c.normalize(prof.Host.Cores); err != nil {
+		return err
+	}
+	if _, err := algos.NewGroups(c.Pattern, c.Nodes); err != nil {
+		return setting.New("Pattern", c.Pattern, "%v", err).Sentinel(err)
+	}
+	return checkFeasible(c, prof, 0)
+}
 
 // pointLabel is the label a point's record carries: its own, or its
 // workload's.

@@ -605,3 +605,29 @@ func TestHugeInputsRefused(t *testing.T) {
 		t.Errorf("a run well within the limit: %v", err)
 	}
 }
+
+// TestValidateRunsNothing: Validate refuses what a run would, by setting,
+// without running: threads beyond the cores (which a memory estimate
+// would blame on the nodes), a broadcast on one node, a multicast to
+// more nodes than there are, input that cannot finish.
+func TestValidateRunsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		edit    func(*RunConfig)
+		setting string
+	}{
+		{func(c *RunConfig) { c.Threads = 1_000_000 }, "Threads"},
+		{func(c *RunConfig) { c.Pattern, c.Nodes = algos.Broadcast, 1 }, "Nodes"},
+		{func(c *RunConfig) { c.Pattern = "multicast:9" }, "Pattern"},
+		{func(c *RunConfig) { c.BytesPerNode = 1 << 60 }, "BytesPerNode"},
+		{func(c *RunConfig) { c.Workload = results.Workload{Kind: results.TPCH, Query: "Q9", SFPerNode: 1} }, "Workload"},
+	} {
+		cfg := goldenBase()
+		tc.edit(&cfg)
+		if err := cfg.Validate(); !refuses(err, tc.setting) {
+			t.Errorf("%+v: %v, want %s refused", cfg, err, tc.setting)
+		}
+	}
+	if err := goldenBase().Validate(); err != nil {
+		t.Errorf("the golden base: %v", err)
+	}
+}

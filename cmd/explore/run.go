@@ -141,6 +141,9 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results
 		defer fab.Close()
 		return experiments.Exec(experiments.On(fab), cfg)
 	}
+	if err := cfg.Validate(); err != nil { // before the memory estimate, which would blame the nodes
+		return nil, err
+	}
 	if limit, ok, err := f.mem.single(experiments.AvailableMemory); err != nil {
 		return nil, err
 	} else if ok {
