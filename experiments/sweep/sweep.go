@@ -305,9 +305,10 @@ func scalar(n *yaml.Node, what string) (any, error) {
 }
 
 // Validate reports what Run would reject in cfg without running the full
-// shuffle: it builds the pattern's groups on cfg.Nodes nodes, then runs the
-// same design and endpoint settings on at most two nodes with one tuple per
-// node (milliseconds). Sweeps call it on every distinct configuration
+// shuffle: it checks the point without running it (RunConfig.Validate),
+// then, for what only a run finds (an endpoint's own limits), runs the
+// same design and endpoint settings on at most two nodes with one tuple
+// per node (milliseconds). Sweeps call it on every distinct configuration
 // before starting, so that a bad value fails the sweep at once rather than
 // after hours.
 func Validate(cfg experiments.RunConfig) error { return validateWith(cfg, experiments.Run) }
@@ -321,6 +322,9 @@ func validateWith(cfg experiments.RunConfig, run func(experiments.RunConfig) (*r
 		// A query or I-Store point: its workload is checked as data (a
 		// probe would run the query itself).
 		return cfg.Workload.Validate()
+	}
+	if err := cfg.Validate(); err != nil { // what can be checked without running
+		return err
 	}
 	if cfg.Pattern != "" {
 		if _, err := algos.NewGroups(cfg.Pattern, cfg.Nodes); err != nil {
