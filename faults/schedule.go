@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -212,11 +211,6 @@ var yamlTypeNames = map[string]string{
 	"faults.RCRetry":   "rc_retry (fields: retry_cnt, timeout)",
 }
 
-var (
-	notFound = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
-	badType  = regexp.MustCompile("line (\\d+): cannot unmarshal ([^\n]*)")
-)
-
 // Parse reads a schedule from YAML, strictly: unknown fields, wrong types
 // and out-of-range values are errors naming the field.
 func Parse(data []byte) (*Schedule, error) {
@@ -227,32 +221,7 @@ func Parse(data []byte) (*Schedule, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil && err.Error() != "EOF" {
-		msg := notFound.ReplaceAllStringFunc(err.Error(), func(m string) string {
-			sub := notFound.FindStringSubmatch(m)
-			where := yamlTypeNames[sub[2]]
-			if where == "" {
-				where = sub[2]
-			}
-			return fmt.Sprintf("unknown field %q in %s", sub[1], where)
-		})
-		msg = badType.ReplaceAllStringFunc(msg, func(m string) string {
-			// Name the field on that line: yaml.v3 gives only the line.
-			sub := badType.FindStringSubmatch(m)
-			n, _ := strconv.Atoi(sub[1])
-			lines := strings.Split(string(data), "\n")
-			if n < 1 || n > len(lines) {
-				return m
-			}
-			key, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(lines[n-1]), "- "), ":")
-			if !ok {
-				return m
-			}
-			return fmt.Sprintf("line %s: field %s: cannot unmarshal %s", sub[1], strings.TrimSpace(key), sub[2])
-		})
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-		msg = strings.ReplaceAll(msg, "\n  ", "; ")
-		return nil, fmt.Errorf("fault schedule: %s", msg)
+		return nil, fmt.Errorf("fault schedule: %s", yamldoc.Explain(err, data, yamlTypeNames))
 	}
 	if err := s.Validate(0); err != nil {
 		return nil, err

@@ -200,6 +200,10 @@ func LoadProfile(nameOrPath string) (*Profile, error) {
 	return p, nil
 }
 
+// profileSections names a profile's sections and their fields for
+// decoding errors.
+var profileSections = yamldoc.SectionNames(reflect.TypeFor[Profile](), "profile")
+
 // ParseProfile decodes and validates a YAML profile. Unknown fields are
 // rejected so that a typo does not silently leave a default in place, and
 // so are missing ones (every field but description is required): zero is a
@@ -213,7 +217,7 @@ func ParseProfile(data []byte) (*Profile, error) {
 	dec.KnownFields(true)
 	var p Profile
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, fmt.Errorf("invalid YAML: %s", yamldoc.Explain(err, data, profileSections))
 	}
 	var raw map[string]any
 	if err := yaml.Unmarshal(data, &raw); err != nil {
