@@ -114,7 +114,7 @@ per-packet headers for that message size.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVarP(&f.cfg.Size, "size", "s", 0, "message size in bytes (default 65536 for bandwidth, 2 for latency)")
+	fl.VarP(sizeFlag{&f.cfg.Size}, "size", "s", "message size in bytes, or with a unit: 4096, 64KiB, 1MB (default 65536 for bandwidth, 2 for latency)")
 	fl.IntVarP(&f.cfg.Iters, "iters", "n", 0, "messages per queue pair (default 5000 for bandwidth, 1000 for latency)")
 	fl.IntVarP(&f.cfg.QPs, "qp", "q", 1, "queue pairs per peer")
 	fl.StringVarP(&f.conn, "connection", "c", "RC", "transport: RC, UC or UD")

@@ -7,6 +7,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
@@ -89,4 +90,20 @@ func (m memoryLimits) single(system func() (int64, bool)) (limit int64, ok bool,
 func (m memoryLimits) mustBudget() *experiments.MemoryBudget {
 	b, _ := m.budget()
 	return b
+}
+
+// sizeFlag is a message size in bytes, with or without a unit (bench -s
+// 65536, -s 64KiB, -s 1MB).
+type sizeFlag struct{ n *int }
+
+func (f sizeFlag) String() string { return strconv.Itoa(*f.n) }
+func (sizeFlag) Type() string     { return "bytes" }
+
+func (f sizeFlag) Set(text string) error {
+	n, err := humanize.ParseBytes(text)
+	if err != nil || n > 1<<40 {
+		return fmt.Errorf("want a size in bytes, e.g. 4096 or 64KiB")
+	}
+	*f.n = int(n)
+	return nil
 }
