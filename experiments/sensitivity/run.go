@@ -204,6 +204,22 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 			}
 			wrap = onProfiles(paths)
 		}
+		if designs := Reach(c.Field); designs != nil && !c.IsControl() {
+			baseline := filepath.Join(o.OutDir, "baseline")
+			if exists(baseline) {
+				var reused int64
+				inner := wrap
+				outer := reuseOutside(designs, baseline, &reused)
+				wrap = func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+					return outer(inner(run))
+				}
+				defer func() {
+					if o.Log != nil && reused > 0 {
+						fmt.Fprintf(o.Log, "sensitivity: %s reaches only %s: %d points took the baseline's records\n", oc.Change, strings.Join(designs, ", "), reused)
+					}
+				}()
+			}
+		}
 	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
 		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory},

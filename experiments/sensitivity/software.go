@@ -75,8 +75,16 @@ func ApplySoftware(c Change) (results.SoftwareCosts, error) {
 func withSoftware(s results.SoftwareCosts) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
 	return func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
 		return func(cfg experiments.RunConfig) (*results.Record, error) {
+			own := cfg.Software
 			cfg.Software = s
-			return run(cfg)
+			rec, err := run(cfg)
+			if rec != nil { // the record names the point's own costs, as the other changes' wrappers do
+				rec.Software = nil
+				if !own.IsZero() {
+					rec.Software = &own
+				}
+			}
+			return rec, err
 		}
 	}
 }

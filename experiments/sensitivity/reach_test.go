@@ -1,0 +1,125 @@
+package sensitivity
+
+import (
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// TestReachIsExact: a change of an estimate with a Reach leaves every
+// other design's record as the baseline made it (what reusing the
+// baseline's records rests on). Each group of estimates with one reach is
+// moved together (x2), and every simulated design outside the reach runs
+// with and without it.
+func TestReachIsExact(t *testing.T) {
+	groups := map[string][]Change{}
+	for _, e := range Estimates {
+		if r := Reach(e.Field); r != nil {
+			k := e.Field[:3] // mpi, ipo, hos: the reach groups
+			groups[k] = append(groups[k], Change{e.Field, 2})
+		}
+	}
+	if len(groups) != 3 {
+		t.Fatalf("reach groups %v", groups)
+	}
+	designs := append(experiments.DesignNames(experiments.MovesTuples), "qperf")
+	for k, changes := range groups {
+		reach := Reach(changes[0].Field)
+		var sw results.SoftwareCosts
+		var profile []Change
+		mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
+		for _, c := range changes {
+			if !isSoftware(c.Field) {
+				profile = append(profile, c)
+				continue
+			}
+			v, err := algos.Cost(algos.DefaultMPICosts, algos.DefaultIPoIBCosts, c.Field)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := algos.SetCost(&mpi, &ipoib, c.Field, 2*v); err != nil {
+				t.Fatal(err)
+			}
+			if k == "mpi" {
+				sw.MPI = &mpi
+			} else {
+				sw.IPoIB = &ipoib
+			}
+		}
+		override := func(p *sim.Profile) {
+			for _, c := range profile {
+				q, err := Apply(p, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				*p = *q
+			}
+		}
+		for _, d := range designs {
+			if slices.Contains(reach, d) {
+				continue
+			}
+			cfg := experiments.DefaultConfig()
+			cfg.Design, cfg.Nodes, cfg.Threads, cfg.BytesPerNode, cfg.Profile, cfg.Seed = d, 4, 2, 256<<10, "edr-cx4", 3
+			base, err := experiments.Run(cfg)
+			if err != nil {
+				t.Fatalf("%s: %v", d, err)
+			}
+			changed := cfg
+			changed.Software = sw
+			got, err := experiments.RunSim(changed, experiments.SimOptions{ProfileOverride: override})
+			if err != nil {
+				t.Fatalf("%s under %s: %v", d, k, err)
+			}
+			for _, r := range []*results.Record{base, got} {
+				r.WallS, r.Software, r.ProfileHash = 0, nil, ""
+			}
+			if !reflect.DeepEqual(base, got) {
+				t.Errorf("%s changes %s, outside its reach %v:\n%+v\n%+v", k, d, reach, base, got)
+			}
+		}
+	}
+}
+
+// TestReuseOutside: outside the reach, a point takes the baseline's
+// record and does not run; inside it, and for a point the baseline lacks,
+// the point runs.
+func TestReuseOutside(t *testing.T) {
+	dir := t.TempDir()
+	cfg := experiments.DefaultConfig()
+	cfg.Design, cfg.Nodes = "MEMQ/SR", 2
+	rec := &results.Record{Experiment: "run", Design: "MEMQ/SR", Nodes: 2, Threads: cfg.Threads, Profile: cfg.Profile, Seed: cfg.Seed,
+		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, BytesPerNode: cfg.BytesPerNode, Pattern: string(cfg.Pattern), MsgBytes: 65536,
+		Integrity: "ok", ThroughputGiBs: 42}
+	if err := results.WriteFile(filepath.Join(dir, "fig.jsonl"), []results.Result{{Point: 0, Key: "design=MEMQ/SR", Record: rec}}); err != nil {
+		t.Fatal(err)
+	}
+	var reused int64
+	ran := 0
+	run := reuseOutside([]string{"MPI"}, dir, &reused)(func(c experiments.RunConfig) (*results.Record, error) {
+		ran++
+		return &results.Record{Design: c.Design}, nil
+	})
+	got, err := run(cfg)
+	if err != nil || got.ThroughputGiBs != 42 || ran != 0 || reused != 1 {
+		t.Fatalf("outside the reach: %+v, %v, ran %d, reused %d", got, err, ran, reused)
+	}
+	mpi := cfg
+	mpi.Design = "MPI"
+	other := cfg
+	other.Seed++
+	for _, c := range []experiments.RunConfig{mpi, other} {
+		if _, err := run(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ran != 2 || reused != 1 {
+		t.Errorf("inside the reach and without a baseline record: ran %d, reused %d; want 2 and 1", ran, reused)
+	}
+}
