@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 
 	"github.com/spf13/cobra"
 
@@ -536,18 +537,21 @@ func profilesCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
 			t := newTable(w)
-			t.Header("profile", "data rate[Gb/s]", "MTU", "switch[ns]", "NIC tx+rx[ns]", "cores", "GHz", "description")
+			t.Header("profile", "data rate[Gb/s]", "MTU", "switch[ns]", "NIC tx+rx[ns]", "cores", "GHz")
+			var about []string
 			for _, name := range sim.BuiltinProfiles() {
 				p, err := sim.LoadProfile(name)
 				if err != nil {
 					return err
 				}
 				t.Append(p.Name, f2(p.DataRateBps()/1e9), fmt.Sprint(p.Link.MTU), fmt.Sprint(p.Switch.LatencyNS),
-					fmt.Sprint(p.NIC.TxLatencyNS+p.NIC.RxLatencyNS), fmt.Sprint(p.Host.Cores), fmt.Sprint(p.Host.GHz), p.Description)
+					fmt.Sprint(p.NIC.TxLatencyNS+p.NIC.RxLatencyNS), fmt.Sprint(p.Host.Cores), fmt.Sprint(p.Host.GHz))
+				about = append(about, wrapText(p.Name+": "+p.Description, tableWidth(), "  "))
 			}
 			if err := t.Render(); err != nil {
 				return err
 			}
+			fmt.Fprintln(w, strings.Join(about, "\n"))
 			fmt.Fprintln(w, "Sources for every number: docs/model.md. Load your own with --profile path/to/profile.yaml.")
 			return nil
 		},

@@ -179,7 +179,7 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 		t.Append(line)
 	}
 	t.Render()
-	fmt.Fprintf(w, "%s\nfiles: %s\n", rep.Steady, strings.Join(rep.Files, " "))
+	fmt.Fprintf(w, "%s\n%s\n", wrapText(rep.Steady, tableWidth(), "  "), wrapText("files: "+strings.Join(rep.Files, " "), tableWidth(), "  "))
 	if rep.Failed > 0 {
 		for _, r := range rep.Results {
 			if r.Failed() {
@@ -190,7 +190,7 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 }
 
 func printVerdicts(w io.Writer, vs []figures.Verdict, only []string) {
-	t := newTable(w)
+	t := newWrappedTable(w)
 	t.Header("claim", "verdict", "measured", "reason")
 	for _, v := range vs {
 		if only != nil && !contains(only, v.Claim) {

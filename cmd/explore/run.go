@@ -188,8 +188,8 @@ func reportRun(w io.Writer, rec *results.Record, jsonOut bool) error {
 }
 
 func printRun(w io.Writer, r *results.Record) {
-	t := newTable(w)
-	t.Header("design", "pattern", "nodes", "threads", "throughput[GiB/s]", "response[ms]", "setup[ms]", "QPs/node", "registered/node", "integrity")
+	t := newWrappedTable(w)
+	t.Header("design", "pattern", "nodes", "threads", "throughput [GiB/s]", "response [ms]", "setup [ms]", "QPs per node", "registered per node", "integrity")
 	t.Append(r.Design, r.Pattern, fmt.Sprint(r.Nodes), fmt.Sprint(r.Threads), fmt.Sprintf("%.2f", r.ThroughputGiBs),
 		fmt.Sprintf("%.3f", r.ResponseS*1e3), fmt.Sprintf("%.2f", r.SetupMS), fmt.Sprint(r.QPsPerNode),
 		fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity)
@@ -201,6 +201,6 @@ func printRun(w io.Writer, r *results.Record) {
 	if r.QPNumbering != 0 {
 		numbering = fmt.Sprintf(" (queue-pair numbering %d)", r.QPNumbering)
 	}
-	fmt.Fprintf(w, "%s, %d-byte messages, %d buffers per destination, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall\n",
-		r.Profile, r.MsgBytes, r.Buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS)
+	fmt.Fprintln(w, wrapText(fmt.Sprintf("%s, %d-byte messages, %d buffers per destination, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall",
+		r.Profile, r.MsgBytes, r.Buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS), tableWidth(), "  "))
 }

@@ -2,13 +2,57 @@ package main
 
 import (
 	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 )
 
+// tableWidth is the widest a table may print: the terminal's width when
+// the environment says it (COLUMNS), 100 columns otherwise. Longer cells
+// wrap at word boundaries; --json and the CSV files keep every value whole.
+func tableWidth() int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n >= 40 {
+		return n
+	}
+	return 100
+}
+
 // newTable returns a table that prints headers exactly as written (units
 // such as Gb/sec must not be re-cased).
 func newTable(w io.Writer) *tablewriter.Table {
 	return tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft))
+}
+
+// newWrappedTable is newTable that fits tableWidth, wrapping long cells and
+// headers at spaces: for tables of prose (claims and their reasons) and of
+// many columns (a run's record).
+func newWrappedTable(w io.Writer) *tablewriter.Table {
+	return tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithMaxWidth(tableWidth()), tablewriter.WithRowAutoWrap(tw.WrapNormal), tablewriter.WithHeaderAutoWrap(tw.WrapNormal))
+}
+
+// wrapText breaks text into lines of at most width columns at spaces,
+// indenting every line after the first.
+func wrapText(text string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(text) {
+		n := utf8.RuneCountInString(word)
+		switch {
+		case i == 0:
+		case line+1+n > width:
+			b.WriteString("\n" + indent)
+			line = utf8.RuneCountInString(indent)
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += n
+	}
+	return b.String()
 }
