@@ -93,6 +93,13 @@ func both(o Options, sender, receiver func(th fabric.Thread, c *Conn) error) fun
 		if err != nil {
 			return err
 		}
+		// Both queue pairs are in RTS before either side sends: a
+		// request that fails at the responder moves the responder's
+		// queue pair to ERROR, and must not meet it still on its way to
+		// RTS (a race on real threads, seen under -race -cpu 1).
+		if err := c.Node.OOB().Barrier("connected"); err != nil {
+			return err
+		}
 		if me == 0 {
 			return sender(th, c)
 		}
