@@ -83,6 +83,8 @@ per-packet headers for that message size.`,
 			switch {
 			case f.output != "table" && f.output != "plain":
 				return fmt.Errorf("--output %q: choose table or plain (perftest's columns)", f.output)
+			case f.jsonOut && cmd.Flags().Changed("output"):
+				return fmt.Errorf("--json and --output %s both choose what is printed: give one", f.output)
 			case f.duration != 0 && (f.all || f.sweepQPs):
 				return fmt.Errorf("-D with -a or --sweep-qps: every run would last -D; give -n, or run one size and QP count per invocation")
 			case f.numberings < 1:

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
@@ -40,5 +41,19 @@ real hardware.`,
 	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd(), reportCmd())
 	root.AddCommand(sensitivityCmd(), fabricCmd(), traceCmd())
 	addCompletions(root)
+	// cobra's completion command prints its help and exits 0 for a shell
+	// it does not know: name the shells instead.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return errors.New("completion needs a shell: bash, fish, powershell or zsh (e.g. explore completion bash)")
+				}
+				return fmt.Errorf("completion %q: not a shell this tool writes completions for: choose bash, fish, powershell or zsh", args[0])
+			}
+		}
+	}
 	return root
 }

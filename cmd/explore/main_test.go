@@ -452,3 +452,26 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestMisleadingInputsRefused: inputs that used to be accepted silently or
+// answered with wrong advice.
+func TestMisleadingInputsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "send_bw", "--json", "--output", "plain", "-n", "10"}, "--json and --output plain both choose"},
+		{[]string{"bench", "read_bw", "-c", "UD"}, "use RC (UC has no RDMA Read either)"},
+		{[]string{"completion", "klingon"}, `completion "klingon": not a shell`},
+		{[]string{"completion"}, "completion needs a shell"},
+		{[]string{"run", "--pattern", "broadcast", "--nodes", "1"}, "--nodes 1: a broadcast sends to other nodes"},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("explore %v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	out, err := run(t, "run", "--adaptive", "--design", "MESQ/SR", "--nodes", "2", "--bytes-per-node", "1MiB")
+	if err != nil || !strings.Contains(out, "adaptive buffers per destination (2 to start") {
+		t.Errorf("run --adaptive: %v\n%s", err, out)
+	}
+}

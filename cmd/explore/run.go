@@ -201,6 +201,10 @@ func printRun(w io.Writer, r *results.Record) {
 	if r.QPNumbering != 0 {
 		numbering = fmt.Sprintf(" (queue-pair numbering %d)", r.QPNumbering)
 	}
-	fmt.Fprintln(w, wrapText(fmt.Sprintf("%s, %d-byte messages, %d buffers per destination, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall",
-		r.Profile, r.MsgBytes, r.Buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS), tableWidth(), "  "))
+	buffers := fmt.Sprintf("%d buffers per destination", r.Buffers)
+	if r.Adaptive {
+		buffers = fmt.Sprintf("adaptive buffers per destination (%d to start, at most %d; %.1f per node on average)", r.Buffers, r.MaxBuffers, r.RecvBuffersMean)
+	}
+	fmt.Fprintln(w, wrapText(fmt.Sprintf("%s, %d-byte messages, %s, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall",
+		r.Profile, r.MsgBytes, buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS), tableWidth(), "  "))
 }

@@ -160,7 +160,11 @@ func (c *Config) Normalize(nodes int) error {
 	case c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "reg_mr" && c.Test != "ebb" && nodes%2 != 0:
 		return bad("Nodes", nodes, "%s pairs nodes (client 2i, server 2i+1); use an even count", c.Test)
 	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "ebb":
-		return bad("Conn", c.Conn, "%s needs RDMA operations, which UD does not have; use RC or UC", c.Test)
+		use := "use RC or UC"
+		if strings.HasPrefix(c.Test, "read_") {
+			use = "use RC (UC has no RDMA Read either)"
+		}
+		return bad("Conn", c.Conn, "%s needs RDMA operations, which UD does not have; %s", c.Test, use)
 	case c.Conn == fabric.UC && (c.Test == "read_bw" || c.Test == "read_lat"):
 		return bad("Conn", c.Conn, "RDMA Read needs RC")
 	case c.Conn == fabric.UD && c.Size > 4096 && c.Test != "ebb":
