@@ -326,26 +326,36 @@ func soakOne(cfg experiments.RunConfig, opt experiments.SimOptions, sched *fault
 	}
 	opt.Plan, opt.ProfileOverride = plan, sched.ProfileOverride()
 	type result struct {
-		rec      *results.Record
-		err      error
-		injected int64
+		rec        *results.Record
+		err        error
+		injected   int64
+		crashedAll bool // every node crashed: nothing was left to run
 	}
 	done := make(chan result, 1)
 	t0 := time.Now()
 	go func() {
 		var injected int64
+		var crashedAll bool
 		o := opt
-		o.Inspect = func(cl *sim.Cluster) { injected = cl.FaultCounts().Total() }
+		o.Inspect = func(cl *sim.Cluster) {
+			injected = cl.FaultCounts().Total()
+			crashedAll = len(cl.FaultCounts().Crashed) == cfg.Nodes
+		}
 		rec, err := experiments.RunSim(cfg, o)
 		if sched.QPCacheEntries > 0 {
 			injected++ // the profile change
 		}
-		done <- result{rec, err, injected}
+		done <- result{rec, err, injected, crashedAll}
 	}()
 	select {
 	case r := <-done:
 		run.Wall, run.Injected = time.Since(t0), r.injected
 		run.Outcome = classify(r.rec, r.err)
+		if run.Outcome == Hang && r.crashedAll && errors.Is(r.err, fabric.ErrDeadlock) {
+			// Every node crashed: every thread waiting is the right end
+			// of such a run, reported as an error, not a hang.
+			run.Outcome = CleanError
+		}
 		switch {
 		case r.err != nil:
 			run.Err = r.err.Error()

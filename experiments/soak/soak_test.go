@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
@@ -212,5 +213,20 @@ func TestCrashDuringSetupLeavesNothingOpen(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEveryNodeCrashedIsNotAHang: a schedule that crashes every node ends
+// the run with every thread waiting, which is the right end of it: the
+// soak counts it as a clean error, not a hang.
+func TestEveryNodeCrashedIsNotAHang(t *testing.T) {
+	s, err := faults.Parse([]byte("crash:\n  - node: 0\n    at: 1us\n  - node: 1\n    at: 1us\n  - node: 2\n    at: 1us\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := experiments.RunConfig{Design: "MEMQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", BytesPerNode: 128 << 10, Seed: 1}
+	run := soakOne(cfg, experiments.SimOptions{}, s, time.Minute)
+	if run.Outcome != CleanError {
+		t.Errorf("every node crashed: %s (%s), want %s", run.Outcome, run.Err, CleanError)
 	}
 }
