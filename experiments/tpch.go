@@ -80,6 +80,11 @@ type QueryRecord struct {
 // Result returns the answer (nil in size-only mode).
 func (r *QueryRecord) Result() *tpch.Answer { return r.answer }
 
+// MaxSF is the largest scale factor a query takes: TPC-H's largest
+// defined one (100,000; the specification's scale factors end there),
+// far below where its row counts overflow.
+const MaxSF = 100_000
+
 func (c *QueryConfig) normalize(cores int) error {
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -100,11 +105,13 @@ func (c *QueryConfig) normalize(cores int) error {
 	}
 	switch {
 	case !known:
-		return fmt.Errorf("design %q: choose one of %s, or %s (Q4)", c.Design, strings.Join(DesignNames(MovesTuples), ", "), LocalData)
+		return setting.New("Design", fmt.Sprintf("%q", c.Design), "choose one of %s, or %s (Q4)", strings.Join(DesignNames(MovesTuples), ", "), LocalData)
 	case !(c.SF > 0):
-		return fmt.Errorf("scale factor %v: must be above 0", c.SF)
+		return setting.New("SF", c.SF, "must be above 0")
+	case !(c.SF <= MaxSF):
+		return setting.New("SF", c.SF, "above TPC-H's largest scale factor, %d (row counts would overflow)", MaxSF)
 	case c.Nodes < 1:
-		return fmt.Errorf("%d nodes: need at least 1", c.Nodes)
+		return setting.New("Nodes", c.Nodes, "need at least 1")
 	case c.Threads < 1 || 2*c.Threads > cores:
 		return setting.New("Threads", c.Threads, "each node runs that many sending and receiving threads on its %d cores; use 1..%d", cores, cores/2)
 	}

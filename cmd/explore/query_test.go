@@ -61,3 +61,22 @@ func TestQueryRefusesBeyondMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryBadScale: scale factors past TPC-H's largest (or not numbers)
+// and --threads 0 are refused naming the flag; they used to overflow the
+// row counts or mean 2.
+func TestQueryBadScale(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"query", "--sf", "1e13"}, "--sf 1e+13: above TPC-H's largest scale factor"},
+		{[]string{"query", "--sf", "Inf"}, "--sf +Inf: above TPC-H's largest scale factor"},
+		{[]string{"query", "--sf", "NaN"}, "--sf NaN: must be above 0"},
+		{[]string{"query", "--threads", "0"}, "--threads 0: want at least 1"},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("explore %v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
