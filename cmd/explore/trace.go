@@ -66,6 +66,7 @@ func openTrace(path string) (*trace.Reader, func(), error) {
 
 func traceDiffCmd() *cobra.Command {
 	var context int
+	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "diff A B",
 		Short: "Print the first event in which two traces differ (exit 1 if they do)",
@@ -91,7 +92,13 @@ func traceDiffCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d.Format(cmd.OutOrStdout(), args[0], args[1])
+			if jsonOut {
+				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(d); err != nil {
+					return err
+				}
+			} else {
+				d.Format(cmd.OutOrStdout(), args[0], args[1])
+			}
 			if !d.Identical() {
 				return exitStatus(1)
 			}
@@ -99,12 +106,14 @@ func traceDiffCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&context, "context", 5, "events shown before the divergence, and after it from each trace")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the divergence as one JSON object (index 0: identical)")
 	return cmd
 }
 
 func traceShowCmd() *cobra.Command {
 	var from, count uint64
 	var node int
+	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "show FILE",
 		Short: "Print a trace's header and events",
@@ -120,18 +129,34 @@ func traceShowCmd() *cobra.Command {
 				return err
 			}
 			defer done()
-			return showTrace(cmd.OutOrStdout(), r, from, count, node, cmd.Flags().Changed("node"))
+			return showTrace(cmd.OutOrStdout(), r, showOptions{from, count, node, cmd.Flags().Changed("node"), jsonOut})
 		},
 	}
 	cmd.Flags().Uint64Var(&from, "from", 1, "first event to print (numbered from 1)")
 	cmd.Flags().Uint64Var(&count, "count", 0, "events to print (0: to the end)")
 	cmd.Flags().IntVar(&node, "node", 0, "print only this node's events (-1: the switches')")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object per event (with its position, seq), and the count and hash last")
 	return cmd
 }
 
-func showTrace(w io.Writer, r *trace.Reader, from, count uint64, node int, onlyNode bool) error {
-	hdr, _ := json.Marshal(r.Header.Run)
-	fmt.Fprintf(w, "run %s\n", hdr)
+// showOptions are trace show's choices of events and format.
+type showOptions struct {
+	from, count uint64
+	node        int
+	onlyNode    bool
+	jsonOut     bool
+}
+
+func showTrace(w io.Writer, r *trace.Reader, o showOptions) error {
+	enc := json.NewEncoder(w)
+	if o.jsonOut {
+		if err := enc.Encode(map[string]any{"run": r.Header.Run}); err != nil {
+			return err
+		}
+	} else {
+		hdr, _ := json.Marshal(r.Header.Run)
+		fmt.Fprintf(w, "run %s\n", hdr)
+	}
 	h := trace.NewHasher()
 	var i, shown uint64
 	for {
@@ -144,11 +169,23 @@ func showTrace(w io.Writer, r *trace.Reader, from, count uint64, node int, onlyN
 		}
 		i++
 		h.Add(&e)
-		if i < from || count > 0 && shown >= count || onlyNode && e.Node != node {
+		if i < o.from || o.count > 0 && shown >= o.count || o.onlyNode && e.Node != o.node {
 			continue
 		}
-		fmt.Fprintf(w, "#%-9d %s\n", i, e.String())
+		if o.jsonOut {
+			if err := enc.Encode(struct {
+				Seq uint64 `json:"seq"`
+				trace.Event
+			}{i, e}); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(w, "#%-9d %s\n", i, e.String())
+		}
 		shown++
+	}
+	if o.jsonOut {
+		return enc.Encode(map[string]any{"events": i, "trace_hash": fmt.Sprintf("%016x", h.Sum())})
 	}
 	fmt.Fprintf(w, "%d events, trace hash %016x\n", i, h.Sum())
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,19 @@ func TestTraceCommands(t *testing.T) {
 	out, err = run(t, "trace", "diff", a, a)
 	if err != nil || !strings.Contains(out, "the traces are identical") {
 		t.Errorf("diff with itself: %v\n%s", err, out)
+	}
+	out, err = run(t, "trace", "diff", a, b, "--json")
+	var d struct {
+		Index  uint64
+		Events uint64
+		A, B   []map[string]any
+	}
+	if !errors.As(err, &status) || json.Unmarshal([]byte(out), &d) != nil || d.Index != d.Events+1 || len(d.A) == 0 || d.A[0]["source"] == nil {
+		t.Errorf("diff --json: %v\n%s", err, out)
+	}
+	out, err = run(t, "trace", "show", a, "--count", "1", "--json")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); err != nil || len(lines) != 3 || !strings.Contains(lines[1], `"seq":1`) || !strings.Contains(lines[2], `"trace_hash"`) {
+		t.Errorf("show --json: %v\n%s", err, out)
 	}
 	out, err = run(t, "trace", "show", a, "--from", "3", "--count", "2")
 	if err != nil || strings.Count(out, "\n#") != 2 || !strings.Contains(out, "#3 ") || !strings.Contains(out, "trace hash") {

@@ -12,19 +12,20 @@ import (
 type Divergence struct {
 	// Index is the position (from 1) of the first event in which the
 	// traces differ; 0 when they are identical.
-	Index uint64
+	Index uint64 `json:"index"`
 	// Before holds up to the context's number of events the traces share
 	// just before Index (the last of them at Index-1).
-	Before []Event
+	Before []Event `json:"before,omitempty"`
 	// A and B hold each trace's events from Index on (up to the context's
 	// number plus one); an empty one means that trace ended there.
-	A, B []Event
+	A []Event `json:"a,omitempty"`
+	B []Event `json:"b,omitempty"`
 	// Events is the number of events the traces share (all of them when
 	// identical).
-	Events uint64
+	Events uint64 `json:"events"`
 	// Header lists the header fields in which the runs differ, as
 	// "field: a | b".
-	Header []string
+	Header []string `json:"header,omitempty"`
 }
 
 // Identical says whether the traces hold the same events.

@@ -41,6 +41,9 @@ const (
 
 var sourceNames = map[Source]string{Thread: "thread", Network: "network", NIC: "nic", QP: "qp", Other: "other", Deadline: "deadline", Delivery: "delivery"}
 
+// MarshalText writes a source by name (JSON output of traces).
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 func (s Source) String() string {
 	if n, ok := sourceNames[s]; ok {
 		return n
@@ -50,34 +53,35 @@ func (s Source) String() string {
 
 // Packet is the identity of a packet an event carries or delivers.
 type Packet struct {
-	ID       uint64 // the simulator's packet number (0: no packet)
-	Src, Dst int    // node ids
-	DstQPN   uint32
-	Op       string // SEND, WRITE, READ_REQ, READ_RESP, ACK, NAK
-	PSN      uint32
-	Bytes    int // payload bytes
+	ID     uint64 `json:"id"` // the simulator's packet number (0: no packet)
+	Src    int    `json:"src"`
+	Dst    int    `json:"dst"` // node ids
+	DstQPN uint32 `json:"dst_qpn"`
+	Op     string `json:"op"` // SEND, WRITE, READ_REQ, READ_RESP, ACK, NAK
+	PSN    uint32 `json:"psn"`
+	Bytes  int    `json:"bytes"` // payload bytes
 }
 
 // Event is one record of a trace.
 type Event struct {
-	At     fabric.Time
-	Source Source
+	At     fabric.Time `json:"at_ps"`
+	Source Source      `json:"source"`
 	// Arg is the event's argument as the simulator hashes it (its
 	// meaning depends on the source; What and Value decode it).
-	Arg uint64
+	Arg uint64 `json:"arg"`
 	// Node is the node the event belongs to; -1 for a switch.
-	Node int
+	Node int `json:"node"`
 	// Unit is the component within the node or network: a queue pair
 	// number, a global switch port, a thread's name number; 0 for a NIC.
-	Unit uint64
+	Unit uint64 `json:"unit"`
 	// Name is the thread's name for thread events and deadlines.
-	Name string
+	Name string `json:"name,omitempty"`
 	// What says what happened ("doorbell", "hop", "wake", ...) and Value
 	// is its decoded argument (a send-queue position, a port number).
-	What  string
-	Value uint64
+	What  string `json:"what"`
+	Value uint64 `json:"value,omitempty"`
 	// Pkt is the packet the event carries or delivers (Pkt.ID 0: none).
-	Pkt Packet
+	Pkt Packet `json:"packet,omitzero"`
 }
 
 // Who names the component an event belongs to.
