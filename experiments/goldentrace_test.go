@@ -78,16 +78,16 @@ func explainTrace(t *testing.T, cfg RunConfig, faults sim.Faults, want string) s
 			"    go test ./experiments/ -run GoldenRuns -save-traces\n"+
 			"  on the commit before the change, then this test again", old)
 	}
-	a, closeA, err := openTraceFile(old)
+	a, closeA, err := trace.Open(old)
 	if err != nil {
 		return err.Error()
 	}
-	defer closeA()
-	b, closeB, err := openTraceFile(f.Name())
+	defer closeA.Close()
+	b, closeB, err := trace.Open(f.Name())
 	if err != nil {
 		return err.Error()
 	}
-	defer closeB()
+	defer closeB.Close()
 	d, err := trace.Diff(a, b, 5)
 	if err != nil {
 		return err.Error()
@@ -95,12 +95,4 @@ func explainTrace(t *testing.T, cfg RunConfig, faults sim.Faults, want string) s
 	var out strings.Builder
 	d.Format(&out, "golden run", "this run")
 	return out.String()
-}
-
-func openTraceFile(path string) (*trace.Reader, func(), error) {
-	r, c, err := trace.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return r, func() { c.Close() }, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -51,16 +50,6 @@ func flagFor(cmd *cobra.Command, name string) *pflag.Flag {
 	return cmd.Flags().Lookup(n)
 }
 
-// wordedError is an error reworded for the command line; it still
-// matches what it wraps.
-type wordedError struct {
-	msg string
-	err error
-}
-
-func (e *wordedError) Error() string { return e.msg }
-func (e *wordedError) Unwrap() error { return e.err }
-
 // inFlagWords rewords err for the command cmd that returned it: a refused
 // setting is named by its flag (-n or --threads), and a run refused for
 // memory says how to run it anyway.
@@ -68,24 +57,20 @@ func inFlagWords(cmd *cobra.Command, err error) error {
 	if err == nil || cmd == nil {
 		return err
 	}
-	msg := err.Error()
 	if se, ok := setting.As(err); ok {
 		if f := flagFor(cmd, se.Setting); f != nil {
-			worded := *se
-			worded.Setting = "--" + f.Name
+			name := "--" + f.Name
 			if f.Shorthand != "" {
-				worded.Setting = "-" + f.Shorthand
+				name = "-" + f.Shorthand
 			}
-			msg = strings.Replace(msg, se.Error(), worded.Error(), 1)
+			err = setting.Renamed(err, name)
 		}
 	}
+	msg := err.Error()
 	for _, h := range errorHints {
 		if errors.Is(err, h.err) && cmd.Flags().Lookup(h.flag) != nil {
 			msg += h.hint
 		}
 	}
-	if msg == err.Error() {
-		return err
-	}
-	return &wordedError{msg: msg, err: err}
+	return setting.Reworded(err, msg)
 }

@@ -374,20 +374,8 @@ func inParamWords(err error) error {
 	if !ok || !slices.Contains(Params(), setting.Kebab(se.Setting)) {
 		return err
 	}
-	worded := *se
-	worded.Setting = setting.Kebab(se.Setting)
-	return &paramError{msg: strings.Replace(err.Error(), se.Error(), worded.Error(), 1), err: err}
+	return setting.Renamed(err, setting.Kebab(se.Setting))
 }
-
-// paramError is an error reworded in parameter terms; it still matches
-// what it wraps.
-type paramError struct {
-	msg string
-	err error
-}
-
-func (e *paramError) Error() string { return e.msg }
-func (e *paramError) Unwrap() error { return e.err }
 
 func sortedResults(m map[int]results.Result) []results.Result {
 	rs := make([]results.Result, 0, len(m))

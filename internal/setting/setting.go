@@ -53,6 +53,36 @@ func As(err error) (*Error, bool) {
 	return e, ok
 }
 
+// Renamed is err with its refused setting shown as name (a flag, a
+// parameter): "--threads 100: ..." where the library wrote "Threads 100:
+// ...". It still matches what err wraps. Without an Error in err, it is
+// err.
+func Renamed(err error, name string) error {
+	se, ok := As(err)
+	if !ok {
+		return err
+	}
+	worded := *se
+	worded.Setting = name
+	return Reworded(err, strings.Replace(err.Error(), se.Error(), worded.Error(), 1))
+}
+
+// Reworded is err with the message msg; it still matches what err wraps.
+func Reworded(err error, msg string) error {
+	if msg == err.Error() {
+		return err
+	}
+	return &reworded{msg: msg, err: err}
+}
+
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
+
 // Kebab is a setting's name as parameters and flags spell it: BytesPerNode
 // is bytes-per-node, QPNumbering qp-numbering, PinnedCapMiB
 // pinned-cap-mib.

@@ -26,3 +26,21 @@ func TestError(t *testing.T) {
 		t.Errorf("without a value: %q", got)
 	}
 }
+
+// TestRenamed: a refused setting is shown under another name, the rest of
+// the message kept, and the error still matches what it wrapped.
+func TestRenamed(t *testing.T) {
+	sentinel := errors.New("bad")
+	err := fmt.Errorf("point 2: %w", New("Threads", 9, "use 1..4").Sentinel(sentinel))
+	got := Renamed(err, "--threads")
+	if got.Error() != "point 2: --threads 9: use 1..4" || !errors.Is(got, sentinel) {
+		t.Errorf("%v", got)
+	}
+	if se, ok := As(got); !ok || se.Setting != "Threads" {
+		t.Errorf("the original setting is lost: %+v", se)
+	}
+	plain := errors.New("plain")
+	if Renamed(plain, "--x") != plain || Reworded(plain, "plain") != plain {
+		t.Error("an error without a setting, or with its own words, came back changed")
+	}
+}
