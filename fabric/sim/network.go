@@ -56,6 +56,7 @@ type Filter func(PacketInfo) Verdict
 // wait in a FIFO with only its head in the event queue.
 type port struct {
 	freeAt fabric.Time
+	busy   fabric.Duration // time spent sending (Cluster.Usage)
 	faults Faults
 	rng    *rand.Rand
 	fifo   fifo[arrival]
@@ -260,16 +261,17 @@ type Stats struct {
 	UCDrops           int64 // UC messages dropped (no receive, bad rkey, lost packets; a message lost whole is not seen)
 	RCRetransmits     int64 // RC go-back-N rewinds (ACK timeouts, NAKs, missing read responses); each resends every unacknowledged packet
 	RNRNaks           int64
-	CQOverruns        int64 // completions lost to full CQs
-	LockHandoffs      int64 // a thread took a QP's or CQ's lock from another thread
-	FutexWakes        int64 // sleeping mutexes: FUTEX_WAKE calls that woke a sleeper
-	FutexEmptyWakes   int64 // FUTEX_WAKE calls that found nobody asleep (the word stayed contended)
-	FutexRetries      int64 // woken sleepers that found the lock taken again and slept again
-	QPCacheHits       int64 // NIC queue-pair context lookups that hit, all nodes
-	QPCacheMisses     int64 // lookups that had to fetch the context over PCIe
-	WRCacheHits       int64 // ACKs and read responses whose work request was on the NIC (0 when wr_cache_entries is 0)
-	WRCacheMisses     int64 // ones whose work request had been evicted and was read again over PCIe
-	MPTHits           int64 // memory-region protection lookups that hit, all nodes (0 when translation is not modelled)
+	CQOverruns        int64           // completions lost to full CQs
+	LockHandoffs      int64           // a thread took a QP's or CQ's lock from another thread
+	LockWait          fabric.Duration // threads' time spent taking provider locks from other threads (spinning, and the cache-line hand-off)
+	FutexWakes        int64           // sleeping mutexes: FUTEX_WAKE calls that woke a sleeper
+	FutexEmptyWakes   int64           // FUTEX_WAKE calls that found nobody asleep (the word stayed contended)
+	FutexRetries      int64           // woken sleepers that found the lock taken again and slept again
+	QPCacheHits       int64           // NIC queue-pair context lookups that hit, all nodes
+	QPCacheMisses     int64           // lookups that had to fetch the context over PCIe
+	WRCacheHits       int64           // ACKs and read responses whose work request was on the NIC (0 when wr_cache_entries is 0)
+	WRCacheMisses     int64           // ones whose work request had been evicted and was read again over PCIe
+	MPTHits           int64           // memory-region protection lookups that hit, all nodes (0 when translation is not modelled)
 	MPTMisses         int64
 	MTTHits           int64 // page-translation line lookups that hit
 	MTTMisses         int64

@@ -36,6 +36,15 @@ type nic struct {
 	maxBlocks     int             // credit needed before sending any packet
 	rxPkt         fabric.Duration // the receive pipeline's least time per packet
 	pcieNS        float64         // ns per byte of DMA
+	use           nicUse          // what the NIC's units were busy with (Cluster.Usage)
+}
+
+// nicUse is the time a NIC's units spent working and waiting.
+type nicUse struct {
+	units     []fabric.Duration // each processing unit's time processing work requests
+	unitsWait []fabric.Duration // each unit's time held waiting for a context or translation fetch
+	rx        fabric.Duration   // the receive pipeline moving packets to host memory
+	pcieRead  fabric.Duration   // DMA reads of payload
 }
 
 const (
@@ -54,6 +63,7 @@ func newNIC(c *Cluster, n *node) *nic {
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p),
 		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps}
+	nc.use.units, nc.use.unitsWait = make([]fabric.Duration, len(nc.puFree)), make([]fabric.Duration, len(nc.puFree))
 	nc.cache.lookup = nc.lookupQP
 	nc.firstQPN = firstQPN(c.cfg.QPNumbering, n.id)
 	return nc
@@ -99,9 +109,13 @@ func (n *nic) contextAt(q *qp, at fabric.Time) fabric.Time {
 // and, like a work request, takes q's processing unit for the profile's
 // per-request time, since building the responses is the work of a send.
 func (n *nic) respondAt(q *qp) fabric.Time {
-	pu := &n.puFree[int(q.qpn)%len(n.puFree)]
-	at := n.contextAt(q, max(*pu, n.c.now))
+	u := int(q.qpn) % len(n.puFree)
+	pu := &n.puFree[u]
+	free := max(*pu, n.c.now)
+	at := n.contextAt(q, free)
 	*pu = at.Add(n.wqeCost)
+	n.use.units[u] += n.wqeCost
+	n.use.unitsWait[u] += at.Sub(free)
 	return *pu
 }
 
@@ -111,7 +125,9 @@ func (n *nic) respondAt(q *qp) fabric.Time {
 // data is on the NIC.
 func (n *nic) dmaRead(bytes int, notBefore fabric.Time) fabric.Time {
 	start := max(n.pcieRFree, notBefore)
-	n.pcieRFree = start.Add(fabric.Duration(float64(bytes)*n.pcieNS*1000 + 0.5))
+	d := fabric.Duration(float64(bytes)*n.pcieNS*1000 + 0.5)
+	n.pcieRFree = start.Add(d)
+	n.use.pcieRead += d
 	return n.pcieRFree
 }
 
@@ -299,6 +315,7 @@ func (n *nic) accept(p *packet, arrive fabric.Time) fabric.Time {
 	}
 	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
 	n.rxFree = start.Add(svc)
+	n.use.rx += svc
 	return ready.Add(svc)
 }
 

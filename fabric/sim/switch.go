@@ -52,9 +52,10 @@ type swIn struct {
 // swOut is one output port.
 type swOut struct {
 	freeAt  fabric.Time
-	waiting fifo[int]   // inputs with packets for this port, in round-robin order
-	queued  bool        // in swtch.work
-	evAt    fabric.Time // pending wake-up, 0 if none
+	busy    fabric.Duration // time spent sending (Cluster.Usage)
+	waiting fifo[int]       // inputs with packets for this port, in round-robin order
+	queued  bool            // in swtch.work
+	evAt    fabric.Time     // pending wake-up, 0 if none
 	// What the port is cabled to: node toNode's NIC (its receive buffer's
 	// credits are cr), or (toNode < 0) input port toIn of switch toSw,
 	// whose buffer's credits the downstream switch keeps.
@@ -94,6 +95,7 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	start := max(c.now, up.freeAt, notBefore)
 	ser := n.serialization(p.wire)
 	up.freeAt = start.Add(ser)
+	up.busy += ser
 	c.stats.PacketsSent++
 	c.stats.WireBytes += int64(p.wire)
 	b := blocksOf(p.wire)
@@ -285,6 +287,7 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	out := &s.out[o]
 	ser := n.serialization(p.wire)
 	out.freeAt = c.now.Add(ser)
+	out.busy += ser
 	left := out.freeAt.Add(n.prop)
 	if in := &s.in[i]; p.vl == 0 && in.upNode >= 0 {
 		in.cr.give(left, b)

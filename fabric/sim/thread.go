@@ -488,6 +488,7 @@ func (c *Cluster) acquire(l *lockState) {
 	}
 	if l.holder != nil && l.holder != th {
 		start := max(th.local, l.free).Add(c.prof.Host.handoffCost(l.holder.core, th.core))
+		c.stats.LockWait += start.Sub(th.local)
 		th.Busy(start.Sub(th.local))
 		c.stats.LockHandoffs++
 	}

@@ -70,15 +70,19 @@ func (q *qp) gate(now fabric.Time) fabric.Time {
 // rate of small messages.
 func (q *qp) process(from, to uint64) {
 	n := q.nic
-	pu := &n.puFree[int(q.qpn)%len(n.puFree)]
+	u := int(q.qpn) % len(n.puFree)
+	pu := &n.puFree[u]
 	for i := from; i < to; i++ {
 		e := q.sqAt(i)
-		at := n.contextAt(q, max(*pu, n.c.now))
+		free := max(*pu, n.c.now)
+		at := n.contextAt(q, free)
 		fetch := e.wr.Op != fabric.OpRead && e.wr.Flags&fabric.Inline == 0 && e.bad == fabric.StatusSuccess
 		if fetch {
 			at = n.translate(e.mr, e.wr.Local.Addr, e.length, at)
 		}
 		*pu = at.Add(n.wqeCost)
+		n.use.units[u] += n.wqeCost
+		n.use.unitsWait[u] += at.Sub(free)
 		e.procAt = *pu
 		e.rdHeld = false
 		if q.typ == fabric.RC && n.wrc.on() {
