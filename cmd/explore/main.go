@@ -39,7 +39,7 @@ real hardware.`,
 	root.AddCommand(figureCmd(), reproduceCmd())
 	root.AddCommand(calibrateCmd(), validateCmd(), launchCmd())
 	root.AddCommand(queryCmd(), soakCmd(), evidenceCmd(), reportCmd())
-	root.AddCommand(sensitivityCmd(), fabricCmd(), traceCmd())
+	root.AddCommand(sensitivityCmd(), fabricCmd(), traceCmd(), adviseCmd())
 	addCompletions(root)
 	// cobra's completion command prints its help and exits 0 for a shell
 	// it does not know: name the shells instead.

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/advise"
+)
+
+// adviseRunFlags are the run flags advise takes: the cluster and the
+// workload (the design is what it chooses).
+var adviseRunFlags = []string{"profile", "nodes", "threads", "pattern", "bytes-per-node", "cycles-per-tuple", "node-cycles", "seed"}
+
+type adviseFlags struct {
+	q       advise.Question
+	connect string
+	band    string
+	designs []string
+	workers int
+	jsonOut bool
+	brief   bool
+	net     netFlags
+}
+
+func adviseCmd() *cobra.Command {
+	f := &adviseFlags{}
+	f.q.Base = experiments.DefaultConfig()
+	f.q.Base.Nodes, f.q.Base.Threads, f.q.Base.BytesPerNode = 16, 14, 4<<30
+	cmd := &cobra.Command{
+		Use:   "advise",
+		Short: "Which design on this cluster? Every design ranked by expected shuffle time, with its band, bottleneck and costs",
+		Long: `advise runs every design that applies on the simulated cluster and ranks them by the
+expected time of the asked shuffle, set-up included (unless --connect pre-connected). Each
+design runs at a screening input and twice it, and its data phase is extrapolated to the asked
+input from the two (a fixed part and a marginal rate). Designs within 25% of the best are
+contenders: they grow, doubling, until their marginal rate settles within 3%, and are rerun
+with other seeds, other queue-pair numberings and the decisive estimated parameters at half and
+double; the least and greatest of those is the band. A design whose band reaches the winner's is
+tied with it. Each design's bottleneck is read from the simulator's busy times and counters.
+docs/advise.md says how, and what it cannot see.`,
+		Example: `  explore advise --profile edr-cx4 --nodes 16 --threads 14 --bytes-per-node 4GiB
+  explore advise --profile fdr-cx3 --nodes 8 --threads 4 --memory-budget 64MiB --json
+  explore advise --nodes 64 --topology fat-tree --oversubscription 2:1 --connect pre-connected`,
+		Args: flagsOnly,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			a, err := f.run(cmd)
+			if err != nil {
+				return err
+			}
+			if f.jsonOut {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(a)
+			}
+			if f.brief {
+				fmt.Fprintln(cmd.OutOrStdout(), wrapText("For this cluster ("+a.Question+"): "+lowerFirst(adviceSummary(a)), tableWidth(), "  "))
+				return nil
+			}
+			printAdvice(cmd.OutOrStdout(), a)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	all := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	addRunFlags(all, &f.q.Base)
+	all.VisitAll(func(x *pflag.Flag) {
+		if slices.Contains(adviseRunFlags, x.Name) {
+			fl.AddFlag(x)
+		}
+	})
+	fl.Lookup("nodes").DefValue, fl.Lookup("threads").DefValue = "16", "14"
+	fl.Lookup("bytes-per-node").DefValue = "4GiB"
+	f.net.register(fl)
+	fl.StringVar(&f.connect, "connect", string(advise.PerQuery), "per-query (set-up is part of every shuffle) or pre-connected (endpoints reused: data phase only)")
+	fl.Var(byteSize{&f.q.MemoryBudget}, "memory-budget", "registered memory a node may use, e.g. 256MiB; designs over it are refused (default: no budget)")
+	fl.StringSliceVar(&f.designs, "designs", nil, "rank only these designs (default: every design the simulator runs that moves tuples)")
+	fl.Var(byteSize{&f.q.ScreenBytes}, "screen-bytes", "screening input per node (default 16MiB, or the asked input when smaller)")
+	fl.Int64Var(&f.q.MaxGrowth, "max-growth", advise.DefaultMaxGrowth, "a contender grows to at most this many times the screening input")
+	fl.StringVar(&f.band, "band", string(advise.BandFull), "reruns behind the bands: full (seeds, numberings, decisive estimates x0.5/x2), controls (seeds and numberings), none")
+	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "runs at once (the answer does not depend on it)")
+	fl.BoolVar(&f.jsonOut, "json", false, "print the answer as one JSON object (docs/results.md)")
+	fl.BoolVar(&f.brief, "brief", false, "print the recommendation alone, in a sentence or two")
+	return cmd
+}
+
+// check reads the flags into the question, refusing values that would ask
+// something else.
+func (f *adviseFlags) check(cmd *cobra.Command) error {
+	q := &f.q
+	if q.Base.Threads < 1 {
+		return fmt.Errorf("--threads %d: want at least 1", q.Base.Threads)
+	}
+	if q.MaxGrowth < 1 {
+		return fmt.Errorf("--max-growth %d: want at least 1 (1: no growth past the screening)", q.MaxGrowth)
+	}
+	if f.workers < 1 {
+		return fmt.Errorf("--workers %d: want at least 1", f.workers)
+	}
+	var err error
+	if q.Base.Network, err = f.net.spec(cmd.Flags().Changed); err != nil {
+		return err
+	}
+	q.Connect, q.Band, q.Designs = advise.Connect(f.connect), advise.Band(f.band), f.designs
+	return nil
+}
+
+// run answers the question with progress on standard error.
+func (f *adviseFlags) run(cmd *cobra.Command) (*advise.Answer, error) {
+	t := newTask(cmd.ErrOrStderr(), "advise", "runs", 0)
+	defer t.finish()
+	before := 0 // runs done before the current batch
+	o := advise.Options{Workers: f.workers, Progress: func(p advise.Progress) {
+		if p.Done == 1 {
+			t.mu.Lock()
+			before = t.done
+			t.mu.Unlock()
+		}
+		t.setTotal(before + p.Total)
+		t.step(1, p.Phase)
+	}}
+	return advise.Advise(f.q, o)
+}
+
+// printAdvice prints the answer: the recommendation in words, the ranked
+// designs, and the ones left out with the reason.
+func printAdvice(w io.Writer, a *advise.Answer) {
+	fmt.Fprintf(w, "Question: %s\n", a.Question)
+	if a.Network != "" {
+		fmt.Fprintf(w, "Network: %s\n", a.Network)
+	}
+	fmt.Fprintln(w, wrapText(adviceSummary(a), tableWidth(), "  "))
+	t := newWrappedTable(w)
+	t.Header("rank", "design", "time [ms]", "band [ms]", "set-up [ms]", "rate [GiB/s]", "registered", "QPs", "idle send/recv", "bottleneck")
+	for i, d := range a.Designs {
+		if d.Status != advise.Ranked {
+			continue
+		}
+		rank := fmt.Sprint(i + 1)
+		switch {
+		case d.Tied:
+			rank += " (tied)"
+		case !d.Contender:
+			rank += " (out)"
+		}
+		bandText := "-"
+		if d.Contender {
+			bandText = fmt.Sprintf("%.1f-%.1f", d.BandLowS*1e3, d.BandHighS*1e3)
+		}
+		steady := ""
+		if d.Contender && !d.Steady {
+			steady = "*"
+		}
+		t.Append(rank, d.Name, fmt.Sprintf("%.1f", d.TimeS*1e3), bandText, fmt.Sprintf("%.1f", d.SetupS*1e3),
+			fmt.Sprintf("%.2f%s", d.RateGiBs, steady), humanize.IBytes(uint64(d.RegisteredBytes)), fmt.Sprint(d.QPs),
+			fmt.Sprintf("%.0f/%.0f%%", 100*d.SenderIdle, 100*d.ReceiverIdle), string(d.Bottleneck.Resource))
+	}
+	t.Render()
+	fmt.Fprintln(w, "Why (the contenders' bottlenecks, from the simulator's busy times and counters):")
+	for _, d := range a.Designs {
+		if d.Status == advise.Ranked && d.Contender {
+			line := fmt.Sprintf("%s: %s.", d.Name, d.Bottleneck.Why)
+			if d.Tied {
+				line += fmt.Sprintf(" Tied with %s: as fast or faster under %s.", a.Winner, d.TiedBy)
+			}
+			fmt.Fprintln(w, "  "+wrapText(line, tableWidth()-2, "    "))
+		}
+	}
+	for _, d := range a.Designs {
+		if d.Status != advise.Ranked {
+			fmt.Fprintln(w, wrapText(fmt.Sprintf("%s %s: %s", d.Name, d.Status, d.Reason), tableWidth(), "  "))
+		}
+	}
+	screening := fmt.Sprintf("screening at %s and twice it per node, extrapolated to %s", humanize.IBytes(uint64(a.ScreenBytes)), humanize.IBytes(uint64(a.BytesNode)))
+	if a.ScreenBytes >= a.BytesNode {
+		screening = fmt.Sprintf("every design run at the asked %s per node", humanize.IBytes(uint64(a.BytesNode)))
+	}
+	notes := []string{fmt.Sprintf("%d simulated runs; %s.", a.Runs, screening),
+		"(out): more than 25% slower than the best at screening; not grown or banded. *: its rates had not settled within 3% when growth stopped (--max-growth). Designs that model another host stack (sockets over Gigabit Ethernet, software iWARP) are screened only when named in --designs."}
+	if a.CeilingGiBs > 0 {
+		notes = append(notes, fmt.Sprintf("The network's ceiling for this traffic (perftest all-to-all, qperf baseline): %.2f GiB/s per node.", a.CeilingGiBs))
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, wrapText(n, tableWidth(), "  "))
+	}
+}
+
+// adviceSummary is the answer in a sentence or two: the winner and why,
+// and what is within its band.
+func adviceSummary(a *advise.Answer) string {
+	if a.Winner == "" {
+		return "No design ran: see the reasons below."
+	}
+	w := a.Designs[0]
+	s := fmt.Sprintf("Use %s: %.1f ms expected (band %.1f-%.1f ms), %s", w.Name, w.TimeS*1e3, w.BandLowS*1e3, w.BandHighS*1e3, w.Bottleneck.Why)
+	if w.SetupS > 0 {
+		s += fmt.Sprintf("; set-up %.1f ms of it", w.SetupS*1e3)
+	}
+	s += "."
+	if len(a.Tied) > 0 {
+		s += " Tied with it (as fast under one of the same reruns): " + strings.Join(a.Tied, ", ") + "."
+	} else if len(a.Designs) > 1 && a.Designs[1].Status == advise.Ranked {
+		r := a.Designs[1]
+		s += fmt.Sprintf(" Next: %s, %.1f ms (%.0f%% slower), outside the winner's band.", r.Name, r.TimeS*1e3, 100*(r.TimeS/w.TimeS-1))
+	}
+	return s
+}
+
+// lowerFirst lowers a sentence's first letter, to continue another.
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}

@@ -1,0 +1,209 @@
+package advise
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
+)
+
+// TestRankingAgreesWithTheReference asks for the configuration of
+// figure 19's 4-node EDR points (10 threads, repartition) and checks the
+// advice against the steady-state records in docs/figures: every pair of
+// designs whose expected times (set-up plus the asked input at the
+// record's throughput) differ by more than 10% in the records is ordered
+// the same way by the advice.
+func TestRankingAgreesWithTheReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about 80 simulations")
+	}
+	designs := []string{"SESQ/SR", "SEMQ/SR", "SEMQ/RD", "MEMQ/RD", "MPI"}
+	const bytes = 1 << 30
+	ref := referenceTimes(t, "../../docs/figures/fig19.jsonl", designs, bytes)
+	base := experiments.DefaultConfig()
+	base.Profile, base.Nodes, base.Threads, base.BytesPerNode = "edr-cx4", 4, 10, bytes
+	a, err := Advise(Question{Base: base, Designs: designs, Band: BandControls}, Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, d := range a.Designs {
+		if d.Status != Ranked {
+			t.Fatalf("%s %s: %s", d.Name, d.Status, d.Reason)
+		}
+		got[d.Name] = d.TimeS
+	}
+	for _, x := range designs {
+		for _, y := range designs {
+			if ref[x]*1.1 < ref[y] && got[x] >= got[y] {
+				t.Errorf("records: %s %.1f ms before %s %.1f ms; advice: %.1f and %.1f ms", x, ref[x]*1e3, y, ref[y]*1e3, got[x]*1e3, got[y]*1e3)
+			}
+		}
+	}
+	if a.Winner == "" || ref[a.Winner] > 1.1*slices.Min(mapValues(ref)) {
+		t.Errorf("winner %q: %.1f ms in the records, the best %.1f ms", a.Winner, ref[a.Winner]*1e3, slices.Min(mapValues(ref))*1e3)
+	}
+}
+
+// referenceTimes reads the steady-state repartition records of path for
+// the 4-node edr-cx4 points of designs and gives each design's expected
+// time for bytes per node: set-up plus bytes at the record's throughput.
+func referenceTimes(t *testing.T, path string, designs []string, bytes int64) map[string]float64 {
+	t.Helper()
+	f, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(f)), "\n") {
+		var r results.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Profile != "edr-cx4" || r.Nodes != 4 || r.Pattern != "repartition" || !slices.Contains(designs, r.Design) {
+			continue
+		}
+		out[r.Design] = r.SetupMS/1e3 + float64(bytes)/(r.ThroughputGiBs*(1<<30))
+	}
+	if len(out) != len(designs) {
+		t.Fatalf("%s holds %d of the %d designs' points", path, len(out), len(designs))
+	}
+	return out
+}
+
+func mapValues(m map[string]float64) []float64 {
+	var v []float64
+	for _, x := range m {
+		v = append(v, x)
+	}
+	return v
+}
+
+// TestDecisiveFollowsTheAnalysis keeps Decisive equal to the estimates
+// whose change flipped three or more claim verdicts in the published
+// sensitivity analysis.
+func TestDecisiveFollowsTheAnalysis(t *testing.T) {
+	f, err := os.ReadFile("../../docs/sensitivity.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Claims []struct {
+			Flips []string `json:"flips"`
+		} `json:"claims"`
+	}
+	if err := json.Unmarshal(f, &s); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, c := range s.Claims {
+		for _, flip := range c.Flips {
+			ch, err := sensitivity.ParseChange(strings.SplitN(flip, ":", 2)[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ch.IsControl() {
+				count[ch.Field]++
+			}
+		}
+	}
+	var want []string
+	for f, n := range count {
+		if n >= 3 {
+			want = append(want, f)
+		}
+	}
+	got := slices.Clone(Decisive)
+	sort.Strings(want)
+	sort.Strings(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("Decisive %v, the analysis's estimates with three or more flips %v", got, want)
+	}
+}
+
+// TestQuestionRefusals: a question that cannot be answered is refused
+// naming the setting.
+func TestQuestionRefusals(t *testing.T) {
+	base := experiments.DefaultConfig()
+	base.Nodes, base.Threads, base.BytesPerNode = 2, 1, 1<<20
+	for _, tc := range []struct {
+		name    string
+		q       func(*Question)
+		setting string
+	}{
+		{"connect", func(q *Question) { q.Connect = "sometimes" }, "Connect"},
+		{"band", func(q *Question) { q.Band = "wide" }, "Band"},
+		{"budget", func(q *Question) { q.MemoryBudget = -1 }, "MemoryBudget"},
+		{"no input", func(q *Question) { q.Base.BytesPerNode = 0 }, "BytesPerNode"},
+		{"per pair", func(q *Question) { q.Base.BytesPerPair = 4096 }, "BytesPerPair"},
+		{"threads", func(q *Question) { q.Base.Threads = 1000 }, "Threads"},
+		{"growth", func(q *Question) { q.MaxGrowth = -2 }, "MaxGrowth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := Question{Base: base}
+			tc.q(&q)
+			_, err := Advise(q, Options{})
+			se, ok := setting.As(err)
+			if !ok || se.Setting != tc.setting {
+				t.Errorf("error %v, want one naming %s", err, tc.setting)
+			}
+		})
+	}
+	_, err := Advise(Question{Base: base, Designs: []string{"qperf"}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "moves no tuples") {
+		t.Errorf("qperf as a candidate: %v", err)
+	}
+	q := Question{Base: base, Designs: []string{"SESQ/SR"}}
+	q.Base.Pattern = "multicast:1"
+	if _, err := Advise(q, Options{}); !errors.Is(err, ErrNoCandidates) {
+		t.Errorf("a pattern no asked design supports: %v, want ErrNoCandidates", err)
+	}
+}
+
+// TestBudgetRefusesAndRanks runs a small question with a registered-memory
+// budget that only the shared-endpoint designs meet: the others are
+// refused naming their memory, the rest ranked with a winner, bands
+// around every contender's time and the same answer with one worker or
+// two.
+func TestBudgetRefusesAndRanks(t *testing.T) {
+	base := experiments.DefaultConfig()
+	base.Nodes, base.Threads, base.BytesPerNode = 4, 2, 8<<20
+	q := Question{Base: base, Designs: []string{"MESQ/SR", "MEMQ/SR", "SEMQ/SR"}, MemoryBudget: 1 << 20, ScreenBytes: 2 << 20, Band: BandControls}
+	var answers []*Answer
+	for _, w := range []int{1, 2} {
+		a, err := Advise(q, Options{Workers: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, a)
+	}
+	a := answers[0]
+	one, _ := json.Marshal(answers[0])
+	two, _ := json.Marshal(answers[1])
+	if string(one) != string(two) {
+		t.Errorf("the answer depends on the workers:\n%s\n%s", one, two)
+	}
+	for _, d := range a.Designs {
+		switch {
+		case d.RegisteredBytes > q.MemoryBudget:
+			if d.Status != Refused || !strings.Contains(d.Reason, "over the budget") {
+				t.Errorf("%s registers %d bytes: status %s (%s)", d.Name, d.RegisteredBytes, d.Status, d.Reason)
+			}
+		case d.Status != Ranked:
+			t.Errorf("%s: %s (%s)", d.Name, d.Status, d.Reason)
+		case d.Contender && !(d.BandLowS <= d.TimeS && d.TimeS <= d.BandHighS && len(d.Variants) >= len(sensitivity.Controls)):
+			t.Errorf("%s: time %g outside its band [%g, %g] of %d variants", d.Name, d.TimeS, d.BandLowS, d.BandHighS, len(d.Variants))
+		}
+	}
+	if a.Winner == "" || a.Designs[0].Name != a.Winner || a.Designs[0].Bottleneck == nil {
+		t.Errorf("winner %q, first %+v", a.Winner, a.Designs[0])
+	}
+}
