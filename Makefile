@@ -6,9 +6,11 @@ GO ?= go
 # The main job on the default simulated cluster: no RDMA hardware, no setup.
 # Liu19's figure 19 at quick scale: the eight designs and the qperf, IPoIB
 # and MPI baselines on 2 to 16 nodes, FDR and EDR, repartition and broadcast;
-# a table here and the plots in results/fig19 (a few minutes on 2 cores).
+# a table here and the plots in results/fig19 (a few minutes on 2 cores);
+# then the advice for 8 EDR nodes of 4 threads (docs/advise.md).
 run:
 	$(GO) run ./cmd/explore figure fig19 --out results/fig19
+	$(GO) run ./cmd/explore advise --nodes 8 --threads 4 --bytes-per-node 1GiB --band controls --brief
 
 # Microbenchmarks and one row per design on 8 EDR nodes (seconds).
 overview:

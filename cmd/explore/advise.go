@@ -189,7 +189,7 @@ func printAdvice(w io.Writer, a *advise.Answer) {
 	notes := []string{fmt.Sprintf("%d simulated runs; %s.", a.Runs, screening),
 		"(out): more than 25% slower than the best at screening; not grown or banded. *: its rates had not settled within 3% when growth stopped (--max-growth). Designs that model another host stack (sockets over Gigabit Ethernet, software iWARP) are screened only when named in --designs."}
 	if a.CeilingGiBs > 0 {
-		notes = append(notes, fmt.Sprintf("The network's ceiling for this traffic (perftest all-to-all, qperf baseline): %.2f GiB/s per node.", a.CeilingGiBs))
+		notes = append(notes, fmt.Sprintf("The network's ceiling for this traffic (perftest all-to-all, the qperf baseline): %.2f GiB/s per node over the network; a design's rate also counts the tuples that stay on their node (1 in %d).", a.CeilingGiBs, a.Nodes))
 	}
 	for _, n := range notes {
 		fmt.Fprintln(w, wrapText(n, tableWidth(), "  "))

@@ -105,8 +105,8 @@ type Answer struct {
 	Winner string   `json:"winner,omitempty"`
 	Tied   []string `json:"tied,omitempty"`
 	// CeilingGiBs is the network's ceiling for the repartition's traffic
-	// per node: the qperf baseline's marginal rate between the two
-	// screening inputs (0 when not measured).
+	// per node: the qperf baseline's throughput, grown as a contender is
+	// (0 when not measured).
 	CeilingGiBs float64  `json:"ceiling_gibps,omitempty"`
 	Designs     []Design `json:"designs"`
 	Runs        int      `json:"runs"`
@@ -135,8 +135,9 @@ func Advise(q Question, o Options) (*Answer, error) {
 	grow(q, ds, o)
 	band(q, ds, o)
 	a.Designs = rank(ds)
-	if ok := len(ceiling) > 0 && !slices.ContainsFunc(ceiling, func(j *job) bool { return j.err != nil }); ok {
-		_, a.CeilingGiBs = extrapolate(ceiling, q.Base.BytesPerNode)
+	ceiling = growCeiling(q, ceiling, o)
+	if n := len(ceiling); n > 0 && ceiling[n-1].err == nil {
+		a.CeilingGiBs = ceiling[n-1].rec.ThroughputGiBs
 	}
 	a.Runs += len(ceiling)
 	for _, d := range a.Designs {
@@ -238,6 +239,24 @@ func screen(q Question, ds []Design, o Options) []*job {
 	}
 	o.runAll("screening", jobs)
 	return ceiling
+}
+
+// growCeiling doubles the ceiling's input until its throughput moves by
+// less than SteadyTolerance, as growth does for a contender (its marginal
+// rate is not used: while its pipelines fill it runs above the link).
+func growCeiling(q Question, runs []*job, o Options) []*job {
+	limit := min(q.Base.BytesPerNode, q.ScreenBytes*q.MaxGrowth)
+	for len(runs) >= 2 {
+		a, b := runs[len(runs)-2], runs[len(runs)-1]
+		if a.err != nil || b.err != nil || math.Abs(b.rec.ThroughputGiBs/a.rec.ThroughputGiBs-1) < SteadyTolerance || 2*b.cfg.BytesPerNode > limit {
+			break
+		}
+		j := &job{cfg: b.cfg}
+		j.cfg.BytesPerNode *= 2
+		o.runAll("growing", []*job{j})
+		runs = append(runs, j)
+	}
+	return runs
 }
 
 // screenSizes are the screening inputs: the screening input and twice
