@@ -212,7 +212,7 @@ func adviceSummary(a *advise.Answer) string {
 		s += " Tied with it (as fast under one of the same reruns): " + strings.Join(a.Tied, ", ") + "."
 	} else if len(a.Designs) > 1 && a.Designs[1].Status == advise.Ranked {
 		r := a.Designs[1]
-		s += fmt.Sprintf(" Next: %s, %.1f ms (%.0f%% slower), outside the winner's band.", r.Name, r.TimeS*1e3, 100*(r.TimeS/w.TimeS-1))
+		s += fmt.Sprintf(" Next: %s, %.1f ms (%.0f%% slower), not tied: slower under every rerun both had.", r.Name, r.TimeS*1e3, 100*(r.TimeS/w.TimeS-1))
 	}
 	return s
 }
