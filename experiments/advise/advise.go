@@ -2,6 +2,7 @@ package advise
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
 // Status is where a design ended in the advice.
@@ -241,11 +243,21 @@ func screen(q Question, ds []Design, o Options) []*job {
 	return ceiling
 }
 
+// growthLimit is the largest input growth may reach: the asked input, or
+// MaxGrowth times the screening input when that is less (compared without
+// multiplying, which could overflow).
+func (q Question) growthLimit() int64 {
+	if q.ScreenBytes > q.Base.BytesPerNode/q.MaxGrowth {
+		return q.Base.BytesPerNode
+	}
+	return q.ScreenBytes * q.MaxGrowth
+}
+
 // growCeiling doubles the ceiling's input until its throughput moves by
 // less than SteadyTolerance, as growth does for a contender (its marginal
 // rate is not used: while its pipelines fill it runs above the link).
 func growCeiling(q Question, runs []*job, o Options) []*job {
-	limit := min(q.Base.BytesPerNode, q.ScreenBytes*q.MaxGrowth)
+	limit := q.growthLimit()
 	for len(runs) >= 2 {
 		a, b := runs[len(runs)-2], runs[len(runs)-1]
 		if a.err != nil || b.err != nil || math.Abs(b.rec.ThroughputGiBs/a.rec.ThroughputGiBs-1) < SteadyTolerance || 2*b.cfg.BytesPerNode > limit {
@@ -278,7 +290,7 @@ func judge(q Question, d *Design) {
 	for _, j := range d.points {
 		if j.err != nil {
 			d.Status, d.Reason = Failed, j.err.Error()
-			if isLimit(j.err) {
+			if errors.Is(j.err, fabric.ErrLimit) { // a device limit (queue pairs, regions, queue sizes)
 				d.Status = Refused
 			}
 			return
@@ -296,19 +308,6 @@ func judge(q Question, d *Design) {
 		return
 	}
 	estimate(q, d)
-}
-
-// isLimit reports whether a run failed on a device limit (queue pairs,
-// memory regions, completion-queue or work-request sizes) rather than a
-// defect.
-func isLimit(err error) bool {
-	s := err.Error()
-	for _, k := range []string{"max_qp", "max_mr", "max_cq", "max_qp_wr", "max_cqe", "limit", "exceeds"} {
-		if strings.Contains(s, k) {
-			return true
-		}
-	}
-	return false
 }
 
 // estimate fits the design's last two runs: a fixed part and a marginal
@@ -363,7 +362,7 @@ func best(ds []Design) float64 {
 // the asked input is reached, or MaxGrowth; the contenders are then
 // chosen again against the grown times.
 func grow(q Question, ds []Design, o Options) {
-	limit := min(q.Base.BytesPerNode, q.ScreenBytes*q.MaxGrowth)
+	limit := q.growthLimit()
 	for {
 		t := best(ds)
 		var jobs []*job

@@ -3,6 +3,7 @@ package advise
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 )
 
@@ -146,6 +148,7 @@ func TestQuestionRefusals(t *testing.T) {
 		{"per pair", func(q *Question) { q.Base.BytesPerPair = 4096 }, "BytesPerPair"},
 		{"threads", func(q *Question) { q.Base.Threads = 1000 }, "Threads"},
 		{"growth", func(q *Question) { q.MaxGrowth = -2 }, "MaxGrowth"},
+		{"overflowing growth", func(q *Question) { q.MaxGrowth = 1 << 62 }, "MaxGrowth"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := Question{Base: base}
@@ -205,5 +208,23 @@ func TestBudgetRefusesAndRanks(t *testing.T) {
 	}
 	if a.Winner == "" || a.Designs[0].Name != a.Winner || a.Designs[0].Bottleneck == nil {
 		t.Errorf("winner %q, first %+v", a.Winner, a.Designs[0])
+	}
+}
+
+// TestDeviceLimitRefuses: a run that fails on a device limit refuses the
+// design; any other failure marks it failed.
+func TestDeviceLimitRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Status
+	}{
+		{fmt.Errorf("open endpoint: %w: node 0 already has 3 queue pairs (nic.max_qp)", fabric.ErrLimit), Refused},
+		{fmt.Errorf("open endpoint: %w", fabric.ErrDeadlock), Failed},
+	} {
+		d := Design{Name: "MEMQ/SR", Status: Ranked, points: []*job{{err: tc.err}}}
+		judge(Question{}, &d)
+		if d.Status != tc.want || d.Reason != tc.err.Error() {
+			t.Errorf("%v: %s (%s), want %s", tc.err, d.Status, d.Reason, tc.want)
+		}
 	}
 }

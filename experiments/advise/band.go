@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
@@ -62,8 +63,8 @@ func (d *Design) setupBase(q Question) *job {
 }
 
 // variantJob is the run of design's band point under change c, or an
-// error when c cannot be applied to the question's profile.
-func variantJob(q Question, base *job, c sensitivity.Change) (*job, error) {
+// error when c cannot be applied to the question's profile prof.
+func variantJob(prof *sim.Profile, base *job, c sensitivity.Change) (*job, error) {
 	j := &job{cfg: base.cfg}
 	switch {
 	case c.IsSeed():
@@ -75,9 +76,8 @@ func variantJob(q Question, base *job, c sensitivity.Change) (*job, error) {
 			j.cfg.Software = s
 			break
 		}
-		prof, err := sim.LoadProfile(q.Base.Profile)
-		if err != nil {
-			return nil, err
+		if prof == nil {
+			return nil, fmt.Errorf("%s: the profile could not be loaded", c)
 		}
 		moved, err := sensitivity.Apply(prof, c)
 		if err != nil {
@@ -103,6 +103,9 @@ func band(q Question, ds []Design, o Options) {
 	}
 	var all []pending
 	var jobs []*job
+	// Loaded once for every estimate change (the runs before loaded it
+	// too); should it fail now, only the controls run.
+	prof, _ := sim.LoadProfile(q.Base.Profile)
 	for i := range ds {
 		d := &ds[i]
 		if !d.Contender || d.Status != Ranked {
@@ -114,7 +117,7 @@ func band(q Question, ds []Design, o Options) {
 			if isSetup(c) {
 				b = d.setupBase(q)
 			}
-			j, err := variantJob(q, b, c)
+			j, err := variantJob(prof, b, c)
 			if err != nil {
 				continue // the change leaves the profile's range: nothing to rerun
 			}

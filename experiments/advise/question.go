@@ -18,6 +18,7 @@ package advise
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
@@ -96,6 +97,11 @@ const (
 	ContenderFactor = 1.25
 )
 
+// maxGrowthLimit bounds MaxGrowth: a million doublings' worth of input is
+// past any run the simulator could finish (growthLimit keeps the product
+// from overflowing whatever the value).
+const maxGrowthLimit = 1 << 20
+
 // ErrNoCandidates: no design applies to the question.
 var ErrNoCandidates = errors.New("no design applies")
 
@@ -115,9 +121,9 @@ func (q Question) normalized() (Question, error) {
 		q.ScreenBytes = DefaultScreenBytes
 	}
 	switch {
-	case !oneOf(q.Connect, Connects):
+	case !slices.Contains(Connects, q.Connect):
 		return q, setting.New("Connect", q.Connect, "choose one of %v", Connects)
-	case !oneOf(q.Band, Bands):
+	case !slices.Contains(Bands, q.Band):
 		return q, setting.New("Band", q.Band, "choose one of %v", Bands)
 	case q.MemoryBudget < 0:
 		return q, setting.New("MemoryBudget", q.MemoryBudget, "must not be negative (0: no budget)")
@@ -125,6 +131,8 @@ func (q Question) normalized() (Question, error) {
 		return q, setting.New("ScreenBytes", q.ScreenBytes, "must be positive")
 	case q.MaxGrowth < 1:
 		return q, setting.New("MaxGrowth", q.MaxGrowth, "must be at least 1")
+	case q.MaxGrowth > maxGrowthLimit:
+		return q, setting.New("MaxGrowth", q.MaxGrowth, "above %d: no simulated run grows that far", maxGrowthLimit)
 	case q.Base.BytesPerNode <= 0:
 		return q, setting.New("BytesPerNode", q.Base.BytesPerNode, "the shuffle's input per node must be positive")
 	case q.Base.BytesPerPair != 0:
@@ -134,15 +142,6 @@ func (q Question) normalized() (Question, error) {
 	}
 	q.ScreenBytes = min(q.ScreenBytes, q.Base.BytesPerNode)
 	return q, nil
-}
-
-func oneOf[T comparable](v T, in []T) bool {
-	for _, x := range in {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // String is how the question reads in a heading.
