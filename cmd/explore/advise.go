@@ -123,9 +123,7 @@ func (f *adviseFlags) run(cmd *cobra.Command) (*advise.Answer, error) {
 	before := 0 // runs done before the current batch
 	o := advise.Options{Workers: f.workers, Progress: func(p advise.Progress) {
 		if p.Done == 1 {
-			t.mu.Lock()
-			before = t.done
-			t.mu.Unlock()
+			before = t.doneSoFar()
 		}
 		t.setTotal(before + p.Total)
 		t.step(1, p.Phase)

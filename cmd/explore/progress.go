@@ -188,6 +188,13 @@ func (t *task) step(n int, detail string) {
 	}
 }
 
+// doneSoFar is the units done.
+func (t *task) doneSoFar() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
+}
+
 // setTotal changes the units to do (a command that learns it late).
 func (t *task) setTotal(total int) {
 	t.mu.Lock()
