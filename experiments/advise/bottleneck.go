@@ -18,7 +18,7 @@ const (
 	ContextMisses Resource = "context-misses" // the units held waiting for queue-pair contexts fetched over PCIe
 	PCIe          Resource = "pcie"           // payload DMA reads, or the receive pipeline writing to host memory
 	CPU           Resource = "cpu"            // the sending or receiving threads, busy (not waiting)
-	ProviderLocks Resource = "provider-locks" // threads taking queue-pair and completion-queue locks from each other
+	Locks         Resource = "locks"          // threads waiting for locks other threads hold: a shared endpoint's, the provider's queue-pair and completion-queue locks
 	FlowControl   Resource = "flow-control"   // senders waiting for credit while nothing is saturated
 	ReceiverReady Resource = "receiver-ready" // receive-not-ready NAKs: receivers did not post in time
 	Latency       Resource = "latency"        // nothing saturated and nothing waited on: round trips and start-up
@@ -36,7 +36,7 @@ type Usage struct {
 	UnitsWaiting  float64 `json:"units_waiting"`   // that unit's held part alone
 	PCIe          float64 `json:"pcie"`            // the busier of DMA reads and the receive pipeline (busiest node)
 	CPU           float64 `json:"cpu"`             // the busier of sending and receiving threads, all nodes
-	LockWait      float64 `json:"lock_wait"`       // threads' time taking provider locks from other threads, all threads
+	LockWait      float64 `json:"lock_wait"`       // threads' time waiting for locks other threads held (endpoint mutexes, provider locks), all threads
 	ContextMisses float64 `json:"context_misses"`  // fraction of queue-pair context lookups that missed
 	CreditStalls  int64   `json:"credit_stalls"`   // sends that waited for credit
 	RNRNaks       int64   `json:"rnr_naks"`        // receive-not-ready NAKs
@@ -72,7 +72,7 @@ func measure(rec *results.Record, u sim.Usage, st sim.Stats, threads int) Usage 
 	m.Link = max(m.Link, m.Trunk)
 	m.CPU = max(1-rec.SenderIdle, 1-rec.ReceiverIdle)
 	if threads > 0 {
-		m.LockWait = float64(st.LockWait) / float64(t) / float64(threads)
+		m.LockWait = float64(st.LockWait+st.MutexWait) / float64(t) / float64(threads)
 	}
 	m.ContextMisses = st.QPCacheMissRate()
 	m.CreditStalls, m.RNRNaks = rec.CreditStalls, st.RNRNaks
@@ -80,8 +80,9 @@ func measure(rec *results.Record, u sim.Usage, st sim.Stats, threads int) Usage 
 }
 
 // diagnose names the bottleneck of a run with usage m: the busiest
-// resource at or above Saturated (the units' waiting for contexts named
-// as such when it is most of their time), or, when nothing is saturated,
+// resource at or above Saturated (the units' waiting for contexts, and
+// the threads' waiting for locks, named as such when it is most of their
+// time), or, when nothing is saturated,
 // what the run waited on.
 func diagnose(m Usage) Bottleneck {
 	type level struct {
@@ -94,7 +95,6 @@ func diagnose(m Usage) Bottleneck {
 		{NICUnits, m.NICUnits, "NIC processing units %.0f%% occupied"},
 		{PCIe, m.PCIe, "PCIe %.0f%% busy"},
 		{CPU, m.CPU, "threads %.0f%% busy"},
-		{ProviderLocks, m.LockWait, "threads spend %.0f%% of their time taking provider locks"},
 	}
 	sort.SliceStable(levels, func(i, j int) bool { return levels[i].v > levels[j].v })
 	top := levels[0]
@@ -103,6 +103,12 @@ func diagnose(m Usage) Bottleneck {
 		b.Resource, b.Why = top.r, fmt.Sprintf(top.what, 100*top.v)
 		if top.r == Link && m.Trunk > 0 && m.Trunk >= m.Link {
 			b.Why = fmt.Sprintf("a cable between switches %.0f%% busy", 100*m.Trunk)
+		}
+		if top.r == CPU && m.LockWait > m.CPU/2 {
+			// A thread waiting for a lock is busy to the meter (it is not
+			// waiting for the network): most of that is lock waiting.
+			b.Resource = Locks
+			b.Why = fmt.Sprintf("threads %.0f%% busy, %.0f%% of their time waiting for locks other threads hold", 100*m.CPU, 100*m.LockWait)
 		}
 		if top.r == NICUnits && m.UnitsWaiting > m.NICUnits/2 {
 			b.Resource = ContextMisses

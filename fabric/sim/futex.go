@@ -63,7 +63,9 @@ func (m *futexMutex) Lock() {
 		}
 		m.state = futexContended
 		m.sleep = append(m.sleep, th)
+		start := th.local
 		th.park(m)
+		m.c.stats.MutexWait += th.local.Sub(start)
 		if m.state != futexFree {
 			m.c.stats.FutexRetries++ // taken again while this thread woke up
 		}

@@ -264,6 +264,7 @@ type Stats struct {
 	CQOverruns        int64           // completions lost to full CQs
 	LockHandoffs      int64           // a thread took a QP's or CQ's lock from another thread
 	LockWait          fabric.Duration // threads' time spent taking provider locks from other threads (spinning, and the cache-line hand-off)
+	MutexWait         fabric.Duration // threads' time waiting for a Mutex (or sleeping mutex) another thread held: a shared endpoint's lock, MPI's
 	FutexWakes        int64           // sleeping mutexes: FUTEX_WAKE calls that woke a sleeper
 	FutexEmptyWakes   int64           // FUTEX_WAKE calls that found nobody asleep (the word stayed contended)
 	FutexRetries      int64           // woken sleepers that found the lock taken again and slept again

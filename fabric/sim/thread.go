@@ -430,8 +430,10 @@ func (m *mutex) Lock() {
 		th.Busy(m.c.prof.Host.lockCost())
 		return
 	}
+	start := th.local
 	m.queue = append(m.queue, th)
 	th.park(m)
+	m.c.stats.MutexWait += th.local.Sub(start)
 }
 
 func (m *mutex) Unlock() {
