@@ -111,10 +111,13 @@ type Answer struct {
 	// (0 when not measured).
 	CeilingGiBs float64  `json:"ceiling_gibps,omitempty"`
 	Designs     []Design `json:"designs"`
-	Runs        int      `json:"runs"`
-	ModelID     string   `json:"model_id"`
-	Version     string   `json:"version,omitempty"`
-	Commit      string   `json:"commit,omitempty"`
+	// Runs is how many simulated runs the answer took, Reused how many
+	// of them were taken from the store instead of run again.
+	Runs    int    `json:"runs"`
+	Reused  int    `json:"reused_runs"`
+	ModelID string `json:"model_id"`
+	Version string `json:"version,omitempty"`
+	Commit  string `json:"commit,omitempty"`
 }
 
 // Advise answers q, running its points as o says.
@@ -130,6 +133,7 @@ func Advise(q Question, o Options) (*Answer, error) {
 	a := &Answer{Question: q.String(), Profile: q.Base.Profile, Nodes: q.Base.Nodes, Threads: q.Base.Threads, Pattern: string(q.Base.Pattern),
 		Network: q.Base.Network.String(), BytesNode: q.Base.BytesPerNode, Connect: q.Connect, Budget: q.MemoryBudget, ScreenBytes: q.ScreenBytes,
 		Band: q.Band, Seed: q.Base.Seed, ModelID: sensitivity.ModelID()}
+	o.tally = &tally{}
 	ceiling := screen(q, ds, o)
 	for i := range ds {
 		judge(q, &ds[i])
@@ -141,9 +145,8 @@ func Advise(q Question, o Options) (*Answer, error) {
 	if n := len(ceiling); n > 0 && ceiling[n-1].err == nil {
 		a.CeilingGiBs = ceiling[n-1].rec.ThroughputGiBs
 	}
-	a.Runs += len(ceiling)
+	a.Runs, a.Reused = o.tally.made+o.tally.reused, o.tally.reused
 	for _, d := range a.Designs {
-		a.Runs += len(d.points) + len(d.Variants)
 		if d.Tied {
 			a.Tied = append(a.Tied, d.Name)
 		}
@@ -155,6 +158,27 @@ func Advise(q Question, o Options) (*Answer, error) {
 		a.Version, a.Commit = r.Version, r.Commit
 	}
 	return a, nil
+}
+
+// Summary is the answer in a sentence or two: the winner and why,
+// and what is within its band.
+func (a *Answer) Summary() string {
+	if a.Winner == "" {
+		return "No design ran: see the reasons below."
+	}
+	w := a.Designs[0]
+	s := fmt.Sprintf("Use %s: %.1f ms expected (band %.1f-%.1f ms), %s", w.Name, w.TimeS*1e3, w.BandLowS*1e3, w.BandHighS*1e3, w.Bottleneck.Why)
+	if w.SetupS > 0 {
+		s += fmt.Sprintf("; set-up %.1f ms of it", w.SetupS*1e3)
+	}
+	s += "."
+	if len(a.Tied) > 0 {
+		s += " Tied with it (as fast under one of the same reruns): " + strings.Join(a.Tied, ", ") + "."
+	} else if len(a.Designs) > 1 && a.Designs[1].Status == Ranked {
+		r := a.Designs[1]
+		s += fmt.Sprintf(" Next: %s, %.1f ms (%.0f%% slower), not tied: slower under every rerun both had.", r.Name, r.TimeS*1e3, 100*(r.TimeS/w.TimeS-1))
+	}
+	return s
 }
 
 // candidates lists the designs to screen: q.Designs, or every design the

@@ -83,7 +83,7 @@ func variantJob(prof *sim.Profile, base *job, c sensitivity.Change) (*job, error
 		if err != nil {
 			return nil, err
 		}
-		j.profile = func(p *sim.Profile) { *p = *moved }
+		j.moved = moved
 	}
 	return j, nil
 }

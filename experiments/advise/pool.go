@@ -12,12 +12,14 @@ import (
 // job is one simulated run the advice needs.
 type job struct {
 	cfg     experiments.RunConfig
-	profile func(*sim.Profile) // a change of the loaded profile (an estimate moved); nil: none
+	moved   *sim.Profile       // the profile with an estimate moved; nil: the configuration's own
+	profile func(*sim.Profile) // a change of the loaded profile (tests); such a run is not stored
 	// filled in by the run
-	rec   *results.Record
-	err   error
-	usage sim.Usage
-	stats sim.Stats
+	rec    *results.Record
+	err    error
+	usage  sim.Usage
+	stats  sim.Stats
+	reused bool // taken from the store
 }
 
 // Progress is what Advise reports as it goes: the phase ("screening",
@@ -40,6 +42,33 @@ type Options struct {
 	Workers int
 	// Progress, if set, is told after every finished run.
 	Progress func(Progress)
+	// Store, if set, is asked for every run before it is made, and keeps
+	// every run that succeeded.
+	Store Store
+	// StoreErr, if set, is told when the store could not keep a run (the
+	// advice goes on without it).
+	StoreErr func(error)
+
+	tally *tally // runs made and reused, counted for the answer (set by Advise)
+}
+
+// tally counts an advice's runs.
+type tally struct {
+	mu           sync.Mutex
+	made, reused int
+}
+
+func (t *tally) add(reused bool) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if reused {
+		t.reused++
+	} else {
+		t.made++
+	}
 }
 
 // runAll runs jobs, Workers at a time, reporting progress under phase.
@@ -51,6 +80,23 @@ func (o Options) runAll(phase string, jobs []*job) {
 	start := time.Now()
 	var mu sync.Mutex
 	done := 0
+	finished := func(j *job) {
+		o.tally.add(j.reused)
+		mu.Lock()
+		done++
+		if o.Progress != nil {
+			o.Progress(Progress{Phase: phase, Done: done, Total: len(jobs), Elapsed: time.Since(start)})
+		}
+		mu.Unlock()
+	}
+	var todo []*job
+	for _, j := range jobs {
+		if j.load(o.Store) {
+			finished(j)
+			continue
+		}
+		todo = append(todo, j)
+	}
 	next := make(chan *job)
 	var wg sync.WaitGroup
 	for range max(o.Workers, 1) {
@@ -58,22 +104,54 @@ func (o Options) runAll(phase string, jobs []*job) {
 		go func() {
 			defer wg.Done()
 			for j := range next {
-				opt := experiments.SimOptions{NoCheck: true, ProfileOverride: j.profile, Inspect: func(c *sim.Cluster) {
+				override := j.profile
+				if j.moved != nil {
+					moved := j.moved
+					override = func(p *sim.Profile) { *p = *moved }
+				}
+				opt := experiments.SimOptions{NoCheck: true, ProfileOverride: override, Inspect: func(c *sim.Cluster) {
 					j.usage, j.stats = c.Usage(), c.Stats()
 				}}
 				j.rec, j.err = run(j.cfg, opt)
-				mu.Lock()
-				done++
-				if o.Progress != nil {
-					o.Progress(Progress{Phase: phase, Done: done, Total: len(jobs), Elapsed: time.Since(start)})
+				if err := j.save(o.Store); err != nil && o.StoreErr != nil {
+					o.StoreErr(err)
 				}
-				mu.Unlock()
+				finished(j)
 			}
 		}()
 	}
-	for _, j := range jobs {
+	for _, j := range todo {
 		next <- j
 	}
 	close(next)
 	wg.Wait()
+}
+
+// load takes j's run from s, if s has it.
+func (j *job) load(s Store) bool {
+	if s == nil {
+		return false
+	}
+	key, ok := j.storeKey()
+	if !ok {
+		return false
+	}
+	v, ok := s.Load(key)
+	if !ok {
+		return false
+	}
+	j.rec, j.usage, j.stats, j.reused = v.Record, v.Usage, v.Stats, true
+	return true
+}
+
+// save keeps j's run in s when it succeeded.
+func (j *job) save(s Store) error {
+	if s == nil || j.err != nil {
+		return nil
+	}
+	key, ok := j.storeKey()
+	if !ok {
+		return nil
+	}
+	return s.Save(key, Stored{Record: j.rec, Usage: j.usage, Stats: j.stats})
 }
