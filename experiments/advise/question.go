@@ -145,7 +145,24 @@ func (q Question) normalized() (Question, error) {
 }
 
 // String is how the question reads in a heading.
-func (q Question) String() string {
+func (q Question) String() string { return q.describe(nil) }
+
+// describe is String with each parameter of swept written as swept.
+func (q Question) describe(swept []Param) string {
 	b := q.Base
-	return fmt.Sprintf("%s, %d nodes x %d threads, %s of %s per node, %s", b.Profile, b.Nodes, b.Threads, b.Pattern, experiments.GiB(b.BytesPerNode), q.Connect)
+	show := func(p Param, v string) string {
+		if slices.Contains(swept, p) {
+			return string(p) + " swept"
+		}
+		return v
+	}
+	s := fmt.Sprintf("%s, %s x %s, %s of %s per node, %s", b.Profile, show(ParamNodes, fmt.Sprintf("%d nodes", b.Nodes)),
+		show(ParamThreads, fmt.Sprintf("%d threads", b.Threads)), b.Pattern, show(ParamBytesPerNode, experiments.GiB(b.BytesPerNode)), q.Connect)
+	if q.MemoryBudget > 0 || slices.Contains(swept, ParamMemoryBudget) {
+		s += ", memory budget " + show(ParamMemoryBudget, experiments.GiB(q.MemoryBudget))
+	}
+	if slices.Contains(swept, ParamCycles) {
+		s += ", cycles-per-tuple swept"
+	}
+	return s
 }

@@ -82,6 +82,12 @@ func Write(base string, p Spec) error {
 	if err != nil {
 		return err
 	}
+	return writeWithLegend(base, p.Title, plt, leg)
+}
+
+// writeWithLegend draws plt with leg to its right to base+".png" and
+// base+".svg".
+func writeWithLegend(base, title string, plt *plot.Plot, leg plot.Legend) error {
 	r := leg.Rectangle(draw.Canvas{})
 	// The legend's labels get a sixth more room than their laid-out
 	// width: an SVG viewer without the fonts gonum measured them with may
@@ -102,7 +108,7 @@ func Write(base string, p Spec) error {
 		plt.Draw(draw.Crop(dc, 0, -legW, 0, -titleHeadroom))
 		leg.Draw(draw.Crop(dc, plotWidth+vg.Centimeter/4, 0, 0, -vg.Centimeter/2))
 		if err := writeCanvas(base+ext, c); err != nil {
-			return fmt.Errorf("plot %q: %w", p.Title, err)
+			return fmt.Errorf("plot %q: %w", title, err)
 		}
 	}
 	return nil
