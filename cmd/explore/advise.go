@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -14,6 +17,8 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/advise"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
 // adviseRunFlags are the run flags advise takes: the cluster and the
@@ -28,6 +33,11 @@ type adviseFlags struct {
 	workers int
 	jsonOut bool
 	brief   bool
+	points  string
+	noReuse bool
+	sweeps  []string
+	mapOut  string
+	save    string
 	net     netFlags
 }
 
@@ -49,15 +59,24 @@ tied with it. Each design's bottleneck is read from the simulator's busy times a
 docs/advise.md says how, and what it cannot see.`,
 		Example: `  explore advise --profile edr-cx4 --nodes 16 --threads 14 --bytes-per-node 4GiB
   explore advise --profile fdr-cx3 --nodes 8 --threads 4 --memory-budget 64MiB --json
-  explore advise --nodes 64 --topology fat-tree --oversubscription 2:1 --connect pre-connected`,
+  explore advise --nodes 64 --topology fat-tree --oversubscription 2:1 --connect pre-connected
+  explore advise --profile fdr-cx3 --threads 4 --sweep nodes=2,4,8,16 --sweep bytes-per-node=64MiB,256MiB,1GiB`,
 		Args: flagsOnly,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.check(cmd); err != nil {
 				return err
 			}
+			if len(f.sweeps) > 0 {
+				return f.sweep(cmd)
+			}
 			a, err := f.run(cmd)
 			if err != nil {
 				return err
+			}
+			if f.save != "" {
+				if err := advise.WriteJSON(f.save, a); err != nil {
+					return fmt.Errorf("--save %s: %w", f.save, err)
+				}
 			}
 			if f.jsonOut {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -65,7 +84,7 @@ docs/advise.md says how, and what it cannot see.`,
 				return enc.Encode(a)
 			}
 			if f.brief {
-				fmt.Fprintln(cmd.OutOrStdout(), wrapText("For this cluster ("+a.Question+"): "+lowerFirst(adviceSummary(a)), tableWidth(), "  "))
+				fmt.Fprintln(cmd.OutOrStdout(), wrapText("For this cluster ("+a.Question+"): "+lowerFirst(a.Summary()), tableWidth(), "  "))
 				return nil
 			}
 			printAdvice(cmd.OutOrStdout(), a)
@@ -80,7 +99,7 @@ docs/advise.md says how, and what it cannot see.`,
 			fl.AddFlag(x)
 		}
 	})
-	fl.Lookup("nodes").DefValue, fl.Lookup("threads").DefValue = "16", "14"
+	fl.Lookup("nodes").DefValue, fl.Lookup("threads").DefValue = "16", "half the profile's cores: 14 on edr-cx4"
 	fl.Lookup("bytes-per-node").DefValue = "4GiB"
 	f.net.register(fl)
 	fl.StringVar(&f.connect, "connect", string(advise.PerQuery), "per-query (set-up is part of every shuffle) or pre-connected (endpoints reused: data phase only)")
@@ -92,6 +111,11 @@ docs/advise.md says how, and what it cannot see.`,
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "runs at once (the answer does not depend on it)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the answer as one JSON object (docs/results.md)")
 	fl.BoolVar(&f.brief, "brief", false, "print the recommendation alone, in a sentence or two")
+	fl.StringVar(&f.points, "points", "results/advise/points", "directory that keeps finished runs (keyed by configuration, profile parameters and model ID); a later advice reuses them")
+	fl.StringArrayVar(&f.sweeps, "sweep", nil, "map which design wins where: PARAM=V1,V2,... once or twice, PARAM one of "+paramList()+" (a figure and the crossovers in words)")
+	fl.StringVar(&f.mapOut, "map-out", filepath.Join("results", "advise", advise.MapFigure), "with --sweep: the map's path without extension: the figure (.png, .svg) and the map as JSON (.json, which explore report --advice shows)")
+	fl.StringVar(&f.save, "save", filepath.Join("results", "advise", advise.AnswerFile), "also write the answer as JSON to this file, which explore report --advice shows (\"\": do not)")
+	fl.BoolVar(&f.noReuse, "no-reuse", false, "run every point, neither reading nor keeping finished runs")
 	return cmd
 }
 
@@ -99,6 +123,12 @@ docs/advise.md says how, and what it cannot see.`,
 // something else.
 func (f *adviseFlags) check(cmd *cobra.Command) error {
 	q := &f.q
+	if !cmd.Flags().Changed("threads") {
+		// As many sending and receiving threads as the node has cores.
+		if p, err := sim.LoadProfile(q.Base.Profile); err == nil {
+			q.Base.Threads = max(p.Host.Cores/2, 1)
+		}
+	}
 	if q.Base.Threads < 1 {
 		return fmt.Errorf("--threads %d: want at least 1", q.Base.Threads)
 	}
@@ -128,7 +158,117 @@ func (f *adviseFlags) run(cmd *cobra.Command) (*advise.Answer, error) {
 		t.setTotal(before + p.Total)
 		t.step(1, p.Phase)
 	}}
+	f.setStore(cmd, &o)
 	return advise.Advise(f.q, o)
+}
+
+// paramList names the parameters --sweep takes.
+func paramList() string {
+	s := make([]string, len(advise.Params))
+	for i, p := range advise.Params {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+// sweep answers the question at every point of the --sweep axes, prints
+// the map as a table and the crossovers in words (or the map as JSON),
+// and draws the map.
+func (f *adviseFlags) sweep(cmd *cobra.Command) error {
+	var axes []advise.Axis
+	for _, s := range f.sweeps {
+		a, err := advise.ParseAxis(s)
+		if err != nil {
+			return fmt.Errorf("--sweep %s: %w", s, err)
+		}
+		if flag := string(a.Param); cmd.Flags().Changed(flag) {
+			return fmt.Errorf("--%s and --sweep %s: the parameter is swept; give one of the two", flag, s)
+		}
+		axes = append(axes, a)
+	}
+	t := newTask(cmd.ErrOrStderr(), "advise map", "runs", 0)
+	before, point := 0, ""
+	o := advise.Options{Workers: f.workers, Progress: func(p advise.Progress) {
+		if p.Done == 1 {
+			before = t.doneSoFar()
+		}
+		t.setTotal(before + p.Total)
+		t.step(1, point+p.Phase)
+	}}
+	f.setStore(cmd, &o)
+	m, err := advise.Sweep(f.q, axes, o, func(i, n int, values []int64) {
+		var at []string
+		for k, v := range values {
+			at = append(at, fmt.Sprintf("%s=%s", axes[k].Param, axes[k].Param.Format(v)))
+		}
+		point = fmt.Sprintf("point %d/%d (%s): ", i+1, n, strings.Join(at, " "))
+	})
+	t.finish()
+	if err != nil {
+		return err
+	}
+	title := fmt.Sprintf("Which design wins: %s, %d threads, %s", f.q.Base.Profile, f.q.Base.Threads, f.q.Base.Pattern)
+	if err := os.MkdirAll(filepath.Dir(f.mapOut), 0o755); err != nil {
+		return err
+	}
+	if err := chart.WriteMap(f.mapOut, m.Figure(title)); err != nil {
+		return err
+	}
+	if err := advise.WriteJSON(f.mapOut+".json", m); err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	if f.jsonOut {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	}
+	printMap(w, m)
+	fmt.Fprintf(w, "Map: %s.png and .svg; as JSON: %s.json\n", f.mapOut, f.mapOut)
+	return nil
+}
+
+// printMap prints the winner of every point as a table (rows: the second
+// axis's values), then the crossovers.
+func printMap(w io.Writer, m *advise.Map) {
+	fmt.Fprintf(w, "Question: %s (swept below)\n", m.Question)
+	head, rows := m.Table()
+	t := newWrappedTable(w)
+	t.Header(head)
+	for _, r := range rows {
+		t.Append(r)
+	}
+	t.Render()
+	fmt.Fprintln(w, wrapText("~: not clear of the runner-up (tied with it under a rerun, or their bands overlap).", tableWidth(), "  "))
+	fmt.Fprintln(w, "Crossovers:")
+	for _, c := range m.Crossovers {
+		fmt.Fprintln(w, "  "+wrapText(c, tableWidth()-2, "    "))
+	}
+	for _, c := range m.Cells {
+		if c.Error != "" {
+			fmt.Fprintln(w, wrapText(fmt.Sprintf("No advice at %v: %s", c.Values, c.Error), tableWidth(), "  "))
+		}
+	}
+	runs := fmt.Sprintf("%d simulated runs", m.Runs)
+	if m.Reused > 0 {
+		runs += fmt.Sprintf(", %d of them shared between points or reused from earlier advice", m.Reused)
+	}
+	fmt.Fprintln(w, runs+".")
+}
+
+// setStore gives o the store of finished runs the flags name; a store
+// that cannot keep a run is said once on standard error.
+func (f *adviseFlags) setStore(cmd *cobra.Command, o *advise.Options) {
+	if f.noReuse || f.points == "" {
+		return
+	}
+	o.Store = advise.DirStore{Dir: f.points}
+	var once sync.Once
+	o.StoreErr = func(err error) {
+		once.Do(func() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "advise: cannot keep finished runs in %s (%v); going on without (--points DIR to choose another directory, --no-reuse to stop trying)\n", f.points, err)
+		})
+	}
 }
 
 // printAdvice prints the answer: the recommendation in words, the ranked
@@ -138,7 +278,7 @@ func printAdvice(w io.Writer, a *advise.Answer) {
 	if a.Network != "" {
 		fmt.Fprintf(w, "Network: %s\n", a.Network)
 	}
-	fmt.Fprintln(w, wrapText(adviceSummary(a), tableWidth(), "  "))
+	fmt.Fprintln(w, wrapText(a.Summary(), tableWidth(), "  "))
 	t := newWrappedTable(w)
 	t.Header("rank", "design", "time [ms]", "band [ms]", "set-up [ms]", "rate [GiB/s]", "registered", "QPs", "idle send/recv", "bottleneck")
 	for i, d := range a.Designs {
@@ -184,7 +324,11 @@ func printAdvice(w io.Writer, a *advise.Answer) {
 	if a.ScreenBytes >= a.BytesNode {
 		screening = fmt.Sprintf("every design run at the asked %s per node", humanize.IBytes(uint64(a.BytesNode)))
 	}
-	notes := []string{fmt.Sprintf("%d simulated runs; %s.", a.Runs, screening),
+	runs := fmt.Sprintf("%d simulated runs", a.Runs)
+	if a.Reused > 0 {
+		runs += fmt.Sprintf(" (%d of them reused from earlier advice)", a.Reused)
+	}
+	notes := []string{fmt.Sprintf("%s; %s.", runs, screening),
 		"(out): more than 25% slower than the best at screening; not grown or banded. *: its rates had not settled within 3% when growth stopped (--max-growth). Designs that model another host stack (sockets over Gigabit Ethernet, software iWARP) are screened only when named in --designs."}
 	if a.CeilingGiBs > 0 {
 		notes = append(notes, fmt.Sprintf("The network's ceiling for this traffic (perftest all-to-all, the qperf baseline): %.2f GiB/s per node over the network; a design's rate also counts the tuples that stay on their node (1 in %d).", a.CeilingGiBs, a.Nodes))
@@ -192,27 +336,6 @@ func printAdvice(w io.Writer, a *advise.Answer) {
 	for _, n := range notes {
 		fmt.Fprintln(w, wrapText(n, tableWidth(), "  "))
 	}
-}
-
-// adviceSummary is the answer in a sentence or two: the winner and why,
-// and what is within its band.
-func adviceSummary(a *advise.Answer) string {
-	if a.Winner == "" {
-		return "No design ran: see the reasons below."
-	}
-	w := a.Designs[0]
-	s := fmt.Sprintf("Use %s: %.1f ms expected (band %.1f-%.1f ms), %s", w.Name, w.TimeS*1e3, w.BandLowS*1e3, w.BandHighS*1e3, w.Bottleneck.Why)
-	if w.SetupS > 0 {
-		s += fmt.Sprintf("; set-up %.1f ms of it", w.SetupS*1e3)
-	}
-	s += "."
-	if len(a.Tied) > 0 {
-		s += " Tied with it (as fast under one of the same reruns): " + strings.Join(a.Tied, ", ") + "."
-	} else if len(a.Designs) > 1 && a.Designs[1].Status == advise.Ranked {
-		r := a.Designs[1]
-		s += fmt.Sprintf(" Next: %s, %.1f ms (%.0f%% slower), not tied: slower under every rerun both had.", r.Name, r.TimeS*1e3, 100*(r.TimeS/w.TimeS-1))
-	}
-	return s
 }
 
 // lowerFirst lowers a sentence's first letter, to continue another.

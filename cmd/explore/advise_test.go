@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +14,7 @@ import (
 // the JSON answer names a winner that ranks first with a bottleneck, and
 // the text and brief forms say which design to use.
 func TestAdviseJSONAndText(t *testing.T) {
-	args := []string{"advise", "--nodes", "2", "--threads", "1", "--bytes-per-node", "4MiB", "--screen-bytes", "1MiB", "--designs", "MESQ/SR,SEMQ/SR", "--band", "controls"}
+	args := []string{"advise", "--nodes", "2", "--threads", "1", "--bytes-per-node", "4MiB", "--screen-bytes", "1MiB", "--designs", "MESQ/SR,SEMQ/SR", "--band", "controls", "--no-reuse", "--save", ""}
 	out, err := run(t, append(args, "--json")...)
 	if err != nil {
 		t.Fatal(err, out)
@@ -50,7 +52,51 @@ func TestAdviseRefusals(t *testing.T) {
 		{[]string{"--workers", "0"}, "--workers 0"},
 		{[]string{"--vls", "2"}, "--vls applies to a multi-switch network"},
 	} {
-		out, err := run(t, append([]string{"advise", "--nodes", "2", "--bytes-per-node", "1MiB"}, tc.args...)...)
+		out, err := run(t, append([]string{"advise", "--nodes", "2", "--bytes-per-node", "1MiB", "--no-reuse", "--save", ""}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("advise %v: error %v, want %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}
+
+// TestAdviseSweep maps a small plane: the table, the crossovers and the
+// files (figure and JSON) are written, and the JSON reads back as a map
+// of a cell per point; bad sweeps are refused naming the flag.
+func TestAdviseSweep(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "map")
+	args := []string{"advise", "--threads", "1", "--designs", "MESQ/SR,SEMQ/SR", "--band", "controls", "--no-reuse", "--save", "",
+		"--sweep", "nodes=2,3", "--sweep", "bytes-per-node=1MiB,2MiB", "--map-out", base}
+	out, err := run(t, args...)
+	if err != nil || !strings.Contains(out, "Crossovers:") || !strings.Contains(out, "bytes-per-node \\ nodes") {
+		t.Fatalf("advise --sweep (%v):\n%s", err, out)
+	}
+	for _, ext := range []string{".png", ".svg"} {
+		if st, err := os.Stat(base + ext); err != nil || st.Size() == 0 {
+			t.Errorf("map figure %s: %v", ext, err)
+		}
+	}
+	m, err := advise.ReadMap(base + ".json")
+	if err != nil || len(m.Cells) != 4 || m.Cell(1, 1).Values[0] != 3 || m.Cell(1, 1).Values[1] != 2<<20 {
+		t.Fatalf("map JSON: %v %+v", err, m)
+	}
+	for _, c := range m.Cells {
+		if c.Winner == "" || (c.Winner != "MESQ/SR" && c.Winner != "SEMQ/SR") {
+			t.Errorf("cell %v: winner %q (%s)", c.Values, c.Winner, c.Error)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sweep", "colour=1,2"}, "want PARAM=V1,V2"},
+		{[]string{"--sweep", "nodes=2,x"}, `value "x"`},
+		{[]string{"--sweep", "bytes-per-node=1MiB,1MiB"}, "given twice"},
+		{[]string{"--nodes", "4", "--sweep", "nodes=2,4"}, "--nodes and --sweep nodes=2,4"},
+		{[]string{"--sweep", "nodes=2", "--sweep", "threads=1", "--sweep", "cycles-per-tuple=5"}, "a map has one or two"},
+		{[]string{"--sweep", "nodes=2", "--sweep", "nodes=3"}, "swept twice"},
+	} {
+		out, err := run(t, append([]string{"advise", "--bytes-per-node", "1MiB", "--no-reuse", "--save", "", "--map-out", base}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("advise %v: error %v, want %q\n%s", tc.args, err, tc.want, out)
 		}
