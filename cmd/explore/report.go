@@ -15,7 +15,7 @@ import (
 )
 
 func reportCmd() *cobra.Command {
-	var out, from, validation, sens string
+	var out, from, validation, sens, adviceDir string
 	var run, noEvidence bool
 	var jobs int
 	var mem memoryLimits
@@ -26,7 +26,9 @@ func reportCmd() *cobra.Command {
 fetched): every claim's verdict with the paper's figure beside the measured one and the
 figure's steady-state check, every figure, the model against public measurements
 (experiments/evidence) and the provenance of the runs (version, commit, Go version,
-profiles and their hashes, date from the records).
+profiles and their hashes, date from the records), and which design to use: the last
+answer and map of explore advise in --advice (default docs/advise, the project's own;
+results/advise for yours).
 
 By default it reads the figures the project tracks (docs/figures, the quick-scale run
 of explore reproduce --update-docs, with docs/validation.md beside it) and judges every
@@ -53,8 +55,11 @@ page's directory (several minutes on 2 cores).`,
 					return err
 				}
 			}
+			if _, err := os.Stat(adviceDir); err != nil && !cmd.Flags().Changed("advice") {
+				adviceDir = "" // the default directory is not here: no advice section
+			}
 			p, err := report.Collect(cmd.Context(), report.Options{Dir: from, Validation: validation, NoEvidence: noEvidence, Sensitivity: sens,
-				Command: commandLine(cmd), Log: errw})
+				Advice: adviceDir, Command: commandLine(cmd), Log: errw})
 			if err != nil {
 				return err
 			}
@@ -81,6 +86,7 @@ page's directory (several minutes on 2 cores).`,
 	fl.BoolVar(&run, "run", false, "run the quick reproduction first (several minutes), into the page's directory, and report on it")
 	fl.StringVar(&sens, "sensitivity", filepath.Join("docs", "sensitivity.json"), "a sensitivity analysis (explore sensitivity) for the robustness column; a missing file: not analysed")
 	fl.BoolVar(&noEvidence, "no-evidence", false, "leave out the model-against-measurements section")
+	fl.StringVar(&adviceDir, "advice", filepath.Join("docs", "advise"), "the advice to show (its last answer.json and map.json: explore advise writes them to results/advise); \"\": none")
 	fl.IntVar(&jobs, "jobs", 0, "with --run: parallel runs (default: one per core)")
 	mem.register(fl)
 	return cmd

@@ -35,13 +35,15 @@ const imageCheck = `<script>window.addEventListener("load", function () {
   var im = document.images, n = 0;
   for (var i = 0; i < im.length; i++) { if (im[i].complete && im[i].naturalWidth > 0) n++; }
   var p = document.createElement("p"); p.id = "image-check";
-  p.textContent = "loaded=" + n + " total=" + im.length + " rows=" + document.querySelectorAll("#verdict-table tr.claim").length;
+  p.textContent = "loaded=" + n + " total=" + im.length + " rows=" + document.querySelectorAll("#verdict-table tr.claim").length +
+    " advice=" + document.querySelectorAll("#advice-table tr.advice").length;
   document.body.appendChild(p);
 });</script>`
 
 // TestRenderChromium renders the page of docs/figures in headless
-// Chromium and checks that every image loaded and that the verdict table
-// has a row per claim (29). It skips when no Chromium is installed,
+// Chromium and checks that every image loaded (the advice's map too), that
+// the verdict table has a row per claim (29) and the advice table a row
+// per ranked design. It skips when no Chromium is installed,
 // unless REPORT_REQUIRE_CHROMIUM is set (make report-check installs it).
 func TestRenderChromium(t *testing.T) {
 	bin := findChromium()
@@ -52,7 +54,7 @@ func TestRenderChromium(t *testing.T) {
 		t.Skip("no chromium binary found (install Debian's chromium, or run make report-check): page not rendered")
 	}
 	p, html := docsReport(t)
-	want := 0
+	want := 1 // the advice's map
 	for _, f := range p.Figures {
 		want += len(f.Images)
 	}
@@ -62,20 +64,24 @@ func TestRenderChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	dom := dumpDOM(t, bin, page)
-	m := regexp.MustCompile(`<p id="image-check">loaded=(\d+) total=(\d+) rows=(\d+)</p>`).FindStringSubmatch(dom)
+	m := regexp.MustCompile(`<p id="image-check">loaded=(\d+) total=(\d+) rows=(\d+) advice=(\d+)</p>`).FindStringSubmatch(dom)
 	if m == nil {
 		t.Fatalf("the check did not run: no image-check line in the DOM Chromium dumped (%d bytes)", len(dom))
 	}
 	loaded, _ := strconv.Atoi(m[1])
 	total, _ := strconv.Atoi(m[2])
 	rows, _ := strconv.Atoi(m[3])
+	advice, _ := strconv.Atoi(m[4])
 	if total != want || loaded != total {
 		t.Errorf("%d of %d images loaded, the page embeds %d", loaded, total, want)
 	}
 	if rows != 29 {
 		t.Errorf("the rendered verdict table has %d rows, want 29", rows)
 	}
-	t.Logf("Chromium: %d of %d images loaded, %d verdict rows", loaded, total, rows)
+	if advice != len(p.Advice.Rows) {
+		t.Errorf("the rendered advice table has %d rows, want %d", advice, len(p.Advice.Rows))
+	}
+	t.Logf("Chromium: %d of %d images loaded, %d verdict rows, %d advice rows", loaded, total, rows, advice)
 }
 
 // dumpDOM runs Chromium headless on file and returns the DOM after load.

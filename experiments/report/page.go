@@ -7,6 +7,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/dustin/go-humanize"
 )
 
 //go:embed page.html.tmpl
@@ -19,6 +21,7 @@ var tmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"num":      func(x float64) string { return fmt.Sprintf("%.4g", x) },
 	"kib":      func(n int) string { return fmt.Sprintf("%.0f KiB", float64(n)/1024) },
 	"join":     strings.Join,
+	"ibytes":   func(n int64) string { return humanize.IBytes(uint64(n)) },
 	"orNone": func(xs []string, none string) string {
 		if len(xs) == 0 {
 			return none

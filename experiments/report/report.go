@@ -42,6 +42,10 @@ type Options struct {
 	// robustness cells the verdict table shows, fragile passes counted as
 	// partials as in validation.md; "" or a missing file: not analysed.
 	Sensitivity string
+	// Advice is an advice directory (explore advise writes results/advise;
+	// docs/advise is the project's) whose last answer and map the page
+	// shows; "": no advice section.
+	Advice string
 	// NoEvidence leaves the evidence section out.
 	NoEvidence bool
 	// Command is the command line that made the page, shown on it.
@@ -61,6 +65,7 @@ type Page struct {
 	Figures    []Figure
 	Claims     []ClaimRow
 	Evidence   *Evidence // nil when left out
+	Advice     *Advice   // nil when left out
 	Provenance Provenance
 }
 
@@ -164,6 +169,12 @@ func Collect(ctx context.Context, o Options) (*Page, error) {
 		if cell, ok := jr.Robustness[p.Claims[i].ID]; ok {
 			p.Claims[i].Robustness = append([]string{cell}, p.Claims[i].Robustness...)
 		}
+	}
+	if o.Advice != "" {
+		if p.Advice, err = loadAdvice(o.Advice); err != nil {
+			return nil, err
+		}
+		logf("advice from %s", o.Advice)
 	}
 	if !o.NoEvidence {
 		p.Evidence, err = runEvidence(logf)

@@ -15,7 +15,10 @@ import (
 )
 
 // docsFigures is the tracked quick-scale run the tests report on.
-const docsFigures = "../../docs/figures"
+const (
+	docsFigures = "../../docs/figures"
+	docsAdvice  = "../../docs/advise"
+)
 
 var (
 	docsOnce sync.Once
@@ -30,7 +33,7 @@ func docsReport(t *testing.T) (*Page, []byte) {
 	t.Helper()
 	docsOnce.Do(func() {
 		b := buildinfo.Info{Version: "v9.9.9-test", Commit: "abc123", Go: "go-test"}
-		docsPage, docsErr = Collect(context.Background(), Options{Dir: docsFigures, Sensitivity: filepath.Join(docsFigures, "..", "sensitivity.json"), Command: "explore report", Build: &b})
+		docsPage, docsErr = Collect(context.Background(), Options{Dir: docsFigures, Sensitivity: filepath.Join(docsFigures, "..", "sensitivity.json"), Advice: docsAdvice, Command: "explore report", Build: &b})
 		if docsErr != nil {
 			return
 		}
@@ -77,8 +80,21 @@ func TestPageStructure(t *testing.T) {
 		}
 	}
 	imgs := regexp.MustCompile(`<img src="([^"]*)"`).FindAllStringSubmatch(page, -1)
-	if len(imgs) != len(plots) {
-		t.Errorf("%d images on the page, %d plots in the directory", len(imgs), len(plots))
+	if len(imgs) != len(plots)+1 {
+		t.Errorf("%d images on the page, %d plots in the directory and the advice's map", len(imgs), len(plots))
+	}
+	// The advice: the answer's summary, a row per ranked design, and the
+	// map with its crossovers.
+	if p.Advice == nil || p.Advice.Answer == nil || p.Advice.Map == nil || p.Advice.MapImage == nil {
+		t.Fatalf("advice section %+v", p.Advice)
+	}
+	if n := strings.Count(page, `<tr class="advice`); n != len(p.Advice.Rows) || n < 5 {
+		t.Errorf("%d advice rows on the page, %d ranked designs", n, len(p.Advice.Rows))
+	}
+	for _, want := range []string{`id="advice"`, "Use " + strings.ReplaceAll(p.Advice.Answer.Winner, "+", "&#43;") + ":", `data-name="map"`, `<ul class="crossovers"><li>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the advice section lacks %s", want)
+		}
 	}
 	for _, m := range imgs {
 		if !strings.HasPrefix(m[1], "data:image/png;base64,") {
