@@ -56,7 +56,7 @@ func ReadMap(path string) (*Map, error) {
 		n *= len(a.Values)
 	}
 	if len(m.Axes) == 0 || len(m.Axes) > 2 || len(m.Cells) != n {
-		return nil, fmt.Errorf("%w: %s holds %d cells for %d axes: write it again with explore advise --sweep", ErrNotAdvice, path, len(m.Cells), len(m.Axes))
+		return nil, fmt.Errorf("%w: %s holds %d cells for %d axes: make the map again", ErrNotAdvice, path, len(m.Cells), len(m.Axes))
 	}
 	return &m, nil
 }

@@ -148,7 +148,7 @@ func (m *Map) Cell(i, j int) Cell { return m.Cells[j*len(m.Axes[0].Values)+i] }
 func Sweep(q Question, axes []Axis, o Options, cell func(i, n int, values []int64)) (*Map, error) {
 	switch {
 	case len(axes) == 0 || len(axes) > 2:
-		return nil, fmt.Errorf("%w: %d parameters swept: a map has one or two (--sweep nodes=... --sweep bytes-per-node=...)", ErrAxis, len(axes))
+		return nil, fmt.Errorf("%w: %d parameters swept: a map has one or two (nodes and bytes per node, say)", ErrAxis, len(axes))
 	case len(axes) == 2 && axes[0].Param == axes[1].Param:
 		return nil, fmt.Errorf("%w: %s swept twice: sweep two different parameters", ErrAxis, axes[0].Param)
 	}
