@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/report"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
@@ -82,6 +83,7 @@ func figureIDs() string {
 
 func figureCmd() *cobra.Command {
 	var ff figureFlags
+	var reference string
 	cmd := &cobra.Command{
 		Use:   "figure <id>",
 		Short: "Run one figure of Liu19's evaluation and write its data and plots",
@@ -113,6 +115,9 @@ Figures: ` + figureIDs() + `.`,
 			printFigure(w, rep)
 			vs := figures.Judge(map[string][]results.Result{f.ID: rep.Results})
 			printVerdicts(w, vs, f.Claims)
+			if err := printAgainstReference(w, vs, f.Claims, ff, reference); err != nil {
+				return err
+			}
 			if rep.Failed > 0 {
 				return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
 			}
@@ -120,6 +125,7 @@ Figures: ` + figureIDs() + `.`,
 		},
 	}
 	ff.register(cmd, "results/<id>")
+	cmd.Flags().StringVar(&reference, "reference", filepath.Join("docs", "validation.md"), "the claims report whose verdicts this run's are compared with (\"\": none)")
 	cmd.Flags().BoolVar(&ff.grow, "steady", false, fmt.Sprintf("grow every throughput point until doubling its input moves it by < 3%% (at most %dx), as explore reproduce does; several times slower", figures.MaxGrowth))
 	return cmd
 }
@@ -199,6 +205,52 @@ func printVerdicts(w io.Writer, vs []figures.Verdict, only []string) {
 		t.Append(v.Claim, v.Verdict, v.Measured, v.Reason)
 	}
 	t.Render()
+}
+
+// printAgainstReference says at what scale the verdicts were judged, and
+// names each that differs from the reference claims report at path
+// (docs/validation.md: the quick reproduction grown to steady state), so
+// that a quick run's verdict is not taken for the project's.
+func printAgainstReference(w io.Writer, vs []figures.Verdict, only []string, ff figureFlags, path string) error {
+	if path == "" {
+		return nil
+	}
+	ref, err := report.ReadReference(path)
+	if err != nil {
+		return fmt.Errorf("--reference %s: %w", path, err)
+	}
+	scale := "quick scale"
+	if ff.full {
+		scale = "full scale"
+	}
+	how := scale + ", points as run"
+	if ff.grow {
+		how = scale + ", grown to steady state"
+	}
+	if ref == nil {
+		fmt.Fprintln(w, wrapText(fmt.Sprintf("These verdicts are this run's (%s); %s, the reference to compare them with, is not here.", how, path), tableWidth(), "  "))
+		return nil
+	}
+	var differ []string
+	for _, v := range vs {
+		r, ok := ref.Verdicts[v.Claim]
+		if (only != nil && !contains(only, v.Claim)) || !ok || r.Verdict == v.Verdict {
+			continue
+		}
+		d := fmt.Sprintf("%s is %s here, %s in %s", v.Claim, v.Verdict, r.Verdict, path)
+		if r.Measured != "" {
+			d += " (" + r.Measured + ")"
+		}
+		differ = append(differ, d)
+	}
+	msg := fmt.Sprintf("These verdicts are this run's (%s). The project's reference is %s (%s scale, every throughput point grown to steady state by explore reproduce)", how, path, ref.Scale)
+	if len(differ) == 0 {
+		msg += ", and it agrees on every claim of this figure."
+	} else {
+		msg += fmt.Sprintf("; %d differ: %s.", len(differ), strings.Join(differ, "; "))
+	}
+	fmt.Fprintln(w, wrapText(msg, tableWidth(), "  "))
+	return nil
 }
 
 func contains(xs []string, x string) bool {

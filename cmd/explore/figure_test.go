@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 )
 
 // TestFigureDeterministic runs the cheapest figure twice: same code and
@@ -130,5 +132,38 @@ func TestFigureScaleFlags(t *testing.T) {
 		case tc.wantErr == "" && (err != nil || ff.full != tc.wantFull):
 			t.Errorf("%v: full %v, err %v; want full %v", tc.args, ff.full, err, tc.wantFull)
 		}
+	}
+}
+
+// TestVerdictsAgainstReference: a figure's verdicts are said to be this
+// run's, at its scale, and each that differs from docs/validation.md is
+// named with the reference's verdict and measurement; agreement and a
+// missing reference are said too.
+func TestVerdictsAgainstReference(t *testing.T) {
+	ref := "../../docs/validation.md"
+	vs := []figures.Verdict{{Claim: "C9", Verdict: "pass"}, {Claim: "C10", Verdict: "fail"}, {Claim: "C1", Verdict: "pass"}}
+	for _, tc := range []struct {
+		name  string
+		ff    figureFlags
+		path  string
+		only  []string
+		wants []string
+	}{
+		{"quick run", figureFlags{}, ref, []string{"C9", "C10"}, []string{"this run's (quick scale, points as run)", "1 differ: C9 is pass here, partial in ../../docs/validation.md (MESQ/SR 11.33 vs MPI 5.84 GiB/s: 1.94x)"}},
+		{"agrees", figureFlags{grow: true}, ref, []string{"C10"}, []string{"grown to steady state", "agrees on every claim of this figure"}},
+		{"no reference", figureFlags{}, filepath.Join(t.TempDir(), "v.md"), nil, []string{"v.md, the reference to compare them with, is not here"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := printAgainstReference(&b, vs, tc.only, tc.ff, tc.path); err != nil {
+				t.Fatal(err)
+			}
+			out := strings.Join(strings.Fields(b.String()), " ")
+			for _, w := range tc.wants {
+				if !strings.Contains(out, w) {
+					t.Errorf("%q lacks %q", out, w)
+				}
+			}
+		})
 	}
 }

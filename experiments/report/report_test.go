@@ -297,3 +297,26 @@ func TestImageSrc(t *testing.T) {
 		}
 	}
 }
+
+// TestReadReference reads docs/validation.md's verdicts and measured
+// cells: every claim, each with its verdict, and C9's measured ratio.
+func TestReadReference(t *testing.T) {
+	ref, err := ReadReference("../../docs/validation.md")
+	if err != nil || ref == nil {
+		t.Fatal(ref, err)
+	}
+	if len(ref.Verdicts) != len(figures.Claims) || ref.Scale != "quick" {
+		t.Fatalf("%d verdicts (%s scale), want %d", len(ref.Verdicts), ref.Scale, len(figures.Claims))
+	}
+	for id, v := range ref.Verdicts {
+		if v.Verdict == "" || v.Measured == "" {
+			t.Errorf("%s: %+v", id, v)
+		}
+	}
+	if c9 := ref.Verdicts["C9"].Measured; !strings.HasPrefix(c9, "MESQ/SR ") || !strings.Contains(c9, "x") {
+		t.Errorf("C9 measured %q", c9)
+	}
+	if ref, err := ReadReference(filepath.Join(t.TempDir(), "none.md")); ref != nil || err != nil {
+		t.Errorf("a missing report: %v %v", ref, err)
+	}
+}
