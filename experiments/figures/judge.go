@@ -560,6 +560,14 @@ func judgeC17(rs []*results.Record, res map[string][]results.Result) Verdict {
 	return v
 }
 
+// listOrNone joins xs with commas, or says "none".
+func listOrNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
 // judgeC18: the best network-bound throughput 9.5-12.5 GiB/s; at the
 // heaviest processing every design but SESQ/SR reaches 90% of the
 // receivers' processing rate, and MPI and IPoIB stay below it everywhere.
@@ -592,8 +600,8 @@ func judgeC18(rs []*results.Record, _ map[string][]results.Result) Verdict {
 			}
 		}
 	}
-	meas := fmt.Sprintf("best network-bound %.2f GiB/s; at %d cycles per tuple designs below 90%% overlap: %v; baselines reaching 90%%: %v",
-		best, maxCyc, notOverlap, baseFull)
+	meas := fmt.Sprintf("best network-bound %.2f GiB/s; at %d cycles per tuple designs below 90%% overlap: %s; baselines reaching 90%%: %s",
+		best, maxCyc, listOrNone(notOverlap), listOrNone(baseFull))
 	netOK := best >= 9.5 && best <= 12.5
 	v := Verdict{Expected: "about 11 GiB/s network-bound; all designs but SESQ/SR reach >= 90% overlap; MPI and IPoIB never do",
 		Measured: meas, Verdict: grade(netOK && len(notOverlap) == 0 && len(baseFull) == 0, netOK)}

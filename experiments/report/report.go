@@ -227,7 +227,10 @@ func runEvidence(logf func(string, ...any)) (*Evidence, error) {
 	logf("evidence: %d public measurements; running the model at those it covers", len(pts))
 	e := &Evidence{}
 	var rs []evidence.Result
-	for _, pt := range pts {
+	for i, pt := range pts {
+		if i > 0 && i%10 == 0 {
+			logf("evidence: %d of %d points", i, len(pts))
+		}
 		r := evidence.Evaluate(pt)
 		rs = append(rs, r)
 		if r.Modelled {

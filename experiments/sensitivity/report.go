@@ -31,7 +31,11 @@ func (r Robustness) Label() string {
 	case len(r.Flips) == 0:
 		return fmt.Sprintf("robust (%s)", changes(r.Analysed))
 	}
-	return "fragile (flips under: " + strings.Join(r.Flips, "; ") + ")"
+	verb := "flip"
+	if len(r.Flips) == 1 {
+		verb = "flips"
+	}
+	return fmt.Sprintf("fragile: %d of %s %s it (%s)", len(r.Flips), changes(r.Analysed), verb, strings.Join(r.Flips, "; "))
 }
 
 // changes is "1 change" or "n changes".

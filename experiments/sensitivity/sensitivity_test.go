@@ -151,7 +151,7 @@ func TestAnalyse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"C1": "robust (2 changes)", "C2": "fragile (flips under: a x2: fail -> partial)", "C3": "not analysed"}
+	want := map[string]string{"C1": "robust (2 changes)", "C2": "fragile: 1 of 2 changes flips it (a x2: fail -> partial)", "C3": "not analysed"}
 	for _, r := range s.Claims {
 		if r.Label() != want[r.Claim] {
 			t.Errorf("%s: %q, want %q", r.Claim, r.Label(), want[r.Claim])
@@ -219,7 +219,7 @@ func TestStoredSoFar(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SetPending(pending)
-	want := map[string]string{"C1": "robust so far (1 change judged, 1 not yet)", "C2": "fragile (flips under: host.lock_ns x2: pass -> partial)"}
+	want := map[string]string{"C1": "robust so far (1 change judged, 1 not yet)", "C2": "fragile: 1 of 1 change flips it (host.lock_ns x2: pass -> partial)"}
 	for _, r := range s.Claims {
 		if r.Label() != want[r.Claim] {
 			t.Errorf("%s: %q, want %q", r.Claim, r.Label(), want[r.Claim])
@@ -317,7 +317,7 @@ func TestApplyFileNotesABaselineThatDisagrees(t *testing.T) {
 	}
 	want := map[string]string{
 		"C1": "robust (1 change)",
-		"C2": "fragile (flips under: x: partial -> pass); the analysis's own baseline, at the quick scale, judged it partial",
+		"C2": "fragile: 1 of 1 change flips it (x: partial -> pass); the analysis's own baseline, at the quick scale, judged it partial",
 		"C3": "not analysed",
 	}
 	for c, w := range want {
