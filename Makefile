@@ -3,35 +3,41 @@ GO ?= go
 
 .PHONY: run overview reproduce test bench fuzz fuzz-short vet build clean ibverbs-dev
 
+# The command-line tool, stamped with the commit it is built from (and
+# "+dirty" with uncommitted changes), which every record and report names:
+# go run stamps nothing. Built on every use; go build redoes only what
+# changed.
+EXPLORE := bin/explore
+
 # The main job on the default simulated cluster: no RDMA hardware, no setup.
 # Liu19's figure 19 at quick scale: the eight designs and the qperf, IPoIB
 # and MPI baselines on 2 to 16 nodes, FDR and EDR, repartition and broadcast;
 # a table here and the plots in results/fig19 (a few minutes on 2 cores);
 # then the advice for 8 EDR nodes of 4 threads (docs/advise.md).
-run:
-	$(GO) run ./cmd/explore figure fig19 --out results/fig19
-	$(GO) run ./cmd/explore advise --nodes 8 --threads 4 --bytes-per-node 1GiB --band controls --brief
+run: build
+	$(EXPLORE) figure fig19 --out results/fig19
+	$(EXPLORE) advise --nodes 8 --threads 4 --bytes-per-node 1GiB --band controls --brief
 
 # Microbenchmarks and one row per design on 8 EDR nodes (seconds).
-overview:
-	$(GO) run ./cmd/explore overview
+overview: build
+	$(EXPLORE) overview
 
 # Every claim's verdict: docs/validation.md and docs/figures/ (quick scale).
-reproduce:
-	$(GO) run ./cmd/explore reproduce --quick --update-docs
+reproduce: build
+	$(EXPLORE) reproduce --quick --update-docs
 
 # The one-page HTML report (results/report/index.html: figures, verdicts,
 # evidence, provenance), then its test in headless Chromium: every figure
 # loads and the verdict table has its 29 rows. Installs Debian's chromium
 # when missing (as root, or with sudo).
 .PHONY: report-check
-report-check:
+report-check: build
 	@if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
 		sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo"; fi; \
 		echo "installing Debian's chromium to render the report"; \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	fi
-	$(GO) run ./cmd/explore report
+	$(EXPLORE) report
 	REPORT_REQUIRE_CHROMIUM=1 $(GO) test -count=1 -v -run 'TestRenderChromium|TestPageStructure' ./experiments/report/
 
 # go vet, every test, and a few seconds of every fuzz target; the race
@@ -111,7 +117,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseHeader -fuzztime 30s -fuzzminimizetime $(FUZZ_MINIMIZE) ./tcpshuffle/
 
 build:
-	$(GO) build -buildvcs=auto -o bin/explore ./cmd/explore
+	$(GO) build -buildvcs=true -o $(EXPLORE) ./cmd/explore
 
 clean:
 	rm -rf bin results

@@ -475,3 +475,69 @@ func TestMisleadingInputsRefused(t *testing.T) {
 		t.Errorf("run --adaptive: %v\n%s", err, out)
 	}
 }
+
+// TestReadmeCommandsParse: every explore command the README shows names
+// a command that exists, with flags it takes and arguments it accepts
+// (none is run).
+func TestReadmeCommandsParse(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, " #")
+		for _, part := range strings.Split(line, " && ") {
+			part = strings.TrimSpace(part)
+			if !strings.HasPrefix(part, "bin/explore ") {
+				continue
+			}
+			n++
+			args := shellWords(strings.TrimPrefix(part, "bin/explore "))
+			cmd, rest, err := newRoot().Find(args)
+			if err != nil {
+				t.Errorf("%s: %v", part, err)
+				continue
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag() // as Execute adds them
+			if err := cmd.ParseFlags(rest); err != nil {
+				t.Errorf("%s: %v", part, err)
+				continue
+			}
+			if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
+				t.Errorf("%s: %v", part, err)
+			}
+		}
+	}
+	if n < 30 {
+		t.Errorf("%d explore commands found in the README, want the 30 or more it shows", n)
+	}
+}
+
+// shellWords splits s at spaces outside single quotes, dropping the
+// quotes.
+func shellWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, any := false, false
+	for _, r := range s {
+		switch {
+		case r == '\'':
+			quoted, any = !quoted, true
+		case r == ' ' && !quoted:
+			if any {
+				out = append(out, cur.String())
+				cur.Reset()
+				any = false
+			}
+		default:
+			cur.WriteRune(r)
+			any = true
+		}
+	}
+	if any {
+		out = append(out, cur.String())
+	}
+	return out
+}
