@@ -56,6 +56,13 @@ type Spec struct {
 	Series                []Series
 	LogX                  bool
 	HLines                []RefLine
+	// LogY puts y on a log scale (lines only; y must be > 0): for
+	// quantities over decades, such as registered memory against
+	// message size.
+	LogY bool
+	// XBytes labels the x ticks as sizes (4 KiB, 1 MiB) rather than
+	// byte counts.
+	XBytes bool
 	// StyleOrder lists the series names whose index picks their style
 	// (colour and marker), so that a series keeps its style in every
 	// figure: the design catalogue (experiments.DesignNames). Other
@@ -172,7 +179,23 @@ func buildData(p Spec) (*plot.Plot, error) {
 			if p.LogX && p.Kind == "lines" && pt.X <= 0 {
 				return nil, fmt.Errorf("plot %q: series %q has x = %v on a log scale", p.Title, s.Name, pt.X)
 			}
+			if p.LogY && pt.Y <= 0 {
+				return nil, fmt.Errorf("plot %q: series %q has y = %v on a log scale", p.Title, s.Name, pt.Y)
+			}
 		}
+	}
+	if p.LogY {
+		// Drawn as log10(y) on a linear axis, ticks labelled with y:
+		// gonum's log scale places a centred axis label at the
+		// arithmetic middle of the range and shrinks the plot to fit it.
+		logged := make([]Series, len(p.Series))
+		for i, s := range p.Series {
+			logged[i] = Series{Name: s.Name, Points: slices.Clone(s.Points)}
+			for j := range logged[i].Points {
+				logged[i].Points[j].Y, logged[i].Points[j].Err = math.Log10(logged[i].Points[j].Y), 0
+			}
+		}
+		p.Series = logged
 	}
 	if p.Kind == "lines" && !p.LogX && geometric(p.Series) {
 		p.LogX = true // 1, 2, 4, ... 16 spread evenly, not crowded at the left
@@ -211,15 +234,93 @@ func buildData(p Spec) (*plot.Plot, error) {
 		plt.Y.Min = math.Min(plt.Y.Min, y)
 		plt.Y.Max = math.Max(plt.Y.Max, y*1.05)
 	}
-	plt.Y.Min = math.Min(plt.Y.Min, 0) // bars and rates are read from zero
-	if p.Kind == "lines" && plt.Y.Max > 0 {
-		plt.Y.Max *= 1.06 // the top points and their markers stay inside the frame
+	if p.LogY {
+		if p.Kind != "lines" {
+			return nil, fmt.Errorf("plot %q: LogY applies to lines, not bars", p.Title)
+		}
+		plt.Y.Min, plt.Y.Max = plt.Y.Min-0.06, plt.Y.Max+0.06 // the markers stay inside the frame
+		plt.Y.Tick.Marker = decadeTicks(math.Pow(10, plt.Y.Min), math.Pow(10, plt.Y.Max))
+	} else {
+		plt.Y.Min = math.Min(plt.Y.Min, 0) // bars and rates are read from zero
+		if p.Kind == "lines" && plt.Y.Max > 0 {
+			plt.Y.Max *= 1.06 // the top points and their markers stay inside the frame
+		}
+		plt.Y.Tick.Marker = niceTicks{}
 	}
-	plt.Y.Tick.Marker = niceTicks{}
 	if p.Kind == "lines" && !p.LogX {
 		plt.X.Tick.Marker = niceTicks{}
+		if xs := xValues(p.Series); len(xs) <= 8 && allWhole(xs) {
+			// A few whole values (1, 2, 4 receives per credit): ticks
+			// at them, not at steps of 1.5 between.
+			plt.X.Tick.Marker = dataTicks(xs, tickLabel)
+		}
+	}
+	if p.XBytes && p.Kind == "lines" {
+		plt.X.Tick.Marker = dataTicks(xValues(p.Series), sizeLabel)
 	}
 	return plt, nil
+}
+
+// decadeTicks labels the powers of ten from lo to hi, with unlabelled
+// ticks at 2 to 9 times each, on an axis that holds log10(y).
+func decadeTicks(lo, hi float64) plot.ConstantTicks {
+	var t plot.ConstantTicks
+	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
+		for m := 1.0; m < 10; m++ {
+			if v := m * d; v >= lo && v <= hi {
+				tk := plot.Tick{Value: math.Log10(v)} // the axis holds log10(y)
+				if m == 1 {
+					tk.Label = tickLabel(v)
+				}
+				t = append(t, tk)
+			}
+		}
+	}
+	return t
+}
+
+// xValues are the series' distinct x values, ascending.
+func xValues(ss []Series) []float64 {
+	var xs []float64
+	for _, s := range ss {
+		for _, pt := range s.Points {
+			if !slices.Contains(xs, pt.X) {
+				xs = append(xs, pt.X)
+			}
+		}
+	}
+	slices.Sort(xs)
+	return xs
+}
+
+// allWhole reports whether every x is a whole number.
+func allWhole(xs []float64) bool {
+	for _, x := range xs {
+		if x != math.Trunc(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// dataTicks labels each of xs with label.
+func dataTicks(xs []float64, label func(float64) string) plot.ConstantTicks {
+	t := make(plot.ConstantTicks, len(xs))
+	for i, x := range xs {
+		t[i] = plot.Tick{Value: x, Label: label(x)}
+	}
+	return t
+}
+
+// sizeLabel prints a byte count as a size: 4096 as "4 KiB".
+func sizeLabel(x float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for x >= 1024 && i < len(units)-1 {
+		x /= 1024
+		i++
+	}
+	return tickLabel(math.Round(x*100)/100) + " " + units[i]
 }
 
 // niceTicks labels about six values at a step of 1, 2, 2.5 or 5 times a

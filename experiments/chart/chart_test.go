@@ -3,6 +3,7 @@ package chart
 import (
 	"encoding/csv"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,6 +34,8 @@ func TestWrite(t *testing.T) {
 		{"logx", Spec{Title: "throughput", XLabel: "nodes", YLabel: "GiB/s", Kind: "lines", Series: lines, LogX: true,
 			HLines: []RefLine{{Name: "qperf", Y: 11.2}}}},
 		{"bars", Spec{Title: "patterns", YLabel: "GiB/s", Kind: "bars", Series: bars, HLines: []RefLine{{Name: "qperf", Y: 11.2}}}},
+		{"logy bytes", Spec{Title: "memory", XLabel: "message size", YLabel: "registered memory per node [MiB]", Kind: "lines", LogX: true, LogY: true, XBytes: true,
+			Series: []Series{{Name: "a", Points: []XY{{X: 4096, Y: 1}, {X: 65536, Y: 16}, {X: 1 << 20, Y: 256}}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := filepath.Join(dir, tc.name)
@@ -56,6 +59,8 @@ func TestWrite(t *testing.T) {
 		{Spec{Title: "t", Kind: "pie", Series: lines}, `kind "pie": want lines or bars`},
 		{Spec{Title: "t", Kind: "lines", LogX: true, Series: []Series{{Name: "a", Points: []XY{{X: 0, Y: 1}}}}}, "x = 0 on a log scale"},
 		{Spec{Title: "t", Kind: "bars", LogX: true, Series: bars}, "LogX applies to lines"},
+		{Spec{Title: "t", Kind: "lines", LogY: true, Series: []Series{{Name: "a", Points: []XY{{X: 1, Y: 0}}}}}, "y = 0 on a log scale"},
+		{Spec{Title: "t", Kind: "bars", LogY: true, Series: bars}, "LogY applies to lines"},
 	} {
 		if err := Write(filepath.Join(dir, "bad"), tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want %q", err, tc.want)
@@ -119,6 +124,15 @@ func TestSeriesStyles(t *testing.T) {
 			t.Errorf("%s and %s share colour and marker", names[i], other)
 		}
 		seen[k] = names[i]
+	}
+	// Figure 19's eleven series, as bars, have eleven colours.
+	fig19 := []string{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", "SEMQ/RD", "MEMQ/RD", "SEMQ/WR", "MEMQ/WR", "MEMQ/WR+cw", "MPI", "IPoIB"}
+	colours := map[color.Color]string{}
+	for i, s := range seriesStyles(fig19, order) {
+		if other, dup := colours[s.color]; dup {
+			t.Errorf("%s and %s share a colour in one figure", fig19[i], other)
+		}
+		colours[s.color] = fig19[i]
 	}
 	// MPI alone in a figure keeps MPI's style.
 	if a, b := seriesStyles([]string{"MPI"}, order)[0], st[slices.Index(names, "MPI")]; a != b {
@@ -216,5 +230,39 @@ func TestGeometricChoosesLogX(t *testing.T) {
 		if got := geometric([]Series{s}); got != tt.want {
 			t.Errorf("geometric(%v) = %v, want %v", tt.xs, got, tt.want)
 		}
+	}
+}
+
+// TestAxisTicks: sizes are labelled in IEC units, decades of a log axis
+// are labelled (at log10 of the value, which the axis holds) with the
+// values between unlabelled, and a few whole x values get a tick each.
+func TestAxisTicks(t *testing.T) {
+	for x, want := range map[float64]string{4096: "4 KiB", 1 << 20: "1 MiB", 512: "512 B", 1536: "1.5 KiB", 3 << 30: "3 GiB"} {
+		if got := sizeLabel(x); got != want {
+			t.Errorf("sizeLabel(%v) = %q, want %q", x, got, want)
+		}
+	}
+	var labels []string
+	for _, tk := range decadeTicks(0.9, 300) {
+		if tk.Label != "" {
+			labels = append(labels, fmt.Sprintf("%s@%.0f", tk.Label, tk.Value))
+		}
+	}
+	if got := strings.Join(labels, " "); got != "1@0 10@1 100@2" {
+		t.Errorf("decade labels %q", got)
+	}
+	if n := len(decadeTicks(0.9, 300)); n != 1+9+9+3 {
+		t.Errorf("%d decade ticks, want 22 (0.9, 1-9, 10-90, 100-300)", n)
+	}
+	plt, _, err := buildPlot(Spec{Title: "t", Kind: "lines", Series: []Series{{Name: "a", Points: []XY{{X: 1, Y: 1}, {X: 2, Y: 2}, {X: 4, Y: 3}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xs []string
+	for _, tk := range plt.X.Tick.Marker.Ticks(plt.X.Min, plt.X.Max) {
+		xs = append(xs, tk.Label)
+	}
+	if got := strings.Join(xs, ","); got != "1,2,4" {
+		t.Errorf("x ticks %q, want 1,2,4", got)
 	}
 }

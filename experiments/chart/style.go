@@ -8,10 +8,13 @@ import (
 )
 
 // Series styles: a colour from a palette that colour-blind readers can
-// tell apart (Okabe and Ito, "Color Universal Design", 2008) and a marker
-// shape. Eight colours and seven shapes cycle together, so the first 56
-// styles differ from each other in colour or shape (8 and 7 are coprime)
-// and every series is told apart in grey print too. A design keeps its
+// tell apart (Okabe and Ito, "Color Universal Design", 2008, and four of
+// Tol's) and a marker shape. Twelve colours and seven shapes cycle
+// together, so the first 84 styles differ from each other in colour or
+// shape (12 and 7 are coprime) and every series is told apart in grey
+// print too. In a figure, series whose styles would share a colour take
+// the unused colours instead (distinctColours), so that up to twelve
+// series never do. A design keeps its
 // style in every figure: its index in Spec.StyleOrder (the design
 // catalogue) picks it.
 
@@ -24,6 +27,14 @@ var palette = []color.Color{
 	color.RGBA{0x56, 0xB4, 0xE9, 0xff}, // sky blue
 	color.RGBA{0xF0, 0xE4, 0x42, 0xff}, // yellow
 	color.RGBA{0x00, 0x00, 0x00, 0xff}, // black
+	// Four more from Paul Tol's "muted" scheme (also told apart by
+	// colour-blind readers; personal.sron.nl/~pault), so that a figure of
+	// up to twelve series, such as figure 19's eleven designs as bars,
+	// gives each its own colour.
+	color.RGBA{0x88, 0x22, 0x55, 0xff}, // wine
+	color.RGBA{0x99, 0x99, 0x33, 0xff}, // olive
+	color.RGBA{0x33, 0x22, 0x88, 0xff}, // indigo
+	color.RGBA{0x88, 0x88, 0x88, 0xff}, // grey
 }
 
 var shapes = []draw.GlyphDrawer{
@@ -66,7 +77,30 @@ func seriesStyles(names, order []string) []style {
 	for i, k := range idx {
 		out[i] = styleAt(k)
 	}
+	distinctColours(out)
 	return out
+}
+
+// distinctColours gives each style that shares its colour with an earlier
+// one the first palette colour no style uses, while any is left.
+func distinctColours(st []style) {
+	used := map[color.Color]bool{}
+	for _, s := range st {
+		used[s.color] = true
+	}
+	seen := map[color.Color]bool{}
+	for i := range st {
+		if !seen[st[i].color] {
+			seen[st[i].color] = true
+			continue
+		}
+		for _, c := range palette {
+			if !used[c] {
+				st[i].color, used[c], seen[c] = c, true, true
+				break
+			}
+		}
+	}
 }
 
 // axisLabels are the labels, with units, of the run record's metrics and
