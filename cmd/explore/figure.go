@@ -266,7 +266,7 @@ func reproduceCmd() *cobra.Command {
 	var ff figureFlags
 	var validation, sens string
 	var figs []string
-	var updateDocs bool
+	var updateDocs, replot bool
 	cmd := &cobra.Command{
 		Use:   "reproduce",
 		Short: "Run every figure that evaluates a claim, judge every claim, write the claims report",
@@ -298,6 +298,17 @@ it rewrites the claims report with the robustness column in a minute.`,
 				if _, err := figures.FigureByID(id); err != nil && id != "alltoall_bw" {
 					return fmt.Errorf("--figures: %w (or alltoall_bw)", err)
 				}
+			}
+			if replot {
+				files, err := figures.Replot(ff.out, ff.full, figs)
+				if err != nil {
+					return fmt.Errorf("--replot: %w", err)
+				}
+				if len(files) == 0 {
+					return fmt.Errorf("--replot: no figure's records in %s (--out names the directory)", ff.out)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "redrew %d plot files in %s from its records\n", len(files), ff.out)
+				return nil
 			}
 			errw := cmd.ErrOrStderr()
 			t := figureTask(cmd, nil, "reproduce", ff.out)
@@ -340,6 +351,7 @@ it rewrites the claims report with the robustness column in a minute.`,
 	cmd.Flags().BoolVar(&ff.grow, "steady", true, fmt.Sprintf("grow every throughput point until doubling its input moves it by < 3%% (at most %dx; --steady=false judges at the quick scale, several times faster)", figures.MaxGrowth))
 	cmd.Flags().StringVar(&sens, "sensitivity", filepath.Join("docs", "sensitivity.json"), "a sensitivity analysis (explore sensitivity) for the robustness column; a missing file leaves it \"not analysed\"")
 	cmd.Flags().StringVar(&validation, "validation", filepath.Join("results", "reproduce", "validation.md"), "where to write the claims report")
+	cmd.Flags().BoolVar(&replot, "replot", false, "run nothing: draw every figure's plots again from the records in the output directory (after a change of the plotting code)")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write docs/validation.md and docs/figures/ (the project's tracked copies) instead of results/reproduce/")
 	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23)")
 	return cmd

@@ -346,3 +346,30 @@ func TestReproducePooledSameAsSequential(t *testing.T) {
 		t.Errorf("progress reported %d points, last total %d; want %d", len(prog), prog[len(prog)-1].Total, total)
 	}
 }
+
+// TestReplot redraws a figure from its records alone, and refuses a
+// figure with some of its records missing.
+func TestReplot(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"fig17.jsonl", "fig18.jsonl"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "docs", "figures", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := Replot(dir, false, []string{"fig17"})
+	if err != nil || len(files) != 2 {
+		t.Fatalf("fig17: %v, files %v", err, files)
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if _, err := Replot(dir, false, []string{"fig18"}); err == nil || !strings.Contains(err.Error(), "not fig18-ud.jsonl") {
+		t.Errorf("fig18 without fig18-ud.jsonl: %v", err)
+	}
+}

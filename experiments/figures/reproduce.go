@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -498,4 +499,46 @@ func writeComparison(b *strings.Builder, rs []*results.Record) {
 			"as Roediger15 describes, while Liu19's designs as built here send it through the adapter like any other, so up to 1/n of their link (%.1f%% at %d nodes) "+
 			"carries traffic the multiplexer never puts on the wire.\n", h, 100*h/bestV, best, bestV, hu, 100*hu/bestV, mpi, ipoib, mw, 100/float64(rs[0].Nodes), rs[0].Nodes)
 	}
+}
+
+// Replot draws again the plots of every figure (or of only, by ID) whose
+// records are in dir, from those records, running nothing: after a change
+// of the plotting code, the figures of a long run are redrawn in seconds.
+// It returns the files written; a figure with none of its records in dir
+// is skipped, one with some of them missing is an error.
+func Replot(dir string, full bool, only []string) ([]string, error) {
+	var files []string
+	for _, f := range AllFigures() {
+		if len(only) > 0 && !slices.Contains(only, f.ID) {
+			continue
+		}
+		sws, err := f.Sweeps(full)
+		if err != nil {
+			return files, fmt.Errorf("%s: %w", f.ID, err)
+		}
+		rep := &FigureReport{Figure: f}
+		var missing []string
+		for _, sw := range sws {
+			rs, err := results.ReadFile(filepath.Join(dir, sw.Name+".jsonl"), nil)
+			if errors.Is(err, fs.ErrNotExist) {
+				missing = append(missing, sw.Name+".jsonl")
+				continue
+			}
+			if err != nil {
+				return files, fmt.Errorf("%s: %w", f.ID, err)
+			}
+			rep.Results = append(rep.Results, rs...)
+		}
+		switch {
+		case len(missing) == len(sws):
+			continue
+		case len(missing) > 0:
+			return files, fmt.Errorf("%s: %s has some of its records but not %s: run the figure again", f.ID, dir, strings.Join(missing, ", "))
+		}
+		if err := writePlots(f, FigureOptions{OutDir: dir}, rep); err != nil {
+			return files, err
+		}
+		files = append(files, rep.Files...)
+	}
+	return files, nil
 }
