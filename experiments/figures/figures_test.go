@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 )
@@ -371,5 +372,25 @@ func TestReplot(t *testing.T) {
 	}
 	if _, err := Replot(dir, false, []string{"fig18"}); err == nil || !strings.Contains(err.Error(), "not fig18-ud.jsonl") {
 		t.Errorf("fig18 without fig18-ud.jsonl: %v", err)
+	}
+}
+
+// TestMergeAlike: series within 1% of each other at every x are drawn as
+// one, named after both; others are left as they are.
+func TestMergeAlike(t *testing.T) {
+	pts := func(ys ...float64) []chart.XY {
+		var out []chart.XY
+		for i, y := range ys {
+			out = append(out, chart.XY{X: float64(i), Y: y})
+		}
+		return out
+	}
+	got := mergeAlike([]chart.Series{{Name: "A", Points: pts(1, 2)}, {Name: "B", Points: pts(5, 6)}, {Name: "C", Points: pts(1.005, 2)}, {Name: "D", Points: pts(1.02, 2)}})
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, "|") != "A = C|B|D" {
+		t.Errorf("merged %q", names)
 	}
 }
