@@ -60,6 +60,9 @@ type Spec struct {
 	// quantities over decades, such as registered memory against
 	// message size.
 	LogY bool
+	// ZoomY spans the y axis over the data instead of from zero, for
+	// differences of a few percent (the title should say so).
+	ZoomY bool
 	// XBytes labels the x ticks as sizes (4 KiB, 1 MiB) rather than
 	// byte counts.
 	XBytes bool
@@ -232,7 +235,11 @@ func buildData(p Spec) (*plot.Plot, error) {
 		plt.Add(f)
 		plt.Legend.Add(h.Name, f)
 		plt.Y.Min = math.Min(plt.Y.Min, y)
-		plt.Y.Max = math.Max(plt.Y.Max, y*1.05)
+		if p.ZoomY {
+			plt.Y.Max = math.Max(plt.Y.Max, y) // the zoom pads it
+		} else {
+			plt.Y.Max = math.Max(plt.Y.Max, y*1.05)
+		}
 	}
 	if p.LogY {
 		if p.Kind != "lines" {
@@ -240,6 +247,10 @@ func buildData(p Spec) (*plot.Plot, error) {
 		}
 		plt.Y.Min, plt.Y.Max = plt.Y.Min-0.06, plt.Y.Max+0.06 // the markers stay inside the frame
 		plt.Y.Tick.Marker = decadeTicks(math.Pow(10, plt.Y.Min), math.Pow(10, plt.Y.Max))
+	} else if p.ZoomY && p.Kind == "lines" {
+		pad := max((plt.Y.Max-plt.Y.Min)*0.15, math.Abs(plt.Y.Max)*0.005)
+		plt.Y.Min, plt.Y.Max = plt.Y.Min-pad, plt.Y.Max+pad
+		plt.Y.Tick.Marker = niceTicks{}
 	} else {
 		plt.Y.Min = math.Min(plt.Y.Min, 0) // bars and rates are read from zero
 		if p.Kind == "lines" && plt.Y.Max > 0 {
