@@ -49,13 +49,21 @@ func Summarize1(xs []float64) Summary {
 }
 
 // Format prints the mean with prec decimals and, if there is an interval,
-// "± half-width (n=N)"; a single value says that it has no interval.
+// "± half-width (n=N)"; a single value says that it has no interval,
+// values all equal say so, and an interval too small to show at prec is
+// "± <0.01" (never "± 0.00", which reads as a measured zero).
 func (s Summary) Format(prec int) string {
 	switch {
 	case s.N == 0:
 		return "no values"
 	case !s.HasCI:
 		return fmt.Sprintf("%.*f (n=1, no interval)", prec, s.Mean)
+	}
+	switch half := math.Pow(10, -float64(prec)); {
+	case s.Std == 0:
+		return fmt.Sprintf("%.*f (n=%d, all equal)", prec, s.Mean, s.N)
+	case s.CI95 < half/2: // would print as ± 0.00
+		return fmt.Sprintf("%.*f ± <%.*f (n=%d)", prec, s.Mean, prec, half, s.N)
 	}
 	return fmt.Sprintf("%.*f ± %.*f (n=%d)", prec, s.Mean, prec, s.CI95, s.N)
 }

@@ -20,7 +20,8 @@ func TestSummarize1(t *testing.T) {
 		{"two values", []float64{1, 3}, 2, math.Sqrt2, 12.706 * math.Sqrt2 / math.Sqrt2, true, "2.000 ± 12.706 (n=2)"},
 		{"three values", []float64{1, 2, 3}, 2, 1, 4.303 / math.Sqrt(3), true, "2.000 ± 2.484 (n=3)"},
 		{"eight values", []float64{2, 4, 4, 4, 5, 5, 7, 9}, 5, math.Sqrt(32.0 / 7), 2.365 * math.Sqrt(32.0/7) / math.Sqrt(8), true, "5.000 ± 1.787 (n=8)"},
-		{"equal values", []float64{3, 3, 3}, 3, 0, 0, true, "3.000 ± 0.000 (n=3)"},
+		{"equal values", []float64{3, 3, 3}, 3, 0, 0, true, "3.000 (n=3, all equal)"},
+		{"an interval below the precision", []float64{3, 3.00001, 3.00002}, 3.00001, 1e-5, 4.303e-5 / math.Sqrt(3), true, "3.000 ± <0.001 (n=3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := Summarize1(tc.xs)
