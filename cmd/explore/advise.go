@@ -110,7 +110,7 @@ docs/advise.md says how, and what it cannot see.`,
 	fl.StringVar(&f.band, "band", string(advise.BandFull), "reruns behind the bands: full (seeds, numberings, decisive estimates x0.5/x2), controls (seeds and numberings), none")
 	fl.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "runs at once (the answer does not depend on it)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the answer as one JSON object (docs/results.md)")
-	fl.BoolVar(&f.brief, "brief", false, "print the recommendation alone, in a sentence or two")
+	fl.BoolVar(&f.brief, "brief", false, "print the recommendation alone, in a sentence or two (with --sweep: the crossovers alone)")
 	fl.StringVar(&f.points, "points", "results/advise/points", "directory that keeps finished runs (keyed by configuration, profile parameters and model ID); a later advice reuses them")
 	fl.StringArrayVar(&f.sweeps, "sweep", nil, "map which design wins where: PARAM=V1,V2,... once or twice, PARAM one of "+paramList()+" (a figure and the crossovers in words)")
 	fl.StringVar(&f.mapOut, "map-out", filepath.Join("results", "advise", advise.MapFigure), "with --sweep: the map's path without extension: the figure (.png, .svg) and the map as JSON (.json, which explore report --advice shows)")
@@ -222,6 +222,12 @@ func (f *adviseFlags) sweep(cmd *cobra.Command) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(m)
+	}
+	if f.brief {
+		for _, c := range m.Crossovers {
+			fmt.Fprintln(w, wrapText(c, tableWidth(), "  "))
+		}
+		return nil
 	}
 	printMap(w, m)
 	fmt.Fprintf(w, "Map: %s.png and .svg; as JSON: %s.json\n", f.mapOut, f.mapOut)
