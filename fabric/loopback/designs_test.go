@@ -3,6 +3,7 @@ package loopback_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,35 @@ func TestDesignsAbortCleanly(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMPIOneProcessor: the MPI baseline's progress engine waits by polling
+// (holding its lock, letting it go only for a few cycles of Compute) and
+// never calls Wait. At GOMAXPROCS 1 its threads kept the only processor
+// until the runtime preempted them, every 10-20 ms, so the NICs and the
+// other nodes' threads ran only in between; a rendezvous took seconds and
+// most runs failed after 1 s with "no progress ... while receiving",
+// while every other design passed in 40 ms. This is that run (explore run
+// --backend loopback --design MPI --nodes 4 --threads 2 --bytes-per-node
+// 524288 --payload) with its default watchdog, repeated.
+func TestMPIOneProcessor(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for i := 0; i < 8; i++ {
+		f, err := loopback.Open(host.Config{Seed: uint64(i), TimeLimit: 2 * time.Minute}, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := experiments.RunOn(f, experiments.RunConfig{Design: "MPI", Pattern: algos.Repartition, Nodes: 4, Threads: 2,
+			Seed: uint64(i) + 1, BytesPerNode: 512 << 10, Payload: true})
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if rec.Integrity != "ok" || rec.TuplesReceived == 0 {
+			t.Fatalf("run %d: integrity %q, %d tuples received", i, rec.Integrity, rec.TuplesReceived)
+		}
 	}
 }

@@ -6,7 +6,12 @@
 // clock, Wait returns at once and callers busy-poll. It is functional, not
 // a performance model: it exists so that the designs' locking and their
 // use of the verbs run with truly parallel threads, under Go's race
-// detector, on machines without an RDMA device.
+// detector, on machines without an RDMA device. The NICs share the
+// processors with the threads, so a completion queue polled in vain again
+// and again yields the processor (as Wait does): a thread that waits by
+// polling alone must not keep the NICs, or the other nodes' threads, from
+// running when there are fewer processors than goroutines (GOMAXPROCS 1, a
+// loaded machine).
 //
 // It implements the whole contract the conformance suite checks: protection
 // domains, regions with keys and bounds, completion queues with depth and

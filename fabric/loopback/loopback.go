@@ -3,6 +3,7 @@ package loopback
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -115,12 +116,39 @@ func (g *gate) Leave() {
 
 // pass lets the calling thread's writes land: a synchronizing point inside
 // a verb (Poll finding nothing), when the caller holds the gate, as every
-// thread of a run does. Outside a run nobody holds it and it does nothing.
-func (g *gate) pass() {
+// thread of a run does. Outside a run nobody holds it and it does not
+// touch it. With yield it also yields the processor, gate let go (see
+// pollsPerYield).
+func (g *gate) pass(yield bool) {
 	if g.holders.Load() > 0 {
 		g.Leave()
+		if yield {
+			runtime.Gosched()
+		}
 		g.Enter()
+		return
+	}
+	if yield {
+		runtime.Gosched()
 	}
 }
+
+// pollsPerYield is how many polls in a row that find nothing a completion
+// queue takes before its Poll yields the processor (runtime.Gosched).
+//
+// On hardware the NIC moves data while the CPU polls; here the NICs are
+// goroutines, and so are the threads of every node, all sharing GOMAXPROCS
+// processors, which a goroutine that never reaches a scheduling point
+// holds until the runtime preempts it, 10-20 ms later. Threads that wait
+// with Wait yield there; a design that waits by polling alone (the MPI
+// baseline's progress engine, which polls holding its lock and lets it go
+// only for a few cycles of Compute, too short for Busy to yield) held the
+// processor for whole preemption slices: at GOMAXPROCS 1 each hop of a
+// message waited a slice per spinning thread, and most runs failed their
+// 1 s watchdog. So a completion queue polled in vain again and
+// again hands the processor over. Not at every empty poll: a yield of a
+// goroutine locked to its OS thread costs tens of microseconds, and
+// threads that Wait after each empty poll already pay one there.
+const pollsPerYield = 16
 
 var errStopped = errors.New("loopback: cluster closed")

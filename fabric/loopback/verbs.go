@@ -170,6 +170,7 @@ type cq struct {
 	head    int
 	overrun bool
 	lost    int64
+	empties int // polls in a row that found nothing (pollsPerYield)
 	users   int
 	dead    bool
 }
@@ -224,9 +225,18 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 	if q.overrun {
 		err = fmt.Errorf("%w: %d completions lost on a CQ of depth %d; size the CQ for every outstanding request", fabric.ErrCQOverrun, q.lost, q.depth)
 	}
+	yield := false
+	if k == 0 {
+		q.empties++
+		yield = q.empties%pollsPerYield == 0
+	} else {
+		q.empties = 0
+	}
 	n.mu.Unlock()
 	if k == 0 {
-		n.gate.pass() // a thread spinning on Poll lets RDMA Writes land
+		// A thread spinning on Poll lets RDMA Writes land, and now and
+		// then lets the NICs and the other threads run.
+		n.gate.pass(yield)
 	}
 	return k, err
 }
