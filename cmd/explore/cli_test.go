@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
 // TestDurationFlags: every time flag takes a Go duration; the old
@@ -212,6 +216,32 @@ func TestGroupedHelp(t *testing.T) {
 			if !strings.HasPrefix(group[strings.TrimSpace(flag)], want) {
 				t.Errorf("%v: %s is under %q, want %q", c.args, flag, group[strings.TrimSpace(flag)], want)
 			}
+		}
+	}
+}
+
+// TestRealBackendTimeout: on a real backend the no-progress wait is wall
+// time, 20 s unless --timeout says otherwise; the simulator keeps its 1 s
+// of simulated time.
+func TestRealBackendTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want fabric.Duration
+	}{
+		{[]string{"--backend", "loopback"}, RealTimeout},
+		{[]string{"--backend", "loopback", "--timeout", "3s"}, 3 * fabric.Second},
+		{nil, algos.DefaultTimeout},
+	} {
+		f := &runFlags{cfg: experiments.DefaultConfig()}
+		cmd := newRunCmd(f)
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.check(cmd); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if f.cfg.Timeout != tc.want {
+			t.Errorf("%v: timeout %v, want %v", tc.args, f.cfg.Timeout, tc.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
 // runFlags are explore run's flags beyond the configuration's own.
@@ -24,8 +25,10 @@ type runFlags struct {
 	net        netFlags
 }
 
-func runCmd() *cobra.Command {
-	f := &runFlags{cfg: experiments.DefaultConfig()}
+func runCmd() *cobra.Command { return newRunCmd(&runFlags{cfg: experiments.DefaultConfig()}) }
+
+// newRunCmd is explore run reading its flags into f.
+func newRunCmd(f *runFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run one shuffle (design, cluster, workload) and check its integrity",
@@ -56,7 +59,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	// their table; a new parameter is added there once.
 	addRunFlags(fl, &f.cfg)
 	// --timeout is the sweep parameter timeout-ms as a Go duration.
-	fl.Var(simDuration{&f.cfg.Timeout}, "timeout", "longest wait for progress, in simulated time, before the run fails (a Go duration: 100ms, 2.5s)")
+	fl.Var(simDuration{&f.cfg.Timeout}, "timeout", "longest wait for progress before the run fails (a Go duration: 100ms, 2.5s): simulated time on the simulator (default 1s), wall time on a real backend (default 20s)")
 	fl.MarkDeprecated("timeout-ms", "use --timeout with a unit (e.g. --timeout 100ms)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the run record as one JSON object")
 	fl.StringVar(&f.tracePath, "trace", "", "simulator: write every event of the run to this file (explore trace show / diff read it)")
@@ -69,6 +72,11 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	setGroupedUsage(cmd, runGroups())
 	return cmd
 }
+
+// RealTimeout is the longest wait for progress on a real backend (loopback,
+// ibv, tcp) unless --timeout says otherwise, as the tests' real-thread
+// runs use.
+const RealTimeout = 20 * fabric.Second
 
 // check refuses flags that would run something else than asked, and
 // builds the simulator's options from the fault flags.
@@ -110,6 +118,13 @@ func (f *runFlags) check(cmd *cobra.Command) (experiments.SimOptions, error) {
 	}
 	if hw.backend == "sim" {
 		return opt, nil
+	}
+	if !cmd.Flags().Changed("timeout") && !cmd.Flags().Changed("timeout-ms") {
+		// On real threads the wait is wall time, and a loaded machine
+		// (or GOMAXPROCS 1) can hold a thread off its processor for far
+		// longer than the simulated default of 1 s: a stall is still
+		// reported, after RealTimeout.
+		cfg.Timeout = RealTimeout
 	}
 	switch {
 	case !cfg.Network.IsSingle():
