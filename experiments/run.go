@@ -327,6 +327,22 @@ func pointLabel(cfg RunConfig) string {
 	return cfg.Label
 }
 
+// firstCause puts first, before a run's error, what caused it when the
+// error is a flushed work request: the failure of its queue pair (a
+// request that ended in a retry exceeded, a NAK, a bad buffer), which the
+// simulator recorded; the flush is its consequence.
+func firstCause(c *sim.Cluster, err error) error {
+	var ce *fabric.CompletionError
+	if !errors.As(err, &ce) || ce.WC.Status != fabric.StatusFlushed {
+		return err
+	}
+	cause, ok := c.QPFailure(ce.Node, ce.WC.QPN)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("node %d's queue pair %d failed (%s); after it: %w", ce.Node, ce.WC.QPN, cause, err)
+}
+
 // RunSim runs one shuffle on a simulated cluster with the simulator's
 // options (faults, fault plan, profile change, time limit, inspector) and
 // checks that every node received exactly the tuples sent to it. A failed
@@ -391,6 +407,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	ended := make([]bool, cfg.Nodes)
 	rec, err := shuffleOn(c, cfg, ended)
 	if err != nil {
+		err = firstCause(c, err)
 		if s := c.FaultSummary(); s != "" {
 			err = fmt.Errorf("%w [faults injected: %s]", err, s)
 		}

@@ -230,3 +230,27 @@ func TestEveryNodeCrashedIsNotAHang(t *testing.T) {
 		t.Errorf("every node crashed: %s (%s), want %s", run.Outcome, run.Err, CleanError)
 	}
 }
+
+// TestFlushLeadsWithItsCause: a node that crashes mid-shuffle leaves its
+// peers' queue pairs to it in the error state, and a receiving thread
+// may see a flushed receive before the sending thread sees the request
+// that failed. The error leads with the queue pair's failure (the first
+// cause), not with the flush.
+func TestFlushLeadsWithItsCause(t *testing.T) {
+	for _, at := range []string{"3ms", "3.5ms", "4ms", "5ms"} {
+		cfg := experiments.RunConfig{Design: "MEMQ/SR", Nodes: 3, Threads: 1, Profile: "edr-cx4", BytesPerNode: 32 << 20, Seed: 1}
+		_, err, _ := runSchedule(t, cfg, "crash:\n  - node: 1\n    at: "+at+"\n")
+		if err == nil {
+			t.Fatalf("crash at %s: no error", at)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "RECV flushed") {
+			continue // this crash surfaced another way first
+		}
+		if !strings.HasPrefix(msg, "node ") || !strings.Contains(msg, "failed (its ") || !strings.Contains(msg, "to node 1 ended in transport retry exceeded); after it: ") {
+			t.Fatalf("crash at %s: the flush is not preceded by its cause: %v", at, err)
+		}
+		return
+	}
+	t.Skip("no crash time tried surfaced as a flushed receive")
+}

@@ -84,6 +84,10 @@ type Cluster struct {
 	stop     error // the run's first failure, or why it must stop (deadlock, limit)
 	abort    bool  // threads are being unwound: see abortAll
 
+	// qpFailures says why each queue pair in the error state entered it,
+	// the first time since its last reset (QPFailure).
+	qpFailures map[*qp]string
+
 	sigCounter uint64 // counts Waitable signals; orders them against syncs
 	trace      uint64 // FNV-1a hash of every fired event
 	events     uint64 // fired events

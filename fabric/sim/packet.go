@@ -1,6 +1,10 @@
 package sim
 
-import "github.com/rdmashuffle/rdmashuffle/fabric"
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
 
 // pktOp is the operation of a packet, following the IB BTH opcodes in
 // spirit (first/middle/last/only are separate flags).
@@ -28,6 +32,15 @@ const (
 	nakRemoteAccess
 	nakInvalid
 )
+
+var nakNames = [...]string{"", "sequence error", "receiver not ready", "remote access error", "invalid request"}
+
+func (c nakCode) String() string {
+	if int(c) < len(nakNames) {
+		return nakNames[c]
+	}
+	return fmt.Sprintf("nakCode(%d)", uint8(c))
+}
 
 // IB header sizes in bytes (IBA vol. 1; see docs/model.md).
 const (

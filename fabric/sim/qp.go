@@ -392,7 +392,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		q.reset()
 		return nil
 	case fabric.StateError:
-		q.enterError()
+		q.enterError("") // asked for: its flushes are no failure's consequence
 		return nil
 	case fabric.StateInit:
 		q.attr.Access, q.attr.QKey = a.Access, a.QKey
@@ -437,6 +437,7 @@ func (q *qp) reset() {
 		ch.dropAll(q)
 	}
 	q.state = fabric.StateReset
+	delete(q.c.qpFailures, q)
 	q.nic.cache.evict(q)
 	q.nic.wrc.forget(q.qpn)
 	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0

@@ -67,7 +67,7 @@ func (q *qp) takeRecv(p *packet) bool {
 		if q.typ == fabric.RC {
 			q.responderError(nakInvalid, p.psn)
 		} else {
-			q.enterError() // UC has no NAKs
+			q.enterError("a message arrived for a receive whose buffer failed its protection check") // UC has no NAKs
 		}
 		return false
 	}
@@ -80,7 +80,7 @@ func (q *qp) responderError(code nakCode, psn fabric.PSN) {
 	p.op, p.psn, p.nak = pNak, psn, code
 	p.setWire()
 	q.c.schedule(q.c.now, q.c.net, evDirect, p)
-	q.enterError()
+	q.enterError(fmt.Sprintf("it answered node %d's request with a NAK (%s)", q.destNode, code))
 }
 
 func (q *qp) rcReceive(p *packet) {
@@ -159,7 +159,7 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
 		} else {
-			q.enterError()
+			q.enterError("a receive's region was deregistered while a message arrived into it")
 		}
 		return false
 	}
@@ -357,7 +357,7 @@ func (q *qp) udReceive(p *packet) {
 	}
 	q.rcq.push(wc, q, q.rqHead, true)
 	if bad { // unlike a short buffer (documented choice), a bad one is a QP error
-		q.enterError()
+		q.enterError("a message arrived for a receive whose buffer failed its protection check")
 	}
 }
 

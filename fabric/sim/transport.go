@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -154,7 +156,7 @@ func (q *qp) nextPacket() *packet {
 		q.nakCode = 0
 		p.setWire()
 		if fatal {
-			q.enterError() // a NAK-Invalid Request ends the responder's connection
+			q.enterError(fmt.Sprintf("it answered node %d with a NAK (invalid request)", q.destNode)) // a NAK-Invalid Request ends the responder's connection
 		}
 		return p
 	}
@@ -303,14 +305,28 @@ func (q *qp) complete(i uint64, st fabric.Status) {
 
 // fail completes entry i with an error and moves q to the error state.
 func (q *qp) fail(i uint64, st fabric.Status) {
+	op := q.sqAt(i).wr.Op
 	q.complete(i, st)
 	if q.sqHead <= i {
 		q.sqHead = i + 1
 	}
-	q.enterError()
+	to := ""
+	if q.typ != fabric.UD {
+		to = fmt.Sprintf(" to node %d", q.destNode)
+	}
+	q.enterError(fmt.Sprintf("its %s%s ended in %s", op, to, st))
 }
 
-func (q *qp) enterError() {
+// enterError moves q to the error state, flushing every request; cause
+// says why it failed ("" when the application moved it), and is kept if
+// it is the first since the last reset.
+func (q *qp) enterError(cause string) {
+	if _, ok := q.c.qpFailures[q]; !ok && cause != "" {
+		if q.c.qpFailures == nil {
+			q.c.qpFailures = map[*qp]string{}
+		}
+		q.c.qpFailures[q] = cause
+	}
 	q.state = fabric.StateError
 	q.stopTimer()
 	q.flushSends()
