@@ -247,7 +247,11 @@ func printAgainstReference(w io.Writer, vs []figures.Verdict, only []string, ff 
 	if len(differ) == 0 {
 		msg += ", and it agrees on every claim of this figure."
 	} else {
-		msg += fmt.Sprintf("; %d differ: %s.", len(differ), strings.Join(differ, "; "))
+		verb := "differ"
+		if len(differ) == 1 {
+			verb = "differs"
+		}
+		msg += fmt.Sprintf("; %d %s: %s.", len(differ), verb, strings.Join(differ, "; "))
 	}
 	fmt.Fprintln(w, wrapText(msg, tableWidth(), "  "))
 	return nil

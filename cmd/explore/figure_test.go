@@ -149,7 +149,7 @@ func TestVerdictsAgainstReference(t *testing.T) {
 		only  []string
 		wants []string
 	}{
-		{"quick run", figureFlags{}, ref, []string{"C9", "C10"}, []string{"this run's (quick scale, points as run)", "1 differ: C9 is pass here, partial in ../../docs/validation.md (MESQ/SR 11.33 vs MPI 5.84 GiB/s: 1.94x)"}},
+		{"quick run", figureFlags{}, ref, []string{"C9", "C10"}, []string{"this run's (quick scale, points as run)", "1 differs: C9 is pass here, partial in ../../docs/validation.md (MESQ/SR 11.33 vs MPI 5.84 GiB/s: 1.94x)"}},
 		{"agrees", figureFlags{grow: true}, ref, []string{"C10"}, []string{"grown to steady state", "agrees on every claim of this figure"}},
 		{"no reference", figureFlags{}, filepath.Join(t.TempDir(), "v.md"), nil, []string{"v.md, the reference to compare them with, is not here"}},
 	} {
