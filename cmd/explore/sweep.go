@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -248,12 +247,8 @@ func meanCI(s results.Summary, prec int) string {
 		return "-"
 	case !s.HasCI:
 		return strconv.FormatFloat(s.Mean, 'f', prec, 64)
-	case s.Std == 0:
-		return strconv.FormatFloat(s.Mean, 'f', prec, 64) + " (all equal)" // not "± 0.00", which reads as measured
-	case s.CI95 < math.Pow(10, -float64(prec))/2:
-		return fmt.Sprintf("%.*f ± <%.*f", prec, s.Mean, prec, math.Pow(10, -float64(prec)))
 	}
-	return fmt.Sprintf("%.*f ± %.*f", prec, s.Mean, prec, s.CI95)
+	return s.MeanCI(prec)
 }
 
 func toAny(ss []string) []any {

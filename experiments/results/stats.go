@@ -59,13 +59,33 @@ func (s Summary) Format(prec int) string {
 	case !s.HasCI:
 		return fmt.Sprintf("%.*f (n=1, no interval)", prec, s.Mean)
 	}
-	switch half := math.Pow(10, -float64(prec)); {
-	case s.Std == 0:
-		return fmt.Sprintf("%.*f (n=%d, all equal)", prec, s.Mean, s.N)
-	case s.CI95 < half/2: // would print as ± 0.00
-		return fmt.Sprintf("%.*f ± <%.*f (n=%d)", prec, s.Mean, prec, half, s.N)
+	if pm, equal := s.spread(prec); !equal {
+		return fmt.Sprintf("%.*f %s (n=%d)", prec, s.Mean, pm, s.N)
 	}
-	return fmt.Sprintf("%.*f ± %.*f (n=%d)", prec, s.Mean, prec, s.CI95, s.N)
+	return fmt.Sprintf("%.*f (n=%d, all equal)", prec, s.Mean, s.N)
+}
+
+// MeanCI prints the mean with prec decimals and its interval ("± 0.12",
+// "± <0.01" below the precision, "(all equal)" when the values are), for
+// a summary with an interval (HasCI).
+func (s Summary) MeanCI(prec int) string {
+	if pm, equal := s.spread(prec); !equal {
+		return fmt.Sprintf("%.*f %s", prec, s.Mean, pm)
+	}
+	return fmt.Sprintf("%.*f (all equal)", prec, s.Mean)
+}
+
+// spread is the interval as printed after the mean, or equal when the
+// values are all equal: never "± 0.00", which reads as a measured zero.
+func (s Summary) spread(prec int) (pm string, equal bool) {
+	half := math.Pow(10, -float64(prec))
+	switch {
+	case s.Std == 0:
+		return "", true
+	case s.CI95 < half/2: // would print as ± 0.00
+		return fmt.Sprintf("± <%.*f", prec, half), false
+	}
+	return fmt.Sprintf("± %.*f", prec, s.CI95), false
 }
 
 // String is Format(3).
