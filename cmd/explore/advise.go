@@ -150,16 +150,26 @@ func (f *adviseFlags) check(cmd *cobra.Command) error {
 func (f *adviseFlags) run(cmd *cobra.Command) (*advise.Answer, error) {
 	t := newTask(cmd.ErrOrStderr(), "advise", "runs", 0)
 	defer t.finish()
+	return advise.Advise(f.q, f.options(cmd, t, nil))
+}
+
+// options are the runs' options: the workers, the store of finished runs,
+// and progress on t, each phase's line prefixed by prefix() when set.
+func (f *adviseFlags) options(cmd *cobra.Command, t *task, prefix func() string) advise.Options {
 	before := 0 // runs done before the current batch
 	o := advise.Options{Workers: f.workers, Progress: func(p advise.Progress) {
 		if p.Done == 1 {
 			before = t.doneSoFar()
 		}
 		t.setTotal(before + p.Total)
-		t.step(1, p.Phase)
+		detail := p.Phase
+		if prefix != nil {
+			detail = prefix() + detail
+		}
+		t.step(1, detail)
 	}}
 	f.setStore(cmd, &o)
-	return advise.Advise(f.q, o)
+	return o
 }
 
 // paramList names the parameters --sweep takes.
@@ -187,15 +197,8 @@ func (f *adviseFlags) sweep(cmd *cobra.Command) error {
 		axes = append(axes, a)
 	}
 	t := newTask(cmd.ErrOrStderr(), "advise map", "runs", 0)
-	before, point := 0, ""
-	o := advise.Options{Workers: f.workers, Progress: func(p advise.Progress) {
-		if p.Done == 1 {
-			before = t.doneSoFar()
-		}
-		t.setTotal(before + p.Total)
-		t.step(1, point+p.Phase)
-	}}
-	f.setStore(cmd, &o)
+	point := ""
+	o := f.options(cmd, t, func() string { return point })
 	m, err := advise.Sweep(f.q, axes, o, func(i, n int, values []int64) {
 		var at []string
 		for k, v := range values {
