@@ -20,6 +20,20 @@ type job struct {
 	usage  sim.Usage
 	stats  sim.Stats
 	reused bool // taken from the store
+
+	key     string // its store key, once computed (keyDone)
+	keyOK   bool
+	keyDone bool
+}
+
+// storeKeyOnce is storeKey computed once per job (it loads and hashes the
+// profile): the lookup and the save ask for it.
+func (j *job) storeKeyOnce() (string, bool) {
+	if !j.keyDone {
+		j.key, j.keyOK = j.storeKey()
+		j.keyDone = true
+	}
+	return j.key, j.keyOK
 }
 
 // Progress is what Advise reports as it goes: the phase ("screening",
@@ -132,7 +146,7 @@ func (j *job) load(s Store) bool {
 	if s == nil {
 		return false
 	}
-	key, ok := j.storeKey()
+	key, ok := j.storeKeyOnce()
 	if !ok {
 		return false
 	}
@@ -149,7 +163,7 @@ func (j *job) save(s Store) error {
 	if s == nil || j.err != nil {
 		return nil
 	}
-	key, ok := j.storeKey()
+	key, ok := j.storeKeyOnce()
 	if !ok {
 		return nil
 	}
