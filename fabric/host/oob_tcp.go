@@ -52,6 +52,9 @@ type peerConn struct {
 	dead chan struct{} // closed when the reader stops
 	err  error         // why the reader stopped (valid once dead is closed)
 	bye  atomic.Bool   // the peer closed cleanly
+	// sent and recvd count the frames' bytes, headers included, after
+	// the bootstrap (for measurements).
+	sent, recvd atomic.Int64
 }
 
 type inFrame struct {
@@ -332,7 +335,11 @@ func (pc *peerConn) write(typ byte, body []byte, timeout time.Duration) error {
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
 	pc.c.SetWriteDeadline(time.Now().Add(timeout))
-	return writeFrame(pc.c, typ, body)
+	if err := writeFrame(pc.c, typ, body); err != nil {
+		return err
+	}
+	pc.sent.Add(int64(frameHeader + len(body)))
+	return nil
 }
 
 // read delivers pc's frames until its connection ends.
@@ -347,6 +354,7 @@ func (o *tcpOOB) read(pc *peerConn) {
 			}
 			return
 		}
+		pc.recvd.Add(int64(frameHeader + len(body)))
 		switch typ {
 		case frameGather, frameResult:
 			select {

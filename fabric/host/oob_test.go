@@ -17,7 +17,7 @@ import (
 // startJob starts size "nodes" as goroutines, each setting up its TCP
 // out-of-band channel against a coordinator on loopback. sigs gives each
 // node's job signature; skip lists nodes that never start.
-func startJob(t *testing.T, size int, sigs []string, skip map[int]bool, connect time.Duration) ([]*tcpOOB, []error) {
+func startJob(t testing.TB, size int, sigs []string, skip map[int]bool, connect time.Duration) ([]*tcpOOB, []error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

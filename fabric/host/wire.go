@@ -37,6 +37,7 @@ const (
 )
 
 const (
+	frameHeader = 5          // the length and the type
 	wireMagic   = 0x52534846 // "RSHF"
 	wireVersion = 1
 	// maxFrame bounds a frame so that a corrupt length cannot make a
