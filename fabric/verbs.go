@@ -71,7 +71,7 @@ type DeviceAttr struct {
 	GID       GID    // port GID (RoCE addressing)
 	MTU       int    // active path MTU in bytes
 	MaxQP     int
-	MaxQPWR   int // maximum work requests per queue
+	MaxQPWR   int // maximum work requests per queue (send queues: see MaxSendWR)
 	MaxCQE    int // maximum completion queue depth
 	MaxSGE    int // scatter/gather elements per work request
 	MaxInline int // largest inline send on an RC or UC queue pair, bytes
@@ -81,6 +81,10 @@ type DeviceAttr struct {
 	MaxInlineUD int
 	MaxMRBytes  int64
 	RateGbps    float64 // data rate of the port after encoding, 10^9 bit/s
+	// SendQueue is how the provider sizes send queues, which can make the
+	// deepest one shallower than MaxQPWR (MaxSendWR); the zero value
+	// counts requests.
+	SendQueue SendQueueLayout
 }
 
 // Device is an opened RDMA device (a device context). Owned by its Node; the
