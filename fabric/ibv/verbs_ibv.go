@@ -179,6 +179,7 @@ func (d *device) query(gidIndex int) error {
 		MaxSGE: int(da.max_sge), MaxMRBytes: int64(da.max_mr_size),
 		RateGbps: portRateGbps(uint8(pa.active_width), uint8(pa.active_speed)),
 	}
+	d.attr.SendQueue = deviceSendQueue(d.name, d.attr.MaxQPWR)
 	d.attr.MaxInline = d.probeInline(ibvQPTRC)
 	d.attr.MaxInlineUD = d.probeInline(ibvQPTUD)
 	return nil
