@@ -12,17 +12,18 @@ import (
 )
 
 // Limits of the loopback device (those of the simulator's EDR profile,
-// so that designs size their queues alike).
+// so that designs size their queues alike); Limits can change the MTU and
+// the queue depths.
 const (
-	mtu         = 4096
-	maxQP       = 1 << 16
-	maxQPWR     = 32768
-	maxCQE      = 4194303
-	maxInlineRC = 988
-	maxInlineUD = 512
-	maxRdAtomic = 16
-	maxMRBytes  = 1 << 40
-	qpnBase     = 0x100
+	defaultMTU     = 4096
+	defaultMaxQPWR = 32768
+	maxQP          = 1 << 16
+	maxCQE         = 4194303
+	maxInlineRC    = 988
+	maxInlineUD    = 512
+	maxRdAtomic    = 16
+	maxMRBytes     = 1 << 40
+	qpnBase        = 0x100
 )
 
 // Open returns a cluster of nodes nodes in this process, each with a
@@ -31,15 +32,39 @@ const (
 // busy polling, an in-memory out-of-band channel). Its Backend is
 // "loopback". The caller closes it; Close stops the NICs.
 func Open(cfg host.Config, nodes int) (fabric.Fabric, error) {
+	return OpenLimits(cfg, nodes, Limits{})
+}
+
+// Limits are what the devices of a loopback cluster report and enforce
+// instead of the defaults, so that a test can give them a real device's:
+// the active MTU (default 4096), max_qp_wr (default 32768) and how send
+// queues are sized (default: in requests). Zero fields keep the defaults.
+type Limits struct {
+	MTU       int
+	MaxQPWR   int
+	SendQueue fabric.SendQueueLayout
+}
+
+// OpenLimits is Open with devices of the limits lim.
+func OpenLimits(cfg host.Config, nodes int, lim Limits) (fabric.Fabric, error) {
 	if nodes < 1 {
 		return nil, fmt.Errorf("%w: loopback: Open of %d nodes (need at least 1)", fabric.ErrInvalidArg, nodes)
+	}
+	if lim.MTU == 0 {
+		lim.MTU = defaultMTU
+	}
+	if lim.MaxQPWR == 0 {
+		lim.MaxQPWR = defaultMaxQPWR
+	}
+	if (lim.MTU != 256 && lim.MTU != 512 && lim.MTU != 1024 && lim.MTU != 2048 && lim.MTU != 4096) || lim.MaxQPWR < 1 {
+		return nil, fmt.Errorf("%w: loopback: MTU %d (256, 512, 1024, 2048 or 4096), max_qp_wr %d", fabric.ErrInvalidArg, lim.MTU, lim.MaxQPWR)
 	}
 	if cfg.Cores <= 0 {
 		// Threads are goroutines the runtime schedules, not pinned:
 		// give every node nominal cores enough for any thread count.
 		cfg.Cores = 256
 	}
-	net := &network{}
+	net := &network{lim: lim}
 	devs := make([]fabric.Device, nodes)
 	for i := range devs {
 		n := newNIC(net, i)
@@ -54,6 +79,7 @@ func Open(cfg host.Config, nodes int) (fabric.Fabric, error) {
 
 // network is the set of NICs of one cluster.
 type network struct {
+	lim    Limits
 	nics   []*nic
 	closed atomic.Bool
 }

@@ -81,8 +81,12 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
 	}
 	caps := init.Caps
-	if caps.MaxSendWR < 1 || caps.MaxSendWR > maxQPWR || caps.MaxRecvWR < 1 || caps.MaxRecvWR > maxQPWR {
-		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d", fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, maxQPWR)
+	attr := (&device{n: n}).Attr()
+	if caps.MaxSendWR < 1 || caps.MaxRecvWR < 1 || caps.MaxRecvWR > attr.MaxQPWR {
+		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d", fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, attr.MaxQPWR)
+	}
+	if most := attr.MaxSendWR(init.Type, 1, caps.MaxInline); caps.MaxSendWR > most {
+		return nil, fmt.Errorf("%w: send queue depth %d above %d (%s)", fabric.ErrLimit, caps.MaxSendWR, most, attr.SendLimitReason(init.Type, 1, caps.MaxInline))
 	}
 	inl := maxInlineRC
 	if init.Type == fabric.UD {
@@ -95,7 +99,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: node %d already has %d queue pairs", fabric.ErrLimit, n.id, len(n.qps))
 	}
 	n.nextQPN++
-	q := &qp{n: n, pd: p, qpn: qpnBase + n.nextQPN, typ: init.Type, scq: scq, rcq: rcq, caps: caps, mtu: mtu,
+	q := &qp{n: n, pd: p, qpn: qpnBase + n.nextQPN, typ: init.Type, scq: scq, rcq: rcq, caps: caps, mtu: attr.MTU,
 		sq: make([]sqe, caps.MaxSendWR), rq: make([]rqe, caps.MaxRecvWR)}
 	n.qps[q.qpn] = q
 	p.users++
@@ -157,7 +161,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: %v from %v to %v: %s", fabric.ErrBadTransition, q, from, to, why)
 	}
-	if why := a.Transition(q.typ, from, to, mtu, maxRdAtomic); why != "" {
+	if why := a.Transition(q.typ, from, to, n.net.lim.MTU, maxRdAtomic); why != "" {
 		return bad(why)
 	}
 	switch to {
@@ -173,7 +177,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		if q.typ != fabric.UD {
 			m := a.PathMTU
 			if m == 0 {
-				m = mtu
+				m = n.net.lim.MTU
 			}
 			q.dest, q.mtu = dest, m
 			q.attr.Dest, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest, a.MinRNRTimer, a.MaxDestRdAtomic
@@ -302,7 +306,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 		if a.pd != q.pd {
 			return fmt.Errorf("%w: address handle from another protection domain", fabric.ErrInvalidWR)
 		}
-		if e.length > mtu {
+		if mtu := q.n.net.lim.MTU; e.length > mtu {
 			return fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, e.length, mtu)
 		}
 		e.ah = a

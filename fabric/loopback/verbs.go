@@ -24,9 +24,10 @@ var (
 func (d *device) Gate() host.Gate { return &d.n.gate }
 
 func (d *device) Attr() fabric.DeviceAttr {
-	id := d.n.id
+	id, lim := d.n.id, d.n.net.lim
 	return fabric.DeviceAttr{Name: fmt.Sprintf("loopback%d", id), LinkLayer: "InfiniBand", LID: lidOf(id), GID: gidOf(id),
-		MTU: mtu, MaxQP: maxQP, MaxQPWR: maxQPWR, MaxCQE: maxCQE, MaxSGE: 1, MaxInline: maxInlineRC, MaxInlineUD: maxInlineUD, MaxMRBytes: maxMRBytes}
+		MTU: lim.MTU, MaxQP: maxQP, MaxQPWR: lim.MaxQPWR, MaxCQE: maxCQE, MaxSGE: 1, MaxInline: maxInlineRC, MaxInlineUD: maxInlineUD, MaxMRBytes: maxMRBytes,
+		SendQueue: lim.SendQueue}
 }
 
 func (d *device) AllocPD() (fabric.PD, error) {

@@ -18,6 +18,9 @@ func (d *device) Attr() fabric.DeviceAttr {
 		Name: fmt.Sprintf("sim%d", d.n.id), LinkLayer: "InfiniBand", LID: lidOf(d.n.id), GID: gidOf(d.n.id),
 		MTU: p.Link.MTU, MaxQP: p.NIC.MaxQP, MaxQPWR: p.NIC.MaxQPWR, MaxCQE: p.NIC.MaxCQE, MaxSGE: 1,
 		MaxInline: p.NIC.MaxInlineRC, MaxInlineUD: p.NIC.MaxInlineUD, MaxMRBytes: p.NIC.MaxMRBytes, RateGbps: p.DataRateBps() / 1e9,
+		// The profiles' max_qp_wr counts requests: no block layout
+		// (fabric.SendQueueLayout), so that designs size queues as before.
+		SendQueue: fabric.SendQueueLayout{},
 	}
 }
 
