@@ -13,25 +13,33 @@ func rcPSN(me, j int) fabric.PSN { return fabric.PSNOf(mix(uint64(me*1000 + j)))
 // gatherQPInfo is the connection exchange of the RC designs: this node
 // publishes per records for every node (blob holds n*per encoded QPInfo,
 // node j's at j*per) and gets what every node published for it:
-// got[j][k] is node j's k-th record for this node. A node that sent
-// another amount is named (it runs another design or cluster size).
+// got[j][k] is node j's k-th record for this node. Each node is sent only
+// its own records (OOB.Exchange), so a node moves O(n) records, not the
+// O(n*n) of an all-gather of every node's blob. A node that sent another
+// amount is named (it runs another design or cluster size).
 func gatherQPInfo(node fabric.Node, key string, blob []byte, n, per int) ([][]fabric.QPInfo, error) {
-	all, err := node.OOB().AllGather(key, blob)
+	rec := per * fabric.QPInfoWireBytes
+	if len(blob) != n*rec {
+		return nil, fmt.Errorf("%w: %d bytes of queue-pair information for %d nodes of %d records", fabric.ErrInvalidArg, len(blob), n, per)
+	}
+	out := make([][]byte, n)
+	for j := range out {
+		out[j] = blob[j*rec : (j+1)*rec]
+	}
+	in, err := node.OOB().Exchange(key, out)
 	if err != nil {
 		return nil, err
 	}
-	rec := per * fabric.QPInfoWireBytes
-	me := node.ID()
 	got := make([][]fabric.QPInfo, n)
 	for j := 0; j < n; j++ {
-		if len(all[j]) != n*rec {
-			return nil, fmt.Errorf("node %d sent %d bytes of queue-pair information, want %d (the same node count and design everywhere?)",
-				j, len(all[j]), n*rec)
+		if len(in[j]) != rec {
+			return nil, fmt.Errorf("node %d sent %d bytes of queue-pair information for this node, want %d (the same node count and design everywhere?)",
+				j, len(in[j]), rec)
 		}
 		got[j] = make([]fabric.QPInfo, per)
 		for k := range got[j] {
-			off := me*rec + k*fabric.QPInfoWireBytes
-			if err := got[j][k].UnmarshalBinary(all[j][off : off+fabric.QPInfoWireBytes]); err != nil {
+			off := k * fabric.QPInfoWireBytes
+			if err := got[j][k].UnmarshalBinary(in[j][off : off+fabric.QPInfoWireBytes]); err != nil {
 				return nil, fmt.Errorf("from node %d: %w", j, err)
 			}
 		}

@@ -132,6 +132,17 @@ type OOB interface {
 	// one copies it first. Appending to one is safe (each is capped at its
 	// length).
 	AllGather(key string, data []byte) ([][]byte, error)
+	// Exchange is a personalised all-to-all: this node gives out[j] to
+	// node j (out holds one slice per node of the fabric, this one
+	// included; nil or empty for nothing) and gets back in[j], what node
+	// j gave this node, indexed by node id, nil when empty. Each node
+	// receives only what is addressed to it, so an exchange of a record
+	// per pair of nodes moves O(n) bytes per node, not the O(n*n) of an
+	// all-gather of whole rows. The result is the caller's (each entry
+	// capped at its length); the backend keeps no reference to out once
+	// it returns. An out of another length fails with ErrInvalidArg.
+	// In the simulator it costs what AllGather costs.
+	Exchange(key string, out [][]byte) ([][]byte, error)
 	// Barrier returns when every node has reached it.
 	Barrier(key string) error
 }

@@ -39,6 +39,7 @@ func ExecCases() []Case {
 		{Name: "SpawnBadCore", Body: spawnBadCore, Want: fabric.ErrInvalidArg},
 		{Name: "ThreadErrorFailsRun", Body: threadError, Want: errThread},
 		{Name: "OOBAllGather", Body: oobAllGather},
+		{Name: "OOBExchange", Body: oobExchange},
 		{Name: "ClockAndBusy", Body: clockBusy},
 		{Name: "RandPerThread", Body: randPerThread},
 	}
@@ -222,6 +223,54 @@ func oobAllGather(th fabric.Thread) error {
 		if err := o.Barrier(fmt.Sprintf("after%d", r)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// oobExchange: every node gets what each node gave it and nothing else,
+// over several rounds (empty slices come back empty, the result is the
+// caller's, out is the caller's again once Exchange returns), between
+// all-gathers and barriers; an out of the wrong length is ErrInvalidArg.
+func oobExchange(th fabric.Thread) error {
+	n := th.Node()
+	o := n.OOB()
+	size := 2
+	for r := 0; r < 3; r++ {
+		out := make([][]byte, size)
+		for j := range out {
+			if r != 1 || j == 0 {
+				out[j] = []byte(fmt.Sprintf("%d for %d, round %d", n.ID(), j, r))
+			}
+		}
+		in, err := o.Exchange(fmt.Sprintf("exchange%d", r), out)
+		if err != nil {
+			return err
+		}
+		for j := range out {
+			out[j] = append(out[j][:0], "changed"...) // the backend keeps no reference
+		}
+		if len(in) != size {
+			return fmt.Errorf("Exchange returned %d slices, want %d", len(in), size)
+		}
+		for j, b := range in {
+			want := fmt.Sprintf("%d for %d, round %d", j, n.ID(), r)
+			if r == 1 && n.ID() != 0 {
+				want = ""
+			}
+			if string(b) != want {
+				return fmt.Errorf("Exchange round %d: from node %d %q, want %q", r, j, b, want)
+			}
+		}
+		in[0] = append(in[0], 'x') // the result is the caller's
+		if _, err := o.AllGather(fmt.Sprintf("between%d", r), []byte{byte(n.ID())}); err != nil {
+			return err
+		}
+		if err := o.Barrier(fmt.Sprintf("after%d", r)); err != nil {
+			return err
+		}
+	}
+	if _, err := o.Exchange("short", make([][]byte, size-1)); !errors.Is(err, fabric.ErrInvalidArg) {
+		return fmt.Errorf("Exchange with %d slices for %d nodes: %v, want ErrInvalidArg", size-1, size, err)
 	}
 	return nil
 }

@@ -41,6 +41,12 @@ func (o gatedOOB) AllGather(key string, data []byte) ([][]byte, error) {
 	return o.oobChannel.AllGather(key, data)
 }
 
+func (o gatedOOB) Exchange(key string, out [][]byte) ([][]byte, error) {
+	o.g.Leave()
+	defer o.g.Enter()
+	return o.oobChannel.Exchange(key, out)
+}
+
 func (o gatedOOB) Barrier(key string) error {
 	o.g.Leave()
 	defer o.g.Enter()

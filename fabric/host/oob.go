@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,9 +39,10 @@ type localHub struct {
 
 type localRound struct {
 	key     string
-	barrier bool
-	first   int // node that opened the round
-	data    [][]byte
+	kind    opKind
+	first   int         // node that opened the round
+	data    [][]byte    // AllGather: each node's contribution
+	rows    []packedRow // Exchange: what each node gives each node
 	from    []bool
 	arrived int
 	read    int
@@ -62,11 +64,20 @@ type localOOB struct {
 }
 
 func (o *localOOB) AllGather(key string, data []byte) ([][]byte, error) {
-	return o.h.gather(o.id, key, data, false)
+	return o.h.join(o.id, key, opGather, data, nil)
+}
+
+// Exchange implements fabric.OOB: each node's slices are copied once, into
+// one allocation, and each node is handed the ones addressed to it.
+func (o *localOOB) Exchange(key string, out [][]byte) ([][]byte, error) {
+	if len(out) != o.h.nodes {
+		return nil, fmt.Errorf("%w: host: out-of-band %s on node %d with %d slices for %d nodes", fabric.ErrInvalidArg, opName(opExchange, key), o.id, len(out), o.h.nodes)
+	}
+	return o.h.join(o.id, key, opExchange, nil, out)
 }
 
 func (o *localOOB) Barrier(key string) error {
-	_, err := o.h.gather(o.id, key, nil, true)
+	_, err := o.h.join(o.id, key, opBarrier, nil, nil)
 	return err
 }
 
@@ -102,37 +113,102 @@ func (h *localHub) newRun() {
 	}
 }
 
-func opName(barrier bool, key string) string {
-	if barrier {
+// opKind is which out-of-band call a round is.
+type opKind uint8
+
+const (
+	opGather opKind = iota
+	opBarrier
+	opExchange
+)
+
+func opName(kind opKind, key string) string {
+	switch kind {
+	case opBarrier:
 		return fmt.Sprintf("Barrier(%q)", key)
+	case opExchange:
+		return fmt.Sprintf("Exchange(%q)", key)
 	}
 	return fmt.Sprintf("AllGather(%q)", key)
 }
 
-func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]byte, error) {
+// packedRow is a node's slices for an exchange, copied into one
+// allocation (the caller keeps out; each slice goes to one node only):
+// slice j is buf[ends[j-1]:ends[j]]. Offsets, not n slices, so that the
+// collector has one pointer per node to follow, not n.
+type packedRow struct {
+	buf  []byte
+	ends []int
+}
+
+func packRow(out [][]byte) packedRow {
+	p := packedRow{buf: bytes.Join(out, nil), ends: make([]int, len(out))} // Join does not clear first
+	at := 0
+	for j, d := range out {
+		at += len(d)
+		p.ends[j] = at
+	}
+	return p
+}
+
+// entry is the slice for node j, capped at its length; nil when empty.
+func (p packedRow) entry(j int) []byte {
+	start := 0
+	if j > 0 {
+		start = p.ends[j-1]
+	}
+	if p.ends[j] == start {
+		return nil
+	}
+	return p.buf[start:p.ends[j]:p.ends[j]]
+}
+
+// copyRow copies out into one allocation, each slice capped at its
+// length (nil when empty).
+func copyRow(out [][]byte) [][]byte {
+	p := packRow(out)
+	row := make([][]byte, len(out))
+	for j := range row {
+		row[j] = p.entry(j)
+	}
+	return row
+}
+
+// join is every call of node id: it contributes data (AllGather) or out
+// (Exchange), waits for every node and takes its result.
+func (h *localHub) join(id int, key string, kind opKind, data []byte, out [][]byte) ([][]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
-		return nil, fmt.Errorf("host: out-of-band %s on node %d: %w", opName(barrier, key), id, h.err)
+		return nil, fmt.Errorf("host: out-of-band %s on node %d: %w", opName(kind, key), id, h.err)
 	}
 	pos := h.calls[id]
 	h.calls[id]++
 	r := h.rounds[pos]
 	if r == nil {
-		r = &localRound{key: key, barrier: barrier, first: id, data: make([][]byte, h.nodes), from: make([]bool, h.nodes)}
+		r = &localRound{key: key, kind: kind, first: id, from: make([]bool, h.nodes)}
+		switch kind {
+		case opGather:
+			r.data = make([][]byte, h.nodes)
+		case opExchange:
+			r.rows = make([]packedRow, h.nodes)
+		}
 		h.rounds[pos] = r
 	}
-	if r.key != key || r.barrier != barrier {
+	if r.key != key || r.kind != kind {
 		err := fmt.Errorf("host: out-of-band call %d: node %d calls %s but node %d called %s (nodes must make the same calls in the same order)",
-			pos, id, opName(barrier, key), r.first, opName(r.barrier, r.key))
+			pos, id, opName(kind, key), r.first, opName(r.kind, r.key))
 		if h.err == nil {
 			h.err = err
 		}
 		h.cond.Broadcast()
 		return nil, err
 	}
-	if len(data) > 0 {
+	switch {
+	case kind == opGather && len(data) > 0:
 		r.data[id] = append([]byte(nil), data...)
+	case kind == opExchange:
+		r.rows[id] = packRow(out)
 	}
 	r.from[id] = true
 	r.arrived++
@@ -151,7 +227,7 @@ func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]by
 				}
 			}
 			sort.Strings(missing)
-			r.failed = fmt.Errorf("host: out-of-band %s: node(s) %s did not reach it within %v", opName(barrier, key), strings.Join(missing, ", "), h.timeout)
+			r.failed = fmt.Errorf("host: out-of-band %s: node(s) %s did not reach it within %v", opName(kind, key), strings.Join(missing, ", "), h.timeout)
 			if h.err == nil {
 				h.err = r.failed
 			}
@@ -164,19 +240,25 @@ func (h *localHub) gather(id int, key string, data []byte, barrier bool) ([][]by
 		if r.failed != nil {
 			return nil, r.failed
 		}
-		return nil, fmt.Errorf("host: out-of-band %s on node %d: %w", opName(barrier, key), id, h.err)
+		return nil, fmt.Errorf("host: out-of-band %s on node %d: %w", opName(kind, key), id, h.err)
 	}
-	var out [][]byte
-	if !barrier {
-		out = make([][]byte, h.nodes)
+	var res [][]byte
+	switch kind {
+	case opGather:
+		res = make([][]byte, h.nodes)
 		for i, d := range r.data {
 			if d != nil {
-				out[i] = d[:len(d):len(d)] // shared, read-only (fabric.OOB)
+				res[i] = d[:len(d):len(d)] // shared, read-only (fabric.OOB)
 			}
+		}
+	case opExchange:
+		res = make([][]byte, h.nodes)
+		for i, row := range r.rows {
+			res[i] = row.entry(id) // this node's alone
 		}
 	}
 	if r.read++; r.read == h.nodes {
 		delete(h.rounds, pos)
 	}
-	return out, nil
+	return res, nil
 }

@@ -53,7 +53,7 @@ type peerConn struct {
 	err  error         // why the reader stopped (valid once dead is closed)
 	bye  atomic.Bool   // the peer closed cleanly
 	// sent and recvd count the frames' bytes, headers included, after
-	// the bootstrap (for measurements).
+	// the hello (for measurements).
 	sent, recvd atomic.Int64
 }
 
@@ -190,7 +190,7 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) (err erro
 		failure.Store(&msg)
 		for _, pc := range conns {
 			if pc != nil {
-				pc.write(frameAck, ackMsg{Msg: err.Error()}.encode(), 5*time.Second)
+				pc.write(frameAck, 5*time.Second, ackMsg{Msg: err.Error()}.encode())
 				pc.c.Close()
 			}
 		}
@@ -243,7 +243,7 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) (err erro
 		}
 	}
 	for _, pc := range conns[1:] {
-		if err := pc.write(frameAck, ackMsg{OK: true}.encode(), connectTimeout); err != nil {
+		if err := pc.write(frameAck, connectTimeout, ackMsg{OK: true}.encode()); err != nil {
 			return fail(fmt.Errorf("host: confirming the job to %s: %w", pc.name, err))
 		}
 	}
@@ -327,18 +327,25 @@ func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 		return fmt.Errorf("host: node %d: %s refused the job: %s", o.b.Rank, coord, a.Msg)
 	}
 	c.SetDeadline(time.Time{})
-	o.conns = []*peerConn{{rank: 0, name: coord, c: c, in: make(chan inFrame, 4), dead: make(chan struct{})}}
+	pc := &peerConn{rank: 0, name: coord, c: c, in: make(chan inFrame, 4), dead: make(chan struct{})}
+	pc.recvd.Store(int64(frameHeader + len(body)))
+	o.conns = []*peerConn{pc}
 	return nil
 }
 
-func (pc *peerConn) write(typ byte, body []byte, timeout time.Duration) error {
+// write writes a frame whose body is the concatenation of parts.
+func (pc *peerConn) write(typ byte, timeout time.Duration, parts ...[]byte) error {
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
 	pc.c.SetWriteDeadline(time.Now().Add(timeout))
-	if err := writeFrame(pc.c, typ, body); err != nil {
+	if err := writeFrame(pc.c, typ, parts...); err != nil {
 		return err
 	}
-	pc.sent.Add(int64(frameHeader + len(body)))
+	size := frameHeader
+	for _, p := range parts {
+		size += len(p)
+	}
+	pc.sent.Add(int64(size))
 	return nil
 }
 
@@ -356,7 +363,7 @@ func (o *tcpOOB) read(pc *peerConn) {
 		}
 		pc.recvd.Add(int64(frameHeader + len(body)))
 		switch typ {
-		case frameGather, frameResult:
+		case frameGather, frameResult, frameExchange:
 			select {
 			case pc.in <- inFrame{typ, body}:
 			case <-o.abortCh:
@@ -411,7 +418,7 @@ func (o *tcpOOB) broadcastAbort(node uint32, msg string, except *peerConn) {
 	body := abortMsg{Node: node, Msg: msg}.encode()
 	for _, pc := range o.conns {
 		if pc != nil && pc != except {
-			pc.write(frameAbort, body, 5*time.Second)
+			pc.write(frameAbort, 5*time.Second, body)
 		}
 	}
 }
@@ -424,7 +431,7 @@ func (o *tcpOOB) close() error {
 	}
 	for _, pc := range o.conns {
 		if pc != nil {
-			pc.write(frameBye, nil, time.Second)
+			pc.write(frameBye, time.Second)
 			pc.c.Close()
 		}
 	}
@@ -432,11 +439,22 @@ func (o *tcpOOB) close() error {
 }
 
 func (o *tcpOOB) AllGather(key string, data []byte) ([][]byte, error) {
-	return o.collective(key, data, false)
+	return o.collective(key, opGather, data, nil)
+}
+
+// Exchange implements fabric.OOB: every node sends node 0 its slices for
+// every node in one frame, and node 0 sends each node the slices
+// addressed to it, so a node moves what it gives and what it gets, and
+// node 0 each node's share once.
+func (o *tcpOOB) Exchange(key string, out [][]byte) ([][]byte, error) {
+	if len(out) != o.b.Size {
+		return nil, fmt.Errorf("%w: host: out-of-band %s on node %d with %d slices for %d nodes", fabric.ErrInvalidArg, opName(opExchange, key), o.b.Rank, len(out), o.b.Size)
+	}
+	return o.collective(key, opExchange, nil, out)
 }
 
 func (o *tcpOOB) Barrier(key string) error {
-	_, err := o.collective(key, nil, true)
+	_, err := o.collective(key, opBarrier, nil, nil)
 	return err
 }
 
@@ -444,10 +462,12 @@ func (o *tcpOOB) unusable(what string) error {
 	return fmt.Errorf("host: out-of-band %s on node %d: %w", what, o.b.Rank, o.abortErr)
 }
 
-func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, error) {
+// collective is every call: data is an AllGather's contribution, out an
+// Exchange's slices.
+func (o *tcpOOB) collective(key string, kind opKind, data []byte, out [][]byte) ([][]byte, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	what := opName(barrier, key)
+	what := opName(kind, key)
 	if o.closing.Load() {
 		return nil, fmt.Errorf("%w: host: out-of-band %s after Close", fabric.ErrClosed, what)
 	}
@@ -458,91 +478,133 @@ func (o *tcpOOB) collective(key string, data []byte, barrier bool) ([][]byte, er
 	}
 	o.seq++
 	if o.b.Size == 1 {
-		if barrier {
-			return nil, nil
+		switch kind {
+		case opGather:
+			return [][]byte{append([]byte(nil), data...)}, nil
+		case opExchange:
+			return copyRow(out), nil
 		}
-		return [][]byte{append([]byte(nil), data...)}, nil
+		return nil, nil
 	}
 	if o.b.Rank == 0 {
-		return o.relay(key, data, barrier, what)
+		if kind == opExchange {
+			return o.relayExchange(key, out, what)
+		}
+		return o.relay(key, data, kind == opBarrier, what)
 	}
 	root := o.conns[0]
-	g := gatherMsg{Seq: o.seq, Key: key, Barrier: barrier, Data: data}
-	if err := root.write(frameGather, g.encode(), o.timeout); err != nil {
+	var err error
+	if kind == opExchange {
+		err = root.write(frameExchange, o.timeout, exchangeMsg{Seq: o.seq, Key: key, Data: out}.parts()...)
+	} else {
+		err = root.write(frameGather, o.timeout, gatherMsg{Seq: o.seq, Key: key, Barrier: kind == opBarrier, Data: data}.encode())
+	}
+	if err != nil {
 		err = fmt.Errorf("host: out-of-band %s: sending to %s: %w", what, root.name, err)
 		o.abort(err)
 		return nil, err
 	}
-	timer := time.NewTimer(o.timeout + 10*time.Second) // node 0 reports late nodes first
-	defer timer.Stop()
-	var f inFrame
-	select {
-	case f = <-root.in:
-	case <-o.abortCh:
-		return nil, o.unusable(what)
-	case <-root.dead:
-		var ok bool
-		if f, ok = root.pending(); !ok {
-			return nil, fmt.Errorf("host: out-of-band %s: %s closed the connection (%v)", what, root.name, root.err)
-		}
-	case <-timer.C:
-		err := fmt.Errorf("host: out-of-band %s: no answer from %s within %v", what, root.name, o.timeout)
-		o.abort(err)
+	f, err := o.answer(root, what)
+	if err != nil {
 		return nil, err
 	}
-	var m resultMsg
-	err := fmt.Errorf("%w: frame of type %d, want a result", errWire, f.typ)
-	if f.typ == frameResult {
-		m, err = decodeResult(f.body)
-	}
-	if err == nil && (m.Seq != o.seq || m.Key != key) {
-		err = fmt.Errorf("result of call %d %q, want call %d %q", m.Seq, m.Key, o.seq, key)
-	}
-	if err == nil && !barrier && len(m.Data) != o.b.Size {
-		err = fmt.Errorf("result with %d contributions for %d nodes", len(m.Data), o.b.Size)
-	}
+	res, err := o.decodeAnswer(f, key, kind)
 	if err != nil {
 		err = fmt.Errorf("host: out-of-band %s: bad answer from %s: %v", what, root.name, err)
 		o.abort(err)
 		return nil, err
 	}
-	if barrier {
+	return res, nil
+}
+
+// answer waits for node 0's answer to this node's part of a call.
+func (o *tcpOOB) answer(root *peerConn, what string) (inFrame, error) {
+	timer := time.NewTimer(o.timeout + 10*time.Second) // node 0 reports late nodes first
+	defer timer.Stop()
+	select {
+	case f := <-root.in:
+		return f, nil
+	case <-o.abortCh:
+		return inFrame{}, o.unusable(what)
+	case <-root.dead:
+		if f, ok := root.pending(); ok {
+			return f, nil
+		}
+		return inFrame{}, fmt.Errorf("host: out-of-band %s: %s closed the connection (%v)", what, root.name, root.err)
+	case <-timer.C:
+		err := fmt.Errorf("host: out-of-band %s: no answer from %s within %v", what, root.name, o.timeout)
+		o.abort(err)
+		return inFrame{}, err
+	}
+}
+
+// decodeAnswer checks node 0's answer f to call o.seq and returns this
+// node's result.
+func (o *tcpOOB) decodeAnswer(f inFrame, key string, kind opKind) ([][]byte, error) {
+	want, name := byte(frameResult), "a result"
+	if kind == opExchange {
+		want, name = frameExchange, "an exchange"
+	}
+	if f.typ != want {
+		return nil, fmt.Errorf("%w: frame of type %d, want %s", errWire, f.typ, name)
+	}
+	var m resultMsg
+	var err error
+	if kind == opExchange {
+		var x exchangeMsg
+		x, err = decodeExchange(f.body)
+		m = resultMsg(x)
+	} else {
+		m, err = decodeResult(f.body)
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case m.Seq != o.seq || m.Key != key:
+		return nil, fmt.Errorf("result of call %d %q, want call %d %q", m.Seq, m.Key, o.seq, key)
+	case kind == opBarrier:
 		return nil, nil
+	case len(m.Data) != o.b.Size:
+		return nil, fmt.Errorf("result with %d contributions for %d nodes", len(m.Data), o.b.Size)
 	}
 	return m.Data, nil
 }
 
-// relay is node 0's side of a collective.
-func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]byte, error) {
-	n := o.b.Size
-	all := make([][]byte, n)
-	if !barrier {
-		all[0] = append([]byte(nil), data...)
+// callOf decodes the frame a node sent for a call: which call it is, and
+// its contribution (gatherMsg or exchangeMsg).
+func callOf(f inFrame) (seq uint64, kind opKind, key string, m any, err error) {
+	switch f.typ {
+	case frameGather:
+		g, err := decodeGather(f.body)
+		kind := opGather
+		if g.Barrier {
+			kind = opBarrier
+		}
+		return g.Seq, kind, g.Key, g, err
+	case frameExchange:
+		x, err := decodeExchange(f.body)
+		return x.Seq, opExchange, x.Key, x, err
 	}
+	return 0, 0, "", nil, fmt.Errorf("%w: frame of type %d, want a gather or an exchange", errWire, f.typ)
+}
+
+// collect is node 0's side of call o.seq: it waits for every other node's
+// frame and hands it to take once checked to be the same call.
+func (o *tcpOOB) collect(key string, kind opKind, what string, take func(rank int, m any)) error {
+	n := o.b.Size
 	arrived := make([]bool, n)
-	arrived[0] = true
 	timer := time.NewTimer(o.timeout)
 	defer timer.Stop()
-	failed := func(err error) ([][]byte, error) {
-		o.abort(err)
-		return nil, err
-	}
-	take := func(pc *peerConn, f inFrame) error {
-		var g gatherMsg
-		err := fmt.Errorf("%w: frame of type %d, want a gather", errWire, f.typ)
-		if f.typ == frameGather {
-			g, err = decodeGather(f.body)
-		}
+	check := func(pc *peerConn, f inFrame) error {
+		seq, k, fkey, m, err := callOf(f)
 		if err != nil {
 			return fmt.Errorf("host: out-of-band %s: bad frame from %s: %v", what, pc.name, err)
 		}
-		if g.Seq != o.seq || g.Key != key || g.Barrier != barrier {
+		if seq != o.seq || fkey != key || k != kind {
 			return fmt.Errorf("host: out-of-band call %d: %s calls %s as its call %d, but node 0 calls %s (nodes must make the same calls in the same order)",
-				o.seq, pc.name, opName(g.Barrier, g.Key), g.Seq, what)
+				o.seq, pc.name, opName(k, fkey), seq, what)
 		}
-		if !barrier {
-			all[pc.rank] = g.Data
-		}
+		take(pc.rank, m)
 		arrived[pc.rank] = true
 		return nil
 	}
@@ -550,26 +612,26 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 		pc := o.conns[r]
 		select {
 		case f := <-pc.in:
-			if err := take(pc, f); err != nil {
-				return failed(err)
+			if err := check(pc, f); err != nil {
+				return err
 			}
 		case <-pc.dead:
 			f, ok := pc.pending()
 			if !ok {
-				return failed(fmt.Errorf("host: out-of-band %s: %s closed its connection before reaching it (%v)", what, pc.name, pc.err))
+				return fmt.Errorf("host: out-of-band %s: %s closed its connection before reaching it (%v)", what, pc.name, pc.err)
 			}
-			if err := take(pc, f); err != nil {
-				return failed(err)
+			if err := check(pc, f); err != nil {
+				return err
 			}
 		case <-o.abortCh:
-			return nil, o.unusable(what)
+			return errAborted
 		case <-timer.C:
 			var missing []string
 			for q := r; q < n; q++ {
 				select {
 				case f := <-o.conns[q].in:
-					if err := take(o.conns[q], f); err != nil {
-						return failed(err)
+					if err := check(o.conns[q], f); err != nil {
+						return err
 					}
 				default:
 				}
@@ -577,8 +639,44 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 					missing = append(missing, o.conns[q].name)
 				}
 			}
-			return failed(fmt.Errorf("host: out-of-band %s: %s did not reach it within %v", what, strings.Join(missing, ", "), o.timeout))
+			return fmt.Errorf("host: out-of-band %s: %s did not reach it within %v", what, strings.Join(missing, ", "), o.timeout)
 		}
+	}
+	return nil
+}
+
+// errAborted is collect's report of an abort from elsewhere.
+var errAborted = errors.New("aborted")
+
+// failed ends node 0's side of a call that failed: an abort from
+// elsewhere is reported as such; anything else aborts the job.
+func (o *tcpOOB) failed(err error, what string) ([][]byte, error) {
+	if errors.Is(err, errAborted) {
+		return nil, o.unusable(what)
+	}
+	o.abort(err)
+	return nil, err
+}
+
+// relay is node 0's side of an AllGather or Barrier: every node is sent
+// every contribution.
+func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]byte, error) {
+	n := o.b.Size
+	kind := opGather
+	if barrier {
+		kind = opBarrier
+	}
+	all := make([][]byte, n)
+	if !barrier {
+		all[0] = append([]byte(nil), data...)
+	}
+	err := o.collect(key, kind, what, func(r int, m any) {
+		if !barrier {
+			all[r] = m.(gatherMsg).Data
+		}
+	})
+	if err != nil {
+		return o.failed(err, what)
 	}
 	res := resultMsg{Seq: o.seq, Key: key}
 	if !barrier {
@@ -586,8 +684,8 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 	}
 	body := res.encode()
 	for _, pc := range o.conns[1:] {
-		if err := pc.write(frameResult, body, o.timeout); err != nil {
-			return failed(fmt.Errorf("host: out-of-band %s: sending the result to %s: %w", what, pc.name, err))
+		if err := pc.write(frameResult, o.timeout, body); err != nil {
+			return o.failed(fmt.Errorf("host: out-of-band %s: sending the result to %s: %w", what, pc.name, err), what)
 		}
 	}
 	if barrier {
@@ -598,4 +696,40 @@ func (o *tcpOOB) relay(key string, data []byte, barrier bool, what string) ([][]
 		out[i] = append([]byte(nil), d...)
 	}
 	return out, nil
+}
+
+// relayExchange is node 0's side of an Exchange: each node is sent the
+// slices addressed to it (its column), written from the frames they
+// arrived in.
+func (o *tcpOOB) relayExchange(key string, out [][]byte, what string) ([][]byte, error) {
+	n := o.b.Size
+	rows := make([][][]byte, n)
+	rows[0] = out // the caller's, read before this returns
+	bad := ""
+	err := o.collect(key, opExchange, what, func(r int, m any) {
+		rows[r] = m.(exchangeMsg).Data
+		if len(rows[r]) != n && bad == "" {
+			bad = fmt.Sprintf("host: out-of-band %s: %s gave %d slices for %d nodes", what, o.conns[r].name, len(rows[r]), n)
+		}
+	})
+	if err == nil && bad != "" {
+		err = errors.New(bad)
+	}
+	if err != nil {
+		return o.failed(err, what)
+	}
+	column := make([][]byte, n)
+	for _, pc := range o.conns[1:] {
+		for j := range column {
+			column[j] = rows[j][pc.rank]
+		}
+		m := exchangeMsg{Seq: o.seq, Key: key, Data: column}
+		if err := pc.write(frameExchange, o.timeout, m.parts()...); err != nil {
+			return o.failed(fmt.Errorf("host: out-of-band %s: sending %s its share: %w", what, pc.name, err), what)
+		}
+	}
+	for j := range column {
+		column[j] = rows[j][0]
+	}
+	return copyRow(column), nil // not slices of the frames, which it would keep whole
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
 // startJob starts size "nodes" as goroutines, each setting up its TCP
@@ -185,14 +187,14 @@ func TestTCPVersionMismatch(t *testing.T) {
 	}
 	defer c.Close()
 	h := helloMsg{Rank: 1, Size: 2, Signature: "s"}.encode()
-	h[5] = 2 // version 2
+	h[5] = wireVersion + 1
 	writeFrame(c, frameHello, h)
 	typ, body, err := readFrame(c)
 	if err != nil || typ != frameAck {
 		t.Fatalf("answer: %d %v", typ, err)
 	}
 	a, _ := decodeAck(body)
-	if a.OK || !strings.Contains(a.Msg, "version 2, this binary 1") {
+	if a.OK || !strings.Contains(a.Msg, fmt.Sprintf("version %d, this binary %d", wireVersion+1, wireVersion)) {
 		t.Fatalf("ack %+v", a)
 	}
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "another out-of-band protocol") {
@@ -485,5 +487,140 @@ func TestTCPAnswerBeforeClose(t *testing.T) {
 	o.conns = []*peerConn{ended()}
 	if _, err := o.AllGather("results", nil); err == nil || !strings.Contains(err.Error(), "closed the connection") {
 		t.Fatalf("%v, want the closed connection named", err)
+	}
+}
+
+// TestTCPExchange: each node gets what every node gave it, over rounds
+// between all-gathers and barriers, and moves only its own share: what it
+// gives and what it gets, node 0 each node's share once.
+func TestTCPExchange(t *testing.T) {
+	for _, n := range []int{2, 5, 32} {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			oobs, errs := startJob(t, n, sameSig(n, "job"), nil, 10*time.Second)
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("node %d: %v", r, err)
+				}
+			}
+			give := func(from, to, round int) []byte {
+				if round == 1 && to != 0 {
+					return nil // only node 0 gets anything
+				}
+				return []byte(fmt.Sprintf("%d>%d@%d", from, to, round))
+			}
+			const rounds = 3
+			errs = each(oobs, func(r int, o *tcpOOB) error {
+				for round := 0; round < rounds; round++ {
+					out := make([][]byte, n)
+					for j := range out {
+						out[j] = give(r, j, round)
+					}
+					in, err := o.Exchange("x", out)
+					if err != nil {
+						return err
+					}
+					for j, d := range in {
+						if want := give(j, r, round); !bytes.Equal(d, want) {
+							return fmt.Errorf("round %d: from node %d %q, want %q", round, j, d, want)
+						}
+					}
+					if _, err := o.AllGather("g", []byte{byte(r)}); err != nil {
+						return err
+					}
+					if err := o.Barrier("b"); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("node %d: %v", r, err)
+				}
+			}
+			// Node r's share: its frame to node 0 and node 0's back, each
+			// the header, sequence, key, count, n lengths and its entries.
+			share := func(r, round int) (up, down int64) {
+				frame := int64(frameHeader + 8 + 2 + len("x") + 4 + 4*n)
+				up, down = frame, frame
+				for j := 0; j < n; j++ {
+					up += int64(len(give(r, j, round)))
+					down += int64(len(give(j, r, round)))
+				}
+				return up, down
+			}
+			gathers := int64(0) // the all-gathers' and barriers' traffic, the same for every node but 0
+			for r := 1; r < n; r++ {
+				sent, recvd := oobs[r].conns[0].sent.Load(), oobs[r].conns[0].recvd.Load()
+				for round := 0; round < rounds; round++ {
+					up, down := share(r, round)
+					sent, recvd = sent-up, recvd-down
+				}
+				if r == 1 {
+					gathers = sent + recvd
+				}
+				if sent+recvd != gathers || sent < 0 || recvd < 0 {
+					t.Errorf("node %d moved %d and %d bytes besides its exchanges, node 1 %d in all", r, sent, recvd, gathers)
+				}
+				if node0 := oobs[0].conns[r]; node0.sent.Load() != oobs[r].conns[0].recvd.Load() || node0.recvd.Load() != oobs[r].conns[0].sent.Load() {
+					t.Errorf("node 0 and node %d disagree on what passed between them", r)
+				}
+			}
+		})
+	}
+}
+
+// TestTCPExchangeMismatch: a node that makes another call than node 0's
+// exchange, or gives slices for another number of nodes, is named.
+func TestTCPExchangeMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(o *tcpOOB) error
+		want string
+	}{
+		{"all-gather", func(o *tcpOOB) error { _, err := o.AllGather("x", []byte("hi")); return err }, `calls AllGather("x")`},
+		{"other key", func(o *tcpOOB) error { _, err := o.Exchange("y", make([][]byte, 3)); return err }, `calls Exchange("y")`},
+		{"slices", func(o *tcpOOB) error {
+			o.mu.Lock() // a peer built for another job size, past the local check
+			o.seq++
+			err := o.conns[0].write(frameExchange, time.Second, exchangeMsg{Seq: o.seq, Key: "x", Data: make([][]byte, 2)}.parts()...)
+			o.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			return o.Barrier("after")
+		}, "gave 2 slices for 3 nodes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			errs = each(oobs, func(r int, o *tcpOOB) error {
+				if r == 2 {
+					return tc.call(o)
+				}
+				_, err := o.Exchange("x", make([][]byte, 3))
+				return err
+			})
+			for r, err := range errs {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("node %d: %v; want %q", r, err, tc.want)
+				}
+			}
+		})
+	}
+	o, err := dialOOB(Bootstrap{Rank: 0, Size: 1, Coordinator: "x:1"}, "", time.Second, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	if in, err := o.Exchange("alone", [][]byte{[]byte("me")}); err != nil || len(in) != 1 || string(in[0]) != "me" {
+		t.Errorf("one node: %q, %v", in, err)
+	}
+	if _, err := o.Exchange("alone", nil); !errors.Is(err, fabric.ErrInvalidArg) {
+		t.Errorf("no slices: %v, want ErrInvalidArg", err)
 	}
 }

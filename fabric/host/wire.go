@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"slices"
 )
 
 // The out-of-band wire format (TCP between the processes of a distributed
@@ -21,6 +23,13 @@ import (
 //	result  u64 seq | str key | u32 n | n x bytes
 //	abort   u32 node | str message
 //	bye     (empty)
+//	exchange u64 seq | str key | u32 n | n x u32 length | the n entries' bytes
+//
+// An exchange frame carries a node's slices for every node to node 0 and,
+// from node 0, the slices every node gave one node (its column): node 0
+// relays each node only what is addressed to it. Its entries follow their
+// lengths so that a frame is written straight from the slices it carries
+// (writev), and read into one allocation that they share.
 //
 // where str is u16 length + UTF-8 bytes and bytes is u32 length + bytes.
 // Decoders reject trailing bytes, over-long fields and unknown types, so a
@@ -34,12 +43,14 @@ const (
 	frameResult = 4
 	frameAbort  = 5
 	frameBye    = 6
+	// frameExchange is new in version 2.
+	frameExchange = 7
 )
 
 const (
 	frameHeader = 5          // the length and the type
 	wireMagic   = 0x52534846 // "RSHF"
-	wireVersion = 1
+	wireVersion = 2
 	// maxFrame bounds a frame so that a corrupt length cannot make a
 	// reader allocate without limit. An all-gather result of every
 	// node's contribution must fit.
@@ -73,20 +84,36 @@ type resultMsg struct {
 	Data [][]byte
 }
 
+type exchangeMsg struct {
+	Seq  uint64
+	Key  string
+	Data [][]byte
+}
+
 type abortMsg struct {
 	Node uint32
 	Msg  string
 }
 
-// writeFrame writes one frame.
-func writeFrame(w io.Writer, typ byte, body []byte) error {
-	if len(body)+1 > maxFrame {
-		return fmt.Errorf("%w: frame of %d bytes exceeds %d", errWire, len(body)+1, maxFrame)
+// writeFrame writes one frame whose body is the concatenation of parts,
+// without copying them (one writev on a connection).
+func writeFrame(w io.Writer, typ byte, parts ...[]byte) error {
+	size := 1
+	for _, p := range parts {
+		size += len(p)
 	}
-	b := make([]byte, 5, 5+len(body))
-	binary.BigEndian.PutUint32(b, uint32(len(body)+1))
-	b[4] = typ
-	_, err := w.Write(append(b, body...))
+	if size > maxFrame {
+		return fmt.Errorf("%w: frame of %d bytes exceeds %d", errWire, size, maxFrame)
+	}
+	b := make(net.Buffers, 1, 1+len(parts))
+	b[0] = binary.BigEndian.AppendUint32(make([]byte, 0, frameHeader), uint32(size))
+	b[0] = append(b[0], typ)
+	for _, p := range parts {
+		if len(p) > 0 {
+			b = append(b, p)
+		}
+	}
+	_, err := b.WriteTo(w)
 	return err
 }
 
@@ -304,6 +331,51 @@ func decodeResult(b []byte) (resultMsg, error) {
 	return m, d.end("result")
 }
 
+// parts is the exchange frame's body as its head (sequence, key, count
+// and lengths) followed by the entries themselves, for writeFrame.
+func (m exchangeMsg) parts() [][]byte {
+	head := enc(nil).u64(m.Seq).str(m.Key).u32(uint32(len(m.Data)))
+	for _, x := range m.Data {
+		head = head.u32(uint32(len(x)))
+	}
+	return append([][]byte{head}, m.Data...)
+}
+
+func (m exchangeMsg) encode() []byte { return slices.Concat(m.parts()...) }
+
+// decodeExchange decodes an exchange frame's body. Its entries are
+// slices of b, each capped at its length (nil when empty): nothing is
+// copied.
+func decodeExchange(b []byte) (exchangeMsg, error) {
+	d := dec{b: b}
+	var m exchangeMsg
+	m.Seq = d.u64("sequence")
+	m.Key = d.str("key")
+	n := d.u32("count")
+	// Every entry takes its 4-byte length: bound n before allocating.
+	if d.err == nil && uint64(n)*4 > uint64(len(d.b)) {
+		d.err = fmt.Errorf("%w: %d entries cannot fit in %d bytes", errWire, n, len(d.b))
+	}
+	if d.err != nil {
+		return m, d.err
+	}
+	lens := d.take(4*int(n), "lengths")
+	total := uint64(0)
+	for i := uint32(0); i < n; i++ {
+		total += uint64(binary.BigEndian.Uint32(lens[4*i:]))
+	}
+	if total != uint64(len(d.b)) {
+		return m, fmt.Errorf("%w: exchange entries of %d bytes in all, %d left", errWire, total, len(d.b))
+	}
+	m.Data = make([][]byte, n)
+	for i := range m.Data {
+		if l := int(binary.BigEndian.Uint32(lens[4*i:])); l > 0 {
+			m.Data[i] = d.take(l, "entry")
+		}
+	}
+	return m, d.end("exchange")
+}
+
 func (m abortMsg) encode() []byte { return enc(nil).u32(m.Node).str(m.Msg) }
 
 func decodeAbort(b []byte) (abortMsg, error) {
@@ -328,6 +400,8 @@ func decodeBody(typ byte, body []byte) (any, error) {
 		return decodeResult(body)
 	case frameAbort:
 		return decodeAbort(body)
+	case frameExchange:
+		return decodeExchange(body)
 	case frameBye:
 		if len(body) != 0 {
 			return nil, fmt.Errorf("%w: bye with %d bytes", errWire, len(body))

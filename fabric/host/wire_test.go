@@ -29,6 +29,8 @@ func TestWireRoundTrip(t *testing.T) {
 		{frameGather, gatherMsg{Seq: 1 << 40, Key: "b", Barrier: true}, nil},
 		{frameResult, resultMsg{Seq: 7, Key: "connect-RC", Data: [][]byte{{1}, nil, {2, 3}}}, nil},
 		{frameAbort, abortMsg{Node: 2, Msg: "n2/main: boom"}, nil},
+		{frameExchange, exchangeMsg{Seq: 9, Key: "mqsr/0", Data: [][]byte{{1, 2}, nil, {3}}}, nil},
+		{frameExchange, exchangeMsg{Seq: 9, Key: "none", Data: [][]byte{}}, nil},
 	}
 	for _, m := range msgs {
 		var body []byte
@@ -42,6 +44,8 @@ func TestWireRoundTrip(t *testing.T) {
 		case resultMsg:
 			body = v.encode()
 		case abortMsg:
+			body = v.encode()
+		case exchangeMsg:
 			body = v.encode()
 		}
 		typ, got, err := readFrame(bytes.NewReader(frameBytes(m.typ, body)))
@@ -57,6 +61,13 @@ func TestWireRoundTrip(t *testing.T) {
 			for i := range r.Data {
 				if len(r.Data[i]) == 0 {
 					r.Data[i] = nil
+				}
+			}
+		}
+		if x, ok := want.(exchangeMsg); ok {
+			for _, d := range x.Data {
+				if d != nil && cap(d) != len(d) {
+					t.Errorf("exchange entry %q not capped", d)
 				}
 			}
 		}
@@ -119,6 +130,19 @@ func TestWireRejects(t *testing.T) {
 	if _, err := decodeGather(gatherMsg{Key: "k"}.encode()[:5]); !errors.Is(err, errWire) {
 		t.Error("short gather accepted")
 	}
+	// An exchange whose lengths do not add up to its bytes, or whose
+	// count cannot fit, is rejected before anything is allocated for it.
+	x := exchangeMsg{Seq: 1, Key: "k", Data: [][]byte{{1}, {2, 3}}}.encode()
+	for name, body := range map[string][]byte{
+		"short":      x[:len(x)-1],
+		"long":       append(append([]byte(nil), x...), 0),
+		"huge count": append(append([]byte(nil), x[:11]...), 0x7f, 0xff, 0xff, 0xff),
+		"huge entry": func() []byte { b := append([]byte(nil), x...); b[15] = 0xff; return b }(),
+	} {
+		if _, err := decodeExchange(body); !errors.Is(err, errWire) {
+			t.Errorf("exchange, %s: %v", name, err)
+		}
+	}
 }
 
 // FuzzFrame feeds arbitrary bytes to the frame reader and the decoders: they
@@ -130,6 +154,7 @@ func FuzzFrame(f *testing.F) {
 	f.Add(frameBytes(frameResult, resultMsg{Seq: 3, Key: "k", Data: [][]byte{{1}, {2}}}.encode()))
 	f.Add(frameBytes(frameAbort, abortMsg{Node: 1, Msg: "x"}.encode()))
 	f.Add(frameBytes(frameAck, ackMsg{OK: true}.encode()))
+	f.Add(frameBytes(frameExchange, exchangeMsg{Seq: 3, Key: "k", Data: [][]byte{{1}, nil, {2, 3}}}.encode()))
 	f.Add([]byte{0, 0, 0, 1, frameBye})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -155,6 +180,8 @@ func FuzzFrame(f *testing.F) {
 		case resultMsg:
 			again = v.encode()
 		case abortMsg:
+			again = v.encode()
+		case exchangeMsg:
 			again = v.encode()
 		case struct{}:
 			again = nil

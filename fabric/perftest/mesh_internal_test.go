@@ -2,6 +2,7 @@ package perftest
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -56,6 +57,7 @@ func TestOfferedTo(t *testing.T) {
 type gather [][]byte
 
 func (g gather) AllGather(string, []byte) ([][]byte, error) { return g, nil }
+func (gather) Exchange(string, [][]byte) ([][]byte, error)  { return nil, errors.New("not an exchange") }
 func (gather) Barrier(string) error                         { return nil }
 
 // TestExchangeCounts: each node learns the sum of what every node sent

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -75,16 +76,38 @@ func (c *Cluster) resolve(a fabric.Address) (int, error) {
 	return int(a.LID) - 1, nil
 }
 
-// oob implements fabric.OOB for a node: an all-gather among the nodes
-// whose cost is one out-of-band round trip after the last contribution.
+// oob implements fabric.OOB for a node: an all-gather, personalised
+// exchange or barrier among the nodes whose cost is one out-of-band round
+// trip after the last contribution, whatever it carries.
 type oob node
+
+// oobKind is which call a round is.
+type oobKind uint8
+
+const (
+	oobGather oobKind = iota
+	oobBarrier
+	oobExchange
+)
+
+func (k oobKind) call(key string) string {
+	switch k {
+	case oobBarrier:
+		return fmt.Sprintf("Barrier(%q)", key)
+	case oobExchange:
+		return fmt.Sprintf("Exchange(%q)", key)
+	}
+	return fmt.Sprintf("AllGather(%q)", key)
+}
 
 type oobRound struct {
 	key     string
-	data    [][]byte
+	kind    oobKind
+	data    [][]byte    // AllGather: per node, its contribution
+	rows    []packedRow // Exchange: per node, what it gives each node
 	from    []bool
 	arrived int
-	read    int // nodes that have copied the result
+	read    int // nodes that have taken their result
 	waiters []*thread
 	ready   fabric.Time
 	done    bool
@@ -93,16 +116,33 @@ type oobRound struct {
 type oobState struct{ rounds []*oobRound }
 
 func (o *oob) AllGather(key string, data []byte) ([][]byte, error) {
-	return o.gather(key, data, true)
+	return o.join(key, oobGather, data, nil)
 }
 
-// gather is AllGather; a Barrier (result false) takes no copy of anything.
-func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
+// Exchange implements fabric.OOB: each node's slices are copied once, into
+// one allocation, and every node is handed the ones addressed to it.
+func (o *oob) Exchange(key string, out [][]byte) ([][]byte, error) {
+	n := (*node)(o)
+	if len(out) != len(n.c.nodes) {
+		return nil, fmt.Errorf("%w: sim: OOB.Exchange(%q) on node %d with %d slices for %d nodes", fabric.ErrInvalidArg, key, n.id, len(out), len(n.c.nodes))
+	}
+	return o.join(key, oobExchange, nil, out)
+}
+
+func (o *oob) Barrier(key string) error {
+	_, err := o.join(key, oobBarrier, nil, nil)
+	return err
+}
+
+// join is every call: node n contributes data (AllGather) or out
+// (Exchange), waits for every node and takes its result; a Barrier takes
+// no copy of anything.
+func (o *oob) join(key string, kind oobKind, data []byte, out [][]byte) ([][]byte, error) {
 	n := (*node)(o)
 	c := n.c
 	th := c.cur
 	if th == nil || th.node != n {
-		return nil, fmt.Errorf("sim: OOB.AllGather(%q) must be called from a thread of node %d", key, n.id)
+		return nil, fmt.Errorf("sim: OOB.%s must be called from a thread of node %d", kind.call(key), n.id)
 	}
 	th.syncTo(th.local)
 	r := n.oobCalls
@@ -112,15 +152,24 @@ func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 	}
 	round := c.oob.rounds[r]
 	if round == nil {
-		round = &oobRound{key: key, data: make([][]byte, len(c.nodes)), from: make([]bool, len(c.nodes))}
+		round = &oobRound{key: key, kind: kind, from: make([]bool, len(c.nodes))}
+		switch kind {
+		case oobGather:
+			round.data = make([][]byte, len(c.nodes))
+		case oobExchange:
+			round.rows = make([]packedRow, len(c.nodes))
+		}
 		c.oob.rounds[r] = round
 	}
-	if round.key != key {
-		return nil, fmt.Errorf("sim: out-of-band call %d: node %d exchanges %q but another node exchanged %q (nodes must make the same calls in the same order)",
-			r, n.id, key, round.key)
+	if round.key != key || round.kind != kind {
+		return nil, fmt.Errorf("sim: out-of-band call %d: node %d calls %s but another node called %s (nodes must make the same calls in the same order)",
+			r, n.id, kind.call(key), round.kind.call(round.key))
 	}
-	if len(data) > 0 {
+	switch {
+	case kind == oobGather && len(data) > 0:
 		round.data[n.id] = append([]byte(nil), data...) // the caller keeps data
+	case kind == oobExchange:
+		round.rows[n.id] = packRow(out)
 	}
 	round.from[n.id] = true
 	round.arrived++
@@ -149,8 +198,18 @@ func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 		return nil, fmt.Errorf("sim: out-of-band exchange %q: node %d crashed before taking part (its connections closed; fault plan)",
 			key, c.oobCrashed(round))
 	}
+	res := round.result(n.id)
+	if round.read++; round.read == len(round.from) {
+		round.data, round.rows = nil, nil // every node has its result
+	}
+	return res, nil
+}
+
+// result is node me's result of a finished round.
+func (round *oobRound) result(me int) [][]byte {
 	var out [][]byte
-	if result {
+	switch round.kind {
+	case oobGather:
 		// Every node gets the stored contributions themselves (read-only
 		// by the contract), each capped so that an append by the caller
 		// cannot spill into shared memory: one copy per contribution, not
@@ -161,11 +220,44 @@ func (o *oob) gather(key string, data []byte, result bool) ([][]byte, error) {
 				out[i] = d[:len(d):len(d)]
 			}
 		}
+	case oobExchange:
+		out = make([][]byte, len(round.rows))
+		for i, row := range round.rows {
+			out[i] = row.entry(me)
+		}
 	}
-	if round.read++; round.read == len(round.data) {
-		round.data = nil // every node has its copy
+	return out
+}
+
+// packedRow is a node's slices for an exchange, copied into one
+// allocation (the caller keeps out; each slice goes to one node only):
+// slice j is buf[ends[j-1]:ends[j]]. Offsets, not n slices, so that the
+// collector has one pointer per node to follow, not n.
+type packedRow struct {
+	buf  []byte
+	ends []int
+}
+
+func packRow(out [][]byte) packedRow {
+	p := packedRow{buf: bytes.Join(out, nil), ends: make([]int, len(out))} // Join does not clear first
+	at := 0
+	for j, d := range out {
+		at += len(d)
+		p.ends[j] = at
 	}
-	return out, nil
+	return p
+}
+
+// entry is the slice for node j, capped at its length; nil when empty.
+func (p packedRow) entry(j int) []byte {
+	start := 0
+	if j > 0 {
+		start = p.ends[j-1]
+	}
+	if p.ends[j] == start {
+		return nil
+	}
+	return p.buf[start:p.ends[j]:p.ends[j]]
 }
 
 // oobCrash is the earliest time a node missing from round crashes.
@@ -190,9 +282,4 @@ func (c *Cluster) oobCrashed(round *oobRound) int {
 		}
 	}
 	return -1
-}
-
-func (o *oob) Barrier(key string) error {
-	_, err := o.gather(key, nil, false)
-	return err
 }
