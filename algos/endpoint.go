@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 )
 
 // State says whether a buffer is the last of its stream (Liu17 §4.2).
@@ -210,7 +211,7 @@ func (c *Config) check(maxMsg int) error {
 	case c.MsgBytes < HeaderBytes+TupleBytes:
 		return fmt.Errorf("%w: message of %d bytes cannot hold the %d-byte header and one tuple", ErrConfig, c.MsgBytes, HeaderBytes)
 	case maxMsg > 0 && c.MsgBytes > maxMsg:
-		return fmt.Errorf("%w: message of %d bytes above this design's limit of %d (the MTU for UD)", ErrConfig, c.MsgBytes, maxMsg)
+		return setting.New("MsgBytes", c.MsgBytes, "above the port's active MTU of %d bytes: a UD message travels in one packet; use at most %d", maxMsg, maxMsg).Sentinel(ErrConfig)
 	case c.Buffers < 1:
 		return fmt.Errorf("%w: %d buffers per destination", ErrConfig, c.Buffers)
 	case c.CreditEvery < 1:

@@ -6,6 +6,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/flowctl"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 )
 
 // Setting an SQ/SR endpoint up: memory, queue pairs, flow-control state and the exchange.
@@ -189,7 +190,12 @@ func (e *sqsr) flowState() error {
 // address handle per node and meets the others at a barrier.
 func (e *sqsr) connect() error {
 	n := e.n
-	d, _ := e.qp.Info().MarshalBinary()
+	data := e.qp.Info()
+	// Every node must send messages of one size, which every receive
+	// buffer holds: sized from each node's MTU, they differ when the
+	// ports' MTUs do.
+	data.Bytes = uint64(e.cfg.MsgBytes)
+	d, _ := data.MarshalBinary()
 	c, _ := e.cqp.Info().MarshalBinary()
 	all, err := e.node.OOB().AllGather(fmt.Sprintf("sqsr/%d", e.cfg.Tag), append(d, c...))
 	if err != nil {
@@ -205,6 +211,10 @@ func (e *sqsr) connect() error {
 		}
 		if err := e.peers[j].credit.UnmarshalBinary(all[j][fabric.QPInfoWireBytes:]); err != nil {
 			return fmt.Errorf("from node %d: %w", j, err)
+		}
+		if m := e.peers[j].data.Bytes; m != uint64(e.cfg.MsgBytes) {
+			return setting.New("MsgBytes", e.cfg.MsgBytes, "node %d sends messages of %d bytes, this node %d: every node needs the same message size (sized from the active MTU, every port needs the same MTU)",
+				j, m, e.cfg.MsgBytes).Sentinel(ErrConfig)
 		}
 		ah, err := e.pd.CreateAH(e.peers[j].data.Address())
 		if err != nil {

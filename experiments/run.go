@@ -500,6 +500,9 @@ func runOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
 	if cfg.Nodes != f.Size() {
 		return nil, setting.New("Nodes", cfg.Nodes, "the %s fabric has %d nodes", f.Backend(), f.Size())
 	}
+	if err := fitPort(&cfg, f.Local()[0].Device().Attr()); err != nil {
+		return nil, err
+	}
 	if err := cfg.normalize(f.Local()[0].Cores()); err != nil {
 		return nil, err
 	}
@@ -518,6 +521,29 @@ func runOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
 		rec.Profile = "software"
 	}
 	return rec, nil
+}
+
+// fitPort sizes a UD design's messages from the port's active MTU (attr)
+// when cfg leaves the size to the design (MsgBytes 0): a UD message
+// travels in one packet, and a RoCE port on 1500-byte frames (MTU 1024) or
+// an InfiniBand port at MTU 2048 carries less than the design's 4096. A
+// size set above the MTU is refused, naming it. Every node of a job is
+// expected to have the same active MTU (the SQ/SR designs refuse to start
+// when their nodes' message sizes differ). The simulator keeps the
+// design's size: its profiles' MTU is 4096, the size of the UD designs.
+func fitPort(cfg *RunConfig, attr fabric.DeviceAttr) error {
+	d, err := LookupDesign(cfg.Design)
+	if err != nil || d.Transport != fabric.UD || attr.MTU <= 0 {
+		return nil // normalize names an unknown design
+	}
+	switch {
+	case cfg.MsgBytes == 0:
+		cfg.MsgBytes = min(d.MsgBytes, attr.MTU)
+	case cfg.MsgBytes > attr.MTU:
+		return setting.New("MsgBytes", cfg.MsgBytes, "above the active MTU of %s, %d bytes: a %s message travels in one packet; use at most %d (0 sizes messages to the MTU)",
+			attr.Name, attr.MTU, d.Name, attr.MTU)
+	}
+	return nil
 }
 
 // leaksAfterFailure reports the objects left open on nodes whose driver

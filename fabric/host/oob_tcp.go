@@ -163,7 +163,7 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) (err erro
 			}
 			go func() {
 				c.SetReadDeadline(deadline)
-				typ, body, err := readFrame(c)
+				typ, body, err := readFrameMax(c, maxHello) // nothing large before the hello is checked
 				var h helloMsg
 				if err == nil && typ != frameHello {
 					err = fmt.Errorf("%w: first frame of type %d, want a hello", errNotPeer, typ)
@@ -297,14 +297,19 @@ func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 		time.Sleep(min(backoff, max(time.Until(deadline), 0)))
 	}
 	h := helloMsg{Rank: uint32(o.b.Rank), Size: uint32(o.b.Size), Signature: o.sig, Host: hostname()}
+	hello := h.encode()
+	if len(hello)+1 > maxHello {
+		c.Close()
+		return fmt.Errorf("%w: host: node %d: a hello of %d bytes exceeds the %d node 0 reads (is the job signature that long?)", fabric.ErrInvalidArg, o.b.Rank, len(hello)+1, maxHello)
+	}
 	c.SetDeadline(time.Now().Add(connectTimeout))
-	if err := writeFrame(c, frameHello, h.encode()); err != nil {
+	if err := writeFrame(c, frameHello, hello); err != nil {
 		c.Close()
 		return fmt.Errorf("host: node %d: sending the hello to %s: %w", o.b.Rank, coord, err)
 	}
 	// Node 0 confirms once every node has connected, or says what is wrong.
 	c.SetDeadline(time.Now().Add(connectTimeout + 5*time.Second))
-	typ, body, err := readFrame(c)
+	typ, body, err := readFrameMax(c, maxAck) // an ack, or whatever else listens there
 	if err != nil {
 		c.Close()
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -622,5 +623,71 @@ func TestTCPExchangeMismatch(t *testing.T) {
 	}
 	if _, err := o.Exchange("alone", nil); !errors.Is(err, fabric.ErrInvalidArg) {
 		t.Errorf("no slices: %v, want ErrInvalidArg", err)
+	}
+}
+
+// TestTCPStrayHugeLengthRefused: a stray connection whose first bytes
+// claim a frame of nearly 256 MiB is closed at once, without node 0
+// allocating the frame, and the job goes on.
+func TestTCPStrayHugeLengthRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		length uint32
+	}{
+		{"just under the frame limit", maxFrame - 1},
+		{"just over the hello limit", maxHello + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			done := make(chan error, 1)
+			go func() {
+				o, err := dialOOB(Bootstrap{Rank: 0, Size: 2, Coordinator: addr}, "s", 10*time.Second, time.Second, ln)
+				if err == nil {
+					o.close()
+				}
+				done <- err
+			}()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.Write([]byte{byte(tc.length >> 24), byte(tc.length >> 16), byte(tc.length >> 8), byte(tc.length), frameHello, 'R', 'S'})
+			c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			_, err = c.Read(make([]byte, 1))
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+				t.Errorf("node 0 allocated %d bytes for a stray connection's length prefix", grew)
+			}
+			if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("node 0 kept the stray connection open: %v", err)
+			}
+			// The job goes on.
+			o, err := dialOOB(Bootstrap{Rank: 1, Size: 2, Coordinator: addr}, "s", 5*time.Second, time.Second, nil)
+			if err != nil {
+				t.Fatalf("node 1 after the stray: %v", err)
+			}
+			o.close()
+			if err := <-done; err != nil {
+				t.Fatalf("node 0: %v", err)
+			}
+		})
+	}
+	// A node's own hello must fit: a signature too long for it is refused
+	// before anything is sent.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = dialOOB(Bootstrap{Rank: 1, Size: 2, Coordinator: ln.Addr().String()}, strings.Repeat("s", maxHello), time.Second, time.Second, nil)
+	if !errors.Is(err, fabric.ErrInvalidArg) || !strings.Contains(err.Error(), "job signature") {
+		t.Errorf("a hello longer than %d bytes: %v", maxHello, err)
 	}
 }

@@ -55,6 +55,14 @@ const (
 	// reader allocate without limit. An all-gather result of every
 	// node's contribution must fit.
 	maxFrame = 256 << 20
+	// maxHello bounds the hello node 0 reads from a connection before
+	// anything says that the peer is a node of this job: a stray
+	// connection's length prefix cannot make node 0 allocate more.
+	maxHello = 16 << 10
+	// maxAck bounds the answer a node reads back (an ack's message is a
+	// str): whatever listens on the coordinator's port cannot make it
+	// allocate more.
+	maxAck = 1 + 1 + 2 + 0xffff
 )
 
 // errWire reports a malformed frame.
@@ -117,15 +125,19 @@ func writeFrame(w io.Writer, typ byte, parts ...[]byte) error {
 	return err
 }
 
-// readFrame reads one frame.
-func readFrame(r io.Reader) (byte, []byte, error) {
+// readFrame reads one frame of at most maxFrame bytes.
+func readFrame(r io.Reader) (byte, []byte, error) { return readFrameMax(r, maxFrame) }
+
+// readFrameMax reads one frame of at most limit bytes (type and body): a
+// longer length is refused before anything is allocated for it.
+func readFrameMax(r io.Reader, limit uint32) (byte, []byte, error) {
 	var h [5]byte
 	if _, err := io.ReadFull(r, h[:4]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(h[:4])
-	if n < 1 || n > maxFrame {
-		return 0, nil, fmt.Errorf("%w: frame length %d outside 1..%d (is the peer an rdmashuffle process?)", errWire, n, maxFrame)
+	if n < 1 || n > limit {
+		return 0, nil, fmt.Errorf("%w: frame length %d outside 1..%d (is the peer an rdmashuffle process?)", errWire, n, limit)
 	}
 	if _, err := io.ReadFull(r, h[4:5]); err != nil {
 		return 0, nil, unexpectedEOF(err)

@@ -115,6 +115,11 @@ func TestWireRejects(t *testing.T) {
 			t.Errorf("frame length %x: %v", b[:4], err)
 		}
 	}
+	// Before the hello is checked, a frame is small: a longer length is
+	// refused as it is read, its body never allocated.
+	if _, _, err := readFrameMax(bytes.NewReader([]byte{0, 0, 0x40, 0x01, frameHello}), maxHello); !errors.Is(err, errWire) {
+		t.Errorf("a hello of %d bytes: %v", maxHello+1, err)
+	}
 	if _, _, err := readFrame(bytes.NewReader([]byte{0, 0, 0, 9, 1, 2})); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("truncated frame: %v", err)
 	}

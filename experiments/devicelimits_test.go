@@ -1,0 +1,72 @@
+package experiments
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
+	"github.com/rdmashuffle/rdmashuffle/fabric/loopback"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
+)
+
+// runOnLimits runs cfg on nodes loopback nodes with the device limits lim,
+// with real bytes and a small input.
+func runOnLimits(t *testing.T, nodes int, lim loopback.Limits, cfg RunConfig) (*results.Record, error) {
+	t.Helper()
+	f, err := loopback.OpenLimits(host.Config{Seed: 5, TimeLimit: 2 * time.Minute}, nodes, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg.Nodes, cfg.Threads, cfg.Seed, cfg.Payload = nodes, 2, 5, true
+	if cfg.BytesPerNode == 0 {
+		cfg.BytesPerNode = 96 << 10
+	}
+	cfg.Timeout = 20 * fabric.Second
+	return RunOn(f, cfg)
+}
+
+// TestRunOnSizesUDToMTU: on a port whose active MTU is below the UD
+// designs' 4096 bytes (RoCE on 1500-byte frames: 1024), a UD design whose
+// message size is left to it sends messages of one MTU; a size set above
+// the MTU is refused, naming it. Before, the design's 4096 bytes were
+// refused by every SQ/SR endpoint. RC designs keep their size.
+func TestRunOnSizesUDToMTU(t *testing.T) {
+	for _, c := range []struct {
+		design  string
+		mtu     int
+		msg     int
+		want    int    // the record's message size
+		refusal string // or the refusal's words
+	}{
+		{"MESQ/SR", 1024, 0, 1024, ""},
+		{"SESQ/SR", 1024, 0, 1024, ""},
+		{"MESQ/SR", 2048, 0, 2048, ""},
+		{"MESQ/SR", 4096, 0, 4096, ""},
+		{"MESQ/SR", 1024, 512, 512, ""},
+		{"MEMQ/SR", 1024, 0, 64 << 10, ""},
+		{"MESQ/SR", 1024, 4096, 0,
+			"MsgBytes 4096: above the active MTU of loopback0, 1024 bytes: a MESQ/SR message travels in one packet; use at most 1024 (0 sizes messages to the MTU)"},
+	} {
+		t.Run(fmt.Sprintf("%s/mtu=%d/msg=%d", strings.ReplaceAll(c.design, "/", "-"), c.mtu, c.msg), func(t *testing.T) {
+			rec, err := runOnLimits(t, 3, loopback.Limits{MTU: c.mtu}, RunConfig{Design: c.design, Pattern: algos.Repartition, MsgBytes: c.msg})
+			if c.refusal != "" {
+				if se, ok := setting.As(err); !ok || se.Setting != "MsgBytes" || err.Error() != c.refusal {
+					t.Fatalf("MTU %d, MsgBytes %d: %v\nwant %s", c.mtu, c.msg, err, c.refusal)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("MTU %d, MsgBytes %d: %v", c.mtu, c.msg, err)
+			}
+			if rec.MsgBytes != c.want || rec.Integrity != "ok" || rec.TuplesReceived == 0 {
+				t.Errorf("MTU %d, MsgBytes %d: messages of %d bytes (want %d), integrity %q, %d tuples", c.mtu, c.msg, rec.MsgBytes, c.want, rec.Integrity, rec.TuplesReceived)
+			}
+		})
+	}
+}
