@@ -191,10 +191,23 @@ func OpenHyPer(th fabric.Thread, cfg Config, opt HyPerOptions) (Endpoint, error)
 	return e, nil
 }
 
-func (e *hyper) sendBuffers() int {
-	// Each thread's partly filled message per destination, a phase's worth
-	// of full messages queued per destination, and Buffers per thread.
-	return e.cfg.Threads*e.n + e.opt.PhaseMessages*max(1, e.n-1) + e.cfg.Buffers*e.cfg.Threads
+func (e *hyper) sendBuffers() int { return e.sendBuffersAt(e.n) }
+
+// sendBuffersAt is sendBuffers in a cluster of n nodes: each thread's
+// partly filled message per destination, a phase's worth of full messages
+// queued per destination, and Buffers per thread.
+func (e *hyper) sendBuffersAt(n int) int {
+	return e.cfg.Threads*n + e.opt.PhaseMessages*max(1, n-1) + e.cfg.Buffers*e.cfg.Threads
+}
+
+// lever is what the multiplexer asks of its queue pair per peer as the
+// cluster grows: a send for every send buffer, four control messages per
+// node, and 64 more; its receives. It needs every slot.
+func (e *hyper) lever() lever {
+	return lever{name: "Nodes", value: e.n, ask: func(n int) []queueAsk {
+		send := e.sendBuffersAt(n) + 4*n + 64
+		return []queueAsk{{what: "HyPer's queue pair per peer", typ: fabric.RC, inline: HeaderBytes, send: send, least: send, recv: e.recvPer}}
+	}}
 }
 
 func (e *hyper) setup(th fabric.Thread) error {
@@ -207,6 +220,10 @@ func (e *hyper) setup(th fabric.Thread) error {
 	}
 	e.own.pd(e.pd)
 	nsend := e.sendBuffers()
+	depths, err := fitQueues(dev.Attr(), n, e.lever())
+	if err != nil {
+		return err
+	}
 	if e.scq, err = dev.CreateCQ(min(nsend*n+8*n+64, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
@@ -243,7 +260,7 @@ func (e *hyper) setup(th fabric.Thread) error {
 	for j := 0; j < n; j++ {
 		info := fabric.QPInfo{Node: uint32(e.me), Addr: e.mr.Addr(), RKey: e.mr.RKey(), Bytes: uint64(e.end)}
 		if j != e.me {
-			qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: nsend + 4*n + 64, MaxRecvWR: e.recvPer, MaxInline: HeaderBytes},
+			qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: depths[0], MaxRecvWR: e.recvPer, MaxInline: HeaderBytes},
 				fabric.AccessRemoteWrite)
 			if err != nil {
 				return err

@@ -215,30 +215,44 @@ func openMPI(th fabric.Thread, cfg Config, costs MPICosts, window int) (Endpoint
 	return e, nil
 }
 
+// queueDepths is what the endpoint's queue pair per peer holds with t
+// threads: its receive slots (slotsPer) and its send depth.
+func (e *mpi) queueDepths(t int) (slotsPer, sendWR int) {
+	n := e.n
+	// A thread has at most one blocking send per peer in flight, so at
+	// most an RTS or eager message, a FIN and a CTS per thread and peer sit
+	// unprocessed in our control slots.
+	slotsPer = 3*t + 2
+	sendWR = 4*t + 2*creditSignalEvery + 8
+	if e.window > 0 {
+		// Up to window sends per thread in flight, all to one peer at
+		// worst: as many eager slots (MPI libraries pre-post that many
+		// per connection for a window of 64).
+		slotsPer += (e.window + 2) * t
+		sendWR += 3 * e.window * t // eager sends, or RTS, write and FIN
+	}
+	if e.cfg.Broadcast && n > 1 {
+		// Broadcast pieces and their RTS, CTS and FIN: about two per
+		// broadcast posted per peer; more wait for a slot on the wire
+		// (RNR), as an MPI library's eager flow control holds them.
+		slotsPer += 2*e.cfg.Buffers*t + 2
+		sendWR += 2*slotsPer + 2*n + 2*t // staged pieces, writes and FINs
+	}
+	return slotsPer, sendWR
+}
+
 func (e *mpi) setup(th fabric.Thread) error {
 	n, t := e.n, e.cfg.Threads
 	e.msg = e.cfg.MsgBytes
 	// Every sending thread holds at most one buffer per group plus the one
 	// in flight; the pools match MQ/SR's for the same configuration.
 	count := e.cfg.Buffers * t * n
-	// A thread has at most one blocking send per peer in flight, so at
-	// most an RTS or eager message, a FIN and a CTS per thread and peer sit
-	// unprocessed in our control slots.
-	e.slotsPer = 3*t + 2
 	if e.window > 0 {
 		// Up to window sends per thread in flight, all to one peer at
-		// worst: as many receive buffers and eager slots (MPI libraries
-		// pre-post that many per connection for a window of 64).
+		// worst: as many receive buffers (and eager slots, queueDepths).
 		count = max(count, e.window*t)
-		e.slotsPer += (e.window + 2) * t
 	}
 	bcast := e.cfg.Broadcast && n > 1
-	if bcast {
-		// Broadcast pieces and their RTS, CTS and FIN: about two per
-		// broadcast posted per peer; more wait for a slot on the wire
-		// (RNR), as an MPI library's eager flow control holds them.
-		e.slotsPer += 2*e.cfg.Buffers*t + 2
-	}
 	e.slotBytes = min(e.costs.EagerBytes, e.msg)
 	dev := e.node.Device()
 	e.inline = max(min(e.costs.InlineBytes, dev.Attr().MaxInline), HeaderBytes)
@@ -247,13 +261,15 @@ func (e *mpi) setup(th fabric.Thread) error {
 		return err
 	}
 	e.own.pd(e.pd)
-	sendWR := 4*t + 2*creditSignalEvery + 8
-	if e.window > 0 {
-		sendWR += 3 * e.window * t // eager sends, or RTS, write and FIN
+	depths, err := fitQueues(dev.Attr(), n, lever{name: "Threads", value: t, ask: func(v int) []queueAsk {
+		slots, send := e.queueDepths(v)
+		return []queueAsk{{what: "MPI's queue pair per peer", typ: fabric.RC, inline: e.inline, send: send, least: send, recv: slots}}
+	}})
+	if err != nil {
+		return err
 	}
-	if bcast {
-		sendWR += 2*e.slotsPer + 2*n + 2*t // staged pieces, writes and FINs
-	}
+	e.slotsPer, _ = e.queueDepths(t)
+	sendWR := depths[0]
 	if e.scq, err = dev.CreateCQ(min(n*sendWR, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}

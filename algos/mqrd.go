@@ -109,6 +109,14 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		}
 		e.own.pd(e.pd)
 	}
+	lev := lever{name: "Buffers", value: b / e.cfg.Threads}
+	if ad != nil {
+		lev = lever{name: "MaxBuffers", value: ad.MaxSend}
+	}
+	depths, err := fitQueues(dev.Attr(), n, mqrdLever(n, e.cfg.Threads, b, e.ringN, ad != nil, lev))
+	if err != nil {
+		return err
+	}
 	if e.scq, err = dev.CreateCQ(min(4*n*e.ringN+64, dev.Attr().MaxCQE)); err != nil {
 		return err
 	}
@@ -153,14 +161,8 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		return err
 	}
 	e.own.cq(e.rcq)
-	// Send queue: reads (at most b, the local slots for the peer), a
-	// descriptor per buffer announced and a FreeArr entry per buffer read
-	// (each at most ringN), and up to creditSignalEvery notices awaiting a
-	// signaled one, twice over; within the device's limit (adaptive rings
-	// can be long, but descriptors are posted one per filled buffer and
-	// complete in microseconds).
-	sqDepth := min(2*e.ringN+2*creditSignalEvery+8, dev.Attr().MaxQPWR)
-	sendBytes := 0 // adaptive: no send region; descriptors name pool buffers
+	sqDepth := depths[0] // mqrdLever says what the send queue holds
+	sendBytes := 0       // adaptive: no send region; descriptors name pool buffers
 	if ad == nil {
 		sendBytes = n * b * msg
 	}
@@ -195,6 +197,39 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		}
 	}
 	return e.node.OOB().Barrier(fmt.Sprintf("mqrd/%d/up", e.cfg.Tag))
+}
+
+// mqrdLever is what an MQ/RD endpoint on n nodes asks of its queue pair per
+// peer as the setting of l moves: at l.value b local slots per source and
+// rings of ringN entries; at another value v, b is threads times v (the
+// setting is Buffers), or with adaptive buffers the rings hold v send
+// buffers per thread and peer (MaxBuffers: experiments.RunConfig's name
+// for the adaptive maximum).
+func mqrdLever(n, threads, b, ringN int, adaptive bool, l lever) lever {
+	value := l.value
+	l.ask = func(v int) []queueAsk {
+		bv, rv := b, ringN
+		switch {
+		case v == value:
+		case adaptive:
+			rv = max(n*b, v*threads*n)
+		default:
+			bv = v * threads
+			rv = n * bv
+		}
+		// Reads (at most b, the local slots for the peer), a descriptor
+		// per buffer announced and a FreeArr entry per buffer read (each
+		// at most ringN), and up to creditSignalEvery notices awaiting a
+		// signaled one, twice over. A shallower queue works while the
+		// notices' slots come back as fast as they are taken (they
+		// complete in microseconds): at least a descriptor for every send
+		// buffer, a read into every local slot for the peer and a FreeArr
+		// entry for each.
+		signals := 2*creditSignalEvery + 8
+		return []queueAsk{{what: "MQ/RD's queue pair per peer", typ: fabric.RC, inline: rdDescBytes,
+			send: 2*rv + signals, least: min(rv+2*bv, 2*rv) + signals, recv: 1}}
+	}
+	return l
 }
 
 // notify writes n bytes from scratch slot i to a remote address with an

@@ -146,14 +146,16 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.initState(n, b)
-	per, sqDepth := 3, 2*b+2*creditSignalEvery+8
+	per := 3
 	if e.freeArr {
 		e.fa.init(n, b)
-		// Data writes, notices and FreeArr writes: at most b of each,
-		// and up to creditSignalEvery unsignaled writes awaiting a
-		// signaled one per kind.
-		per, sqDepth = 4, 3*b+3*creditSignalEvery+8
+		per = 4
 	}
+	depths, err := fitQueues(dev.Attr(), n, e.lever(lever{name: "Buffers", value: b / e.cfg.Threads}))
+	if err != nil {
+		return err
+	}
+	sqDepth := depths[0]
 	var blob []byte
 	for j := 0; j < n; j++ {
 		enc, err := e.openPeer(j, b, msg, sqDepth)
@@ -180,6 +182,24 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		}
 	}
 	return e.node.OOB().Barrier(fmt.Sprintf("mqsr/%d/up", e.cfg.Tag))
+}
+
+// lever is what the endpoint asks of its queue pair per peer as the
+// setting of l (Buffers) moves: threads times it receives, and sends as
+// openPeer says; with FreeArr (MQ/WR), data writes, notices and FreeArr
+// writes, at most b of each, and up to creditSignalEvery unsignaled
+// writes awaiting a signaled one per kind. It needs every slot.
+func (e *mqsr) lever(l lever) lever {
+	threads, freeArr, what := e.cfg.Threads, e.freeArr, e.design+"'s queue pair per peer"
+	l.ask = func(v int) []queueAsk {
+		b := v * threads
+		send := 2*b + 2*creditSignalEvery + 8
+		if freeArr {
+			send = 3*b + 3*creditSignalEvery + 8
+		}
+		return []queueAsk{{what: what, typ: fabric.RC, inline: HeaderBytes, send: send, least: send, recv: b}}
+	}
+	return l
 }
 
 // register lays out the endpoint's registered region (send buffers unless

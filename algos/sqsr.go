@@ -291,8 +291,25 @@ func (e *sqsr) sendTo(th fabric.Thread, b *Buffer, off, d int) error {
 	}
 	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: b.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled,
 		AH: e.ahs[d], RemoteQPN: e.peers[d].data.QPN, QKey: udQKey}
-	if err := e.postSend1(e.qp, wr); err != nil {
-		return err
+	for {
+		err := e.postSend1(e.qp, wr)
+		if !errors.Is(err, fabric.ErrQueueFull) {
+			if err != nil {
+				return err
+			}
+			break
+		}
+		// The device's send queue holds fewer requests than can be in
+		// flight (sqsrLever): wait for completions to free a slot.
+		n, err := e.reap()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := e.waitFor(th, deadline, deadline, waiting{format: "waiting for a free slot in the send queue"}, e.scq); err != nil {
+				return err
+			}
+		}
 	}
 	e.signaled++
 	return nil

@@ -45,7 +45,15 @@ func (e *sqsr) memory() (maxR, sendWR int, err error) {
 		}
 		e.own.pd(e.pd)
 	}
-	sendWR = min(n*n*max(maxS, maxR)+2*creditSignalEvery+8, attr.MaxQPWR)
+	lev := lever{name: "Buffers", value: b / e.cfg.Threads}
+	if ad != nil {
+		lev = lever{name: "MaxBuffers", value: max(ad.MaxRecv, ad.MaxSend)}
+	}
+	depths, err := fitQueues(attr, n, sqsrLever(n, e.cfg.Threads, maxS, maxR, lev))
+	if err != nil {
+		return 0, 0, err
+	}
+	sendWR = depths[0]
 	e.creditSlots = n*(maxR+2) + 8
 	if e.scq, err = dev.CreateCQ(min(sendWR+64, attr.MaxCQE)); err != nil {
 		return 0, 0, err
@@ -112,6 +120,33 @@ func (e *sqsr) memory() (maxR, sendWR int, err error) {
 	}
 	e.rbufs = make([]*adaptive.Buf, n*b)
 	return maxR, sendWR, nil
+}
+
+// sqsrLever is what an SQ/SR endpoint on n nodes asks of its queue pairs
+// as the setting of l moves: at l.value maxS send buffers per destination
+// and maxR receive buffers per source, at another value threads times it
+// of each. (The setting is Buffers, or MaxBuffers with adaptive buffers:
+// experiments.RunConfig's name for the adaptive maxima.)
+func sqsrLever(n, threads, maxS, maxR int, l lever) lever {
+	value := l.value
+	l.ask = func(v int) []queueAsk {
+		s, r := maxS, maxR
+		if v != value {
+			s, r = v*threads, v*threads
+		}
+		signals := 2*creditSignalEvery + 8
+		return []queueAsk{
+			// A send per send buffer and destination at most (a broadcast
+			// buffer goes to every node). With fewer slots a send waits
+			// for one (sendTo).
+			{what: "SQ/SR's data queue pair", typ: fabric.UD, inline: creditAckBytes,
+				send: n*n*max(s, r) + signals, least: signals, recv: n * r},
+			// Credit messages, a receive for each that can be on its way.
+			{what: "SQ/SR's credit queue pair", typ: fabric.UD, inline: creditAckBytes,
+				send: signals, least: signals, recv: n*(r+2) + 8},
+		}
+	}
+	return l
 }
 
 // queuePairs creates the data and credit UD queue pairs, brings them to

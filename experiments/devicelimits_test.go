@@ -1,7 +1,9 @@
 package experiments
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,56 @@ func TestRunOnSizesUDToMTU(t *testing.T) {
 			}
 			if rec.MsgBytes != c.want || rec.Integrity != "ok" || rec.TuplesReceived == 0 {
 				t.Errorf("MTU %d, MsgBytes %d: messages of %d bytes (want %d), integrity %q, %d tuples", c.mtu, c.msg, rec.MsgBytes, c.want, rec.Integrity, rec.TuplesReceived)
+			}
+		})
+	}
+}
+
+// TestRunOnWithinSendQueueLimits runs MESQ/SR and MEMQ/RD on devices whose
+// send queues are mlx5's, scaled down (max_qp_wr 256: 128 UD requests and
+// 64 RC requests a queue; 128: 64 and 32) so that 8 nodes meet the limits
+// that 1024 nodes meet at max_qp_wr 32768. The designs create their queues
+// within the limits or refuse with a device-limit error that names the
+// setting. SQ/SR's data send queue is then shallower than its sends in
+// flight can be: broadcasting 64 send buffers to 8 nodes at max_qp_wr 128
+// finds it full, and a send waits for completions. Before, both designs
+// asked for deeper queues than the device accepts.
+func TestRunOnWithinSendQueueLimits(t *testing.T) {
+	for _, c := range []struct {
+		design  string
+		pattern algos.Pattern
+		maxQPWR int
+		buffers int
+		bytes   int64 // per node (0: 96 KiB)
+		refusal string
+	}{
+		{"MESQ/SR", algos.Repartition, 256, 3, 0, ""},
+		{"MESQ/SR", algos.Broadcast, 256, 3, 0, ""},
+		{"MESQ/SR", algos.Broadcast, 128, 8, 1 << 20, ""},
+		{"SESQ/SR", algos.Broadcast, 128, 2, 1 << 20, ""},
+		{"MEMQ/RD", algos.Repartition, 256, 2, 0, ""},
+		{"MEMQ/RD", algos.Broadcast, 256, 2, 0, ""},
+		{"MEMQ/SR", algos.Repartition, 256, 2, 0, ""},
+		{"MEMQ/RD", algos.Repartition, 256, 3, 0,
+			"Buffers 3: MQ/RD's queue pair per peer needs a send queue of at least 70 requests at 8 nodes, above the 64 its device accepts " +
+				"(loopback0's send queues hold 256 blocks of 64 bytes (max_qp_wr), 4 per RC request); at most 2 fits"},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/wr=%d/buffers=%d", strings.ReplaceAll(c.design, "/", "-"), c.pattern, c.maxQPWR, c.buffers), func(t *testing.T) {
+			lim := loopback.Limits{MaxQPWR: c.maxQPWR, SendQueue: fabric.MLX5SendQueue(c.maxQPWR)}
+			rec, err := runOnLimits(t, 8, lim, RunConfig{Design: c.design, Pattern: c.pattern, Buffers: c.buffers, BytesPerNode: c.bytes})
+			if c.refusal != "" {
+				// The first node to refuse names its device.
+				msg := regexp.MustCompile(`loopback[0-9]+'s`).ReplaceAllString(fmt.Sprint(err), "loopback0's")
+				if se, ok := setting.As(err); !ok || se.Setting != "Buffers" || !errors.Is(err, fabric.ErrLimit) || !strings.HasSuffix(msg, c.refusal) {
+					t.Fatalf("%v\nwant an error ending %s", err, c.refusal)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Integrity != "ok" || rec.TuplesReceived == 0 {
+				t.Errorf("integrity %q, %d tuples", rec.Integrity, rec.TuplesReceived)
 			}
 		})
 	}
