@@ -75,7 +75,7 @@ var params = []param{
 		"hardware profile: a built-in name or a .yaml path",
 		func(c *experiments.RunConfig) *string { return &c.Profile },
 		func(s string) bool { return s != "" }),
-	intParam("msg-bytes", 0, "message (buffer) size in bytes, header included (default 4096 for UD designs, 65536 for RC)",
+	intParam("msg-bytes", 0, "message (buffer) size in bytes, header included (default 4096 for UD designs, or the port's active MTU on hardware when smaller; 65536 for RC)",
 		func(c *experiments.RunConfig) *int { return &c.MsgBytes }),
 	intParam("buffers", 1, "registered buffers per thread per destination", func(c *experiments.RunConfig) *int { return &c.Buffers }),
 	intParam("credit-every", 1, "receives posted per credit write-back", func(c *experiments.RunConfig) *int { return &c.CreditEvery }),
