@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -64,7 +65,7 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	case "tcp": // real hosts, no RDMA: for the TCP design
 		// Threads are goroutines the operating system schedules (not
 		// pinned): the nodes get nominal cores enough for any thread count.
-		cfg := host.Config{TimeLimit: h.timeLimit, Signature: signature, Cores: 256}
+		cfg := host.Config{TimeLimit: h.timeLimit, Signature: signature, Cores: 256, Log: logStderr}
 		if h.local {
 			return host.OpenLocal(cfg, nodes)
 		}
@@ -81,7 +82,7 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	if !ibv.Available() {
 		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)
 	}
-	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Path: h.path, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature}}
+	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Path: h.path, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature, Log: logStderr}}
 	if h.local {
 		return ibv.OpenLocalConfig(cfg, nodes)
 	}
@@ -90,6 +91,10 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	}
 	return ibv.OpenConfig(cfg)
 }
+
+// logStderr prints what a distributed job goes on despite (node 0 refusing
+// a process of another job) on standard error.
+func logStderr(msg string) { fmt.Fprintln(os.Stderr, msg) }
 
 // checkJobSize reads the job's layout from the environment before any
 // connection is made, so that a bad size, or one that disagrees with

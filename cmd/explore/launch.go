@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -32,8 +33,9 @@ func launchCmd() *cobra.Command {
 		Use:   "launch --nodes N -- <explore command and flags>",
 		Short: "Run an explore command as N processes on this machine, one node each (a multi-process job)",
 		Long: `launch starts N copies of explore on this machine, one per node, with the job
-layout in the environment (RDMASHUFFLE_RANK, RDMASHUFFLE_SIZE and node 0's address
-in RDMASHUFFLE_COORDINATOR, on a free loopback port), waits for all of them,
+layout in the environment (RDMASHUFFLE_RANK, RDMASHUFFLE_SIZE, node 0's address
+in RDMASHUFFLE_COORDINATOR, on a free loopback port, and a fresh identity for the
+job in RDMASHUFFLE_JOB), waits for all of them,
 prints node 0's output, and fails if any node fails (printing its output too).
 Once one node has failed, the others have 3 s to end before they are killed.
 It is how a distributed job is tried on one machine: the TCP design over real
@@ -58,6 +60,9 @@ srun or mpirun instead (docs/hardware.md).`,
 			}
 			port := ln.Addr().(*net.TCPAddr).Port
 			ln.Close() // node 0 listens on it next; a race with another program is reported by node 0
+			// The job's identity: node 0 refuses a process of another job
+			// that reaches the port (another launch that drew it too).
+			job := fmt.Sprintf("launch-%d-%016x", os.Getpid(), rand.Uint64())
 			outs := make([]bytes.Buffer, nodes)
 			errs := make([]error, nodes)
 			// The first node to fail ends the job: the others get a grace
@@ -82,7 +87,7 @@ srun or mpirun instead (docs/hardware.md).`,
 			for i := 0; i < nodes; i++ {
 				c := exec.Command(exe, args...)
 				c.Env = append(os.Environ(), host.EnvRank+"="+strconv.Itoa(i), host.EnvSize+"="+strconv.Itoa(nodes),
-					host.EnvCoordinator+"=127.0.0.1:"+strconv.Itoa(port))
+					host.EnvCoordinator+"=127.0.0.1:"+strconv.Itoa(port), host.EnvJob+"="+job)
 				c.Stdout, c.Stderr = &outs[i], &outs[i]
 				if err := c.Start(); err != nil {
 					errs[i] = fmt.Errorf("not started: %w", err)

@@ -36,9 +36,14 @@ type Config struct {
 	// ConnectTimeout bounds the start of a distributed job: connecting to
 	// node 0 and waiting for every node to connect (default 30s).
 	ConnectTimeout time.Duration
-	// OOBTimeout bounds each out-of-band call (AllGather, Barrier): the
-	// time the slowest node may take to reach it (default 10 minutes).
+	// OOBTimeout bounds each out-of-band call (AllGather, Exchange,
+	// Barrier): the time the slowest node may take to reach it (default
+	// 10 minutes).
 	OOBTimeout time.Duration
+	// Log, if not nil, is told what a distributed job goes on despite but
+	// a person should know: on node 0, each connection it refuses because
+	// it comes from another job (Bootstrap.Job).
+	Log func(msg string)
 }
 
 // WithDefaults returns c with the default timeouts filled in.

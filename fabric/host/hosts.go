@@ -61,7 +61,8 @@ func NewLocal(backend string, cfg Config, devs []fabric.Device, release func() e
 // Join places this process in a distributed job (cfg.Bootstrap, or the
 // layout from the environment): it connects the out-of-band channel first
 // (node 0 waits up to cfg.ConnectTimeout for every node and checks that
-// they run the same cfg.Signature), then opens this node's device with
+// they run the same cfg.Signature; it refuses processes of another job,
+// telling cfg.Log, without failing its own), then opens this node's device with
 // open(rank). A node whose device does not open tells the others, which
 // fail with its error. The fabric has the job's size and one local node,
 // whose id is the rank; release (from open, may be nil) frees the device
@@ -72,7 +73,7 @@ func Join(backend string, cfg Config, open func(rank int) (dev fabric.Device, re
 	if err != nil {
 		return nil, err
 	}
-	o, err := dialOOB(b, cfg.Signature, cfg.ConnectTimeout, cfg.OOBTimeout, nil)
+	o, err := dialOOBLog(b, cfg.Signature, cfg.ConnectTimeout, cfg.OOBTimeout, nil, cfg.Log)
 	if err != nil {
 		return nil, err
 	}

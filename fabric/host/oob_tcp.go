@@ -31,6 +31,12 @@ type tcpOOB struct {
 	// onAbort is told about failures reported by other nodes (the
 	// environment fails the local run with it).
 	onAbort atomic.Pointer[func(error)]
+	// log, if not nil, is told about connections node 0 refuses without
+	// failing the job (Config.Log).
+	log func(string)
+	// foreign records them for the bootstrap's own error, should it fail.
+	foreignMu sync.Mutex
+	foreign   []string
 
 	mu  sync.Mutex // serializes collectives
 	seq uint64
@@ -81,7 +87,13 @@ func (pc *peerConn) pending() (inFrame, bool) {
 // waits for the others; the others connect to node 0, retrying until
 // connectTimeout.
 func dialOOB(b Bootstrap, sig string, connectTimeout, timeout time.Duration, ln net.Listener) (*tcpOOB, error) {
-	o := &tcpOOB{b: b, sig: sig, timeout: timeout, abortCh: make(chan struct{}), resolve: net.DefaultResolver.LookupHost}
+	return dialOOBLog(b, sig, connectTimeout, timeout, ln, nil)
+}
+
+// dialOOBLog is dialOOB with node 0 telling log about the connections it
+// refuses without failing the job.
+func dialOOBLog(b Bootstrap, sig string, connectTimeout, timeout time.Duration, ln net.Listener, log func(string)) (*tcpOOB, error) {
+	o := &tcpOOB{b: b, sig: sig, timeout: timeout, abortCh: make(chan struct{}), resolve: net.DefaultResolver.LookupHost, log: log}
 	if b.Size < 1 || b.Rank < 0 || b.Rank >= b.Size {
 		return nil, fmt.Errorf("%w: host: rank %d of %d nodes", fabric.ErrInvalidArg, b.Rank, b.Size)
 	}
@@ -162,14 +174,10 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) (err erro
 				return
 			}
 			go func() {
-				c.SetReadDeadline(deadline)
-				typ, body, err := readFrameMax(c, maxHello) // nothing large before the hello is checked
-				var h helloMsg
-				if err == nil && typ != frameHello {
-					err = fmt.Errorf("%w: first frame of type %d, want a hello", errNotPeer, typ)
-				}
-				if err == nil {
-					h, err = decodeHello(body)
+				h, err := readHello(c, deadline)
+				if o.foreignJob(h, err) {
+					o.refuse(c, h)
+					return
 				}
 				select {
 				case arrivals <- arrival{c, h, err}:
@@ -239,7 +247,7 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) (err erro
 					missing = append(missing, o.b.Name(r))
 				}
 			}
-			return fail(fmt.Errorf("host: %s did not connect within %v", strings.Join(missing, ", "), connectTimeout))
+			return fail(fmt.Errorf("host: %s did not connect within %v%s", strings.Join(missing, ", "), connectTimeout, o.refused()))
 		}
 	}
 	for _, pc := range conns[1:] {
@@ -249,6 +257,74 @@ func (o *tcpOOB) accept(ln net.Listener, connectTimeout time.Duration) (err erro
 	}
 	o.conns = conns
 	return nil
+}
+
+// readHello reads a connection's first frame, which must be a hello, with
+// a small frame limit: nothing large is allocated before the hello is
+// checked.
+func readHello(c net.Conn, deadline time.Time) (helloMsg, error) {
+	c.SetReadDeadline(deadline)
+	typ, body, err := readFrameMax(c, maxHello)
+	if err != nil {
+		return helloMsg{}, err
+	}
+	if typ != frameHello {
+		return helloMsg{}, fmt.Errorf("%w: first frame of type %d, want a hello", errNotPeer, typ)
+	}
+	return decodeHello(body)
+}
+
+// foreignJob reports whether a hello (read with err) comes from a process
+// of another job: one that names a job, or has none where node 0 has one.
+// A hello of another protocol version counts only if it names a job
+// (older ones do not say).
+func (o *tcpOOB) foreignJob(h helloMsg, err error) bool {
+	switch {
+	case err == nil:
+		return h.Job != o.b.Job
+	case errors.Is(err, errVersion):
+		return h.Job != "" && h.Job != o.b.Job
+	}
+	return false
+}
+
+// jobName quotes a job's identity for messages.
+func jobName(job string) string {
+	if job == "" {
+		return "(none: its launcher names no job and " + EnvJob + " is not set)"
+	}
+	return fmt.Sprintf("%q", job)
+}
+
+// refuse answers a process of another job that reached node 0's port: it
+// is told why and closed, node 0's log is told, and the job goes on.
+func (o *tcpOOB) refuse(c net.Conn, h helloMsg) {
+	why := fmt.Sprintf("node 0 of job %s refused a process of job %s (rank %d of %d, host %s, from %v): another job uses the same coordinator port; give each job its own (%s, or the launcher's)",
+		jobName(o.b.Job), jobName(h.Job), h.Rank, h.Size, h.Host, c.RemoteAddr(), EnvPort)
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	writeFrame(c, frameAck, ackMsg{Msg: why}.encode())
+	c.Close()
+	o.foreignMu.Lock()
+	o.foreign = append(o.foreign, why)
+	o.foreignMu.Unlock()
+	if o.log != nil {
+		o.log("host: " + why)
+	}
+}
+
+// refused says which processes of other jobs node 0 refused, for an error
+// of the bootstrap (a node of this job whose identity differs is among
+// them).
+func (o *tcpOOB) refused() string {
+	o.foreignMu.Lock()
+	defer o.foreignMu.Unlock()
+	switch len(o.foreign) {
+	case 0:
+		return ""
+	case 1:
+		return "; meanwhile " + o.foreign[0]
+	}
+	return fmt.Sprintf("; meanwhile %s (and %d more)", o.foreign[0], len(o.foreign)-1)
 }
 
 // resolvable fails at once when the coordinator's host name does not
@@ -296,7 +372,7 @@ func (o *tcpOOB) connect(connectTimeout time.Duration) error {
 		lastErr = err
 		time.Sleep(min(backoff, max(time.Until(deadline), 0)))
 	}
-	h := helloMsg{Rank: uint32(o.b.Rank), Size: uint32(o.b.Size), Signature: o.sig, Host: hostname()}
+	h := helloMsg{Job: o.b.Job, Rank: uint32(o.b.Rank), Size: uint32(o.b.Size), Signature: o.sig, Host: hostname()}
 	hello := h.encode()
 	if len(hello)+1 > maxHello {
 		c.Close()

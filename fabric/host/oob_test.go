@@ -691,3 +691,149 @@ func TestTCPStrayHugeLengthRefused(t *testing.T) {
 		t.Errorf("a hello longer than %d bytes: %v", maxHello, err)
 	}
 }
+
+// TestTCPTwoJobsOnOnePort: a process of another job that reaches node 0's
+// port (two jobs on one host and port) is refused with a message naming
+// both jobs, node 0's log is told, and node 0's job goes on, whatever the
+// stray process claims (the rank of one of the job's nodes, another job
+// size or signature, no job at all, another protocol version). The other
+// job's node 0 cannot listen on the port, and says so.
+func TestTCPTwoJobsOnOnePort(t *testing.T) {
+	type stray struct {
+		job, sig   string
+		rank, size int
+		version    uint16 // 0: this build's hello
+	}
+	for _, tc := range []struct {
+		name  string
+		job   string // node 0's job
+		stray stray
+	}{
+		{"another job's node 1", "slurm/17.0", stray{"slurm/18.0", "s", 1, 3, 0}},
+		{"another size", "slurm/17.0", stray{"slurm/18.0", "s", 2, 8, 0}},
+		{"another signature", "slurm/17.0", stray{"pmix/ns-4", "other", 1, 3, 0}},
+		{"another job's node 0", "slurm/17.0", stray{"slurm/18.0", "s", 0, 3, 0}},
+		{"no job", "slurm/17.0", stray{"", "s", 1, 3, 0}},
+		{"a job where node 0 has none", "", stray{"launch-42", "s", 1, 3, 0}},
+		{"another version", "slurm/17.0", stray{"slurm/18.0", "s", 1, 3, wireVersion + 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			boot := func(r int, job string, size int) Bootstrap {
+				return Bootstrap{Rank: r, Size: size, Coordinator: addr, Job: job}
+			}
+			var logMu sync.Mutex
+			var logged []string
+			log := func(m string) { logMu.Lock(); logged = append(logged, m); logMu.Unlock() }
+			oobs := make([]*tcpOOB, 3)
+			errs := make([]error, 3)
+			node0 := make(chan struct{})
+			go func() {
+				defer close(node0)
+				oobs[0], errs[0] = dialOOBLog(boot(0, tc.job, 3), "s", 10*time.Second, 5*time.Second, ln, log)
+			}()
+			// The stray process comes first.
+			s := tc.stray
+			var strayErr error
+			if s.version == 0 {
+				_, strayErr = dialOOB(boot(s.rank, s.job, s.size), s.sig, 5*time.Second, time.Second, nil)
+			} else {
+				strayErr = helloOfVersion(addr, s.version, s.job)
+			}
+			wantStray, refusals := fmt.Sprintf("node 0 of job %s refused a process of job %s", jobName(tc.job), jobName(s.job)), 1
+			if s.rank == 0 { // it cannot listen, and tells why
+				wantStray, refusals = "cannot listen for the other nodes on port", 0
+			}
+			if strayErr == nil || !strings.Contains(strayErr.Error(), wantStray) {
+				t.Fatalf("the stray process: %v; want %q", strayErr, wantStray)
+			}
+			// The job goes on.
+			var wg sync.WaitGroup
+			for r := 1; r < 3; r++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					oobs[r], errs[r] = dialOOB(boot(r, tc.job, 3), "s", 10*time.Second, 5*time.Second, nil)
+				}()
+			}
+			wg.Wait()
+			<-node0
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("node %d of the job: %v", r, err)
+				}
+				defer oobs[r].close()
+			}
+			errs = each(oobs, func(r int, o *tcpOOB) error {
+				all, err := o.AllGather("after", []byte{byte(r)})
+				if err == nil && (len(all) != 3 || all[2][0] != 2) {
+					err = fmt.Errorf("all-gather %v", all)
+				}
+				return err
+			})
+			for r, err := range errs {
+				if err != nil {
+					t.Fatalf("node %d after the stray: %v", r, err)
+				}
+			}
+			logMu.Lock()
+			defer logMu.Unlock()
+			if len(logged) != refusals || refusals > 0 && !strings.Contains(logged[0], wantStray) {
+				t.Errorf("node 0 logged %q; want %d refusal(s) containing %q", logged, refusals, wantStray)
+			}
+		})
+	}
+}
+
+// helloOfVersion sends node 0 at addr a hello of another protocol version
+// that names job, and returns node 0's refusal as an error.
+func helloOfVersion(addr string, version uint16, job string) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h := helloMsg{Job: job, Rank: 1, Size: 3, Signature: "s"}.encode()
+	h[4], h[5] = byte(version>>8), byte(version)
+	if err := writeFrame(c, frameHello, h); err != nil {
+		return err
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	typ, body, err := readFrame(c)
+	if err != nil {
+		return err
+	}
+	a, err := decodeAck(body)
+	if err != nil || typ != frameAck || a.OK {
+		return fmt.Errorf("answer of type %d: %+v, %v", typ, a, err)
+	}
+	return errors.New(a.Msg)
+}
+
+// TestTCPNodeOfAnotherIdentity: a node of the job started with another job
+// identity (its launcher's variables differ) is refused as a stranger;
+// node 0's error for the node that never came says so.
+func TestTCPNodeOfAnotherIdentity(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	done := make(chan error, 1)
+	go func() {
+		_, err := dialOOB(Bootstrap{Rank: 0, Size: 2, Coordinator: addr, Job: "launch-1"}, "s", 500*time.Millisecond, time.Second, ln)
+		done <- err
+	}()
+	_, err = dialOOB(Bootstrap{Rank: 1, Size: 2, Coordinator: addr, Job: "launch-2"}, "s", 5*time.Second, time.Second, nil)
+	if err == nil || !strings.Contains(err.Error(), `refused a process of job "launch-2"`) {
+		t.Errorf("node 1: %v", err)
+	}
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), "did not connect within 500ms; meanwhile node 0 of job \"launch-1\" refused a process of job \"launch-2\" (rank 1 of 2") {
+		t.Errorf("node 0: %v", err)
+	}
+}

@@ -25,6 +25,12 @@ type Bootstrap struct {
 	// Peers optionally lists every node's address, Peers[0] being the
 	// coordinator; the others serve only to name nodes in error messages.
 	Peers []string
+	// Job identifies the job (its launcher's job and step, or a nonce
+	// RDMASHUFFLE_JOB gives): every process of a job has the same, and
+	// node 0 refuses a process of another job that reaches its port (two
+	// jobs on one host) without failing its own. Empty when the launcher
+	// gives none; node 0 then refuses only processes that name a job.
+	Job string
 	// Source says where the values came from, for messages.
 	Source string
 }
@@ -48,7 +54,8 @@ const (
 	EnvPeers       = "RDMASHUFFLE_PEERS"       // "host:port,host:port,...", node 0 first
 	EnvPeersFile   = "RDMASHUFFLE_PEERS_FILE"  // a file with one host[:port] per line, node 0 first
 	EnvCoordinator = "RDMASHUFFLE_COORDINATOR" // node 0's host:port, when no peers list is given
-	EnvPort        = "RDMASHUFFLE_PORT"        // port for hosts given without one (default DefaultPort)
+	EnvPort        = "RDMASHUFFLE_PORT"        // port for hosts given without one (default: the launcher's, else DefaultPort)
+	EnvJob         = "RDMASHUFFLE_JOB"         // the job's identity, the same for every process (explore launch sets a nonce)
 )
 
 // BootstrapFromEnv reads the job layout from the environment:
@@ -66,20 +73,19 @@ const (
 //     set); a peers list whose length disagrees is an error;
 //   - coordinator: the first peer, else RDMASHUFFLE_COORDINATOR, else
 //     under Slurm the first host of SLURM_STEP_NODELIST (or
-//     SLURM_JOB_NODELIST), where task 0 runs, on RDMASHUFFLE_PORT or
-//     DefaultPort.
+//     SLURM_JOB_NODELIST), where task 0 runs;
+//   - port, for hosts given without one: RDMASHUFFLE_PORT, else the
+//     first of the ports Slurm reserved for the step on every node
+//     (SLURM_STEP_RESV_PORTS, srun --resv-ports) when Slurm gave the
+//     rank, else DefaultPort;
+//   - job: RDMASHUFFLE_JOB, else the rank's launcher's job: Slurm's
+//     SLURM_JOB_ID and SLURM_STEP_ID, Open MPI's
+//     OMPI_MCA_ess_base_jobid, PMIx's PMIX_NAMESPACE (MPICH's PMI gives
+//     none).
 func BootstrapFromEnv() (Bootstrap, error) { return bootstrapFrom(os.Getenv, os.ReadFile) }
 
 func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, error)) (Bootstrap, error) {
 	var b Bootstrap
-	port := DefaultPort
-	if s := getenv(EnvPort); s != "" {
-		p, err := strconv.Atoi(s)
-		if err != nil || p < 1 || p > 65535 {
-			return b, fmt.Errorf("host: %s=%q is not a TCP port (1..65535)", EnvPort, s)
-		}
-		port = p
-	}
 	// Rank.
 	li := slices.IndexFunc(launchers, func(l launcher) bool { return strings.TrimSpace(getenv(l.rank)) != "" })
 	if li < 0 {
@@ -96,6 +102,14 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 	}
 	b.Rank = rank
 	b.Source = rankVar
+	port, portVar, err := portFrom(getenv, rankVar)
+	if err != nil {
+		return b, err
+	}
+	if portVar != "" {
+		b.Source += ", " + portVar
+	}
+	b.Job = jobFrom(getenv, rankVar)
 	// Peers.
 	switch {
 	case getenv(EnvPeers) != "":
@@ -172,6 +186,67 @@ func bootstrapFrom(getenv func(string) string, readFile func(string) ([]byte, er
 		b.Source += ", Slurm nodelist"
 	}
 	return b, nil
+}
+
+// portFrom is the port of hosts given without one, and the variable it
+// came from (empty for DefaultPort): RDMASHUFFLE_PORT, else the first
+// port Slurm reserved for the step when Slurm gave the rank (rankVar), the
+// same on every node of the step.
+func portFrom(getenv func(string) string, rankVar string) (int, string, error) {
+	parse := func(name, s string) (int, error) {
+		p, err := strconv.Atoi(s)
+		if err != nil || p < 1 || p > 65535 {
+			return 0, fmt.Errorf("host: %s=%q is not a TCP port (1..65535)", name, getenv(name))
+		}
+		return p, nil
+	}
+	if s := strings.TrimSpace(getenv(EnvPort)); s != "" {
+		p, err := parse(EnvPort, s)
+		return p, EnvPort, err
+	}
+	const resv = "SLURM_STEP_RESV_PORTS" // "12000-12003", "12000" or a list of them
+	if s := strings.TrimSpace(getenv(resv)); s != "" && rankVar == "SLURM_PROCID" {
+		first, _, _ := strings.Cut(s, ",")
+		first, _, _ = strings.Cut(first, "-")
+		p, err := parse(resv, strings.TrimSpace(first))
+		return p, resv, err
+	}
+	return DefaultPort, "", nil
+}
+
+// jobFrom is the job's identity: RDMASHUFFLE_JOB, else the job of the
+// launcher that gave the rank (rankVar), prefixed with the launcher's
+// name; empty when it gives none. Only the rank's launcher is asked: an
+// outer launcher's job is shared by other jobs inside it (mpirun inside a
+// Slurm allocation), or differs between the nodes of one job (the Slurm
+// steps mpirun's daemons run in).
+func jobFrom(getenv func(string) string, rankVar string) string {
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	if j := get(EnvJob); j != "" {
+		return j
+	}
+	switch rankVar {
+	case "SLURM_PROCID":
+		step := get("SLURM_STEP_ID")
+		if step == "" {
+			step = get("SLURM_STEPID")
+		}
+		if id := get("SLURM_JOB_ID"); id != "" {
+			return "slurm/" + id + "." + step
+		}
+	case "OMPI_COMM_WORLD_RANK":
+		if id := get("OMPI_MCA_ess_base_jobid"); id != "" {
+			return "ompi/" + id
+		}
+		if ns := get("PMIX_NAMESPACE"); ns != "" {
+			return "pmix/" + ns
+		}
+	case "PMIX_RANK":
+		if ns := get("PMIX_NAMESPACE"); ns != "" {
+			return "pmix/" + ns
+		}
+	}
+	return ""
 }
 
 // MaxNodes is the most nodes a job may have (as many as the simulator

@@ -173,3 +173,46 @@ func TestLauncherPrecedence(t *testing.T) {
 		}
 	}
 }
+
+// TestBootstrapJobAndPort: the job's identity comes from RDMASHUFFLE_JOB or
+// the launcher that gave the rank (never an outer one, which other jobs
+// share or whose steps differ between nodes), and the port from
+// RDMASHUFFLE_PORT or the ports Slurm reserved for the step.
+func TestBootstrapJobAndPort(t *testing.T) {
+	slurm := []string{"SLURM_PROCID", "1", "SLURM_NTASKS", "4", "SLURM_STEP_NODELIST", "cn[1-4]", "SLURM_JOB_ID", "4711", "SLURM_STEP_ID", "2"}
+	with := func(base []string, kv ...string) func(string) string {
+		return envOf(append(append([]string(nil), base...), kv...)...)
+	}
+	for _, tc := range []struct {
+		name  string
+		env   func(string) string
+		job   string
+		coord string
+	}{
+		{"srun", with(slurm), "slurm/4711.2", "cn1:17219"},
+		{"srun, the old step variable", with(slurm, "SLURM_STEP_ID", "", "SLURM_STEPID", "3"), "slurm/4711.3", "cn1:17219"},
+		{"srun --resv-ports", with(slurm, "SLURM_STEP_RESV_PORTS", "12000-12003"), "slurm/4711.2", "cn1:12000"},
+		{"srun, one reserved port", with(slurm, "SLURM_STEP_RESV_PORTS", "12007"), "slurm/4711.2", "cn1:12007"},
+		{"RDMASHUFFLE_PORT wins", with(slurm, "SLURM_STEP_RESV_PORTS", "12000-12003", EnvPort, "9000"), "slurm/4711.2", "cn1:9000"},
+		{"RDMASHUFFLE_JOB wins", with(slurm, EnvJob, "nonce-1"), "nonce-1", "cn1:17219"},
+		{"mpirun inside Slurm: not Slurm's job or ports", with(slurm, "SLURM_STEP_RESV_PORTS", "12000", "OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "4", "OMPI_MCA_ess_base_jobid", "123", EnvCoordinator, "head"), "ompi/123", "head:17219"},
+		{"Open MPI 5 (PRRTE)", envOf("OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "2", "PMIX_RANK", "0", "PMIX_NAMESPACE", "prterun-h-77@1", EnvCoordinator, "h"), "pmix/prterun-h-77@1", "h:17219"},
+		{"srun --mpi=pmix", with(slurm, "PMIX_RANK", "1", "PMIX_NAMESPACE", "slurm.pmix.4711.2"), "pmix/slurm.pmix.4711.2", "cn1:17219"},
+		{"MPICH: none", with(slurm, "PMI_RANK", "1", "PMI_SIZE", "4"), "", "cn1:17219"},
+		{"explore launch", envOf(EnvRank, "1", EnvSize, "2", EnvCoordinator, "127.0.0.1:4000", EnvJob, "launch-99-ab"), "launch-99-ab", "127.0.0.1:4000"},
+		{"by hand", envOf(EnvRank, "1", EnvSize, "2", EnvCoordinator, "h"), "", "h:17219"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := bootstrapFrom(tc.env, noFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Job != tc.job || b.Coordinator != tc.coord {
+				t.Errorf("job %q, coordinator %s; want %q, %s (from %s)", b.Job, b.Coordinator, tc.job, tc.coord, b.Source)
+			}
+		})
+	}
+	if _, err := bootstrapFrom(with(slurm, "SLURM_STEP_RESV_PORTS", "none"), noFile); err == nil || !strings.Contains(err.Error(), `SLURM_STEP_RESV_PORTS="none" is not a TCP port`) {
+		t.Errorf("a bad reserved port: %v", err)
+	}
+}

@@ -17,40 +17,42 @@ import (
 //
 // and the bodies are:
 //
-//	hello   u32 magic "RSHF" | u16 version | u32 rank | u32 size | str signature | str host
-//	ack     u8 ok | str message
-//	gather  u64 seq | str key | u8 barrier | bytes data
-//	result  u64 seq | str key | u32 n | n x bytes
-//	abort   u32 node | str message
-//	bye     (empty)
+//	hello    u32 magic "RSHF" | u16 version | str job | u32 rank | u32 size | str signature | str host
+//	ack      u8 ok | str message
+//	gather   u64 seq | str key | u8 barrier | bytes data
+//	result   u64 seq | str key | u32 n | n x bytes
+//	abort    u32 node | str message
+//	bye      (empty)
 //	exchange u64 seq | str key | u32 n | n x u32 length | the n entries' bytes
-//
-// An exchange frame carries a node's slices for every node to node 0 and,
-// from node 0, the slices every node gave one node (its column): node 0
-// relays each node only what is addressed to it. Its entries follow their
-// lengths so that a frame is written straight from the slices it carries
-// (writev), and read into one allocation that they share.
 //
 // where str is u16 length + UTF-8 bytes and bytes is u32 length + bytes.
 // Decoders reject trailing bytes, over-long fields and unknown types, so a
 // peer speaking anything else is reported, never misread.
+//
+// The job follows the version (since version 3) so that node 0 can tell a
+// process of another job from one of its own whatever release it runs; a
+// hello is at most maxHello bytes, read before anything larger. An
+// exchange frame carries a node's slices for every node to node 0 and,
+// from node 0, the slices every node gave one node (its column): node 0
+// relays each node only what is addressed to it. Its entries follow their
+// lengths so that a frame is written straight from the slices it carries
+// (writev), and read into one allocation that they share.
 
 // Frame types.
 const (
-	frameHello  = 1
-	frameAck    = 2
-	frameGather = 3
-	frameResult = 4
-	frameAbort  = 5
-	frameBye    = 6
-	// frameExchange is new in version 2.
-	frameExchange = 7
+	frameHello    = 1
+	frameAck      = 2
+	frameGather   = 3
+	frameResult   = 4
+	frameAbort    = 5
+	frameBye      = 6
+	frameExchange = 7 // since version 2
 )
 
 const (
 	frameHeader = 5          // the length and the type
 	wireMagic   = 0x52534846 // "RSHF"
-	wireVersion = 2
+	wireVersion = 3
 	// maxFrame bounds a frame so that a corrupt length cannot make a
 	// reader allocate without limit. An all-gather result of every
 	// node's contribution must fit.
@@ -69,6 +71,7 @@ const (
 var errWire = errors.New("malformed out-of-band frame")
 
 type helloMsg struct {
+	Job        string // Bootstrap.Job
 	Rank, Size uint32
 	Signature  string
 	Host       string
@@ -239,7 +242,7 @@ func (d *dec) end(what string) error {
 }
 
 func (m helloMsg) encode() []byte {
-	return enc(nil).u32(wireMagic).u16(wireVersion).u32(m.Rank).u32(m.Size).str(m.Signature).str(m.Host)
+	return enc(nil).u32(wireMagic).u16(wireVersion).str(m.Job).u32(m.Rank).u32(m.Size).str(m.Signature).str(m.Host)
 }
 
 // errNotPeer and errVersion tell a hello from something else apart from a
@@ -254,10 +257,15 @@ func decodeHello(b []byte) (helloMsg, error) {
 	if m := d.u32("magic"); d.err == nil && m != wireMagic {
 		return helloMsg{}, fmt.Errorf("%w: magic %#08x, want %#08x", errNotPeer, m, wireMagic)
 	}
-	if v := d.u16("version"); d.err == nil && v != wireVersion {
-		return helloMsg{}, fmt.Errorf("%w: the peer speaks version %d, this binary %d (run the same rdmashuffle build on every node)", errVersion, v, wireVersion)
-	}
+	v := d.u16("version")
 	var m helloMsg
+	if v >= 3 {
+		m.Job = d.str("job")
+	}
+	if d.err == nil && v != wireVersion {
+		// Job, when the version has one, says whose process it is.
+		return helloMsg{Job: m.Job}, fmt.Errorf("%w: the peer speaks version %d, this binary %d (run the same rdmashuffle build on every node)", errVersion, v, wireVersion)
+	}
 	m.Rank = d.u32("rank")
 	m.Size = d.u32("size")
 	m.Signature = d.str("signature")

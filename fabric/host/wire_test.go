@@ -23,6 +23,7 @@ func TestWireRoundTrip(t *testing.T) {
 		enc []byte
 	}{
 		{frameHello, helloMsg{Rank: 3, Size: 8, Signature: "sqsr/threads=4/v1", Host: "node03"}, nil},
+		{frameHello, helloMsg{Job: "slurm/4711.0", Rank: 3, Size: 8, Signature: "s", Host: "node03"}, nil},
 		{frameAck, ackMsg{OK: true}, nil},
 		{frameAck, ackMsg{Msg: "node 3 runs x, expected y"}, nil},
 		{frameGather, gatherMsg{Seq: 7, Key: "connect-RC", Data: []byte{1, 2, 3}}, nil},
@@ -95,11 +96,26 @@ func TestWireRejects(t *testing.T) {
 		"version":  {bad(func(b []byte) []byte { b[5] = 9; return b }), errVersion},
 		"short":    {hello[:9], errWire},
 		"trailing": {append(bad(func(b []byte) []byte { return b }), 0), errWire},
-		"strlen":   {bad(func(b []byte) []byte { b[14] = 0xff; return b }), errWire},
+		"strlen":   {bad(func(b []byte) []byte { b[16] = 0xff; return b }), errWire}, // the signature's length (no job)
 		"empty":    {nil, errWire},
 	} {
 		if _, err := decodeHello(tc.body); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	// A hello of another version says whose it is when its version has a
+	// job (3 on), so that node 0 can refuse another job's process alone.
+	for _, tc := range []struct {
+		version uint16
+		job     string
+	}{{wireVersion + 1, "slurm/9.0"}, {3, "slurm/9.0"}, {2, ""}, {1, ""}} {
+		b := helloMsg{Job: "slurm/9.0", Rank: 1, Size: 2}.encode()
+		b[4], b[5] = byte(tc.version>>8), byte(tc.version)
+		if tc.version == wireVersion {
+			continue
+		}
+		if h, err := decodeHello(b); !errors.Is(err, errVersion) || h.Job != tc.job {
+			t.Errorf("a hello of version %d: job %q, %v; want %q and a version mismatch", tc.version, h.Job, err, tc.job)
 		}
 	}
 	// A result claiming more entries than bytes allow is rejected before
