@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"syscall"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -298,6 +299,16 @@ func ibvStateOf(s fabric.QPState) int32 {
 		return ibvQPSRTS
 	}
 	return ibvQPSErr
+}
+
+// mrSizeLimit is max_mr_size as a byte count: mlx5 devices report "no
+// limit" as all ones (0xffffffffffffffff in ibv_devinfo), which converted
+// to int64 is -1 and refused every registration.
+func mrSizeLimit(v uint64) int64 {
+	if v > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(v)
 }
 
 // mtuBytes decodes enum ibv_mtu (1..5) into bytes; 0 for anything else.

@@ -241,3 +241,17 @@ func TestAsyncEventErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMRSizeLimit: ConnectX devices report max_mr_size as all ones; the
+// backend must read that as no limit, not as -1 (which refused every
+// registration on the software device, as it would have on a ConnectX).
+func TestMRSizeLimit(t *testing.T) {
+	for _, c := range []struct {
+		in   uint64
+		want int64
+	}{{0xffffffffffffffff, 1<<63 - 1}, {1 << 63, 1<<63 - 1}, {1 << 40, 1 << 40}, {0, 0}} {
+		if got := mrSizeLimit(c.in); got != c.want {
+			t.Errorf("mrSizeLimit(%#x) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}

@@ -176,10 +176,10 @@ func (d *device) query(gidIndex int) error {
 	d.attr = fabric.DeviceAttr{
 		Name: d.name, LinkLayer: linkLayerName(d.link), LID: uint16(pa.lid), GID: gid,
 		MTU: mtuBytes(d.mtuEnum), MaxQP: int(da.max_qp), MaxQPWR: int(da.max_qp_wr), MaxCQE: int(da.max_cqe),
-		MaxSGE: int(da.max_sge), MaxMRBytes: int64(da.max_mr_size),
+		MaxSGE: int(da.max_sge), MaxMRBytes: mrSizeLimit(uint64(da.max_mr_size)),
 		RateGbps: portRateGbps(uint8(pa.active_width), uint8(pa.active_speed)),
 	}
-	d.attr.SendQueue = deviceSendQueue(d.name, d.attr.MaxQPWR)
+	d.attr.SendQueue = deviceSendQueue(C.GoString(&d.ctx.device.ibdev_path[0]), d.name, uint32(da.vendor_id), uint32(da.vendor_part_id), d.attr.MaxQPWR)
 	d.attr.MaxInline = d.probeInline(ibvQPTRC)
 	d.attr.MaxInlineUD = d.probeInline(ibvQPTUD)
 	return nil
