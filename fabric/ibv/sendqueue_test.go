@@ -34,17 +34,24 @@ func TestSendQueueLayoutOfDriver(t *testing.T) {
 		{"rxe0", fabric.SendQueueLayout{}},
 		{"mlx5_7", mlx5},                     // no sysfs entry: the kernel's name says mlx5
 		{"ibp1s0", fabric.SendQueueLayout{}}, // no sysfs entry, no telling name
-		{"../mlx5_0", fabric.SendQueueLayout{}},
 	} {
-		got := sendQueueLayout(kernelDriver(root, c.dev), c.dev, 32768)
+		got := sendQueueLayout(kernelDriver(filepath.Join(root, "class", "infiniband", c.dev)), c.dev, 0, 0, 32768)
 		if got != c.want {
 			t.Errorf("%s: layout %+v, want %+v", c.dev, got, c.want)
 		}
 	}
-	if got := sendQueueLayout("mlx5_core", "mlx5_0", 0); got != (fabric.SendQueueLayout{}) {
+	// Without sysfs the part number decides: a ConnectX-4 (4115) is mlx5,
+	// a ConnectX-3 (4099) is not, whatever the device is called.
+	if got := sendQueueLayout("", "ibp1s0", vendorMellanox, 4115, 32768); got != mlx5 {
+		t.Errorf("ConnectX-4 part without sysfs: %+v", got)
+	}
+	if got := sendQueueLayout("", "mlx5_9", vendorMellanox, 4099, 32768); got != (fabric.SendQueueLayout{}) {
+		t.Errorf("ConnectX-3 part: %+v", got)
+	}
+	if got := sendQueueLayout("mlx5_core", "mlx5_0", 0, 0, 0); got != (fabric.SendQueueLayout{}) {
 		t.Errorf("max_qp_wr 0: %+v", got)
 	}
-	attr := fabric.DeviceAttr{Name: "mlx5_0", MaxQPWR: 32768, SendQueue: sendQueueLayout("mlx5_core", "mlx5_0", 32768)}
+	attr := fabric.DeviceAttr{Name: "mlx5_0", MaxQPWR: 32768, SendQueue: sendQueueLayout("mlx5_core", "mlx5_0", 0, 0, 32768)}
 	if ud, rc := attr.MaxSendWR(fabric.UD, 1, 0), attr.MaxSendWR(fabric.RC, 1, 0); ud != 16384 || rc != 8192 {
 		t.Errorf("mlx5 at max_qp_wr 32768: UD %d, RC %d; want 16384, 8192", ud, rc)
 	}
