@@ -203,7 +203,7 @@ func (c *RunConfig) normalize(cores int) error {
 	case c.Nodes < 1:
 		return setting.New("Nodes", c.Nodes, "need at least 1")
 	case c.Threads < 1 || 2*c.Threads > cores:
-		return setting.New("Threads", c.Threads, "each node runs that many sending and receiving threads on its %d cores; use 1..%d", cores, cores/2)
+		return threadsRefused(c.Threads, cores)
 	case c.MsgBytes < 0:
 		return setting.New("MsgBytes", c.MsgBytes, "must be positive (0: the design's default)")
 	case c.BytesPerNode < 0:
@@ -712,4 +712,18 @@ func ratio(a, b fabric.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// ErrFewCores: the nodes of a real backend have fewer than the two cores a
+// sending and a receiving thread need (the CPUs of the process divided
+// among the nodes it runs).
+var ErrFewCores = errors.New("too few cores per node")
+
+// threadsRefused is the error for a thread count the node's cores cannot
+// hold: every thread pair (a sender and a receiver) needs two cores.
+func threadsRefused(threads, cores int) error {
+	if cores < 2 {
+		return setting.New("Threads", threads, "each node runs that many sending and receiving threads, two cores per thread, and a node has %d core: give the nodes at least 2 cores each", cores).Sentinel(ErrFewCores)
+	}
+	return setting.New("Threads", threads, "each node runs that many sending and receiving threads on its %d cores; use 1..%d", cores, cores/2)
 }

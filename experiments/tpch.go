@@ -113,7 +113,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	case c.Nodes < 1:
 		return setting.New("Nodes", c.Nodes, "need at least 1")
 	case c.Threads < 1 || 2*c.Threads > cores:
-		return setting.New("Threads", c.Threads, "each node runs that many sending and receiving threads on its %d cores; use 1..%d", cores, cores/2)
+		return threadsRefused(c.Threads, cores)
 	}
 	return nil
 }

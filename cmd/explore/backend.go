@@ -24,6 +24,7 @@ type hwFlags struct {
 	device    string
 	port, gid int
 	local     bool
+	cores     int
 	timeLimit time.Duration
 	path      ibv.Path // service level, traffic class, hop limit, static rate, P_Key index
 }
@@ -44,6 +45,7 @@ func (h *hwFlags) registerShort(fl *pflag.FlagSet, perftest bool) {
 	fl.IntVarP(&h.port, "port", short("i"), 1, "ibv: the device port")
 	fl.IntVarP(&h.gid, "gid-index", short("x"), -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
 	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
+	fl.IntVar(&h.cores, "cores", 0, "ibv, loopback, tcp: cores of each node for its threads (a sending and a receiving thread each); more than the machine has share its CPUs. 0: ibv divides this process's CPUs among the --local nodes, loopback and tcp give every node enough for any thread count")
 	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv, loopback: fail a run that takes longer than this (wall clock)")
 	fl.IntVarP(&h.path.ServiceLevel, "service-level", short("S"), 0, "InfiniBand service level of every queue pair and address handle (0..15); on the simulator's bench it picks the virtual lane (--vls, docs/topology.md)")
 	fl.IntVar(&h.path.TrafficClass, "traffic-class", 0, "ibv: GRH traffic class (0..255); on RoCE v2 its top six bits are the DSCP")
@@ -59,6 +61,9 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	if h.path != (ibv.Path{}) && h.backend != "ibv" {
 		return nil, fmt.Errorf("--service-level, --traffic-class, --hop-limit, --static-rate and --pkey-index mark the packets of real RDMA hardware: they apply with --backend ibv, not %s", h.backend)
 	}
+	if h.cores < 0 || (h.cores > 0 && h.backend == "sim") {
+		return nil, fmt.Errorf("--cores %d: give the cores of each node of a real backend (ibv, loopback, tcp), or 0 for the default; the simulator's cores come from --profile", h.cores)
+	}
 	switch h.backend {
 	case "sim":
 		return nil, nil
@@ -66,6 +71,9 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 		// Threads are goroutines the operating system schedules (not
 		// pinned): the nodes get nominal cores enough for any thread count.
 		cfg := host.Config{TimeLimit: h.timeLimit, Signature: signature, Cores: 256, Log: logStderr}
+		if h.cores > 0 {
+			cfg.Cores = h.cores
+		}
 		if h.local {
 			return host.OpenLocal(cfg, nodes)
 		}
@@ -74,7 +82,7 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 		}
 		return host.Open(cfg)
 	case "loopback": // every node in this process, the NIC a goroutine
-		return loopback.Open(host.Config{TimeLimit: h.timeLimit, Signature: signature}, nodes)
+		return loopback.Open(host.Config{TimeLimit: h.timeLimit, Signature: signature, Cores: h.cores}, nodes)
 	case "ibv":
 	default:
 		return nil, fmt.Errorf("--backend %q: choose sim, ibv, loopback or tcp", h.backend)
@@ -82,7 +90,7 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	if !ibv.Available() {
 		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)
 	}
-	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Path: h.path, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature, Log: logStderr}}
+	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Path: h.path, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature, Log: logStderr, Cores: h.cores}}
 	if h.local {
 		return ibv.OpenLocalConfig(cfg, nodes)
 	}

@@ -39,6 +39,7 @@ var errorHints = []struct {
 	{report.ErrNoFigures, "from", " (--from names the directory, --run runs the figures)"},
 	{sensitivity.ErrOtherModel, "rejudge", " (drop --rejudge, or give a new --out)"},
 	{faults.ErrEmpty, "faults", ", or leave out --faults"},
+	{experiments.ErrFewCores, "cores", " (--cores 2 or more: threads then share the machine's CPUs)"},
 }
 
 // flagFor is the flag of cmd that sets the field name, if it has one.
