@@ -1,7 +1,7 @@
 # rdmashuffle: the two commands a new user needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run overview reproduce test bench fuzz fuzz-short vet build clean ibverbs-dev
+.PHONY: run overview reproduce test bench fuzz fuzz-short vet build clean ibverbs-dev ibverbs-check
 
 # The command-line tool, stamped with the commit it is built from (and
 # "+dirty" with uncommitted changes), which every record and report names:
@@ -44,8 +44,8 @@ report-check: build
 # detector over the loopback backend (every design and pattern on real
 # threads, at GOMAXPROCS 1, 2 and 4, and the conformance suite); with
 # libibverbs-dev installed (installed here when missing and running as
-# root on Debian), also the real-hardware backend (its conformance suite
-# skips without a device).
+# root on Debian), also the real-hardware backend, compiled, vetted and run
+# on the software RDMA device (ibverbs-check).
 test: ibverbs-dev vet fuzz-short
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race -cpu 1,2,4 ./fabric/loopback/
@@ -56,6 +56,16 @@ test: ibverbs-dev vet fuzz-short
 	else \
 		echo "skipping the libibverbs backend build: install libibverbs-dev to compile it"; \
 	fi
+	@$(MAKE) --no-print-directory ibverbs-check
+
+# The libibverbs backend executed through the unmodified libibverbs on the
+# software RDMA device (fabric/ibv/softrdma): its conformance suite 5 times
+# on an InfiniBand-like and a RoCE-like port under the race detector and
+# cgo's strict pointer checks, then every hardware-path design on 3 nodes
+# with its integrity checked. Making the device files needs root; without
+# it (or without libibverbs-dev) it says so in one line and passes.
+ibverbs-check:
+	GO="$(GO)" sh fabric/ibv/softrdma/check.sh
 
 vet:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "not gofmt-formatted (run gofmt -w): $$out"; exit 1; fi

@@ -29,6 +29,9 @@ func testDevice() (string, int, int) {
 
 func TestConformance(t *testing.T) {
 	if _, err := ibv.Devices(); errors.Is(err, fabric.ErrNoDevice) {
+		if os.Getenv("RDMASHUFFLE_REQUIRE_DEVICE") != "" {
+			t.Fatalf("RDMASHUFFLE_REQUIRE_DEVICE is set and there is no device: %v", err)
+		}
 		t.Skip("no RDMA device (ibv_get_device_list found none): skipping the libibverbs conformance suite")
 	} else if err != nil {
 		t.Fatal(err)
