@@ -119,6 +119,78 @@ func rkeyMismatch(th fabric.Thread) error {
 		func(th fabric.Thread, c *Conn) error { return nil })(th)
 }
 
+// errorStaysWithItsQP: a request that fails at the responder (a wrong
+// rkey) moves the responder's queue pair to ERROR, and only that one: a
+// second connection between the same two nodes (its own CQs, the same
+// devices) still delivers, and its completion queues report no error.
+func errorStaysWithItsQP(th fabric.Thread) error {
+	me := th.Node().ID()
+	bad, err := Connect(th, 1-me, Options{})
+	if err != nil {
+		return err
+	}
+	good, err := Connect(th, 1-me, Options{})
+	if err != nil {
+		return err
+	}
+	oob := th.Node().OOB()
+	if err := oob.Barrier("connected"); err != nil {
+		return err
+	}
+	if me == 1 {
+		if err := postRecvs(good, 1, 64); err != nil {
+			return err
+		}
+	}
+	if err := oob.Barrier("posted"); err != nil {
+		return err
+	}
+	if me == 0 {
+		wr := fabric.SendWR{ID: 9, Op: fabric.OpWrite, Local: bad.MR.SGE(0, 64), Flags: fabric.Signaled,
+			RemoteAddr: bad.Peer.Addr, RKey: bad.Peer.RKey ^ 0x777700}
+		if _, err := bad.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+			return err
+		}
+		wcs, err := Await(th, bad.SCQ, 1, wait)
+		if err != nil {
+			return err
+		}
+		if err := Expect(wcs[0], 9, fabric.StatusRemoteAccess, fabric.OpWrite); err != nil {
+			return err
+		}
+	}
+	// Both sides have seen the failure (the responder's asynchronous
+	// event, on hardware, has had time to arrive) before the good
+	// connection is used.
+	if err := oob.Barrier("failed"); err != nil {
+		return err
+	}
+	th.Busy(fabric.Millisecond)
+	if me == 0 {
+		copy(good.MR.Bytes(), "after the failure")
+		wr := fabric.SendWR{ID: 1, Op: fabric.OpSend, Local: good.MR.SGE(0, 17), Flags: fabric.Signaled}
+		if _, err := good.QP.PostSend([]fabric.SendWR{wr}); err != nil {
+			return err
+		}
+		wcs, err := Await(th, good.SCQ, 1, wait)
+		if err != nil {
+			return fmt.Errorf("the other connection's send queue after a failure on the first: %w", err)
+		}
+		return Expect(wcs[0], 1, fabric.StatusSuccess, fabric.OpSend)
+	}
+	wcs, err := Await(th, good.RCQ, 1, wait)
+	if err != nil {
+		return fmt.Errorf("the other connection's receive queue after a failure on the first: %w", err)
+	}
+	if err := Expect(wcs[0], 100, fabric.StatusSuccess, fabric.OpRecv); err != nil {
+		return err
+	}
+	if string(good.MR.Bytes()[:17]) != "after the failure" {
+		return errors.New("the other connection delivered other bytes")
+	}
+	return nil
+}
+
 func readNotPermitted(th fabric.Thread) error {
 	return both(Options{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite},
 		func(th fabric.Thread, c *Conn) error {

@@ -56,6 +56,7 @@ func Cases() []Case {
 		{Name: "UnregisteredLKey", Body: badLocal(false)},
 		{Name: "OutOfBoundsSGE", Body: badLocal(true)},
 		{Name: "RKeyMismatch", Body: rkeyMismatch},
+		{Name: "ErrorStaysWithItsQP", Body: errorStaysWithItsQP},
 		{Name: "ReadNotPermitted", Body: readNotPermitted},
 		{Name: "RCNoReceiveRNR", Body: rnrExceeded},
 		{Name: "RCReceiveArrivesLate", Body: rnrRecovers},

@@ -32,12 +32,15 @@
 //   - open_ibv.go: the entry points, on host.NewLocal and host.Join.
 //
 // Asynchronous events: a goroutine per device reads them (waiting on the
-// event descriptor 100 ms at a time, so that closing the device stops it);
-// the first error event (a port down, a fatal device, queue pair or
-// completion queue error) becomes ErrAsyncEvent, which every later Poll of
-// the device's completion queues returns, so that a run fails naming it.
-// Informational events (a port coming up, a connection established, a
-// changed LID) are acknowledged and ignored.
+// event descriptor 100 ms at a time, so that closing the device stops it)
+// and gives each to what it fails, as ErrAsyncEvent: a queue pair's error
+// (access or request violation, fatal, path migration) to that queue pair
+// alone, whose error completions then make Poll return it; a completion
+// queue's overrun to that queue; a port going down to the device when it is
+// the port in use (until the port comes back); a fatal device error to every
+// completion queue of the device. Informational events (a port coming up, a
+// connection established, a changed LID) are acknowledged and otherwise
+// ignored.
 //
 // Memory regions live outside the Go heap (posix_memalign), so the NIC may
 // access them while the garbage collector runs; MR.Bytes is a slice over

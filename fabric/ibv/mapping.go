@@ -116,6 +116,34 @@ const (
 	ibvEventWQFatal          = 19
 )
 
+// eventScope is what an asynchronous error event of type typ fails: the
+// queue pair or completion queue it names, the port it names (when it is
+// the port in use), or the whole device; scopeNone for informational
+// events (a port coming up, a connection established, a changed LID).
+type eventScope int
+
+const (
+	scopeNone eventScope = iota
+	scopeQP
+	scopeCQ
+	scopePort
+	scopeDevice
+)
+
+func eventScopeOf(typ int) eventScope {
+	switch typ {
+	case ibvEventQPFatal, ibvEventQPReqErr, ibvEventQPAccessErr, ibvEventPathMigErr:
+		return scopeQP
+	case ibvEventCQErr:
+		return scopeCQ
+	case ibvEventPortErr:
+		return scopePort
+	case ibvEventDeviceFatal, ibvEventSRQErr, ibvEventWQFatal:
+		return scopeDevice
+	}
+	return scopeNone
+}
+
 // ErrAsyncEvent is a fault the device reported asynchronously (a port that
 // went down, a fatal error of the device, a queue pair or a completion
 // queue): every later Poll of the device's completion queues returns it.

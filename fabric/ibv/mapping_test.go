@@ -255,3 +255,35 @@ func TestMRSizeLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteEvent: an asynchronous event fails what it names, not the whole
+// device: a queue pair's error its queue pair, a port's going down only the
+// port in use (until it comes back), a fatal error the device.
+func TestRouteEvent(t *testing.T) {
+	d := &device{name: "mlx5_0", port: 1, pds: map[*pd]bool{}, cqs: map[*cq]bool{}, qps: map[uint32]*qp{}}
+	q, other := &qp{qpn: 0x105}, &qp{qpn: 0x106}
+	d.qps[q.qpn], d.qps[other.qpn] = q, other
+	d.routeEvent(ibvEventQPAccessErr, 0x105, 0, 0)
+	if q.event.Load() == nil || other.event.Load() != nil || d.fault.Load() != nil || d.portDown.Load() != nil {
+		t.Fatalf("a queue pair's access error: on it %v, on another %v, device %v, port %v",
+			q.event.Load(), other.event.Load(), d.fault.Load(), d.portDown.Load())
+	}
+	d.routeEvent(ibvEventQPFatal, 0x999, 0, 0) // a queue pair already destroyed
+	d.routeEvent(ibvEventPortErr, 0, 2, 0)
+	if d.portDown.Load() != nil || d.fault.Load() != nil {
+		t.Fatal("port 2 going down failed a device used on port 1")
+	}
+	d.routeEvent(ibvEventPortErr, 0, 1, 0)
+	if d.portDown.Load() == nil {
+		t.Fatal("port 1 going down was not kept")
+	}
+	d.routeEvent(ibvEventPortActive, 0, 1, 0)
+	if d.portDown.Load() != nil {
+		t.Fatal("port 1 coming back did not clear its fault")
+	}
+	d.routeEvent(ibvEventCommEst, 0x105, 0, 0)
+	d.routeEvent(ibvEventDeviceFatal, 0, 0, 0)
+	if e := d.fault.Load(); e == nil || !errors.Is(*e, ErrAsyncEvent) {
+		t.Fatalf("a fatal device error: %v", e)
+	}
+}

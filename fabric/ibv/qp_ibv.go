@@ -36,6 +36,7 @@ type qp struct {
 	psn      fabric.PSN
 	qkey     uint32
 	dead     bool
+	event    atomic.Pointer[error] // its asynchronous error event, if one came
 
 	sendIn  *C.rs_send
 	sendWR  *C.struct_ibv_send_wr
@@ -108,6 +109,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	scq.users++
 	rcq.users++
 	p.qps[x] = true
+	d.qps[x.qpn] = x
 	return x, nil
 }
 
@@ -257,6 +259,9 @@ func (q *qp) Destroy() error {
 	q.scq.users--
 	q.rcq.users--
 	delete(q.pd.qps, q)
+	if d.qps[q.qpn] == q {
+		delete(d.qps, q.qpn)
+	}
 	q.freeChains()
 	return nil
 }

@@ -253,8 +253,9 @@ static int rs_query_state(struct ibv_qp *qp)
 
 /* rs_async waits up to timeout_ms for an asynchronous event of ctx and, if
  * one came, reports its type, the QPN of a queue pair event, the port of a
- * port event, acknowledges it and returns 1; 0 on timeout, -1 on error. */
-static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t *qpn, int *port)
+ * port event, the completion queue of a CQ event, acknowledges it and
+ * returns 1; 0 on timeout, -1 on error. */
+static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t *qpn, int *port, uintptr_t *cq)
 {
 	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
 	int r = poll(&p, 1, timeout_ms);
@@ -266,7 +267,11 @@ static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t
 	*type = ev.event_type;
 	*qpn = 0;
 	*port = 0;
+	*cq = 0;
 	switch (ev.event_type) {
+	case IBV_EVENT_CQ_ERR:
+		*cq = (uintptr_t)ev.element.cq;
+		break;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:

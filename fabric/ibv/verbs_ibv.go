@@ -44,11 +44,15 @@ type device struct {
 	mu     sync.Mutex
 	pds    map[*pd]bool
 	cqs    map[*cq]bool
+	qps    map[uint32]*qp // live queue pairs by QPN, for their events
 	closed bool
 
-	// The asynchronous events: a goroutine (events) reads them; the first
-	// error event is kept in fault, which every later Poll returns.
+	// The asynchronous events: a goroutine (events) reads them and gives
+	// each to what it fails (routeEvent). A fault of the device (fatal) is
+	// kept in fault, the port's being down in portDown; every later Poll
+	// of the device's completion queues returns them.
 	fault      atomic.Pointer[error]
+	portDown   atomic.Pointer[error]
 	stopEvents chan struct{}
 	eventsDone chan struct{}
 }
@@ -68,13 +72,48 @@ func (d *device) events() {
 		var typ C.int
 		var qpn C.uint32_t
 		var port C.int
-		switch C.rs_async(d.ctx, 100, &typ, &qpn, &port) {
+		var cqp C.uintptr_t
+		switch C.rs_async(d.ctx, 100, &typ, &qpn, &port, &cqp) {
 		case 1:
-			if err := asyncEventError(d.name, int(typ), uint32(qpn), int(port)); err != nil {
-				d.fault.CompareAndSwap(nil, &err)
-			}
+			d.routeEvent(int(typ), uint32(qpn), int(port), uintptr(cqp))
 		case -1:
 			return // the descriptor failed: nothing more will come
+		}
+	}
+}
+
+// routeEvent gives an asynchronous event to what it fails: a queue pair's
+// error to that queue pair alone (its error completions then name it), a
+// completion queue's overrun to that queue, a port going down to the
+// device only when it is the port in use (and a port coming back clears
+// it), a fatal device error to the whole device.
+func (d *device) routeEvent(typ int, qpn uint32, port int, cqp uintptr) {
+	err := asyncEventError(d.name, typ, qpn, port)
+	switch eventScopeOf(typ) {
+	case scopeQP:
+		d.mu.Lock()
+		q := d.qps[qpn]
+		d.mu.Unlock()
+		if q != nil {
+			q.event.CompareAndSwap(nil, &err)
+		}
+	case scopeCQ:
+		d.mu.Lock()
+		for c := range d.cqs {
+			if uintptr(unsafe.Pointer(c.cq)) == cqp {
+				c.event.CompareAndSwap(nil, &err)
+			}
+		}
+		d.mu.Unlock()
+	case scopePort:
+		if port == d.port {
+			d.portDown.Store(&err)
+		}
+	case scopeDevice:
+		d.fault.CompareAndSwap(nil, &err)
+	default:
+		if typ == ibvEventPortActive && port == d.port {
+			d.portDown.Store(nil)
 		}
 	}
 }
@@ -131,7 +170,7 @@ func openDevice(name string, port, gidIndex, nodeID int, route Path) (*device, e
 	if ctx == nil {
 		return nil, errnoErr("ibv_open_device("+names[pick]+")", err, "check permissions on /dev/infiniband")
 	}
-	d := &device{ctx: ctx, name: names[pick], port: port, nodeID: nodeID, route: route, pds: map[*pd]bool{}, cqs: map[*cq]bool{}}
+	d := &device{ctx: ctx, name: names[pick], port: port, nodeID: nodeID, route: route, pds: map[*pd]bool{}, cqs: map[*cq]bool{}, qps: map[uint32]*qp{}}
 	if err := d.query(gidIndex); err != nil {
 		C.ibv_close_device(ctx)
 		return nil, err
@@ -446,6 +485,8 @@ type cq struct {
 	cout  *C.rs_wc
 	outs  []C.rs_wc
 	hwErr error
+	qpErr error                 // the event of a queue pair whose error completion was staged
+	event atomic.Pointer[error] // this queue's own asynchronous error (an overrun)
 	users int
 	dead  bool
 }
@@ -469,6 +510,12 @@ func (c *cq) Poll(wcs []fabric.WC) (int, error) {
 	switch {
 	case c.d.fault.Load() != nil:
 		return n, *c.d.fault.Load()
+	case c.d.portDown.Load() != nil:
+		return n, *c.d.portDown.Load()
+	case c.event.Load() != nil:
+		return n, *c.event.Load()
+	case c.qpErr != nil:
+		return n, c.qpErr
 	case c.stage.overrun:
 		return n, fmt.Errorf("%w: %d completions lost on a CQ of depth %d; size the CQ for every outstanding request",
 			fabric.ErrCQOverrun, c.stage.lost, c.depth)
@@ -513,6 +560,9 @@ func (c *cq) take(w *C.rs_wc) {
 		return // from before the queue pair was last reset
 	}
 	status := uint32(w.status)
+	if e := q.event.Load(); e != nil && status != ibvWCSuccess && c.qpErr == nil {
+		c.qpErr = *e
+	}
 	wc := fabric.WC{ID: e.id, Status: statusOf(status), QPN: q.qpn, VendorErr: uint32(w.vendor_err)}
 	if recv {
 		wc.Op = recvOpOf(status, uint32(w.opcode))
