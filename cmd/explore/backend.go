@@ -90,7 +90,7 @@ func (h *hwFlags) open(nodes int, signature string) (fabric.Fabric, error) {
 	if !ibv.Available() {
 		return nil, fmt.Errorf("--backend ibv: this explore was built without the libibverbs backend; rebuild with go build -tags ibverbs ./cmd/explore (needs libibverbs-dev; docs/hardware.md): %w", fabric.ErrNoDevice)
 	}
-	cfg := ibv.Config{Device: h.device, Port: h.port, GIDIndex: h.gid, Path: h.path, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature, Log: logStderr, Cores: h.cores}}
+	cfg := ibv.Config{Device: h.device, Port: h.port, GID: ibv.GIDAt(h.gid), Path: h.path, Config: host.Config{TimeLimit: h.timeLimit, Signature: signature, Log: logStderr, Cores: h.cores}}
 	if h.local {
 		return ibv.OpenLocalConfig(cfg, nodes)
 	}

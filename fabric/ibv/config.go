@@ -9,22 +9,48 @@ import (
 
 // Config selects the RDMA device and, through the embedded host.Config,
 // tunes the execution environment and places the process in a job. The
-// zero value is usable: the first device, port 1, GID index 0, every CPU,
-// no pinning, no time limit. A Config is a value and holds no resources.
+// zero value is usable: the first device, port 1, a GID picked for the port,
+// every CPU, no pinning, no time limit. A Config is a value and holds no
+// resources.
 type Config struct {
 	// Device is the device name as ibv_devices(1) prints it ("mlx5_0");
 	// empty selects the first device.
 	Device string
 	// Port is the 1-based port number; 0 means 1.
 	Port int
-	// GIDIndex is the index in the port's GID table used for global
-	// routing (RoCE, or Address.UseGID). -1 picks one: on Ethernet the
-	// first RoCE v2 GID holding an IPv4-mapped address, else index 0.
-	GIDIndex int
+	// GID is the entry of the port's GID table used for global routing
+	// (RoCE, or Address.UseGID): GIDAt(i) for index i. The zero value
+	// picks one: on Ethernet the first RoCE v2 GID holding an IPv4-mapped
+	// address, else index 0 (index 0 on RoCE is usually the link-local
+	// RoCE v1 entry, which routed RoCE v2 cannot use).
+	GID GIDChoice
 	// Path marks and routes the job's packets (quality of service, RoCE
 	// DSCP, partitions); the zero value is the fabric's defaults.
 	Path Path
 	host.Config
+}
+
+// GIDChoice is the GID table entry a Config uses; the zero value picks one.
+type GIDChoice struct {
+	index int
+	set   bool
+}
+
+// GIDAt chooses GID table index i; a negative i picks one (as the zero
+// GIDChoice does).
+func GIDAt(i int) GIDChoice {
+	if i < 0 {
+		return GIDChoice{}
+	}
+	return GIDChoice{index: i, set: true}
+}
+
+// Index is the chosen index, or -1 when the port's GID is picked.
+func (g GIDChoice) Index() int {
+	if !g.set {
+		return -1
+	}
+	return g.index
 }
 
 // Path is how the job's packets are marked and routed, for fabrics with

@@ -33,3 +33,17 @@ func TestPathRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestGIDChoice: the zero Config picks the port's GID (as the command
+// line's default -1 does) instead of taking index 0, usually RoCE v1's
+// link-local entry.
+func TestGIDChoice(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want int
+	}{{Config{}, -1}, {Config{GID: GIDAt(-1)}, -1}, {Config{GID: GIDAt(0)}, 0}, {Config{GID: GIDAt(3)}, 3}} {
+		if got := tc.cfg.GID.Index(); got != tc.want {
+			t.Errorf("%+v: GID index %d, want %d", tc.cfg.GID, got, tc.want)
+		}
+	}
+}

@@ -69,10 +69,10 @@ func ntoh64(v uint64) uint64 {
 // device (each node opens its own device context; their queue pairs reach
 // each other through the adapter's loopback) with an in-memory out-of-band
 // channel. This is what the conformance suite uses on a machine with one
-// device. gidIndex -1 picks a GID automatically (see Config.GIDIndex).
+// device. gidIndex -1 picks a GID automatically (see Config.GID).
 // The caller closes the returned Fabric.
 func OpenLocal(device string, port, gidIndex, nodes int) (fabric.Fabric, error) {
-	return OpenLocalConfig(Config{Device: device, Port: port, GIDIndex: gidIndex}, nodes)
+	return OpenLocalConfig(Config{Device: device, Port: port, GID: GIDAt(gidIndex)}, nodes)
 }
 
 // OpenLocalConfig is OpenLocal with every Config setting (Bootstrap and
@@ -95,7 +95,7 @@ func OpenLocalConfig(cfg Config, nodes int) (fabric.Fabric, error) {
 	}
 	fdevs := make([]fabric.Device, nodes)
 	for i := 0; i < nodes; i++ {
-		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, i, cfg.Path)
+		d, err := openDevice(cfg.Device, cfg.Port, cfg.GID.Index(), i, cfg.Path)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -110,7 +110,7 @@ func OpenLocalConfig(cfg Config, nodes int) (fabric.Fabric, error) {
 // ("" for the first), taking the job layout from the environment
 // (host.BootstrapFromEnv) and picking the GID automatically. See OpenConfig.
 func Open(device string) (fabric.Fabric, error) {
-	return OpenConfig(Config{Device: device, GIDIndex: -1})
+	return OpenConfig(Config{Device: device})
 }
 
 // OpenConfig opens this process's node of a distributed job: it connects
@@ -125,7 +125,7 @@ func OpenConfig(cfg Config) (fabric.Fabric, error) {
 		return nil, err
 	}
 	return host.Join("ibv", cfg.Config, func(rank int) (fabric.Device, func() error, error) {
-		d, err := openDevice(cfg.Device, cfg.Port, cfg.GIDIndex, rank, cfg.Path)
+		d, err := openDevice(cfg.Device, cfg.Port, cfg.GID.Index(), rank, cfg.Path)
 		if err != nil {
 			return nil, nil, err
 		}
