@@ -1,6 +1,6 @@
 //go:build ibverbs
 
-package ibv_test
+package ibv
 
 import (
 	"errors"
@@ -10,13 +10,12 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/fabrictest"
-	"github.com/rdmashuffle/rdmashuffle/fabric/ibv"
 )
 
 // The suite runs on the first device (or $RDMASHUFFLE_TEST_DEVICE, port
 // $RDMASHUFFLE_TEST_PORT, GID index $RDMASHUFFLE_TEST_GID) with both nodes
 // in this process, connected through the adapter's loopback.
-func testDevice() (string, int, int) {
+func testDeviceEnv() (string, int, int) {
 	port, gid := 1, -1
 	if v, err := strconv.Atoi(os.Getenv("RDMASHUFFLE_TEST_PORT")); err == nil {
 		port = v
@@ -28,7 +27,7 @@ func testDevice() (string, int, int) {
 }
 
 func TestConformance(t *testing.T) {
-	if _, err := ibv.Devices(); errors.Is(err, fabric.ErrNoDevice) {
+	if _, err := Devices(); errors.Is(err, fabric.ErrNoDevice) {
 		if os.Getenv("RDMASHUFFLE_REQUIRE_DEVICE") != "" {
 			t.Fatalf("RDMASHUFFLE_REQUIRE_DEVICE is set and there is no device: %v", err)
 		}
@@ -36,11 +35,11 @@ func TestConformance(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	dev, port, gid := testDevice()
+	dev, port, gid := testDeviceEnv()
 	fabrictest.Run(t, func(tb fabrictest.TB, nodes int) fabric.Fabric {
-		f, err := ibv.OpenLocal(dev, port, gid, nodes)
+		f, err := OpenLocal(dev, port, gid, nodes)
 		if err != nil {
-			tb.Fatalf("ibv.OpenLocal(%q, %d, %d, %d): %v", dev, port, gid, nodes, err)
+			tb.Fatalf("OpenLocal(%q, %d, %d, %d): %v", dev, port, gid, nodes, err)
 		}
 		tb.Cleanup(func() {
 			if err := f.Close(); err != nil {

@@ -138,6 +138,7 @@ func (q *qp) State() fabric.QPState {
 	if q.dead {
 		return fabric.StateReset
 	}
+	q.pd.d.stateQueries.Add(1)
 	if s := int32(C.rs_query_state(q.qp)); s >= 0 {
 		st := stateOf(s)
 		q.state.Store(uint32(st))
@@ -159,7 +160,12 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		return fmt.Errorf("%w: %v", fabric.ErrClosed, q)
 	}
 	d := q.pd.d
-	from := q.State()
+	// The state this backend last set or read: asking the device
+	// (ibv_query_qp, a firmware command on ConnectX) before every
+	// transition would double the set-up's commands. The device may have
+	// moved the queue pair to ERROR since; that only matters when the
+	// transition then fails, and the error reads the state again.
+	from := fabric.QPState(q.state.Load())
 	bad := func(why string) error {
 		return fmt.Errorf("%w: %v from %v to %v: %s", fabric.ErrBadTransition, q, from, to, why)
 	}
@@ -207,6 +213,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		args.max_rd_atomic = C.uint8_t(max(1, min(a.MaxRdAtomic, d.maxInitR, 255)))
 	}
 	if rc := C.rs_modify(q.qp, &args); rc != 0 {
+		from = q.State()
 		return fmt.Errorf("%w: %v from %v to %v: %w", fabric.ErrBadTransition, q, from, to,
 			errnoErr(fmt.Sprintf("ibv_modify_qp(mask %#x)", int32(args.mask)), syscall.Errno(rc), ""))
 	}

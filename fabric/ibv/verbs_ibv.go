@@ -55,6 +55,8 @@ type device struct {
 	portDown   atomic.Pointer[error]
 	stopEvents chan struct{}
 	eventsDone chan struct{}
+
+	stateQueries atomic.Int64 // ibv_query_qp calls, for tests
 }
 
 // events reads the device's asynchronous events until stopEvents closes,
@@ -224,7 +226,7 @@ func (d *device) query(gidIndex int) error {
 	return nil
 }
 
-// autoGID picks the GID index for Config.GIDIndex -1: on Ethernet the first
+// autoGID picks the GID index for the zero Config.GID: on Ethernet the first
 // RoCE v2 entry holding an IPv4-mapped address (::ffff:a.b.c.d), else the
 // first RoCE v2 entry, else 0.
 func (d *device) autoGID(n int) int {
@@ -356,6 +358,12 @@ func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 	x := &cq{d: d, cq: c, depth: depth, batch: batch, stage: newCQStage(depth), qps: map[uint32]*qp{}}
 	x.cwc = (*C.struct_ibv_wc)(C.calloc(C.size_t(batch), C.sizeof_struct_ibv_wc))
 	x.cout = (*C.rs_wc)(C.calloc(C.size_t(batch), C.sizeof_rs_wc))
+	if x.cwc == nil || x.cout == nil {
+		C.free(unsafe.Pointer(x.cwc))
+		C.free(unsafe.Pointer(x.cout))
+		C.ibv_destroy_cq(c)
+		return nil, fmt.Errorf("%w: cannot allocate the completion buffers of a CQ (%d entries)", fabric.ErrLimit, batch)
+	}
 	x.outs = unsafe.Slice(x.cout, batch)
 	d.cqs[x] = true
 	return x, nil
