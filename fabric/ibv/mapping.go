@@ -492,9 +492,15 @@ func qpAccessFor(t fabric.QPType, a fabric.Access) int32 {
 // errnoErr maps a failed verb's errno to the contract's errors. op names
 // the verb for the message; hint, when not empty, says what to check. The
 // result wraps both the contract error (for errors.Is) and the errno.
+// errNoCode stands for the error number of a verb that failed without one.
+var errNoCode = errors.New("failed without an error number")
+
 func errnoErr(op string, err error, hint string) error {
-	if err == nil {
-		err = syscall.EINVAL // a verb that failed without setting errno
+	var neg syscall.Errno
+	if err == nil || (errors.As(err, &neg) && (neg == 0 || neg > 4095)) { // 4095: the largest error number Linux returns
+		// A verb that failed without an error number (some return -1
+		// and leave errno alone): "errno -1" would say nothing.
+		err = errNoCode
 	}
 	var sentinel error
 	var errno syscall.Errno

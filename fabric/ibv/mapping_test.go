@@ -287,3 +287,15 @@ func TestRouteEvent(t *testing.T) {
 		t.Fatalf("a fatal device error: %v", e)
 	}
 }
+
+// TestErrnoWithoutCode: a verb that fails with -1 (ibv_query_gid does) or
+// without errno is reported as failing without an error number, never as
+// "errno -1".
+func TestErrnoWithoutCode(t *testing.T) {
+	for _, err := range []error{nil, syscall.Errno(0), syscall.Errno(^uintptr(0))} {
+		got := errnoErr("ibv_query_gid(mlx5_0, port 1, index 3)", err, "")
+		if msg := got.Error(); strings.Contains(msg, "errno") || !strings.Contains(msg, "without an error number") || !errors.Is(got, fabric.ErrInvalidArg) {
+			t.Errorf("%v: %q", err, msg)
+		}
+	}
+}

@@ -328,12 +328,19 @@ static int rs_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_
 	return ibv_query_port(ctx, port, attr);
 }
 
+/* rs_query_gid reads GID table entry index into out16 (zeros for an empty
+ * entry). It returns 0 or an error number: ibv_query_gid returns -1 and
+ * loses it, ibv_query_gid_ex returns it (ENODATA for an empty entry). */
 static int rs_query_gid(struct ibv_context *ctx, uint8_t port, int index, uint8_t *out16)
 {
-	union ibv_gid gid;
-	int rc = ibv_query_gid(ctx, port, index, &gid);
+	struct ibv_gid_entry e;
+	int rc = ibv_query_gid_ex(ctx, port, (uint32_t)index, &e, 0);
+	if (rc == ENODATA) {
+		memset(out16, 0, 16);
+		return 0;
+	}
 	if (rc == 0)
-		memcpy(out16, gid.raw, 16);
+		memcpy(out16, e.gid.raw, 16);
 	return rc;
 }
 
