@@ -203,7 +203,7 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 		// Output (and the event trace), where to run (the backend), the memory guard and the verbs
 		// checker's switch (how a run is checked, not what it simulates)
 		// are not sweep parameters.
-		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "time-limit", "no-memory-check", "max-memory", "no-check", "trace",
+		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "cores", "time-limit", "no-memory-check", "max-memory", "no-check", "trace",
 			"service-level", "traffic-class", "hop-limit", "static-rate", "pkey-index",
 			"timeout"}, f.Name) || // --timeout is the parameter timeout-ms as a Go duration
 			slices.Contains(netFlagNames, f.Name) || // the parameter network, in parts
