@@ -115,6 +115,12 @@ type PD interface {
 	Dealloc() error
 }
 
+// MRAlign is the alignment of a memory region's first byte: a cache line,
+// so that a design can lay out words and descriptors that a remote NIC
+// writes and a thread polls without straddling cache lines, and read each
+// word with one aligned atomic load (algos' polled rings).
+const MRAlign = 64
+
 // MR is a registered memory region.
 //
 // Ownership: Bytes is readable and writable by the CPU at any time, but a
@@ -123,8 +129,10 @@ type PD interface {
 // become visible to a thread after the thread's next synchronizing call
 // (a verb, Wait or Sync).
 type MR interface {
-	Bytes() []byte // the region's memory; valid until Dereg
-	Addr() uint64  // virtual address of Bytes()[0], for SGEs and remote access
+	// Bytes is the region's memory, valid until Dereg. Its first byte is
+	// aligned to MRAlign bytes.
+	Bytes() []byte
+	Addr() uint64 // virtual address of Bytes()[0], for SGEs and remote access
 	Len() int
 	LKey() uint32
 	RKey() uint32

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
@@ -555,6 +556,20 @@ func mrLifecycle(th fabric.Thread) error {
 	}
 	if s := mr.SGE(10, 20); s.Addr != mr.Addr()+10 || s.Length != 20 || s.LKey != mr.LKey() {
 		return fmt.Errorf("SGE(10, 20) = %+v", s)
+	}
+	// Every region's memory starts on a cache line (fabric.MRAlign),
+	// small ones too, which Go's allocator alone does not give.
+	for _, size := range []int{1, 24, 100, 4096} {
+		m, err := pd.RegMR(size, fabric.AccessLocalWrite)
+		if err != nil {
+			return err
+		}
+		if a := uintptr(unsafe.Pointer(unsafe.SliceData(m.Bytes()))); a%fabric.MRAlign != 0 {
+			return fmt.Errorf("RegMR(%d): memory at %#x, not aligned to %d bytes", size, a, fabric.MRAlign)
+		}
+		if err := m.Dereg(); err != nil {
+			return err
+		}
 	}
 	if err := pd.Dealloc(); !errors.Is(err, fabric.ErrBusy) {
 		return fmt.Errorf("Dealloc with a live MR: got %v, want ErrBusy", err)

@@ -2,6 +2,7 @@ package loopback
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/host"
@@ -60,6 +61,14 @@ type pd struct {
 	dead  bool
 }
 
+// alignedBytes returns n zero bytes whose first is aligned to
+// fabric.MRAlign (a cache line), with cap n.
+func alignedBytes(n int) []byte {
+	b := make([]byte, n+fabric.MRAlign-1)
+	pad := (fabric.MRAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%fabric.MRAlign)) % fabric.MRAlign
+	return b[pad : pad+n : pad+n]
+}
+
 func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
 	n := p.n
 	n.mu.Lock()
@@ -74,7 +83,7 @@ func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
 		return nil, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
 	}
 	n.nextKey++
-	m := &mr{n: n, pd: p, key: n.nextKey<<8 | 0x42, addr: n.nextAddr, buf: make([]byte, length), access: access}
+	m := &mr{n: n, pd: p, key: n.nextKey<<8 | 0x42, addr: n.nextAddr, buf: alignedBytes(length), access: access}
 	n.nextAddr += (uint64(length) + 4095) &^ 4095
 	n.nextAddr += 4096 // a guard page: no two regions touch
 	n.mrs[m.key] = m

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"unsafe"
+
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -131,6 +133,15 @@ func (n *nic) dmaRead(bytes int, notBefore fabric.Time) fabric.Time {
 	return n.pcieRFree
 }
 
+// alignedBytes returns n zero bytes whose first is aligned to
+// fabric.MRAlign, with cap n (the checker finds a slice's offset in its
+// region from the caps).
+func alignedBytes(n int) []byte {
+	b := make([]byte, n+fabric.MRAlign-1)
+	pad := (fabric.MRAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%fabric.MRAlign)) % fabric.MRAlign
+	return b[pad : pad+n : pad+n]
+}
+
 func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
 	idx := len(n.mrs) + 1
 	key := uint32(idx)<<8 | uint32(idx*151+n.node.id*7)&0xff
@@ -138,7 +149,7 @@ func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
 	if n.c.cfg.SizeOnly {
 		m.buf, m.zero = zeroView(length)
 	} else {
-		m.buf = make([]byte, length)
+		m.buf = alignedBytes(length)
 	}
 	n.nextAddr += (uint64(length) + 2*pageSize - 1) / pageSize * pageSize // a guard page between regions
 	n.mrs = append(n.mrs, m)

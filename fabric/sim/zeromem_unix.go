@@ -30,7 +30,7 @@ func zeroView(n int) ([]byte, bool) {
 		size := max(minZeroArena, 2*len(zeroArena.b), n)
 		b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 		if err != nil {
-			return make([]byte, n), false
+			return alignedBytes(n), false
 		}
 		zeroArena.b = b
 	}
