@@ -234,7 +234,7 @@ func (e *hyper) setup(th fabric.Thread) error {
 	e.own.cq(e.rcq)
 	e.sendOff = 0
 	e.recvOff = nsend * msg
-	e.creditOff = e.recvOff + n*e.recvPer*msg
+	e.creditOff = alignUp(e.recvOff+n*e.recvPer*msg, 8) // polled words aligned (polled.go)
 	e.barrierOff = e.creditOff + 8*n
 	e.scratchOff = e.barrierOff + 8*n
 	e.end = e.scratchOff + 8
@@ -242,6 +242,9 @@ func (e *hyper) setup(th fabric.Thread) error {
 		return err
 	}
 	e.own.mr(e.mr)
+	if err := polledAt("credit and barrier words", e.mr.Bytes(), e.creditOff, 8, 2*n); err != nil {
+		return err
+	}
 	e.info.RegisteredBytes = int64(e.end)
 	mem := e.mr.Bytes()
 	for i := 0; i < nsend; i++ {

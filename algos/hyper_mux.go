@@ -191,7 +191,7 @@ func (e *hyper) credit(th fabric.Thread, d int) bool {
 		return true
 	}
 	th.Sync()
-	e.cs[d].Update(binary.LittleEndian.Uint64(e.mr.Bytes()[e.creditOff+8*d:]))
+	e.cs[d].Update(loadWord(e.mr.Bytes()[e.creditOff+8*d:]))
 	if e.cs[d].Available() == 0 {
 		e.info.CreditStalls++
 		return false
@@ -319,7 +319,7 @@ func (e *hyper) sendScheduled(th fabric.Thread) (bool, error) {
 }
 
 func (e *hyper) peerWord(j int) uint64 {
-	return binary.LittleEndian.Uint64(e.mr.Bytes()[e.barrierOff+8*j:])
+	return loadWord(e.mr.Bytes()[e.barrierOff+8*j:])
 }
 
 func (e *hyper) peerDone(j int) bool { return e.peerWord(j) == barrierEnd }

@@ -65,11 +65,16 @@ type rdRead struct {
 }
 
 const (
-	descBytes = 16 // MQ/WR notice rings (mqsr)
-	// rdDescBytes is an MQ/RD descriptor: its number (8 bytes), the buffer
-	// id (4), the length (4), the buffer's address (8) and rkey (4), and 4
-	// bytes of padding.
+	// descBytes is an MQ/WR notice (mqsr): the slot (4 bytes), the length
+	// (4) and the message's number, its seal (8, at noticeSeqAt).
+	descBytes   = 16
+	noticeSeqAt = 8
+	// rdDescBytes is an MQ/RD descriptor: the buffer id (4 bytes), the
+	// length (4), the buffer's address (8) and rkey (4), 4 bytes of
+	// padding, and its number (8, at rdSeqAt). The polled number is last
+	// in both (polled.go).
 	rdDescBytes = 32
+	rdSeqAt     = 24
 	wrRead      = 4 << 48
 	wrNotice    = 5 << 48
 )
@@ -125,7 +130,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	if ad != nil {
 		e.recvOff = 0 // send buffers come from the pool
 	}
-	e.validOff = e.recvOff + n*b*msg
+	e.validOff = alignUp(e.recvOff+n*b*msg, rdDescBytes) // polled rings aligned (polled.go): a no-op for sizes that are a multiple of 16
 	e.freeOff = e.validOff + n*e.ringN*rdDescBytes
 	e.scratchOff = e.freeOff + n*e.ringN*8
 	e.end = e.scratchOff + 2*n*rdDescBytes
@@ -133,6 +138,12 @@ func (e *mqrd) setup(th fabric.Thread) error {
 		return err
 	}
 	e.own.mr(e.mr)
+	if err := polledAt("descriptor rings", e.mr.Bytes(), e.validOff, rdDescBytes, n*e.ringN); err != nil {
+		return err
+	}
+	if err := polledAt("FreeArr rings", e.mr.Bytes(), e.freeOff, 8, n*e.ringN); err != nil {
+		return err
+	}
 	e.info.RegisteredBytes = int64(e.end)
 	e.info.RecvPoolBytes = int64(n * b * msg)
 	if err := e.initSendBuffers(e.mr, e.sendOff, n*b, msg); err != nil {
@@ -264,7 +275,7 @@ func (e *mqrd) takeFree(th fabric.Thread) (int, error) {
 		for {
 			reads++
 			k := e.freeSeen[r] % uint64(e.ringN)
-			v := binary.LittleEndian.Uint64(e.mr.Bytes()[e.freeOff+(r*e.ringN+int(k))*8:])
+			v := loadWord(e.mr.Bytes()[e.freeOff+(r*e.ringN+int(k))*8:])
 			if v>>32 != (e.freeSeen[r]+1)&0xffffffff {
 				break
 			}
@@ -370,12 +381,12 @@ func (e *mqrd) PutData(th fabric.Thread, b *Buffer, dests []int, st State) error
 		}
 		e.annSent[d]++
 		desc := e.mr.Bytes()[e.scratchOff+d*rdDescBytes:]
-		binary.LittleEndian.PutUint64(desc, e.annSent[d])
-		binary.LittleEndian.PutUint32(desc[8:], uint32(b.id))
-		binary.LittleEndian.PutUint32(desc[12:], uint32(HeaderBytes+b.N))
-		binary.LittleEndian.PutUint64(desc[16:], b.mr.Addr()+uint64(b.off))
-		binary.LittleEndian.PutUint32(desc[24:], b.mr.RKey())
-		binary.LittleEndian.PutUint32(desc[28:], 0)
+		binary.LittleEndian.PutUint32(desc, uint32(b.id))
+		binary.LittleEndian.PutUint32(desc[4:], uint32(HeaderBytes+b.N))
+		binary.LittleEndian.PutUint64(desc[8:], b.mr.Addr()+uint64(b.off))
+		binary.LittleEndian.PutUint32(desc[16:], b.mr.RKey())
+		binary.LittleEndian.PutUint32(desc[20:], 0)
+		binary.LittleEndian.PutUint64(desc[rdSeqAt:], e.annSent[d]) // last: polled.go
 		k := (e.annSent[d] - 1) % uint64(e.ringN)
 		p := e.peer[d].valid
 		if err := e.notify(d, d, p.Addr+k*rdDescBytes, p.RKey, rdDescBytes); err != nil {
@@ -399,12 +410,12 @@ func (e *mqrd) scan(th fabric.Thread) (int, error) {
 			reads++
 			k := e.validSeen[s] % uint64(e.ringN)
 			desc := e.mr.Bytes()[e.validOff+(s*e.ringN+int(k))*rdDescBytes:]
-			if binary.LittleEndian.Uint64(desc) != e.validSeen[s]+1 {
+			if loadWord(desc[rdSeqAt:]) != e.validSeen[s]+1 {
 				break
 			}
 			e.validSeen[s]++
-			id, n := int(binary.LittleEndian.Uint32(desc[8:])), int(binary.LittleEndian.Uint32(desc[12:]))
-			addr, rkey := binary.LittleEndian.Uint64(desc[16:]), binary.LittleEndian.Uint32(desc[24:])
+			id, n := int(binary.LittleEndian.Uint32(desc)), int(binary.LittleEndian.Uint32(desc[4:]))
+			addr, rkey := binary.LittleEndian.Uint64(desc[8:]), binary.LittleEndian.Uint32(desc[16:])
 			if id >= e.ringN || n < HeaderBytes || n > e.cfg.MsgBytes {
 				return 0, fmt.Errorf("%w: descriptor from node %d names buffer %d of %d bytes", ErrBadMessage, s, id, n)
 			}

@@ -211,10 +211,13 @@ func (e *mqsr) register(n, b, msg int) error {
 	if ad != nil {
 		e.recvOff = 0 // send buffers come from the pool
 	}
-	e.creditOff = e.recvOff + n*b*msg
+	// The words and notices other nodes write and this node polls are
+	// aligned to their size (polled.go): a no-op for message sizes that
+	// are a multiple of 8.
+	e.creditOff = alignUp(e.recvOff+n*b*msg, 8)
 	e.scratchOff = e.creditOff + 8*n
 	e.parityOff = e.scratchOff + 8*n
-	e.noticeOff = e.parityOff + HeaderBytes
+	e.noticeOff = alignUp(e.parityOff+HeaderBytes, descBytes)
 	size := e.noticeOff + n*b*descBytes + n*descBytes // notice rings, then a scratch notice per destination
 	if e.freeArr {
 		e.fa.off = size
@@ -225,6 +228,18 @@ func (e *mqsr) register(n, b, msg int) error {
 		return err
 	}
 	e.own.mr(e.mr)
+	mem := e.mr.Bytes()
+	if err := polledAt("credit words", mem, e.creditOff, 8, n); err != nil {
+		return err
+	}
+	if err := polledAt("notice rings", mem, e.noticeOff, descBytes, n*b); err != nil {
+		return err
+	}
+	if e.freeArr {
+		if err := polledAt("FreeArr words", mem, e.fa.off, 8, n*b); err != nil {
+			return err
+		}
+	}
 	e.info.RegisteredBytes = int64(size)
 	e.info.RecvPoolBytes = int64(n * b * msg)
 	return nil
@@ -315,7 +330,7 @@ func (e *mqsr) postRecv(src, k int) error {
 func (e *mqsr) refresh(th fabric.Thread, d int) (final bool) {
 	th.Sync()
 	e.pollLines(th, 1)
-	v := binary.LittleEndian.Uint64(e.mr.Bytes()[e.creditOff+8*d:])
+	v := loadWord(e.mr.Bytes()[e.creditOff+8*d:])
 	e.cs[d].Update(v &^ finalBit)
 	if e.write && !e.freeArr {
 		// Credit c returns the slot of write c-b (the first b writes had

@@ -91,7 +91,7 @@ func (e *mqsr) scanFree(th fabric.Thread, d int) error {
 		if !e.fa.busy[d][k] {
 			continue
 		}
-		switch v := binary.LittleEndian.Uint64(words[8*k:]); {
+		switch v := loadWord(words[8*k:]); {
 		case v > e.fa.uses[d][k]:
 			return fmt.Errorf("%w: node %d released slot %d %d times, written %d times", ErrBadMessage, d, k, v, e.fa.uses[d][k])
 		case v == e.fa.uses[d][k]:
@@ -144,7 +144,7 @@ func (e *mqsr) scanSeals(th fabric.Thread) (int, error) {
 		}
 		pend = pend[:0]
 		for k := 0; k < b; k++ {
-			if seq := binary.LittleEndian.Uint64(e.mr.Bytes()[e.noticeOff+(s*b+k)*descBytes:]); seq > e.recvNext[s] {
+			if seq := loadWord(e.mr.Bytes()[e.noticeOff+(s*b+k)*descBytes+noticeSeqAt:]); seq > e.recvNext[s] {
 				pend = append(pend, sealed{seq, k})
 			}
 		}
@@ -180,10 +180,11 @@ const (
 func (e *mqsr) notice(d int, slot uint64, n int) []fabric.SendWR {
 	seq := e.nextSlot[d]
 	m := e.mr.Bytes()[e.noticeOff+e.n*e.cfg.Buffers*descBytes+d*descBytes:]
-	binary.LittleEndian.PutUint64(m, seq)
-	binary.LittleEndian.PutUint32(m[8:], uint32(slot))
-	binary.LittleEndian.PutUint32(m[12:], uint32(n))
-	k := slot // poll-buffers: the slot's own word
+	binary.LittleEndian.PutUint32(m, uint32(slot))
+	binary.LittleEndian.PutUint32(m[4:], uint32(n))
+	binary.LittleEndian.PutUint64(m[noticeSeqAt:], seq) // the seal last (polled.go)
+	// poll-buffers: the slot's own word
+	k := slot
 	if e.notify == NotifyQueue {
 		k = (seq - 1) % uint64(e.cfg.Buffers)
 	}
@@ -209,12 +210,12 @@ func (e *mqsr) scanNotices(th fabric.Thread) (int, error) {
 			want := e.recvNext[s] + 1
 			k := e.recvNext[s] % uint64(e.cfg.Buffers) // the slot, and the ring entry
 			m := e.mr.Bytes()[e.noticeOff+(s*e.cfg.Buffers+int(k))*descBytes:]
-			if binary.LittleEndian.Uint64(m) != want {
+			if loadWord(m[noticeSeqAt:]) != want {
 				break
 			}
 			slot := k
 			if e.notify == NotifyQueue {
-				slot = uint64(binary.LittleEndian.Uint32(m[8:]))
+				slot = uint64(binary.LittleEndian.Uint32(m))
 				if slot >= uint64(e.cfg.Buffers) {
 					return got, fmt.Errorf("%w: notice from node %d names slot %d", ErrBadMessage, s, slot)
 				}

@@ -17,9 +17,9 @@ type wrRun struct {
 }
 
 // runDesign runs one repartition shuffle (3 EDR nodes, one sending and
-// one receiving thread each, 4 KiB messages) through the endpoints open
-// makes with cfg, checks the tallies and returns the trace hash and the
-// summed endpoint counters.
+// one receiving thread each, 4 KiB messages unless cfg sets a size)
+// through the endpoints open makes with cfg, checks the tallies and
+// returns the trace hash and the summed endpoint counters.
 func runDesign(t *testing.T, open func(fabric.Thread, algos.Config) (algos.Endpoint, error), cfg algos.Config, cycles int64) wrRun {
 	t.Helper()
 	return runShuffle(t, 3, open, cfg, cycles)
@@ -41,7 +41,10 @@ func runShuffle(t *testing.T, nodes int, open func(fabric.Thread, algos.Config) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Nodes, cfg.MsgBytes = nodes, 4096
+	cfg.Nodes = nodes
+	if cfg.MsgBytes == 0 {
+		cfg.MsgBytes = 4096
+	}
 	sent, got := make([][]algos.Tally, nodes), make([][]algos.Tally, nodes)
 	infos := make([]algos.EndpointInfo, nodes)
 	err = c.Run(func(th fabric.Thread) error {

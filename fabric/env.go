@@ -81,7 +81,12 @@ type Thread interface {
 	Charge(work Work, n int)
 	// Sync makes everything that happened in the cluster up to Now()
 	// visible to this thread (memory written by the NIC). Verbs calls,
-	// Wait, locks and OOB calls synchronize implicitly. A no-op on hardware.
+	// Wait, locks and OOB calls synchronize implicitly. A no-op on hardware,
+	// and no fence: it cannot order the loads a thread makes after it
+	// among themselves. A thread that polls a word the NIC writes (a
+	// descriptor's sequence word) and then reads what it guards reads the
+	// word with an atomic (acquire) load (algos/polled.go), which weakly
+	// ordered CPUs (arm64) need.
 	Sync()
 	// Wait returns when one of on has something the thread has not
 	// observed, or when deadline passes: a completion queue, a completion

@@ -346,7 +346,10 @@ func (th *thread) Charge(fabric.Work, int) {}
 // Sync implements fabric.Thread: a no-op on hardware, where memory written
 // by the NIC is visible once its completion has been polled; with a
 // software NIC (GatedDevice) it passes the node's gate, so that writes
-// placed before it are visible after it.
+// placed before it are visible after it. It is not a fence (Go has no
+// standalone one, and a fence here would come before the loads that need
+// ordering, not between them): pollers order their reads of NIC-written
+// memory with an acquire load of the word they poll (algos/polled.go).
 func (th *thread) Sync() {
 	th.leave()
 	th.enter()
