@@ -115,6 +115,19 @@ type PD interface {
 	Dealloc() error
 }
 
+// RegTimer is implemented by protection domains that can time a memory
+// registration alone. RegMR allocates the region's memory (zeroed: on
+// hardware every page is written, so faulted in) before it registers it,
+// so timing a RegMR call times allocating and zeroing too, which for a
+// large region is as long as the registration or longer. TimeRegMR
+// registers as RegMR does and returns, with the region, how long the
+// registration took on memory already allocated and touched (on
+// hardware: the ibv_reg_mr call alone, wall clock; on the simulator, the
+// time it charges, which counts no allocation).
+type RegTimer interface {
+	TimeRegMR(length int, access Access) (MR, Duration, error)
+}
+
 // MRAlign is the alignment of a memory region's first byte: a cache line,
 // so that a design can lay out words and descriptors that a remote NIC
 // writes and a thread polls without straddling cache lines, and read each

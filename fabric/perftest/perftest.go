@@ -218,6 +218,10 @@ type Result struct {
 	TMaxUS      float64 `json:"t_max_us,omitempty"`
 	// Messages a UD receiver never saw (no receive posted in time).
 	Dropped int64 `json:"dropped,omitempty"`
+	// RegWithAlloc (reg_mr): the times include allocating and zeroing
+	// the region's memory, not the registration alone: the backend
+	// cannot time it alone (fabric.RegTimer).
+	RegWithAlloc bool `json:"reg_with_alloc,omitempty"`
 	// Duration mode (perftest's -D): the run's length and the margin left
 	// out of the measurement at each end, seconds; zero in iteration
 	// mode, where Iterations is the messages per queue pair. In duration
@@ -267,6 +271,9 @@ type nodeResult struct {
 	// (nodes 0 and 1) of the reference exchange alone, Gb/s.
 	ebbRates []float64
 	ebbRef   float64
+	// reg_mr: the times include allocating and zeroing the memory (the
+	// backend cannot time the registration alone).
+	regWithAlloc bool
 }
 
 // Run runs cfg on f. cfg must have been normalized for f.Size() nodes.
@@ -326,6 +333,7 @@ func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
 		out.DurationUS = math.Max(out.DurationUS, r.end.Sub(r.start).Seconds()*1e6)
 		lats = append(lats, r.lat...)
 		out.Dropped += r.dropped
+		out.RegWithAlloc = out.RegWithAlloc || r.regWithAlloc
 	}
 	if n > 0 {
 		out.BWAvgGbps, out.BWPeakGbps, out.MsgRateMpps = bw/float64(n), math.Max(peak/float64(n), bw/float64(n)), rate/float64(n)

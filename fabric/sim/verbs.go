@@ -73,6 +73,22 @@ func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
 	return m, nil
 }
 
+// TimeRegMR implements fabric.RegTimer: the simulator allocates nothing
+// it charges for, so the registration's time is what RegMR charges the
+// calling thread.
+func (p *pd) TimeRegMR(length int, access fabric.Access) (fabric.MR, fabric.Duration, error) {
+	var t0 fabric.Time
+	if th := p.c.cur; th != nil {
+		t0 = th.local
+	}
+	m, err := p.RegMR(length, access)
+	var d fabric.Duration
+	if th := p.c.cur; th != nil {
+		d = th.local.Sub(t0)
+	}
+	return m, d, err
+}
+
 func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 	p.c.enter(0)
 	if p.dead {
