@@ -520,6 +520,7 @@ func runOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
 	default:
 		rec.Profile = "software"
 	}
+	rec.Loopback = fabric.SharesAdapter(f)
 	return rec, nil
 }
 

@@ -18,8 +18,11 @@ import (
 
 // factory returns how calibrate and validate make fabrics: the hardware
 // backend, or (--backend sim) the simulator running the target profile,
-// which checks the procedure against a known answer.
-func (h *hwFlags) factory(target string) (calibrate.FabricFactory, error) {
+// which checks the procedure against a known answer. calibrate opens a
+// two-node fabric for every measurement, which only --local gives (both
+// nodes in this process); validate opens one, which may be this process's
+// node of a distributed job (distributed) or every node here.
+func (h *hwFlags) factory(target, signature string, distributed bool) (calibrate.FabricFactory, error) {
 	if h.backend == "sim" {
 		p, err := sim.LoadProfile(target)
 		if err != nil {
@@ -32,10 +35,10 @@ func (h *hwFlags) factory(target string) (calibrate.FabricFactory, error) {
 	if h.backend != "ibv" && h.backend != "tcp" {
 		return nil, fmt.Errorf("--backend %q: choose sim, ibv or tcp", h.backend)
 	}
-	if !h.local {
-		return nil, fmt.Errorf("--backend %s: calibrate and validate run both nodes in this process: add --local (one machine, one device; the adapter loops the traffic back)", h.backend)
+	if !h.local && !distributed {
+		return nil, fmt.Errorf("--backend %s: calibrate runs both nodes in this process: add --local (one machine, one device; the adapter loops the traffic back, which calibrate says, fitting only what the loopback measures)", h.backend)
 	}
-	return func(n int) (fabric.Fabric, error) { return h.open(n, "calibrate") }, nil
+	return func(n int) (fabric.Fabric, error) { return h.open(n, signature) }, nil
 }
 
 func calibrateCmd() *cobra.Command {
@@ -52,6 +55,14 @@ base profile, fits the fields each one measures by the ratio or difference, and
 writes the new profile, which --profile then loads. It prints, per measurement,
 the fabric, the base profile and the calibrated profile side by side.
 
+On hardware it needs --local: both nodes in this process, as contexts of one
+adapter, which loops their traffic back. It says so, fits only what the
+loopback measures (not the link's rate; latency against the base without the
+link's and switch's delay; the read knee counted for both ends' contexts) and
+keeps the rest from --base. A registration time that includes allocating and
+zeroing the memory (a backend that cannot time ibv_reg_mr alone) is shown but
+not fitted.
+
 With --backend sim the "fabric" is the simulator running --target: a check that
 the procedure recovers a known profile.`,
 		Example: `  explore calibrate --backend ibv --local --device mlx5_0 --base edr-cx4 --out measured.yaml
@@ -62,7 +73,7 @@ the procedure recovers a known profile.`,
 			if err != nil {
 				return fmt.Errorf("--base: %w", err)
 			}
-			open, err := hw.factory(target)
+			open, err := hw.factory(target, "calibrate", false)
 			if err != nil {
 				return err
 			}
@@ -90,10 +101,17 @@ the procedure recovers a known profile.`,
 			if jsonOut {
 				return json.NewEncoder(w).Encode(cal.Measurements)
 			}
+			if cal.Loopback {
+				fmt.Fprintln(w, "loopback: both nodes were contexts of one adapter in this process (--local); its traffic crossed no link or switch, and it did both nodes' work. The fit keeps the link and switch from the base profile (sets, below).")
+			}
 			t := newTable(w)
 			t.Header("measurement", "fabric", "base "+b.Name, "calibrated", "unit", "sets")
 			for _, m := range cal.Measurements {
-				t.Append(m.Name, fmt.Sprintf("%.3f", m.Fabric), fmt.Sprintf("%.3f", m.Base), fmt.Sprintf("%.3f", m.Calibrated), m.Unit, m.Sets)
+				sets := m.Sets
+				if m.NotFitted != "" {
+					sets = "not fitted: " + m.NotFitted
+				}
+				t.Append(m.Name, fmt.Sprintf("%.3f", m.Fabric), fmt.Sprintf("%.3f", m.Base), fmt.Sprintf("%.3f", m.Calibrated), m.Unit, sets)
 			}
 			t.Render()
 			if out != "" {
@@ -125,13 +143,22 @@ func validateCmd() *cobra.Command {
 hardware and on the simulator with --profile, and prints each metric side by side
 with the model's relative error: how far the model is from your cluster.
 
+On hardware it runs one node per process (srun, mpirun, explore launch; every
+process prints the whole comparison), or with --local at most 2 nodes in this
+process as contexts of one adapter: a loopback comparison, labelled as such
+(more would put every node's traffic through that one adapter).
+
 With --backend sim the "hardware" is the simulator running --target.`,
-		Example: `  explore validate --backend ibv --local --profile measured.yaml --design MESQ/SR --nodes 2 --threads 4
+		Example: `  srun -N 8 explore validate --backend ibv --profile measured.yaml --design MESQ/SR --nodes 8 --threads 4
+  explore validate --backend ibv --local --profile measured.yaml --design MESQ/SR --nodes 2
   explore validate --backend sim --target fdr-cx3 --profile edr-cx4 --design MEMQ/SR`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Pattern = algos.Pattern(pattern)
-			open, err := hw.factory(target)
+			if hw.local && hw.backend == "ibv" && cfg.Nodes > 2 {
+				return fmt.Errorf("--nodes %d with --local: the nodes would be contexts of one adapter, which loops their traffic back and does the work of all %d, so the comparison would measure that adapter, not %d machines; run one process per node (srun, mpirun, explore launch) without --local, or give --nodes 2 for a loopback comparison", cfg.Nodes, cfg.Nodes, cfg.Nodes)
+			}
+			open, err := hw.factory(target, fmt.Sprintf("validate %s %s %d %d %d", cfg.Design, pattern, cfg.Nodes, cfg.Threads, cfg.BytesPerNode), true)
 			if err != nil {
 				return err
 			}
@@ -147,6 +174,9 @@ With --backend sim the "hardware" is the simulator running --target.`,
 			w := cmd.OutOrStdout()
 			if jsonOut {
 				return json.NewEncoder(w).Encode(rows)
+			}
+			if len(rows) > 0 && rows[0].Loopback {
+				fmt.Fprintf(w, "loopback: the fabric's %d nodes were contexts of one adapter in this process (--local): their traffic crossed no link or switch, and the adapter did both nodes' work; the model has an adapter and a link per node.\n", cfg.Nodes)
 			}
 			t := newTable(w)
 			t.Header("metric", "fabric", "model "+cfg.Profile, "model error")

@@ -97,10 +97,18 @@ func TestCalibrateAndValidateOnTheSimulator(t *testing.T) {
 		{[]string{"validate", "--target", "nope"}, "--target"},
 		{[]string{"calibrate", "--backend", "bogus"}, "choose sim, ibv or tcp"},
 		{[]string{"validate", "--backend", "bogus"}, "choose sim, ibv or tcp"},
+		// More than two nodes on one adapter would measure its loopback.
+		{[]string{"validate", "--backend", "ibv", "--local", "--nodes", "3"}, "--nodes 3 with --local"},
 	} {
 		if out, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v (%s), want %q", tc.args, err, out, tc.want)
 		}
+	}
+	// validate runs one node per process, as run does: without --local it
+	// opens this process's node (here: a build without libibverbs says
+	// so) instead of asking for --local.
+	if out, err := run(t, "validate", "--backend", "ibv", "--nodes", "2"); err == nil || strings.Contains(err.Error(), "--local") {
+		t.Errorf("validate --backend ibv without --local: got %v (%s), want an error of opening the fabric, not a demand for --local", err, out)
 	}
 }
 

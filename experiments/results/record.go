@@ -14,10 +14,14 @@ type Record struct {
 	Experiment string `json:"experiment"`
 	// Workload is what the point ran besides the synthetic shuffle (a
 	// TPC-H query, an I-Store experiment); absent for the shuffle.
-	Workload       *Workload    `json:"workload,omitempty"`
-	Label          string       `json:"label,omitempty"`
-	Backend        string       `json:"backend"`
-	Profile        string       `json:"profile"`
+	Workload *Workload `json:"workload,omitempty"`
+	Label    string    `json:"label,omitempty"`
+	Backend  string    `json:"backend"`
+	Profile  string    `json:"profile"`
+	// Loopback: on RDMA hardware, the nodes were contexts of one adapter
+	// in one process (fabric.SharesAdapter): their traffic was looped back
+	// inside it, crossing no link or switch, and it did every node's work.
+	Loopback       bool         `json:"loopback,omitempty"`
 	Design         string       `json:"design"`
 	Notify         string       `json:"notify,omitempty"`
 	Pattern        string       `json:"pattern"`
