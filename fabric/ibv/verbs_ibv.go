@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -413,30 +414,42 @@ type mr struct {
 
 // RegMR implements fabric.PD.
 func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
+	m, _, err := p.TimeRegMR(length, access)
+	return m, err
+}
+
+// TimeRegMR implements fabric.RegTimer: the memory is allocated and zeroed
+// (every page written, so faulted in) first; the duration is the
+// ibv_reg_mr call alone, wall clock.
+func (p *pd) TimeRegMR(length int, access fabric.Access) (fabric.MR, fabric.Duration, error) {
 	p.d.mu.Lock()
 	defer p.d.mu.Unlock()
 	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+		return nil, 0, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
 	}
 	if length < 1 || int64(length) > p.d.attr.MaxMRBytes {
-		return nil, fmt.Errorf("%w: memory region of %d bytes outside 1..%d (max_mr_size)", fabric.ErrInvalidArg, length, p.d.attr.MaxMRBytes)
+		return nil, 0, fmt.Errorf("%w: memory region of %d bytes outside 1..%d (max_mr_size)", fabric.ErrInvalidArg, length, p.d.attr.MaxMRBytes)
 	}
 	if access&fabric.AccessRemoteWrite != 0 && access&fabric.AccessLocalWrite == 0 {
-		return nil, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
+		return nil, 0, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
 	}
 	mem := C.rs_alloc(C.size_t(length))
 	if mem == nil {
-		return nil, fmt.Errorf("%w: cannot allocate %d bytes for a memory region", fabric.ErrLimit, length)
+		return nil, 0, fmt.Errorf("%w: cannot allocate %d bytes for a memory region", fabric.ErrLimit, length)
 	}
+	t0 := time.Now()
 	m, err := C.ibv_reg_mr(p.pd, mem, C.size_t(length), C.int(accessOf(access)))
+	took := fabric.Duration(time.Since(t0).Nanoseconds()) * fabric.Nanosecond
 	if m == nil {
 		C.free(mem)
-		return nil, errnoErr(fmt.Sprintf("ibv_reg_mr(%d bytes)", length), err, "ENOMEM usually means the locked-memory limit: raise ulimit -l")
+		return nil, 0, errnoErr(fmt.Sprintf("ibv_reg_mr(%d bytes)", length), err, "ENOMEM usually means the locked-memory limit: raise ulimit -l")
 	}
 	x := &mr{pd: p, mr: m, mem: mem, buf: unsafe.Slice((*byte)(mem), length)}
 	p.mrs[x] = true
-	return x, nil
+	return x, took, nil
 }
+
+var _ fabric.RegTimer = (*pd)(nil)
 
 // Bytes implements fabric.MR.
 func (m *mr) Bytes() []byte { return m.buf }
