@@ -51,7 +51,7 @@ type asIBV struct{ fabric.Fabric }
 func (asIBV) Backend() string { return "ibv" }
 
 // untimed is a simulated cluster whose protection domains cannot time a
-// registration alone (no fabric.RegTimer), as the libibverbs backend's.
+// registration alone (no fabric.RegTimer), as a backend might.
 type untimed struct{ fabric.Fabric }
 
 func (f untimed) Run(main func(fabric.Thread) error) error {
