@@ -4,6 +4,8 @@ package ibv
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -72,6 +74,47 @@ func TestTimeRegMR(t *testing.T) {
 			return err
 		}
 		return p.Dealloc()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSendQueueLimit: a send queue deeper than the device's layout holds
+// (an RC request takes 4 of mlx5's 64-byte blocks) is refused before the
+// provider sees it, as a device limit naming the layout; the deepest one
+// that fits is created.
+func TestSendQueueLimit(t *testing.T) {
+	if _, err := Devices(); errors.Is(err, fabric.ErrNoDevice) {
+		t.Skip("no RDMA device")
+	}
+	dev, port, gid := testDeviceEnv()
+	f, err := OpenLocal(dev, port, gid, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = f.Run(func(th fabric.Thread) error {
+		d := th.Node().Device()
+		p, _ := d.AllocPD()
+		cq, err := d.CreateCQ(16)
+		if err != nil {
+			return err
+		}
+		most := d.Attr().MaxSendWR(fabric.RC, 1, 0)
+		if most >= d.Attr().MaxQPWR {
+			t.Skipf("%s sizes send queues in requests (max %d)", d.Attr().Name, most)
+		}
+		init := fabric.QPInit{Type: fabric.RC, SendCQ: cq, RecvCQ: cq, Caps: fabric.QPCaps{MaxSendWR: most + 1, MaxRecvWR: 1}}
+		if _, err := p.CreateQP(init); !errors.Is(err, fabric.ErrLimit) || !strings.Contains(err.Error(), "blocks") {
+			t.Errorf("send queue of %d on a device that holds %d: %v, want a device limit naming its blocks", most+1, most, err)
+		}
+		init.Caps.MaxSendWR = most
+		q, err := p.CreateQP(init)
+		if err != nil {
+			return fmt.Errorf("send queue of %d, the most that fits: %w", most, err)
+		}
+		return q.Destroy()
 	})
 	if err != nil {
 		t.Fatal(err)

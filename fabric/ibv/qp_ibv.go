@@ -69,9 +69,16 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
 	}
 	caps := init.Caps
-	if caps.MaxSendWR < 1 || caps.MaxSendWR > d.attr.MaxQPWR || caps.MaxRecvWR < 1 || caps.MaxRecvWR > d.attr.MaxQPWR {
-		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d (max_qp_wr of %s)",
-			fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, d.attr.MaxQPWR, d.name)
+	if caps.MaxRecvWR < 1 || caps.MaxRecvWR > d.attr.MaxQPWR {
+		return nil, fmt.Errorf("%w: receive queue depth %d must be in 1..%d (max_qp_wr of %s)",
+			fabric.ErrLimit, caps.MaxRecvWR, d.attr.MaxQPWR, d.name)
+	}
+	// The send queue's limit depends on the transport and the inline size
+	// (mlx5 sizes it in 64-byte blocks): refused here, naming the limit,
+	// rather than as the provider's EINVAL.
+	if most := d.attr.MaxSendWR(init.Type, 1, caps.MaxInline); caps.MaxSendWR < 1 || caps.MaxSendWR > most {
+		return nil, fmt.Errorf("%w: send queue depth %d must be in 1..%d (%s)",
+			fabric.ErrLimit, caps.MaxSendWR, most, d.attr.SendLimitReason(init.Type, 1, caps.MaxInline))
 	}
 	if caps.MaxInline < 0 {
 		return nil, fmt.Errorf("%w: max inline %d bytes is negative", fabric.ErrLimit, caps.MaxInline)
