@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -40,9 +39,9 @@ type localHub struct {
 type localRound struct {
 	key     string
 	kind    opKind
-	first   int         // node that opened the round
-	data    [][]byte    // AllGather: each node's contribution
-	rows    []packedRow // Exchange: what each node gives each node
+	first   int                // node that opened the round
+	data    [][]byte           // AllGather: each node's contribution
+	rows    []fabric.PackedRow // Exchange: what each node gives each node
 	from    []bool
 	arrived int
 	read    int
@@ -132,44 +131,13 @@ func opName(kind opKind, key string) string {
 	return fmt.Sprintf("AllGather(%q)", key)
 }
 
-// packedRow is a node's slices for an exchange, copied into one
-// allocation (the caller keeps out; each slice goes to one node only):
-// slice j is buf[ends[j-1]:ends[j]]. Offsets, not n slices, so that the
-// collector has one pointer per node to follow, not n.
-type packedRow struct {
-	buf  []byte
-	ends []int
-}
-
-func packRow(out [][]byte) packedRow {
-	p := packedRow{buf: bytes.Join(out, nil), ends: make([]int, len(out))} // Join does not clear first
-	at := 0
-	for j, d := range out {
-		at += len(d)
-		p.ends[j] = at
-	}
-	return p
-}
-
-// entry is the slice for node j, capped at its length; nil when empty.
-func (p packedRow) entry(j int) []byte {
-	start := 0
-	if j > 0 {
-		start = p.ends[j-1]
-	}
-	if p.ends[j] == start {
-		return nil
-	}
-	return p.buf[start:p.ends[j]:p.ends[j]]
-}
-
 // copyRow copies out into one allocation, each slice capped at its
 // length (nil when empty).
 func copyRow(out [][]byte) [][]byte {
-	p := packRow(out)
+	p := fabric.PackRow(out)
 	row := make([][]byte, len(out))
 	for j := range row {
-		row[j] = p.entry(j)
+		row[j] = p.Entry(j)
 	}
 	return row
 }
@@ -191,7 +159,7 @@ func (h *localHub) join(id int, key string, kind opKind, data []byte, out [][]by
 		case opGather:
 			r.data = make([][]byte, h.nodes)
 		case opExchange:
-			r.rows = make([]packedRow, h.nodes)
+			r.rows = make([]fabric.PackedRow, h.nodes)
 		}
 		h.rounds[pos] = r
 	}
@@ -208,7 +176,7 @@ func (h *localHub) join(id int, key string, kind opKind, data []byte, out [][]by
 	case kind == opGather && len(data) > 0:
 		r.data[id] = append([]byte(nil), data...)
 	case kind == opExchange:
-		r.rows[id] = packRow(out)
+		r.rows[id] = fabric.PackRow(out)
 	}
 	r.from[id] = true
 	r.arrived++
@@ -254,7 +222,7 @@ func (h *localHub) join(id int, key string, kind opKind, data []byte, out [][]by
 	case opExchange:
 		res = make([][]byte, h.nodes)
 		for i, row := range r.rows {
-			res[i] = row.entry(id) // this node's alone
+			res[i] = row.Entry(id) // this node's alone
 		}
 	}
 	if r.read++; r.read == h.nodes {

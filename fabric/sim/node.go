@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -103,8 +102,8 @@ func (k oobKind) call(key string) string {
 type oobRound struct {
 	key     string
 	kind    oobKind
-	data    [][]byte    // AllGather: per node, its contribution
-	rows    []packedRow // Exchange: per node, what it gives each node
+	data    [][]byte           // AllGather: per node, its contribution
+	rows    []fabric.PackedRow // Exchange: per node, what it gives each node
 	from    []bool
 	arrived int
 	read    int // nodes that have taken their result
@@ -157,7 +156,7 @@ func (o *oob) join(key string, kind oobKind, data []byte, out [][]byte) ([][]byt
 		case oobGather:
 			round.data = make([][]byte, len(c.nodes))
 		case oobExchange:
-			round.rows = make([]packedRow, len(c.nodes))
+			round.rows = make([]fabric.PackedRow, len(c.nodes))
 		}
 		c.oob.rounds[r] = round
 	}
@@ -169,7 +168,7 @@ func (o *oob) join(key string, kind oobKind, data []byte, out [][]byte) ([][]byt
 	case kind == oobGather && len(data) > 0:
 		round.data[n.id] = append([]byte(nil), data...) // the caller keeps data
 	case kind == oobExchange:
-		round.rows[n.id] = packRow(out)
+		round.rows[n.id] = fabric.PackRow(out)
 	}
 	round.from[n.id] = true
 	round.arrived++
@@ -223,41 +222,10 @@ func (round *oobRound) result(me int) [][]byte {
 	case oobExchange:
 		out = make([][]byte, len(round.rows))
 		for i, row := range round.rows {
-			out[i] = row.entry(me)
+			out[i] = row.Entry(me)
 		}
 	}
 	return out
-}
-
-// packedRow is a node's slices for an exchange, copied into one
-// allocation (the caller keeps out; each slice goes to one node only):
-// slice j is buf[ends[j-1]:ends[j]]. Offsets, not n slices, so that the
-// collector has one pointer per node to follow, not n.
-type packedRow struct {
-	buf  []byte
-	ends []int
-}
-
-func packRow(out [][]byte) packedRow {
-	p := packedRow{buf: bytes.Join(out, nil), ends: make([]int, len(out))} // Join does not clear first
-	at := 0
-	for j, d := range out {
-		at += len(d)
-		p.ends[j] = at
-	}
-	return p
-}
-
-// entry is the slice for node j, capped at its length; nil when empty.
-func (p packedRow) entry(j int) []byte {
-	start := 0
-	if j > 0 {
-		start = p.ends[j-1]
-	}
-	if p.ends[j] == start {
-		return nil
-	}
-	return p.buf[start:p.ends[j]:p.ends[j]]
 }
 
 // oobCrash is the earliest time a node missing from round crashes.
