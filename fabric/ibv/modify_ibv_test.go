@@ -12,20 +12,29 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/fabrictest"
 )
 
-// TestConnectAsksNoState: taking a queue pair from RESET to RTS is three
-// ibv_modify_qp calls and no ibv_query_qp (each a firmware command on
-// ConnectX); the backend knows the state it set.
-func TestConnectAsksNoState(t *testing.T) {
+// onDevice runs body as the main thread of each of nodes nodes opened on
+// the test device in this process; it skips without a device.
+func onDevice(t *testing.T, nodes int, body func(th fabric.Thread) error) {
+	t.Helper()
 	if _, err := Devices(); errors.Is(err, fabric.ErrNoDevice) {
 		t.Skip("no RDMA device")
 	}
 	dev, port, gid := testDeviceEnv()
-	f, err := OpenLocal(dev, port, gid, 2)
+	f, err := OpenLocal(dev, port, gid, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	err = f.Run(func(th fabric.Thread) error {
+	if err := f.Run(body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConnectAsksNoState: taking a queue pair from RESET to RTS is three
+// ibv_modify_qp calls and no ibv_query_qp (each a firmware command on
+// ConnectX); the backend knows the state it set.
+func TestConnectAsksNoState(t *testing.T) {
+	onDevice(t, 2, func(th fabric.Thread) error {
 		d := th.Node().Device().(*device)
 		before := d.stateQueries.Load()
 		if _, err := fabrictest.Connect(th, 1-th.Node().ID(), fabrictest.Options{}); err != nil {
@@ -36,25 +45,13 @@ func TestConnectAsksNoState(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestTimeRegMR: the backend times a registration apart from allocating
 // and zeroing the memory (fabric.RegTimer), and the region it returns is a
 // usable one.
 func TestTimeRegMR(t *testing.T) {
-	if _, err := Devices(); errors.Is(err, fabric.ErrNoDevice) {
-		t.Skip("no RDMA device")
-	}
-	dev, port, gid := testDeviceEnv()
-	f, err := OpenLocal(dev, port, gid, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	err = f.Run(func(th fabric.Thread) error {
+	onDevice(t, 1, func(th fabric.Thread) error {
 		p, err := th.Node().Device().AllocPD()
 		if err != nil {
 			return err
@@ -75,9 +72,6 @@ func TestTimeRegMR(t *testing.T) {
 		}
 		return p.Dealloc()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestSendQueueLimit: a send queue deeper than the device's layout holds
@@ -85,16 +79,7 @@ func TestTimeRegMR(t *testing.T) {
 // provider sees it, as a device limit naming the layout; the deepest one
 // that fits is created.
 func TestSendQueueLimit(t *testing.T) {
-	if _, err := Devices(); errors.Is(err, fabric.ErrNoDevice) {
-		t.Skip("no RDMA device")
-	}
-	dev, port, gid := testDeviceEnv()
-	f, err := OpenLocal(dev, port, gid, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	err = f.Run(func(th fabric.Thread) error {
+	onDevice(t, 1, func(th fabric.Thread) error {
 		d := th.Node().Device()
 		p, _ := d.AllocPD()
 		cq, err := d.CreateCQ(16)
@@ -116,7 +101,4 @@ func TestSendQueueLimit(t *testing.T) {
 		}
 		return q.Destroy()
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -849,6 +849,15 @@ static int sr_query_port(struct ibv_context *context, uint8_t port, struct ibv_p
 
 /* ---- protection domains, memory regions, address handles ---- */
 
+/* in_use reads a use count that the fabric's lock guards. */
+static int in_use(const int *users)
+{
+	pthread_mutex_lock(&g_mu);
+	int n = *users;
+	pthread_mutex_unlock(&g_mu);
+	return n > 0;
+}
+
 static struct ibv_pd *sr_alloc_pd(struct ibv_context *context)
 {
 	(void)context;
@@ -861,10 +870,7 @@ static struct ibv_pd *sr_alloc_pd(struct ibv_context *context)
 static int sr_dealloc_pd(struct ibv_pd *pd)
 {
 	struct sr_pd *p = (struct sr_pd *)pd;
-	pthread_mutex_lock(&g_mu);
-	int busy = p->users > 0;
-	pthread_mutex_unlock(&g_mu);
-	if (busy)
+	if (in_use(&p->users))
 		return EBUSY;
 	free(p);
 	return 0;
@@ -1004,10 +1010,7 @@ static struct ibv_cq *sr_create_cq(struct ibv_context *context, int cqe, struct 
 static int sr_destroy_cq(struct ibv_cq *cq)
 {
 	struct sr_cq *c = (struct sr_cq *)cq;
-	pthread_mutex_lock(&g_mu);
-	int busy = c->users > 0;
-	pthread_mutex_unlock(&g_mu);
-	if (busy)
+	if (in_use(&c->users))
 		return EBUSY;
 	free(c->ring);
 	free(c);
