@@ -53,21 +53,47 @@ func meshFor(th fabric.Thread, peers []int, cfg *Config) (*mesh, error) {
 	}
 	inline := min(cfg.Inline, cfg.Size, limit)
 	return connectMesh(th, peers, meshOpts{typ: cfg.Conn, qps: cfg.QPs, slotBytes: slot, sendWR: cfg.TxDepth,
-		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth, spread: cfg.Spread, sl: cfg.SL})
+		recvWR: cfg.RxDepth, inline: inline, cqDepth: depth, spread: cfg.Spread, sl: cfg.SL,
+		path: path{mtu: cfg.MTU, timeout: cfg.timeout(), outs: cfg.outs()}})
 }
+
+// outs is the read depth of every queue pair.
+func (c *Config) outs() int {
+	if c.Outs > 0 {
+		return c.Outs
+	}
+	return defaultOuts
+}
+
+// timeout is the ACK timeout code of every RC queue pair.
+func (c *Config) timeout() uint8 {
+	switch c.QPTimeout {
+	case 0:
+		return defaultQPTimeout
+	case NoTimeout:
+		return 0
+	}
+	return uint8(c.QPTimeout)
+}
+
+// pollBatch is how many completions a sender takes from its CQ per poll.
+const pollBatch = 64
 
 // spreadAlign aligns the random remote offsets of --spread.
 const spreadAlign = 64
 
-// bandwidth runs send_bw, write_bw or read_bw between this node and peer.
+// bandwidth runs send_bw, write_bw or read_bw between this node and peer:
+// the client sends, or with Bidirectional both nodes do. It returns what
+// this node measured as a sender (with ok false on a node that only
+// served) and what it set up.
 func bandwidth(th fabric.Thread, nodes, peer int, client bool, cfg *Config) (*nodeResult, error) {
 	m, err := meshFor(th, []int{peer}, cfg)
 	if err != nil {
 		return nil, err
 	}
-	send := cfg.Test == "send_bw"
+	sender := client || cfg.Bidirectional
 	var rx *receiver
-	if send && !client {
+	if cfg.Test == "send_bw" && (!client || cfg.Bidirectional) {
 		if rx, err = newReceiver(m, cfg); err != nil {
 			return nil, err
 		}
@@ -78,20 +104,30 @@ func bandwidth(th fabric.Thread, nodes, peer int, client bool, cfg *Config) (*no
 	}
 	op := map[string]fabric.Opcode{"send_bw": fabric.OpSend, "write_bw": fabric.OpWrite, "read_bw": fabric.OpRead}[cfg.Test]
 	var r *nodeResult
-	if cfg.Duration > 0 {
+	switch {
+	case cfg.Duration > 0:
 		var send func(window) (*nodeResult, error)
-		if client {
+		if sender {
 			send = func(w window) (*nodeResult, error) { return sendLoop(th, m, cfg, op, w) }
 		}
 		r, _, err = runTimed(th, m, nodes, cfg, rx, send)
-	} else if client {
+	case sender && rx != nil: // bidirectional send_bw: receive beside sending
+		wait := receiveAside(th, rx, cfg.Iters*cfg.QPs)
+		if r, err = sendLoop(th, m, cfg, op, window{}); err == nil {
+			_, err = wait()
+		}
+	case sender:
 		r, err = sendLoop(th, m, cfg, op, window{})
-	} else if rx != nil {
+	case rx != nil:
 		_, err = rx.run(th, cfg.Iters*cfg.QPs)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if r == nil {
+		r = &nodeResult{}
+	}
+	r.setup = m.setup(cfg, client, pollBatch)
 	return r, oob.Barrier("bw-done")
 }
 
@@ -158,15 +194,18 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window
 		total = math.MaxInt // until the run ends
 	}
 	wrs := make([]fabric.SendWR, 0, cfg.TxDepth)
-	wcs := make([]fabric.WC, 64)
+	wcs := make([]fabric.WC, pollBatch)
 	var segs []segment
 	inline := cfg.Size <= m.inline && op != fabric.OpRead
 	r := &nodeResult{ok: true, start: th.Now()}
 	completed, lastProgress := 0, th.Now()
 	var measured float64 // messages completed in w's measured interval
 	batch, passes := cfg.TxDepth, 1
-	if cfg.Interleave {
+	switch {
+	case cfg.Interleave:
 		batch = 1 // one request per queue pair per round
+	case cfg.PostList > 0:
+		batch = cfg.PostList // perftest's post list: this many per post call
 	}
 	// open lists the targets that may have room: all at first, then those
 	// whose completions freed some (a sender with thousands of queue pairs

@@ -55,8 +55,9 @@ func latency(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult,
 	}
 	ls.done(th.Now(), cfg)
 	if !client {
-		r = nil
+		r = &nodeResult{} // measures nothing
 	}
+	r.setup = m.setup(cfg, client, 0)
 	return r, oob.Barrier("lat-done")
 }
 
@@ -170,7 +171,7 @@ func readLatency(th fabric.Thread, m *mesh, client bool, cfg *Config) (*nodeResu
 		return nil, err
 	}
 	if !client {
-		return nil, oob.Barrier("lat-done")
+		return &nodeResult{setup: m.setup(cfg, false, 0)}, oob.Barrier("lat-done")
 	}
 	t := m.targets(cfg.Size)[0]
 	wcs := make([]fabric.WC, 1)
@@ -203,6 +204,7 @@ func readLatency(th fabric.Thread, m *mesh, client bool, cfg *Config) (*nodeResu
 		ls.add(th.Now(), th.Now().Sub(t0))
 	}
 	ls.done(th.Now(), cfg)
+	r.setup = m.setup(cfg, true, 0)
 	return r, oob.Barrier("lat-done")
 }
 

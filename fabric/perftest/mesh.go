@@ -24,8 +24,10 @@ type mesh struct {
 	peers        []int
 	qps          [][]fabric.QP     // [peer index][k]
 	remote       [][]fabric.QPInfo // the peer's matching queue pair and slot
+	local        [][]fabric.QPInfo // what we offered the peer: our queue pair, first PSN and slot
 	psn          [][]fabric.PSN    // our first PSN per queue pair
 	ahs          []fabric.AH       // UD: per peer
+	mtu          int               // path MTU of the RC and UC queue pairs
 }
 
 type meshOpts struct {
@@ -38,6 +40,15 @@ type meshOpts struct {
 	cqDepth   int
 	spread    int   // register at least this many bytes and offer the whole region to every peer
 	sl        uint8 // service level of every path (perftest's -S)
+	path      path  // path MTU, ACK timeout and read depth of the RC and UC queue pairs
+}
+
+// path is what connect sets on an RC or UC queue pair besides its
+// destination and PSNs.
+type path struct {
+	mtu     int   // path MTU, bytes; 0: the port's active MTU
+	timeout uint8 // ACK timeout code
+	outs    int   // RDMA Reads in flight, outgoing and incoming
 }
 
 const qkey = 0x1ee7
@@ -53,7 +64,11 @@ func (m *mesh) slot(p, k, n int) fabric.SGE {
 func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	n := th.Node()
 	dev := n.Device()
-	m := &mesh{node: n, slotBytes: o.slotBytes, peers: peers, inline: o.inline}
+	m := &mesh{node: n, slotBytes: o.slotBytes, peers: peers, inline: o.inline, mtu: dev.Attr().MTU}
+	if o.path.mtu > 0 && o.typ != fabric.UD {
+		m.mtu = min(o.path.mtu, m.mtu) // above the port's: the port's, as perftest
+		o.path.mtu = m.mtu
+	}
 	var err error
 	if m.pd, err = dev.AllocPD(); err != nil {
 		return nil, err
@@ -74,6 +89,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	for pi, peer := range peers {
 		m.qps = append(m.qps, nil)
 		m.psn = append(m.psn, nil)
+		m.local = append(m.local, nil)
 		for k := 0; k < o.qps; k++ {
 			qp, err := m.pd.CreateQP(fabric.QPInit{Type: o.typ, SendCQ: m.scq, RecvCQ: m.rcq,
 				Caps: fabric.QPCaps{MaxSendWR: o.sendWR, MaxRecvWR: o.recvWR, MaxInline: o.inline}})
@@ -93,6 +109,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			if o.spread > 0 {
 				info.Addr, info.Bytes = m.mr.Addr(), uint64(m.mr.Len())
 			}
+			m.local[pi] = append(m.local[pi], info)
 			enc, _ := info.MarshalBinary()
 			blob = binary.BigEndian.AppendUint32(blob, uint32(peer))
 			blob = append(blob, enc...)
@@ -123,7 +140,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			m.ahs = append(m.ahs, ah)
 		}
 		for k, qp := range m.qps[pi] {
-			if err := connect(qp, m.psn[pi][k], mine[k], o.typ, o.sl); err != nil {
+			if err := connect(qp, m.psn[pi][k], mine[k], o.typ, o.sl, o.path); err != nil {
 				return nil, err
 			}
 		}
@@ -175,7 +192,7 @@ func offeredTo(b []byte, me, peer, qps int) ([]fabric.QPInfo, error) {
 	return mine, nil
 }
 
-func connect(qp fabric.QP, psn fabric.PSN, peer fabric.QPInfo, typ fabric.QPType, sl uint8) error {
+func connect(qp fabric.QP, psn fabric.PSN, peer fabric.QPInfo, typ fabric.QPType, sl uint8, p path) error {
 	if typ == fabric.UD {
 		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{}); err != nil {
 			return err
@@ -184,9 +201,24 @@ func connect(qp fabric.QP, psn fabric.PSN, peer fabric.QPInfo, typ fabric.QPType
 	}
 	dest := peer.Address()
 	dest.SL = sl
-	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: dest, RemotePSN: peer.PSN,
-		MinRNRTimer: 12, MaxDestRdAtomic: 16}); err != nil {
+	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: dest, RemotePSN: peer.PSN, PathMTU: p.mtu,
+		MinRNRTimer: 12, MaxDestRdAtomic: p.outs}); err != nil {
 		return err
 	}
-	return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: psn, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 16})
+	return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: psn, Timeout: p.timeout, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: p.outs})
+}
+
+// setup is what m's node set up with its first peer, for the report.
+func (m *mesh) setup(cfg *Config, client bool, pollBatch int) *Setup {
+	a := m.node.Device().Attr()
+	inline := a.MaxInline
+	if cfg.Conn == fabric.UD {
+		inline = a.MaxInlineUD
+	}
+	s := &Setup{Node: m.node.ID(), Client: client, Device: a.Name, LinkLayer: a.LinkLayer, MTU: m.mtu,
+		MaxInline: min(cfg.Inline, inline), Outs: cfg.outs(), PollBatch: pollBatch}
+	if len(m.local) > 0 {
+		s.Local, s.Remote = m.local[0], m.remote[0]
+	}
+	return s
 }

@@ -12,12 +12,13 @@ package perftest
 import (
 	"errors"
 	"fmt"
-	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 )
 
 // Tests lists the supported test names.
@@ -62,7 +63,48 @@ type Config struct {
 	// SL is the service level of every path (perftest's -S): on a
 	// simulated network with several virtual lanes it picks the lane.
 	SL uint8
+	// Bidirectional (send_bw, write_bw, read_bw; perftest's -b) has both
+	// nodes of a pair send at once; the bandwidth and message rate are
+	// then the sum of the two directions, as perftest reports them.
+	Bidirectional bool
+	// NoPeak leaves the peak bandwidth unmeasured (0), as perftest's -N.
+	NoPeak bool
+	// MTU is the path MTU of the RC and UC queue pairs in bytes (256,
+	// 512, 1024, 2048 or 4096; perftest's -m); 0 takes the port's active
+	// MTU, and one above it runs at the port's, as perftest does. On UD
+	// it bounds the message size.
+	MTU int
+	// Outs is the number of RDMA Reads each queue pair keeps in flight
+	// and accepts (read_bw, read_lat; perftest's -o); 0 is 16.
+	Outs int
+	// QPTimeout is the local ACK timeout code of the RC queue pairs,
+	// 4.096 us * 2^code (perftest's -u): 1..31, 0 for perftest's default
+	// of 14, NoTimeout for none (the code 0).
+	QPTimeout int
+	// PostList, if positive, posts at most this many requests per post
+	// call (perftest's -l); 0 posts every request a queue pair has room
+	// for in one call.
+	PostList int
 }
+
+// NoTimeout, as Config.QPTimeout, sets the ACK timeout code 0: the
+// requester waits for an acknowledgement for ever (perftest's -u 0).
+const NoTimeout = -1
+
+// defaultOuts is the read depth of every queue pair when Config.Outs is 0
+// (ConnectX's max_qp_rd_atom).
+const defaultOuts = 16
+
+// defaultQPTimeout is perftest's DEF_QP_TIME.
+const defaultQPTimeout = 14
+
+// ErrNoAtomics refuses perftest's atomic tests (atomic_bw, atomic_lat):
+// they post RDMA atomic operations (compare-and-swap, fetch-and-add),
+// which the fabric contract does not define.
+var ErrNoAtomics = errors.New("perftest: no atomic operations in the fabric contract")
+
+// AtomicTests are perftest's tests that ErrNoAtomics refuses.
+var AtomicTests = []string{"atomic_bw", "atomic_lat"}
 
 // maxEBBPatterns bounds ebb's -n: the patterns travel out of band as
 // 4 bytes per node and pattern.
@@ -86,46 +128,17 @@ func (c *Config) Normalize(nodes int) error {
 	for _, t := range Tests {
 		known = known || t == c.Test
 	}
+	if !known && slices.Contains(AtomicTests, c.Test) {
+		return fmt.Errorf("%w: %s posts compare-and-swap and fetch-and-add requests, and fabric.Opcode has no atomic opcode "+
+			"(send, send with immediate, RDMA Write, Write with immediate and RDMA Read only); no backend could run them", ErrNoAtomics, c.Test)
+	}
 	if !known {
 		return bad("Test", fmt.Sprintf("%q", c.Test), "unknown test; choose one of %s", strings.Join(Tests, ", "))
-	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
 	}
 	if err := c.checkDuration(); err != nil {
 		return err
 	}
-	switch {
-	case c.Duration > 0:
-		def(&c.Size, map[bool]int{true: 65536, false: 2}[c.bandwidth()])
-	case c.Test == "reg_mr":
-		def(&c.Size, 1<<20)
-		def(&c.Iters, 3)
-	case c.Test == "ebb":
-		// Hoefler et al.'s 1 MiB per direction; -n random bisections.
-		def(&c.Size, 1<<20)
-		def(&c.Iters, 20)
-	case c.bandwidth():
-		def(&c.Size, 65536)
-		def(&c.Iters, 5000)
-	default:
-		def(&c.Size, 2)
-		def(&c.Iters, 1000)
-	}
-	def(&c.QPs, 1)
-	def(&c.TxDepth, 128)
-	def(&c.RxDepth, 512)
-	def(&c.CQMod, 100)
-	def(&c.Window, 2)
-	def(&c.Burst, 8)
-	if c.Inline == 0 {
-		c.Inline = 220
-	}
-	if c.Conn == 0 {
-		c.Conn = fabric.RC
-	}
+	c.defaults()
 	if c.Test == "ebb" {
 		if c.Iters > maxEBBPatterns {
 			return bad("Iters", c.Iters, "ebb runs at most %d random bisections (node 0 sends every pattern to every node)", maxEBBPatterns)
@@ -190,10 +203,77 @@ func (c *Config) Normalize(nodes int) error {
 	case c.RxDepth > 32768:
 		return bad("RxDepth", c.RxDepth, "above the usual device limit of 32768 work requests")
 	}
+	if err := c.checkOptions(); err != nil {
+		return err
+	}
 	if c.CQMod > c.TxDepth {
 		c.CQMod = c.TxDepth
 	}
 	return nil
+}
+
+// checkOptions checks perftest's options that only some tests take.
+func (c *Config) checkOptions() error {
+	read := c.Test == "read_bw" || c.Test == "read_lat"
+	switch {
+	case c.Bidirectional && c.Test != "send_bw" && c.Test != "write_bw" && c.Test != "read_bw":
+		return bad("Bidirectional", c.Bidirectional, "applies to send_bw, write_bw and read_bw (both nodes of a pair send), not %s", c.Test)
+	case c.MTU != 0 && c.MTU != 256 && c.MTU != 512 && c.MTU != 1024 && c.MTU != 2048 && c.MTU != 4096:
+		return bad("MTU", c.MTU, "a path MTU is 256, 512, 1024, 2048 or 4096 bytes")
+	case c.MTU != 0 && c.Conn == fabric.UD && c.Size > c.MTU && c.Test != "ebb":
+		return bad("Size", c.Size, "a UD message is at most one MTU (%d bytes)", c.MTU)
+	case c.Outs < 0 || c.Outs > 255:
+		return bad("Outs", c.Outs, "RDMA Reads in flight per queue pair must be 1..255")
+	case c.Outs > 0 && !read:
+		return bad("Outs", c.Outs, "applies to read_bw and read_lat (RDMA Reads in flight), not %s", c.Test)
+	case c.QPTimeout != NoTimeout && (c.QPTimeout < 0 || c.QPTimeout > 31):
+		return bad("QPTimeout", c.QPTimeout, "an ACK timeout code is 0..31 (4.096 us * 2^code)")
+	case c.PostList < 0:
+		return bad("PostList", c.PostList, "must not be negative")
+	case c.PostList > 0 && c.Interleave:
+		return bad("PostList", c.PostList, "with Interleave, which posts one request per queue pair in turn")
+	case c.PostList > c.TxDepth:
+		return bad("PostList", c.PostList, "above the send queue's depth %d (TxDepth)", c.TxDepth)
+	}
+	return nil
+}
+
+// defaults fills the zero fields with perftest's defaults (and ours).
+func (c *Config) defaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	switch {
+	case c.Duration > 0:
+		def(&c.Size, map[bool]int{true: 65536, false: 2}[c.bandwidth()])
+	case c.Test == "reg_mr":
+		def(&c.Size, 1<<20)
+		def(&c.Iters, 3)
+	case c.Test == "ebb":
+		// Hoefler et al.'s 1 MiB per direction; -n random bisections.
+		def(&c.Size, 1<<20)
+		def(&c.Iters, 20)
+	case c.bandwidth():
+		def(&c.Size, 65536)
+		def(&c.Iters, 5000)
+	default:
+		def(&c.Size, 2)
+		def(&c.Iters, 1000)
+	}
+	def(&c.QPs, 1)
+	def(&c.TxDepth, 128)
+	def(&c.RxDepth, 512)
+	def(&c.CQMod, 100)
+	def(&c.Window, 2)
+	def(&c.Burst, 8)
+	if c.Inline == 0 {
+		c.Inline = 220
+	}
+	if c.Conn == 0 {
+		c.Conn = fabric.RC
+	}
 }
 
 // Result is one benchmark's outcome in the microbenchmark record of
@@ -254,6 +334,44 @@ type Result struct {
 	// QPNumbering is the simulator's queue-pair numbering of the run
 	// (sim.Config.QPNumbering; 0, the default, is left out).
 	QPNumbering uint64 `json:"qp_numbering,omitempty"`
+	// Bidirectional: both nodes of each pair sent (Config.Bidirectional);
+	// the bandwidths and the message rate are the sum of the directions.
+	Bidirectional bool `json:"bidirectional,omitempty"`
+
+	// What perftest prints besides its record (not in the record): the
+	// set-up one node saw (the lowest-numbered node this process ran; nil
+	// for tests that do not pair nodes), the latency samples of the
+	// measuring nodes in the order they were taken (one-way, read_lat's
+	// whole round trips), and a bidirectional run's two directions.
+	Setup   *Setup            `json:"-"`
+	Samples []fabric.Duration `json:"-"`
+	Sides   []Side            `json:"-"`
+}
+
+// Setup is what one node of a pairwise test set up: its device, the path
+// MTU, inline and read limits of its queue pairs, and the addresses of
+// its queue pairs to its peer and of the peer's, as exchanged (QPN, LID,
+// GID, first PSN, buffer address and rkey).
+type Setup struct {
+	Node      int
+	Client    bool   // the node drove the test (perftest's client); else it served
+	Device    string // fabric.DeviceAttr.Name
+	LinkLayer string // "InfiniBand" or "Ethernet"
+	MTU       int    // the queue pairs' path MTU, bytes
+	MaxInline int    // the queue pairs' inline limit, bytes
+	Outs      int    // RDMA Reads in flight per queue pair
+	PollBatch int    // completions taken per poll of the send queue's CQ
+	Local     []fabric.QPInfo
+	Remote    []fabric.QPInfo
+}
+
+// Side is one direction of a bidirectional run: the nodes that started
+// the pairs (Client) or the others, their mean bandwidths in Gb/s and
+// message rate in millions per second.
+type Side struct {
+	Client                bool
+	BWPeakGbps, BWAvgGbps float64
+	MsgRateMpps           float64
 }
 
 // nodeResult is what one measuring node reports.
@@ -274,6 +392,9 @@ type nodeResult struct {
 	// reg_mr: the times include allocating and zeroing the memory (the
 	// backend cannot time the registration alone).
 	regWithAlloc bool
+	// Pairwise tests: what the node set up (a node that measures
+	// nothing reports it too, with ok false).
+	setup *Setup
 }
 
 // Run runs cfg on f. cfg must have been normalized for f.Size() nodes.
@@ -315,74 +436,122 @@ func runNode(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 
 func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
 	out := &Result{Test: cfg.Test, Backend: f.Backend(), Nodes: f.Size(), Conn: cfg.Conn.String(), Bytes: cfg.Size,
-		Iterations: cfg.Iters, QPs: cfg.QPs}
-	var bw, peak, rate float64
+		Iterations: cfg.Iters, QPs: cfg.QPs, Bidirectional: cfg.Bidirectional}
 	var lats []fabric.Duration
 	n := 0
 	for _, r := range res {
+		if out.Setup == nil && r.setup != nil {
+			out.Setup = r.setup
+		}
 		if !r.ok {
 			continue
 		}
 		n++
-		d := r.end.Sub(r.start).Seconds()
-		if d > 0 {
-			bw += float64(r.bytes) * 8 / d / 1e9
-			rate += float64(r.msgs) / d / 1e6
-		}
-		peak += r.peak * 8 / 1e9
 		out.DurationUS = math.Max(out.DurationUS, r.end.Sub(r.start).Seconds()*1e6)
 		lats = append(lats, r.lat...)
 		out.Dropped += r.dropped
 		out.RegWithAlloc = out.RegWithAlloc || r.regWithAlloc
 	}
-	if n > 0 {
-		out.BWAvgGbps, out.BWPeakGbps, out.MsgRateMpps = bw/float64(n), math.Max(peak/float64(n), bw/float64(n)), rate/float64(n)
+	all := rates(res, func(nodeResult) bool { return true })
+	out.BWAvgGbps, out.BWPeakGbps, out.MsgRateMpps = all.BWAvgGbps, all.BWPeakGbps, all.MsgRateMpps
+	if cfg.Bidirectional {
+		// perftest adds the two directions of a pair.
+		out.BWAvgGbps, out.BWPeakGbps, out.MsgRateMpps = 2*all.BWAvgGbps, 2*all.BWPeakGbps, 2*all.MsgRateMpps
+		for _, client := range []bool{true, false} {
+			s := rates(res, func(r nodeResult) bool { return r.setup != nil && r.setup.Client == client })
+			s.Client = client
+			out.Sides = append(out.Sides, s)
+		}
 	}
 	if len(lats) > 0 {
-		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-		var sum fabric.Duration
-		for _, l := range lats {
-			sum += l
-		}
-		us := func(d fabric.Duration) float64 { return d.Microseconds() }
-		out.TMinUS, out.TMaxUS = us(lats[0]), us(lats[len(lats)-1])
-		out.TTypicalUS = us(lats[len(lats)/2])
-		out.TAvgUS = us(sum) / float64(len(lats))
-		// perftest's own rule, sorted samples at index ceil(0.99 n), so
-		// that t_99 compares with the tool's output; a library quantile
-		// (gonum's stat.Quantile) picks a neighbouring sample.
-		out.TP99US = us(lats[min(len(lats)-1, (len(lats)*99+99)/100)])
+		out.Samples = slices.Clone(lats)
+		latencyFigures(out, lats)
 	}
 	if cfg.Test == "ebb" {
 		summarizeEBB(out, res)
 	}
-	if cfg.Duration > 0 {
-		out.RunS, out.MarginS = cfg.Duration.Seconds(), cfg.margin().Seconds()
-		out.BWPeakGbps = 0 // not measured, as perftest in duration mode
-		var msgs int64
-		for _, r := range res {
-			if r.ok {
-				msgs += r.msgs
-			}
-		}
-		if n > 0 {
-			out.Iterations = int(msgs / int64(n))
-		}
-		if !cfg.bandwidth() && out.DurationUS > 0 {
-			// perftest's duration-mode latency: the measured interval over
-			// the round trips in it, halved (read_lat: a read's whole
-			// round trip, not halved); and round trips per second.
-			out.TPS = float64(out.Iterations) / (out.DurationUS / 1e6)
-			if out.Iterations > 0 {
-				half := 2.0
-				if cfg.Test == "read_lat" {
-					half = 1
-				}
-				out.TAvgUS = out.DurationUS / half / float64(out.Iterations)
-			}
+	if cfg.NoPeak {
+		out.BWPeakGbps = 0
+		for i := range out.Sides {
+			out.Sides[i].BWPeakGbps = 0
 		}
 	}
+	if cfg.Duration > 0 {
+		summarizeDuration(out, cfg, res, n)
+	}
 	return out
+}
+
+// rates is the mean bandwidths and message rate of the measuring nodes
+// that keep selects; the peak is at least the average.
+func rates(res []nodeResult, keep func(nodeResult) bool) Side {
+	var bw, peak, rate float64
+	n := 0
+	for _, r := range res {
+		if !r.ok || !keep(r) {
+			continue
+		}
+		n++
+		if d := r.end.Sub(r.start).Seconds(); d > 0 {
+			bw += float64(r.bytes) * 8 / d / 1e9
+			rate += float64(r.msgs) / d / 1e6
+		}
+		peak += r.peak * 8 / 1e9
+	}
+	if n == 0 {
+		return Side{}
+	}
+	return Side{BWAvgGbps: bw / float64(n), BWPeakGbps: math.Max(peak/float64(n), bw/float64(n)), MsgRateMpps: rate / float64(n)}
+}
+
+// latencyFigures fills out's latency statistics from lats, which it sorts.
+func latencyFigures(out *Result, lats []fabric.Duration) {
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	var sum fabric.Duration
+	for _, l := range lats {
+		sum += l
+	}
+	us := func(d fabric.Duration) float64 { return d.Microseconds() }
+	out.TMinUS, out.TMaxUS = us(lats[0]), us(lats[len(lats)-1])
+	out.TTypicalUS = us(lats[len(lats)/2])
+	out.TAvgUS = us(sum) / float64(len(lats))
+	// perftest's own rule, sorted samples at index ceil(0.99 n), so
+	// that t_99 compares with the tool's output; a library quantile
+	// (gonum's stat.Quantile) picks a neighbouring sample.
+	out.TP99US = us(lats[min(len(lats)-1, (len(lats)*99+99)/100)])
+}
+
+// summarizeDuration turns out into a duration-mode result: the messages
+// each of the n measuring nodes completed in the measured interval, no
+// peak, and for latency tests perftest's duration-mode figures.
+func summarizeDuration(out *Result, cfg *Config, res []nodeResult, n int) {
+	out.RunS, out.MarginS = cfg.Duration.Seconds(), cfg.margin().Seconds()
+	out.BWPeakGbps = 0 // not measured, as perftest in duration mode
+	for i := range out.Sides {
+		out.Sides[i].BWPeakGbps = 0
+	}
+	var msgs int64
+	for _, r := range res {
+		if r.ok {
+			msgs += r.msgs
+		}
+	}
+	if n > 0 {
+		out.Iterations = int(msgs / int64(n))
+	}
+	if !cfg.bandwidth() && out.DurationUS > 0 {
+		// perftest's duration-mode latency: the measured interval over
+		// the round trips in it, halved (read_lat: a read's whole
+		// round trip, not halved); and round trips per second.
+		out.TPS = float64(out.Iterations) / (out.DurationUS / 1e6)
+		if out.Iterations > 0 {
+			half := 2.0
+			if cfg.Test == "read_lat" {
+				half = 1
+			}
+			out.TAvgUS = out.DurationUS / half / float64(out.Iterations)
+		}
+	}
 }
 
 // segment is a batch of bytes known to have completed during (from, to]:
