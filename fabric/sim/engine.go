@@ -67,6 +67,7 @@ const progressEvery = 1 << 18
 // Cluster is a simulated InfiniBand cluster; it implements fabric.Fabric.
 // See the package comment for its concurrency rules.
 type Cluster struct {
+	maps  *regionSet // the mappings of its regions' memory (regionmem.go)
 	cfg   Config
 	prof  *Profile
 	q     eventQueue
@@ -182,6 +183,9 @@ func (c *Cluster) Events() uint64 { return c.events }
 func (c *Cluster) Close() error {
 	for _, n := range c.nodes {
 		n.close()
+	}
+	if c.maps != nil {
+		c.maps.releaseAll()
 	}
 	return nil
 }

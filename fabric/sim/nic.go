@@ -149,7 +149,7 @@ func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
 	if n.c.cfg.SizeOnly {
 		m.buf, m.zero = zeroView(length)
 	} else {
-		m.buf = alignedBytes(length)
+		m.buf = m.newRegionBytes(length)
 	}
 	n.nextAddr += (uint64(length) + 2*pageSize - 1) / pageSize * pageSize // a guard page between regions
 	n.mrs = append(n.mrs, m)

@@ -29,7 +29,7 @@ func (m *mr) materialize() {
 	if !m.zero {
 		return
 	}
-	m.buf, m.zero = make([]byte, len(m.buf)), false
+	m.buf, m.zero = m.newRegionBytes(len(m.buf)), false
 	for _, q := range m.nic.qps {
 		if q != nil {
 			q.rebase(m)
