@@ -43,4 +43,3 @@ func (m *mr) newRegionBytes(n int) []byte {
 	}
 	return b
 }
-
