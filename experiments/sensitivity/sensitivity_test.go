@@ -256,6 +256,7 @@ func TestRunResumes(t *testing.T) {
 	if len(s.Changes) != 2 || len(s.Failed) != 0 {
 		t.Errorf("changes %v, failed %v", s.Changes, s.Failed)
 	}
+	checkedRuns(t, dir)
 	log.Reset()
 	again, err := Run(context.Background(), o)
 	if err != nil || len(again) != 3 || log.Len() != 0 {
@@ -293,6 +294,28 @@ func TestRunResumes(t *testing.T) {
 	}
 	if back, _, err := readOutcomes(path, o.Figures); err != nil || fmt.Sprint(back[""].Verdicts) != fmt.Sprint(outs[0].Verdicts) {
 		t.Errorf("outcomes.jsonl after the rejudge: %v, %v", back[""].Verdicts, err)
+	}
+}
+
+// checkedRuns: the baseline's runs had the verbs checker, a change's did
+// not (their records say verbs_check off).
+func checkedRuns(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no records under %s: %v", dir, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Count(b, []byte("\n"))
+		off := bytes.Count(b, []byte(`"verbs_check":"off"`))
+		baseline := filepath.Base(filepath.Dir(f)) == "baseline"
+		if (baseline && off != 0) || (!baseline && off != lines) {
+			t.Errorf("%s: %d of %d records without the checker", f, off, lines)
+		}
 	}
 }
 
