@@ -31,8 +31,11 @@ type hwFlags struct {
 
 func (h *hwFlags) register(fl *pflag.FlagSet) { h.registerShort(fl, false) }
 
-// registerShort registers the flags, with perftest's one-letter names for
-// the device, port and GID index (-d, -i, -x) when perftest is set.
+// registerShort registers the flags, with perftest's names for the
+// device, port, GID index and service level when perftest is set: -d (and
+// --ib-dev), -i and --ib-port (the device port: perftest's --port is the
+// TCP port of its out-of-band connection, which bench registers itself),
+// -x, -S (and --sl).
 func (h *hwFlags) registerShort(fl *pflag.FlagSet, perftest bool) {
 	short := func(s string) string {
 		if perftest {
@@ -42,12 +45,22 @@ func (h *hwFlags) registerShort(fl *pflag.FlagSet, perftest bool) {
 	}
 	fl.StringVar(&h.backend, "backend", "sim", "sim (the simulator), ibv (real RDMA hardware: a build with -tags ibverbs, docs/hardware.md), loopback (every node in this process on a software NIC with real threads, no RDMA needed) or tcp (real hosts without RDMA, for --design TCP)")
 	fl.StringVarP(&h.device, "device", short("d"), "", "ibv: the RDMA device (as ibv_devices prints it, e.g. mlx5_0); empty: the first")
-	fl.IntVarP(&h.port, "port", short("i"), 1, "ibv: the device port")
+	if perftest {
+		fl.IntVarP(&h.port, "ib-port", "i", 1, "ibv: the device port (perftest's -i; --port is the out-of-band TCP port, as in perftest)")
+		fl.StringVar(&h.device, "ib-dev", "", "perftest's name for --device")
+		fl.MarkHidden("ib-dev")
+	} else {
+		fl.IntVar(&h.port, "port", 1, "ibv: the device port")
+	}
 	fl.IntVarP(&h.gid, "gid-index", short("x"), -1, "ibv: the GID index for RoCE or global routing; -1 picks one")
 	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
 	fl.IntVar(&h.cores, "cores", 0, "ibv, loopback, tcp: cores of each node for its threads (a sending and a receiving thread each); more than the machine has share its CPUs. 0: ibv divides this process's CPUs among the --local nodes, loopback and tcp give every node enough for any thread count")
 	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv, loopback: fail a run that takes longer than this (wall clock)")
 	fl.IntVarP(&h.path.ServiceLevel, "service-level", short("S"), 0, "InfiniBand service level of every queue pair and address handle (0..15); on the simulator's bench it picks the virtual lane (--vls, docs/topology.md)")
+	if perftest {
+		fl.IntVar(&h.path.ServiceLevel, "sl", 0, "perftest's name for --service-level")
+		fl.MarkHidden("sl")
+	}
 	fl.IntVar(&h.path.TrafficClass, "traffic-class", 0, "ibv: GRH traffic class (0..255); on RoCE v2 its top six bits are the DSCP")
 	fl.IntVar(&h.path.HopLimit, "hop-limit", 0, "ibv: GRH hop limit for routed RoCE or InfiniBand (1..255; 0: 64)")
 	fl.IntVar(&h.path.StaticRate, "static-rate", 0, "ibv: injection rate cap per destination as enum ibv_rate (0: the port's full rate)")

@@ -24,24 +24,28 @@ import (
 
 // benchFlags are the flags shared by bench and overview.
 type benchFlags struct {
-	errw     io.Writer // progress lines on long benchmarks
-	task     *task     // the progress of the running command; nil: none
-	cfg      perftest.Config
-	conn     string
-	nodes    int
-	profile  string
-	seed     uint64
-	jsonOut  bool
-	output   string          // table or plain (perftest's columns)
-	gbits    bool            // plain output in Gb/s (perftest's --report_gbits), not MB/s
-	duration perftestSeconds // perftest's -D
-	margin   perftestSeconds // perftest's -f
-	all      bool
-	sweepQPs bool
-	payload  bool
-	hw       hwFlags
-	mem      memoryLimits // bench: --no-memory-check, --max-memory (default: the machine's physical memory)
-	noCheck  bool         // simulator: no verbs-usage checker
+	errw    io.Writer      // progress lines on long benchmarks
+	task    *task          // the progress of the running command; nil: none
+	cmd     *cobra.Command // bench's command (its flags), for runHWBench
+	cfg     perftest.Config
+	conn    string
+	nodes   int
+	profile string
+	seed    uint64
+	jsonOut bool
+	output  string        // table, plain (perftest's report) or one of perftest's verbosity levels (benchOutputs)
+	gbits   bool          // perftest's output in Gb/s (perftest's --report_gbits), not MiB/s
+	pt      perftestFlags // perftest's other flags (bench only)
+	// mtuWarned: the note that -m is above the port's MTU was given.
+	mtuWarned bool
+	duration  perftestSeconds // perftest's -D
+	margin    perftestSeconds // perftest's -f
+	all       bool
+	sweepQPs  bool
+	payload   bool
+	hw        hwFlags
+	mem       memoryLimits // bench: --no-memory-check, --max-memory (default: the machine's physical memory)
+	noCheck   bool         // simulator: no verbs-usage checker
 	// Simulator: the queue-pair numbering of the first run of each point
 	// (sim.Config.QPNumbering) and how many numberings, from it on, each
 	// point runs under (bench's --qp-numbering, --numberings; 0 means 1).
@@ -60,8 +64,11 @@ func benchCmd() *cobra.Command {
 		Use:   "bench TEST",
 		Short: "perftest-style microbenchmark: " + strings.Join(perftest.Tests, ", "),
 		Long: `bench runs one microbenchmark in the style of perftest (ib_send_bw, ib_write_bw,
-ib_read_bw, ib_send_lat, ib_write_lat) plus alltoall_bw, in which every node sends
-to every other node. Flags and columns follow perftest; bandwidth is in Gb/s.
+ib_read_bw, ib_send_lat, ib_write_lat, ib_read_lat) plus alltoall_bw, in which every
+node sends to every other node. Flags follow perftest's; the table is in Gb/s.
+--output plain prints perftest's own report (its preamble, tables and columns), so
+that scripts written for perftest's output read it (docs/bench.md); perftest's
+atomic tests are refused (the fabric contract has no atomic operations).
 
 Bandwidth tests pair node 2i (client) with node 2i+1 (server) and report the mean
 over pairs. The "bound" column is the link's payload rate after line encoding and
@@ -69,8 +76,9 @@ per-packet headers for that message size.`,
 		Example: `  explore bench send_bw -s 65536 --profile edr-cx4
   explore bench read_bw -a
   explore bench send_lat -s 8 --json
+  explore bench write_lat -a --output plain | awk '/^ *8 /{print $8}'   # perftest's 99% percentile
   explore bench alltoall_bw --nodes 8 -s 4096`,
-		Args:              oneOf("test", "explore bench send_bw", tests),
+		Args:              benchArgs,
 		ValidArgsFunction: fixed(tests),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.cfg.Test = args[0]
@@ -80,9 +88,13 @@ per-packet headers for that message size.`,
 					return fmt.Errorf("-%s %d: must be at least 1", fl.Shorthand, v)
 				}
 			}
+			if err := checkOutput(&f); err != nil {
+				return err
+			}
+			if err := f.pt.check(cmd, &f); err != nil {
+				return err
+			}
 			switch {
-			case f.output != "table" && f.output != "plain":
-				return fmt.Errorf("--output %q: choose table or plain (perftest's columns)", f.output)
 			case f.jsonOut && cmd.Flags().Changed("output"):
 				return fmt.Errorf("--json and --output %s both choose what is printed: give one", f.output)
 			case f.duration != 0 && (f.all || f.sweepQPs):
@@ -93,12 +105,12 @@ per-packet headers for that message size.`,
 				return fmt.Errorf("--qp-numbering %d with --numberings %d: the numberings would pass the largest, %d; start lower", f.qpNumbering, f.numberings, uint64(math.MaxUint64))
 			case f.numberings > 1 && (strings.HasSuffix(f.cfg.Test, "_lat") || f.cfg.Test == "reg_mr"):
 				return fmt.Errorf("--numberings with %s: it compares message rates over many queue pairs; latency tests and reg_mr use one queue pair or none", f.cfg.Test)
-			case f.numberings > 1 && f.output == "plain":
-				return fmt.Errorf("--numberings with --output plain: perftest's layout has no column for the range over numberings; use the table or --json")
+			case f.numberings > 1 && f.perftestText():
+				return fmt.Errorf("--numberings with --output %s: perftest's layout has no column for the range over numberings; use the table or --json", f.output)
 			case f.hw.backend != "sim" && (f.numberings > 1 || f.qpNumbering != 0):
 				return fmt.Errorf("--qp-numbering and --numberings choose the simulator's queue-pair numbers; the %s backend gets its numbers from the driver: drop them", f.hw.backend)
-			case f.gbits && f.output != "plain":
-				return fmt.Errorf("--report_gbits applies to --output plain (the table is in Gb/s already)")
+			case f.gbits && f.output != "plain" && f.output != "bandwidth":
+				return fmt.Errorf("--report_gbits applies to --output plain and bandwidth (the table is in Gb/s already)")
 			}
 			var err error
 			if f.netSpec, err = f.net.spec(cmd.Flags().Changed); err != nil {
@@ -112,12 +124,12 @@ per-packet headers for that message size.`,
 			if cmd.Flags().Changed("margin") && f.margin == 0 {
 				f.cfg.Margin = perftest.NoMargin
 			}
-			f.errw = cmd.ErrOrStderr()
+			f.errw, f.cmd = cmd.ErrOrStderr(), cmd
 			return runBench(cmd.OutOrStdout(), &f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.VarP(sizeFlag{&f.cfg.Size}, "size", "s", "message size in bytes, or with a unit: 4096, 64KiB, 1MB (default 65536 for bandwidth, 2 for latency)")
+	fl.VarP(perftestSize{&f.cfg.Size}, "size", "s", "message size in bytes, with perftest's K or M (64K: 65536), or with a unit: 4096, 64KiB, 1MB (default 65536 for bandwidth, 2 for latency)")
 	fl.IntVarP(&f.cfg.Iters, "iters", "n", 0, "messages per queue pair (default 5000 for bandwidth, 1000 for latency)")
 	fl.IntVarP(&f.cfg.QPs, "qp", "q", 1, "queue pairs per peer")
 	fl.StringVarP(&f.conn, "connection", "c", "RC", "transport: RC, UC or UD")
@@ -125,7 +137,7 @@ per-packet headers for that message size.`,
 	fl.IntVarP(&f.cfg.RxDepth, "rx-depth", "r", 512, "receives posted per queue pair")
 	fl.IntVarP(&f.cfg.CQMod, "cq-mod", "Q", 100, "signal one send in this many")
 	fl.IntVarP(&f.cfg.Inline, "inline-size", "I", 220, "largest message sent inline")
-	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 bytes to 1 MiB (powers of two; reg_mr: 4 KiB to 1 GiB)")
+	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 bytes to 8 MiB, as perftest (powers of two; UD: to the MTU; reg_mr: 4 KiB to 1 GiB)")
 	fl.StringVar(&f.cfg.Schedule, "schedule", "", "alltoall_bw: random (whole messages, random targets) or rr (round-robin phases with a barrier); default spreads over every queue pair")
 	fl.IntVar(&f.cfg.Window, "window", 2, "alltoall_bw with --schedule: messages in flight per node")
 	fl.IntVar(&f.cfg.Burst, "burst", 8, "alltoall_bw --schedule rr: messages per target and phase")
@@ -134,8 +146,8 @@ per-packet headers for that message size.`,
 	fl.IntVar(&f.numberings, "numberings", 1, "simulator: run each point under this many queue-pair numberings (--qp-numbering and the next ones) and print the median and range of each rate")
 	fl.BoolVar(&f.cfg.Interleave, "interleave", false, "post one request per queue pair in turn (as a shuffle does), not a window per queue pair (perftest)")
 	fl.IntVar(&f.cfg.Spread, "spread", 0, "write_bw, read_bw: target random offsets in a remote region of this many bytes (exposes the NIC's translation cache)")
-	fl.StringVar(&f.output, "output", "table", "table, or plain: perftest's column layout (bandwidth in MB/sec, 2^20 bytes, unless --report_gbits), for awk and scripts")
-	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain: bandwidth in Gb/sec, as perftest's --report_gbits")
+	fl.StringVar(&f.output, "output", "table", "table; plain: perftest's report, its preamble and tables (bandwidth in MiB/sec, 2^20 bytes, unless --report_gbits), for awk and scripts (docs/bench.md); or perftest's bandwidth, message_rate or latency: one number per size")
+	fl.BoolVar(&f.gbits, "report_gbits", false, "with --output plain or bandwidth: bandwidth in Gb/sec, as perftest's --report_gbits")
 	fl.VarP(&f.duration, "duration", "D", "run each test for this long instead of -n messages (perftest's duration mode; whole seconds as perftest, or a Go duration such as 10ms; simulated time on the simulator)")
 	fl.VarP(&f.margin, "margin", "f", "with -D: leave this much out of the measurement at each end (default a quarter of -D; 0 measures it all)")
 	f.net.register(fl)
@@ -143,6 +155,7 @@ per-packet headers for that message size.`,
 	fl.BoolVar(&f.mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds the machine's physical memory (or --max-memory)")
 	fl.Var(byteSize{&f.mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: the machine's physical memory)")
 	addCommonFlagsShort(cmd, &f, true)
+	f.pt.register(fl, &f.cfg)
 	setGroupedUsage(cmd, benchGroups())
 	return cmd
 }
@@ -175,6 +188,7 @@ func parseConn(s string) (fabric.QPType, error) {
 
 // benchRow is one finished benchmark with what the table shows beside it.
 type benchRow struct {
+	cfg   perftest.Config // normalized
 	res   *perftest.Result
 	bound float64
 	wall  time.Duration
@@ -209,17 +223,11 @@ func runBench(w io.Writer, f *benchFlags) error {
 	}
 	sizes := []int{f.cfg.Size}
 	if f.all {
-		sizes = nil
-		lo, hi := 2, 1<<20
-		if f.cfg.Test == "reg_mr" {
-			lo, hi = 4096, 1<<30
+		mtu := prof.Link.MTU
+		if f.cfg.MTU > 0 {
+			mtu = min(mtu, f.cfg.MTU)
 		}
-		for s := lo; s <= hi; s *= 2 {
-			if conn == fabric.UD && s > prof.Link.MTU {
-				break
-			}
-			sizes = append(sizes, s)
-		}
+		sizes = perftest.AllSizes(f.cfg.Test, conn, mtu)
 	}
 	qps := []int{f.cfg.QPs}
 	if f.sweepQPs {
@@ -249,7 +257,9 @@ func runBench(w io.Writer, f *benchFlags) error {
 		switch {
 		case f.jsonOut:
 		case f.output == "plain":
-			printPlain(w, f.gbits, rows)
+			return printPlain(w, f, rows)
+		case f.perftestText():
+			return printValues(w, f, rows)
 		case f.numberings > 1:
 			return printNumberings(w, f, prof, rows)
 		default:
@@ -283,6 +293,7 @@ func runBench(w io.Writer, f *benchFlags) error {
 		if err != nil {
 			return err
 		}
+		warnMTU(f, row)
 		if f.jsonOut {
 			if err := json.NewEncoder(w).Encode(stampBench(row.res)); err != nil {
 				return err
@@ -323,7 +334,7 @@ func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile, numbering 
 		res.Profile = "file:" + prof.Source()
 	}
 	op := map[string]fabric.Opcode{"write_bw": fabric.OpWrite, "write_lat": fabric.OpWrite, "read_bw": fabric.OpRead}[cfg.Test]
-	return benchRow{res: res, bound: sim.GoodputBound(prof, cfg.Conn, op, cfg.Size), wall: time.Since(t0), stats: c.Stats()}, nil
+	return benchRow{cfg: cfg, res: res, bound: sim.GoodputBound(prof, cfg.Conn, op, cfg.Size), wall: time.Since(t0), stats: c.Stats()}, nil
 }
 
 func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) error {
@@ -560,18 +571,25 @@ func profilesCmd() *cobra.Command {
 	}
 }
 
-// runHWBench runs one benchmark on real hardware and prints this
-// process's measurements (in a job of one process per node, every process
-// prints what its node measured).
+// runHWBench runs one benchmark (with -a, one per size) on real hardware
+// and prints this process's measurements (in a job of one process per
+// node, every process prints what its node measured).
 func runHWBench(w io.Writer, f *benchFlags) error {
-	if f.all || f.sweepQPs {
-		return fmt.Errorf("-a and --sweep-qps run on the simulator only; on hardware run one size and QP count per invocation")
+	if f.sweepQPs {
+		return fmt.Errorf("--sweep-qps runs on the simulator only; on hardware run one QP count per invocation")
 	}
 	cfg := f.cfg
 	if err := cfg.Normalize(f.nodes); err != nil {
 		return err
 	}
-	fab, err := f.hw.open(f.nodes, fmt.Sprintf("bench %s %d %d %d", cfg.Test, cfg.Size, cfg.QPs, f.nodes))
+	if err := f.pt.applyPort(f.cmd); err != nil {
+		return err
+	}
+	size := fmt.Sprint(cfg.Size)
+	if f.all {
+		size = "all"
+	}
+	fab, err := f.hw.open(f.nodes, fmt.Sprintf("bench %s %s %d %d", cfg.Test, size, cfg.QPs, f.nodes))
 	if err != nil {
 		return err
 	}
@@ -579,18 +597,50 @@ func runHWBench(w io.Writer, f *benchFlags) error {
 	if fab.Size() != f.nodes {
 		return fmt.Errorf("--nodes %d but the job has %d nodes", f.nodes, fab.Size())
 	}
-	res, err := perftest.Run(fab, cfg)
-	if err != nil {
-		return err
+	sizes := []int{cfg.Size}
+	if f.all {
+		mtu := fab.Local()[0].Device().Attr().MTU
+		if cfg.MTU > 0 {
+			mtu = min(mtu, cfg.MTU)
+		}
+		sizes = perftest.AllSizes(cfg.Test, cfg.Conn, mtu)
 	}
-	res.Profile = "hardware"
-	if f.jsonOut {
-		return json.NewEncoder(w).Encode(stampBench(res))
+	var rows []benchRow
+	for _, s := range sizes {
+		c := f.cfg
+		c.Size = s
+		if err := c.Normalize(f.nodes); err != nil {
+			return err
+		}
+		res, err := perftest.Run(fab, c)
+		if err != nil {
+			return err
+		}
+		res.Profile = "hardware"
+		row := benchRow{cfg: c, res: res}
+		warnMTU(f, row)
+		if f.jsonOut {
+			if err := json.NewEncoder(w).Encode(stampBench(res)); err != nil {
+				return err
+			}
+		}
+		rows = append(rows, row)
+	}
+	switch {
+	case f.jsonOut:
+		return nil
+	case f.output == "plain":
+		return printPlain(w, f, rows)
+	case f.perftestText():
+		return printValues(w, f, rows)
 	}
 	t := newTable(w)
 	t.Header("test", "#bytes", "#qps", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "t_typical[usec]")
-	t.Append(res.Test, fmt.Sprint(res.Bytes), fmt.Sprint(res.QPs), fmt.Sprint(res.Iterations), f2(res.BWPeakGbps), f2(res.BWAvgGbps),
-		fmt.Sprintf("%.3f", res.MsgRateMpps), f2(res.TTypicalUS))
+	for _, r := range rows {
+		res := r.res
+		t.Append(res.Test, fmt.Sprint(res.Bytes), fmt.Sprint(res.QPs), fmt.Sprint(res.Iterations), f2(res.BWPeakGbps), f2(res.BWAvgGbps),
+			fmt.Sprintf("%.3f", res.MsgRateMpps), f2(res.TTypicalUS))
+	}
 	return t.Render()
 }
 
@@ -599,39 +649,4 @@ func stampBench(r *perftest.Result) *perftest.Result {
 	b := buildinfo.Get()
 	r.Version, r.Commit, r.GoVersion = b.Version, b.Commit, b.Go
 	return r
-}
-
-// printPlain prints rows as perftest does: a dashed rule, one header line
-// and one line per size, columns separated by spaces, so that scripts
-// that read perftest's output (awk '{print $4}') read this too.
-// Bandwidth is in MB/sec (2^20 bytes) unless gbits, as perftest.
-func printPlain(w io.Writer, gbits bool, rows []benchRow) {
-	rule := strings.Repeat("-", 87)
-	r0 := rows[0].res
-	fmt.Fprintln(w, rule)
-	if r0.RunS > 0 && strings.HasSuffix(r0.Test, "_lat") {
-		// perftest's duration-mode latency report.
-		fmt.Fprintf(w, " %-13s %-17s %-14s %s\n", "#bytes", "#iterations", "t_avg[usec]", "tps average")
-		for _, r := range rows {
-			x := r.res
-			fmt.Fprintf(w, " %-13d %-17d %-14.2f %.2f\n", x.Bytes, x.Iterations, x.TAvgUS, x.TPS)
-		}
-	} else if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
-		fmt.Fprintf(w, " %-10s %-12s %-14s %-14s %-16s %-14s %-20s\n", "#bytes", "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "99% percentile[usec]")
-		for _, r := range rows {
-			x := r.res
-			fmt.Fprintf(w, " %-10d %-12d %-14.2f %-14.2f %-16.2f %-14.2f %-20.2f\n", x.Bytes, x.Iterations, x.TMinUS, x.TMaxUS, x.TTypicalUS, x.TAvgUS, x.TP99US)
-		}
-	} else {
-		unit, f := "MB/sec", func(gbps float64) float64 { return gbps * 1e9 / 8 / (1 << 20) }
-		if gbits {
-			unit, f = "Gb/sec", func(gbps float64) float64 { return gbps }
-		}
-		fmt.Fprintf(w, " %-10s %-14s %-18s %-20s %-14s\n", "#bytes", "#iterations", "BW peak["+unit+"]", "BW average["+unit+"]", "MsgRate[Mpps]")
-		for _, r := range rows {
-			x := r.res
-			fmt.Fprintf(w, " %-10d %-14d %-18.2f %-20.2f %-14.6f\n", x.Bytes, x.Iterations, f(x.BWPeakGbps), f(x.BWAvgGbps), x.MsgRateMpps)
-		}
-	}
-	fmt.Fprintln(w, rule)
 }

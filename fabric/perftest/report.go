@@ -46,8 +46,8 @@ const (
 	GbPerSec              // 10^9 bits a second, perftest's report_gbits
 )
 
-// of converts gbps, in Gb/s, to u.
-func (u Unit) of(gbps float64) float64 {
+// Of converts gbps, in Gb/s, to u.
+func (u Unit) Of(gbps float64) float64 {
 	if u == GbPerSec {
 		return gbps
 	}
@@ -229,7 +229,7 @@ func bwIterations(r *Result) int {
 }
 
 func writeBW(w io.Writer, size, iters int, peakGbps, avgGbps, mpps float64, u Unit) error {
-	peak, avg := u.of(peakGbps), u.of(avgGbps)
+	peak, avg := u.Of(peakGbps), u.Of(avgGbps)
 	format := " %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f\n"
 	if u == GbPerSec && avg < 0.1 { // perftest's extra accuracy for slow links
 		format = " %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n"
