@@ -37,6 +37,7 @@ type nic struct {
 	creditBlocked bool            // the uplink has no credit; the switch wakes us
 	maxBlocks     int             // credit needed before sending any packet
 	rxPkt         fabric.Duration // the receive pipeline's least time per packet
+	rxMissBlocks  bool            // a packet waiting for a fetch holds the pipeline (NIC.RxMissBlocks)
 	pcieNS        float64         // ns per byte of DMA
 	use           nicUse          // what the NIC's units were busy with (Cluster.Usage)
 }
@@ -64,7 +65,7 @@ func newNIC(c *Cluster, n *node) *nic {
 		wrc:     newWRCache(p.NIC.WRCacheEntries),
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p),
-		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps}
+		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps, rxMissBlocks: p.NIC.RxMissBlocks == 1}
 	nc.use.units, nc.use.unitsWait = make([]fabric.Duration, len(nc.puFree)), make([]fabric.Duration, len(nc.puFree))
 	nc.cache.lookup = nc.lookupQP
 	nc.firstQPN = firstQPN(c.cfg.QPNumbering, n.id)
@@ -310,8 +311,11 @@ func (n *nic) handle(_ uint64, _ *packet) {
 // not on the NIC waits for its fetch in the receive buffer (holding its
 // credit) while the pipeline goes on with later packets: fetches overlap
 // (qpCache), and delivery stays in order on the port (network.toPort), so
-// a queue pair's packets are never reordered. docs/model.md §1, "NIC
-// receive side" and "QP-context cache".
+// a queue pair's packets are never reordered. With the profile's
+// rx_miss_blocks the pipeline instead waits for the fetch before it takes
+// the packet, and every later packet waits with it (no source says which a
+// ConnectX does: the two are a mechanism control of the sensitivity
+// analysis). docs/model.md §1, "NIC receive side" and "QP-context cache".
 func (n *nic) accept(p *packet, arrive fabric.Time) fabric.Time {
 	start := max(arrive, n.rxFree)
 	ready := start
@@ -325,6 +329,9 @@ func (n *nic) accept(p *packet, arrive fabric.Time) fabric.Time {
 		}
 	}
 	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))
+	if n.rxMissBlocks {
+		start = ready
+	}
 	n.rxFree = start.Add(svc)
 	n.use.rx += svc
 	return ready.Add(svc)

@@ -89,6 +89,11 @@ type NICProfile struct {
 	// Address translation (tpt.go): memory-region protection entries and
 	// 4 KiB page translations held on the NIC (LRU); a miss costs a PCIe
 	// round trip (pcie.rtt_ns). Both 0: translation is not modelled.
+	// RxMissBlocks 1: a packet whose context or translation is being
+	// fetched holds the receive pipeline until it is on the NIC, so later
+	// packets wait too; 0 (the default, omitted from the encoding): they go
+	// on (nic.go, accept). A mechanism choice no source settles.
+	RxMissBlocks    int `yaml:"rx_miss_blocks,omitempty"`
 	MPTCacheEntries int `yaml:"mpt_cache_entries"` // memory regions
 	MTTCacheEntries int `yaml:"mtt_cache_entries"` // page translations, a multiple of 8 (64-byte lines)
 }
@@ -381,6 +386,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.qp_cache_ways", "entries", float64(nic.QPCacheWays), maxCount, false),
 		n("nic.qp_cache_fetches", "fetches", float64(nic.QPCacheFetches), 1<<12, false),
 		n("nic.wr_cache_entries", "work requests", float64(nic.WRCacheEntries), maxCount, false),
+		n("nic.rx_miss_blocks", "(0 or 1)", float64(nic.RxMissBlocks), 1, false),
 		n("nic.mpt_cache_entries", "entries", float64(nic.MPTCacheEntries), maxCount, false),
 		n("nic.mtt_cache_entries", "entries", float64(nic.MTTCacheEntries), maxCount, false),
 		n("host.cores", "cores", float64(h.Cores), 1<<12, true),

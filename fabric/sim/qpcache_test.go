@@ -351,3 +351,31 @@ func TestQPNumbering(t *testing.T) {
 		t.Errorf("six numberings give the same misses (%v): the numbering does not move the conflicts", misses)
 	}
 }
+
+// TestRxMissBlocks: the two receive-pipeline behaviours on a context miss.
+// With 256 queue pairs over a cache of 32, WRITEs arriving at the
+// responder miss; overlapping (the default), the pipeline takes later
+// packets while a context is fetched, and with rx_miss_blocks it waits,
+// so the message rate falls; with every context cached (8 queue pairs)
+// the two are the same.
+func TestRxMissBlocks(t *testing.T) {
+	rate := func(qps, blocks int) float64 {
+		p := mtProfile(t, "fdr-cx3", func(p *Profile) {
+			p.NIC.QPCacheEntries, p.NIC.QPCacheWays, p.NIC.RxMissBlocks = 32, 4, blocks
+		})
+		c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+		r, err := perftest.Run(c, perftest.Config{Test: "write_bw", Size: 32, Iters: 40, QPs: qps, Interleave: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.MsgRateMpps
+	}
+	over, block := rate(256, 0), rate(256, 1)
+	t.Logf("256 QPs over 32 contexts: %.2f M/s overlapping, %.2f blocking", over, block)
+	if !(block < 0.9*over) {
+		t.Errorf("256 QPs over 32 contexts: %.2f M/s overlapping, %.2f blocking; want blocking clearly slower", over, block)
+	}
+	if over, block := rate(8, 0), rate(8, 1); over != block {
+		t.Errorf("8 QPs, all cached: %.3f M/s overlapping, %.3f blocking; want the same", over, block)
+	}
+}
