@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/host"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
@@ -297,6 +300,50 @@ func TestBenchOutputValues(t *testing.T) {
 		for _, l := range lines {
 			if v, err := strconv.ParseFloat(l, 64); err != nil || v <= 0 || !regexp.MustCompile(`^[0-9]+\.[0-9]{6}$`).MatchString(l) {
 				t.Errorf("%v: %q is not a positive number with six decimals (C's %%lf)", tc.args, l)
+			}
+		}
+	}
+}
+
+// TestBenchTCPPort: -p becomes the port of the job's out-of-band
+// connection (RDMASHUFFLE_PORT, which the bootstrap reads for hosts given
+// without a port), and is refused where it would disagree with the
+// job's own layout.
+func TestBenchTCPPort(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // the coordinator's address, or the refusal
+		fail bool
+	}{
+		{map[string]string{"RDMASHUFFLE_COORDINATOR": "node0"}, "node0:20000", false},
+		{map[string]string{"RDMASHUFFLE_COORDINATOR": "node0", host.EnvPort: "20000"}, "node0:20000", false},
+		{map[string]string{"RDMASHUFFLE_COORDINATOR": "node0", host.EnvPort: "19000"}, "-p 20000 but RDMASHUFFLE_PORT=19000", true},
+		{map[string]string{"RDMASHUFFLE_COORDINATOR": "node0:19000"}, "gives node 0's address as node0:19000", true},
+	} {
+		t.Setenv(host.EnvRank, "1")
+		t.Setenv(host.EnvSize, "2")
+		t.Setenv(host.EnvPort, "")
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		var p perftestFlags
+		var cfg perftest.Config
+		cmd := &cobra.Command{}
+		p.register(cmd.Flags(), &cfg)
+		if err := cmd.Flags().Parse([]string{"-p", "20000"}); err != nil {
+			t.Fatal(err)
+		}
+		err := p.applyPort(cmd)
+		switch {
+		case tc.fail:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		default:
+			if b, err := host.BootstrapFromEnv(); err != nil || b.Coordinator != tc.want {
+				t.Errorf("%v: node 0 at %q (%v), want %q", tc.env, b.Coordinator, err, tc.want)
 			}
 		}
 	}
