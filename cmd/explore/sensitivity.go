@@ -35,7 +35,10 @@ func sensitivityCmd() *cobra.Command {
 profile, a software cost (the MPI and IPoIB baselines' cycles and thresholds,
 the cycles per polled cache line) in every run. It reruns the figures at the
 quick scale with the change, judges the claims and reports per claim which
-changes flip its verdict. Beside the estimates it judges four controls, every
+changes flip its verdict. It also switches on each mechanism of the model
+that no source settles ('nic.rx_miss_blocks =1': whether a packet waiting
+for its queue-pair context holds the NIC's receive pipeline); a verdict that
+flips under one rests on that choice. Beside them it judges four controls, every
 run's random seed plus 1 and plus 2 ('seed +1', 'seed +2'), and every run under
 queue-pair numberings 1 and 2 ('qp-numbering 1', 'qp-numbering 2'; the numbers
 decide which queue pairs share a set of a NIC's context cache, chance on a
@@ -45,13 +48,14 @@ controls share is not that number's. It writes <out>/sensitivity.md and sensitiv
 (docs/ with --update-docs), which explore reproduce reads for
 docs/validation.md's robustness column.
 
-Every change reruns every figure: with the default %d estimates, 2 factors and
-the %d controls that is %d quick reproductions, over an hour on 2 cores. Outcomes are saved as they
+Every change reruns every figure: with the default %d estimates, 2 factors, %d
+mechanism switch(es) and the %d controls that is %d quick reproductions, over an hour on 2 cores. Outcomes are saved as they
 finish in <out>/outcomes.jsonl and an interrupted analysis resumes (outcomes
 judged on other numbers of the model, before a change of a profile or a
 cost, are judged again); --so-far writes the report from the changes judged
-so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Controls), 2*len(sensitivity.Estimates)+len(sensitivity.Controls)+1),
-		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --update-docs",
+so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.MechanismSwitches), len(sensitivity.Controls),
+			2*len(sensitivity.Estimates)+len(sensitivity.MechanismSwitches)+len(sensitivity.Controls)+1),
+		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --change 'nic.rx_miss_blocks =1' --figures fig19\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
@@ -116,7 +120,7 @@ so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Controls)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&changes, "change", nil, "a change to judge, '<profile field> x<factor>', 'seed +k' or 'qp-numbering k' (repeatable; default: every estimate at every --factors, and 'seed +1', 'seed +2', 'qp-numbering 1', 'qp-numbering 2')")
+	fl.StringArrayVar(&changes, "change", nil, "a change to judge, '<profile field> x<factor>', '<mechanism switch> =1', 'seed +k' or 'qp-numbering k' (repeatable; default: every estimate at every --factors, every switch on ('nic.rx_miss_blocks =1'), and 'seed +1', 'seed +2', 'qp-numbering 1', 'qp-numbering 2')")
 	fl.Float64SliceVar(&factors, "factors", []float64{0.5, 2}, "factors each estimate is moved by")
 	fl.StringSliceVar(&figs, "figures", nil, "judge with only these figures (comma-separated IDs; default all)")
 	fl.StringVar(&out, "out", filepath.Join("results", "sensitivity"), "working directory: outcomes.jsonl (resumed) and each change's runs")
@@ -140,6 +144,9 @@ func loadRobustness(rep *figures.ReproduceReport, path string) error {
 func listEstimates(w io.Writer) {
 	for _, e := range sensitivity.Estimates {
 		fmt.Fprintf(w, "%-28s %s\n", e.Field, e.Why)
+	}
+	for _, m := range sensitivity.MechanismSwitches {
+		fmt.Fprintf(w, "%-28s mechanism switch (set =1): %s\n", m.Field, m.Why)
 	}
 	for _, c := range sensitivity.Controls {
 		what := "every run's random seed moved"

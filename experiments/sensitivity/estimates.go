@@ -48,6 +48,24 @@ var ProfileEstimates = []Estimate{
 	{"host.syscall_ns", "a FUTEX_WAKE with nobody asleep: 163 ns measured, CPU not stated"},
 }
 
+// MechanismSwitches are the profile's switches between two behaviours of the
+// model where no source says which the hardware has: a change sets one
+// (Change{Field, 1}, "nic.rx_miss_blocks =1") instead of scaling it, and
+// a verdict that flips under it is as fragile as under an estimate.
+var MechanismSwitches = []Estimate{
+	{"nic.rx_miss_blocks", "whether a packet waiting for its queue-pair context holds the NIC's receive pipeline (1) or the pipeline goes on with later packets (0, the profiles' choice)"},
+}
+
+// IsMechanism reports whether c sets a mechanism switch (MechanismSwitches).
+func (c Change) IsMechanism() bool {
+	for _, m := range MechanismSwitches {
+		if m.Field == c.Field {
+			return true
+		}
+	}
+	return false
+}
+
 // Estimates are every estimate the analysis moves: the profile parameters
 // and the software costs outside profiles (SoftwareEstimates).
 var Estimates = append(append([]Estimate(nil), ProfileEstimates...), SoftwareEstimates...)
@@ -100,6 +118,9 @@ func (c Change) String() string {
 	case NumberingField:
 		return fmt.Sprintf("qp-numbering %d", int64(c.Factor))
 	}
+	if c.IsMechanism() {
+		return fmt.Sprintf("%s =%g", c.Field, c.Factor)
+	}
 	return fmt.Sprintf("%s x%g", c.Field, c.Factor)
 }
 
@@ -131,6 +152,13 @@ func ParseChange(s string) (Change, error) {
 		}
 		return Change{}, fmt.Errorf("change %q: a numbering control is \"qp-numbering k\", k a whole number of at least 1, e.g. \"qp-numbering 1\" (it names a numbering, not a factor)", s)
 	}
+	if m := strings.Split(strings.ReplaceAll(s, " ", ""), "="); len(m) == 2 {
+		c := Change{Field: m[0]}
+		if _, err := fmt.Sscanf(m[1], "%g", &c.Factor); err == nil && c.IsMechanism() {
+			return c, nil
+		}
+		return Change{}, fmt.Errorf("change %q: \"field =value\" sets a mechanism switch: %s", s, mechanismNames())
+	}
 	if len(f) == 2 {
 		var c Change
 		c.Field = f[0]
@@ -141,14 +169,26 @@ func ParseChange(s string) (Change, error) {
 	return Change{}, fmt.Errorf("change %q: want <profile field> x<factor>, e.g. \"host.lock_ns x2\"", s)
 }
 
-// DefaultChanges is every estimate at each of the factors, then the
-// controls (Controls).
+// mechanismNames lists the switches for an error message.
+func mechanismNames() string {
+	var names []string
+	for _, m := range MechanismSwitches {
+		names = append(names, m.Field+" =1")
+	}
+	return strings.Join(names, ", ")
+}
+
+// DefaultChanges is every estimate at each of the factors, every
+// mechanism switched on, then the controls (Controls).
 func DefaultChanges(factors ...float64) []Change {
 	var cs []Change
 	for _, e := range Estimates {
 		for _, f := range factors {
 			cs = append(cs, Change{e.Field, f})
 		}
+	}
+	for _, m := range MechanismSwitches {
+		cs = append(cs, Change{m.Field, 1})
 	}
 	return append(cs, Controls...)
 }
@@ -163,7 +203,9 @@ func Apply(p *sim.Profile, c Change) (*sim.Profile, error) {
 		return nil, fmt.Errorf("%s: %w", c, err)
 	}
 	v := was * c.Factor
-	if whole {
+	if c.IsMechanism() {
+		v = c.Factor // a switch is set, not scaled
+	} else if whole {
 		v = math.Max(math.Round(v), math.Min(was, 1))
 	}
 	q, err := p.WithField(c.Field, v)

@@ -106,7 +106,7 @@ func TestParseChange(t *testing.T) {
 // numbering, and the records name the point's own.
 func TestSeedControls(t *testing.T) {
 	cs := DefaultChanges(0.5, 2)
-	if n := len(cs); n != 2*len(Estimates)+4 || fmt.Sprint(cs[n-4:]) != "[seed +1 seed +2 qp-numbering 1 qp-numbering 2]" {
+	if n := len(cs); n != 2*len(Estimates)+len(MechanismSwitches)+4 || fmt.Sprint(cs[n-4:]) != "[seed +1 seed +2 qp-numbering 1 qp-numbering 2]" {
 		t.Fatalf("DefaultChanges ends %v (%d changes)", cs[max(0, n-5):], n)
 	}
 	for _, c := range cs[:len(cs)-4] {
@@ -136,6 +136,37 @@ func TestSeedControls(t *testing.T) {
 	}
 	if fmt.Sprint(seen) != "[3 9]" {
 		t.Errorf("runs saw seeds %v, want [3 9]", seen)
+	}
+}
+
+// TestMechanismSwitch: a mechanism change sets its switch (it does not
+// scale it: the default is 0), prints and parses as "field =v", and no
+// other field takes that form.
+func TestMechanismSwitch(t *testing.T) {
+	p := sim.DefaultProfile()
+	c, err := ParseChange("nic.rx_miss_blocks =1")
+	if err != nil || c != (Change{"nic.rx_miss_blocks", 1}) || !c.IsMechanism() || c.String() != "nic.rx_miss_blocks =1" {
+		t.Fatalf("ParseChange: %+v, %v (%q)", c, err, c.String())
+	}
+	if again, err := ParseChange(c.String()); err != nil || again != c {
+		t.Errorf("round trip: %+v, %v", again, err)
+	}
+	q, err := Apply(p, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := q.Field("nic.rx_miss_blocks"); v != 1 || q.Hash() == p.Hash() {
+		t.Errorf("applied: rx_miss_blocks %v, hash moved %v", v, q.Hash() != p.Hash())
+	}
+	if _, err := ParseChange("host.lock_ns =2"); err == nil || !strings.Contains(err.Error(), "nic.rx_miss_blocks") {
+		t.Errorf("a field that is not a switch set with =: %v", err)
+	}
+	if _, err := Apply(p, Change{"nic.rx_miss_blocks", 2}); err == nil {
+		t.Error("rx_miss_blocks =2 accepted")
+	}
+	last := DefaultChanges(2)
+	if c := last[len(last)-5]; c != (Change{"nic.rx_miss_blocks", 1}) {
+		t.Errorf("DefaultChanges: %v before the controls, want the switch on", c)
 	}
 }
 
