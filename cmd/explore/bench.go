@@ -579,6 +579,9 @@ func runHWBench(w io.Writer, f *benchFlags) error {
 		return fmt.Errorf("--sweep-qps runs on the simulator only; on hardware run one QP count per invocation")
 	}
 	cfg := f.cfg
+	if f.all {
+		cfg.Size = 2 // the sizes come from the device's MTU once it is open
+	}
 	if err := cfg.Normalize(f.nodes); err != nil {
 		return err
 	}
