@@ -356,12 +356,12 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 	if p.Unit != "Mops/s" {
 		return nil, "", fmt.Sprintf("unit %q: the swarm reports operation rates", p.Unit)
 	}
-	cfg := swarmConfig{QPs: qps, Threads: threads, Window: window, Bytes: bytes, OpsPerThread: swarmOps(qps, threads)}
+	cfg := perftest.SwarmConfig{QPs: qps, Threads: threads, Window: window, Bytes: bytes, OpsPerThread: swarmOps(qps, threads)}
 	sides := "both nodes issue and serve"
 	if n, ok := p.X["issuers"].(int); ok && n == 1 {
 		cfg.OneSided, sides = true, "node 0 issues, node 1 serves"
 	}
-	if d, ok := p.X["per_qp"].(int); ok && d > swarmQPDepth {
+	if d, ok := p.X["per_qp"].(int); ok && d > perftest.SwarmQPDepth {
 		cfg.PerQP = d
 		sides += fmt.Sprintf(", up to %d per queue pair", d)
 	}
@@ -380,7 +380,7 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 	}
 	how := fmt.Sprintf("two-node swarm: %s of %d bytes, %d QPs per NIC, %d threads x %d in flight, %s, on %s",
 		p.Verb, bytes, qps, threads, window, sides, p.Profile)
-	return func(c *sim.Cluster) (float64, error) { return runSwarm(c, cfg) }, how, ""
+	return func(c *sim.Cluster) (float64, error) { return perftest.RunSwarm(c, cfg) }, how, ""
 }
 
 // Summary counts a set of results: points, points the model ran, within

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -159,7 +160,7 @@ func TestPathMTU(t *testing.T) {
 // configuration is an error, not a hang.
 func TestSwarm(t *testing.T) {
 	rate := func(qps int) float64 {
-		return smallCacheSwarm(t, swarmConfig{Op: fabric.OpRead, QPs: qps, Threads: 2, Window: 8, Bytes: 32, OpsPerThread: 400})
+		return smallCacheSwarm(t, perftest.SwarmConfig{Op: fabric.OpRead, QPs: qps, Threads: 2, Window: 8, Bytes: 32, OpsPerThread: 400})
 	}
 	r8, r64, r512 := rate(8), rate(64), rate(512)
 	t.Logf("8 QPs %.2f, 64 QPs %.2f, 512 QPs %.2f M reads/s per node", r8, r64, r512)
@@ -171,7 +172,7 @@ func TestSwarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := runSwarm(c, swarmConfig{Op: fabric.OpRead, QPs: 1, Threads: 2, Window: 1, Bytes: 32, OpsPerThread: 1}); err == nil {
+	if _, err := perftest.RunSwarm(c, perftest.SwarmConfig{Op: fabric.OpRead, QPs: 1, Threads: 2, Window: 1, Bytes: 32, OpsPerThread: 1}); err == nil {
 		t.Error("fewer queue pairs than threads: no error")
 	}
 }
@@ -285,13 +286,13 @@ func mustProfile(t *testing.T, name string) *sim.Profile {
 // the rate of WRITEs in bursts of 32 falls far less than that of WRITEs
 // on a random queue pair each; both sides' runs complete.
 func TestSwarmBursts(t *testing.T) {
-	rate := func(qps int, cfg swarmConfig) float64 {
+	rate := func(qps int, cfg perftest.SwarmConfig) float64 {
 		cfg.Op, cfg.QPs, cfg.Threads, cfg.Bytes, cfg.OneSided = fabric.OpWrite, qps, 2, 64, true
 		cfg.OpsPerThread = 32 * qps / 2 * 4
 		return smallCacheSwarm(t, cfg)
 	}
-	burst8, burst256 := rate(8, swarmConfig{Burst: 32, Window: 32 * 4}), rate(256, swarmConfig{Burst: 32, Window: 32 * 128})
-	rand8, rand256 := rate(8, swarmConfig{Window: 32}), rate(256, swarmConfig{Window: 32})
+	burst8, burst256 := rate(8, perftest.SwarmConfig{Burst: 32, Window: 32 * 4}), rate(256, perftest.SwarmConfig{Burst: 32, Window: 32 * 128})
+	rand8, rand256 := rate(8, perftest.SwarmConfig{Window: 32}), rate(256, perftest.SwarmConfig{Window: 32})
 	t.Logf("bursts: 8 QPs %.2f, 256 QPs %.2f; random: %.2f, %.2f M writes/s", burst8, burst256, rand8, rand256)
 	if !(burst256 > 0.7*burst8) || !(burst256/burst8 > rand256/rand8) {
 		t.Errorf("8 -> 256 QPs over 16 contexts: bursts %.2f -> %.2f, random %.2f -> %.2f M writes/s; want bursts to keep most of their rate and more of it than random choice", burst8, burst256, rand8, rand256)
@@ -300,7 +301,7 @@ func TestSwarmBursts(t *testing.T) {
 
 // smallCacheSwarm runs cfg on two fdr-cx3 nodes whose context cache holds
 // 16 queue pairs and returns its rate.
-func smallCacheSwarm(t *testing.T, cfg swarmConfig) float64 {
+func smallCacheSwarm(t *testing.T, cfg perftest.SwarmConfig) float64 {
 	t.Helper()
 	prof, err := sim.LoadProfile("fdr-cx3")
 	if err != nil {
@@ -312,7 +313,7 @@ func smallCacheSwarm(t *testing.T, cfg swarmConfig) float64 {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	r, err := runSwarm(c, cfg)
+	r, err := perftest.RunSwarm(c, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestWRCacheOutstanding(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		r, err := runSwarm(c, swarmConfig{Op: op, QPs: 32, Threads: 32, Window: 32, PerQP: 32, Bytes: 8, OpsPerThread: 400, OneSided: true})
+		r, err := perftest.RunSwarm(c, perftest.SwarmConfig{Op: op, QPs: 32, Threads: 32, Window: 32, PerQP: 32, Bytes: 8, OpsPerThread: 400, OneSided: true})
 		if err != nil {
 			t.Fatal(err)
 		}

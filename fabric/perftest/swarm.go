@@ -1,4 +1,4 @@
-package evidence
+package perftest
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
-// swarmConfig is one run of the rc-swarm benchmark of Kalia et al. (the
+// SwarmConfig is one run of the rc-swarm benchmark of Kalia et al. (the
 // source of the msgrate_qps.yaml sweeps) reduced to two nodes: each node
 // has Threads workers, each with its own completion queue and QPs/Threads
 // RC queue pairs to the other node, and each worker keeps Window
@@ -25,11 +25,11 @@ import (
 // turn, only the last signaled, then waits for one completion per queue
 // pair; Window is then Burst times the worker's queue pairs.
 //
-// PerQP, if above swarmQPDepth, lets a worker keep that many operations
+// PerQP, if above SwarmQPDepth, lets a worker keep that many operations
 // in flight on one queue pair (its send queue is that deep); RDMA Reads
 // beyond the NIC's 16 per queue pair wait in the send queue, as on the
 // hardware (max_qp_rd_atom 16).
-type swarmConfig struct {
+type SwarmConfig struct {
 	Op                   fabric.Opcode // fabric.OpRead or fabric.OpWrite
 	QPs, Threads, Window int
 	Bytes, OpsPerThread  int
@@ -37,17 +37,20 @@ type swarmConfig struct {
 	Burst, PerQP         int
 }
 
-// swarmQPDepth is the send queue depth and read depth of each queue pair
+// SwarmQPDepth is the send queue depth and read depth of each queue pair
 // (at least a burst).
-const swarmQPDepth = 16
+const SwarmQPDepth = 16
 
-func (c swarmConfig) depth() int { return max(swarmQPDepth, c.Burst, c.PerQP) }
+func (c SwarmConfig) depth() int { return max(SwarmQPDepth, c.Burst, c.PerQP) }
 
-// runSwarm runs cfg on f (two nodes) and returns the mean over nodes of
-// the operations each issued per second, in millions.
-func runSwarm(f fabric.Fabric, cfg swarmConfig) (float64, error) {
+// RunSwarm runs cfg on f (two nodes) and returns the mean over nodes of
+// the operations each issued per second, in millions. The swarm is what
+// shows a NIC's queue-pair context cache: many queue pairs used at random
+// by several threads, each with operations in flight (explore bench's
+// read_swarm and write_swarm; experiments/evidence fits the cache to it).
+func RunSwarm(f fabric.Fabric, cfg SwarmConfig) (float64, error) {
 	if f.Size() != 2 || cfg.Threads < 1 || cfg.QPs < cfg.Threads || cfg.Window < 1 || cfg.Bytes < 1 || cfg.OpsPerThread < 1 {
-		return 0, fmt.Errorf("evidence: swarm: bad configuration %+v on %d nodes", cfg, f.Size())
+		return 0, fmt.Errorf("perftest: swarm: bad configuration %+v on %d nodes", cfg, f.Size())
 	}
 	rates := make([]float64, 2)
 	err := f.Run(func(th fabric.Thread) error {
@@ -69,7 +72,7 @@ type swarmWorker struct {
 	out    []int // operations in flight per queue pair
 }
 
-func swarmNode(th fabric.Thread, cfg swarmConfig) (float64, error) {
+func swarmNode(th fabric.Thread, cfg SwarmConfig) (float64, error) {
 	n := th.Node()
 	pd, err := n.Device().AllocPD()
 	if err != nil {
@@ -121,11 +124,11 @@ func swarmNode(th fabric.Thread, cfg swarmConfig) (float64, error) {
 		qp := w.qps[len(w.remote)]
 		w.remote = append(w.remote, info)
 		if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: info.Address(), RemotePSN: info.PSN,
-			MinRNRTimer: 12, MaxDestRdAtomic: swarmQPDepth}); err != nil {
+			MinRNRTimer: 12, MaxDestRdAtomic: SwarmQPDepth}); err != nil {
 			return 0, err
 		}
 		if err := qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: fabric.PSN(i), Timeout: 14, RetryCnt: 7,
-			RNRRetry: 7, MaxRdAtomic: swarmQPDepth}); err != nil {
+			RNRRetry: 7, MaxRdAtomic: SwarmQPDepth}); err != nil {
 			return 0, err
 		}
 	}
@@ -167,14 +170,14 @@ func swarmNode(th fabric.Thread, cfg swarmConfig) (float64, error) {
 
 // run keeps cfg.Window operations in flight on random queue pairs of w
 // until cfg.OpsPerThread have completed.
-func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg swarmConfig) error {
+func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg SwarmConfig) error {
 	wcs := make([]fabric.WC, 32)
 	posted, completed, inFlight := 0, 0, 0
 	last := th.Now()
 	for completed < cfg.OpsPerThread {
 		for inFlight < cfg.Window && posted < cfg.OpsPerThread {
 			k := th.Rand().IntN(len(w.qps))
-			if w.out[k] >= max(swarmQPDepth, cfg.PerQP) {
+			if w.out[k] >= max(SwarmQPDepth, cfg.PerQP) {
 				break // that queue pair is full: poll first, as rc-swarm does
 			}
 			wr := fabric.SendWR{ID: uint64(k), Op: cfg.Op, Local: mr.SGE(k*slot, cfg.Bytes), Flags: fabric.Signaled,
@@ -200,7 +203,7 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg swarmCon
 			continue
 		}
 		if th.Now().Sub(last) > fabric.Second {
-			return fmt.Errorf("evidence: swarm: node %d: no completion for a second (%d of %d done)", th.Node().ID(), completed, cfg.OpsPerThread)
+			return fmt.Errorf("perftest: swarm: node %d: no completion for a second (%d of %d done)", th.Node().ID(), completed, cfg.OpsPerThread)
 		}
 		th.Wait(last.Add(fabric.Second+1), w.cq)
 	}
@@ -210,7 +213,7 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg swarmCon
 // runBursts walks w's queue pairs: Burst operations on each in turn, the
 // last signaled, then one completion per queue pair, until
 // cfg.OpsPerThread operations (rounded up to whole rounds) are done.
-func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg swarmConfig) error {
+func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg SwarmConfig) error {
 	wcs := make([]fabric.WC, 32)
 	wrs := make([]fabric.SendWR, cfg.Burst)
 	for done := 0; done < cfg.OpsPerThread; done += cfg.Burst * len(w.qps) {
@@ -235,7 +238,7 @@ func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg sw
 				continue
 			}
 			if th.Now().Sub(last) > fabric.Second {
-				return fmt.Errorf("evidence: swarm: node %d: no completion for a second (%d of %d queue pairs done this round)", th.Node().ID(), got, len(w.qps))
+				return fmt.Errorf("perftest: swarm: node %d: no completion for a second (%d of %d queue pairs done this round)", th.Node().ID(), got, len(w.qps))
 			}
 			th.Wait(last.Add(fabric.Second+1), w.cq)
 		}
