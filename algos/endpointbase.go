@@ -317,8 +317,9 @@ type receiving struct {
 	// pause, if set, replaces the wait after a poll that found nothing:
 	// the thread keeps polling, as an MPI library's progress engine does,
 	// and pause, told how many polls in a row found nothing, may let the
-	// lock go for a while (it returns with the lock held).
-	pause func(th fabric.Thread, empties int)
+	// lock go for a while (it returns with the lock held). It returns
+	// false when the thread should wait after all.
+	pause func(th fabric.Thread, empties int) bool
 }
 
 // getData is GetData for every design: it hands out polled deliveries,
@@ -370,8 +371,9 @@ func (e *endpointBase) getData(th fabric.Thread, r *receiving) (Delivery, error)
 		}
 		if r.pause != nil {
 			empties++
-			r.pause(th, empties)
-			continue
+			if r.pause(th, empties) {
+				continue
+			}
 		}
 		waitReleased(th, e.mu, until, r.on...)
 	}

@@ -162,6 +162,9 @@ type mpi struct {
 	// window > 0: non-blocking sends (OpenMPINonblocking), up to window
 	// send buffers in flight per thread.
 	window int
+	// failures, if the backend knows of failed peers (a simulated crash):
+	// waits sleep once one has failed (polls).
+	failures fabric.PeerFailures
 }
 
 // OpenMPI opens the MPI baseline endpoint on the calling thread's node;
@@ -208,6 +211,7 @@ func openMPI(th fabric.Thread, cfg Config, costs MPICosts, window int) (Endpoint
 	e.init("MPI", th, cfg)
 	// The library's global lock is a pthread mutex: its waiters sleep.
 	e.mu = e.node.NewSleepingMutex()
+	e.failures, _ = e.node.(fabric.PeerFailures)
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open MPI endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
 	}
@@ -465,12 +469,11 @@ func (e *mpi) progressUntil(th fabric.Thread, done func() bool, what waiting) er
 
 // idle is what the progress engine does after empties polls in a row that
 // found nothing (MPICosts.Wait): poll again holding the lock, or let the
-// lock go for a sched_yield and a spin, or (PollsBeforeYield 0) sleep
-// until a completion. It fails once deadline has passed. Called with the
-// lock held; returns with it held.
+// lock go for a sched_yield and a spin, or (PollsBeforeYield 0, or a peer
+// has failed: polls) sleep until a completion. It fails once deadline has
+// passed. Called with the lock held; returns with it held.
 func (e *mpi) idle(th fabric.Thread, deadline fabric.Time, empties int, what waiting) error {
-	w := e.costs.Wait
-	if w.PollsBeforeYield == 0 {
+	if !e.polls(th) {
 		return e.wait(th, deadline, nil, what)
 	}
 	if err := e.stalled(th, deadline, what); err != nil {
@@ -478,6 +481,20 @@ func (e *mpi) idle(th fabric.Thread, deadline fabric.Time, empties int, what wai
 	}
 	e.yield(th, empties)
 	return nil
+}
+
+// polls says whether a waiting thread polls (MPICosts.Wait) rather than
+// sleeps until a completion. Once a peer has failed (a simulated crash,
+// fabric.PeerFailures) it sleeps: the run can then only end in an error,
+// the transport's retries exhausted or a timeout, which the NIC and the
+// deadlines time, not the polls; simulating every poll of that wait made
+// an MPI run with a crashed peer take 15-20 s of wall time, where the
+// designs that sleep took well under one.
+func (e *mpi) polls(th fabric.Thread) bool {
+	if e.costs.Wait.PollsBeforeYield == 0 {
+		return false
+	}
+	return e.failures == nil || e.failures.PeerFailed(th.Now()) < 0
 }
 
 // stalled is the error of a wait whose deadline has passed, or nil.
@@ -712,7 +729,13 @@ func (e *mpi) receiving() receiving {
 	r := receiving{on: []fabric.Waitable{e.scq, e.rcq}, progress: e.progress,
 		taken: func(th fabric.Thread, d Delivery) (Delivery, error) { th.Compute(cost); return d, nil }}
 	if e.costs.Wait.PollsBeforeYield > 0 {
-		r.pause = e.yield
+		r.pause = func(th fabric.Thread, empties int) bool {
+			if !e.polls(th) {
+				return false
+			}
+			e.yield(th, empties)
+			return true
+		}
 	}
 	return r
 }

@@ -104,6 +104,23 @@ type Thread interface {
 	Rand() *rand.Rand
 }
 
+// PeerFailures is implemented by a Node whose backend knows at once that
+// another node of the fabric has failed: the simulator, whose fault plan
+// crashes nodes. A real thread learns it only through its own verbs
+// (retries exhausted) or a timeout, and so must a design on the
+// simulator: nothing a design delivers or reports may depend on it.
+// What it may change is how a wait is simulated: the MPI baseline models
+// a busy-polling progress engine, which the simulator runs poll by poll;
+// once a peer has failed the run can only end in an error, and the
+// engine sleeps until its completion queues have news instead, so the run
+// reaches that error (the transport's retries exhausted, or a timeout)
+// without simulating every poll of the wait.
+type PeerFailures interface {
+	// PeerFailed returns a node other than this one that had failed by
+	// time at, or -1 when none had. It costs no simulated time.
+	PeerFailed(at Time) int
+}
+
 // Mutex is a lock shared by threads of one node. In the simulator a
 // contended lock costs a hand-off as on a real CPU.
 //

@@ -153,6 +153,33 @@ func TestCrashNamed(t *testing.T) {
 	}
 }
 
+// TestMPICrashFailsFast: an MPI run whose peer crashes mid-shuffle ends
+// in the transport's error (its retries to the dead node exhausted, about
+// 537 ms of simulated time after the crash) without simulating every poll
+// of its progress engine meanwhile. Before its threads slept once a peer
+// had failed (fabric.PeerFailures), each such run fired about 69 million
+// events and took 15-20 s of wall time (the soak's wall limit is 60 s);
+// now about 20 thousand, as the designs that sleep while they wait.
+func TestMPICrashFailsFast(t *testing.T) {
+	for _, tc := range []struct {
+		seed  uint64
+		crash string
+	}{
+		{7, "crash:\n  - node: 2\n    at: 1.712ms\n"}, // a receiving thread meets the error
+		{8, "crash:\n  - node: 2\n    at: 1.580ms\n"}, // a sending thread does
+	} {
+		cfg := experiments.RunConfig{Design: "MPI", Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 4, CreditEvery: 2,
+			BytesPerNode: 256 << 10, Seed: tc.seed}
+		_, err, c := runSchedule(t, cfg, tc.crash)
+		if err == nil || !strings.Contains(err.Error(), "transport retry exceeded") || !strings.Contains(err.Error(), "crashed at") {
+			t.Errorf("seed %d: %v", tc.seed, err)
+		}
+		if ev := c.Events(); ev > 1_000_000 {
+			t.Errorf("seed %d: %d simulated events to reach the error, want fewer than 1 million", tc.seed, ev)
+		}
+	}
+}
+
 // TestClassify: a run is classified by its first cause. A stop at the
 // simulated time limit is a hang whatever panics or errors follow it; a
 // panic is a masked error, not a clean one.

@@ -219,6 +219,8 @@ type injector struct {
 	down    [][]window
 	starve  [][]window
 	crashAt []fabric.Time
+	// firstCrash is the earliest of crashAt (Forever: no crash).
+	firstCrash fabric.Time
 	// crashSeen marks the nodes whose crash took effect: a thread of the
 	// node stopped or the node's link dropped a packet. A thread's clock
 	// runs ahead of the cluster's, so the cluster's clock at the end of a
@@ -297,8 +299,10 @@ func (c *Cluster) SetPlan(p *Plan) error {
 			in.rules = append(in.rules, ruleState{Rule: r, rng: c.rng(fmt.Sprintf("fault/%d", i))})
 		}
 	}
+	in.firstCrash = fabric.Forever
 	for i, n := range c.nodes {
 		n.crashAt = in.crashAt[i]
+		in.firstCrash = min(in.firstCrash, n.crashAt)
 	}
 	c.inj = in
 	return nil
@@ -509,6 +513,24 @@ func (c *Cluster) rtsAttr(q *qp) {
 		q.attr.Timeout = in.plan.AckTimeout
 	}
 }
+
+// PeerFailed implements fabric.PeerFailures: the first node other than n
+// that the fault plan crashed at or before at, or -1. It charges no time
+// and fires no event.
+func (n *node) PeerFailed(at fabric.Time) int {
+	in := n.c.inj
+	if in == nil || at < in.firstCrash {
+		return -1
+	}
+	for i, crash := range in.crashAt {
+		if i != n.id && at >= crash {
+			return i
+		}
+	}
+	return -1
+}
+
+var _ fabric.PeerFailures = (*node)(nil)
 
 // freeze stops a thread whose node has crashed: it never runs again (the
 // run ends by an error of another thread, a deadlock naming it, or the time

@@ -1,0 +1,47 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+)
+
+// TestPeerFailed: a node tells which other node the fault plan has crashed
+// by a time, and nothing without a crash or before it.
+func TestPeerFailed(t *testing.T) {
+	ms := fabric.Time(fabric.Millisecond)
+	for _, tc := range []struct {
+		name   string
+		crash  []int // nodes crashed at 1 ms and at 2 ms (-1: none)
+		node   int
+		at     fabric.Time
+		failed int
+	}{
+		{"no plan", nil, 0, 5 * ms, -1},
+		{"before the crash", []int{2}, 0, ms - 1, -1},
+		{"at the crash", []int{2}, 0, ms, 2},
+		{"the crashed node itself", []int{2}, 2, 5 * ms, -1},
+		{"the earlier of two", []int{3, 1}, 0, 5 * ms, 1},
+		{"only the first by then", []int{3, 1}, 0, ms, 3},
+		{"the other, seen from the first", []int{3, 1}, 3, 5 * ms, 1},
+	} {
+		c := newCluster(t, sim.Config{Nodes: 4})
+		if tc.crash != nil {
+			p := sim.NewPlan()
+			for i, n := range tc.crash {
+				p.Rules = append(p.Rules, sim.Rule{Action: sim.Crash, Node: n, From: fabric.Time(i+1) * ms})
+			}
+			if err := c.SetPlan(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, ok := c.Local()[tc.node].(fabric.PeerFailures)
+		if !ok {
+			t.Fatal("a simulated node does not implement fabric.PeerFailures")
+		}
+		if got := f.PeerFailed(tc.at); got != tc.failed {
+			t.Errorf("%s: node %d at %v: %d, want %d", tc.name, tc.node, tc.at, got, tc.failed)
+		}
+	}
+}
