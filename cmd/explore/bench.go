@@ -65,7 +65,11 @@ func benchCmd() *cobra.Command {
 		Short: "perftest-style microbenchmark: " + strings.Join(perftest.Tests, ", "),
 		Long: `bench runs one microbenchmark in the style of perftest (ib_send_bw, ib_write_bw,
 ib_read_bw, ib_send_lat, ib_write_lat, ib_read_lat) plus alltoall_bw, in which every
-node sends to every other node. Flags follow perftest's; the table is in Gb/s.
+node sends to every other node, and read_swarm and write_swarm, the two-node form of
+the rc-swarm benchmark (Kalia et al.): --threads threads per node keep --window
+operations each in flight on queue pairs chosen at random, which is what shows a
+NIC's queue-pair context cache (perftest's one posting thread keeps up with it).
+Flags follow perftest's; the table is in Gb/s.
 --output plain prints perftest's own report (its preamble, tables and columns), so
 that scripts written for perftest's output read it (docs/bench.md); perftest's
 atomic tests are refused (the fabric contract has no atomic operations).
@@ -74,6 +78,7 @@ Bandwidth tests pair node 2i (client) with node 2i+1 (server) and report the mea
 over pairs. The "bound" column is the link's payload rate after line encoding and
 per-packet headers for that message size.`,
 		Example: `  explore bench send_bw -s 65536 --profile edr-cx4
+  explore bench read_swarm -s 32 --threads 8 --sweep-qps --profile edr-cx4   # the READ rate against queue pairs: the NIC's context cache
   explore bench read_bw -a
   explore bench send_lat -s 8 --json
   explore bench write_lat -a --output plain | awk '/^ *8 /{print $8}'   # perftest's 99% percentile
@@ -139,7 +144,8 @@ per-packet headers for that message size.`,
 	fl.IntVarP(&f.cfg.Inline, "inline-size", "I", 220, "largest message sent inline")
 	fl.BoolVarP(&f.all, "all", "a", false, "run every size from 2 bytes to 8 MiB, as perftest (powers of two; UD: to the MTU; reg_mr: 4 KiB to 1 GiB)")
 	fl.StringVar(&f.cfg.Schedule, "schedule", "", "alltoall_bw: random (whole messages, random targets) or rr (round-robin phases with a barrier); default spreads over every queue pair")
-	fl.IntVar(&f.cfg.Window, "window", 2, "alltoall_bw with --schedule: messages in flight per node")
+	fl.IntVar(&f.cfg.Window, "window", 0, "alltoall_bw with --schedule: messages in flight per node (default 2); read_swarm, write_swarm: operations in flight per thread (default 16)")
+	fl.IntVar(&f.cfg.Threads, "threads", 0, "read_swarm, write_swarm: issuing threads per node, each with its own completion queue and share of the -q queue pairs (default 8, at most -q)")
 	fl.IntVar(&f.cfg.Burst, "burst", 8, "alltoall_bw --schedule rr: messages per target and phase")
 	fl.BoolVar(&f.sweepQPs, "sweep-qps", false, "run every queue-pair count from 1 to 4096 (powers of two)")
 	fl.Uint64Var(&f.qpNumbering, "qp-numbering", 0, "simulator: the queue-pair numbers each NIC hands out (0: from 0x100 on every node, the numbering the profiles were fitted with; k > 0: a base per node drawn from k), which decide the queue pairs that share a set of the NIC's context cache")

@@ -22,7 +22,7 @@ import (
 )
 
 // Tests lists the supported test names.
-var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "alltoall_bw", "incast_bw", "reg_mr", "ebb"}
+var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "alltoall_bw", "incast_bw", "reg_mr", "ebb", "read_swarm", "write_swarm"}
 
 // Config is one benchmark run. Zero values take perftest's defaults.
 type Config struct {
@@ -85,6 +85,12 @@ type Config struct {
 	// call (perftest's -l); 0 posts every request a queue pair has room
 	// for in one call.
 	PostList int
+	// Threads (read_swarm, write_swarm) is the issuing threads per node,
+	// each with its own completion queue and an equal share of the QPs
+	// queue pairs, keeping Window operations (default 16) in flight on
+	// queue pairs chosen at random, Iters each (default enough for every
+	// queue pair to be used many times); default 8, at most QPs.
+	Threads int
 }
 
 // NoTimeout, as Config.QPTimeout, sets the ACK timeout code 0: the
@@ -120,6 +126,9 @@ func bad(name string, value any, problem string, args ...any) error {
 }
 
 func (c *Config) bandwidth() bool { return strings.HasSuffix(c.Test, "_bw") }
+
+// swarm reports the two-node swarm tests (read_swarm, write_swarm).
+func (c *Config) swarm() bool { return strings.HasSuffix(c.Test, "_swarm") }
 
 // Normalize fills defaults and checks the configuration for a cluster of
 // nodes nodes, naming the offending flag.
@@ -194,7 +203,13 @@ func (c *Config) Normalize(nodes int) error {
 		return bad("Window", c.Window, "must be at least 1")
 	case c.Burst < 1:
 		return bad("Burst", c.Burst, "must be at least 1")
-	case !c.bandwidth() && c.QPs != 1 && c.Test != "reg_mr":
+	case c.swarm() && nodes != 2:
+		return bad("Nodes", nodes, "the swarm runs on 2 nodes, both issuing and serving")
+	case c.swarm() && c.Conn != fabric.RC:
+		return bad("Conn", c.Conn, "the swarm's queue pairs are RC")
+	case c.Threads < 0 || (c.Threads > 0 && !c.swarm()):
+		return bad("Threads", c.Threads, "issuing threads apply to read_swarm and write_swarm (at least 1)")
+	case !c.bandwidth() && !c.swarm() && c.QPs != 1 && c.Test != "reg_mr":
 		return bad("QPs", c.QPs, "latency tests use one queue pair")
 	case c.SL > 15:
 		return bad("SL", c.SL, "a service level is 0..15")
@@ -255,6 +270,14 @@ func (c *Config) defaults() {
 		// Hoefler et al.'s 1 MiB per direction; -n random bisections.
 		def(&c.Size, 1<<20)
 		def(&c.Iters, 20)
+	case c.swarm():
+		// rc-swarm's 32-byte operations, 16 in flight per thread.
+		def(&c.Size, 32)
+		def(&c.QPs, 1)
+		def(&c.Threads, 8)
+		c.Threads = min(c.Threads, c.QPs)
+		def(&c.Iters, max(2000, 16*c.QPs/c.Threads))
+		def(&c.Window, 16)
 	case c.bandwidth():
 		def(&c.Size, 65536)
 		def(&c.Iters, 5000)
@@ -288,6 +311,8 @@ type Result struct {
 	Bytes       int     `json:"bytes"`
 	Iterations  int     `json:"iterations"`
 	QPs         int     `json:"qps"`
+	Threads     int     `json:"threads,omitempty"` // read_swarm, write_swarm: issuing threads per node
+	Window      int     `json:"window,omitempty"`  // read_swarm, write_swarm: operations in flight per thread
 	BWPeakGbps  float64 `json:"bw_peak_gbps"`
 	BWAvgGbps   float64 `json:"bw_avg_gbps"`
 	MsgRateMpps float64 `json:"msg_rate_mpps"`
@@ -401,6 +426,9 @@ type nodeResult struct {
 func Run(f fabric.Fabric, cfg Config) (*Result, error) {
 	if err := cfg.Normalize(f.Size()); err != nil {
 		return nil, err
+	}
+	if cfg.swarm() {
+		return runSwarmTest(f, cfg)
 	}
 	res := make([]nodeResult, f.Size())
 	err := f.Run(func(th fabric.Thread) error {

@@ -150,3 +150,51 @@ func TestEBBPatternsBounded(t *testing.T) {
 		t.Errorf("-n %d: %v", c.Iters, err)
 	}
 }
+
+// TestSwarm: read_swarm and write_swarm run the two-node swarm with the
+// configuration's queue pairs, threads (at most one per queue pair) and
+// window; past the context cache the READ rate falls; the threads apply to
+// the swarm only, and the swarm runs on 2 nodes.
+func TestSwarm(t *testing.T) {
+	prof, err := sim.LoadProfile("fdr-cx3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := func(test string, qps int) *perftest.Result {
+		t.Helper()
+		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: prof})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		r, err := perftest.Run(c, perftest.Config{Test: test, QPs: qps, Threads: 4, Iters: 400})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	few, many := rate("read_swarm", 16), rate("read_swarm", 512)
+	if few.Threads != 4 || few.Window != 16 || few.Bytes != 32 || few.MsgRateMpps <= 0 {
+		t.Errorf("read_swarm, 16 QPs: %+v; want 4 threads, a window of 16, 32 bytes and a rate", few)
+	}
+	if !(many.MsgRateMpps < 0.8*few.MsgRateMpps) {
+		t.Errorf("read_swarm on fdr-cx3 (80 contexts): %.2f M/s at 16 QPs, %.2f at 512; want a clear fall", few.MsgRateMpps, many.MsgRateMpps)
+	}
+	if one := rate("write_swarm", 2); one.Threads != 2 {
+		t.Errorf("write_swarm, 2 QPs: %d threads, want 2 (one per queue pair at most)", one.Threads)
+	}
+	bad := []struct {
+		cfg   perftest.Config
+		nodes int
+		field string
+	}{
+		{perftest.Config{Test: "read_bw", Threads: 4}, 2, "Threads"},
+		{perftest.Config{Test: "read_swarm"}, 4, "Nodes"},
+		{perftest.Config{Test: "write_swarm", Conn: fabric.UC}, 2, "Conn"},
+	}
+	for _, b := range bad {
+		if err := b.cfg.Normalize(b.nodes); err == nil || !strings.Contains(err.Error(), b.field) {
+			t.Errorf("%+v on %d nodes: %v, want an error naming %s", b.cfg, b.nodes, err, b.field)
+		}
+	}
+}

@@ -259,3 +259,19 @@ func (w *swarmWorker) poll(th fabric.Thread, wcs []fabric.WC) (int, error) {
 	}
 	return n, nil
 }
+
+// runSwarmTest runs read_swarm or write_swarm: the swarm with cfg's
+// queue pairs, threads, window, size and operations per thread.
+func runSwarmTest(f fabric.Fabric, cfg Config) (*Result, error) {
+	op := fabric.OpRead
+	if cfg.Test == "write_swarm" {
+		op = fabric.OpWrite
+	}
+	rate, err := RunSwarm(f, SwarmConfig{Op: op, QPs: cfg.QPs, Threads: cfg.Threads, Window: cfg.Window, Bytes: cfg.Size, OpsPerThread: cfg.Iters})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Test: cfg.Test, Backend: f.Backend(), Nodes: f.Size(), Conn: cfg.Conn.String(), Bytes: cfg.Size,
+		Iterations: cfg.Iters, QPs: cfg.QPs, Threads: cfg.Threads, Window: cfg.Window,
+		MsgRateMpps: rate, BWAvgGbps: rate * float64(cfg.Size) * 8 / 1e3}, nil
+}
