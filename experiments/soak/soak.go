@@ -326,36 +326,29 @@ func soakOne(cfg experiments.RunConfig, opt experiments.SimOptions, sched *fault
 	}
 	opt.Plan, opt.ProfileOverride = plan, sched.ProfileOverride()
 	type result struct {
-		rec        *results.Record
-		err        error
-		injected   int64
-		crashedAll bool // every node crashed: nothing was left to run
+		rec      *results.Record
+		err      error
+		injected int64
 	}
 	done := make(chan result, 1)
 	t0 := time.Now()
 	go func() {
 		var injected int64
-		var crashedAll bool
 		o := opt
-		o.Inspect = func(cl *sim.Cluster) {
-			injected = cl.FaultCounts().Total()
-			crashedAll = len(cl.FaultCounts().Crashed) == cfg.Nodes
-		}
+		o.Inspect = func(cl *sim.Cluster) { injected = cl.FaultCounts().Total() }
 		rec, err := experiments.RunSim(cfg, o)
 		if sched.QPCacheEntries > 0 {
 			injected++ // the profile change
 		}
-		done <- result{rec, err, injected, crashedAll}
+		done <- result{rec, err, injected}
 	}()
 	select {
 	case r := <-done:
 		run.Wall, run.Injected = time.Since(t0), r.injected
+		// A run whose every thread left is frozen by a crash (every node
+		// crashed, say) ends with the simulator's error naming them, not
+		// a deadlock: a clean error.
 		run.Outcome = classify(r.rec, r.err)
-		if run.Outcome == Hang && r.crashedAll && errors.Is(r.err, fabric.ErrDeadlock) {
-			// Every node crashed: every thread waiting is the right end
-			// of such a run, reported as an error, not a hang.
-			run.Outcome = CleanError
-		}
 		switch {
 		case r.err != nil:
 			run.Err = r.err.Error()

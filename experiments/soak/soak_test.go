@@ -244,8 +244,9 @@ func TestCrashDuringSetupLeavesNothingOpen(t *testing.T) {
 }
 
 // TestEveryNodeCrashedIsNotAHang: a schedule that crashes every node ends
-// the run with every thread waiting, which is the right end of it: the
-// soak counts it as a clean error, not a hang.
+// the run with every thread frozen, which is the right end of it: the
+// simulator says the crashes ended it (not a deadlock), and the soak
+// counts it as a clean error, not a hang.
 func TestEveryNodeCrashedIsNotAHang(t *testing.T) {
 	s, err := faults.Parse([]byte("crash:\n  - node: 0\n    at: 1us\n  - node: 1\n    at: 1us\n  - node: 2\n    at: 1us\n"))
 	if err != nil {

@@ -548,6 +548,26 @@ func (th *thread) freeze() {
 	}
 }
 
+// crashEnded is the error of a run whose every thread left is one a crash
+// froze (every thread of the nodes that did not crash has returned): the
+// crash, not a deadlock, ended it. Nil when some thread left is not.
+func (c *Cluster) crashEnded() error {
+	var names []string
+	for _, th := range c.threads {
+		if th.done {
+			continue
+		}
+		if _, ok := th.waitOn.(crashed); !ok {
+			return nil
+		}
+		names = append(names, th.name)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("sim: the run cannot end: the threads left (%s) are on nodes that crashed (fault plan), and every other thread has returned", strings.Join(names, ", "))
+}
+
 type crashed int
 
 func (n crashed) String() string {

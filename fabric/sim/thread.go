@@ -98,7 +98,9 @@ func (c *Cluster) step() (w *thread, stop bool) {
 	if c.stop == nil {
 		switch {
 		case !ev && tm == nil && c.live > 0:
-			c.stop = fmt.Errorf("%w: %s", fabric.ErrDeadlock, c.blocked())
+			if c.stop = c.crashEnded(); c.stop == nil {
+				c.stop = fmt.Errorf("%w: %s", fabric.ErrDeadlock, c.blocked())
+			}
 		case !ev && tm == nil:
 			c.stop = errors.New("sim: event queue empty")
 		case ev && ek.at > c.limit && (tm == nil || tm.tAt > c.limit), !ev && tm.tAt > c.limit:
