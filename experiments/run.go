@@ -343,6 +343,35 @@ func firstCause(c *sim.Cluster, err error) error {
 	return fmt.Errorf("node %d's queue pair %d failed (%s); after it: %w", ce.Node, ce.WC.QPN, cause, err)
 }
 
+// failedRun is the error of a simulated run that failed with err: its
+// first cause first, then the faults injected. A failed run is checked
+// too: a hazard is one whatever the outcome, and a node whose driver
+// thread ended (with its error: ended[i]) could close what it opened.
+// Nodes that crashed, and nodes whose threads the run's end stopped
+// mid-call, could not. A nil ended checks no node for objects left open.
+func failedRun(c *sim.Cluster, err error, ended []bool) error {
+	err = firstCause(c, err)
+	if s := c.FaultSummary(); s != "" {
+		err = fmt.Errorf("%w [faults injected: %s]", err, s)
+	}
+	if hazard := c.CheckError(); hazard != nil {
+		err = fmt.Errorf("%w; and %w", err, hazard)
+	}
+	if leak := leaksAfterFailure(c, ended); leak != nil {
+		err = fmt.Errorf("%w; and %w", err, leak)
+	}
+	return err
+}
+
+// checkedRun is the verbs-usage checker's verdict on a simulated run that
+// succeeded: no hazard, and nothing left open.
+func checkedRun(c *sim.Cluster) error {
+	if err := c.CheckClosed(); err != nil {
+		return err
+	}
+	return c.CheckError()
+}
+
 // RunSim runs one shuffle on a simulated cluster with the simulator's
 // options (faults, fault plan, profile change, time limit, inspector) and
 // checks that every node received exactly the tuples sent to it. A failed
@@ -354,14 +383,15 @@ func RunSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	switch cfg.Workload.Kind {
 	case results.Shuffle:
 		return stamped(runSim(cfg, opt))
-	case results.TPCH, results.IStoreMicro, results.IStoreJoin:
-		if opt.InjectsFaults() || opt.Trace != nil || opt.Inspect != nil || opt.TimeLimit != 0 {
-			return nil, setting.New("Workload", cfg.Workload.Label(), "faults, traces, time limits and inspectors are the synthetic shuffle's; this workload runs without them").Sentinel(ErrUnsupported)
+	case results.TPCH:
+		return stamped(runQueryPoint(cfg, opt))
+	case results.IStoreJoin:
+		return stamped(runIStorePoint(cfg, opt))
+	case results.IStoreMicro:
+		if opt.InjectsFaults() || opt.Trace != nil || opt.Inspect != nil || opt.TimeLimit != 0 || opt.NoCheck {
+			return nil, setting.New("Workload", cfg.Workload.Label(), "faults, traces, time limits, inspectors and turning the checker off are the shuffles' and queries'; the I-Store microbenchmark runs without them").Sentinel(ErrUnsupported)
 		}
-		if cfg.Workload.Kind == results.TPCH {
-			return stamped(runQueryPoint(cfg))
-		}
-		return stamped(runIStorePoint(cfg))
+		return stamped(runIStorePoint(cfg, opt))
 	}
 	return nil, setting.New("Workload", cfg.Workload.Kind, "unknown kind").Sentinel(results.ErrWorkload)
 }
@@ -407,27 +437,9 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	ended := make([]bool, cfg.Nodes)
 	rec, err := shuffleOn(c, cfg, ended)
 	if err != nil {
-		err = firstCause(c, err)
-		if s := c.FaultSummary(); s != "" {
-			err = fmt.Errorf("%w [faults injected: %s]", err, s)
-		}
-		// A failed run is checked too: a hazard is one whatever the
-		// outcome, and a node whose driver thread ended (with its error)
-		// could close what it opened. Nodes that crashed, and nodes whose
-		// threads the run's end stopped mid-call, could not.
-		if hazard := c.CheckError(); hazard != nil {
-			err = fmt.Errorf("%w; and %w", err, hazard)
-		}
-		if leak := leaksAfterFailure(c, ended); leak != nil {
-			err = fmt.Errorf("%w; and %w", err, leak)
-		}
-		return nil, err
+		return nil, failedRun(c, err, ended)
 	}
-	// The verbs-usage checker: no hazard, and nothing left open.
-	if err := c.CheckClosed(); err != nil {
-		return nil, err
-	}
-	if err := c.CheckError(); err != nil {
+	if err := checkedRun(c); err != nil {
 		return nil, err
 	}
 	rec.Profile, rec.ProfileHash, rec.QPNumbering, rec.Network = profileLabel(prof), prof.Hash(), cfg.QPNumbering, cfg.Network

@@ -74,7 +74,10 @@ type QueryRecord struct {
 	Commit      string     `json:"commit"`
 	GoVersion   string     `json:"go_version"`
 	ProfileHash string     `json:"profile_hash"` // sim.Profile.Hash of the parameters that ran
-	answer      *tpch.Answer
+	// VerbsCheck is "off" when the simulator's verbs-usage checker did
+	// not run (SimOptions.NoCheck), as in a run record.
+	VerbsCheck string `json:"verbs_check,omitempty"`
+	answer     *tpch.Answer
 }
 
 // Result returns the answer (nil in size-only mode).
@@ -123,7 +126,14 @@ func (c *QueryConfig) normalize(cores int) error {
 // design's endpoints with the SHUFFLE and RECEIVE operators, and the
 // answer (payload mode) is gathered. Endpoints are opened before the
 // start (as in Run): the response time is from the start to the answer.
-func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
+func RunQuery(cfg QueryConfig) (*QueryRecord, error) { return RunQuerySim(cfg, SimOptions{}) }
+
+// RunQuerySim is RunQuery with the simulator's options (faults, fault
+// plan, profile change, time limit, inspector, progress, the verbs-usage
+// checker off, trace), as RunSim runs a shuffle: a failed query's error
+// leads with its first cause and names the faults injected, and the
+// checker fails a query that committed a hazard or left objects open.
+func RunQuerySim(cfg QueryConfig, opt SimOptions) (*QueryRecord, error) {
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
@@ -135,96 +145,149 @@ func RunQuery(cfg QueryConfig) (*QueryRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload})
+	if err := overrideProfile(prof, opt); err != nil {
+		return nil, err
+	}
+	c, done, err := newCluster(RunConfig{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, opt, prof)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	n, t, ns := cfg.Nodes, cfg.Threads, len(plan.Steps)
-	shared := DesignOf(cfg.Design).Shared
-	gen := tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}
-	sent := make([][][]algos.Tally, ns) // per step, sender, destination
-	got := make([][][]algos.Tally, ns)  // per step, receiver, source
-	for x := range ns {
-		sent[x], got[x] = make([][]algos.Tally, n), make([][]algos.Tally, n)
-	}
-	corrupt := make([]int, n)
-	setup := make([]fabric.Duration, n)
-	resp := make([]fabric.Duration, n)
-	answers := make([]*tpch.Answer, n)
+	defer done()
+	q := newQueryRun(cfg, plan)
 	t0 := time.Now()
-	err = c.Run(func(th fabric.Thread) error {
-		me := th.Node().ID()
-		begin := th.Now()
-		ec := algos.Config{Nodes: n, Threads: t, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
-		applySoftware(cfg.Software, &ec)
-		eps, err := openSteps(th, DesignOf(cfg.Design), plan.Steps, ec)
-		if err != nil {
-			return err
-		}
-		setup[me] = th.Now().Sub(begin)
-		if err := th.Node().OOB().Barrier("start"); err != nil {
-			return err
-		}
-		start := th.Now()
-		ex := &exchanger{cfg: cfg, plan: plan, eps: eps, shared: shared, me: me, sent: sent, got: got, corrupt: corrupt}
-		ans, err := plan.Run(th, tpch.Fragment{G: gen, Node: me, Nodes: n}, ex)
-		if err != nil {
-			return err
-		}
-		resp[me] = th.Now().Sub(start)
-		answers[me] = ans
-		return closeSteps(th, eps)
-	})
-	if err != nil {
+	if err := c.Run(q.node); err != nil {
+		return nil, failedRun(c, err, q.ended)
+	}
+	if err := checkedRun(c); err != nil {
 		return nil, err
 	}
 	rec := &QueryRecord{Experiment: "tpch", Query: string(cfg.Query), SF: cfg.SF, Design: cfg.Design, Plan: "shuffle", Profile: prof.Name,
-		Nodes: n, Threads: t, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
+		Nodes: cfg.Nodes, Threads: cfg.Threads, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
 	b := buildinfo.Get()
 	rec.Version, rec.Commit, rec.GoVersion = b.Version, b.Commit, b.Go
 	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
-	if plan.Local {
+	if opt.NoCheck {
+		rec.VerbsCheck = "off"
+	}
+	if err := q.fill(rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// overrideProfile applies the options' profile change to prof and checks
+// the result.
+func overrideProfile(prof *sim.Profile, opt SimOptions) error {
+	if opt.ProfileOverride == nil {
+		return nil
+	}
+	opt.ProfileOverride(prof)
+	return prof.Validate()
+}
+
+// queryRun is one query's run: what every node's driver records.
+type queryRun struct {
+	cfg       QueryConfig
+	plan      tpch.Plan
+	sent, got [][][]algos.Tally // per step, sender (receiver), destination (source)
+	corrupt   []int
+	setup     []fabric.Duration
+	resp      []fabric.Duration
+	answers   []*tpch.Answer
+	ended     []bool // per node: its driver returned (with or without an error)
+}
+
+func newQueryRun(cfg QueryConfig, plan tpch.Plan) *queryRun {
+	n, ns := cfg.Nodes, len(plan.Steps)
+	q := &queryRun{cfg: cfg, plan: plan, sent: make([][][]algos.Tally, ns), got: make([][][]algos.Tally, ns), corrupt: make([]int, n),
+		setup: make([]fabric.Duration, n), resp: make([]fabric.Duration, n), answers: make([]*tpch.Answer, n), ended: make([]bool, n)}
+	for x := range ns {
+		q.sent[x], q.got[x] = make([][]algos.Tally, n), make([][]algos.Tally, n)
+	}
+	return q
+}
+
+// node is a node's driver: open every step's endpoints, meet the others,
+// run the plan, close. On an error of its own it closes what it opened
+// before it returns (a failed run leaves no objects behind on a node
+// that can still act), as a shuffle's driver does.
+func (q *queryRun) node(th fabric.Thread) error {
+	err := q.drive(th)
+	q.ended[th.Node().ID()] = true // not reached when the run's end stops the thread
+	return err
+}
+
+func (q *queryRun) drive(th fabric.Thread) error {
+	cfg := q.cfg
+	me := th.Node().ID()
+	begin := th.Now()
+	ec := algos.Config{Nodes: cfg.Nodes, Threads: cfg.Threads, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
+	applySoftware(cfg.Software, &ec)
+	eps, err := openSteps(th, DesignOf(cfg.Design), q.plan.Steps, ec)
+	if err != nil {
+		return closedAfter(th, eps, err)
+	}
+	q.setup[me] = th.Now().Sub(begin)
+	if err := th.Node().OOB().Barrier("start"); err != nil {
+		return closedAfter(th, eps, err)
+	}
+	start := th.Now()
+	ex := &exchanger{cfg: cfg, plan: q.plan, eps: eps, shared: DesignOf(cfg.Design).Shared, me: me, sent: q.sent, got: q.got, corrupt: q.corrupt}
+	ans, err := q.plan.Run(th, tpch.Fragment{G: tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}, Node: me, Nodes: cfg.Nodes}, ex)
+	if err != nil {
+		return closedAfter(th, eps, err)
+	}
+	q.resp[me] = th.Now().Sub(start)
+	q.answers[me] = ans
+	return closeSteps(th, eps)
+}
+
+// fill completes rec with what the nodes recorded: the answer, the
+// response and setup times, the steps and the integrity.
+func (q *queryRun) fill(rec *QueryRecord) error {
+	n := q.cfg.Nodes
+	if q.plan.Local {
 		rec.Plan = "local"
 	}
-	if cfg.Payload {
+	if q.cfg.Payload {
 		rec.Mode = "payload"
-		rec.answer = answers[0]
+		rec.answer = q.answers[0]
 		if rec.answer != nil {
 			rec.Answer = rec.answer.Lines()
 		}
 		for i := 1; i < n; i++ {
-			if !answers[i].Equal(answers[0]) {
-				return nil, fmt.Errorf("node %d's answer differs from node 0's", i)
+			if !q.answers[i].Equal(q.answers[0]) {
+				return fmt.Errorf("node %d's answer differs from node 0's", i)
 			}
 		}
 	}
 	for i := range n {
-		rec.ResponseS = max(rec.ResponseS, resp[i].Seconds())
-		rec.SetupMS = max(rec.SetupMS, setup[i].Seconds()*1e3)
+		rec.ResponseS = max(rec.ResponseS, q.resp[i].Seconds())
+		rec.SetupMS = max(rec.SetupMS, q.setup[i].Seconds()*1e3)
 	}
 	rec.Integrity = "ok"
-	for x, st := range plan.Steps {
+	for x, st := range q.plan.Steps {
 		s := StepStat{Name: st.Name, Pattern: string(st.Pattern)}
 		for i := range n {
 			for j := range n {
-				s.Tuples += got[x][i][j].Tuples
+				s.Tuples += q.got[x][i][j].Tuples
 			}
 		}
 		s.Bytes = int64(s.Tuples) * algos.TupleBytes
 		rec.Shuffled += s.Bytes
 		rec.Steps = append(rec.Steps, s)
-		if v := integrity(sent[x], got[x], corrupt); v != "ok" {
+		if v := integrity(q.sent[x], q.got[x], q.corrupt); v != "ok" {
 			rec.Integrity = v
 		}
 	}
-	return rec, nil
+	return nil
 }
 
 // openSteps opens the endpoints of a plan's steps: per step, one shared
 // endpoint or one per thread (base.Threads of them), endpoint k of step x
 // with tag x*neps+k; base gives the sizes, and each step's pattern whether
-// it broadcasts.
+// it broadcasts. On an error it returns, with it, the endpoints it had
+// opened (the others nil), for closedAfter.
 func openSteps(th fabric.Thread, design CatalogueEntry, plan []tpch.Step, base algos.Config) ([][]algos.Endpoint, error) {
 	neps, shared, steps := base.Threads, design.Shared, len(plan)
 	if shared {
@@ -242,7 +305,7 @@ func openSteps(th fabric.Thread, design CatalogueEntry, plan []tpch.Step, base a
 			}
 			ep, err := design.Open(th, ec)
 			if err != nil {
-				return nil, err
+				return eps, err
 			}
 			eps[x][k] = ep
 		}
@@ -250,16 +313,29 @@ func openSteps(th fabric.Thread, design CatalogueEntry, plan []tpch.Step, base a
 	return eps, nil
 }
 
-// closeSteps closes the endpoints openSteps opened.
+// closeSteps closes the endpoints openSteps opened (nil ones were not),
+// every one of them also after one fails, and returns the first error.
 func closeSteps(th fabric.Thread, eps [][]algos.Endpoint) error {
+	var first error
 	for _, step := range eps {
 		for _, ep := range step {
-			if err := ep.Close(th); err != nil {
-				return err
+			if ep == nil {
+				continue
+			}
+			if err := ep.Close(th); err != nil && first == nil {
+				first = err
 			}
 		}
 	}
-	return nil
+	return first
+}
+
+// closedAfter closes what a node's driver opened after its own error err
+// (an endpoint closes, and frees everything, however it fails) and
+// returns err.
+func closedAfter(th fabric.Thread, eps [][]algos.Endpoint, err error) error {
+	closeSteps(th, eps)
+	return err
 }
 
 // exchanger runs a plan's steps on one node with the SHUFFLE and RECEIVE

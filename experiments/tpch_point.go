@@ -16,13 +16,14 @@ import (
 // results.TPCH workload: the query, local-data plan or not, the scale
 // factor per node), and Run runs them through runQueryPoint.
 
-// runQueryPoint runs a point whose workload is a TPC-H query: scale
+// runQueryPoint runs a point whose workload is a TPC-H query with the
+// simulator's options (RunQuerySim): scale
 // factor = the workload's per node x nodes, size-only unless the point
 // asks for payload, threads (when 0) half the profile's cores. The record
 // has Experiment "tpch", the workload (and its label), design and pattern,
 // the response time, the bytes shuffled per node as BytesPerNode and the
 // integrity.
-func runQueryPoint(cfg RunConfig) (*results.Record, error) {
+func runQueryPoint(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	if !cfg.Network.IsSingle() {
 		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "a TPC-H point runs on the single switch: networks of switches are not wired into the query runner").Sentinel(ErrUnsupported)
 	}
@@ -42,7 +43,7 @@ func runQueryPoint(cfg RunConfig) (*results.Record, error) {
 	if local {
 		qc.Design = LocalData
 	}
-	qr, err := RunQuery(qc)
+	qr, err := RunQuerySim(qc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,8 @@ func runQueryPoint(cfg RunConfig) (*results.Record, error) {
 	rec := &results.Record{Experiment: "tpch", Label: pointLabel(cfg), Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
 		Nodes: qr.Nodes, Threads: qr.Threads, MsgBytes: msg, Buffers: max(cfg.Buffers, 2), CreditEvery: max(cfg.CreditEvery, 2), Seed: qr.Seed, QPNumbering: qr.QPNumbering,
 		BytesPerNode: qr.Shuffled / int64(qr.Nodes), ResponseS: qr.ResponseS, SetupMS: qr.SetupMS, Integrity: qr.Integrity,
-		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash}
+		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash,
+		VerbsCheck: qr.VerbsCheck}
 	stampRun(rec, cfg)
 	return rec, nil
 }
