@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
@@ -23,8 +24,9 @@ import (
 func queryCmd() *cobra.Command {
 	var cfg experiments.QueryConfig
 	var query, figure string
-	var jsonOut bool
+	var jsonOut, noCheck bool
 	var ff figureFlags
+	var simOptions func(nodes int) (experiments.SimOptions, error)
 	cmd := &cobra.Command{
 		Use:   "query",
 		Short: "Run TPC-H Q3, Q4 or Q10 over a shuffle design (or figure 26 or 27)",
@@ -36,6 +38,10 @@ shuffled per step and, with --payload, the answer, checked against a single-node
 evaluation of the same data. Without --payload the run is size-only: tuple counts and
 checksums travel in message headers, operator costs come from the CPU model, and no
 answer is computed. --design local runs Q4's local-data plan (no shuffle).
+
+The fault flags (--faults, --fault-*) inject faults as in explore run
+(docs/reliability.md): a failed query's error names the faults injected. The
+verbs-usage checker watches the query as it does a run (--no-check turns it off).
 
 --figure fig26 or fig27 runs that figure (size-only, quick scale unless --full) and
 judges its claim.
@@ -56,6 +62,11 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 			if figure != "" {
 				return runQueryFigure(cmd, figure, &ff)
 			}
+			opt, err := simOptions(cfg.Nodes)
+			if err != nil {
+				return err
+			}
+			opt.NoCheck = noCheck
 			q, err := tpch.ParseQuery(query)
 			if err != nil {
 				return err
@@ -71,7 +82,8 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 				}
 			}
 			t := newTask(cmd.ErrOrStderr(), fmt.Sprintf("query %s over %s", q, cfg.Design), "", 0)
-			rec, err := experiments.RunQuery(cfg)
+			opt.Progress = t.sim(fmt.Sprintf("%d nodes", cfg.Nodes))
+			rec, err := experiments.RunQuerySim(cfg, opt)
 			t.finish()
 			if err != nil {
 				return err
@@ -111,8 +123,10 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 	cfg.Timeout = algos.DefaultTimeout
 	fl.Var(simDuration{&cfg.Timeout}, "timeout", "longest wait for progress, in simulated time (a Go duration: 100ms, 2.5s)")
 	addDurationAlias(fl, "timeout-ms", "timeout", time.Millisecond, "100ms")
-	fl.BoolVar(&jsonOut, "json", false, "print the record as JSON")
+	fl.BoolVar(&jsonOut, "json", false, "print the record as JSON (the answer is still checked against the reference)")
+	fl.BoolVar(&noCheck, "no-check", false, "turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported; the record says verbs_check off)")
 	ff.register(cmd, "results/<id>")
+	simOptions = faultFlags(cmd)
 	return cmd
 }
 
@@ -121,11 +135,16 @@ Designs: ` + strings.Join(experiments.DesignNames(experiments.MovesTuples), ", "
 func runQueryFigure(cmd *cobra.Command, figure string, ff *figureFlags) error {
 	w := cmd.OutOrStdout()
 	var ignored []string
-	for _, name := range []string{"query", "sf", "design", "nodes", "threads", "profile", "seed", "qp-numbering", "payload", "msg-bytes", "buffers", "credit-every"} {
+	for _, name := range []string{"query", "sf", "design", "nodes", "threads", "profile", "seed", "qp-numbering", "payload", "msg-bytes", "buffers", "credit-every", "no-check"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			ignored = append(ignored, "--"+name)
 		}
 	}
+	cmd.Flags().Visit(func(fl *pflag.Flag) { // the fault flags set, by name
+		if fl.Name == "faults" || strings.HasPrefix(fl.Name, "fault-") {
+			ignored = append(ignored, "--"+fl.Name)
+		}
+	})
 	if len(ignored) > 0 {
 		return fmt.Errorf("--figure %s runs the figure's own points; %s set(s) one query: drop them, or drop --figure", figure, strings.Join(ignored, ", "))
 	}

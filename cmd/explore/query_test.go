@@ -80,3 +80,41 @@ func TestQueryBadScale(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryFaultFlags: explore query takes explore run's fault flags and
+// --no-check; a faulted query's error names its first cause and the
+// faults injected, with or without --json; a figure refuses them. Before,
+// query had none of these flags.
+func TestQueryFaultFlags(t *testing.T) {
+	q3 := []string{"query", "--query", "Q3", "--sf", "0.02", "--design", "MEMQ/SR", "--nodes", "4", "--payload", "--seed", "5"}
+	crash := append(append([]string(nil), q3...), "--fault-crash", "node=2,at=6.95ms")
+	cause := "node 3's queue pair 270 failed (its SEND to node 2 ended in transport retry exceeded); after it: "
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  []string // the error holds these (none: no error)
+		out  []string // the output holds these
+	}{
+		{"crash", crash, []string{cause, "[faults injected: node 2 crashed at 6.950ms"}, nil},
+		{"crash, --json", append(crash, "--json"), []string{cause, "[faults injected: node 2 crashed at 6.950ms"}, nil},
+		{"no fault, --no-check --json", append(append([]string(nil), q3...), "--no-check", "--json"), nil, []string{`"verbs_check":"off"`, `"integrity":"ok"`}},
+		{"a node outside the cluster", append(append([]string(nil), q3...), "--fault-crash", "node=9,at=1ms"), []string{"node 9 outside the 4-node cluster"}, nil},
+		{"a figure", []string{"query", "--figure", "fig26", "--fault-loss", "0.1", "--no-check"}, []string{"--no-check, --fault-loss set(s) one query"}, nil},
+	} {
+		out, err := run(t, tc.args...)
+		if len(tc.err) == 0 && err != nil {
+			t.Errorf("%s: %v\n%s", tc.name, err, out)
+			continue
+		}
+		for _, w := range tc.err {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %v, want it to hold %q", tc.name, err, w)
+			}
+		}
+		for _, w := range tc.out {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+	}
+}
