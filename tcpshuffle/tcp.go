@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,17 +259,37 @@ func parseHeader(h []byte, max int) (algos.Delivery, error) {
 	return d, nil
 }
 
+// abortPoll is how often a thread that waits in the endpoint (on a
+// channel or a socket, where the fabric cannot reach it) calls
+// Thread.Wait, in which a host fabric unwinds the thread of a run that
+// another thread or node has failed. Before the endpoint's waits did, a
+// thread waiting for a live peer's data held its run for the host's 10 s
+// grace after a node of the job died, and the process with it.
+const abortPoll = 100 * time.Millisecond
+
+// watch is a waiting thread's check, every abortPoll: it returns when the
+// run goes on (and unwinds th when it does not).
+func watch(th fabric.Thread) { th.Wait(th.Now()) }
+
 // Acquire returns a free send buffer, waiting for one.
 func (e *Endpoint) Acquire(th fabric.Thread) (*algos.Buffer, error) {
-	select {
-	case b := <-e.free:
-		b.N, b.Tuples, b.Sum = 0, 0, 0
-		e.lmu.Lock()
-		e.lentSend[b] = true
-		e.lmu.Unlock()
-		return b, nil
-	case <-time.After(timeout(e.cfg)):
-		return nil, fmt.Errorf("TCP endpoint %d on node %d: no free send buffer for %v", e.cfg.Tag, e.me, timeout(e.cfg))
+	tick := time.NewTicker(abortPoll)
+	defer tick.Stop()
+	deadline := time.Now().Add(timeout(e.cfg))
+	for {
+		select {
+		case b := <-e.free:
+			b.N, b.Tuples, b.Sum = 0, 0, 0
+			e.lmu.Lock()
+			e.lentSend[b] = true
+			e.lmu.Unlock()
+			return b, nil
+		case now := <-tick.C:
+			watch(th)
+			if now.After(deadline) {
+				return nil, fmt.Errorf("TCP endpoint %d on node %d: no free send buffer for %v", e.cfg.Tag, e.me, timeout(e.cfg))
+			}
+		}
 	}
 }
 
@@ -303,7 +324,10 @@ func (e *Endpoint) PutData(th fabric.Thread, b *algos.Buffer, dests []int, st al
 		}
 		e.sent.Add(1)
 		if d == e.me {
-			buf := <-e.recv
+			buf, err := e.recvBuffer(th)
+			if err != nil {
+				return err
+			}
 			copy(buf, b.Data[:b.N])
 			del, _ := parseHeader(h[:], len(buf))
 			del.Data = buf[:b.N]
@@ -311,10 +335,7 @@ func (e *Endpoint) PutData(th fabric.Thread, b *algos.Buffer, dests []int, st al
 			continue
 		}
 		e.wmu[d].Lock()
-		// A peer that stops reading blocks the write: fail after the
-		// endpoint's timeout instead of hanging.
-		e.conns[d].SetWriteDeadline(time.Now().Add(timeout(e.cfg)))
-		_, err := (&net.Buffers{h[:], b.Data[:b.N]}).WriteTo(e.conns[d])
+		err := e.write(th, e.conns[d], net.Buffers{h[:], b.Data[:b.N]})
 		e.wmu[d].Unlock()
 		if err != nil {
 			return fmt.Errorf("TCP endpoint %d: node %d writing to node %d: %w", e.cfg.Tag, e.me, d, err)
@@ -323,8 +344,49 @@ func (e *Endpoint) PutData(th fabric.Thread, b *algos.Buffer, dests []int, st al
 	return nil
 }
 
+// recvBuffer takes a free receive buffer for this node's own share,
+// waiting for the receiving threads to release one.
+func (e *Endpoint) recvBuffer(th fabric.Thread) ([]byte, error) {
+	tick := time.NewTicker(abortPoll)
+	defer tick.Stop()
+	deadline := time.Now().Add(timeout(e.cfg))
+	for {
+		select {
+		case buf := <-e.recv:
+			return buf, nil
+		case now := <-tick.C:
+			watch(th)
+			if now.After(deadline) {
+				return nil, fmt.Errorf("TCP endpoint %d on node %d: no receive buffer released for %v (for its own share)", e.cfg.Tag, e.me, timeout(e.cfg))
+			}
+		}
+	}
+}
+
+// write writes bufs to c. A peer that stops reading blocks the write: it
+// fails after the endpoint's timeout instead of hanging, and the thread
+// checks every abortPoll whether its run goes on.
+func (e *Endpoint) write(th fabric.Thread, c net.Conn, bufs net.Buffers) error {
+	deadline := time.Now().Add(timeout(e.cfg))
+	for {
+		next := time.Now().Add(abortPoll)
+		if next.After(deadline) {
+			next = deadline
+		}
+		c.SetWriteDeadline(next)
+		_, err := bufs.WriteTo(c) // consumes what it wrote
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(deadline) {
+			return err
+		}
+		watch(th)
+	}
+}
+
 // GetData returns the next received buffer; End once every source ended.
 func (e *Endpoint) GetData(th fabric.Thread) (algos.Delivery, error) {
+	tick := time.NewTicker(abortPoll)
+	defer tick.Stop()
+	deadline := time.Now().Add(timeout(e.cfg))
 	for {
 		e.gmu.Lock()
 		done := e.endedN == e.n
@@ -355,7 +417,11 @@ func (e *Endpoint) GetData(th fabric.Thread) (algos.Delivery, error) {
 		case err := <-e.errs:
 			e.fail(err) // others see it too
 			return algos.Delivery{}, err
-		case <-time.After(timeout(e.cfg)):
+		case now := <-tick.C:
+			watch(th)
+			if !now.After(deadline) {
+				continue
+			}
 			e.gmu.Lock()
 			var missing []string
 			for s, ok := range e.ended {
