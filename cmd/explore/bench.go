@@ -102,6 +102,8 @@ per-packet headers for that message size.`,
 			switch {
 			case f.jsonOut && cmd.Flags().Changed("output"):
 				return fmt.Errorf("--json and --output %s both choose what is printed: give one", f.output)
+			case cmd.Flags().Changed("duration") && f.duration <= 0:
+				return fmt.Errorf("-D %v: give a positive duration (e.g. -D 5 or -D 10ms), or leave -D out to run -n messages", f.duration)
 			case f.duration != 0 && (f.all || f.sweepQPs):
 				return fmt.Errorf("-D with -a or --sweep-qps: every run would last -D; give -n, or run one size and QP count per invocation")
 			case f.numberings < 1:

@@ -73,6 +73,11 @@ the procedure recovers a known profile.`,
 			if err != nil {
 				return fmt.Errorf("--base: %w", err)
 			}
+			if out != "" {
+				if err := checkWritable("--out", out); err != nil {
+					return err
+				}
+			}
 			open, err := hw.factory(target, "calibrate", false)
 			if err != nil {
 				return err

@@ -438,6 +438,10 @@ func TestMisleadingInputsRefused(t *testing.T) {
 		{[]string{"completion", "klingon"}, `completion "klingon": not a shell`},
 		{[]string{"completion"}, "completion needs a shell"},
 		{[]string{"run", "--pattern", "broadcast", "--nodes", "1"}, "--nodes 1: a broadcast sends to other nodes"},
+		{[]string{"bench", "send_lat", "-D", "0"}, "-D 0: give a positive duration"},
+		{[]string{"sensitivity", "--rejudge", "--out", filepath.Join(t.TempDir(), "none")}, "--rejudge: nothing to judge again"},
+		{[]string{"calibrate", "--out", "/proc/no/profile.yaml"}, "--out /proc/no/profile.yaml: cannot"},
+		{[]string{"report", "--out", "/proc/no/index.html"}, "--out /proc/no/index.html: cannot"},
 	} {
 		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("explore %v: %v, want %q", tc.args, err, tc.want)

@@ -43,6 +43,9 @@ page's directory (several minutes on 2 cores).`,
 			if st, err := os.Stat(out); err == nil && st.IsDir() {
 				out = filepath.Join(out, "index.html")
 			}
+			if err := checkWritable("--out", out); err != nil {
+				return err
+			}
 			if run {
 				if cmd.Flags().Changed("from") {
 					return fmt.Errorf("--run and --from: --run reports on the run it makes (in %s); drop one", filepath.Dir(out))

@@ -95,6 +95,13 @@ so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Mechanism
 					return fmt.Errorf("--figures: %w", err)
 				}
 			}
+			if rejudge {
+				// Rejudging reads the runs an analysis kept: without them it
+				// would start an analysis of its own, over an hour.
+				if _, err := os.Stat(filepath.Join(out, "outcomes.jsonl")); err != nil {
+					return fmt.Errorf("--rejudge: nothing to judge again in %s (no outcomes.jsonl: %v); run the analysis first without --rejudge, or give the --out of one", out, err)
+				}
+			}
 			var outs []sensitivity.Outcome
 			var pending []string
 			var err error
