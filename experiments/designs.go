@@ -73,9 +73,25 @@ func DesignNames(keep func(CatalogueEntry) bool) []string {
 	return out
 }
 
-// LookupDesign returns the design called name, or an error that lists the
-// names to choose from.
+// CanonicalDesign is the catalogue's spelling of the design called name
+// in any case ("memq/sr": "MEMQ/SR"; "LOCAL": LocalData), or name itself
+// when no design is called so.
+func CanonicalDesign(name string) string {
+	for _, d := range catalogue {
+		if strings.EqualFold(d.Name, name) {
+			return d.Name
+		}
+	}
+	if strings.EqualFold(name, LocalData) {
+		return LocalData
+	}
+	return name
+}
+
+// LookupDesign returns the design called name (in any case), or an error
+// that lists the names to choose from.
 func LookupDesign(name string) (CatalogueEntry, error) {
+	name = CanonicalDesign(name)
 	for _, d := range catalogue {
 		if d.Name == name {
 			return d, nil

@@ -39,3 +39,27 @@ func TestCatalogue(t *testing.T) {
 		t.Error("the simulator lists the real TCP design, or qperf moves tuples")
 	}
 }
+
+// TestDesignNamesAnyCase: a design is found whatever the case it is given
+// in (as query names are), and runs and queries carry the catalogue's
+// spelling.
+func TestDesignNamesAnyCase(t *testing.T) {
+	for in, want := range map[string]string{"memq/sr": "MEMQ/SR", "Semq/Wr+CW": "SEMQ/WR+cw", "hyper/UNSCHED": "HyPer/unsched", "LOCAL": LocalData, "nosuch": "nosuch"} {
+		if got := CanonicalDesign(in); got != want {
+			t.Errorf("CanonicalDesign(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if d, err := LookupDesign("mesq/sr"); err != nil || d.Name != "MESQ/SR" {
+		t.Errorf("LookupDesign(mesq/sr): %v, %v", d.Name, err)
+	}
+	cfg := DefaultConfig()
+	cfg.Design, cfg.Nodes, cfg.BytesPerNode = "memq/rd", 2, 64<<10
+	rec, err := Run(cfg)
+	if err != nil || rec.Design != "MEMQ/RD" {
+		t.Errorf("a run of memq/rd: record says %q, %v", rec.Design, err)
+	}
+	q := QueryConfig{Design: "Mesq/SR", Nodes: 2, SF: 0.01}
+	if err := q.normalize(28); err != nil || q.Design != "MESQ/SR" {
+		t.Errorf("a query of Mesq/SR: %q, %v", q.Design, err)
+	}
+}

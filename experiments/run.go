@@ -185,6 +185,7 @@ func (c *RunConfig) normalize(cores int) error {
 	if err != nil {
 		return err
 	}
+	c.Design = d.Name // as the catalogue spells it, whatever case it was given in
 	def(&c.MsgBytes, d.MsgBytes)
 	if c.BytesPerNode == 0 {
 		c.BytesPerNode = 64 << 20

@@ -97,6 +97,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
+	c.Design = CanonicalDesign(c.Design)
 	d := DesignOf(c.Design)
 	known := c.Design == LocalData || d.Name != "" && MovesTuples(d)
 	if c.Design == LocalData {
