@@ -356,7 +356,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	if r0.Network != "" {
 		fmt.Fprintf(w, "network: %s (%s)\n", f.netBuilt.Name, r0.Network)
 	}
-	t := newTable(w)
+	t := newWrappedTable(w)
 	if r0.Test == "ebb" {
 		t.Header("#bytes", "#patterns", "one pair[Gb/sec]", "mean[Gb/sec]", "lowest[Gb/sec]", "ebb")
 		for _, r := range rows {
@@ -376,7 +376,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.TMinUS), f2(x.TTypicalUS), f2(x.TAvgUS), f2(x.TP99US), f2(x.TMaxUS))
 		}
 	} else {
-		t.Header("#bytes", "#qps", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "bound[Gb/sec]", "avg/bound")
+		t.Header("#bytes", "#qps", "#iters", "peak Gb/s", "avg Gb/s", "M msg/s", "bound Gb/s", "avg/bound")
 		for _, r := range rows {
 			x := r.res
 			peak := f2(x.BWPeakGbps)
@@ -392,7 +392,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	}
 	printFalls(w, rows)
 	if f.sweepQPs && len(rows) > 1 && rows[0].res.MsgRateMpps > 0 {
-		fmt.Fprintln(w, "(one queue-pair numbering: near a context cache's capacity the rate depends on which queue pairs share a set; --numberings 8 gives the median and range)")
+		fmt.Fprintln(w, wrapText("(one queue-pair numbering: near a context cache's capacity the rate depends on which queue pairs share a set; --numberings 8 gives the median and range)", tableWidth(), " "))
 	}
 	var wall time.Duration
 	var pkts int64
@@ -409,10 +409,10 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 // median of the numberings' rates and the range of the message rate.
 func printNumberings(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) error {
 	r0 := rows[0].res
-	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, seed %d, queue-pair numberings %d to %d (median and range over them)\n",
-		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, f.seed, f.qpNumbering, f.qpNumbering+uint64(f.numberings)-1)
-	t := newTable(w)
-	t.Header("#bytes", "#qps", "#iterations", "numberings", "BW average[Gb/sec]", "MsgRate[Mpps]", "MsgRate min", "MsgRate max", "bound[Gb/sec]", "avg/bound")
+	fmt.Fprintln(w, wrapText(fmt.Sprintf("%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, seed %d, queue-pair numberings %d to %d (median and range over them)",
+		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, f.seed, f.qpNumbering, f.qpNumbering+uint64(f.numberings)-1), tableWidth(), "  "))
+	t := newWrappedTable(w)
+	t.Header("#bytes", "#qps", "#iters", "numberings", "avg Gb/s", "M msg/s", "M msg/s min", "M msg/s max", "bound Gb/s", "avg/bound")
 	for _, g := range byPoint(rows) {
 		x, bw, rate := g[0].res, make([]float64, len(g)), make([]float64, len(g))
 		for i, r := range g {
@@ -557,7 +557,7 @@ func profilesCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
-			t := newTable(w)
+			t := newWrappedTable(w)
 			t.Header("profile", "data rate[Gb/s]", "MTU", "switch[ns]", "NIC tx+rx[ns]", "cores", "GHz")
 			var about []string
 			for _, name := range sim.BuiltinProfiles() {
@@ -645,8 +645,8 @@ func runHWBench(w io.Writer, f *benchFlags) error {
 	case f.perftestText():
 		return printValues(w, f, rows)
 	}
-	t := newTable(w)
-	t.Header("test", "#bytes", "#qps", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]", "t_typical[usec]")
+	t := newWrappedTable(w)
+	t.Header("test", "#bytes", "#qps", "#iters", "peak Gb/s", "avg Gb/s", "M msg/s", "t_typical us")
 	for _, r := range rows {
 		res := r.res
 		t.Append(res.Test, fmt.Sprint(res.Bytes), fmt.Sprint(res.QPs), fmt.Sprint(res.Iterations), f2(res.BWPeakGbps), f2(res.BWAvgGbps),

@@ -107,18 +107,21 @@ the procedure recovers a known profile.`,
 				return json.NewEncoder(w).Encode(cal.Measurements)
 			}
 			if cal.Loopback {
-				fmt.Fprintln(w, "loopback: both nodes were contexts of one adapter in this process (--local); its traffic crossed no link or switch, and it did both nodes' work. The fit keeps the link and switch from the base profile (sets, below).")
+				fmt.Fprintln(w, wrapText("loopback: both nodes were contexts of one adapter in this process (--local); its traffic crossed no link or switch, and it did both nodes' work. The fit keeps the link and switch from the base profile (sets, below).", tableWidth(), ""))
 			}
 			t := newTable(w)
-			t.Header("measurement", "fabric", "base "+b.Name, "calibrated", "unit", "sets")
-			for _, m := range cal.Measurements {
-				sets := m.Sets
+			t.Header("measurement", "fabric", "base "+b.Name, "calibrated", "unit")
+			var sets []string
+			for i, m := range cal.Measurements {
+				t.Append(fmt.Sprintf("%d. %s", i+1, m.Name), fourDigits(m.Fabric), fourDigits(m.Base), fourDigits(m.Calibrated), m.Unit)
+				what := m.Sets
 				if m.NotFitted != "" {
-					sets = "not fitted: " + m.NotFitted
+					what = "not fitted: " + m.NotFitted
 				}
-				t.Append(m.Name, fmt.Sprintf("%.3f", m.Fabric), fmt.Sprintf("%.3f", m.Base), fmt.Sprintf("%.3f", m.Calibrated), m.Unit, sets)
+				sets = append(sets, wrapText(fmt.Sprintf("%d. %s", i+1, what), tableWidth(), "   "))
 			}
 			t.Render()
+			fmt.Fprintf(w, "what each measurement sets in the calibrated profile:\n%s\n", strings.Join(sets, "\n"))
 			if out != "" {
 				fmt.Fprintf(w, "wrote %s; use it with --profile %s\n", out, out)
 			} else {

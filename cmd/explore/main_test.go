@@ -350,7 +350,7 @@ func TestBenchNumberings(t *testing.T) {
 		t.Errorf("--numberings 3 --qp-numbering 4 recorded numberings %v, want [4 5 6]", got)
 	}
 	out, err = run(t, "bench", "read_bw", "-s", "32", "--sweep-qps", "--interleave", "-n", "2", "--profile", "fdr-cx3", "--numberings", "2")
-	if err != nil || !strings.Contains(out, "numberings 0 to 1") || !strings.Contains(out, "MsgRate min") ||
+	if err != nil || !strings.Contains(strings.Join(strings.Fields(out), " "), "numberings 0 to 1") || !strings.Contains(out, "M msg/s") ||
 		!strings.Contains(out, "falls by at most") || !strings.Contains(out, "each numbering alone") || len(regexp.MustCompile(`(?m)^│ 32 `).FindAllString(out, -1)) != 13 {
 		t.Errorf("--sweep-qps --numberings 2: %v\n%s", err, out)
 	}

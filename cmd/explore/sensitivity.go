@@ -95,7 +95,7 @@ so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.Mechanism
 					return fmt.Errorf("--figures: %w", err)
 				}
 			}
-			if rejudge {
+			if rejudge && !soFar {
 				// Rejudging reads the runs an analysis kept: without them it
 				// would start an analysis of its own, over an hour.
 				if _, err := os.Stat(filepath.Join(out, "outcomes.jsonl")); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -55,4 +56,20 @@ func wrapText(text string, width int, indent string) string {
 		line += n
 	}
 	return b.String()
+}
+
+// fourDigits prints v with about four significant digits and no more than
+// three decimals: 4096, 66265, 32.45, 0.507 (not 4096.000 or 66265.048).
+func fourDigits(v float64) string {
+	a := math.Abs(v)
+	decimals := 3
+	switch {
+	case a >= 1000:
+		decimals = 0
+	case a >= 100:
+		decimals = 1
+	case a >= 10:
+		decimals = 2
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64)
 }
