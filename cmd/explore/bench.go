@@ -309,7 +309,7 @@ func runBench(w io.Writer, f *benchFlags) error {
 		}
 		t.mu.Lock()
 		rows = append(rows, row)
-		t.resume = "the finished runs are printed above; run the command again for the rest"
+		t.resume = "the finished runs are printed above; bench keeps nothing between invocations, so a rerun starts over (narrow -a or --sweep-qps with -s or -q to run only the rest)"
 		t.mu.Unlock()
 		t.step(1, "")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 	"github.com/rdmashuffle/rdmashuffle/experiments/report"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
@@ -142,8 +143,8 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 		var others []string
 		col := "-"
 		for _, f := range results.KeyFields(r.Key) {
-			if strings.HasPrefix(f, rep.Figure.X+"=") {
-				col = f
+			if v, ok := strings.CutPrefix(f, rep.Figure.X+"="); ok {
+				col = v // the header's first cell names the parameter
 			} else {
 				others = append(others, f)
 			}
@@ -153,7 +154,9 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 			case r.Record != nil && r.Adaptive:
 				col = "adaptive"
 			case r.Record != nil && r.Label != "":
-				col = r.Label
+				col = r.Label + " runs" // their throughput, like every cell
+			case r.Record != nil && experiments.DesignOf(r.Design).Ceiling:
+				col = "baseline"
 			}
 		}
 		row := strings.Join(others, " ")
@@ -175,16 +178,15 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 		}
 		cells[[2]string{row, col}] = v
 	}
-	t := newTable(w)
-	t.Header(append([]string{""}, cols...))
+	var lines [][]string
 	for _, row := range rows {
 		line := []string{row}
 		for _, c := range cols {
 			line = append(line, cells[[2]string{row, c}])
 		}
-		t.Append(line)
+		lines = append(lines, line)
 	}
-	t.Render()
+	renderFitting(w, append([]string{rep.Figure.X + " ->"}, cols...), lines)
 	fmt.Fprintf(w, "%s\n%s\n", wrapText(rep.Steady, tableWidth(), "  "), wrapText("files: "+strings.Join(rep.Files, " "), tableWidth(), "  "))
 	if rep.Failed > 0 {
 		for _, r := range rep.Results {

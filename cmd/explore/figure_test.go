@@ -22,7 +22,7 @@ func TestFigureDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		if !strings.Contains(out, "nodes=16") || !strings.Contains(out, "C17") {
+		if !strings.Contains(out, "nodes ->") || !strings.Contains(out, "│ 16 ") || !strings.Contains(out, "C17") {
 			t.Fatalf("table or verdict missing:\n%s", out)
 		}
 		for _, f := range []string{"fig21.csv", "fig21.png", "fig21.svg"} {

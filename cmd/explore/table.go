@@ -73,3 +73,29 @@ func fourDigits(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'f', decimals, 64)
 }
+
+// renderFitting prints a table as it is when it fits tableWidth, and
+// wrapped at spaces (newWrappedTable) when it does not.
+func renderFitting(w io.Writer, header []string, rows [][]string) {
+	var buf strings.Builder
+	t := newTable(&buf)
+	t.Header(header)
+	for _, r := range rows {
+		t.Append(r)
+	}
+	t.Render()
+	widest := 0
+	for _, l := range strings.Split(buf.String(), "\n") {
+		widest = max(widest, utf8.RuneCountInString(l))
+	}
+	if widest <= tableWidth() {
+		io.WriteString(w, buf.String())
+		return
+	}
+	t = newWrappedTable(w)
+	t.Header(header)
+	for _, r := range rows {
+		t.Append(r)
+	}
+	t.Render()
+}
