@@ -74,8 +74,8 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 				prog.step(1, "")
 			}
 			prog.finish()
-			t := newTable(w)
-			head := []any{"point", "profile", "measured", "model", "error", "tolerance", "verdict"}
+			t := newWrappedTable(w)
+			head := []any{"point", "profile", "measured", "model", "error", "tol.", "verdict"}
 			if fit.numberings > 1 {
 				head[3] = fmt.Sprintf("model (median of %d numberings)", fit.numberings)
 				head = append(head, "lowest", "highest")
@@ -94,8 +94,8 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 			}
 			t.Render()
 			s := evidence.Summarize(rs)
-			fmt.Fprintf(w, "%d points from %d sources; the model ran %d, %d within tolerance, median absolute error %.0f%% (%.0f%% over %d held out); %d not modelled yet (see the report)\n",
-				s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, 100*s.MedianAbsErrorHeldOut, s.HeldOut, s.Points-s.Modelled)
+			fmt.Fprintln(w, wrapText(fmt.Sprintf("%d points from %d sources; the model ran %d, %d within tolerance, median absolute error %.0f%% (%.0f%% over %d held out); %d not modelled yet (see the report)",
+				s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, 100*s.MedianAbsErrorHeldOut, s.HeldOut, s.Points-s.Modelled), tableWidth(), "  "))
 			if updateDocs {
 				out = filepath.Join("docs", "evidence.md")
 			}

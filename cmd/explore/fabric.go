@@ -227,7 +227,7 @@ func printFabric(w io.Writer, r *fabricReport) {
 	if r.ShiftWorst == 1 {
 		flows = "flow"
 	}
-	fmt.Fprintf(w, "  shift permutations (%s of %d stages): at most %d %s on one cable (%s)\n", looked, r.Ranks-1, r.ShiftWorst, flows, what)
+	fmt.Fprintln(w, "  "+wrapText(fmt.Sprintf("shift permutations (%s of %d stages): at most %d %s on one cable (%s)", looked, r.Ranks-1, r.ShiftWorst, flows, what), tableWidth()-2, "    "))
 	fmt.Fprintf(w, "  switches on a path: %.2f on average, at most %d\n", r.MeanSwitches, r.MaxSwitches)
-	fmt.Fprintf(w, "  effective bisection bandwidth, estimated from cable sharing over 20 random bisections: %.3f (explore bench ebb measures it)\n", r.EBBEstimate)
+	fmt.Fprintln(w, "  "+wrapText(fmt.Sprintf("effective bisection bandwidth, estimated from cable sharing over 20 random bisections: %.3f (explore bench ebb measures it)", r.EBBEstimate), tableWidth()-2, "    "))
 }
