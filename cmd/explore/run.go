@@ -204,8 +204,8 @@ func reportRun(w io.Writer, rec *results.Record, jsonOut bool) error {
 
 func printRun(w io.Writer, r *results.Record) {
 	t := newWrappedTable(w)
-	t.Header("design", "pattern", "nodes", "threads", "throughput [GiB/s]", "response [ms]", "setup [ms]", "QPs per node", "registered per node", "integrity")
-	t.Append(r.Design, r.Pattern, fmt.Sprint(r.Nodes), fmt.Sprint(r.Threads), fmt.Sprintf("%.2f", r.ThroughputGiBs),
+	t.Header("design", "pattern", "nodes x threads", "throughput [GiB/s]", "response [ms]", "setup [ms]", "QPs per node", "reg. per node", "integrity")
+	t.Append(r.Design, r.Pattern, fmt.Sprintf("%d x %d", r.Nodes, r.Threads), fmt.Sprintf("%.2f", r.ThroughputGiBs),
 		fmt.Sprintf("%.3f", r.ResponseS*1e3), fmt.Sprintf("%.2f", r.SetupMS), fmt.Sprint(r.QPsPerNode),
 		fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity)
 	t.Render()
