@@ -15,22 +15,10 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments/sensitivity"
 )
 
-func sensitivityCmd() *cobra.Command {
-	var (
-		changes, figs []string
-		factors       []float64
-		out           string
-		jobs          int
-		updateDocs    bool
-		rejudge       bool
-		mem           memoryLimits
-		soFar         bool
-		list          bool
-	)
-	cmd := &cobra.Command{
-		Use:   "sensitivity",
-		Short: "Which claims' verdicts flip when an estimated model parameter moves (x0.5, x2)",
-		Long: fmt.Sprintf(`sensitivity moves each model parameter that is an estimate (docs/model.md's
+// sensitivityLong is the command's long help, with the numbers of
+// estimates, switches and controls it judges by default.
+func sensitivityLong() string {
+	return fmt.Sprintf(`sensitivity moves each model parameter that is an estimate (docs/model.md's
 (E); --list prints them) by each factor: a profile parameter in every built-in
 profile, a software cost (the MPI and IPoIB baselines' cycles and thresholds,
 the cycles per polled cache line) in every run. It reruns the figures at the
@@ -54,7 +42,25 @@ finish in <out>/outcomes.jsonl and an interrupted analysis resumes (outcomes
 judged on other numbers of the model, before a change of a profile or a
 cost, are judged again); --so-far writes the report from the changes judged
 so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.MechanismSwitches), len(sensitivity.Controls),
-			2*len(sensitivity.Estimates)+len(sensitivity.MechanismSwitches)+len(sensitivity.Controls)+1),
+		2*len(sensitivity.Estimates)+len(sensitivity.MechanismSwitches)+len(sensitivity.Controls)+1)
+}
+
+func sensitivityCmd() *cobra.Command {
+	var (
+		changes, figs []string
+		factors       []float64
+		out           string
+		jobs          int
+		updateDocs    bool
+		rejudge       bool
+		mem           memoryLimits
+		soFar         bool
+		list          bool
+	)
+	cmd := &cobra.Command{
+		Use:     "sensitivity",
+		Short:   "Which claims' verdicts flip when an estimated model parameter moves (x0.5, x2)",
+		Long:    sensitivityLong(),
 		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --change 'nic.rx_miss_blocks =1' --figures fig19\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
