@@ -203,14 +203,22 @@ func TestTCPVersionMismatch(t *testing.T) {
 	}
 }
 
-func TestTCPKeyMismatch(t *testing.T) {
-	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
+// startGoodJob starts an n-node TCP job of one signature and fails the
+// test unless every node joined.
+func startGoodJob(t *testing.T, n int) []*tcpOOB {
+	t.Helper()
+	oobs, errs := startJob(t, n, sameSig(n, "s"), nil, 5*time.Second)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	errs = each(oobs, func(r int, o *tcpOOB) error {
+	return oobs
+}
+
+func TestTCPKeyMismatch(t *testing.T) {
+	oobs := startGoodJob(t, 3)
+	errs := each(oobs, func(r int, o *tcpOOB) error {
 		if r == 1 {
 			return o.Barrier("other")
 		}
@@ -224,18 +232,13 @@ func TestTCPKeyMismatch(t *testing.T) {
 }
 
 func TestTCPAbortReachesEveryNode(t *testing.T) {
-	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	oobs := startGoodJob(t, 3)
 	got := make(chan error, 3)
 	for _, o := range oobs {
 		f := func(err error) { got <- err }
 		o.onAbort.Store(&f)
 	}
-	errs = each(oobs, func(r int, o *tcpOOB) error {
+	errs := each(oobs, func(r int, o *tcpOOB) error {
 		if r == 2 {
 			o.abort(errors.New("n2/main: out of buffers"))
 			return nil
@@ -264,14 +267,9 @@ func TestTCPAbortReachesEveryNode(t *testing.T) {
 }
 
 func TestTCPCrashedPeer(t *testing.T) {
-	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	oobs := startGoodJob(t, 3)
 	oobs[2].conns[0].c.Close() // dies without saying goodbye
-	errs = each(oobs[:2], func(r int, o *tcpOOB) error { return o.Barrier("b") })
+	errs := each(oobs[:2], func(r int, o *tcpOOB) error { return o.Barrier("b") })
 	for r, err := range errs {
 		if err == nil || !strings.Contains(err.Error(), "node 2") {
 			t.Errorf("node %d: %v", r, err)
@@ -280,16 +278,11 @@ func TestTCPCrashedPeer(t *testing.T) {
 }
 
 func TestTCPLateNodeTimesOut(t *testing.T) {
-	oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	oobs := startGoodJob(t, 3)
 	for _, o := range oobs {
 		o.timeout = 300 * time.Millisecond
 	}
-	errs = each(oobs[:2], func(r int, o *tcpOOB) error { return o.Barrier("b") })
+	errs := each(oobs[:2], func(r int, o *tcpOOB) error { return o.Barrier("b") })
 	if errs[0] == nil || !strings.Contains(errs[0].Error(), `Barrier("b"): node 2 (127.0.0.1:`) || !strings.Contains(errs[0].Error(), "did not reach it within 300ms") {
 		t.Errorf("node 0: %v", errs[0])
 	}
@@ -593,13 +586,8 @@ func TestTCPExchangeMismatch(t *testing.T) {
 		}, "gave 2 slices for 3 nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			oobs, errs := startJob(t, 3, sameSig(3, "s"), nil, 5*time.Second)
-			for _, err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			errs = each(oobs, func(r int, o *tcpOOB) error {
+			oobs := startGoodJob(t, 3)
+			errs := each(oobs, func(r int, o *tcpOOB) error {
 				if r == 2 {
 					return tc.call(o)
 				}

@@ -331,17 +331,23 @@ func (m resultMsg) encode() []byte {
 	return e
 }
 
-func decodeResult(b []byte) (resultMsg, error) {
-	d := dec{b: b}
-	var m resultMsg
-	m.Seq = d.u64("sequence")
-	m.Key = d.str("key")
+// head decodes the sequence, key and entry count that open result and
+// exchange frames. Every entry takes at least its 4-byte length, so the
+// count is bounded by what is left before anything is allocated for it.
+func (d *dec) head(seq *uint64, key *string) uint32 {
+	*seq = d.u64("sequence")
+	*key = d.str("key")
 	n := d.u32("count")
-	// Every entry takes at least its 4-byte length: bound n before
-	// allocating.
 	if d.err == nil && uint64(n)*4 > uint64(len(d.b)) {
 		d.err = fmt.Errorf("%w: %d entries cannot fit in %d bytes", errWire, n, len(d.b))
 	}
+	return n
+}
+
+func decodeResult(b []byte) (resultMsg, error) {
+	d := dec{b: b}
+	var m resultMsg
+	n := d.head(&m.Seq, &m.Key)
 	if d.err == nil {
 		m.Data = make([][]byte, n)
 		for i := range m.Data {
@@ -369,13 +375,7 @@ func (m exchangeMsg) encode() []byte { return slices.Concat(m.parts()...) }
 func decodeExchange(b []byte) (exchangeMsg, error) {
 	d := dec{b: b}
 	var m exchangeMsg
-	m.Seq = d.u64("sequence")
-	m.Key = d.str("key")
-	n := d.u32("count")
-	// Every entry takes its 4-byte length: bound n before allocating.
-	if d.err == nil && uint64(n)*4 > uint64(len(d.b)) {
-		d.err = fmt.Errorf("%w: %d entries cannot fit in %d bytes", errWire, n, len(d.b))
-	}
+	n := d.head(&m.Seq, &m.Key)
 	if d.err != nil {
 		return m, d.err
 	}
