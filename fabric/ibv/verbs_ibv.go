@@ -581,8 +581,10 @@ func (c *cq) take(w *C.rs_wc) {
 		return // from before the queue pair was last reset
 	}
 	status := uint32(w.status)
-	if e := q.event.Load(); e != nil && status != ibvWCSuccess && c.qpErr == nil {
-		c.qpErr = *e
+	if status != ibvWCSuccess && c.qpErr == nil {
+		if e := q.event.Load(); e != nil {
+			c.qpErr = *e
+		}
 	}
 	wc := fabric.WC{ID: e.id, Status: statusOf(status), QPN: q.qpn, VendorErr: uint32(w.vendor_err)}
 	if recv {
