@@ -301,15 +301,17 @@ func jobName(job string) string {
 func (o *tcpOOB) refuse(c net.Conn, h helloMsg) {
 	why := fmt.Sprintf("node 0 of job %s refused a process of job %s (rank %d of %d, host %s, from %v): another job uses the same coordinator port; give each job its own (%s, or the launcher's)",
 		jobName(o.b.Job), jobName(h.Job), h.Rank, h.Size, h.Host, c.RemoteAddr(), EnvPort)
-	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	writeFrame(c, frameAck, ackMsg{Msg: why}.encode())
-	c.Close()
+	// Recorded and logged before the answer, so that whoever learns of the
+	// refusal from the refused process finds it in node 0's log too.
 	o.foreignMu.Lock()
 	o.foreign = append(o.foreign, why)
 	o.foreignMu.Unlock()
 	if o.log != nil {
 		o.log("host: " + why)
 	}
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	writeFrame(c, frameAck, ackMsg{Msg: why}.encode())
+	c.Close()
 }
 
 // refused says which processes of other jobs node 0 refused, for an error
