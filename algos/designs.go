@@ -60,6 +60,14 @@ type Design struct {
 	// (Config.Adaptive), and multicast groups (a node in several
 	// transmission groups).
 	Notify, Recovery, Adaptive, Groups bool
+	// ServiceLevels: the design's traffic travels on InfiniBand queue
+	// pairs whose service level it sets (Config.SL): not the kernel-TCP
+	// designs, whose level is their IP interface's. ControlChannel: its
+	// control messages (credit) have queue pairs of their own, so they
+	// can travel on another service level than its data
+	// (Config.ControlSL); the other designs write credit on their data
+	// queue pairs.
+	ServiceLevels, ControlChannel bool
 	// Open opens one endpoint of the design on th's node. Nil for a
 	// design that is not an Endpoint of this package (Run says how it is
 	// run instead).
@@ -88,6 +96,10 @@ type Options struct {
 	Notify   Notify
 	Recover  bool
 	Adaptive bool
+	// SL is the data's service level; ControlSL, when set, the control
+	// messages' (nil: the data's).
+	SL        uint8
+	ControlSL *uint8
 }
 
 // Check tells whether the design accepts o, naming the option and what
@@ -100,11 +112,20 @@ func (d Design) Check(o Options) error {
 		return setting.New("Pattern", o.Pattern, "not with %s: the UD designs number their messages per destination in one header that every send of a buffer shares, so a node cannot belong to two transmission groups; use an MQ design, or repartition or broadcast", d.Name)
 	case o.Recover && !d.Recovery:
 		return setting.New("UDRecovery", o.Recover, "applies to the UD designs (%s); %s runs over %v, which recovers in hardware", strings.Join(names(Designs(), func(x Design) bool { return x.Recovery }), ", "), d.Name, d.Transport)
+	case o.SL != 0 && !d.ServiceLevels:
+		return setting.New("SL", o.SL, "not with %s: %s", d.Name, kernelSL)
+	case o.ControlSL != nil && *o.ControlSL != 0 && !d.ServiceLevels:
+		return setting.New("ControlSL", *o.ControlSL, "not with %s: %s", d.Name, kernelSL)
+	case o.ControlSL != nil && *o.ControlSL != o.SL && !d.ControlChannel:
+		return setting.New("ControlSL", *o.ControlSL, "not with %s: it writes its credit on its data queue pairs, so its control messages travel on the data's service level; designs with queue pairs for control: %s", d.Name, strings.Join(names(Designs(), func(x Design) bool { return x.ControlChannel }), ", "))
 	case o.Adaptive && !d.Adaptive:
 		return setting.New("Adaptive", o.Adaptive, "not with %s: adaptive buffers apply to Liu19's eight designs (%s), not the baselines or the peer designs (docs/model.md §5 says why)", d.Name, strings.Join(names(Designs(), func(x Design) bool { return x.Adaptive }), ", "))
 	}
 	return nil
 }
+
+// kernelSL says why a design over the kernel's TCP takes no service level.
+const kernelSL = "it sends over the kernel's TCP, whose service level is its IP interface's (the IPoIB group's, set by the subnet manager), not the run's"
 
 // names lists the names of the designs that keep returns true for.
 func names(ds []Design, keep func(Design) bool) []string {
@@ -125,7 +146,7 @@ const rcMsgBytes = 64 << 10
 // RC queue pair per peer) and the verb.
 func paperDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpoint, error)) Design {
 	se := map[bool]string{true: "SE", false: "ME"}[shared]
-	d := Design{Family: FamilyDesign, Shared: shared, Verb: verb, Transport: fabric.RC, MsgBytes: rcMsgBytes, Adaptive: true, Groups: true, Open: open}
+	d := Design{Family: FamilyDesign, Shared: shared, Verb: verb, Transport: fabric.RC, MsgBytes: rcMsgBytes, Adaptive: true, Groups: true, ServiceLevels: true, Open: open}
 	switch verb {
 	case VerbSend:
 		d.Name = se + "MQ/SR"
@@ -169,7 +190,7 @@ func udDesign(shared bool) Design {
 	about := map[bool]string{true: "one endpoint per node shared by every thread", false: "one endpoint per thread"}[shared]
 	return Design{Name: se + "SQ/SR", About: about + ": Send/Receive over one UD queue pair, messages of one MTU",
 		Family: FamilyDesign, Transport: fabric.UD, Verb: VerbSend, Shared: shared, MsgBytes: 4096,
-		Recovery: true, Adaptive: true, Open: OpenSQSR}
+		Recovery: true, Adaptive: true, ServiceLevels: true, ControlChannel: true, Open: OpenSQSR}
 }
 
 // Designs returns Liu19's eight endpoint designs in the paper's order
@@ -191,7 +212,7 @@ func Baselines() []Design {
 			Family: FamilyBaseline, Transport: fabric.RC, Verb: VerbSockets, Shared: true, MsgBytes: IPoIBMsgBytes, Groups: true,
 			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenIPoIB(th, c, c.ipoibCosts()) }},
 		{Name: NameMPI, About: "MVAPICH-style MPI: one library lock per node, eager sends below 16 KiB, RDMA Write rendezvous above",
-			Family: FamilyBaseline, Transport: fabric.RC, Verb: VerbMPI, Shared: true, MsgBytes: MPIMsgBytes, Groups: true,
+			Family: FamilyBaseline, Transport: fabric.RC, Verb: VerbMPI, Shared: true, MsgBytes: MPIMsgBytes, Groups: true, ServiceLevels: true,
 			Open: func(th fabric.Thread, c Config) (Endpoint, error) { return OpenMPI(th, c, c.mpiCosts()) }},
 	}
 }
@@ -216,7 +237,7 @@ func MWDesign(threshold int) string {
 func Peers() []Design {
 	hyper := func(name, about string, o HyPerOptions) Design {
 		return Design{Name: name, About: about, Family: FamilyPeer, Transport: fabric.RC, Verb: VerbMux, Shared: true, MsgBytes: rcMsgBytes, Groups: true,
-			Open: func(th fabric.Thread, c Config) (Endpoint, error) {
+			ServiceLevels: o.TCP == nil, Open: func(th fabric.Thread, c Config) (Endpoint, error) {
 				opt := o                              // o is shared by every Open of the design
 				if opt.TCP != nil && c.IPoIB != nil { // the IPoIB baseline's kernel costs, moved
 					opt.TCP = c.IPoIB
@@ -226,7 +247,7 @@ func Peers() []Design {
 	}
 	mw := func(name, about string, threshold int, stack *IPoIBCosts) Design {
 		return Design{Name: name, About: about, Family: FamilyPeer, Transport: fabric.RC, Verb: VerbWrite, Shared: true, MsgBytes: rcMsgBytes, Groups: true,
-			Open: func(th fabric.Thread, c Config) (Endpoint, error) {
+			ServiceLevels: stack == nil, Open: func(th fabric.Thread, c Config) (Endpoint, error) {
 				// A ring smaller than the paper's 64 KB keeps the threshold
 				// within half of it, so that a ring still pipelines.
 				return OpenRDMAMW(th, c, MWOptions{Threshold: min(threshold, c.MsgBytes/2), Stack: stack})

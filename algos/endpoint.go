@@ -152,6 +152,12 @@ type Config struct {
 	CreditEvery int             // receives per credit write-back
 	Timeout     fabric.Duration // longest wait for progress before an error; 0: DefaultTimeout
 	Notify      Notify          // MQ/WR only: how receivers learn of a write (default NotifyCQ)
+	// SL is the InfiniBand service level of the endpoint's queue pairs
+	// and address handles (fabric.Address.SL); ControlSL that of its
+	// control messages where it sends them on queue pairs of their own
+	// (Design.ControlChannel; otherwise ignored). The subnet manager's
+	// SL-to-VL tables put each level on a virtual lane.
+	SL, ControlSL uint8
 	// Adaptive, if set, makes the registered buffers adaptive; Buffers is
 	// then where they start.
 	Adaptive *AdaptiveBuffers

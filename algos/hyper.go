@@ -287,7 +287,7 @@ func (e *hyper) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n - 1
-	e.remote, err = connectPeers(e.node, fmt.Sprintf("hyper/%d", e.cfg.Tag), blob, e.qps, uint64(e.end), false)
+	e.remote, err = connectPeers(e.node, fmt.Sprintf("hyper/%d", e.cfg.Tag), blob, e.qps, uint64(e.end), false, e.cfg.SL)
 	return err
 }
 

@@ -323,7 +323,7 @@ func (e *mpi) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n
-	if e.peers, err = connectPeers(e.node, fmt.Sprintf("mpi/%d", e.cfg.Tag), blob, e.qps, 0, true); err != nil {
+	if e.peers, err = connectPeers(e.node, fmt.Sprintf("mpi/%d", e.cfg.Tag), blob, e.qps, 0, true, e.cfg.SL); err != nil {
 		return err
 	}
 	if bcast {

@@ -203,7 +203,7 @@ func (e *mqrd) setup(th fabric.Thread) error {
 	e.peer = make([]rdPeer, n)
 	for j := 0; j < n; j++ {
 		e.peer[j] = rdPeer{bufs: got[j][0], valid: got[j][1], free: got[j][2]}
-		if err := connectRC(e.qps[j], got[j][0], rcPSN(e.me, j), 16); err != nil {
+		if err := connectRC(e.qps[j], got[j][0], rcPSN(e.me, j), 16, e.cfg.SL); err != nil {
 			return err
 		}
 	}

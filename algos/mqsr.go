@@ -177,7 +177,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		if e.freeArr {
 			e.fa.remote[j] = got[j][3]
 		}
-		if err := connectRC(e.qps[j], e.remote[j], rcPSN(e.me, j), 1); err != nil {
+		if err := connectRC(e.qps[j], e.remote[j], rcPSN(e.me, j), 1, e.cfg.SL); err != nil {
 			return err
 		}
 	}

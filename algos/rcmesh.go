@@ -53,7 +53,7 @@ func gatherQPInfo(node fabric.Node, key string, blob []byte, n, per int) ([][]fa
 // want is 0), takes qps[j] to RTS towards what node j published for this
 // node (for every node, this one too when self is true) and waits at the
 // barrier name+"/up". It returns what every node published for this node.
-func connectPeers(node fabric.Node, name string, blob []byte, qps []fabric.QP, want uint64, self bool) ([]fabric.QPInfo, error) {
+func connectPeers(node fabric.Node, name string, blob []byte, qps []fabric.QP, want uint64, self bool, sl uint8) ([]fabric.QPInfo, error) {
 	n, me := len(qps), node.ID()
 	got, err := gatherQPInfo(node, name, blob, n, 1)
 	if err != nil {
@@ -68,7 +68,7 @@ func connectPeers(node fabric.Node, name string, blob []byte, qps []fabric.QP, w
 		if want != 0 && peers[j].Bytes != want {
 			return nil, fmt.Errorf("node %d registered %d bytes, this node %d: same configuration everywhere?", j, peers[j].Bytes, want)
 		}
-		if err := connectRC(qps[j], peers[j], rcPSN(me, j), 1); err != nil {
+		if err := connectRC(qps[j], peers[j], rcPSN(me, j), 1, sl); err != nil {
 			return nil, err
 		}
 	}
@@ -78,9 +78,11 @@ func connectPeers(node fabric.Node, name string, blob []byte, qps []fabric.QP, w
 // connectRC takes an RC queue pair in INIT to RTS towards the peer r (its
 // address and first PSN), sending from PSN mine, with rdAtomic RDMA Reads
 // outstanding at most in each direction, the transport's retries at
-// their maximum and RNR retried for ever.
-func connectRC(qp fabric.QP, r fabric.QPInfo, mine fabric.PSN, rdAtomic int) error {
-	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: r.Address(), RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: rdAtomic}); err != nil {
+// their maximum and RNR retried for ever, on service level sl.
+func connectRC(qp fabric.QP, r fabric.QPInfo, mine fabric.PSN, rdAtomic int, sl uint8) error {
+	dest := r.Address()
+	dest.SL = sl
+	if err := qp.Modify(fabric.StateRTR, fabric.QPAttr{Dest: dest, RemotePSN: r.PSN, MinRNRTimer: 1, MaxDestRdAtomic: rdAtomic}); err != nil {
 		return err
 	}
 	return qp.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: mine, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: rdAtomic})

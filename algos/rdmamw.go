@@ -263,7 +263,7 @@ func (e *mw) setup(th fabric.Thread) error {
 		blob = append(blob, enc...)
 	}
 	e.info.QPs = n - 1
-	e.rem, err = connectPeers(e.node, fmt.Sprintf("rdmamw/%d", e.cfg.Tag), blob, e.qps, uint64(e.regionBytes), false)
+	e.rem, err = connectPeers(e.node, fmt.Sprintf("rdmamw/%d", e.cfg.Tag), blob, e.qps, uint64(e.regionBytes), false, e.cfg.SL)
 	return err
 }
 

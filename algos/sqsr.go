@@ -34,9 +34,10 @@ type sqsr struct {
 	rcq   fabric.CQ // data receives
 	ccq   fabric.CQ // credit receives
 	mr    fabric.MR
-	qp    fabric.QP // data
-	cqp   fabric.QP // credit
-	ahs   []fabric.AH
+	qp    fabric.QP   // data
+	cqp   fabric.QP   // credit
+	ahs   []fabric.AH // per node: its data queue pair, on the data's service level
+	cahs  []fabric.AH // per node: its credit queue pair, on the control's (ahs when the same)
 	peers []udPeer
 
 	sendOff, recvOff, crecvOff, csendOff int
@@ -454,7 +455,7 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	binary.LittleEndian.PutUint64(m[8:], v)
 	binary.LittleEndian.PutUint64(m[16:], e.counts[src].Contiguous()) // sent only with loss recovery (creditLen)
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, e.creditLen()), Flags: fabric.Inline,
-		AH: e.ahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
+		AH: e.cahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)
 	e.info.CreditWrites++
 	err := e.postSend1(e.cqp, wr)

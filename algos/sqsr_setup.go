@@ -251,12 +251,36 @@ func (e *sqsr) connect() error {
 			return setting.New("MsgBytes", e.cfg.MsgBytes, "node %d sends messages of %d bytes, this node %d: every node needs the same message size (sized from the active MTU, every port needs the same MTU)",
 				j, m, e.cfg.MsgBytes).Sentinel(ErrConfig)
 		}
-		ah, err := e.pd.CreateAH(e.peers[j].data.Address())
+		ah, err := e.addressHandle(e.peers[j].data, e.cfg.SL)
 		if err != nil {
 			return err
 		}
-		e.own.ah(ah)
 		e.ahs = append(e.ahs, ah)
 	}
+	e.cahs = e.ahs
+	if e.cfg.ControlSL != e.cfg.SL {
+		// Credit travels on a service level of its own: address handles
+		// of their own (an address handle carries one level).
+		e.cahs = make([]fabric.AH, n)
+		for j := range e.cahs {
+			var err error
+			if e.cahs[j], err = e.addressHandle(e.peers[j].credit, e.cfg.ControlSL); err != nil {
+				return err
+			}
+		}
+	}
 	return e.node.OOB().Barrier(fmt.Sprintf("sqsr/%d/up", e.cfg.Tag))
+}
+
+// addressHandle creates an address handle for the queue pair of peer on
+// service level sl, owned by the endpoint.
+func (e *sqsr) addressHandle(peer fabric.QPInfo, sl uint8) (fabric.AH, error) {
+	a := peer.Address()
+	a.SL = sl
+	ah, err := e.pd.CreateAH(a)
+	if err != nil {
+		return nil, err
+	}
+	e.own.ah(ah)
+	return ah, nil
 }

@@ -67,6 +67,14 @@ type RunConfig struct {
 	// UDRecovery recovers from lost UD messages (SQ/SR designs):
 	// acknowledgements, retransmission, duplicate detection.
 	UDRecovery bool
+	// SL is the InfiniBand service level of the run's traffic, 0-15
+	// (fabric.Address.SL); ControlSL, when set, that of the designs'
+	// control messages (credit), for designs that send them on queue
+	// pairs of their own (algos.Design.ControlChannel); nil: the data's.
+	// On the simulator a level reaches a virtual lane through the
+	// network's SL-to-VL table (netspec.Spec.VLs).
+	SL        uint8
+	ControlSL *uint8
 	// Workload is what the point runs: the zero value is the synthetic
 	// shuffle of R(a, b); a TPC-H query or an I-Store experiment otherwise
 	// (results.Workload). Run runs every kind.
@@ -152,6 +160,7 @@ func DefaultConfig() RunConfig {
 // than the default, and software costs other than the defaults.
 func stampRun(r *results.Record, cfg RunConfig) {
 	r.Payload, r.Software = cfg.Payload, softwareRecord(cfg.Software)
+	r.SL, r.ControlSL = cfg.SL, cfg.ControlSL
 	if w := cfg.Workload; !w.IsShuffle() {
 		r.Workload = &w
 	}
@@ -231,11 +240,18 @@ func (c *RunConfig) normalize(cores int) error {
 		return setting.New("MaxBuffers", c.MaxBuffers, "applies to adaptive buffers only")
 	case !c.Adaptive && c.PinnedCapMiB != 0:
 		return setting.New("PinnedCapMiB", c.PinnedCapMiB, "applies to adaptive buffers only")
+	case c.SL > fabric.MaxSL:
+		return setting.New("SL", c.SL, "above %d: InfiniBand has service levels 0-%d", fabric.MaxSL, fabric.MaxSL)
+	case c.ControlSL != nil && *c.ControlSL > fabric.MaxSL:
+		return setting.New("ControlSL", *c.ControlSL, "above %d: InfiniBand has service levels 0-%d", fabric.MaxSL, fabric.MaxSL)
 	}
 	if d.Ceiling {
+		if c.SL != 0 || c.ControlSL != nil {
+			return setting.New("SL", c.SL, "the %s baseline runs on service level 0; service levels apply to the designs", d.Name)
+		}
 		return nil
 	}
-	return d.Check(algos.Options{Pattern: c.Pattern, Notify: c.Notify, Recover: c.UDRecovery, Adaptive: c.Adaptive})
+	return d.Check(algos.Options{Pattern: c.Pattern, Notify: c.Notify, Recover: c.UDRecovery, Adaptive: c.Adaptive, SL: c.SL, ControlSL: c.ControlSL})
 }
 
 // maxPinnedCapMiB is the largest pinned-memory cap: a pebibyte, far above
@@ -308,7 +324,7 @@ func (c RunConfig) Validate() error {
 		return err
 	}
 	if !c.Workload.IsShuffle() {
-		return nil // a query or I-Store point's runner checks the rest
+		return c.shuffleOnly() // a query or I-Store point's runner checks the rest
 	}
 	if err := c.normalize(prof.Host.Cores); err != nil {
 		return err
@@ -317,6 +333,18 @@ func (c RunConfig) Validate() error {
 		return setting.New("Pattern", c.Pattern, "%v", err).Sentinel(err)
 	}
 	return checkFeasible(c, prof, 0)
+}
+
+// shuffleOnly refuses, for a query or I-Store point, what only the
+// synthetic shuffle's endpoints take: service levels.
+func (c RunConfig) shuffleOnly() error {
+	if c.Workload.IsShuffle() {
+		return nil
+	}
+	if c.SL != 0 || c.ControlSL != nil {
+		return setting.New("SL", c.SL, "service levels apply to the synthetic shuffle; the %s runner puts its traffic on level 0", c.Workload.Kind).Sentinel(ErrUnsupported)
+	}
+	return nil
 }
 
 // pointLabel is the label a point's record carries: its own, or its
@@ -380,6 +408,9 @@ func checkedRun(c *sim.Cluster) error {
 func RunSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	if err := cfg.Workload.Validate(); err != nil {
 		return nil, setting.New("Workload", nil, "%v", err).Sentinel(err)
+	}
+	if err := cfg.shuffleOnly(); err != nil {
+		return nil, err
 	}
 	switch cfg.Workload.Kind {
 	case results.Shuffle:
@@ -614,7 +645,7 @@ func ConfigOf(r *results.Record) RunConfig {
 	c.Network = r.Network
 	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, r.BytesPerPair, r.CyclesPerTuple, r.NodeCycles
 	c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.PinnedCapMiB, r.Label, r.UDRecovery
-	c.Payload = r.Payload
+	c.Payload, c.SL, c.ControlSL = r.Payload, r.SL, r.ControlSL
 	if w, err := results.WorkloadOf(r); err == nil && !w.IsShuffle() {
 		c.Workload = w
 		if r.Label == w.Label() {

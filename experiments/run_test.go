@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -486,6 +487,8 @@ func TestRecordSameRun(t *testing.T) {
 	full.Design, full.Payload, full.Timeout, full.BytesPerPair = "MESQ/SR", true, 300*fabric.Millisecond, 32<<10
 	full.Adaptive, full.MaxBuffers, full.UDRecovery, full.NodeCycles = true, 8, true, []int64{3, 9}
 	full.Software, full.QPNumbering, full.Network, full.Label = results.SoftwareCosts{MPI: &mpi, PollLineCycles: 9}, 3, tree, "x"
+	ctrl := uint8(0)
+	full.SL, full.ControlSL = 2, &ctrl
 	wr := goldenBase()
 	wr.Design, wr.Notify = "MEMQ/WR", algos.NotifyBuffers
 	ceiling := goldenBase()
@@ -629,5 +632,57 @@ func TestValidateRunsNothing(t *testing.T) {
 	}
 	if err := goldenBase().Validate(); err != nil {
 		t.Errorf("the golden base: %v", err)
+	}
+}
+
+// TestServiceLevelsReachTheLanes: a run's service levels put its packets
+// on the virtual lanes the network's SL-to-VL table gives them (OpenSM's
+// default with quality of service on: SL i on VL i), the control
+// messages of a design with queue pairs for them on their own level, and
+// the data of every other design on the run's level.
+func TestServiceLevelsReachTheLanes(t *testing.T) {
+	tree, err := netspec.Parse("fat-tree radix=4 routing=ftree vls=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lvl := func(v uint8) *uint8 { return &v }
+	for _, tc := range []struct {
+		design  string
+		sl      uint8
+		control *uint8
+		lanes   []int // lanes that carry packets; the others carry none
+	}{
+		{"MESQ/SR", 0, nil, []int{0}},
+		{"MESQ/SR", 2, nil, []int{2}},
+		{"MESQ/SR", 0, lvl(1), []int{0, 1}},
+		{"SESQ/SR", 3, lvl(1), []int{1, 3}},
+		{"MESQ/SR", 1, lvl(1), []int{1}},
+		{"MEMQ/SR", 2, nil, []int{2}},
+		{"MEMQ/RD", 1, nil, []int{1}},
+		{"MPI", 3, nil, []int{3}},
+		{"HyPer", 1, lvl(1), []int{1}},
+	} {
+		name := fmt.Sprintf("%s sl=%d", tc.design, tc.sl)
+		if tc.control != nil {
+			name += fmt.Sprintf(" control=%d", *tc.control)
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := goldenBase()
+			cfg.Design, cfg.Nodes, cfg.Threads, cfg.BytesPerNode = tc.design, 8, 1, 512<<10
+			cfg.Network, cfg.SL, cfg.ControlSL = tree, tc.sl, tc.control
+			var st sim.Stats
+			rec, err := RunSim(cfg, SimOptions{Inspect: func(c *sim.Cluster) { st = c.Stats() }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Integrity != "ok" {
+				t.Fatalf("integrity %s", rec.Integrity)
+			}
+			for vl, n := range st.LanePackets {
+				if want := slices.Contains(tc.lanes, vl); want != (n > 0) {
+					t.Errorf("lane %d carried %d packets; want packets on lanes %v only", vl, n, tc.lanes)
+				}
+			}
+		})
 	}
 }

@@ -138,7 +138,11 @@ func (nr *nodeRun) open(th fabric.Thread) error {
 	nr.eps = make([]algos.Endpoint, neps)
 	for k := range nr.eps {
 		ec := algos.Config{Nodes: cfg.Nodes, Tag: k, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery,
-			Timeout: cfg.Timeout, Notify: cfg.Notify, Recover: cfg.UDRecovery, Broadcast: cfg.Pattern == algos.Broadcast}
+			Timeout: cfg.Timeout, Notify: cfg.Notify, Recover: cfg.UDRecovery, Broadcast: cfg.Pattern == algos.Broadcast,
+			SL: cfg.SL, ControlSL: cfg.SL}
+		if cfg.ControlSL != nil {
+			ec.ControlSL = *cfg.ControlSL
+		}
 		applySoftware(cfg.Software, &ec)
 		if nr.pool != nil {
 			ec.Adaptive = &algos.AdaptiveBuffers{Pool: nr.pool, MaxRecv: cfg.MaxBuffers, MaxSend: cfg.MaxBuffers}

@@ -22,6 +22,9 @@ type Address struct {
 	QPN uint32 // remote queue pair number (connected QPs)
 }
 
+// MaxSL is the highest InfiniBand service level.
+const MaxSL = 15
+
 // PSN is a packet sequence number: 24 bits that wrap around (IBA vol. 1,
 // §9.7). Arithmetic through Add and Sub stays within the 24 bits.
 type PSN uint32

@@ -27,6 +27,10 @@ type hwFlags struct {
 	cores     int
 	timeLimit time.Duration
 	path      ibv.Path // service level, traffic class, hop limit, static rate, P_Key index
+	// levelsElsewhere: the command sets service levels itself, on every
+	// backend (explore run's --service-level is the run's), so these
+	// flags leave --service-level out.
+	levelsElsewhere bool
 }
 
 func (h *hwFlags) register(fl *pflag.FlagSet) { h.registerShort(fl, false) }
@@ -56,7 +60,9 @@ func (h *hwFlags) registerShort(fl *pflag.FlagSet, perftest bool) {
 	fl.BoolVar(&h.local, "local", false, "ibv, tcp: run every node in this process (ibv: over one device) instead of one node per process")
 	fl.IntVar(&h.cores, "cores", 0, "ibv, loopback, tcp: cores of each node for its threads (a sending and a receiving thread each); more than the machine has share its CPUs. 0: ibv divides this process's CPUs among the --local nodes, loopback and tcp give every node enough for any thread count")
 	fl.DurationVar(&h.timeLimit, "time-limit", 10*time.Minute, "ibv, loopback: fail a run that takes longer than this (wall clock)")
-	fl.IntVarP(&h.path.ServiceLevel, "service-level", short("S"), 0, "InfiniBand service level of every queue pair and address handle (0..15); on the simulator's bench it picks the virtual lane (--vls, docs/topology.md)")
+	if !h.levelsElsewhere {
+		fl.IntVarP(&h.path.ServiceLevel, "service-level", short("S"), 0, "InfiniBand service level of every queue pair and address handle (0..15); on the simulator's bench it picks the virtual lane (--vls, docs/topology.md)")
+	}
 	if perftest {
 		fl.IntVar(&h.path.ServiceLevel, "sl", 0, "perftest's name for --service-level")
 		fl.MarkHidden("sl")

@@ -19,11 +19,12 @@ import (
 // flag is its name in kebab case (BytesPerNode: --bytes-per-node) unless
 // it is listed here.
 var settingFlags = map[string]string{
-	"QPs":     "qp",            // perftest.Config.QPs
-	"Conn":    "connection",    // perftest.Config.Conn
-	"Inline":  "inline-size",   // perftest.Config.Inline
-	"SL":      "service-level", // perftest.Config.SL
-	"Timeout": "timeout",
+	"QPs":       "qp",            // perftest.Config.QPs
+	"Conn":      "connection",    // perftest.Config.Conn
+	"Inline":    "inline-size",   // perftest.Config.Inline
+	"SL":        "service-level", // perftest.Config.SL, experiments.RunConfig.SL
+	"ControlSL": "control-service-level",
+	"Timeout":   "timeout",
 }
 
 // errorHints add the flags that answer an error a library returns, for

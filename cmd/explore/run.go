@@ -66,6 +66,7 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	fl.BoolVar(&f.noCheck, "no-check", false, "simulator: turn the verbs-usage checker off (faster, same result; misuse of the verbs goes unreported; the record says verbs_check off)")
 	fl.BoolVar(&f.mem.off, "no-memory-check", false, "run even when the simulated cluster's estimated memory exceeds what the machine has available (or --max-memory)")
 	fl.Var(byteSize{&f.mem.max}, "max-memory", "refuse a run whose estimated memory exceeds this, e.g. 8GiB (default: what the system has available at the start)")
+	f.hw.levelsElsewhere = true
 	f.hw.register(fl)
 	f.net.register(fl)
 	f.simOptions = faultFlags(cmd)

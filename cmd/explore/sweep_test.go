@@ -204,7 +204,7 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 		// checker's switch (how a run is checked, not what it simulates)
 		// are not sweep parameters.
 		if slices.Contains([]string{"json", "backend", "device", "port", "gid-index", "local", "cores", "time-limit", "no-memory-check", "max-memory", "no-check", "trace",
-			"service-level", "traffic-class", "hop-limit", "static-rate", "pkey-index",
+			"traffic-class", "hop-limit", "static-rate", "pkey-index",
 			"timeout"}, f.Name) || // --timeout is the parameter timeout-ms as a Go duration
 			slices.Contains(netFlagNames, f.Name) || // the parameter network, in parts
 

@@ -54,9 +54,13 @@ type Record struct {
 	BuffersRetired int64     `json:"buffers_retired,omitempty"`
 	PoolPeakBytes  int64     `json:"pool_peak_bytes,omitempty"`
 	// UD loss recovery: on, messages retransmitted, duplicates dropped.
-	UDRecovery     bool    `json:"ud_recovery,omitempty"`
-	Retransmits    int64   `json:"retransmits,omitempty"`
-	Duplicates     int64   `json:"duplicates,omitempty"`
+	UDRecovery  bool  `json:"ud_recovery,omitempty"`
+	Retransmits int64 `json:"retransmits,omitempty"`
+	Duplicates  int64 `json:"duplicates,omitempty"`
+	// InfiniBand service levels: the data's (0 left out), and the control
+	// messages' when the run gave them one (left out: the data's).
+	SL             uint8   `json:"sl,omitempty"`
+	ControlSL      *uint8  `json:"control_sl,omitempty"`
 	ThroughputGiBs float64 `json:"throughput_gibps"`
 	ResponseS      float64 `json:"response_s"`
 	SetupMS        float64 `json:"setup_ms"`

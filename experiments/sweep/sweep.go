@@ -346,8 +346,12 @@ func validateWith(cfg experiments.RunConfig, run func(experiments.RunConfig) (*r
 
 // validateKey identifies the configurations Validate treats alike.
 func validateKey(c experiments.RunConfig) string {
-	return fmt.Sprintf("%s|%s|%d|%d|%s|%s|%d|%d|%d|%d|%v|%v|%d|%d", c.Design, c.Notify, min(c.Nodes, 2), c.Threads, c.Pattern, c.Profile,
-		c.MsgBytes, c.Buffers, c.CreditEvery, c.Timeout, c.UDRecovery, c.Adaptive, c.MaxBuffers, c.PinnedCapMiB)
+	ctrl := -1
+	if c.ControlSL != nil {
+		ctrl = int(*c.ControlSL)
+	}
+	return fmt.Sprintf("%s|%s|%d|%d|%s|%s|%d|%d|%d|%d|%v|%v|%d|%d|%d|%d", c.Design, c.Notify, min(c.Nodes, 2), c.Threads, c.Pattern, c.Profile,
+		c.MsgBytes, c.Buffers, c.CreditEvery, c.Timeout, c.UDRecovery, c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.SL, ctrl)
 }
 
 // ValidatePoints validates every distinct configuration among pts (see

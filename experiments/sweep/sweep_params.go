@@ -103,6 +103,10 @@ var params = []param{
 		func(c *experiments.RunConfig) *int { return &c.MaxBuffers }),
 	boolParam("ud-recovery", "UD designs: recover lost messages (acknowledgements, retransmission, duplicates dropped) instead of failing",
 		func(c *experiments.RunConfig) *bool { return &c.UDRecovery }),
+	levelParam("service-level", "InfiniBand service level of the designs' traffic, 0-15 (its virtual lane follows from the network's SL-to-VL table; docs/topology.md)",
+		func(c *experiments.RunConfig) **uint8 { p := &c.SL; return &p }, false),
+	levelParam("control-service-level", "service level of the designs' control messages (credit), 0-15, for the designs that send them on queue pairs of their own (MESQ/SR, SESQ/SR); empty: the data's",
+		func(c *experiments.RunConfig) **uint8 { return &c.ControlSL }, true),
 	int64Param("pinned-cap-mib", "with --adaptive: the pool's pinned-memory cap per node in MiB (0: none)",
 		func(c *experiments.RunConfig) *int64 { return &c.PinnedCapMiB }),
 	uint64Param("seed", "random seed", func(c *experiments.RunConfig) *uint64 { return &c.Seed }),
@@ -463,5 +467,75 @@ func (f *timeoutFlag) Set(text string) error {
 		return err
 	}
 	f.ms, f.c.Timeout = ms, fabric.Duration(ms*float64(fabric.Millisecond))
+	return nil
+}
+
+// levelParam is a service level, 0 to fabric.MaxSL. field gives the
+// parameter's place: a pointer to the level's pointer, which for a level
+// that must always have a value (optional false) points at the field
+// itself and is never replaced. An optional level is nil when unset
+// (empty text).
+func levelParam(key, help string, field func(*experiments.RunConfig) **uint8, optional bool) param {
+	expect := fmt.Sprintf("a service level, 0 to %d", fabric.MaxSL)
+	if optional {
+		expect += " (empty: unset)"
+	}
+	return param{key: key, expect: expect, help: help,
+		kind: func(v any) (any, bool) {
+			if s, ok := v.(string); ok {
+				if optional && strings.TrimSpace(s) == "" {
+					return int64(-1), true
+				}
+				n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+				return n, err == nil
+			}
+			return asInt(v)
+		},
+		set: func(c *experiments.RunConfig, v any) error {
+			return setLevel(field(c), v.(int64), optional)
+		},
+		get: func(c *experiments.RunConfig) string {
+			if p := *field(c); p != nil {
+				return strconv.Itoa(int(*p))
+			}
+			return ""
+		},
+		bind: func(c *experiments.RunConfig) any { return levelFlag{field(c), optional} }}
+}
+
+// setLevel stores n (-1: unset, for an optional level) at *p.
+func setLevel(p **uint8, n int64, optional bool) error {
+	switch {
+	case n == -1 && optional:
+		*p = nil
+	case n < 0 || n > fabric.MaxSL:
+		return errBadValue
+	case optional:
+		v := uint8(n)
+		*p = &v
+	default:
+		**p = uint8(n)
+	}
+	return nil
+}
+
+// levelFlag is --service-level and --control-service-level.
+type levelFlag struct {
+	p        **uint8
+	optional bool
+}
+
+func (f levelFlag) String() string {
+	if *f.p == nil {
+		return ""
+	}
+	return strconv.Itoa(int(**f.p))
+}
+func (levelFlag) Type() string { return "level" }
+func (f levelFlag) Set(text string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	if err != nil || setLevel(f.p, n, f.optional) != nil {
+		return fmt.Errorf("%q is not a service level (0 to %d)", text, fabric.MaxSL)
+	}
 	return nil
 }

@@ -126,6 +126,12 @@ func TestSetParam(t *testing.T) {
 		{"network", "fat-tree radix=8 routing=ftree placement=round-robin", func(c experiments.RunConfig) bool {
 			return c.Network.String() == "fat-tree radix=8 routing=ftree placement=round-robin"
 		}, ""},
+		{"service-level", 3, func(c experiments.RunConfig) bool { return c.SL == 3 }, ""},
+		{"service-level", "2", func(c experiments.RunConfig) bool { return c.SL == 2 }, ""},
+		{"service-level", 16, nil, `service-level: 16: want a service level, 0 to 15`},
+		{"control-service-level", 0, func(c experiments.RunConfig) bool { return c.ControlSL != nil && *c.ControlSL == 0 }, ""},
+		{"control-service-level", "", func(c experiments.RunConfig) bool { return c.ControlSL == nil }, ""},
+		{"control-service-level", 16, nil, `control-service-level: 16: want a service level, 0 to 15 (empty: unset)`},
 		{"network", "torus", nil, `network: "torus": want a network as records write it`},
 		{"profile", "", nil, `profile: "": want a built-in profile name`},
 		{"colour", 1, nil, `unknown parameter "colour": valid keys are design`},
@@ -147,7 +153,7 @@ func TestSetParam(t *testing.T) {
 	// Every parameter round-trips through its canonical text.
 	c := experiments.DefaultConfig()
 	for _, k := range Params() {
-		if ParamString(c, k) == "" && k != "notify" && k != "node-cycles" && k != "network" { // empty: none (network: the single switch)
+		if ParamString(c, k) == "" && k != "notify" && k != "node-cycles" && k != "network" && k != "control-service-level" { // empty: none (network: the single switch; control: the data's level)
 			t.Errorf("%s has no canonical text", k)
 		}
 	}

@@ -211,7 +211,7 @@ func (c *Config) Normalize(nodes int) error {
 		return bad("Threads", c.Threads, "issuing threads apply to read_swarm and write_swarm (at least 1)")
 	case !c.bandwidth() && !c.swarm() && c.QPs != 1 && c.Test != "reg_mr":
 		return bad("QPs", c.QPs, "latency tests use one queue pair")
-	case c.SL > 15:
+	case c.SL > fabric.MaxSL:
 		return bad("SL", c.SL, "a service level is 0..15")
 	case c.TxDepth > 32768:
 		return bad("TxDepth", c.TxDepth, "above the usual device limit of 32768 work requests")

@@ -251,7 +251,8 @@ func (n *network) handle(kind uint64, p *packet) {
 // Stats counts what happened in the network and the NICs.
 type Stats struct {
 	PacketsSent       int64
-	SwitchHops        int64 // packets taken into a switch's input buffer: one per switch a packet passes
+	LanePackets       [maxVLs]int64 // PacketsSent by the virtual lane they left their NIC on
+	SwitchHops        int64         // packets taken into a switch's input buffer: one per switch a packet passes
 	WireBytes         int64
 	PacketsLost       int64
 	PacketsDuplicated int64

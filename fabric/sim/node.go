@@ -58,7 +58,7 @@ func gidOf(node int) fabric.GID {
 
 // resolve maps an address to a node id.
 func (c *Cluster) resolve(a fabric.Address) (int, error) {
-	if a.SL > 15 {
+	if a.SL > fabric.MaxSL {
 		return 0, fmt.Errorf("%w: service level %d (0..15)", fabric.ErrInvalidArg, a.SL)
 	}
 	if a.UseGID {

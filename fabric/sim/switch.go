@@ -98,6 +98,7 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	up.busy += ser
 	c.stats.PacketsSent++
 	c.stats.WireBytes += int64(p.wire)
+	c.stats.LanePackets[p.vl]++
 	b := blocksOf(p.wire)
 	cr := n.uplinkIn(p.src).credit(p.vl)
 	cr.take(b)
