@@ -355,6 +355,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	}
 	if r0.Network != "" {
 		fmt.Fprintf(w, "network: %s (%s)\n", f.netBuilt.Name, r0.Network)
+		fmt.Fprint(w, inOrderNote(f.netSpec, prof, rows[0].cfg.Conn))
 	}
 	t := newWrappedTable(w)
 	if r0.Test == "ebb" {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 
 	"github.com/spf13/pflag"
@@ -91,4 +93,14 @@ func (f *netFlags) build(s netspec.Spec, nodes int, prof *sim.Profile, seed uint
 		return nil, fmt.Errorf("--topology %s: %w", f.topology, err)
 	}
 	return b, nil
+}
+
+// inOrderNote says, for RC under adaptive routing on a NIC without
+// out-of-order placement (nic.ooo_window 0), that a packet overtaking
+// another is a sequence error and go-back-N; "" otherwise.
+func inOrderNote(s netspec.Spec, p *sim.Profile, conn fabric.QPType) string {
+	if !s.AdaptiveRC || p.NIC.OOOWindow > 0 || conn != fabric.RC {
+		return ""
+	}
+	return fmt.Sprintf("note: RC packets adapt, but %s's NIC has no out-of-order placement (nic.ooo_window 0): a packet that overtakes another is a sequence error, answered by go-back-N (docs/topology.md)\n", p.Name)
 }

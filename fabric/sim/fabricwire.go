@@ -25,10 +25,13 @@ type Fabric struct {
 	// unless AdaptiveRC is set: reliable-connected traffic stays on its
 	// table's path, as a traffic class without adaptive routing does.
 	Adaptive bool
-	// AdaptiveRC lets RC and UC packets adapt too. The simulated NICs do
-	// not place packets out of order: a packet that overtakes an earlier
-	// one of its queue pair is answered with a sequence NAK and go-back-N
-	// retransmission, as on a NIC without out-of-order placement.
+	// AdaptiveRC lets RC and UC packets adapt too. On a profile with
+	// out-of-order placement (nic.ooo_window, ConnectX-5 on) an RC packet
+	// that overtakes an earlier one of its queue pair is held and placed
+	// when the gap fills (ooo.go); without it, it is answered with a
+	// sequence NAK and go-back-N retransmission, as on a NIC without
+	// out-of-order placement. UC has no such placement: a gap drops the
+	// message it falls in.
 	AdaptiveRC bool
 	// Engine is the routing engine the subnet manager reroutes with when
 	// a cable fails (Plan's CableDown rules): the one Tables came from

@@ -38,6 +38,7 @@ type nic struct {
 	maxBlocks     int             // credit needed before sending any packet
 	rxPkt         fabric.Duration // the receive pipeline's least time per packet
 	rxMissBlocks  bool            // a packet waiting for a fetch holds the pipeline (NIC.RxMissBlocks)
+	oooWindow     int32           // RC packets taken up to this many PSNs ahead of a gap (NIC.OOOWindow; 0: none)
 	pcieNS        float64         // ns per byte of DMA
 	use           nicUse          // what the NIC's units were busy with (Cluster.Usage)
 }
@@ -65,7 +66,8 @@ func newNIC(c *Cluster, n *node) *nic {
 		wrc:     newWRCache(p.NIC.WRCacheEntries),
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p),
-		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps, rxMissBlocks: p.NIC.RxMissBlocks == 1}
+		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps, rxMissBlocks: p.NIC.RxMissBlocks == 1,
+		oooWindow: int32(p.NIC.OOOWindow)}
 	nc.use.units, nc.use.unitsWait = make([]fabric.Duration, len(nc.puFree)), make([]fabric.Duration, len(nc.puFree))
 	nc.cache.lookup = nc.lookupQP
 	nc.firstQPN = firstQPN(c.cfg.QPNumbering, n.id)

@@ -86,6 +86,14 @@ type NICProfile struct {
 	// modelled (omitted from the encoding, so profiles without it keep
 	// their hash).
 	WRCacheEntries int `yaml:"wr_cache_entries,omitempty"`
+	// OOOWindow is out-of-order placement of RC packets (ConnectX-5 on):
+	// how many PSNs past the expected one a responder accepts, and a
+	// requester accepts read responses, ahead of a gap instead of
+	// answering with a sequence NAK (responder.go, holdAhead). 0 (the
+	// default, omitted from the encoding so profiles without it keep
+	// their hash): packets are taken in PSN order only, and one that
+	// overtakes an earlier one starts go-back-N.
+	OOOWindow int `yaml:"ooo_window,omitempty"`
 	// Address translation (tpt.go): memory-region protection entries and
 	// 4 KiB page translations held on the NIC (LRU); a miss costs a PCIe
 	// round trip (pcie.rtt_ns). Both 0: translation is not modelled.
@@ -350,6 +358,9 @@ const (
 	// (a lane at 1e-15 Gbaud scheduled an event in the past, and a core
 	// at 1e-15 GHz made work free).
 	minRateGB = 1e-3
+	// maxOOOWindow: PSNs are 24 bits and compared within half their
+	// range, so an out-of-order window reaches at most 2^22 PSNs ahead.
+	maxOOOWindow = 1 << 22
 )
 
 // numbers lists the profile's numeric fields with their units and ranges.
@@ -387,6 +398,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.qp_cache_fetches", "fetches", float64(nic.QPCacheFetches), 1<<12, false),
 		n("nic.wr_cache_entries", "work requests", float64(nic.WRCacheEntries), maxCount, false),
 		n("nic.rx_miss_blocks", "(0 or 1)", float64(nic.RxMissBlocks), 1, false),
+		n("nic.ooo_window", "PSNs", float64(nic.OOOWindow), maxOOOWindow, false),
 		n("nic.mpt_cache_entries", "entries", float64(nic.MPTCacheEntries), maxCount, false),
 		n("nic.mtt_cache_entries", "entries", float64(nic.MTTCacheEntries), maxCount, false),
 		n("host.cores", "cores", float64(h.Cores), 1<<12, true),

@@ -253,18 +253,23 @@ type qpAttr struct {
 	SL              uint8 // RC, UC: the path's service level (Dest.SL at RTR)
 }
 
-// readState is a responder's RDMA Reads: a queue pair that never answers
-// one (most of a large cluster's) does not carry it.
+// readState is a responder's RDMA Reads, and the packets a queue pair
+// holds ahead of a gap in its PSNs (ooo.go): a queue pair that never
+// answers a read nor sees a packet overtake another (most of a large
+// cluster's) does not carry it.
 type readState struct {
 	reads []readCtx
 	head  int
 	in    int // responder resources in use: new RDMA Reads not yet fully answered (max_dest_rd_atomic bounds it)
+	ooo   oooState
 }
 
-// resetReads forgets every RDMA Read being answered.
+// resetReads forgets every RDMA Read being answered and every packet
+// held ahead of a gap.
 func (q *qp) resetReads() {
 	if q.rd != nil {
 		q.rd.reads, q.rd.head, q.rd.in = q.rd.reads[:0], 0, 0
+		q.rd.ooo.reset(q.c)
 	}
 }
 

@@ -58,13 +58,20 @@ func rcOptions(ops []rcOp) fabrictest.Options {
 // read by a read) at (recvs+i)*rcSlot on node 1 and the source (or read
 // destination) of request i at i*rcSlot on node 0.
 func rcStream(th fabric.Thread, c *fabrictest.Conn, ops []rcOp, round int) error {
+	return rcStreamAs(th, c, ops, round, th.Node().ID() == 0)
+}
+
+// rcStreamAs is rcStream with the sender chosen by the caller: several
+// pairs of nodes may run streams at once (every node takes part in the
+// barriers).
+func rcStreamAs(th fabric.Thread, c *fabrictest.Conn, ops []rcOp, round int, sender bool) error {
 	oob := th.Node().OOB()
 	recvs := rcRecvs(ops)
 	area := func(i int) int { return (recvs + i) * rcSlot }
 	dkey := func(i int) uint64 { return key('d', round, i) } // data sent by request i
 	rkey := func(i int) uint64 { return key('r', round, i) } // data read by request i
 
-	if th.Node().ID() == 0 {
+	if sender {
 		if err := oob.Barrier("ready"); err != nil {
 			return err
 		}

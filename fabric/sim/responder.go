@@ -94,12 +94,24 @@ func (q *qp) rcReceive(p *packet) {
 		return
 	}
 	if d > 0 { // a gap: one NAK (sequence or RNR) until the sequence recovers
+		if q.nic.oooWindow > 0 && q.holdAhead(p, d) {
+			return // placed when the gap fills (ooo.go)
+		}
 		if !q.nakSent {
 			q.nakSent = true
+			q.c.stats.RCSeqNaks++
 			q.nak(nakSeq, q.ePSN)
 		}
 		return
 	}
+	q.rcInOrder(p)
+	if q.rd != nil && len(q.rd.ooo.req) > 0 {
+		q.drainAhead()
+	}
+}
+
+// rcInOrder takes the request q expects next (p.psn is ePSN).
+func (q *qp) rcInOrder(p *packet) {
 	q.nakSent = false
 	switch p.op {
 	case pSend:

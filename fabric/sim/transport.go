@@ -418,6 +418,9 @@ func (q *qp) goBack(psn fabric.PSN) {
 		if e.wr.Op == fabric.OpRead {
 			q.txPkt = 0
 		}
+		if q.rd != nil && len(q.rd.ooo.resp) > 0 {
+			q.dropResps(e.psn) // those reads are asked for again
+		}
 		q.c.stats.RCRetransmits++
 		return
 	}
@@ -443,8 +446,11 @@ func (q *qp) ackThrough(a fabric.PSN) {
 			break
 		}
 		if e.wr.Op == fabric.OpRead && e.rdGot < e.npkts {
-			// ACK beyond a read whose data did not all arrive: implicit NAK.
-			q.readGap(e)
+			// ACK beyond a read whose data did not all arrive: implicit
+			// NAK, unless the responses may still come (ooo.go).
+			if !q.ackPastRead(e, a) {
+				q.readGap(e)
+			}
 			break
 		}
 		q.complete(q.sqHead, fabric.StatusSuccess)
@@ -501,45 +507,79 @@ func (q *qp) requesterRecv(p *packet) {
 			q.fail(q.sqHead, fabric.StatusRemoteInvalid)
 		}
 	case pReadResp:
-		q.ackThrough(p.psn.Add(-1))
-		if q.sqHead >= q.sqTx {
-			return
+		if q.readResp(p) == respAhead && !q.holdResp(p, p.psn.Sub(q.respWant())) {
+			q.readGap(q.sqAt(q.sqHead)) // past the window: taken as lost
 		}
-		e := q.sqAt(q.sqHead)
-		if e.wr.Op != fabric.OpRead {
-			return
+		if q.rd != nil && len(q.rd.ooo.resp) > 0 {
+			q.drainResps()
 		}
-		want := e.psn.Add(e.rdGot)
-		if d := p.psn.Sub(want); d != 0 {
-			if d > 0 {
-				q.readGap(e) // a response was lost
-			}
-			return
-		}
-		e.rdGap = false
-		if e.mr != nil && e.mr.dead {
-			// The destination was deregistered since the post: the NIC
-			// cannot place the data (a local protection error).
-			q.fail(q.sqHead, fabric.StatusLocalProtection)
-			return
-		}
-		if e.buf != nil {
-			ch := q.c.chk
-			if ch != nil && p.nseg > 0 {
-				ch.readLanding(q, e, e.rdGot)
-			}
-			storeInto(e.mr, e.buf[e.rdGot*q.mtu:], p)
-			if ch != nil && p.nseg > 0 {
-				ch.readLanded(q, e, e.rdGot)
-			}
-			e.mr.signal()
-		}
-		e.rdGot++
-		if e.rdGot == e.npkts {
-			q.rdOut--
-			q.complete(q.sqHead, fabric.StatusSuccess)
-			q.sqHead++
-		}
-		q.progress()
 	}
+}
+
+// respResult is what readResp did with a read response.
+type respResult uint8
+
+const (
+	respDone  respResult = iota // placed, or dropped (a duplicate, a stray, a failure)
+	respAhead                   // past a missing one, with out-of-order placement on: not handled
+)
+
+// respWant is the PSN of the read response q expects next: the head
+// request is a read still waiting for data (readResp says so).
+func (q *qp) respWant() fabric.PSN {
+	e := q.sqAt(q.sqHead)
+	return e.psn.Add(e.rdGot)
+}
+
+// readResp handles a read response on an RC requester. A response past
+// a missing one asks for the read again (go-back-N), or, with
+// out-of-order placement on, is left to the caller to hold (respAhead).
+func (q *qp) readResp(p *packet) respResult {
+	q.ackThrough(p.psn.Add(-1))
+	if q.sqHead >= q.sqTx {
+		return respDone
+	}
+	e := q.sqAt(q.sqHead)
+	if e.wr.Op != fabric.OpRead {
+		return respDone
+	}
+	want := e.psn.Add(e.rdGot)
+	if d := p.psn.Sub(want); d != 0 {
+		if d > 0 {
+			if q.nic.oooWindow > 0 {
+				return respAhead
+			}
+			q.readGap(e) // a response was lost
+		}
+		return respDone
+	}
+	e.rdGap = false
+	if e.mr != nil && e.mr.dead {
+		// The destination was deregistered since the post: the NIC
+		// cannot place the data (a local protection error).
+		q.fail(q.sqHead, fabric.StatusLocalProtection)
+		return respDone
+	}
+	if e.buf != nil {
+		ch := q.c.chk
+		if ch != nil && p.nseg > 0 {
+			ch.readLanding(q, e, e.rdGot)
+		}
+		storeInto(e.mr, e.buf[e.rdGot*q.mtu:], p)
+		if ch != nil && p.nseg > 0 {
+			ch.readLanded(q, e, e.rdGot)
+		}
+		e.mr.signal()
+	}
+	e.rdGot++
+	if e.rdGot == e.npkts {
+		q.rdOut--
+		q.complete(q.sqHead, fabric.StatusSuccess)
+		q.sqHead++
+		if q.rd != nil && q.rd.ooo.ackAhead {
+			q.ackAgain()
+		}
+	}
+	q.progress()
+	return respDone
 }
