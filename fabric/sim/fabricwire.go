@@ -132,8 +132,12 @@ func (n *network) wireAdaptive(t *topo.Topology, hosts []int) {
 		}
 		n.leafOf[r] = k
 	}
+	n.arTurns = n.c.prof.Switch.ARTies == 1
 	for s := range n.sws {
 		n.sws[s].alt = make([][]uint8, len(leaves))
+		if n.arTurns {
+			n.sws[s].altNext = make([]uint8, len(leaves))
+		}
 	}
 	m := route.Minimal(t)
 	for k, h := range leaves {

@@ -84,6 +84,7 @@ type network struct {
 	swOfPort []int32      // the switch of each global port number (multi-switch fabrics)
 	leafOf   []int32      // each node's leaf, indexing swtch.alt (adaptive routing)
 	adaptRC  bool         // RC and UC packets adapt too (Fabric.AdaptiveRC)
+	arTurns  bool         // equally loaded minimal ports are taken in turn (switch.ar_ties 1)
 	cables   *cableFaults // a plan's cable faults and reroutes; nil without
 	vls      int          // data VLs (vl.go); 0 or 1: one
 	sl2vl    [16]uint8

@@ -50,6 +50,13 @@ type LinkProfile struct {
 type SwitchProfile struct {
 	LatencyNS        float64 `yaml:"latency_ns"`         // port-to-port cut-through latency, ns
 	InputBufferBytes int     `yaml:"input_buffer_bytes"` // buffer of one input port for the data VL, bytes
+	// ARTies is how adaptive routing chooses among minimal ports that are
+	// equally loaded: 0 keeps the static table's port (the profiles'
+	// choice), 1 takes them in turn, one after another per switch and
+	// destination leaf, so that an idle fabric spreads packets too. No
+	// source says which a switch does: a mechanism switch of the
+	// sensitivity analysis.
+	ARTies int `yaml:"ar_ties,omitempty"`
 }
 
 // NICProfile describes the NIC (and its PCIe path, lumped into latencies).
@@ -378,6 +385,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("link.propagation_ns", "ns", l.PropagationNS, maxLatencyNS, false),
 		n("switch.latency_ns", "ns", sw.LatencyNS, maxLatencyNS, false),
 		n("switch.input_buffer_bytes", "bytes", float64(sw.InputBufferBytes), maxBytes, true),
+		n("switch.ar_ties", "(0 or 1)", float64(sw.ARTies), 1, false),
 		n("nic.tx_latency_ns", "ns", nic.TxLatencyNS, maxLatencyNS, false),
 		n("nic.rx_latency_ns", "ns", nic.RxLatencyNS, maxLatencyNS, false),
 		n("nic.ack_delay_ns", "ns", nic.LocalAckNS, maxLatencyNS, false),

@@ -36,6 +36,9 @@ type swtch struct {
 	// alt lists, per destination leaf (fabric.leafOf), the minimal ports
 	// adaptive routing may choose among; nil without adaptive routing.
 	alt [][]uint8
+	// altNext is, per destination leaf, where the next tie-break starts
+	// among alt's ports (switch.ar_ties 1); nil otherwise.
+	altNext []uint8
 }
 
 // swIn is one input port's buffer, kept as one queue per output.
@@ -153,9 +156,13 @@ func (n *network) route(s *swtch, p *packet) int {
 	if s.alt == nil || (p.qpType != fabric.UD && !n.adaptRC) {
 		return o
 	}
-	alt := s.alt[n.leafOf[p.dst]]
+	leaf := n.leafOf[p.dst]
+	alt := s.alt[leaf]
 	if len(alt) < 2 {
 		return o
+	}
+	if n.arTurns {
+		return n.routeInTurn(s, leaf, alt, o)
 	}
 	// A port whose cable is down is no choice: adaptive routing goes
 	// around it at once, without waiting for the subnet manager.
@@ -167,6 +174,30 @@ func (n *network) route(s *swtch, p *packet) int {
 		if l := n.load(&s.out[a]); l < load && (n.cables == nil || !s.out[a].isDown(n.c.now)) {
 			best, load = int(a), l
 		}
+	}
+	return best
+}
+
+// routeInTurn is adaptive routing under switch.ar_ties 1: the least
+// loaded of the minimal ports alt toward the destination's leaf, ties
+// going to the first in turn from where the last choice for that leaf
+// left off; a port whose cable is down is no choice (o, the static
+// table's port, when every one is down).
+func (n *network) routeInTurn(s *swtch, leaf int32, alt []uint8, o int) int {
+	start := int(s.altNext[leaf])
+	best, at, load := o, -1, int(^uint(0)>>1)
+	for j := range alt {
+		k := (start + j) % len(alt)
+		a := int(alt[k])
+		if n.cables != nil && s.out[a].isDown(n.c.now) {
+			continue
+		}
+		if l := n.load(&s.out[a]); l < load {
+			best, at, load = a, k, l
+		}
+	}
+	if at >= 0 {
+		s.altNext[leaf] = uint8((at + 1) % len(alt))
 	}
 	return best
 }
