@@ -148,7 +148,7 @@ var flagCompletions = map[string]func(*cobra.Command, []string, string) ([]strin
 	"schedule":   fixed(func() []string { return []string{"random", "rr"} }),
 	"scenarios":  fixed(func() []string { return faults.Scenarios }),
 	"designs":    fixed(designList),
-	"figures":    fixed(func() []string { return append(figureIDList(), "alltoall_bw") }),
+	"figures":    fixed(func() []string { return append(figureIDList(), benchJudgeIDs()...) }),
 	"figure":     fixed(func() []string { return []string{"fig26", "fig27"} }),
 	// Profiles: a built-in name, or a .yaml file.
 	"profile": profileCompletion, "base": profileCompletion, "target": profileCompletion,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -301,8 +302,8 @@ it rewrites the claims report with the robustness column in a minute.`,
 				}
 			}
 			for _, id := range figs {
-				if _, err := figures.FigureByID(id); err != nil && id != "alltoall_bw" {
-					return fmt.Errorf("--figures: %w (or alltoall_bw)", err)
+				if _, err := figures.FigureByID(id); err != nil && !isBenchJudge(id) {
+					return fmt.Errorf("--figures: %w (or %s)", err, strings.Join(benchJudgeIDs(), ", "))
 				}
 			}
 			if replot {
@@ -359,6 +360,19 @@ it rewrites the claims report with the robustness column in a minute.`,
 	cmd.Flags().StringVar(&validation, "validation", filepath.Join("results", "reproduce", "validation.md"), "where to write the claims report")
 	cmd.Flags().BoolVar(&replot, "replot", false, "run nothing: draw every figure's plots again from the records in the output directory (after a change of the plotting code)")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write docs/validation.md and docs/figures/ (the project's tracked copies) instead of results/reproduce/")
-	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23)")
+	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23, ebb for C30 and C31)")
 	return cmd
 }
+
+// benchJudgeIDs are the IDs --figures takes for the claims judged by
+// microbenchmarks (figures.BenchJudges): alltoall_bw for C23, ebb for C30
+// and C31.
+func benchJudgeIDs() []string {
+	var ids []string
+	for _, b := range figures.BenchJudges {
+		ids = append(ids, b.ID)
+	}
+	return ids
+}
+
+func isBenchJudge(id string) bool { return slices.Contains(benchJudgeIDs(), id) }

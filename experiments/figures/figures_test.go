@@ -394,3 +394,64 @@ func TestMergeAlike(t *testing.T) {
 		t.Errorf("merged %q", names)
 	}
 }
+
+// TestBenchJudgesLoadTheGivenProfile: the claims judged by microbenchmarks
+// run on the profile FigureOptions.Profile names (a sensitivity change's
+// copy), not the built-in one: a path that does not exist fails them,
+// naming it. C30 reads no profile (a flow-level estimate of the tables).
+func TestBenchJudgesLoadTheGivenProfile(t *testing.T) {
+	o := FigureOptions{Profile: func(name string) string { return "/nonexistent/" + name + ".yaml" }}
+	for _, b := range BenchJudges {
+		for _, v := range b.Judge(o) {
+			if v.Claim == "C30" {
+				if v.Verdict == Fail && v.Measured == "no data" {
+					t.Errorf("C30 failed: %+v", v)
+				}
+				continue
+			}
+			if v.Verdict != Fail || !strings.Contains(v.Reason, "/nonexistent/") {
+				t.Errorf("%s on a missing profile: %+v", v.Claim, v)
+			}
+		}
+	}
+}
+
+// TestEBBClaims judges C30 and C31 at the quick scale: both measure an
+// effective bisection bandwidth between 0 and 1, and adaptive routing
+// gives more than static routing.
+func TestEBBClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 128-node runs")
+	}
+	vs := judgeEBB(FigureOptions{})
+	if len(vs) != 2 || vs[0].Claim != "C30" || vs[1].Claim != "C31" {
+		t.Fatalf("verdicts %+v", vs)
+	}
+	for _, v := range vs {
+		if v.Verdict == Fail || v.Verdict == NotRun || v.Figure != "ebb" {
+			t.Errorf("%s: %+v", v.Claim, v)
+		}
+		t.Logf("%s %s: %s", v.Claim, v.Verdict, v.Measured)
+	}
+}
+
+// TestJudgingIDsCoverEveryJudge: every claim's judge reads a figure or
+// microbenchmark of JudgingIDs, and no figure without claims is in it.
+func TestJudgingIDsCoverEveryJudge(t *testing.T) {
+	ids := JudgingIDs()
+	for c, j := range judges {
+		if !contains(ids, j.fig) {
+			t.Errorf("%s's figure %s is not in %v", c, j.fig, ids)
+		}
+	}
+	for _, b := range BenchJudges {
+		if !contains(ids, b.ID) {
+			t.Errorf("%s missing from %v", b.ID, ids)
+		}
+	}
+	for _, id := range []string{"trees", "peers"} {
+		if contains(ids, id) {
+			t.Errorf("%s judges no claim but is in %v", id, ids)
+		}
+	}
+}

@@ -19,8 +19,6 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
-	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
 // FigureOptions controls RunFigure.
@@ -39,6 +37,10 @@ type FigureOptions struct {
 	// Wrap, if set, wraps the function that runs each point (the figure's
 	// own or experiments.Run), e.g. to run it on a changed profile.
 	Wrap func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error)
+	// Profile, if set, names what a microbenchmark judged for a claim
+	// (BenchJudges) loads for a built-in profile: a changed copy, as Wrap
+	// gives the figures' points one. Nil: the profile itself.
+	Profile func(name string) string
 	// NoPlots skips the plots (the JSONL and CSV are still written).
 	NoPlots bool
 	// Resume keeps points already in the output files; otherwise they are
@@ -229,40 +231,6 @@ func steadyCheck(rs []results.Result, run func(experiments.RunConfig) (*results.
 		verdict, big.Design, big.Nodes, big.ThroughputGiBs, again.ThroughputGiBs, 100*d)
 }
 
-// C23 is evaluated with perftest's all-to-all (it is a property of the
-// network, not of a shuffle design): 8 QDR nodes, 512 KB messages,
-// unscheduled versus round-robin phases.
-func judgeC23(full bool) Verdict {
-	run := func(schedule string) (float64, error) {
-		prof, err := sim.LoadProfile("qdr-cx3")
-		if err != nil {
-			return 0, err
-		}
-		c, err := sim.New(sim.Config{Nodes: 8, Profile: prof, Seed: 1, SizeOnly: true})
-		if err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		r, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 512 << 10, Iters: scale(full, 40, 400), Schedule: schedule})
-		if err != nil {
-			return 0, err
-		}
-		return r.BWAvgGbps, nil
-	}
-	rnd, err1 := run(perftest.ScheduleRandom)
-	rr, err2 := run(perftest.ScheduleRR)
-	if err := errors.Join(err1, err2); err != nil {
-		return Verdict{Claim: "C23", Verdict: Fail, Measured: "no data", Reason: err.Error()}
-	}
-	gain := rr/rnd - 1
-	v := Verdict{Claim: "C23", Figure: "alltoall_bw", Expected: "round-robin up to 40% faster than unscheduled (20-50%)",
-		Measured: fmt.Sprintf("unscheduled %.2f, round-robin %.2f Gb/s per node: %+.0f%%", rnd, rr, 100*gain), Verdict: grade(gain >= 0.2 && gain <= 0.5, gain > 0.05)}
-	if v.Verdict != Pass {
-		v.Reason = "the gain depends on how many messages the unscheduled senders keep in flight (2 here), which Roediger15 does not give"
-	}
-	return v
-}
-
 // ReproduceOptions controls Reproduce.
 type ReproduceOptions struct {
 	FigureOptions
@@ -316,11 +284,9 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error
 		res[figs[i].ID] = fr.Results
 	}
 	rep.Verdicts = Judge(res)
-	if len(o.Figures) == 0 || contains(o.Figures, "alltoall_bw") {
-		for i, v := range rep.Verdicts {
-			if v.Claim == "C23" {
-				rep.Verdicts[i] = judgeC23(o.Full)
-			}
+	for _, b := range BenchJudges {
+		if len(o.Figures) == 0 || contains(o.Figures, b.ID) {
+			rep.Verdicts = b.apply(rep.Verdicts, o.FigureOptions)
 		}
 	}
 	return rep, nil

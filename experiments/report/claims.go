@@ -37,8 +37,9 @@ func claimRows(vs []figures.Verdict, figs []Figure, rec *recorded) ([]ClaimRow, 
 			row.Recorded = r
 		}
 		switch {
-		case v.Claim == "C23":
-			row.Robustness = append(row.Robustness, "no steady-state check: a perftest all-to-all, run again for this page")
+		case isBench(v.Claim):
+			b, _ := figures.BenchJudgeOf(v.Claim)
+			row.Robustness = append(row.Robustness, "no steady-state check: "+b.What+", run again for this page")
 		case strings.Contains(steady[v.Figure], "steady-state"):
 			row.Robustness = append(row.Robustness, steady[v.Figure])
 		case steady[v.Figure] != "":
@@ -84,4 +85,10 @@ func (n *Counts) count(verdict string) {
 	default:
 		n.NotRun++
 	}
+}
+
+// isBench says whether a microbenchmark judges claim (figures.BenchJudges).
+func isBench(claim string) bool {
+	_, ok := figures.BenchJudgeOf(claim)
+	return ok
 }

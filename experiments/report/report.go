@@ -8,8 +8,8 @@
 // It reads a figures directory written by explore reproduce (the JSONL
 // records, the plots, and the validation.md beside the directory) and
 // re-judges the claims from the records, so that the verdicts on the page
-// are those of the judge in this build; C23, which is not a figure, is run
-// again (about a second). explore report is its command; the page is
+// are those of the judge in this build; the claims judged by
+// microbenchmarks, not figures (C23, C30, C31), run them again. explore report is its command; the page is
 // written with html/template.
 package report
 
@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
@@ -148,7 +149,7 @@ func Collect(ctx context.Context, o Options) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	logf("judging %d claims from the records; C23 runs its all-to-all again (about a second)", len(figures.Claims))
+	logf("judging %d claims from the records; %s run their microbenchmarks again (about 10 s at the quick scale, minutes at the full)", len(figures.Claims), benchClaims())
 	vs, err := judge(ctx, res, rec.full())
 	if err != nil {
 		return nil, err
@@ -194,28 +195,32 @@ func Collect(ctx context.Context, o Options) (*Page, error) {
 	return p, nil
 }
 
-// judge re-judges every claim from res; C23 runs again at the scale of
-// the directory.
+// judge re-judges every claim from res; the claims of microbenchmarks
+// (figures.BenchJudges) run them again at the scale of the directory.
 func judge(ctx context.Context, res map[string][]results.Result, full bool) ([]figures.Verdict, error) {
 	vs := figures.Judge(res)
-	c23, err := figures.Reproduce(ctx, figures.ReproduceOptions{FigureOptions: figures.FigureOptions{Full: full}, Figures: []string{"alltoall_bw"}})
-	if err != nil {
-		return nil, fmt.Errorf("C23: %w", err)
-	}
-	for i, v := range vs {
-		if v.Claim != "C23" {
-			continue
-		}
-		for _, w := range c23.Verdicts {
-			if w.Claim == "C23" {
-				vs[i] = w
+	for _, b := range figures.BenchJudges {
+		for _, w := range b.Judge(figures.FigureOptions{Full: full}) {
+			for i := range vs {
+				if vs[i].Claim == w.Claim {
+					vs[i] = w
+				}
 			}
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 	return vs, nil
+}
+
+// benchClaims names the claims judged by microbenchmarks, for the log.
+func benchClaims() string {
+	var ids []string
+	for _, b := range figures.BenchJudges {
+		ids = append(ids, b.Claims...)
+	}
+	return strings.Join(ids, ", ")
 }
 
 // runEvidence evaluates every public measurement the model can reproduce.

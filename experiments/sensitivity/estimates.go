@@ -46,6 +46,7 @@ var ProfileEstimates = []Estimate{
 	{"host.wakeup_ns", "a futex wake-up's latency measured on an Atom C3758, not on the profiles' Xeons and EPYCs"},
 	{"host.wakeup_tail_ns", "the wake-up's spread, from the same Atom measurement"},
 	{"host.syscall_ns", "a FUTEX_WAKE with nobody asleep: 163 ns measured, CPU not stated"},
+	{"nic.ooo_window", "how far past a gap a ConnectX-5-or-later NIC places RC packets: no public figure (hdr-cx6 only)"},
 }
 
 // MechanismSwitches are the profile's switches between two behaviours of the
@@ -54,6 +55,7 @@ var ProfileEstimates = []Estimate{
 // a verdict that flips under it is as fragile as under an estimate.
 var MechanismSwitches = []Estimate{
 	{"nic.rx_miss_blocks", "whether a packet waiting for its queue-pair context holds the NIC's receive pipeline (1) or the pipeline goes on with later packets (0, the profiles' choice)"},
+	{"switch.ar_ties", "whether adaptive routing breaks a tie between equally loaded minimal ports with the static table's port (0, the profiles' choice) or takes them in turn (1)"},
 }
 
 // IsMechanism reports whether c sets a mechanism switch (MechanismSwitches).

@@ -186,8 +186,9 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 			"not on a number of the model. They count as changes like the others.\n\n")
 	}
 	if seeds+numberings > 0 {
-		b.WriteString("Neither kind of control reaches the two measurements made outside the figures' runs, on seed 1 and numbering 0: " +
-			"C23's all-to-all microbenchmark (one queue pair per peer) and fig23's bandwidth-delay-product depth (measured on one queue pair).\n\n")
+		b.WriteString("Neither kind of control reaches the measurements made outside the figures' runs, on seed 1 and numbering 0: " +
+			"C23's all-to-all microbenchmark (one queue pair per peer), C30's and C31's effective bisection bandwidths of fat trees, " +
+			"and fig23's bandwidth-delay-product depth (measured on one queue pair). Changes of estimates reach them.\n\n")
 	}
 	if len(s.Figures) > 0 {
 		fmt.Fprintf(&b, "Judged with %s only: claims that other figures judge are not analysed (not-run in the baseline).\n\n", strings.Join(s.Figures, ", "))

@@ -182,6 +182,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	oc := Outcome{Figures: o.Figures, Version: b.Version, Commit: b.Commit, Model: currentModel()}
 	dir := filepath.Join(o.OutDir, "baseline")
 	wrap := onProfiles(nil)
+	var profile func(string) string // the microbenchmarks' profiles (figures.BenchJudges)
 	if c != nil {
 		oc.Change = c.String()
 		dir = filepath.Join(o.OutDir, strings.NewReplacer(" ", "", "*", "").Replace(oc.Change))
@@ -203,6 +204,12 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 				return oc, nil
 			}
 			wrap = onProfiles(paths)
+			profile = func(name string) string {
+				if path, ok := paths[name]; ok {
+					return path
+				}
+				return name
+			}
 		}
 		// A change's runs go without the verbs-usage checker: records do
 		// not depend on it (TestNoCheckSameResult), the baseline keeps it,
@@ -229,9 +236,13 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 			}
 		}
 	}
+	figs := o.Figures
+	if len(figs) == 0 {
+		figs = figures.JudgingIDs() // no verdict reads the figures without claims
+	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
-		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory},
-		Figures:       o.Figures,
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Profile: profile, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory},
+		Figures:       figs,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

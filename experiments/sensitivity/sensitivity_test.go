@@ -165,8 +165,11 @@ func TestMechanismSwitch(t *testing.T) {
 		t.Error("rx_miss_blocks =2 accepted")
 	}
 	last := DefaultChanges(2)
-	if c := last[len(last)-5]; c != (Change{"nic.rx_miss_blocks", 1}) {
-		t.Errorf("DefaultChanges: %v before the controls, want the switch on", c)
+	controls := len(Controls)
+	for i, m := range MechanismSwitches {
+		if c := last[len(last)-controls-len(MechanismSwitches)+i]; c != (Change{m.Field, 1}) {
+			t.Errorf("DefaultChanges: %v before the controls, want %s on", c, m.Field)
+		}
 	}
 }
 
