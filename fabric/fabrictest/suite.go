@@ -38,7 +38,7 @@ func Run(t *testing.T, f Factory) {
 
 // Cases lists the conformance checks.
 func Cases() []Case {
-	return []Case{
+	return append([]Case{
 		{Name: "RCSendRecv", Body: sendRecv(fabric.RC, []int{1, 100, 4096, 4097, 10000, 0})},
 		{Name: "UCSendRecv", Body: sendRecv(fabric.UC, []int{1, 4096, 9000})},
 		{Name: "UDSendRecvGRH", Body: udSendRecv},
@@ -70,7 +70,7 @@ func Cases() []Case {
 		{Name: "RecvTooSmall", Body: recvTooSmall},
 		{Name: "ErrorStateFlushes", Body: errorFlush},
 		{Name: "MemoryRegionLifecycle", Body: mrLifecycle},
-	}
+	}, SRQCases()...)
 }
 
 // fill writes a pattern that depends on seed into b.

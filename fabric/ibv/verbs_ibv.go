@@ -699,3 +699,9 @@ func (a *ah) Destroy() error {
 	delete(a.pd.ahs, a)
 	return nil
 }
+
+// CreateSRQ implements fabric.PD. Shared receive queues are not mapped to
+// libibverbs yet.
+func (p *pd) CreateSRQ(fabric.SRQInit) (fabric.SRQ, error) {
+	return nil, fmt.Errorf("%w: shared receive queues are not implemented by the libibverbs backend yet", fabric.ErrInvalidArg)
+}
