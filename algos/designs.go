@@ -87,6 +87,7 @@ const (
 	NameMEMQWR    = "MEMQ/WR"
 	NameSEMQWRCW  = "SEMQ/WR+cw"
 	NameMEMQWRCW  = "MEMQ/WR+cw"
+	NameMEMQSRSRQ = "MEMQ/SR+srq"
 )
 
 // Options are the parts of a run's configuration that only some designs
@@ -169,7 +170,9 @@ func paperDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpo
 // Variants returns our improvements on Liu19's designs, each named after
 // the design it changes with a suffix: MQ/WR+cw returns RDMA Write slots
 // through a credit word in ring order (one credit write every CreditEvery
-// releases) instead of a FreeArr write per slot.
+// releases) instead of a FreeArr write per slot; MEMQ/SR+srq attaches an
+// endpoint's queue pairs to one shared receive queue, whose pool of
+// receives is credited to the sources in shares (OpenMQSRQ).
 func Variants() []Design {
 	var out []Design
 	for _, shared := range []bool{true, false} {
@@ -181,7 +184,10 @@ func Variants() []Design {
 			"slots return through a credit word counting those released in ring order (our improvement: no write per slot)", 1)
 		out = append(out, d)
 	}
-	return out
+	d := paperDesign(false, VerbSend, OpenMQSRQ)
+	d.Name, d.Family, d.Adaptive = NameMEMQSRSRQ, FamilyVariant, false
+	d.About = "one endpoint per thread: Send/Receive over an RC queue pair per peer, all attached to one shared receive queue whose pool is credited to the sources in shares (our variant: receive memory O(pool), not O(peers x buffers))"
+	return append(out, d)
 }
 
 // udDesign is an SQ/SR design: one UD queue pair, messages of one MTU.

@@ -55,6 +55,8 @@ type mqsr struct {
 	remote     []fabric.QPInfo // per source: where its credit word for us is
 	closedSrc  []bool
 	unsignaled []int // credit writes posted unsignaled, per queue pair
+
+	sh *srqShare // MEMQ/SR+srq: the shared receive queue and its credit (mqsrq.go); nil otherwise
 }
 
 const (
@@ -70,7 +72,9 @@ const (
 // OpenMQSR opens an MQ/SR endpoint on the calling thread's node. Every node
 // must open endpoint cfg.Tag at the same time (it exchanges queue-pair
 // information and ends with a barrier).
-func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, false, false) }
+func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
+	return openMQ(th, cfg, false, false, false)
+}
 
 // OpenMQWRCW opens an MQ/WR+cw endpoint, our improvement on Liu19's
 // RDMA Write design: the sender writes each buffer straight into a slot of
@@ -88,14 +92,20 @@ func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th
 // inline RDMA Write, which RC places after the data; the receiver polls
 // that memory (the next slot of each source, in ring order) instead of a
 // completion queue and needs no receives.
-func OpenMQWRCW(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, true, false) }
+func OpenMQWRCW(th fabric.Thread, cfg Config) (Endpoint, error) {
+	return openMQ(th, cfg, true, false, false)
+}
 
-func openMQ(th fabric.Thread, cfg Config, write, freeArr bool) (Endpoint, error) {
+func openMQ(th fabric.Thread, cfg Config, write, freeArr, shared bool) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
 	e := &mqsr{write: write, freeArr: freeArr, notify: cfg.Notify}
 	name := "MQ/SR"
+	if shared {
+		name = "MQ/SR+srq"
+		e.sh = &srqShare{}
+	}
 	if write {
 		name = map[bool]string{true: "MQ/WR", false: "MQ/WR+cw"}[freeArr]
 		switch e.notify {
@@ -135,7 +145,12 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.own.cq(e.scq)
-	if e.rcq, err = dev.CreateCQ(n*b + 16); err != nil {
+	rdepth := n*b + 16
+	if e.sh != nil {
+		e.sh.pool = srqPool(n, b)
+		rdepth = e.sh.pool + 16
+	}
+	if e.rcq, err = dev.CreateCQ(rdepth); err != nil {
 		return err
 	}
 	e.own.cq(e.rcq)
@@ -146,6 +161,11 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		return err
 	}
 	e.initState(n, b)
+	if e.sh != nil {
+		if err := e.openSRQ(); err != nil {
+			return err
+		}
+	}
 	per := 3
 	if e.freeArr {
 		e.fa.init(n, b)
@@ -163,6 +183,11 @@ func (e *mqsr) setup(th fabric.Thread) error {
 			return err
 		}
 		blob = append(blob, enc...)
+	}
+	if e.sh != nil { // every source has its share of credit: post the pool
+		if err := e.postPool(); err != nil {
+			return err
+		}
 	}
 	e.info.QPs = n
 	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob, n, per)
@@ -214,7 +239,11 @@ func (e *mqsr) register(n, b, msg int) error {
 	// The words and notices other nodes write and this node polls are
 	// aligned to their size (polled.go): a no-op for message sizes that
 	// are a multiple of 8.
-	e.creditOff = alignUp(e.recvOff+n*b*msg, 8)
+	recvBytes := n * b * msg
+	if e.sh != nil {
+		recvBytes = e.sh.pool * msg // the shared receive queue's pool
+	}
+	e.creditOff = alignUp(e.recvOff+recvBytes, 8)
 	e.scratchOff = e.creditOff + 8*n
 	e.parityOff = e.scratchOff + 8*n
 	e.noticeOff = alignUp(e.parityOff+HeaderBytes, descBytes)
@@ -241,7 +270,7 @@ func (e *mqsr) register(n, b, msg int) error {
 		}
 	}
 	e.info.RegisteredBytes = int64(size)
-	e.info.RecvPoolBytes = int64(n * b * msg)
+	e.info.RecvPoolBytes = int64(recvBytes)
 	return nil
 }
 
@@ -267,10 +296,12 @@ func (e *mqsr) initState(n, b int) {
 // its credit, and returns what node j needs to know of it (queue pair,
 // credit word, receive ring, notice ring, FreeArr words), encoded.
 func (e *mqsr) openPeer(j, b, msg, sqDepth int) ([]byte, error) {
-	var blob []byte
 	// Send queue: data sends (at most b, the credit), parity messages
 	// (at most b), and up to creditSignalEvery credit writes awaiting
 	// a signaled one, twice over.
+	if e.sh != nil {
+		return e.openSharedPeer(j, sqDepth)
+	}
 	qp, err := newRCQP(&e.own, e.pd, e.scq, e.rcq, fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: b, MaxInline: HeaderBytes},
 		fabric.AccessRemoteWrite)
 	if err != nil {
@@ -291,6 +322,13 @@ func (e *mqsr) openPeer(j, b, msg, sqDepth int) ([]byte, error) {
 	cr.Posted(b) // known to the sender by configuration
 	e.cr = append(e.cr, cr)
 	e.cs[j].Update(uint64(b))
+	return e.peerInfo(j, b, msg, qp)
+}
+
+// peerInfo encodes what node j needs to know of the endpoint's queue pair
+// to it (queue pair, credit word, receive ring, notice ring, FreeArr words).
+func (e *mqsr) peerInfo(j, b, msg int, qp fabric.QP) ([]byte, error) {
+	var blob []byte
 	info := qp.Info()
 	info.PSN = rcPSN(e.me, j)
 	info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.creditOff+8*j), e.mr.RKey(), 8
@@ -471,6 +509,9 @@ func (e *mqsr) receiving() receiving {
 
 // received handles one successful receive completion.
 func (e *mqsr) received(th fabric.Thread, wc fabric.WC) error {
+	if e.sh != nil {
+		return e.receivedShared(wc)
+	}
 	slot := int(wc.ID)
 	if e.write {
 		src := int(wc.ID)
@@ -503,6 +544,9 @@ func (e *mqsr) deliver(src, slot, n int) error {
 	}
 	if h.src != src {
 		return fmt.Errorf("%w: message on node %d's connection claims to be from node %d", ErrBadMessage, src, h.src)
+	}
+	if e.sh != nil {
+		return e.deliverShared(src, slot, buf, h)
 	}
 	if h.flags&flagParity != 0 {
 		return nil // consumed a credited receive; nothing to deliver
@@ -552,6 +596,9 @@ func (e *mqsr) Release(th fabric.Thread, d Delivery) error {
 	}
 	e.lock()
 	defer e.unlock()
+	if e.sh != nil {
+		return e.releaseShared(th, d)
+	}
 	if d.id < 0 || d.id >= e.n*e.cfg.Buffers || d.Src != d.id/e.cfg.Buffers {
 		return errForeignDelivery
 	}
@@ -605,7 +652,7 @@ func (e *mqsr) finish(th fabric.Thread) error {
 	parity := header{flags: flagParity, src: e.me}
 	parity.put(e.mr.Bytes()[e.parityOff:])
 	for d := 0; d < e.n; d++ {
-		if !e.depleted[d] || e.write { // MQ/WR has no parity step
+		if !e.depleted[d] || e.write || e.sh != nil { // MQ/WR and MQ/SR+srq have no parity step
 			continue
 		}
 		deadline := th.Now().Add(e.cfg.Timeout)

@@ -35,7 +35,9 @@ import (
 // sender's FreeArr. Config.Notify selects how the receiver learns of a
 // write (poll-CQ by default, poll-buffers, poll-queue). Every node must
 // open endpoint cfg.Tag at the same time.
-func OpenMQWR(th fabric.Thread, cfg Config) (Endpoint, error) { return openMQ(th, cfg, true, true) }
+func OpenMQWR(th fabric.Thread, cfg Config) (Endpoint, error) {
+	return openMQ(th, cfg, true, true, false)
+}
 
 // freeArr is the slot state of MQ/WR with FreeArr, on both sides. Owned by
 // its endpoint (guarded by the endpoint's lock).

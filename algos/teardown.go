@@ -14,13 +14,14 @@ import (
 // domain (which holds the rest) last. Not safe for concurrent use: the
 // endpoint's lock, or its opening thread, guards it.
 type owned struct {
-	kinds [6][]func() error
+	kinds [7][]func() error
 }
 
 // Kinds of owned objects, in the order free frees them.
 const (
 	ownAH = iota
 	ownQP
+	ownSRQ // after the queue pairs attached to it
 	ownCQ
 	ownMR
 	ownLent // buffers lent by a pool, given back
@@ -38,6 +39,9 @@ func (o *owned) mr(mr fabric.MR) { o.kinds[ownMR] = append(o.kinds[ownMR], mr.De
 
 // qp records a queue pair.
 func (o *owned) qp(qp fabric.QP) { o.kinds[ownQP] = append(o.kinds[ownQP], qp.Destroy) }
+
+// srq records a shared receive queue.
+func (o *owned) srq(s fabric.SRQ) { o.kinds[ownSRQ] = append(o.kinds[ownSRQ], s.Destroy) }
 
 // ah records an address handle.
 func (o *owned) ah(ah fabric.AH) { o.kinds[ownAH] = append(o.kinds[ownAH], ah.Destroy) }

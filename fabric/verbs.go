@@ -111,6 +111,8 @@ type PD interface {
 	CreateQP(init QPInit) (QP, error)
 	// CreateAH creates an address handle for UD sends to dest.
 	CreateAH(dest Address) (AH, error)
+	// CreateSRQ creates a shared receive queue (ibv_create_srq(3)).
+	CreateSRQ(init SRQInit) (SRQ, error)
 	// Dealloc frees the protection domain; it fails while objects remain.
 	Dealloc() error
 }
@@ -184,6 +186,13 @@ type QPInit struct {
 	SendCQ CQ
 	RecvCQ CQ
 	Caps   QPCaps
+	// SRQ, when set, attaches the queue pair (RC, UC or UD) to a shared
+	// receive queue of the same protection domain: arriving messages take
+	// their receives from it, Caps.MaxRecvWR is ignored, and PostRecv on
+	// the queue pair itself fails with ErrInvalidArg (EINVAL in verbs).
+	// Receive completions still go to RecvCQ and carry this queue pair's
+	// number (WC.QPN).
+	SRQ SRQ
 }
 
 // QPAttr carries the attributes used by QP.Modify. Each transition reads the
@@ -230,6 +239,50 @@ type QP interface {
 	// Info is what a peer needs to connect to this queue pair.
 	Info() QPInfo
 	// Destroy frees the queue pair. Outstanding requests are discarded.
+	Destroy() error
+}
+
+// SRQInit holds the arguments of PD.CreateSRQ (struct ibv_srq_init_attr).
+type SRQInit struct {
+	MaxWR  int // receives the queue holds (max_wr)
+	MaxSGE int // scatter/gather elements per receive (max_sge; a RecvWR has one)
+	// Limit, when above 0, arms the limit event at creation (as
+	// SRQ.ArmLimit(Limit) right after it: ibv_create_srq itself ignores
+	// srq_limit, so the backends issue the modify).
+	Limit int
+}
+
+// SRQ is a shared receive queue (ibv_create_srq(3), ibv_post_srq_recv(3),
+// ibv_modify_srq(3)). Every queue pair attached to it (QPInit.SRQ) takes
+// the receive for an arriving message from it, in the order the messages
+// reach the NIC, whichever queue pair they arrive on: receives are
+// consumed in posting order, but by any attached queue pair, and the
+// completion carries the queue pair that took it (WC.QPN). A message that
+// finds the queue empty is treated as with an empty receive queue: an RC
+// queue pair answers with an RNR NAK, UD drops it, UC drops the message.
+//
+// Slots: a receive's slot is taken by PostRecv and free again once its
+// completion has been polled, as for a queue pair's receive queue. When a
+// queue pair attached to the queue enters the error state, only the
+// receives it had taken are flushed; those still in the queue stay.
+type SRQ interface {
+	// PostRecv appends receive buffers, with QP.PostRecv's contract (the
+	// queue has no state: it accepts receives as soon as it exists).
+	PostRecv(wrs []RecvWR) (int, error)
+	// ArmLimit arms the limit event (ibv_modify_srq with IBV_SRQ_LIMIT):
+	// the first time the number of receives in the queue (posted, not yet
+	// taken by a message) falls below limit, the event fires once and the
+	// limit goes back to 0, disarmed (IBV_EVENT_SRQ_LIMIT_REACHED). 0
+	// disarms; limit must be below MaxWR (else ErrInvalidArg, EINVAL).
+	ArmLimit(limit int) error
+	// LimitReached reports whether the limit event fired since the last
+	// call, and consumes it (as ibv_get_async_event then
+	// ibv_ack_async_event). It never blocks.
+	LimitReached() bool
+	// MaxWR is the queue's depth, as requested.
+	MaxWR() int
+	// Destroy frees the queue. It fails with ErrBusy while queue pairs are
+	// attached (the kernel's EBUSY); receives still posted are discarded.
 	Destroy() error
 }
 

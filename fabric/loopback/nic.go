@@ -26,6 +26,7 @@ type nic struct {
 	qps      map[uint32]*qp
 	active   []*qp // queue pairs that may have requests to execute
 	nextQPN  uint32
+	nextSRQ  int
 	nextKey  uint32
 	nextAddr uint64
 
@@ -263,9 +264,10 @@ func (t *nic) target(q *qp) *qp {
 	return d
 }
 
-// takeRecv takes d's next receive, or reports there is none.
+// takeRecv takes d's next receive (from its shared receive queue when it
+// is attached to one), or reports there is none.
 func (d *qp) takeRecv() (uint64, *rqe, bool) {
-	if d.rqHead >= d.rqTail {
+	if d.rqHead >= d.rqTail && (d.srq == nil || !d.srq.give(d)) {
 		return 0, nil, false
 	}
 	i := d.rqHead

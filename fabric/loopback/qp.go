@@ -51,6 +51,7 @@ type qp struct {
 	sqFree, sqHead, sqTail uint64 // sqHead: the oldest request not completed, the one the NIC executes next
 	rq                     []rqe
 	rqFree, rqHead, rqTail uint64
+	srq                    *srq // the shared receive queue it takes receives from, or nil
 
 	retryAt time.Time // RNR or transport retry: not before
 	rnrLeft int       // RNR retries left (rnr_retry 7: infinite)
@@ -82,6 +83,16 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	}
 	caps := init.Caps
 	attr := (&device{n: n}).Attr()
+	var s *srq
+	if init.SRQ != nil {
+		var err error
+		if s, err = p.attachable(init.SRQ); err != nil {
+			return nil, err
+		}
+		// max_recv_wr is ignored; the ring holds what the queue pair has
+		// taken from the shared queue and not yet released, at most its depth.
+		caps.MaxRecvWR = s.maxWR
+	}
 	if caps.MaxSendWR < 1 || caps.MaxRecvWR < 1 || caps.MaxRecvWR > attr.MaxQPWR {
 		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d", fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, attr.MaxQPWR)
 	}
@@ -100,7 +111,10 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	}
 	n.nextQPN++
 	q := &qp{n: n, pd: p, qpn: qpnBase + n.nextQPN, typ: init.Type, scq: scq, rcq: rcq, caps: caps, mtu: attr.MTU,
-		sq: make([]sqe, caps.MaxSendWR), rq: make([]rqe, caps.MaxRecvWR)}
+		sq: make([]sqe, caps.MaxSendWR), rq: make([]rqe, caps.MaxRecvWR), srq: s}
+	if s != nil {
+		s.users++
+	}
 	n.qps[q.qpn] = q
 	p.users++
 	scq.users++
@@ -133,6 +147,10 @@ func (q *qp) Destroy() error {
 		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
 	}
 	q.destroyed = true
+	if q.srq != nil {
+		q.freeRecvs(q.rqTail) // the receives it had taken are discarded
+		q.srq.users--
+	}
 	q.state = fabric.StateReset
 	q.gen++
 	q.pd.users--
@@ -201,7 +219,8 @@ func (q *qp) reset() {
 	q.state = fabric.StateReset
 	q.gen++
 	q.sqFree, q.sqHead = q.sqTail, q.sqTail
-	q.rqFree, q.rqHead = q.rqTail, q.rqTail
+	q.freeRecvs(q.rqTail)
+	q.rqHead = q.rqTail
 	q.retryAt, q.unacked = time.Time{}, time.Time{}
 }
 
@@ -209,7 +228,7 @@ func (q *qp) reset() {
 // that covers them was polled, or lost to an overrun.
 func (q *qp) release(free uint64, recv bool) {
 	if recv {
-		q.rqFree = max(q.rqFree, free)
+		q.freeRecvs(free)
 	} else {
 		q.sqFree = max(q.sqFree, free)
 	}
@@ -350,6 +369,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	defer n.mu.Unlock()
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.srq != nil {
+		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)
 	}
 	if q.state == fabric.StateReset {
 		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)

@@ -237,7 +237,7 @@ func (ch *checker) polled() string {
 }
 
 // recvPosted runs as PostRecv accepts e.
-func (ch *checker) recvPosted(q *qp, e *rqe) {
+func (ch *checker) recvPosted(q fmt.Stringer, e *rqe) {
 	if e.mr == nil || e.has(rqeBad) || e.n == 0 {
 		return
 	}
@@ -358,6 +358,15 @@ func (ch *checker) uncheckRecvs(m *mr, lo, hi uint64) {
 		for i := o.rqFree; i < o.rqTail; i++ {
 			e := o.rqAt(i)
 			if e.has(rqeCkHeld) && e.mr == m {
+				if elo, ehi := e.off(), e.off()+uint64(e.n); elo < hi && ehi > lo {
+					e.set(rqeCkOn, false)
+				}
+			}
+		}
+	}
+	for _, s := range m.nic.srqs {
+		for i := s.head; i < s.tail; i++ {
+			if e := s.at(i); e.has(rqeCkHeld) && e.mr == m {
 				if elo, ehi := e.off(), e.off()+uint64(e.n); elo < hi && ehi > lo {
 					e.set(rqeCkOn, false)
 				}

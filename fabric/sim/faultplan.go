@@ -488,15 +488,17 @@ func (c *Cluster) FaultSummary() string {
 
 // noRecv reports whether q has no receive to offer an arriving message:
 // none posted, or its node's receivers are starved by the plan.
+// A queue pair attached to a shared receive queue takes the queue's next
+// receive into its own ring (srq.give) once no starvation stands in the way.
 func (q *qp) noRecv() bool {
-	if q.rqHead == q.rqTail {
+	if q.rqHead == q.rqTail && q.srq == nil {
 		return true
 	}
 	if in := q.c.inj; in != nil && in.starved(q.nic.node.id, q.c.now) {
 		in.counts.Starved++
 		return true
 	}
-	return false
+	return q.rqHead == q.rqTail && !q.srq.give(q)
 }
 
 // rtsAttr applies the plan's retry cap to an RC queue pair entering RTS.
@@ -507,7 +509,7 @@ func (c *Cluster) rtsAttr(q *qp) {
 	}
 	if in.plan.RetryCnt >= 0 && int(q.attr.RetryCnt) > in.plan.RetryCnt {
 		q.attr.RetryCnt = uint8(in.plan.RetryCnt)
-		q.retries = in.plan.RetryCnt
+		q.retries = int32(in.plan.RetryCnt)
 	}
 	if in.plan.AckTimeout != 0 {
 		q.attr.Timeout = in.plan.AckTimeout

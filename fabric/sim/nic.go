@@ -17,6 +17,7 @@ type nic struct {
 	qps      []*qp  // by qpn - firstQPN
 	firstQPN uint32 // the number of the NIC's first queue pair (Config.QPNumbering)
 	liveQPs  int    // queue pairs created and not destroyed (nic.max_qp)
+	srqs     []*srq // shared receive queues, in creation order
 	mrs      []*mr  // by key>>8 - 1
 	nextAddr uint64
 

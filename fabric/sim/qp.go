@@ -207,10 +207,11 @@ type qp struct {
 	rdHeld    int32 // RDMA Reads whose state the NIC holds (wrCache), at most max_rd_atomic
 
 	// RC requester reliability.
-	// (timerOn and timerEv are with the flags above: the queue pair is
-	// kept small, docs/performance.md "Scale".)
-	retries    int
-	rnrRetries int
+	// (timerOn and timerEv are with the flags above, the retry counts left
+	// (0..7) are 32 bits beside rdHeld: the queue pair is kept small,
+	// docs/performance.md "Scale", TestQPSizes.)
+	retries    int32
+	rnrRetries int32
 	timerAt    fabric.Time // when the local ACK timer expires
 	timerEvAt  fabric.Time // when the timer event fires; events at other times are stale
 	rnrUntil   fabric.Time
@@ -236,6 +237,7 @@ type qp struct {
 	ackPSN  fabric.PSN
 	rd      *readState // the RDMA Reads being answered; nil until the first arrives
 	rx      *rxState   // with translation caches: where arriving payload goes; nil until then
+	srq     *srq       // the shared receive queue it takes receives from, or nil (srq.go)
 }
 
 // qpAttr is what a queue pair keeps of its Modify attributes (the rest,
@@ -313,7 +315,15 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
 	}
 	caps := init.Caps
-	if caps.MaxSendWR < 1 || caps.MaxSendWR > prof.MaxQPWR || caps.MaxRecvWR < 1 || caps.MaxRecvWR > prof.MaxQPWR {
+	var s *srq
+	if init.SRQ != nil {
+		var err error
+		if s, err = p.attachable(init.SRQ); err != nil {
+			return nil, err
+		}
+		caps.MaxRecvWR = 0 // ignored, as max_recv_wr in verbs: the shared queue's depth counts
+	}
+	if caps.MaxSendWR < 1 || caps.MaxSendWR > prof.MaxQPWR || s == nil && (caps.MaxRecvWR < 1 || caps.MaxRecvWR > prof.MaxQPWR) {
 		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d (nic.max_qp_wr)",
 			fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, prof.MaxQPWR)
 	}
@@ -332,7 +342,10 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: node %d has used every queue-pair number from %#x to the 24-bit field's end (%d created; numbers are not reused)", fabric.ErrLimit, n.node.id, n.firstQPN, len(n.qps))
 	}
 	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
-		mtu: c.prof.Link.MTU}
+		mtu: c.prof.Link.MTU, srq: s}
+	if s != nil {
+		s.users++
+	}
 	n.qps = append(n.qps, q)
 	n.liveQPs++
 	if ch := c.chk; ch != nil {
@@ -362,9 +375,14 @@ func (q *qp) Destroy() error {
 	}
 	if ch := q.c.chk; ch != nil {
 		ch.dropAll(q)
-		q.sqFree, q.rqFree = q.sqTail, q.rqTail
+		q.sqFree = q.sqTail
+		q.freeRecvs(q.rqTail)
 		q.scq.attached -= q.caps.MaxSendWR
 		q.rcq.attached -= q.caps.MaxRecvWR
+	}
+	if q.srq != nil {
+		q.freeRecvs(q.rqTail) // the receives it had taken are discarded
+		q.srq.users--
 	}
 	q.destroyed = true
 	q.nic.cache.evict(q)
@@ -423,7 +441,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			q.attr.MaxRdAtomic = 1
 		}
 		q.nextPSN = a.SendPSN & fabric.MaxPSN
-		q.retries, q.rnrRetries = int(a.RetryCnt), int(a.RNRRetry)
+		q.retries, q.rnrRetries = int32(a.RetryCnt), int32(a.RNRRetry)
 		c.rtsAttr(q)
 	default:
 		return fmt.Errorf("%w: unknown state %v", fabric.ErrInvalidArg, to)
@@ -446,7 +464,8 @@ func (q *qp) reset() {
 	q.nic.cache.evict(q)
 	q.nic.wrc.forget(q.qpn)
 	q.sqFree, q.sqHead, q.sqTx, q.sqVisible, q.txPkt = q.sqTail, q.sqTail, q.sqTail, q.sqTail, 0
-	q.rqFree, q.rqHead = q.rqTail, q.rqTail
+	q.freeRecvs(q.rqTail)
+	q.rqHead = q.rqTail
 	q.rdOut, q.rdHeld = 0, 0
 	q.resetReads()
 	if q.rx != nil {
@@ -467,7 +486,7 @@ func (q *qp) release(free uint64, recv bool) {
 		}
 	}
 	if recv {
-		q.rqFree = max(q.rqFree, free)
+		q.freeRecvs(free)
 	} else {
 		q.sqFree = max(q.sqFree, free)
 	}
@@ -578,6 +597,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	c.enter(0)
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.srq != nil {
+		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)
 	}
 	if q.state == fabric.StateReset {
 		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)

@@ -248,6 +248,10 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 	}
 	rx := q.rx
 	nextRecv := func() (*rqe, bool) {
+		if q.srq != nil {
+			e := q.srq.peek()
+			return e, e != nil && !e.has(rqeBad) && e.mr != nil
+		}
 		i := max(rx.seen, q.rqHead)
 		if i >= q.rqTail {
 			return nil, false

@@ -429,7 +429,7 @@ func (q *qp) goBack(psn fabric.PSN) {
 // progress resets the retry counters and the timer after the peer
 // acknowledged something.
 func (q *qp) progress() {
-	q.retries, q.rnrRetries = int(q.attr.RetryCnt), int(q.attr.RNRRetry)
+	q.retries, q.rnrRetries = int32(q.attr.RetryCnt), int32(q.attr.RNRRetry)
 	if q.outstanding() {
 		q.armTimer()
 	} else {

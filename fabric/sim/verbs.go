@@ -198,6 +198,11 @@ func (m *mr) named() bool {
 			}
 		}
 	}
+	for _, s := range m.nic.srqs {
+		if s.namesMR(m) {
+			return true
+		}
+	}
 	return false
 }
 

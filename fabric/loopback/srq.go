@@ -1,0 +1,157 @@
+package loopback
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// srq implements fabric.SRQ: a pool of receives that the queue pairs
+// attached to it draw from, in the order their messages are delivered. A
+// queue pair that takes a receive moves it into its own receive ring
+// (give), so completion, flush and release are the queue pair's as without
+// a shared queue. Every field is guarded by the NIC's mu.
+type srq struct {
+	n          *nic
+	pd         *pd
+	id         int
+	maxWR      int
+	ring       []rqe  // the pool: entries [head, tail)
+	head, tail uint64 // counters that only grow
+	out        int    // receives posted and not yet released by polling
+	limit      int    // armed limit, 0 when disarmed
+	fired      bool   // the limit event fired and LimitReached has not consumed it
+	users      int    // attached queue pairs
+	dead       bool
+}
+
+var _ fabric.SRQ = (*srq)(nil)
+
+func (s *srq) at(i uint64) *rqe { return &s.ring[i%uint64(len(s.ring))] }
+func (s *srq) String() string   { return fmt.Sprintf("SRQ %d on node %d", s.id, s.n.id) }
+func (s *srq) MaxWR() int       { return s.maxWR }
+func (s *srq) arm(limit int) error {
+	if limit < 0 || limit >= s.maxWR {
+		return fmt.Errorf("%w: %v: limit %d outside 0..%d (below its depth)", fabric.ErrInvalidArg, s, limit, s.maxWR-1)
+	}
+	s.limit = limit
+	return nil
+}
+
+func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
+	n := p.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if most := (&device{n: n}).Attr().MaxQPWR; init.MaxWR < 1 || init.MaxWR > most {
+		return nil, fmt.Errorf("%w: shared receive queue depth %d outside 1..%d", fabric.ErrLimit, init.MaxWR, most)
+	}
+	if init.MaxSGE < 0 || init.MaxSGE > 1 {
+		return nil, fmt.Errorf("%w: %d scatter/gather elements per receive; the loopback device has 1", fabric.ErrLimit, init.MaxSGE)
+	}
+	n.nextSRQ++
+	s := &srq{n: n, pd: p, id: n.nextSRQ, maxWR: init.MaxWR, ring: make([]rqe, init.MaxWR)}
+	if err := s.arm(init.Limit); err != nil {
+		return nil, err
+	}
+	p.users++
+	return s, nil
+}
+
+func (s *srq) ArmLimit(limit int) error {
+	s.n.mu.Lock()
+	defer s.n.mu.Unlock()
+	if s.dead {
+		return fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+	}
+	return s.arm(limit)
+}
+
+func (s *srq) LimitReached() bool {
+	s.n.mu.Lock()
+	defer s.n.mu.Unlock()
+	f := s.fired
+	s.fired = false
+	return f
+}
+
+func (s *srq) Destroy() error {
+	s.n.mu.Lock()
+	defer s.n.mu.Unlock()
+	if s.dead {
+		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, s)
+	}
+	if s.users > 0 {
+		return fmt.Errorf("%w: %v still has %d queue pairs attached", fabric.ErrBusy, s, s.users)
+	}
+	s.dead = true
+	s.head = s.tail
+	s.pd.users--
+	return nil
+}
+
+func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
+	n := s.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s.dead {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+	}
+	for i := range wrs {
+		if s.out >= s.maxWR {
+			return i, fmt.Errorf("%w: %v holds %d receives; a receive's slot is free again once its completion has been polled",
+				fabric.ErrQueueFull, s, s.maxWR)
+		}
+		m, buf, ok := n.localBuf(s.pd, wrs[i].Local, fabric.AccessLocalWrite)
+		*s.at(s.tail) = rqe{id: wrs[i].ID, mr: m, buf: buf, bad: !ok}
+		s.tail++
+		s.out++
+	}
+	return len(wrs), nil
+}
+
+// give moves the pool's next receive to the end of q's receive ring and
+// fires the limit event when the pool falls below the armed limit. It
+// returns false when the pool is empty.
+func (s *srq) give(q *qp) bool {
+	if s.head == s.tail {
+		return false
+	}
+	*q.rqAt(q.rqTail) = *s.at(s.head)
+	*s.at(s.head) = rqe{}
+	q.rqTail++
+	s.head++
+	if s.limit > 0 && int(s.tail-s.head) < s.limit {
+		s.limit, s.fired = 0, true
+	}
+	return true
+}
+
+// attachable returns the shared receive queue a queue pair of p may attach
+// to (mu held).
+func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
+	s, ok := q.(*srq)
+	switch {
+	case !ok || s == nil || s.n != p.n:
+		return nil, fmt.Errorf("%w: CreateQP with a shared receive queue that is not this loopback device's", fabric.ErrInvalidArg)
+	case s.dead:
+		return nil, fmt.Errorf("%w: CreateQP with a destroyed shared receive queue", fabric.ErrClosed)
+	case s.pd != p:
+		return nil, fmt.Errorf("%w: %v belongs to another protection domain", fabric.ErrInvalidArg, s)
+	}
+	return s, nil
+}
+
+// freeRecvs releases q's receive slots before to: for a queue pair
+// attached to a shared queue they are the queue's slots.
+func (q *qp) freeRecvs(to uint64) {
+	if to <= q.rqFree {
+		return
+	}
+	if q.srq != nil {
+		q.srq.out -= int(to - q.rqFree)
+	}
+	q.rqFree = to
+}

@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// srq implements fabric.SRQ: a pool of receives on the NIC that the queue
+// pairs attached to it draw from as their messages arrive. A queue pair
+// that takes a receive moves the entry into its own receive ring (give),
+// so that everything after the take (filling, completion, flush, release
+// by polling, the checker's records) is the queue pair's as without a
+// shared queue; the pool holds only the receives not yet taken.
+//
+// Cost: taking a receive from the pool costs what taking one from a
+// queue pair's ring costs (the receive pipeline's per-packet time covers
+// the WQE fetch in both cases, docs/model.md); posting costs
+// host.post_recv_ns per receive and serializes the posting threads on the
+// queue's own lock, as PostRecv on a queue pair does.
+type srq struct {
+	c      *Cluster
+	nic    *nic
+	pd     *pd
+	maxWR  int
+	ring   []rqe  // the pool: entries [head, tail), grown as receives are posted
+	head   uint64 // next receive to give
+	tail   uint64 // next slot to post into
+	seen   uint64 // receives the translation pipeline has looked up (tpt.go)
+	out    int    // receives posted and not yet released by polling (the slots in use)
+	limit  int    // armed limit; 0 when disarmed
+	fired  bool   // the limit event fired and LimitReached has not consumed it
+	users  int    // attached queue pairs
+	dead   bool
+	recvLk lockState // serializes PostRecv across threads
+	id     int       // the NIC's number for it, for messages
+}
+
+var _ fabric.SRQ = (*srq)(nil)
+
+func (s *srq) at(i uint64) *rqe { return &s.ring[i&uint64(len(s.ring)-1)] }
+
+func (s *srq) String() string { return fmt.Sprintf("SRQ %d on node %d", s.id, s.nic.node.id) }
+
+func (s *srq) nodeID() int { return s.nic.node.id }
+
+func (s *srq) openDesc() (string, bool) { return s.String(), !s.dead }
+
+// CreateSRQ implements fabric.PD. It costs what creating a queue pair does
+// (an estimate: both are one command to the device).
+func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
+	c := p.c
+	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if max := c.prof.NIC.MaxQPWR; init.MaxWR < 1 || init.MaxWR > max {
+		return nil, fmt.Errorf("%w: shared receive queue depth %d outside 1..%d (nic.max_qp_wr)", fabric.ErrLimit, init.MaxWR, max)
+	}
+	if init.MaxSGE < 0 || init.MaxSGE > 1 {
+		return nil, fmt.Errorf("%w: %d scatter/gather elements per receive; the simulator's device has 1", fabric.ErrLimit, init.MaxSGE)
+	}
+	n := p.nic
+	s := &srq{c: c, nic: n, pd: p, maxWR: init.MaxWR, id: len(n.srqs)}
+	if err := s.arm(init.Limit); err != nil {
+		return nil, err
+	}
+	n.srqs = append(n.srqs, s)
+	p.users++
+	if ch := c.chk; ch != nil {
+		ch.objs = append(ch.objs, s)
+	}
+	return s, nil
+}
+
+func (s *srq) MaxWR() int { return s.maxWR }
+
+func (s *srq) arm(limit int) error {
+	if limit < 0 || limit >= s.maxWR {
+		return fmt.Errorf("%w: %v: limit %d outside 0..%d (below its depth)", fabric.ErrInvalidArg, s, limit, s.maxWR-1)
+	}
+	s.limit = limit
+	return nil
+}
+
+func (s *srq) ArmLimit(limit int) error {
+	s.c.enter(ns(s.c.prof.Setup.ModifyQPUS * 1000))
+	if s.dead {
+		return fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+	}
+	return s.arm(limit)
+}
+
+func (s *srq) LimitReached() bool {
+	s.c.enter(0)
+	f := s.fired
+	s.fired = false
+	return f
+}
+
+func (s *srq) Destroy() error {
+	s.c.enter(0)
+	if s.dead {
+		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, s)
+	}
+	if s.users > 0 {
+		return fmt.Errorf("%w: %v still has %d queue pairs attached", fabric.ErrBusy, s, s.users)
+	}
+	if ch := s.c.chk; ch != nil {
+		for i := s.head; i < s.tail; i++ {
+			if e := s.at(i); e.has(rqeCkHeld) {
+				ch.recvForget(e)
+			}
+		}
+	}
+	s.dead = true
+	s.head = s.tail
+	s.pd.users--
+	return nil
+}
+
+func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
+	c := s.c
+	c.enter(0)
+	if s.dead {
+		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+	}
+	c.acquire(&s.recvLk)
+	defer c.release(&s.recvLk)
+	for i := range wrs {
+		if s.out >= s.maxWR {
+			if ch := c.chk; ch != nil {
+				ch.notice(QueueFull, s.nic.node.id, "PostRecv", s.String(), fmt.Sprintf("PostRecv on %v with all %d slots taken (rejected: ErrQueueFull)", s, s.maxWR))
+			}
+			return i, fmt.Errorf("%w: %v holds %d receives; a receive's slot is free again once its completion has been polled",
+				fabric.ErrQueueFull, s, s.maxWR)
+		}
+		m, _, ok := s.nic.localBuf(s.pd, wrs[i].Local, fabric.AccessLocalWrite)
+		s.ring = reserved(s.ring, s.head, s.tail, min(len(wrs)-i, s.maxWR-s.out))
+		e := rqe{id: wrs[i].ID, mr: m}
+		e.set(rqeBad, !ok)
+		if m != nil {
+			e.at, e.n = e.at|(wrs[i].Local.Addr-m.addr), wrs[i].Local.Length
+		}
+		*s.at(s.tail) = e
+		if ch := c.chk; ch != nil {
+			ch.recvPosted(s, s.at(s.tail))
+		}
+		s.tail++
+		s.out++
+		if th := c.cur; th != nil {
+			th.Busy(ns(c.prof.Host.PostRecvNS))
+		}
+	}
+	return len(wrs), nil
+}
+
+// give moves the pool's next receive to the end of q's receive ring, for
+// the message arriving on q, and fires the limit event when the pool falls
+// below the armed limit. It returns false when the pool is empty.
+func (s *srq) give(q *qp) bool {
+	if s.head == s.tail {
+		return false
+	}
+	q.rq = reserved(q.rq, q.rqFree, q.rqTail, 1)
+	*q.rqAt(q.rqTail) = *s.at(s.head)
+	q.rqTail++
+	s.head++
+	if s.limit > 0 && int(s.tail-s.head) < s.limit {
+		s.limit, s.fired = 0, true
+	}
+	return true
+}
+
+// peek is the pool's next receive the translation pipeline has not yet
+// given to an arriving message (rxTarget), or nil.
+func (s *srq) peek() *rqe {
+	i := max(s.seen, s.head)
+	if i >= s.tail {
+		return nil
+	}
+	s.seen = i + 1
+	return s.at(i)
+}
+
+// freeRecvs releases q's receive slots before to (a completion that covers
+// them was polled, or the queue pair discarded them): for a queue pair
+// attached to a shared queue, they are the queue's slots.
+func (q *qp) freeRecvs(to uint64) {
+	if to <= q.rqFree {
+		return
+	}
+	if q.srq != nil {
+		q.srq.out -= int(to - q.rqFree)
+	}
+	q.rqFree = to
+}
+
+// namesMR reports whether a receive in the pool names m.
+func (s *srq) namesMR(m *mr) bool {
+	for i := s.head; i < s.tail; i++ {
+		if s.at(i).mr == m {
+			return true
+		}
+	}
+	return false
+}
+
+// attachable returns the shared receive queue a queue pair of p may attach
+// to: one of this simulator's, alive, of the same protection domain.
+func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
+	s, ok := q.(*srq)
+	switch {
+	case !ok || s == nil:
+		return nil, fmt.Errorf("%w: CreateQP with a shared receive queue that is not this simulator's", fabric.ErrInvalidArg)
+	case s.dead:
+		return nil, fmt.Errorf("%w: CreateQP with a destroyed shared receive queue", fabric.ErrClosed)
+	case s.pd != p:
+		return nil, fmt.Errorf("%w: %v belongs to another protection domain", fabric.ErrInvalidArg, s)
+	}
+	return s, nil
+}
