@@ -288,32 +288,7 @@ func printAdvice(w io.Writer, a *advise.Answer) {
 		fmt.Fprintf(w, "Network: %s\n", a.Network)
 	}
 	fmt.Fprintln(w, wrapText(a.Summary(), tableWidth(), "  "))
-	t := newWrappedTable(w)
-	t.Header("rank", "design", "time [ms]", "band [ms]", "set-up [ms]", "rate [GiB/s]", "registered", "QPs", "idle send/recv", "bottleneck")
-	for i, d := range a.Designs {
-		if d.Status != advise.Ranked {
-			continue
-		}
-		rank := fmt.Sprint(i + 1)
-		switch {
-		case d.Tied:
-			rank += " (tied)"
-		case !d.Contender:
-			rank += " (out)"
-		}
-		bandText := "-"
-		if d.Contender {
-			bandText = fmt.Sprintf("%.1f-%.1f", d.BandLowS*1e3, d.BandHighS*1e3)
-		}
-		steady := ""
-		if d.Contender && !d.Steady {
-			steady = "*"
-		}
-		t.Append(rank, d.Name, fmt.Sprintf("%.1f", d.TimeS*1e3), bandText, fmt.Sprintf("%.1f", d.SetupS*1e3),
-			fmt.Sprintf("%.2f%s", d.RateGiBs, steady), humanize.IBytes(uint64(d.RegisteredBytes)), fmt.Sprint(d.QPs),
-			fmt.Sprintf("%.0f/%.0f%%", 100*d.SenderIdle, 100*d.ReceiverIdle), string(d.Bottleneck.Resource))
-	}
-	t.Render()
+	renderOrNarrow(w, rankedTable(a, false), rankedTable(a, true))
 	fmt.Fprintln(w, "Why (the contenders' bottlenecks, from the simulator's busy times and counters):")
 	for _, d := range a.Designs {
 		if d.Status == advise.Ranked && d.Contender {
@@ -353,4 +328,45 @@ func lowerFirst(s string) string {
 		return s
 	}
 	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// rankedTable is the ranked designs of a: one line a design, or, narrow,
+// the band and the set-up under the time and the tie under the rank, for
+// a terminal narrower than the one line.
+func rankedTable(a *advise.Answer, narrow bool) tableData {
+	d := tableData{header: []string{"rank", "design", "time [ms]", "band [ms]", "set-up [ms]", "rate [GiB/s]", "registered", "QPs", "idle send/recv", "bottleneck"}}
+	tied, out := " (tied)", " (out)"
+	if narrow {
+		d.header = []string{"rank", "design", "time, band, set-up [ms]", "rate [GiB/s]", "memory", "QPs", "idle s/r", "bottleneck"}
+		tied, out = "\ntied", "\nout"
+	}
+	for i, x := range a.Designs {
+		if x.Status != advise.Ranked {
+			continue
+		}
+		rank := fmt.Sprint(i + 1)
+		switch {
+		case x.Tied:
+			rank += tied
+		case !x.Contender:
+			rank += out
+		}
+		band := "-"
+		if x.Contender {
+			band = fmt.Sprintf("%.1f-%.1f", x.BandLowS*1e3, x.BandHighS*1e3)
+		}
+		steady := ""
+		if x.Contender && !x.Steady {
+			steady = "*"
+		}
+		times := []string{fmt.Sprintf("%.1f", x.TimeS*1e3), band, fmt.Sprintf("%.1f", x.SetupS*1e3)}
+		if narrow {
+			times = []string{fmt.Sprintf("%s\n%s\nset-up %s", times[0], band, times[2])}
+		}
+		row := append([]string{rank, x.Name}, times...)
+		d.rows = append(d.rows, append(row,
+			fmt.Sprintf("%.2f%s", x.RateGiBs, steady), humanize.IBytes(uint64(x.RegisteredBytes)), fmt.Sprint(x.QPs),
+			fmt.Sprintf("%.0f/%.0f%%", 100*x.SenderIdle, 100*x.ReceiverIdle), string(x.Bottleneck.Resource)))
+	}
+	return d
 }

@@ -350,8 +350,8 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, seed %d\n",
 		r0.Test, prof.Name, r0.Backend, prof.DataRateBps()/1e9, prof.Link.MTU, r0.Nodes, r0.Conn, f.seed)
 	if r0.RunS > 0 {
-		fmt.Fprintf(w, "duration mode: each run lasted %v and was measured over the %v in its middle (a margin of %v at each end); #iterations counts what completed then, and BW peak is not measured, as in perftest\n",
-			secs(r0.RunS), secs(r0.RunS-2*r0.MarginS), secs(r0.MarginS))
+		fmt.Fprintln(w, wrapText(fmt.Sprintf("duration mode: each run lasted %v and was measured over the %v in its middle (a margin of %v at each end); #iterations counts what completed then, and BW peak is not measured, as in perftest",
+			secs(r0.RunS), secs(r0.RunS-2*r0.MarginS), secs(r0.MarginS)), tableWidth(), "  "))
 	}
 	if r0.Network != "" {
 		fmt.Fprintf(w, "network: %s (%s)\n", f.netBuilt.Name, r0.Network)
@@ -365,13 +365,15 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.EBBPairGbps), f2(x.BWAvgGbps), f2(x.EBBMinGbps), fmt.Sprintf("%.3f", x.EBB))
 		}
 	} else if r0.RunS > 0 && strings.HasSuffix(r0.Test, "_lat") {
-		t.Header("#bytes", "#iterations", "t_avg[usec]", "tps average", "t_min[usec]", "t_typical[usec]", "t_99%[usec]", "t_max[usec]")
+		// Spaces before the units let the headers wrap within the
+		// terminal (--output plain keeps perftest's headers).
+		t.Header("#bytes", "#iterations", "t_avg [usec]", "tps average", "t_min [usec]", "t_typical [usec]", "t_99% [usec]", "t_max [usec]")
 		for _, r := range rows {
 			x := r.res
 			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.TAvgUS), f2(x.TPS), f2(x.TMinUS), f2(x.TTypicalUS), f2(x.TP99US), f2(x.TMaxUS))
 		}
 	} else if strings.HasSuffix(r0.Test, "_lat") || r0.Test == "reg_mr" {
-		t.Header("#bytes", "#iterations", "t_min[usec]", "t_typical[usec]", "t_avg[usec]", "t_99%[usec]", "t_max[usec]")
+		t.Header("#bytes", "#iterations", "t_min [usec]", "t_typical [usec]", "t_avg [usec]", "t_99% [usec]", "t_max [usec]")
 		for _, r := range rows {
 			x := r.res
 			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.TMinUS), f2(x.TTypicalUS), f2(x.TAvgUS), f2(x.TP99US), f2(x.TMaxUS))

@@ -57,7 +57,7 @@ func TestBenchJSON(t *testing.T) {
 
 func TestBenchTableAndSweep(t *testing.T) {
 	out, err := run(t, "bench", "write_lat", "-s", "8", "-n", "50")
-	if err != nil || !strings.Contains(out, "t_typical[usec]") {
+	if err != nil || !strings.Contains(out, "t_typical") || !strings.Contains(out, "t_min [usec]") {
 		t.Fatalf("latency table: %v\n%s", err, out)
 	}
 	out, err = run(t, "bench", "send_bw", "-a", "-c", "UD", "-n", "50", "--json")

@@ -135,7 +135,7 @@ func sensitivityCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringArrayVar(&changes, "change", nil, "a change to judge, '<profile field> x<factor>', '<mechanism switch> =1', 'seed +k' or 'qp-numbering k' (repeatable; default: every estimate at every --factors, every switch on ('nic.rx_miss_blocks =1'), and 'seed +1', 'seed +2', 'qp-numbering 1', 'qp-numbering 2')")
 	fl.Float64SliceVar(&factors, "factors", []float64{0.5, 2}, "factors each estimate is moved by")
-	fl.StringSliceVar(&figs, "figures", nil, "judge with only these figures (comma-separated IDs; default all)")
+	fl.StringSliceVar(&figs, "figures", nil, "judge with only these figures (comma-separated IDs; default: every figure that judges a claim, and the microbenchmarks of C23, C30 and C31)")
 	fl.StringVar(&out, "out", filepath.Join("results", "sensitivity"), "working directory: outcomes.jsonl (resumed) and each change's runs")
 	fl.IntVar(&jobs, "jobs", 0, "parallel runs (default: one per core)")
 	mem.register(fl)

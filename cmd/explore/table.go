@@ -77,10 +77,25 @@ func fourDigits(v float64) string {
 // renderFitting prints a table as it is when it fits tableWidth, and
 // wrapped at spaces (newWrappedTable) when it does not.
 func renderFitting(w io.Writer, header []string, rows [][]string) {
+	renderOrNarrow(w, tableData{header, rows}, tableData{header, rows})
+}
+
+// tableData is a table's header and rows.
+type tableData struct {
+	header []string
+	rows   [][]string
+}
+
+// render prints d with a table from newTable (or newWrappedTable when
+// wrapped) and returns its widest line.
+func (d tableData) render(w io.Writer, wrapped bool) int {
 	var buf strings.Builder
 	t := newTable(&buf)
-	t.Header(header)
-	for _, r := range rows {
+	if wrapped {
+		t = newWrappedTable(&buf)
+	}
+	t.Header(d.header)
+	for _, r := range d.rows {
 		t.Append(r)
 	}
 	t.Render()
@@ -88,14 +103,21 @@ func renderFitting(w io.Writer, header []string, rows [][]string) {
 	for _, l := range strings.Split(buf.String(), "\n") {
 		widest = max(widest, utf8.RuneCountInString(l))
 	}
-	if widest <= tableWidth() {
-		io.WriteString(w, buf.String())
-		return
+	io.WriteString(w, buf.String())
+	return widest
+}
+
+// renderOrNarrow prints wide as it is when it fits tableWidth, else
+// wrapped at spaces if that fits, and otherwise narrow (the same data in
+// fewer or narrower columns: cells of several lines, shorter headers)
+// wrapped.
+func renderOrNarrow(w io.Writer, wide, narrow tableData) {
+	for _, wrapped := range []bool{false, true} {
+		var buf strings.Builder
+		if wide.render(&buf, wrapped) <= tableWidth() {
+			io.WriteString(w, buf.String())
+			return
+		}
 	}
-	t = newWrappedTable(w)
-	t.Header(header)
-	for _, r := range rows {
-		t.Append(r)
-	}
-	t.Render()
+	narrow.render(w, true)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/advise"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 )
 
@@ -23,5 +24,39 @@ func TestTablesFitTheTerminal(t *testing.T) {
 	}
 	if got := strings.Count(out.String(), "stays"); got != 8 {
 		t.Errorf("the wrapped table lost words: %d of 8 'stays'\n%s", got, out.String())
+	}
+}
+
+// TestAdviceTableFits: the ranked designs of an answer, too wide for 100
+// columns on one line each (long names, bands and bottlenecks), print in
+// their narrow form within 100 columns, with every value; at 140 columns
+// the one-line form prints.
+func TestAdviceTableFits(t *testing.T) {
+	a := &advise.Answer{Question: "q", Winner: "HyPer-TCP/unsched"}
+	for i, name := range []string{"HyPer-TCP/unsched", "SEMQ/WR+cw", "MEMQ/SR+srq"} {
+		a.Designs = append(a.Designs, advise.Design{Name: name, Status: advise.Ranked, Contender: true, Steady: i != 1, Tied: i == 1,
+			TimeS: 0.3567, SetupS: 0.0094, BandLowS: 0.3412, BandHighS: 0.3868, RateGiBs: 11.53, RegisteredBytes: 56 << 20, QPs: 16384,
+			SenderIdle: 0.17, ReceiverIdle: 0.6, Bottleneck: &advise.Bottleneck{Resource: advise.ContextMisses}})
+	}
+	for _, cols := range []string{"", "140"} {
+		t.Setenv("COLUMNS", cols)
+		var out bytes.Buffer
+		renderOrNarrow(&out, rankedTable(a, false), rankedTable(a, true))
+		text := out.String()
+		widest := 0
+		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+			widest = max(widest, utf8.RuneCountInString(line))
+		}
+		for _, v := range []string{"HyPer-TCP/unsched", "356.7", "341.2-386.8", "tied", "9.4", "11.53*", "56 MiB", "16384", "17/60%", "context-misses"} {
+			if !strings.Contains(text, v) {
+				t.Errorf("COLUMNS=%q: %q missing:\n%s", cols, v, text)
+			}
+		}
+		if want := tableWidth(); widest > want {
+			t.Errorf("COLUMNS=%q: %d columns, want at most %d:\n%s", cols, widest, want, text)
+		}
+		if narrow := strings.Contains(text, "idle s/r"); narrow != (cols == "") {
+			t.Errorf("COLUMNS=%q: narrow form %v:\n%s", cols, narrow, text)
+		}
 	}
 }
