@@ -74,25 +74,7 @@ mpi.* and ipoib.* names; each point keeps its own profile).`,
 				prog.step(1, "")
 			}
 			prog.finish()
-			t := newWrappedTable(w)
-			head := []any{"point", "profile", "measured", "model", "error", "tol.", "verdict"}
-			if fit.numberings > 1 {
-				head[3] = fmt.Sprintf("model (median of %d numberings)", fit.numberings)
-				head = append(head, "lowest", "highest")
-			}
-			t.Header(head...)
-			for _, r := range rs {
-				if !r.Modelled {
-					continue
-				}
-				row := []string{r.ID, r.Profile, fmt.Sprintf("%.4g %s", r.Y, r.Unit), fmt.Sprintf("%.4g", r.Model),
-					fmt.Sprintf("%+.0f%%", 100*r.Error), fmt.Sprintf("%.0f%%", 100*r.Tolerance), verdictOf(r)}
-				if fit.numberings > 1 {
-					row = append(row, fmt.Sprintf("%.4g", r.Low), fmt.Sprintf("%.4g", r.High))
-				}
-				t.Append(row)
-			}
-			t.Render()
+			renderOrNarrow(w, evidenceTable(rs, fit.numberings, false), evidenceTable(rs, fit.numberings, true))
 			s := evidence.Summarize(rs)
 			fmt.Fprintln(w, wrapText(fmt.Sprintf("%d points from %d sources; the model ran %d, %d within tolerance, median absolute error %.0f%% (%.0f%% over %d held out); %d not modelled yet (see the report)",
 				s.Points, s.Sources, s.Modelled, s.Within, 100*s.MedianAbsError, 100*s.MedianAbsErrorHeldOut, s.HeldOut, s.Points-s.Modelled), tableWidth(), "  "))
@@ -201,4 +183,44 @@ func unexplainedNote(s evidence.Summary) string {
 		return ""
 	}
 	return fmt.Sprintf("; %d outside points have none yet", len(s.Unexplained))
+}
+
+// evidenceTable is the modelled points of rs, one a row; narrow puts the
+// profile under the point, the tolerance beside the error and the
+// numberings' range under the model.
+func evidenceTable(rs []evidence.Result, numberings int, narrow bool) tableData {
+	d := tableData{header: []string{"point", "profile", "measured", "model", "error", "tol.", "verdict"}}
+	model := "model"
+	if numberings > 1 {
+		model = fmt.Sprintf("model (median of %d numberings)", numberings)
+	}
+	switch {
+	case narrow && numberings > 1:
+		d.header = []string{"point, profile", "measured", fmt.Sprintf("model, range\n(%d numberings)", numberings), "error (tol.)", "verdict"}
+	case narrow:
+		d.header = []string{"point, profile", "measured", model, "error (tol.)", "verdict"}
+	case numberings > 1:
+		d.header = []string{"point", "profile", "measured", model, "error", "tol.", "verdict", "lowest", "highest"}
+	}
+	for _, r := range rs {
+		if !r.Modelled {
+			continue
+		}
+		measured, m := fmt.Sprintf("%.4g %s", r.Y, r.Unit), fmt.Sprintf("%.4g", r.Model)
+		errPct, tol := fmt.Sprintf("%+.0f%%", 100*r.Error), fmt.Sprintf("%.0f%%", 100*r.Tolerance)
+		lo, hi := fmt.Sprintf("%.4g", r.Low), fmt.Sprintf("%.4g", r.High)
+		if !narrow {
+			row := []string{r.ID, r.Profile, measured, m, errPct, tol, verdictOf(r)}
+			if numberings > 1 {
+				row = append(row, lo, hi)
+			}
+			d.rows = append(d.rows, row)
+			continue
+		}
+		if numberings > 1 {
+			m += "\n" + lo + "-" + hi
+		}
+		d.rows = append(d.rows, []string{r.ID + "\n" + r.Profile, measured, m, errPct + " (" + tol + ")", verdictOf(r)})
+	}
+	return d
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/advise"
+	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
 )
 
@@ -57,6 +58,29 @@ func TestAdviceTableFits(t *testing.T) {
 		}
 		if narrow := strings.Contains(text, "idle s/r"); narrow != (cols == "") {
 			t.Errorf("COLUMNS=%q: narrow form %v:\n%s", cols, narrow, text)
+		}
+	}
+}
+
+// TestEvidenceTableFits: the evidence table with the longest point names
+// and units fits 100 columns, with and without the numberings' range.
+func TestEvidenceTableFits(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	r := evidence.Result{Modelled: true, Model: 1.2345e6, Error: -4.72, Low: 1.1e6, High: 1.3e6}
+	r.ID, r.Profile, r.Y, r.Unit, r.Tolerance = "smart-cx6-read-rate-768-outstanding-x", "edr-cx4-tpt", 1234.5, "M ops/s", 0.2
+	for _, numberings := range []int{1, 3} {
+		var out bytes.Buffer
+		renderOrNarrow(&out, evidenceTable([]evidence.Result{r}, numberings, false), evidenceTable([]evidence.Result{r}, numberings, true))
+		for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+			if n := utf8.RuneCountInString(line); n > 100 {
+				t.Errorf("numberings %d: a line of %d columns:\n%s", numberings, n, out.String())
+				break
+			}
+		}
+		for _, v := range []string{r.ID, r.Profile, "1234 M ops/s", "-472% (20%)"} {
+			if !strings.Contains(out.String(), v) {
+				t.Errorf("numberings %d: %q missing:\n%s", numberings, v, out.String())
+			}
 		}
 	}
 }
