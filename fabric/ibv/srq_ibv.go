@@ -29,7 +29,8 @@ import (
 type srq struct {
 	pd    *pd
 	srq   *C.struct_ibv_srq
-	maxWR int // the depth asked for (the provider may grant more)
+	maxWR int    // the depth asked for (the provider may grant more)
+	id    uint32 // the library's handle, for messages (also once destroyed)
 	slots *srqTable
 	fired atomic.Bool // the limit event came and LimitReached has not consumed it
 	users int         // attached queue pairs (device mu)
@@ -45,7 +46,7 @@ type srq struct {
 var _ fabric.SRQ = (*srq)(nil)
 
 func (s *srq) String() string {
-	return fmt.Sprintf("SRQ %#x on node %d", uint32(s.srq.handle), s.pd.d.nodeID)
+	return fmt.Sprintf("SRQ %#x on node %d", s.id, s.pd.d.nodeID)
 }
 
 // MaxWR implements fabric.SRQ.
@@ -77,7 +78,7 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	if h == nil {
 		return nil, errnoErr(fmt.Sprintf("ibv_create_srq(%d receives)", init.MaxWR), err, "")
 	}
-	s := &srq{pd: p, srq: h, maxWR: init.MaxWR, slots: newSRQTable(init.MaxWR)}
+	s := &srq{pd: p, srq: h, maxWR: init.MaxWR, id: uint32(h.handle), slots: newSRQTable(init.MaxWR)}
 	r := C.size_t(init.MaxWR)
 	s.recvIn = (*C.rs_recv)(C.calloc(r, C.sizeof_rs_recv))
 	s.recvWR = (*C.struct_ibv_recv_wr)(C.calloc(r, C.sizeof_struct_ibv_recv_wr))

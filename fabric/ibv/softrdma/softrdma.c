@@ -214,6 +214,7 @@ static uint32_t g_nqps, g_qpcap;
 static struct sr_mr **g_mrs;
 static uint32_t g_nmrs, g_mrcap;
 static uint32_t g_keygen;
+static uint32_t g_srqs; /* shared receive queues created: their handles */
 
 static uint64_t now_ns(void)
 {
@@ -1592,9 +1593,9 @@ static struct ibv_srq *sr_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr
 	a->srq_limit = 0;
 	pthread_mutex_lock(&g_mu);
 	s->pd->users++;
+	s->srq.handle = ++g_srqs;
 	pthread_mutex_unlock(&g_mu);
 	/* The library fills context, pd, srq_context, mutex and cond. */
-	s->srq.handle = (uint32_t)(uintptr_t)s;
 	return &s->srq;
 }
 
