@@ -128,6 +128,7 @@ const (
 	scopeCQ
 	scopePort
 	scopeDevice
+	scopeSRQ // a shared receive queue's limit event: no error
 )
 
 func eventScopeOf(typ int) eventScope {
@@ -136,6 +137,8 @@ func eventScopeOf(typ int) eventScope {
 		return scopeQP
 	case ibvEventCQErr:
 		return scopeCQ
+	case ibvEventSRQLimitReached:
+		return scopeSRQ
 	case ibvEventPortErr:
 		return scopePort
 	case ibvEventDeviceFatal, ibvEventSRQErr, ibvEventWQFatal:

@@ -258,7 +258,8 @@ func TestMRSizeLimit(t *testing.T) {
 
 // TestRouteEvent: an asynchronous event fails what it names, not the whole
 // device: a queue pair's error its queue pair, a port's going down only the
-// port in use (until it comes back), a fatal error the device.
+// port in use (until it comes back), a fatal error the device; a shared
+// receive queue's limit event fails nothing and is reported by its queue.
 func TestRouteEvent(t *testing.T) {
 	d := &device{name: "mlx5_0", port: 1, pds: map[*pd]bool{}, cqs: map[*cq]bool{}, qps: map[uint32]*qp{}}
 	q, other := &qp{qpn: 0x105}, &qp{qpn: 0x106}
@@ -280,6 +281,18 @@ func TestRouteEvent(t *testing.T) {
 	d.routeEvent(ibvEventPortActive, 0, 1, 0)
 	if d.portDown.Load() != nil {
 		t.Fatal("port 1 coming back did not clear its fault")
+	}
+	// A shared receive queue's limit event is no fault: it goes to the
+	// queue it names (here one whose handle is nil, so at address 0).
+	s := &srq{}
+	d.pds[&pd{d: d, srqs: map[*srq]bool{s: true}}] = true
+	d.routeEvent(ibvEventSRQLimitReached, 0, 0, 0x40)
+	if s.LimitReached() {
+		t.Fatal("the limit event of another shared receive queue reached this one")
+	}
+	d.routeEvent(ibvEventSRQLimitReached, 0, 0, 0)
+	if !s.LimitReached() || s.LimitReached() || d.fault.Load() != nil {
+		t.Fatalf("a limit event: reported %v, device fault %v; want reported once, no fault", s.fired.Load(), d.fault.Load())
 	}
 	d.routeEvent(ibvEventCommEst, 0x105, 0, 0)
 	d.routeEvent(ibvEventDeviceFatal, 0, 0, 0)

@@ -30,6 +30,7 @@ type qp struct {
 	qpn      uint32
 	typ      fabric.QPType
 	scq, rcq *cq
+	srq      *srq // the shared receive queue it takes receives from, or nil
 	caps     fabric.QPCaps
 	sq, rq   *wqRing
 	state    atomic.Uint32 // fabric.QPState last set by Modify (or read by State)
@@ -69,6 +70,17 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
 	}
 	caps := init.Caps
+	var shared *srq
+	var hs *C.struct_ibv_srq
+	if init.SRQ != nil {
+		var err error
+		if shared, err = p.attachable(init.SRQ); err != nil {
+			return nil, err
+		}
+		// MaxRecvWR is ignored; the receive ring and chain (one entry)
+		// are never used.
+		caps.MaxRecvWR, hs = 1, shared.srq
+	}
 	if caps.MaxRecvWR < 1 || caps.MaxRecvWR > d.attr.MaxQPWR {
 		return nil, fmt.Errorf("%w: receive queue depth %d must be in 1..%d (max_qp_wr of %s)",
 			fabric.ErrLimit, caps.MaxRecvWR, d.attr.MaxQPWR, d.name)
@@ -84,7 +96,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: max inline %d bytes is negative", fabric.ErrLimit, caps.MaxInline)
 	}
 	var got C.struct_ibv_qp_cap
-	q, err := C.rs_create_qp(p.pd, scq.cq, rcq.cq, C.int(typ), C.uint32_t(caps.MaxSendWR), C.uint32_t(caps.MaxRecvWR), C.uint32_t(caps.MaxInline), &got)
+	q, err := C.rs_create_qp(p.pd, scq.cq, rcq.cq, hs, C.int(typ), C.uint32_t(caps.MaxSendWR), C.uint32_t(caps.MaxRecvWR), C.uint32_t(caps.MaxInline), &got)
 	if q == nil {
 		e := errnoErr(fmt.Sprintf("ibv_create_qp(%v, send %d, receive %d, inline %d)", init.Type, caps.MaxSendWR, caps.MaxRecvWR, caps.MaxInline), err, "")
 		if caps.MaxInline > d.attr.MaxInline {
@@ -92,7 +104,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		}
 		return nil, e
 	}
-	x := &qp{pd: p, qp: q, qpn: uint32(q.qp_num), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
+	x := &qp{pd: p, qp: q, qpn: uint32(q.qp_num), typ: init.Type, scq: scq, rcq: rcq, srq: shared, caps: caps,
 		sq: newWQRing(caps.MaxSendWR), rq: newWQRing(caps.MaxRecvWR), psn: fabric.PSNOf(uint64(rand.Uint32()))}
 	s, r := C.size_t(caps.MaxSendWR), C.size_t(caps.MaxRecvWR)
 	x.sendIn = (*C.rs_send)(C.calloc(s, C.sizeof_rs_send))
@@ -115,6 +127,9 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	}
 	scq.users++
 	rcq.users++
+	if shared != nil {
+		shared.users++
+	}
 	p.qps[x] = true
 	d.qps[x.qpn] = x
 	return x, nil
@@ -239,11 +254,18 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 }
 
 // discard forgets every outstanding request and staged completion (RESET
-// and Destroy: the provider discards them without completions).
+// and Destroy: the provider discards them without completions). The
+// staged receive completions of a queue pair attached to a shared queue
+// free their slots there. (A completion the provider itself purges from
+// its queue before Poll drained it keeps its slot: the queue then holds
+// one receive fewer until it is destroyed.)
 func (q *qp) discard() {
 	for _, c := range []*cq{q.scq, q.rcq} {
 		c.mu.Lock()
 		c.stage.purge(q.sq, q.rq)
+		if q.srq != nil {
+			c.stage.purgeShared(q.qpn)
+		}
 		c.mu.Unlock()
 	}
 	q.sq.reset()
@@ -272,6 +294,9 @@ func (q *qp) Destroy() error {
 	}
 	q.scq.users--
 	q.rcq.users--
+	if q.srq != nil {
+		q.srq.users--
+	}
 	delete(q.pd.qps, q)
 	if d.qps[q.qpn] == q {
 		delete(d.qps, q.qpn)
@@ -368,6 +393,9 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	if q.dead {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.srq != nil {
+		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)
 	}
 	if fabric.QPState(q.state.Load()) == fabric.StateReset {
 		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)

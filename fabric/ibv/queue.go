@@ -3,6 +3,7 @@
 package ibv
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -84,12 +85,109 @@ func (r *wqRing) release(upTo uint64) {
 // stale completion can never be taken for a new request.
 func (r *wqRing) reset() { r.release(r.tail.Load()) }
 
+// srqBit marks the wr_id of a receive posted to a shared receive queue
+// (with recvBit): its low 32 bits are the receive's slot in the queue's
+// srqTable, bits 32..61 the slot's generation.
+const srqBit = 1 << 62
+
+const srqGenMask = 1<<30 - 1
+
+// srqTable is the slot accounting of a shared receive queue. Its receives
+// are taken in posting order, but by any of its queue pairs, whose
+// completions may go to different completion queues polled by different
+// threads: slots are released one by one, in any order, each when the
+// completion of the receive it held is handed to the caller (or dropped).
+// A slot's generation grows with every use, so a completion can never be
+// taken for a later receive of the same slot.
+//
+// Concurrency: mu guards everything; posters and pollers take it.
+type srqTable struct {
+	mu   sync.Mutex
+	ents []wqEntry
+	gen  []uint32
+	busy []bool
+	free []uint32 // free slots, a stack
+}
+
+func newSRQTable(depth int) *srqTable {
+	t := &srqTable{ents: make([]wqEntry, depth), gen: make([]uint32, depth), busy: make([]bool, depth), free: make([]uint32, depth)}
+	for i := range t.free {
+		t.free[i] = uint32(depth - 1 - i) // slot 0 on top
+	}
+	return t
+}
+
+// room is the number of receives that can be posted now (mu held).
+func (t *srqTable) room() int { return len(t.free) }
+
+// reserve takes a free slot for e and returns the receive's tag (srqBit,
+// generation, slot) to post as its wr_id; mu held, room() > 0.
+func (t *srqTable) reserve(e wqEntry) uint64 {
+	i := t.free[len(t.free)-1]
+	t.free = t.free[:len(t.free)-1]
+	t.gen[i] = (t.gen[i] + 1) & srqGenMask
+	t.ents[i], t.busy[i] = e, true
+	return srqBit | uint64(t.gen[i])<<32 | uint64(i)
+}
+
+// slotOf returns the slot a tag names while that receive holds it (mu
+// held).
+func (t *srqTable) slotOf(tag uint64) (uint32, bool) {
+	i := uint32(tag)
+	if int64(i) >= int64(len(t.ents)) || !t.busy[i] || uint64(t.gen[i]) != tag>>32&srqGenMask {
+		return 0, false
+	}
+	return i, true
+}
+
+// lookup returns the entry of a posted receive, false for a tag whose
+// receive is no longer outstanding.
+func (t *srqTable) lookup(tag uint64) (wqEntry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i, ok := t.slotOf(tag)
+	if !ok {
+		return wqEntry{}, false
+	}
+	return t.ents[i], true
+}
+
+// release frees the slot of the receive tag names (once: a second call
+// does nothing).
+func (t *srqTable) release(tag uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.releaseLocked(tag)
+}
+
+// releaseLocked is release with mu held (also for receives the provider
+// did not accept).
+func (t *srqTable) releaseLocked(tag uint64) {
+	if i, ok := t.slotOf(tag); ok {
+		t.busy[i], t.ents[i] = false, wqEntry{}
+		t.free = append(t.free, i)
+	}
+}
+
 // staged is a completion taken from the hardware queue and not yet handed
-// to the caller, with the slots that handing it over releases.
+// to the caller, with the slots that handing it over releases: those of a
+// work queue before upTo, or one slot of a shared receive queue.
 type staged struct {
 	wc   fabric.WC
 	ring *wqRing
 	upTo uint64
+	srq  *srqTable
+	tag  uint64
+}
+
+// release frees the slots e holds.
+func (e *staged) release() {
+	if e.ring != nil {
+		e.ring.release(e.upTo)
+	}
+	if e.srq != nil {
+		e.srq.release(e.tag)
+	}
 }
 
 // cqStage gives a completion queue the contract's exact depth. The
@@ -114,9 +212,7 @@ func (s *cqStage) push(e staged) {
 	if s.n == len(s.buf) {
 		s.overrun = true
 		s.lost++
-		if e.ring != nil {
-			e.ring.release(e.upTo)
-		}
+		e.release()
 		return
 	}
 	s.buf[(s.head+s.n)%len(s.buf)] = e
@@ -130,9 +226,7 @@ func (s *cqStage) pop(wcs []fabric.WC) int {
 	for i := 0; i < k; i++ {
 		e := &s.buf[s.head]
 		wcs[i] = e.wc
-		if e.ring != nil {
-			e.ring.release(e.upTo)
-		}
+		e.release()
 		*e = staged{}
 		s.head++
 		if s.head == len(s.buf) {
@@ -146,16 +240,34 @@ func (s *cqStage) pop(wcs []fabric.WC) int {
 // purge drops the staged completions of the given rings (a queue pair
 // reset or destroyed: providers clean its entries from the CQ too).
 func (s *cqStage) purge(rings ...*wqRing) {
+	s.purgeIf(func(e *staged) bool {
+		for _, r := range rings {
+			if e.ring == r {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// purgeShared drops the staged receive completions of queue pair qpn that
+// took their receives from a shared queue, freeing those slots (providers
+// return a purged completion's receive slot to its shared queue).
+func (s *cqStage) purgeShared(qpn uint32) {
+	s.purgeIf(func(e *staged) bool {
+		if e.srq == nil || e.wc.QPN != qpn {
+			return false
+		}
+		e.srq.release(e.tag)
+		return true
+	})
+}
+
+func (s *cqStage) purgeIf(drop func(*staged) bool) {
 	keep := 0
 	for i := 0; i < s.n; i++ {
 		e := s.buf[(s.head+i)%len(s.buf)]
-		drop := false
-		for _, r := range rings {
-			if e.ring == r {
-				drop = true
-			}
-		}
-		if !drop {
+		if !drop(&e) {
 			s.buf[(s.head+keep)%len(s.buf)] = e
 			keep++
 		}

@@ -167,3 +167,77 @@ func TestHWCQDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestSRQTableOutOfOrder: a shared queue's slots are released one by one,
+// in any order; a tag is good once, and a reused slot's new generation
+// does not answer to the old tag.
+func TestSRQTableOutOfOrder(t *testing.T) {
+	tb := newSRQTable(3)
+	var tags []uint64
+	tb.mu.Lock()
+	for i := range 3 {
+		tags = append(tags, tb.reserve(wqEntry{id: uint64(10 + i)}))
+	}
+	if tb.room() != 0 {
+		t.Fatalf("room %d after filling a table of 3", tb.room())
+	}
+	tb.mu.Unlock()
+	for i, tag := range tags {
+		if tag&srqBit == 0 || tag&recvBit != 0 {
+			t.Fatalf("tag %#x: want srqBit and no recvBit", tag)
+		}
+		if e, ok := tb.lookup(tag); !ok || e.id != uint64(10+i) {
+			t.Fatalf("lookup(%#x) = %v, %v", tag, e, ok)
+		}
+	}
+	tb.release(tags[1])
+	tb.release(tags[1]) // a second release does nothing
+	if _, ok := tb.lookup(tags[1]); ok {
+		t.Fatal("a released tag is still found")
+	}
+	tb.mu.Lock()
+	if tb.room() != 1 {
+		t.Fatalf("room %d after one release", tb.room())
+	}
+	again := tb.reserve(wqEntry{id: 20})
+	tb.mu.Unlock()
+	if uint32(again) != uint32(tags[1]) || again == tags[1] {
+		t.Fatalf("reused slot: tag %#x after %#x, want the same slot in a new generation", again, tags[1])
+	}
+	if _, ok := tb.lookup(tags[1]); ok {
+		t.Fatal("the old tag of a reused slot is found")
+	}
+	if e, ok := tb.lookup(again); !ok || e.id != 20 {
+		t.Fatalf("lookup(%#x) = %v, %v", again, e, ok)
+	}
+}
+
+// TestCQStagePurgeShared: purging a queue pair's staged completions frees
+// the shared queue's slots of its receives, and only its.
+func TestCQStagePurgeShared(t *testing.T) {
+	tb := newSRQTable(4)
+	s := newCQStage(8)
+	tb.mu.Lock()
+	for i := range 4 {
+		tag := tb.reserve(wqEntry{id: uint64(i)})
+		s.push(staged{wc: fabric.WC{ID: uint64(i), QPN: uint32(0x100 + i%2)}, srq: tb, tag: tag})
+	}
+	tb.mu.Unlock()
+	s.purgeShared(0x101)
+	tb.mu.Lock()
+	room := tb.room()
+	tb.mu.Unlock()
+	if s.n != 2 || room != 2 {
+		t.Fatalf("after purging QPN 0x101: %d staged, room %d; want 2 and 2", s.n, room)
+	}
+	wcs := make([]fabric.WC, 4)
+	if n := s.pop(wcs); n != 2 || wcs[0].ID != 0 || wcs[1].ID != 2 {
+		t.Fatalf("popped %v", wcs[:n])
+	}
+	tb.mu.Lock()
+	room = tb.room()
+	tb.mu.Unlock()
+	if room != 4 {
+		t.Fatalf("room %d after polling everything", room)
+	}
+}

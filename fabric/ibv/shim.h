@@ -129,6 +129,46 @@ static int64_t rs_post_recv(struct ibv_qp *qp, const rs_recv *in, int n, struct 
 	return ((int64_t)rc << 32) | (int64_t)(bad ? bad - wrs : 0);
 }
 
+static int64_t rs_post_srq_recv(struct ibv_srq *srq, const rs_recv *in, int n, struct ibv_recv_wr *wrs,
+				struct ibv_sge *sges)
+{
+	struct ibv_recv_wr *bad = NULL;
+	int rc;
+
+	rs_build_recv(in, n, wrs, sges);
+	rc = ibv_post_srq_recv(srq, wrs, &bad);
+	if (rc == 0)
+		return n;
+	return ((int64_t)rc << 32) | (int64_t)(bad ? bad - wrs : 0);
+}
+
+/* rs_create_srq creates a shared receive queue of max_wr receives of one
+ * SGE; got_wr receives the depth the provider granted. */
+static struct ibv_srq *rs_create_srq(struct ibv_pd *pd, uint32_t max_wr, uint32_t *got_wr)
+{
+	struct ibv_srq_init_attr attr;
+	struct ibv_srq *srq;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.attr.max_wr = max_wr;
+	attr.attr.max_sge = 1;
+	srq = ibv_create_srq(pd, &attr);
+	if (srq)
+		*got_wr = attr.attr.max_wr;
+	return srq;
+}
+
+/* rs_arm_srq sets the limit of the shared queue's limit event (0 disarms);
+ * 0 or an error number. */
+static int rs_arm_srq(struct ibv_srq *srq, uint32_t limit)
+{
+	struct ibv_srq_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.srq_limit = limit;
+	return ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT);
+}
+
 /* rs_convert_wc flattens n completions. */
 static void rs_convert_wc(const struct ibv_wc *wc, int n, rs_wc *out)
 {
@@ -253,9 +293,10 @@ static int rs_query_state(struct ibv_qp *qp)
 
 /* rs_async waits up to timeout_ms for an asynchronous event of ctx and, if
  * one came, reports its type, the QPN of a queue pair event, the port of a
- * port event, the completion queue of a CQ event, acknowledges it and
- * returns 1; 0 on timeout, -1 on error. */
-static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t *qpn, int *port, uintptr_t *cq)
+ * port event, the completion queue of a CQ event or the shared receive
+ * queue of an SRQ event (obj), acknowledges it and returns 1; 0 on timeout,
+ * -1 on error. */
+static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t *qpn, int *port, uintptr_t *obj)
 {
 	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
 	int r = poll(&p, 1, timeout_ms);
@@ -267,10 +308,14 @@ static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t
 	*type = ev.event_type;
 	*qpn = 0;
 	*port = 0;
-	*cq = 0;
+	*obj = 0;
 	switch (ev.event_type) {
 	case IBV_EVENT_CQ_ERR:
-		*cq = (uintptr_t)ev.element.cq;
+		*obj = (uintptr_t)ev.element.cq;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		*obj = (uintptr_t)ev.element.srq;
 		break;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
@@ -298,9 +343,10 @@ static int rs_async(struct ibv_context *ctx, int timeout_ms, int *type, uint32_t
 	return 1;
 }
 
-/* rs_create_qp creates a queue pair; caps_out receives the granted caps. */
-static struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, int type,
-				   uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline,
+/* rs_create_qp creates a queue pair, attached to srq unless it is NULL
+ * (then max_recv_wr is ignored); caps_out receives the granted caps. */
+static struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq,
+				   int type, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_inline,
 				   struct ibv_qp_cap *caps_out)
 {
 	struct ibv_qp_init_attr attr;
@@ -309,12 +355,13 @@ static struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct
 	memset(&attr, 0, sizeof(attr));
 	attr.send_cq = scq;
 	attr.recv_cq = rcq;
+	attr.srq = srq;
 	attr.qp_type = (enum ibv_qp_type)type;
 	attr.sq_sig_all = 0;
 	attr.cap.max_send_wr = max_send_wr;
-	attr.cap.max_recv_wr = max_recv_wr;
+	attr.cap.max_recv_wr = srq ? 0 : max_recv_wr;
 	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
+	attr.cap.max_recv_sge = srq ? 0 : 1;
 	attr.cap.max_inline_data = max_inline;
 	qp = ibv_create_qp(pd, &attr);
 	if (qp)

@@ -9,7 +9,6 @@ package ibv
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -42,6 +41,7 @@ type device struct {
 	mtuEnum  int32 // the port's active MTU (enum ibv_mtu)
 	maxRd    int   // max_qp_rd_atom: incoming RDMA Reads per QP
 	maxInitR int   // max_qp_init_rd_atom: outgoing RDMA Reads per QP
+	maxSRQWR int   // max_srq_wr, 0 when the device has no shared receive queues
 
 	mu     sync.Mutex
 	pds    map[*pd]bool
@@ -76,10 +76,10 @@ func (d *device) events() {
 		var typ C.int
 		var qpn C.uint32_t
 		var port C.int
-		var cqp C.uintptr_t
-		switch C.rs_async(d.ctx, 100, &typ, &qpn, &port, &cqp) {
+		var obj C.uintptr_t
+		switch C.rs_async(d.ctx, 100, &typ, &qpn, &port, &obj) {
 		case 1:
-			d.routeEvent(int(typ), uint32(qpn), int(port), uintptr(cqp))
+			d.routeEvent(int(typ), uint32(qpn), int(port), uintptr(obj))
 		case -1:
 			return // the descriptor failed: nothing more will come
 		}
@@ -90,8 +90,10 @@ func (d *device) events() {
 // error to that queue pair alone (its error completions then name it), a
 // completion queue's overrun to that queue, a port going down to the
 // device only when it is the port in use (and a port coming back clears
-// it), a fatal device error to the whole device.
-func (d *device) routeEvent(typ int, qpn uint32, port int, cqp uintptr) {
+// it), a fatal device error to the whole device. A shared receive queue's
+// limit event (obj names the queue, as it names the completion queue of
+// an overrun) is no error: it goes to that queue's LimitReached.
+func (d *device) routeEvent(typ int, qpn uint32, port int, obj uintptr) {
 	err := asyncEventError(d.name, typ, qpn, port)
 	switch eventScopeOf(typ) {
 	case scopeQP:
@@ -104,11 +106,13 @@ func (d *device) routeEvent(typ int, qpn uint32, port int, cqp uintptr) {
 	case scopeCQ:
 		d.mu.Lock()
 		for c := range d.cqs {
-			if uintptr(unsafe.Pointer(c.cq)) == cqp {
+			if uintptr(unsafe.Pointer(c.cq)) == obj {
 				c.event.CompareAndSwap(nil, &err)
 			}
 		}
 		d.mu.Unlock()
+	case scopeSRQ:
+		d.limitReached(obj)
 	case scopePort:
 		if port == d.port {
 			d.portDown.Store(&err)
@@ -216,6 +220,9 @@ func (d *device) query(gidIndex int) error {
 		return fmt.Errorf("%w: %s port %d is RoCE and GID index %d is empty (list them with show_gids or ibv_devinfo -v)", fabric.ErrInvalidArg, d.name, d.port, gidIndex)
 	}
 	d.maxRd, d.maxInitR = int(da.max_qp_rd_atom), int(da.max_qp_init_rd_atom)
+	if da.max_srq > 0 {
+		d.maxSRQWR = int(da.max_srq_wr)
+	}
 	d.attr = fabric.DeviceAttr{
 		Name: d.name, LinkLayer: linkLayerName(d.link), LID: uint16(pa.lid), GID: gid,
 		MTU: mtuBytes(d.mtuEnum), MaxQP: int(da.max_qp), MaxQPWR: int(da.max_qp_wr), MaxCQE: int(da.max_cqe),
@@ -270,7 +277,7 @@ func (d *device) probeInline(typ C.int) int {
 	defer C.ibv_destroy_cq(c)
 	for _, n := range []int{1024, 512, 256, 220, 128, 64, 32} {
 		var caps C.struct_ibv_qp_cap
-		if q := C.rs_create_qp(p, c, c, typ, 1, 1, C.uint32_t(n), &caps); q != nil {
+		if q := C.rs_create_qp(p, c, c, nil, typ, 1, 1, C.uint32_t(n), &caps); q != nil {
 			C.ibv_destroy_qp(q)
 			return n
 		}
@@ -308,6 +315,9 @@ func (d *device) close() error {
 		for a := range p.ahs {
 			keep(a.Destroy())
 		}
+		for s := range p.srqs {
+			keep(s.Destroy())
+		}
 		for m := range p.mrs {
 			keep(m.Dereg())
 		}
@@ -335,7 +345,7 @@ func (d *device) AllocPD() (fabric.PD, error) {
 	if p == nil {
 		return nil, errnoErr("ibv_alloc_pd", err, "")
 	}
-	x := &pd{d: d, pd: p, mrs: map[*mr]bool{}, qps: map[*qp]bool{}, ahs: map[*ah]bool{}}
+	x := &pd{d: d, pd: p, mrs: map[*mr]bool{}, qps: map[*qp]bool{}, ahs: map[*ah]bool{}, srqs: map[*srq]bool{}}
 	d.pds[x] = true
 	return x, nil
 }
@@ -378,10 +388,11 @@ type pd struct {
 	mrs  map[*mr]bool
 	qps  map[*qp]bool
 	ahs  map[*ah]bool
+	srqs map[*srq]bool
 	dead bool
 }
 
-func (p *pd) users() int { return len(p.mrs) + len(p.qps) + len(p.ahs) }
+func (p *pd) users() int { return len(p.mrs) + len(p.qps) + len(p.ahs) + len(p.srqs) }
 
 // Dealloc implements fabric.PD.
 func (p *pd) Dealloc() error {
@@ -391,7 +402,7 @@ func (p *pd) Dealloc() error {
 		return fmt.Errorf("%w: protection domain deallocated twice", fabric.ErrClosed)
 	}
 	if n := p.users(); n > 0 {
-		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs or address handles", fabric.ErrBusy, n)
+		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs, address handles or shared receive queues", fabric.ErrBusy, n)
 	}
 	if rc := C.ibv_dealloc_pd(p.pd); rc != 0 {
 		return errnoErr("ibv_dealloc_pd", syscall.Errno(rc), "")
@@ -573,11 +584,19 @@ func (c *cq) take(w *C.rs_wc) {
 	id := uint64(w.wr_id)
 	recv := id&recvBit != 0
 	seq := id &^ recvBit
-	ring := q.sq
-	if recv {
-		ring = q.rq
+	st := staged{ring: q.sq, upTo: seq + 1}
+	var e wqEntry
+	var ok bool
+	switch {
+	case recv && id&srqBit != 0 && q.srq != nil: // its slot in the shared queue, whichever queue pair took it
+		st = staged{srq: q.srq.slots, tag: seq}
+		e, ok = q.srq.slots.lookup(seq)
+	case recv:
+		st.ring = q.rq
+		e, ok = q.rq.lookup(seq)
+	default:
+		e, ok = q.sq.lookup(seq)
 	}
-	e, ok := ring.lookup(seq)
 	if !ok {
 		return // from before the queue pair was last reset
 	}
@@ -605,7 +624,8 @@ func (c *cq) take(w *C.rs_wc) {
 			wc.Bytes = int(e.length)
 		}
 	}
-	c.stage.push(staged{wc: wc, ring: ring, upTo: seq + 1})
+	st.wc = wc
+	c.stage.push(st)
 }
 
 // Destroy implements fabric.CQ. It fails with ErrBusy while queue pairs use
@@ -699,12 +719,4 @@ func (a *ah) Destroy() error {
 	a.dead = true
 	delete(a.pd.ahs, a)
 	return nil
-}
-
-// CreateSRQ implements fabric.PD. Shared receive queues are not mapped to
-// libibverbs yet (ibv_create_srq, ibv_post_srq_recv, ibv_modify_srq and
-// the software provider's ops): the error wraps errors.ErrUnsupported, on
-// which the conformance suite skips its SRQ cases.
-func (p *pd) CreateSRQ(fabric.SRQInit) (fabric.SRQ, error) {
-	return nil, fmt.Errorf("%w: shared receive queues are not implemented by the libibverbs backend yet (%w)", fabric.ErrInvalidArg, errors.ErrUnsupported)
 }

@@ -130,7 +130,7 @@ struct sr_context_ops {
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	sr_unused_op create_qp_ex;
 	sr_unused_op create_rwq_ind_table;
-	sr_unused_op create_srq;
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr);
 	sr_unused_op create_srq_ex;
 	sr_unused_op create_wq;
 	sr_unused_op dealloc_mw;
@@ -144,7 +144,7 @@ struct sr_context_ops {
 	sr_unused_op destroy_flow_action;
 	int (*destroy_qp)(struct ibv_qp *qp);
 	sr_unused_op destroy_rwq_ind_table;
-	sr_unused_op destroy_srq;
+	int (*destroy_srq)(struct ibv_srq *srq);
 	sr_unused_op destroy_wq;
 	sr_unused_op detach_mcast;
 	void (*free_context)(struct ibv_context *context);
@@ -157,7 +157,7 @@ struct sr_context_ops {
 	sr_unused_op modify_flow_action_esp;
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 	sr_unused_op modify_qp_rate_limit;
-	sr_unused_op modify_srq;
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask);
 	sr_unused_op modify_wq;
 	sr_unused_op open_qp;
 	sr_unused_op open_xrcd;
@@ -165,7 +165,7 @@ struct sr_context_ops {
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 	sr_unused_op post_srq_ops;
-	sr_unused_op post_srq_recv;
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr, struct ibv_recv_wr **bad_recv_wr);
 	int (*query_device_ex)(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr, size_t attr_size);
 	sr_unused_op query_ece;
@@ -174,7 +174,7 @@ struct sr_context_ops {
 			struct ibv_qp_init_attr *init_attr);
 	sr_unused_op query_qp_data_in_order;
 	sr_unused_op query_rt_values;
-	sr_unused_op query_srq;
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
 	sr_unused_op read_counters;
 	sr_unused_op reg_dm_mr;
 	sr_unused_op reg_dmabuf_mr;

@@ -15,11 +15,12 @@
  * 9-11) and the verbs man pages: RC, UC and UD queue pairs; SEND,
  * SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and RDMA_READ; memory
  * regions with keys, bounds and access flags; completion queues with
- * overrun; RNR NAKs and retries; transport retries when the responder is not
- * ready; queue pair state transitions with the required and optional
+ * overrun; shared receive queues (consumed in posting order by any attached
+ * queue pair, with the limit event); RNR NAKs and retries; transport
+ * retries when the responder is not ready; queue pair state transitions with the required and optional
  * attribute masks of each transport and transition; a GRH required on RoCE
  * ports; UD's 40-byte GRH and Q_Key; flushes in the error state; the
- * asynchronous events of access errors and overruns. Send queues are sized
+ * asynchronous events of access errors, overruns and SRQ limits. Send queues are sized
  * as the mlx5 provider sizes them (64-byte basic blocks, per-transport WQE
  * overhead, inline space inside the WQE), so a request that does not fit a
  * ConnectX does not fit here either. docs/hardware.md says what this device
@@ -48,6 +49,8 @@
 enum {
 	SR_MAX_QP = 1 << 17,
 	SR_MAX_QP_WR = 32768, /* also max_send_wqebb: the send queue's blocks */
+	SR_MAX_SRQ = 1 << 23,
+	SR_MAX_SRQ_WR = 32767,
 	SR_MAX_SGE = 30,
 	SR_MAX_CQE = (1 << 22) - 1,
 	SR_MAX_RD_ATOM = 16,
@@ -83,10 +86,13 @@ struct sr_dev {
 	union ibv_gid gid[SR_MAX_GIDS];
 };
 
+struct sr_srq;
+
 struct sr_ctx {
 	struct verbs_context vctx; /* first */
 	struct sr_dev *dev;
 	int evw; /* write end of the asynchronous event pipe */
+	struct sr_srq *zombies; /* destroyed shared receive queues with events not yet acknowledged */
 };
 
 /* ctx_of: the library hands providers the public context, the last member
@@ -116,8 +122,9 @@ struct sr_ah {
 
 struct sr_cqe {
 	struct ibv_wc wc;
-	uint32_t upto; /* the work queue's consumer index after this entry */
-	uint8_t sq;    /* a send completion (else a receive) */
+	uint32_t upto;      /* the work queue's consumer index after this entry */
+	uint8_t sq;         /* a send completion (else a receive) */
+	struct sr_srq *srq; /* a receive taken from this shared queue: polling frees its slot */
 };
 
 struct sr_cq {
@@ -152,11 +159,33 @@ struct sr_rwqe {
 	struct ibv_sge sge[SR_MAX_SGE];
 };
 
+/*
+ * A shared receive queue: a ring of receives that its queue pairs take in
+ * posting order. A receive occupies its slot from posting until the
+ * completion of the message that took it is polled (or purged with its
+ * queue pair), as in mlx5, which frees an SRQ WQE when it polls its CQE.
+ */
+struct sr_srq {
+	struct ibv_srq srq; /* first */
+	struct sr_ctx *ctx;
+	struct sr_pd *pd;
+	struct sr_rwqe *ring;
+	uint32_t cap;        /* slots: the granted max_wr */
+	uint32_t max_sge;
+	uint32_t head, next; /* free-running: posted, taken by a message */
+	uint32_t freed;      /* taken and polled or purged: head - freed slots are in use */
+	uint32_t limit;      /* armed limit, 0 when disarmed */
+	int users;           /* attached queue pairs */
+	unsigned events;     /* limit events written to the event pipe */
+	struct sr_srq *zombie;
+};
+
 struct sr_qp {
 	struct verbs_qp vqp; /* first */
 	struct sr_ctx *ctx;
 	struct sr_pd *pd;
 	struct sr_cq *scq, *rcq;
+	struct sr_srq *srq; /* receives come from it, or from rq when NULL */
 	int type;
 	int state;
 	int sig_all;
@@ -185,6 +214,7 @@ static uint32_t g_nqps, g_qpcap;
 static struct sr_mr **g_mrs;
 static uint32_t g_nmrs, g_mrcap;
 static uint32_t g_keygen;
+static uint32_t g_srqs; /* shared receive queues created: their handles */
 
 static uint64_t now_ns(void)
 {
@@ -321,13 +351,13 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 
 /* ---- asynchronous events ---- */
 
-static void post_event(struct sr_ctx *c, uint32_t type, uint64_t element)
+/* post_event returns whether the event was written. */
+static int post_event(struct sr_ctx *c, uint32_t type, uint64_t element)
 {
 	struct ib_uverbs_async_event_desc ev = { .element = element, .event_type = type };
 	/* The pipe is non-blocking: events beyond its capacity are lost, as
 	 * the kernel drops them when its queue is full. */
-	if (write(c->evw, &ev, sizeof(ev)) != sizeof(ev))
-		return;
+	return write(c->evw, &ev, sizeof(ev)) == sizeof(ev);
 }
 
 /* ---- completions ---- */
@@ -353,6 +383,8 @@ static void cq_purge(struct sr_cq *cq, uint32_t qpn)
 		struct sr_cqe *e = &cq->ring[(cq->head + i) % cq->cap];
 		if (e->wc.qp_num != qpn)
 			cq->ring[(cq->head + k++) % cq->cap] = *e;
+		else if (e->srq)
+			e->srq->freed++;
 	}
 	cq->n = k;
 }
@@ -377,11 +409,28 @@ static void complete_send(struct sr_qp *qp, struct sr_swqe *w, enum ibv_wc_statu
 	cq_push(qp->scq, &e);
 }
 
+/* srq_taken consumes the shared queue's next receive and raises the limit
+ * event, once, when fewer receives than the armed limit remain. */
+static void srq_taken(struct sr_srq *s)
+{
+	s->next++;
+	if (s->limit > 0 && s->head - s->next < s->limit) {
+		s->limit = 0;
+		if (post_event(s->ctx, IBV_EVENT_SRQ_LIMIT_REACHED, (uintptr_t)&s->srq))
+			s->events++;
+	}
+}
+
 static void complete_recv(struct sr_qp *qp, struct sr_rwqe *r, enum ibv_wc_status st, enum ibv_wc_opcode op,
 			  uint32_t len, int has_imm, uint32_t imm, const struct sr_qp *src, int grh)
 {
-	qp->rq_next++;
-	struct sr_cqe e = { .upto = qp->rq_next, .sq = 0 };
+	struct sr_cqe e = { .sq = 0 };
+	if (qp->srq) {
+		srq_taken(qp->srq);
+		e.srq = qp->srq;
+	} else {
+		e.upto = ++qp->rq_next;
+	}
 	e.wc.wr_id = r->wr_id;
 	e.wc.status = st;
 	e.wc.opcode = op;
@@ -543,15 +592,25 @@ static int fail(struct sr_qp *qp, struct sr_swqe *w, enum ibv_wc_status st)
 	return FAILED;
 }
 
-/* recv_room: the responder's next receive can take len (+skip) bytes,
- * else it fails with a local length error. */
+/* take_recv finds the responder's next receive (from its shared queue
+ * when it has one); complete_recv consumes it. */
 static int take_recv(struct sr_qp *dst, struct sr_rwqe **r)
 {
+	struct sr_srq *s = dst->srq;
+	if (s) {
+		if (s->next == s->head)
+			return 0;
+		*r = &s->ring[s->next % s->cap];
+		return 1;
+	}
 	if (dst->rq_next == dst->rq_head)
 		return 0;
 	*r = &dst->rq[dst->rq_next % dst->rq_cap];
 	return 1;
 }
+
+/* recv_pd is the domain of dst's receive buffers: its shared queue's. */
+static struct sr_pd *recv_pd(const struct sr_qp *dst) { return dst->srq ? dst->srq->pd : dst->pd; }
 
 static int exec_ud(struct sr_qp *qp, struct sr_swqe *w)
 {
@@ -564,7 +623,7 @@ static int exec_ud(struct sr_qp *qp, struct sr_swqe *w)
 	if (dst && dst->type == IBV_QPT_UD && (dst->state == IBV_QPS_RTR || dst->state == IBV_QPS_RTS) &&
 	    dst->qkey == qkey && take_recv(dst, &r)) {
 		uint64_t room;
-		if (!local_ok(dst->pd, r->sge, r->nsge, 1, &room)) {
+		if (!local_ok(recv_pd(dst), r->sge, r->nsge, 1, &room)) {
 			complete_recv(dst, r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, NULL, 0);
 			to_error(dst);
 		} else if (room < (uint64_t)w->len + SR_GRH) {
@@ -672,7 +731,7 @@ static int exec_connected(struct sr_qp *qp, struct sr_swqe *w, uint64_t now)
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM: {
 		uint64_t room;
-		if (!local_ok(dst->pd, r->sge, r->nsge, 1, &room)) {
+		if (!local_ok(recv_pd(dst), r->sge, r->nsge, 1, &room)) {
 			complete_recv(dst, r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, 0, 0, NULL, 0);
 			res = responder_error(qp, dst, w, IBV_WC_REM_OP_ERR, 0);
 			break;
@@ -806,6 +865,9 @@ static int sr_query_device_ex(struct ibv_context *context, const struct ibv_quer
 	a->hw_ver = 0;
 	a->max_qp = SR_MAX_QP;
 	a->max_qp_wr = SR_MAX_QP_WR;
+	a->max_srq = SR_MAX_SRQ;
+	a->max_srq_wr = SR_MAX_SRQ_WR;
+	a->max_srq_sge = SR_MAX_SGE;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
 	a->max_sge = SR_MAX_SGE;
 	a->max_sge_rd = SR_MAX_SGE;
@@ -1029,7 +1091,9 @@ static int sr_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	for (; k < num && c->n > 0; k++) {
 		struct sr_cqe *e = &c->ring[c->head];
 		struct sr_qp *q = qp_by_num(e->wc.qp_num);
-		if (q) { /* the slot of the request is free again, as in mlx5's poll */
+		if (e->srq) /* the shared queue's slot is free again */
+			e->srq->freed++;
+		else if (q) { /* the slot of the request is free again, as in mlx5's poll */
 			if (e->sq)
 				q->sq_tail = e->upto;
 			else
@@ -1101,15 +1165,14 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (attr->srq) {
-		errno = EOPNOTSUPP; /* shared receive queues are not implemented */
-		return NULL;
-	}
-	if (!scq || !rcq || scq->ctx != ctx || rcq->ctx != ctx) {
+	struct sr_srq *srq = (struct sr_srq *)attr->srq;
+	if (!scq || !rcq || scq->ctx != ctx || rcq->ctx != ctx || (srq && srq->ctx != ctx)) {
 		errno = EINVAL;
 		return NULL;
 	}
 	struct ibv_qp_cap cap = attr->cap;
+	if (srq) /* the receive queue's attributes are ignored, as by mlx5 */
+		cap.max_recv_wr = cap.max_recv_sge = 0;
 	int sq = size_sq(ctx->dev, attr->qp_type, &cap);
 	int rq = size_rq(&cap);
 	if (sq < 0 || rq < 0) {
@@ -1142,6 +1205,7 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	q->pd = (struct sr_pd *)pd;
 	q->scq = scq;
 	q->rcq = rcq;
+	q->srq = srq;
 	q->type = attr->qp_type;
 	q->state = IBV_QPS_RESET;
 	q->sig_all = attr->sq_sig_all;
@@ -1162,6 +1226,8 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	q->pd->users++;
 	scq->users++;
 	rcq->users++;
+	if (srq)
+		srq->users++;
 	pthread_mutex_unlock(&g_mu);
 
 	struct ibv_qp *ib = &q->vqp.qp;
@@ -1170,7 +1236,7 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	ib->pd = pd;
 	ib->send_cq = attr->send_cq;
 	ib->recv_cq = attr->recv_cq;
-	ib->srq = NULL;
+	ib->srq = attr->srq;
 	ib->handle = qpn;
 	ib->qp_num = qpn;
 	ib->state = IBV_QPS_RESET;
@@ -1199,6 +1265,8 @@ static int sr_destroy_qp(struct ibv_qp *qp)
 	q->pd->users--;
 	q->scq->users--;
 	q->rcq->users--;
+	if (q->srq)
+		q->srq->users--;
 	pthread_mutex_unlock(&g_mu);
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
@@ -1381,6 +1449,7 @@ static int sr_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, struc
 		init->qp_context = qp->qp_context;
 		init->send_cq = qp->send_cq;
 		init->recv_cq = qp->recv_cq;
+		init->srq = qp->srq;
 		init->cap = q->cap;
 		init->qp_type = q->type;
 		init->sq_sig_all = q->sig_all;
@@ -1474,7 +1543,7 @@ static int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 	int rc = 0;
 	pthread_mutex_lock(&g_mu);
 	for (; wr; wr = wr->next) {
-		if (q->state == IBV_QPS_RESET)
+		if (q->state == IBV_QPS_RESET || q->srq)
 			rc = EINVAL;
 		else if (q->rq_head - q->rq_tail >= q->cap.max_recv_wr)
 			rc = ENOMEM;
@@ -1489,6 +1558,122 @@ static int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 		r->nsge = wr->num_sge;
 		memcpy(r->sge, wr->sg_list, sizeof(struct ibv_sge) * (size_t)wr->num_sge);
 		q->rq_head++;
+	}
+	kick();
+	pthread_mutex_unlock(&g_mu);
+	return rc;
+}
+
+/* ---- shared receive queues ---- */
+
+static struct ibv_srq *sr_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+{
+	struct ibv_srq_attr *a = &init->attr;
+	if (a->max_wr == 0 || a->max_wr > SR_MAX_SRQ_WR || a->max_sge > SR_MAX_SGE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sr_srq *s = calloc(1, sizeof(*s));
+	/* mlx5 rounds the depth up to a power of two, less one entry. */
+	uint32_t cap = pow2_at_least((uint64_t)a->max_wr + 1) - 1;
+	if (s)
+		s->ring = calloc(cap, sizeof(*s->ring));
+	if (!s || !s->ring) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->cap = cap;
+	s->max_sge = a->max_sge ? a->max_sge : 1;
+	s->ctx = ctx_of(pd->context);
+	s->pd = (struct sr_pd *)pd;
+	/* ibv_create_srq ignores srq_limit: ibv_modify_srq arms it. */
+	a->max_wr = cap;
+	a->max_sge = s->max_sge;
+	a->srq_limit = 0;
+	pthread_mutex_lock(&g_mu);
+	s->pd->users++;
+	s->srq.handle = ++g_srqs;
+	pthread_mutex_unlock(&g_mu);
+	/* The library fills context, pd, srq_context, mutex and cond. */
+	return &s->srq;
+}
+
+static int sr_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	struct sr_srq *s = (struct sr_srq *)srq;
+	/* Resizing (IBV_SRQ_MAX_WR) is not implemented, as by mlx5. */
+	if (mask & ~IBV_SRQ_LIMIT)
+		return EINVAL;
+	if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit >= s->cap)
+		return EINVAL;
+	pthread_mutex_lock(&g_mu);
+	if (mask & IBV_SRQ_LIMIT)
+		s->limit = attr->srq_limit;
+	pthread_mutex_unlock(&g_mu);
+	return 0;
+}
+
+static int sr_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct sr_srq *s = (struct sr_srq *)srq;
+	pthread_mutex_lock(&g_mu);
+	attr->max_wr = s->cap;
+	attr->max_sge = s->max_sge;
+	attr->srq_limit = s->limit;
+	pthread_mutex_unlock(&g_mu);
+	return 0;
+}
+
+/*
+ * sr_destroy_srq fails with EBUSY while queue pairs are attached. A queue
+ * whose limit event the library has not acknowledged yet (ibv_ack_async_event
+ * locks the queue's mutex) is kept until its context is freed: the kernel
+ * makes ibv_destroy_srq wait for those acknowledgements instead.
+ */
+static int sr_destroy_srq(struct ibv_srq *srq)
+{
+	struct sr_srq *s = (struct sr_srq *)srq;
+	pthread_mutex_lock(&g_mu);
+	if (s->users > 0) {
+		pthread_mutex_unlock(&g_mu);
+		return EBUSY;
+	}
+	s->pd->users--;
+	pthread_mutex_lock(&srq->mutex);
+	int unacked = srq->events_completed != s->events;
+	pthread_mutex_unlock(&srq->mutex);
+	if (unacked) {
+		s->zombie = s->ctx->zombies;
+		s->ctx->zombies = s;
+	}
+	pthread_mutex_unlock(&g_mu);
+	if (!unacked) {
+		free(s->ring);
+		free(s);
+	}
+	return 0;
+}
+
+static int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct sr_srq *s = (struct sr_srq *)srq;
+	int rc = 0;
+	pthread_mutex_lock(&g_mu);
+	for (; wr; wr = wr->next) {
+		if (s->head - s->freed >= s->cap)
+			rc = ENOMEM;
+		else if (wr->num_sge < 0 || (uint32_t)wr->num_sge > s->max_sge)
+			rc = EINVAL;
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+		struct sr_rwqe *r = &s->ring[s->head % s->cap];
+		r->wr_id = wr->wr_id;
+		r->nsge = wr->num_sge;
+		memcpy(r->sge, wr->sg_list, sizeof(struct ibv_sge) * (size_t)wr->num_sge);
+		s->head++;
 	}
 	kick();
 	pthread_mutex_unlock(&g_mu);
@@ -1515,6 +1700,11 @@ static void sr_free_context(struct ibv_context *context)
 		pthread_mutex_unlock(&g_mu);
 	}
 	close(c->evw);
+	for (struct sr_srq *s = c->zombies, *next; s; s = next) {
+		next = s->zombie;
+		free(s->ring);
+		free(s);
+	}
 	verbs_uninit_context(&c->vctx);
 	free(c);
 }
@@ -1524,19 +1714,24 @@ static const struct sr_context_ops sr_ops = {
 	.create_ah = sr_create_ah,
 	.create_cq = sr_create_cq,
 	.create_qp = sr_create_qp,
+	.create_srq = sr_create_srq,
 	.dealloc_pd = sr_dealloc_pd,
 	.dereg_mr = sr_dereg_mr,
 	.destroy_ah = sr_destroy_ah,
 	.destroy_cq = sr_destroy_cq,
 	.destroy_qp = sr_destroy_qp,
+	.destroy_srq = sr_destroy_srq,
 	.free_context = sr_free_context,
 	.modify_qp = sr_modify_qp,
+	.modify_srq = sr_modify_srq,
 	.poll_cq = sr_poll_cq,
 	.post_recv = sr_post_recv,
 	.post_send = sr_post_send,
+	.post_srq_recv = sr_post_srq_recv,
 	.query_device_ex = sr_query_device_ex,
 	.query_port = sr_query_port,
 	.query_qp = sr_query_qp,
+	.query_srq = sr_query_srq,
 	.reg_mr = sr_reg_mr,
 	.req_notify_cq = sr_req_notify_cq,
 };
@@ -1558,6 +1753,11 @@ static int sr_abi_check(struct ibv_context *c)
 	       (void *)c->ops._compat_destroy_qp == (void *)sr_destroy_qp &&
 	       (void *)c->ops._compat_modify_qp == (void *)sr_modify_qp &&
 	       (void *)c->ops._compat_query_qp == (void *)sr_query_qp &&
+	       (void *)c->ops._compat_create_srq == (void *)sr_create_srq &&
+	       (void *)c->ops._compat_modify_srq == (void *)sr_modify_srq &&
+	       (void *)c->ops._compat_query_srq == (void *)sr_query_srq &&
+	       (void *)c->ops._compat_destroy_srq == (void *)sr_destroy_srq &&
+	       (void *)c->ops.post_srq_recv == (void *)sr_post_srq_recv &&
 	       (void *)c->ops.poll_cq == (void *)sr_poll_cq && (void *)c->ops.post_send == (void *)sr_post_send &&
 	       (void *)c->ops.post_recv == (void *)sr_post_recv &&
 	       (void *)c->ops.req_notify_cq == (void *)sr_req_notify_cq;
