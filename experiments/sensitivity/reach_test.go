@@ -123,3 +123,21 @@ func TestReuseOutside(t *testing.T) {
 		t.Errorf("inside the reach and without a baseline record: ran %d, reused %d; want 2 and 1", ran, reused)
 	}
 }
+
+// TestRunUncheckedRunsEveryKind: a change's runs go without the verbs
+// checker, and a kind of point that has none (the I-Store
+// microbenchmark, which refuses to be asked) still runs.
+func TestRunUncheckedRunsEveryKind(t *testing.T) {
+	micro := experiments.DefaultConfig()
+	micro.Profile, micro.Nodes, micro.Threads, micro.Design = "fdr-cx3", 2, 2, experiments.IStoreReadDesign
+	micro.Workload = results.Workload{Kind: results.IStoreMicro, Blocks: 200}
+	micro.BytesPerNode, micro.Pattern = 16, ""
+	shuffle := experiments.DefaultConfig()
+	shuffle.Nodes, shuffle.BytesPerNode = 2, 256<<10
+	for _, cfg := range []experiments.RunConfig{micro, shuffle} {
+		rec, err := runUnchecked(cfg)
+		if err != nil || rec == nil {
+			t.Errorf("%s %s: %v", cfg.Design, cfg.Workload.Label(), err)
+		}
+	}
+}
