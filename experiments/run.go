@@ -347,6 +347,22 @@ func (c RunConfig) shuffleOnly() error {
 	return nil
 }
 
+// ScaledInput is c with f times its input, as steady-state growth runs a
+// point again: a shuffle's bytes per node or per pair, a TPC-H query's
+// scale factor per node. False for a point with no input size to scale
+// (its input is then as it was).
+func (c RunConfig) ScaledInput(f int64) (RunConfig, bool) {
+	if c.Workload.Kind == results.TPCH {
+		c.Workload.SFPerNode *= float64(f)
+		return c, true
+	}
+	if c.BytesPerNode <= 0 && c.BytesPerPair <= 0 {
+		return c, false
+	}
+	c.BytesPerNode, c.BytesPerPair = c.BytesPerNode*f, c.BytesPerPair*f
+	return c, true
+}
+
 // pointLabel is the label a point's record carries: its own, or its
 // workload's.
 func pointLabel(cfg RunConfig) string {

@@ -81,15 +81,7 @@ func grow(run func(experiments.RunConfig) (*results.Record, error), mem *experim
 // per pair, a TPC-H point's scale factor per node; false when cfg has no
 // input to scale.
 func scaledInput(cfg experiments.RunConfig, f int64) (experiments.RunConfig, bool) {
-	if cfg.Workload.Kind == results.TPCH {
-		cfg.Workload.SFPerNode *= float64(f)
-		return cfg, true
-	}
-	if cfg.BytesPerNode <= 0 && cfg.BytesPerPair <= 0 {
-		return cfg, false
-	}
-	cfg.BytesPerNode, cfg.BytesPerPair = cfg.BytesPerNode*f, cfg.BytesPerPair*f
-	return cfg, true
+	return cfg.ScaledInput(f)
 }
 
 // rate is what growth watches settle: a shuffle's throughput, or a TPC-H

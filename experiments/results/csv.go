@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -72,6 +73,14 @@ func csvValue(v reflect.Value) string {
 			return err.Error()
 		}
 		return string(b)
+	case reflect.Struct: // a value with a text form (the network) is written as records write it
+		if t, ok := v.Interface().(encoding.TextMarshaler); ok {
+			b, err := t.MarshalText()
+			if err != nil {
+				return err.Error()
+			}
+			return string(b)
+		}
 	}
 	return fmt.Sprint(v.Interface())
 }

@@ -1,9 +1,13 @@
 package results_test
 
 import (
+	"encoding/csv"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,4 +69,38 @@ func mustMarshal(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestCSVWritesValuesAsRecordsDo: a record's network is written in its
+// text form (empty for the single switch, not the struct's fields), a
+// service level as a number and an absent pointer field as nothing.
+func TestCSVWritesValuesAsRecordsDo(t *testing.T) {
+	tree, err := netspec.Parse("fat-tree radix=8 routing=ftree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "r.csv")
+	rs := []results.Result{{Point: 0, Record: &results.Record{Design: "MESQ/SR", Network: tree, SL: 3}}, {Point: 1, Record: &results.Record{Design: "MESQ/SR"}}}
+	if err := results.WriteCSV(path, rs); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(name string) int { return slices.Index(rows[0], name) }
+	if got := rows[1][col("network")]; got != tree.String() {
+		t.Errorf("network %q, want %q", got, tree.String())
+	}
+	if got := rows[2][col("network")]; got != "" {
+		t.Errorf("single switch's network %q, want empty", got)
+	}
+	if rows[1][col("sl")] != "3" || rows[1][col("control_sl")] != "" {
+		t.Errorf("sl %q, control_sl %q", rows[1][col("sl")], rows[1][col("control_sl")])
+	}
 }

@@ -220,7 +220,13 @@ func resume(sw *Sweep, all []Point, out string, warn func(string)) (map[int]resu
 				ErrOtherSpec, out, r.Point, r.Key, sw.Name)
 		}
 		if !r.Failed() {
-			if err := experiments.SameRun(r.Record, all[r.Point].Config); err != nil {
+			// A point grown to steady state (explore reproduce) ran with
+			// input_scale times the point's input.
+			want := all[r.Point].Config
+			if r.InputScale > 1 {
+				want, _ = want.ScaledInput(int64(r.InputScale))
+			}
+			if err := experiments.SameRun(r.Record, want); err != nil {
 				return nil, nil, fmt.Errorf("%w: %s: point %d (%s): %s: write the results to another file, or remove it", ErrOtherSpec, out, r.Point, r.Key, mismatch(err))
 			}
 			done[r.Point] = r

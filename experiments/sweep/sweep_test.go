@@ -619,3 +619,32 @@ func TestByteSizesWithUnits(t *testing.T) {
 		t.Errorf("a size with a rate's unit: %v", err)
 	}
 }
+
+// TestResumeTakesGrownPoints: a point grown to steady state (explore
+// reproduce runs it again with input_scale times its input) is the
+// point's result, and a resumed sweep keeps it; a change of the spec's
+// input is still refused.
+func TestResumeTakesGrownPoints(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "s.jsonl")
+	spec := func(b string) *Sweep {
+		return mustParse(t, "name: grown\nbase: {profile: edr-cx4, bytes-per-node: "+b+"}\nvary: {design: [MESQ/SR, MEMQ/SR], nodes: [2]}\n")
+	}
+	grow := func(c experiments.RunConfig) (*results.Record, error) {
+		g, _ := c.ScaledInput(4)
+		rec, err := experiments.Run(g)
+		if rec != nil {
+			rec.InputScale = 4
+		}
+		return rec, err
+	}
+	if _, err := RunSweep(context.Background(), spec("65536"), SweepOptions{Out: out, Run: grow}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunSweep(context.Background(), spec("65536"), SweepOptions{Out: out, Run: grow})
+	if err != nil || rep.Skipped != 2 || rep.Ran != 0 {
+		t.Fatalf("resumed: %v, %+v", err, rep)
+	}
+	if _, err := RunSweep(context.Background(), spec("131072"), SweepOptions{Out: out, Run: grow}); err == nil || !strings.Contains(err.Error(), "bytes-per-node is 262144 in the file but 524288 in the spec") {
+		t.Errorf("another input: %v", err)
+	}
+}
