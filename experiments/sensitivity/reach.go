@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
 // Reach lists the designs that read an estimate only some designs read;
@@ -77,11 +78,33 @@ func (b *baselineRecords) find(cfg experiments.RunConfig) *results.Record {
 // point, found in the baseline's directory; every other point, and a point
 // the baseline has no record of, runs. reused counts the records taken.
 func reuseOutside(designs []string, baselineDir string, reused *int64) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+	return reuseWhere(func(cfg experiments.RunConfig) bool { return !slices.Contains(designs, cfg.Design) }, baselineDir, reused)
+}
+
+// reuseUnchanged wraps a change's runner: a point on a profile the
+// change leaves as it was (a field the profile does not use, at 0, moved
+// by a factor: the same hash) cannot run differently from the baseline's,
+// so it takes the baseline's record of the same point.
+func reuseUnchanged(unchanged map[string]bool, baselineDir string, reused *int64) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+	return reuseWhere(func(cfg experiments.RunConfig) bool {
+		name := cfg.Profile
+		if name == "" {
+			name = sim.DefaultProfileName
+		}
+		return unchanged[name]
+	}, baselineDir, reused)
+}
+
+// reuseWhere wraps a change's runner: a point that reuse accepts takes
+// the baseline's record of the same point, found in the baseline's
+// directory; every other point, and a point the baseline has no record
+// of, runs. reused counts the records taken.
+func reuseWhere(reuse func(experiments.RunConfig) bool, baselineDir string, reused *int64) func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
 	base := &baselineRecords{dir: baselineDir}
 	var mu sync.Mutex
 	return func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
 		return func(cfg experiments.RunConfig) (*results.Record, error) {
-			if !slices.Contains(designs, cfg.Design) {
+			if reuse(cfg) {
 				if r := base.find(cfg); r != nil {
 					mu.Lock()
 					*reused++

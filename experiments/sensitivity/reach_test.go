@@ -1,6 +1,7 @@
 package sensitivity
 
 import (
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -139,5 +140,44 @@ func TestRunUncheckedRunsEveryKind(t *testing.T) {
 		if err != nil || rec == nil {
 			t.Errorf("%s %s: %v", cfg.Design, cfg.Workload.Label(), err)
 		}
+	}
+}
+
+// TestReuseUnchanged: a change that leaves a profile as it was (a field
+// at 0 there, moved by a factor) reuses the baseline's records of that
+// profile's points and runs the points of the profiles it changes.
+func TestReuseUnchanged(t *testing.T) {
+	_, unchanged, err := writeProfiles(t.TempDir(), Change{"nic.ooo_window", 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !unchanged["edr-cx4"] || unchanged["hdr-cx6"] {
+		t.Fatalf("unchanged %v: want edr-cx4 unchanged and hdr-cx6 changed", unchanged)
+	}
+	if _, all, _ := writeProfiles(t.TempDir(), Change{"host.lock_ns", 2}); slices.Contains(slices.Collect(maps.Values(all)), true) {
+		t.Errorf("host.lock_ns x2 leaves %v unchanged", all)
+	}
+	dir := t.TempDir()
+	cfg := experiments.DefaultConfig()
+	cfg.Design, cfg.Nodes, cfg.Profile = "MEMQ/SR", 2, "edr-cx4"
+	rec := &results.Record{Experiment: "run", Design: "MEMQ/SR", Nodes: 2, Threads: cfg.Threads, Profile: cfg.Profile, Seed: cfg.Seed,
+		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, BytesPerNode: cfg.BytesPerNode, Pattern: string(cfg.Pattern), MsgBytes: 65536,
+		Integrity: "ok", ThroughputGiBs: 42}
+	if err := results.WriteFile(filepath.Join(dir, "fig.jsonl"), []results.Result{{Point: 0, Key: "design=MEMQ/SR", Record: rec}}); err != nil {
+		t.Fatal(err)
+	}
+	var reused int64
+	ran := 0
+	run := reuseUnchanged(unchanged, dir, &reused)(func(c experiments.RunConfig) (*results.Record, error) {
+		ran++
+		return &results.Record{Design: c.Design}, nil
+	})
+	if got, err := run(cfg); err != nil || got.ThroughputGiBs != 42 || ran != 0 || reused != 1 {
+		t.Fatalf("an unchanged profile: %+v, %v, ran %d, reused %d", got, err, ran, reused)
+	}
+	hdr := cfg
+	hdr.Profile = "hdr-cx6"
+	if _, err := run(hdr); err != nil || ran != 1 || reused != 1 {
+		t.Errorf("a changed profile: %v, ran %d, reused %d; want it run", err, ran, reused)
 	}
 }

@@ -183,6 +183,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	dir := filepath.Join(o.OutDir, "baseline")
 	wrap := onProfiles(nil)
 	var profile func(string) string // the microbenchmarks' profiles (figures.BenchJudges)
+	var unchanged map[string]bool   // the profiles the change leaves as they are
 	if c != nil {
 		oc.Change = c.String()
 		dir = filepath.Join(o.OutDir, strings.NewReplacer(" ", "", "*", "").Replace(oc.Change))
@@ -198,7 +199,9 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 			}
 			wrap = withSoftware(s)
 		} else {
-			paths, err := writeProfiles(dir, *c)
+			var paths map[string]string
+			var err error
+			paths, unchanged, err = writeProfiles(dir, *c)
 			if err != nil {
 				oc.Error = err.Error()
 				return oc, nil
@@ -219,22 +222,9 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		wrap = func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
 			return checked(runUnchecked)
 		}
-		if designs := Reach(c.Field); designs != nil && !c.IsControl() {
-			baseline := filepath.Join(o.OutDir, "baseline")
-			if exists(baseline) {
-				var reused int64
-				inner := wrap
-				outer := reuseOutside(designs, baseline, &reused)
-				wrap = func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
-					return outer(inner(run))
-				}
-				defer func() {
-					if o.Log != nil && reused > 0 {
-						fmt.Fprintf(o.Log, "sensitivity: %s reaches only %s: %d points took the baseline's records\n", oc.Change, strings.Join(designs, ", "), reused)
-					}
-				}()
-			}
-		}
+		var logReuse func()
+		wrap, logReuse = reuseBaseline(wrap, *c, unchanged, o)
+		defer logReuse()
 	}
 	figs := o.Figures
 	if len(figs) == 0 {
@@ -253,6 +243,43 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 	}
 	oc.Verdicts = rep.Verdicts
 	return oc, nil
+}
+
+// reuseBaseline wraps a change's runner so that the points it cannot
+// reach take the baseline's records: the points of designs outside its
+// Reach, and the points on profiles it leaves unchanged. The function it
+// returns logs how many did (call it when the change is judged).
+func reuseBaseline(wrap func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error),
+	c Change, unchanged map[string]bool, o Options) (func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error), func()) {
+	baseline := filepath.Join(o.OutDir, "baseline")
+	if c.IsControl() || !exists(baseline) {
+		return wrap, func() {}
+	}
+	var byDesign, byProfile int64
+	add := func(outer func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error)) {
+		inner := wrap
+		wrap = func(run func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
+			return outer(inner(run))
+		}
+	}
+	designs := Reach(c.Field)
+	if designs != nil {
+		add(reuseOutside(designs, baseline, &byDesign))
+	}
+	if slices.Contains(slices.Collect(maps.Values(unchanged)), true) {
+		add(reuseUnchanged(unchanged, baseline, &byProfile))
+	}
+	return wrap, func() {
+		if o.Log == nil {
+			return
+		}
+		if byDesign > 0 {
+			fmt.Fprintf(o.Log, "sensitivity: %s reaches only %s: %d points took the baseline's records\n", c, strings.Join(designs, ", "), byDesign)
+		}
+		if byProfile > 0 {
+			fmt.Fprintf(o.Log, "sensitivity: %s leaves some profiles as they are: %d of their points took the baseline's records\n", c, byProfile)
+		}
+	}
 }
 
 // runUnchecked runs a point as experiments.Run does, without the verbs
@@ -304,31 +331,31 @@ func withNumbering(k uint64) func(func(experiments.RunConfig) (*results.Record, 
 
 // writeProfiles writes every built-in profile changed by c to dir and
 // returns their paths by name.
-func writeProfiles(dir string, c Change) (map[string]string, error) {
+func writeProfiles(dir string, c Change) (paths map[string]string, unchanged map[string]bool, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	paths := map[string]string{}
+	paths, unchanged = map[string]string{}, map[string]bool{}
 	for _, name := range sim.BuiltinProfiles() {
 		p, err := sim.LoadProfile(name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		q, err := Apply(p, c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data, err := marshalProfile(q)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		path := filepath.Join(dir, name+".yaml")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		paths[name] = path
+		paths[name], unchanged[name] = path, q.Hash() == p.Hash()
 	}
-	return paths, nil
+	return paths, unchanged, nil
 }
 
 // onProfiles runs each point on the changed profile of its name and labels
