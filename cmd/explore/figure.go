@@ -115,10 +115,14 @@ Figures: ` + figureIDs() + `.`,
 			}
 			w := cmd.OutOrStdout()
 			printFigure(w, rep)
-			vs := figures.Judge(map[string][]results.Result{f.ID: rep.Results})
-			printVerdicts(w, vs, f.Claims)
-			if err := printAgainstReference(w, vs, f.Claims, ff, reference); err != nil {
-				return err
+			if len(f.Claims) == 0 {
+				fmt.Fprintln(w, wrapText(fmt.Sprintf("%s judges no claim of the papers: it shows what they leave open.", f.ID), tableWidth(), "  "))
+			} else {
+				vs := figures.Judge(map[string][]results.Result{f.ID: rep.Results})
+				printVerdicts(w, vs, f.Claims)
+				if err := printAgainstReference(w, vs, f.Claims, ff, reference); err != nil {
+					return err
+				}
 			}
 			if rep.Failed > 0 {
 				return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)

@@ -175,3 +175,19 @@ func TestVerdictsAgainstReference(t *testing.T) {
 		})
 	}
 }
+
+// TestFigureWithoutClaims: a figure that judges no claim (scale) says so
+// and prints no table of the other figures' claims as not-run, nor their
+// verdicts in docs/validation.md.
+func TestFigureWithoutClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the scale figure at the quick scale")
+	}
+	out, err := run(t, "figure", "scale", "--out", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "scale judges no claim") || strings.Contains(out, "not-run") || strings.Contains(out, "validation.md") {
+		t.Errorf("output:\n%s", out)
+	}
+}

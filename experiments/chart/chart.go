@@ -273,14 +273,17 @@ func buildData(p Spec) (*plot.Plot, error) {
 }
 
 // decadeTicks labels the powers of ten from lo to hi, with unlabelled
-// ticks at 2 to 9 times each, on an axis that holds log10(y).
+// ticks at 2 to 9 times each, on an axis that holds log10(y); over less
+// than two decades, 2 and 5 times each are labelled too, so that the
+// axis has more than one or two numbers.
 func decadeTicks(lo, hi float64) plot.ConstantTicks {
 	var t plot.ConstantTicks
+	few := hi < 100*lo
 	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
 		for m := 1.0; m < 10; m++ {
 			if v := m * d; v >= lo && v <= hi {
 				tk := plot.Tick{Value: math.Log10(v)} // the axis holds log10(y)
-				if m == 1 {
+				if m == 1 || few && (m == 2 || m == 5) {
 					tk.Label = tickLabel(v)
 				}
 				t = append(t, tk)

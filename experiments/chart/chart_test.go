@@ -254,6 +254,15 @@ func TestAxisTicks(t *testing.T) {
 	if n := len(decadeTicks(0.9, 300)); n != 1+9+9+3 {
 		t.Errorf("%d decade ticks, want 22 (0.9, 1-9, 10-90, 100-300)", n)
 	}
+	labels = nil
+	for _, tk := range decadeTicks(2, 64) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "2 5 10 20 50" {
+		t.Errorf("labels over less than two decades %q, want 2 5 10 20 50", got)
+	}
 	plt, _, err := buildPlot(Spec{Title: "t", Kind: "lines", Series: []Series{{Name: "a", Points: []XY{{X: 1, Y: 1}, {X: 2, Y: 2}, {X: 4, Y: 3}}}}})
 	if err != nil {
 		t.Fatal(err)

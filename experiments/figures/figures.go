@@ -109,7 +109,7 @@ func sweeps(ss ...func() (*sweep.Sweep, error)) ([]*sweep.Sweep, error) {
 // figures 13-22, its adaptive-buffer figures 23-24, the I-Store figures,
 // the peer designs' figures and Liu19's TPC-H figures 26-27.
 func AllFigures() []Figure {
-	return slices.Concat(paperFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures(), fabricFigures())
+	return slices.Concat(paperFigures(), adaptiveFigures(), istoreFigures(), peerFigures(), tpchFigures(), fabricFigures(), scaleFigures())
 }
 
 // wrDesigns are the RDMA Write designs the notification figures compare:
