@@ -81,7 +81,7 @@ func SkewLine(r *Record) string {
 		return ""
 	}
 	slow := SlowestNode(r.NodeFinishMS)
-	line := fmt.Sprintf("slowest node %d at %.3g ms, %.3gx the median", slow, r.NodeFinishMS[slow], r.FinishSkew)
+	line := fmt.Sprintf("slowest node %d at %.3g ms, %.3fx the median", slow, r.NodeFinishMS[slow], r.FinishSkew)
 	if len(r.LeafFinishMS) > 1 {
 		parts := make([]string, len(r.LeafFinishMS))
 		for l, v := range r.LeafFinishMS {

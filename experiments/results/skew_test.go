@@ -63,9 +63,9 @@ func TestSkewLine(t *testing.T) {
 	}{
 		{"old record", Record{ResponseS: 1}, ""},
 		{"single switch", Record{NodeFinishMS: []float64{10, 12.34, 11}, FinishSkew: 12.34 / 11},
-			"slowest node 1 at 12.3 ms, 1.12x the median"},
+			"slowest node 1 at 12.3 ms, 1.122x the median"},
 		{"two leaves", Record{NodeFinishMS: []float64{10, 12, 11, 13}, FinishSkew: 13 / 11.5, NodeLeaf: []int{0, 0, 1, 1}, LeafFinishMS: []float64{11, 12}},
-			"slowest node 3 at 13 ms, 1.13x the median; mean by leaf 11 12 ms"},
+			"slowest node 3 at 13 ms, 1.130x the median; mean by leaf 11 12 ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := SkewLine(&tc.rec); got != tc.want {
