@@ -128,7 +128,7 @@ func RunStarJoinSim(cfg StarJoinConfig, opt SimOptions) (*StarJoinResult, error)
 	if err := overrideProfile(prof, opt); err != nil {
 		return nil, err
 	}
-	c, done, err := newCluster(RunConfig{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, opt, prof)
+	c, _, done, err := newCluster(RunConfig{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, opt, prof)
 	if err != nil {
 		return nil, err
 	}

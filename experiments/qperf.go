@@ -29,7 +29,7 @@ func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*results.Record
 		return nil, err
 	}
 	// The faults and fault schedule apply as to any design.
-	c, done, err := newCluster(cfg, opt, prof)
+	c, _, done, err := newCluster(cfg, opt, prof)
 	if err != nil {
 		return nil, err
 	}

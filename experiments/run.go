@@ -477,7 +477,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	if d.RealOnly {
 		return nil, setting.New("Design", cfg.Design, "moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it on the tcp backend (one process per node, or every node in one process)").Sentinel(ErrUnsupported)
 	}
-	c, done, err := newCluster(cfg, opt, prof)
+	c, net, done, err := newCluster(cfg, opt, prof)
 	if err != nil {
 		return nil, err
 	}
@@ -492,6 +492,9 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	}
 	rec.Profile, rec.ProfileHash, rec.QPNumbering, rec.Network = profileLabel(prof), prof.Hash(), cfg.QPNumbering, cfg.Network
 	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
+	if rec.NodeLeaf = nodeLeaves(net.Fabric); rec.NodeLeaf != nil {
+		rec.LeafFinishMS = results.LeafMeans(rec.NodeFinishMS, rec.NodeLeaf)
+	}
 	if opt.NoCheck {
 		rec.VerbsCheck = "off"
 	}
@@ -499,15 +502,16 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 }
 
 // newCluster builds the simulated cluster of a run with the options'
-// faults, fault plan, time limit and inspector; done runs the inspector and closes the cluster.
-func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, done func(), err error) {
-	net, err := netbuild.Build(cfg.Network, cfg.Nodes, prof, cfg.Seed)
+// faults, fault plan, time limit and inspector, and says what network it
+// built; done runs the inspector and closes the cluster.
+func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluster, net *netbuild.Built, done func(), err error) {
+	net, err = netbuild.Build(cfg.Network, cfg.Nodes, prof, cfg.Seed)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	c, err = sim.New(sim.Config{Nodes: cfg.Nodes, Profile: prof, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, SizeOnly: !cfg.Payload, TimeLimit: opt.TimeLimit, Progress: opt.Progress, NoCheck: opt.NoCheck, Fabric: net.Fabric, Trace: opt.Trace})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	done = func() {
 		if opt.Inspect != nil {
@@ -518,14 +522,39 @@ func newCluster(cfg RunConfig, opt SimOptions, prof *sim.Profile) (c *sim.Cluste
 	for i := 0; i < cfg.Nodes; i++ {
 		if err := c.SetFaults(i, opt.Faults); err != nil {
 			c.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if err := c.SetPlan(opt.Plan); err != nil {
 		c.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return c, done, nil
+	return c, net, done, nil
+}
+
+// nodeLeaves gives each node of a network of switches the leaf switch it
+// hangs off, the leaves numbered from 0 in the topology's order
+// (topo.Topology.Leaves) counting only those that host a node; nil for
+// the single switch.
+func nodeLeaves(f *sim.Fabric) []int {
+	if f == nil {
+		return nil
+	}
+	used := make(map[int]bool, len(f.Hosts))
+	for _, h := range f.Hosts {
+		used[f.Topology.Hosts[h].Switch] = true
+	}
+	number := make(map[int]int, len(used))
+	for _, sw := range f.Topology.Leaves() {
+		if used[sw] {
+			number[sw] = len(number)
+		}
+	}
+	out := make([]int, len(f.Hosts))
+	for i, h := range f.Hosts {
+		out[i] = number[f.Topology.Hosts[h].Switch]
+	}
+	return out
 }
 
 // RunOn runs one shuffle on a fabric built elsewhere, such as the

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -517,6 +518,24 @@ func TestRecordSameRun(t *testing.T) {
 			}
 			if err := SameRun(rec, tc.cfg); err != nil {
 				t.Fatalf("the record's own configuration: %v", err)
+			}
+			// Through JSON, and as a record written before per-node
+			// finish times (they are results, not configuration).
+			var back, old results.Record
+			b, err := json.Marshal(rec)
+			if err == nil {
+				err = json.Unmarshal(b, &back)
+			}
+			if err != nil || !reflect.DeepEqual(&back, rec) {
+				t.Fatalf("JSON round trip: %v\n%+v\n%+v", err, rec, &back)
+			}
+			old = back
+			old.NodeFinishMS, old.FinishSkew, old.NodeLeaf, old.LeafFinishMS = nil, 0, nil, nil
+			if err := SameRun(&old, tc.cfg); err != nil {
+				t.Errorf("without finish times: %v", err)
+			}
+			if tc.name == "shuffle with every option" && (len(rec.NodeFinishMS) != rec.Nodes || rec.FinishSkew < 1 || len(rec.NodeLeaf) != rec.Nodes || len(rec.LeafFinishMS) < 1) {
+				t.Errorf("a shuffle on a fat tree without its finish times: %v %v %v %v", rec.NodeFinishMS, rec.FinishSkew, rec.NodeLeaf, rec.LeafFinishMS)
 			}
 			other := tc.cfg
 			other.Seed++

@@ -284,6 +284,7 @@ func buildRecord(cfg RunConfig, design CatalogueEntry, backend string, res []nod
 		info := r.Info
 		all.add(nodeMeter{r.Meter[0], r.Meter[1], r.Meter[2], r.Meter[3], r.Meter[4]})
 		rec.ResponseS = max(rec.ResponseS, r.Resp.Seconds())
+		rec.NodeFinishMS = append(rec.NodeFinishMS, r.Resp.Seconds()*1e3)
 		rec.SetupMS = max(rec.SetupMS, r.Setup.Seconds()*1e3)
 		for j := 0; j < n; j++ {
 			rec.TuplesSent += sent[i][j].Tuples
@@ -324,6 +325,7 @@ func buildRecord(cfg RunConfig, design CatalogueEntry, backend string, res []nod
 			rec.SlotReturnUS = slotNS / float64(slotReturns) / 1e3
 		}
 	}
+	rec.FinishSkew = results.FinishSkew(rec.NodeFinishMS)
 	rec.SenderIdle = ratio(all.sendIdle, all.sendTime)
 	rec.ReceiverIdle = ratio(all.recvIdle, all.recvTime)
 	if recvBytes > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments/advise"
 	"github.com/rdmashuffle/rdmashuffle/experiments/evidence"
 	"github.com/rdmashuffle/rdmashuffle/experiments/figures"
+	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 )
 
 // TestTablesFitTheTerminal: a claims table with long measurements and
@@ -82,5 +83,36 @@ func TestEvidenceTableFits(t *testing.T) {
 				t.Errorf("numberings %d: %q missing:\n%s", numberings, v, out.String())
 			}
 		}
+	}
+}
+
+// TestRunSkewLine: a run's table shows its finish-time skew in a line of
+// its own, wrapped within 100 columns however many leaves it lists, and
+// says nothing of skew for a record without per-node finish times.
+func TestRunSkewLine(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	rec := &results.Record{Design: "MEMQ/RD", Pattern: "repartition", Nodes: 32, Threads: 2, Integrity: "ok", ResponseS: 0.0123, Profile: "edr-cx4"}
+	for i := range 32 {
+		rec.NodeFinishMS = append(rec.NodeFinishMS, 10+float64(i)/16)
+		rec.NodeLeaf = append(rec.NodeLeaf, i/4)
+	}
+	rec.NodeFinishMS[7] = 12.3
+	rec.FinishSkew = results.FinishSkew(rec.NodeFinishMS)
+	rec.LeafFinishMS = results.LeafMeans(rec.NodeFinishMS, rec.NodeLeaf)
+	var out bytes.Buffer
+	printRun(&out, rec)
+	for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a line of %d columns:\n%s", n, line)
+		}
+	}
+	if !strings.Contains(out.String(), "skew: slowest node 7 at 12.3 ms, 1.115x the median; mean by leaf") {
+		t.Errorf("no skew line:\n%s", out.String())
+	}
+	rec.NodeFinishMS, rec.FinishSkew, rec.NodeLeaf, rec.LeafFinishMS = nil, 0, nil, nil
+	out.Reset()
+	printRun(&out, rec)
+	if strings.Contains(out.String(), "skew") {
+		t.Errorf("a record without finish times shows skew:\n%s", out.String())
 	}
 }

@@ -2,6 +2,7 @@ package figures
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
@@ -96,9 +97,75 @@ func fabricFigures() []Figure {
 				if len(recs) > 0 {
 					title = fmt.Sprintf("%d nodes, two-level fat tree, EDR, %d threads", recs[0].Nodes, recs[0].Threads)
 				}
-				return []NamedPlot{{"trees", chart.Spec{Title: title, XLabel: "design",
-					YLabel: "receive throughput per node [GiB/s]", Kind: "bars", Series: bars(recs, byNet, byDesign, tput)}}}, nil
+				plots := []NamedPlot{{"trees", chart.Spec{Title: title, XLabel: "design",
+					YLabel: "receive throughput per node [GiB/s]", Kind: "bars", Series: bars(recs, byNet, byDesign, tput)}}}
+				return append(plots, treeSkewPlots(recs)...), nil
 			},
 		},
 	}
+}
+
+// treeLeafDesign is the design whose finish times the "trees-leaves" plot
+// shows leaf by leaf: an RC design, whose packets keep to their routed
+// paths whatever adaptive routing does for UD.
+const treeLeafDesign = "MEMQ/RD"
+
+// treeSkewPlots are the "trees" figure's plots of skew between nodes:
+// the slowest node's finish time over the median node's, per design and
+// network ("trees-skew"), and, for treeLeafDesign, each leaf's mean
+// finish time over the run's median node ("trees-leaves"). Records made
+// before per-node finish times (results.Record.NodeFinishMS) are left
+// out, and the titles say how many; with none left there is nothing to
+// draw and the plots are not made (the tracked records of an older run,
+// redrawn).
+func treeSkewPlots(recs []*results.Record) []NamedPlot {
+	var timed []*results.Record
+	for _, r := range recs {
+		if len(r.NodeFinishMS) > 0 {
+			timed = append(timed, r)
+		}
+	}
+	if len(timed) == 0 {
+		return nil
+	}
+	note := ""
+	if left := len(recs) - len(timed); left > 0 {
+		note = fmt.Sprintf(" (%d runs without per-node times left out)", left)
+	}
+	byNet := func(r *results.Record) string { return treeLabel(r) }
+	byDesign := func(r *results.Record) string { return r.Design }
+	extra := func(r *results.Record) float64 { return 100 * (r.FinishSkew - 1) }
+	plots := []NamedPlot{{"trees-skew", chart.Spec{Title: "Skew: the slowest node against the median node" + note, XLabel: "design",
+		YLabel: "slowest node's finish time over the median's [% more]", Kind: "bars", Series: bars(timed, byNet, byDesign, extra)}}}
+	var leafSeries []chart.Series
+	for _, r := range timed {
+		if r.Design != treeLeafDesign || len(r.LeafFinishMS) == 0 {
+			continue
+		}
+		med := median(r.NodeFinishMS)
+		s := chart.Series{Name: treeLabel(r)}
+		for l, v := range r.LeafFinishMS {
+			s.Points = append(s.Points, chart.XY{X: float64(l), Y: v / med})
+		}
+		leafSeries = append(leafSeries, s)
+	}
+	if len(leafSeries) > 0 {
+		plots = append(plots, NamedPlot{"trees-leaves", chart.Spec{Title: treeLeafDesign + ": finish time by leaf switch (rack), zoomed" + note,
+			XLabel: "leaf switch", YLabel: "leaf's mean finish time / the median node's", Kind: "lines", ZoomY: true, Series: leafSeries}})
+	}
+	return plots
+}
+
+// median is the median of xs (the mean of the middle two for an even
+// count); 1 for none, so that it divides safely.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 1
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[n/2]
 }

@@ -63,9 +63,21 @@ type Record struct {
 	ControlSL      *uint8  `json:"control_sl,omitempty"`
 	ThroughputGiBs float64 `json:"throughput_gibps"`
 	ResponseS      float64 `json:"response_s"`
-	SetupMS        float64 `json:"setup_ms"`
-	QPsPerNode     int     `json:"qps_per_node"`
-	RegisteredPer  int64   `json:"registered_bytes_per_node"`
+	// Skew between nodes (skew.go): each node's finish time, from the
+	// start barrier to the end of its last receiving thread (its last
+	// message received and processed), in milliseconds; the slowest over
+	// the median (FinishSkew). On a network of switches, the leaf switch
+	// of each node (leaves numbered from 0 in the topology's order,
+	// counting only those that host a node of the run) and each leaf's
+	// mean finish time. Absent in records of other workloads and in
+	// records made before them.
+	NodeFinishMS  []float64 `json:"node_finish_ms,omitempty"`
+	FinishSkew    float64   `json:"finish_skew,omitempty"`
+	NodeLeaf      []int     `json:"node_leaf,omitempty"`
+	LeafFinishMS  []float64 `json:"leaf_finish_ms,omitempty"`
+	SetupMS       float64   `json:"setup_ms"`
+	QPsPerNode    int       `json:"qps_per_node"`
+	RegisteredPer int64     `json:"registered_bytes_per_node"`
 	// RecvPoolPer is the part of RegisteredPer that holds received
 	// messages: the one pool Liu19 §7.1.3 counts (0 with adaptive
 	// receive buffers).

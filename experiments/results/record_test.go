@@ -45,7 +45,8 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	}
 	mpi := algos.DefaultMPICosts
 	rec := results.Record{Experiment: "run", Design: "MEMQ/SR", Nodes: 8, Network: net, Payload: true, TimeoutS: 0.25,
-		Software: &results.SoftwareCosts{MPI: &mpi, PollLineCycles: 3}, NodeCycles: []int64{1, 2}, ThroughputGiBs: 1.5}
+		Software: &results.SoftwareCosts{MPI: &mpi, PollLineCycles: 3}, NodeCycles: []int64{1, 2}, ThroughputGiBs: 1.5,
+		NodeFinishMS: []float64{1.5, 2, 1.75}, FinishSkew: 2 / 1.75, NodeLeaf: []int{0, 1, 0}, LeafFinishMS: []float64{1.625, 2}}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,23 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	}
 	if strings.Contains(string(mustMarshal(t, results.Record{})), "network") {
 		t.Errorf("the single switch is written: %s", mustMarshal(t, results.Record{}))
+	}
+	for _, f := range []string{"node_finish_ms", "finish_skew", "node_leaf", "leaf_finish_ms"} {
+		if strings.Contains(string(mustMarshal(t, results.Record{})), f) {
+			t.Errorf("%s is written when empty: %s", f, mustMarshal(t, results.Record{}))
+		}
+	}
+}
+
+// TestRecordWithoutFinishTimes: a record written before per-node finish
+// times reads without them, and describes no skew.
+func TestRecordWithoutFinishTimes(t *testing.T) {
+	var r results.Record
+	if err := json.Unmarshal([]byte(`{"experiment":"run","design":"MEMQ/SR","nodes":4,"response_s":0.5}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.NodeFinishMS != nil || r.FinishSkew != 0 || r.NodeLeaf != nil || r.LeafFinishMS != nil || results.SkewLine(&r) != "" {
+		t.Errorf("an old record has finish times: %+v", r)
 	}
 }
 
