@@ -57,6 +57,9 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	if p.dead {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
 	}
+	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv || init.XRCD != nil {
+		return nil, errNoXRC
+	}
 	scq, ok1 := init.SendCQ.(*cq)
 	rcq, ok2 := init.RecvCQ.(*cq)
 	if !ok1 || !ok2 || scq == nil || rcq == nil || scq.d != d || rcq.d != d {

@@ -52,9 +52,24 @@ func (s *srq) String() string {
 // MaxWR implements fabric.SRQ.
 func (s *srq) MaxWR() int { return s.maxWR }
 
+// Number implements fabric.SRQ. Without XRC (errNoXRC) no request names
+// an SRQ by number on this backend; the library's handle stands for it.
+func (s *srq) Number() uint32 { return s.id }
+
+// errNoXRC refuses XRC: the libibverbs backend does not map it yet. It
+// wraps errors.ErrUnsupported, so the conformance suite skips the XRC
+// cases.
+var errNoXRC = fmt.Errorf("%w: XRC is not implemented by the libibverbs backend yet (%w)", fabric.ErrInvalidArg, errors.ErrUnsupported)
+
+// OpenXRCD implements fabric.PD: refused (errNoXRC).
+func (p *pd) OpenXRCD() (fabric.XRCD, error) { return nil, errNoXRC }
+
 // CreateSRQ implements fabric.PD. A device without shared receive queues
 // (max_srq 0) refuses with an error that also wraps errors.ErrUnsupported.
 func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
+	if init.XRCD != nil || init.CQ != nil {
+		return nil, errNoXRC
+	}
 	d := p.d
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -504,7 +504,7 @@ func (q *qp) noRecv() bool {
 // rtsAttr applies the plan's retry cap to an RC queue pair entering RTS.
 func (c *Cluster) rtsAttr(q *qp) {
 	in := c.inj
-	if in == nil || q.typ != fabric.RC {
+	if in == nil || !q.typ.Reliable() {
 		return
 	}
 	if in.plan.RetryCnt >= 0 && int(q.attr.RetryCnt) > in.plan.RetryCnt {
