@@ -88,6 +88,7 @@ const (
 	NameSEMQWRCW  = "SEMQ/WR+cw"
 	NameMEMQWRCW  = "MEMQ/WR+cw"
 	NameMEMQSRSRQ = "MEMQ/SR+srq"
+	NameMEMQSRXRC = "MEMQ/SR+xrc"
 )
 
 // Options are the parts of a run's configuration that only some designs
@@ -172,7 +173,9 @@ func paperDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpo
 // through a credit word in ring order (one credit write every CreditEvery
 // releases) instead of a FreeArr write per slot; MEMQ/SR+srq attaches an
 // endpoint's queue pairs to one shared receive queue, whose pool of
-// receives is credited to the sources in shares (OpenMQSRQ).
+// receives is credited to the sources in shares (OpenMQSRQ); MEMQ/SR+xrc
+// does the same with an XRC shared receive queue reached through XRC
+// queue pairs (OpenMQXRC).
 func Variants() []Design {
 	var out []Design
 	for _, shared := range []bool{true, false} {
@@ -187,6 +190,10 @@ func Variants() []Design {
 	d := paperDesign(false, VerbSend, OpenMQSRQ)
 	d.Name, d.Family, d.Adaptive = NameMEMQSRSRQ, FamilyVariant, false
 	d.About = "one endpoint per thread: Send/Receive over an RC queue pair per peer, all attached to one shared receive queue whose pool is credited to the sources in shares (our variant: receive memory O(pool), not O(peers x buffers))"
+	out = append(out, d)
+	d = paperDesign(false, VerbSend, OpenMQXRC)
+	d.Name, d.Family, d.Adaptive, d.Transport = NameMEMQSRXRC, FamilyVariant, false, fabric.XRCSend
+	d.About = "one endpoint per thread: MEMQ/SR+srq over XRC: each peer sends through an XRC initiator of its own into the endpoint's XRC shared receive queue, which it names (our variant: receive memory O(pool); 2 queue pairs per peer, initiator and target)"
 	return append(out, d)
 }
 

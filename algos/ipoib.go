@@ -71,7 +71,7 @@ func OpenIPoIB(th fabric.Thread, cfg Config, costs IPoIBCosts) (Endpoint, error)
 	if cfg.Adaptive != nil {
 		return nil, fmt.Errorf("%w: the IPoIB baseline does not support adaptive buffers: its socket buffers are the kernel's", ErrConfig)
 	}
-	inner, err := openMQ(th, cfg, false, false, false)
+	inner, err := openMQ(th, cfg, false, false, nil)
 	if err != nil {
 		return nil, fmt.Errorf("algos: IPoIB baseline: %w", err)
 	}

@@ -73,7 +73,7 @@ const (
 // must open endpoint cfg.Tag at the same time (it exchanges queue-pair
 // information and ends with a barrier).
 func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
-	return openMQ(th, cfg, false, false, false)
+	return openMQ(th, cfg, false, false, nil)
 }
 
 // OpenMQWRCW opens an MQ/WR+cw endpoint, our improvement on Liu19's
@@ -93,18 +93,22 @@ func OpenMQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
 // that memory (the next slot of each source, in ring order) instead of a
 // completion queue and needs no receives.
 func OpenMQWRCW(th fabric.Thread, cfg Config) (Endpoint, error) {
-	return openMQ(th, cfg, true, false, false)
+	return openMQ(th, cfg, true, false, nil)
 }
 
-func openMQ(th fabric.Thread, cfg Config, write, freeArr, shared bool) (Endpoint, error) {
+// openMQ opens an MQ endpoint: MQ/WR or MQ/WR+cw when write (with
+// FreeArr or not), else MQ/SR, or with sh MQ/SR+srq (sh.xrc: MQ/SR+xrc).
+func openMQ(th fabric.Thread, cfg Config, write, freeArr bool, sh *srqShare) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
-	e := &mqsr{write: write, freeArr: freeArr, notify: cfg.Notify}
+	e := &mqsr{write: write, freeArr: freeArr, notify: cfg.Notify, sh: sh}
 	name := "MQ/SR"
-	if shared {
+	switch {
+	case sh != nil && sh.xrc:
+		name = "MQ/SR+xrc"
+	case sh != nil:
 		name = "MQ/SR+srq"
-		e.sh = &srqShare{}
 	}
 	if write {
 		name = map[bool]string{true: "MQ/WR", false: "MQ/WR+cw"}[freeArr]
@@ -189,7 +193,7 @@ func (e *mqsr) setup(th fabric.Thread) error {
 			return err
 		}
 	}
-	e.info.QPs = n
+	e.info.QPs += n
 	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob, n, per)
 	if err != nil {
 		return err
@@ -201,6 +205,12 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		e.remote[j], e.ring[j], e.notices[j] = got[j][0], got[j][1], got[j][2]
 		if e.freeArr {
 			e.fa.remote[j] = got[j][3]
+		}
+		if e.sh != nil && e.sh.xrc {
+			if err := e.connectXRC(j); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := connectRC(e.qps[j], e.remote[j], rcPSN(e.me, j), 1, e.cfg.SL); err != nil {
 			return err
@@ -425,7 +435,8 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 			return err
 		}
 	}
-	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: b.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled}
+	wr := fabric.SendWR{ID: wrSend | uint64(b.id), Op: fabric.OpSend, Local: b.mr.SGE(off, HeaderBytes+b.N), Flags: fabric.Signaled,
+		RemoteSRQN: e.remoteSRQN(d)}
 	var notice []fabric.SendWR
 	if e.write {
 		slot := e.nextSlot[d] % uint64(e.cfg.Buffers)
@@ -581,7 +592,7 @@ func (e *mqsr) writeCredit(src int, v uint64) error {
 	off := e.scratchOff + 8*src
 	binary.LittleEndian.PutUint64(e.mr.Bytes()[off:], v)
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpWrite, Local: e.mr.SGE(off, 8), Flags: fabric.Inline,
-		RemoteAddr: e.remote[src].Addr, RKey: e.remote[src].RKey}
+		RemoteAddr: e.remote[src].Addr, RKey: e.remote[src].RKey, RemoteSRQN: e.remoteSRQN(src)}
 	// Unsignaled writes hold their send-queue slots until a later signaled
 	// request of the same queue pair completes: signal every 16th.
 	e.signalSome(&wr, &e.unsignaled[src], v&finalBit != 0)

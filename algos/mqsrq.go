@@ -33,7 +33,7 @@ import (
 // the pool is sized for the credit it backs, and running it empty is the
 // protocol working, not a shortage.
 func OpenMQSRQ(th fabric.Thread, cfg Config) (Endpoint, error) {
-	return openMQ(th, cfg, false, false, true)
+	return openMQ(th, cfg, false, false, &srqShare{})
 }
 
 // srqShare is MQ/SR+srq's receive side: the shared queue, its pool and
@@ -45,6 +45,10 @@ type srqShare struct {
 	recvd []uint64       // per source: messages received, its Depleted one included
 	next  int            // the next source in round robin for credit an ended source leaves
 	spare int            // receives in the queue credited to no source: every source still sending is at its cap
+
+	xrc  bool        // MEMQ/SR+xrc (mqxrc.go): an XRC SRQ, reached through XRC target queue pairs
+	xrcd fabric.XRCD // its domain
+	tgts []fabric.QP // per source: the XRC target queue pair its initiator is connected to
 }
 
 // srqPool is the pool of an MQ/SR+srq endpoint of n nodes and b buffers
@@ -63,7 +67,17 @@ func srqShareOf(i, n, pool int) int {
 
 // openSRQ creates the endpoint's shared receive queue.
 func (e *mqsr) openSRQ() error {
-	s, err := e.pd.CreateSRQ(fabric.SRQInit{MaxWR: e.sh.pool, MaxSGE: 1})
+	init := fabric.SRQInit{MaxWR: e.sh.pool, MaxSGE: 1}
+	if e.sh.xrc {
+		x, err := e.pd.OpenXRCD()
+		if err != nil {
+			return err
+		}
+		e.own.xrcd(x)
+		e.sh.xrcd = x
+		init.XRCD, init.CQ = x, e.rcq // its receives complete where MQ/SR's do
+	}
+	s, err := e.pd.CreateSRQ(init)
 	if err != nil {
 		return err
 	}
@@ -77,17 +91,28 @@ func (e *mqsr) openSRQ() error {
 // openSharedPeer creates the queue pair to node j, attached to the shared
 // queue, and sets up both directions' credit.
 func (e *mqsr) openSharedPeer(j, sqDepth int) ([]byte, error) {
-	qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq, SRQ: e.sh.srq,
-		Caps: fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: 1, MaxInline: HeaderBytes}})
-	if err != nil {
-		return nil, err
+	var blob []byte
+	if e.sh.xrc {
+		var err error
+		if blob, err = e.openXRCPeer(j, sqDepth); err != nil {
+			return nil, err
+		}
+	} else {
+		qp, err := e.pd.CreateQP(fabric.QPInit{Type: fabric.RC, SendCQ: e.scq, RecvCQ: e.rcq, SRQ: e.sh.srq,
+			Caps: fabric.QPCaps{MaxSendWR: sqDepth, MaxRecvWR: 1, MaxInline: HeaderBytes}})
+		if err != nil {
+			return nil, err
+		}
+		e.own.qp(qp)
+		if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
+			return nil, err
+		}
+		e.qps = append(e.qps, qp)
+		e.sh.srcOf[qp.QPN()] = j
+		if blob, err = e.peerInfo(j, e.cfg.Buffers, e.cfg.MsgBytes, qp); err != nil {
+			return nil, err
+		}
 	}
-	e.own.qp(qp)
-	if err := qp.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
-		return nil, err
-	}
-	e.qps = append(e.qps, qp)
-	e.sh.srcOf[qp.QPN()] = j
 	mine := srqShareOf(j, e.n, e.sh.pool)
 	cr, err := flowctl.NewCreditReceiver(min(e.cfg.CreditEvery, mine))
 	if err != nil {
@@ -96,7 +121,7 @@ func (e *mqsr) openSharedPeer(j, sqDepth int) ([]byte, error) {
 	cr.Posted(mine) // known to the sender by configuration
 	e.cr = append(e.cr, cr)
 	e.cs[j].Update(uint64(srqShareOf(e.me, e.n, e.sh.pool)))
-	return e.peerInfo(j, e.cfg.Buffers, e.cfg.MsgBytes, qp)
+	return blob, nil
 }
 
 // postPool posts every receive of the pool.

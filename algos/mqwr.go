@@ -36,7 +36,7 @@ import (
 // write (poll-CQ by default, poll-buffers, poll-queue). Every node must
 // open endpoint cfg.Tag at the same time.
 func OpenMQWR(th fabric.Thread, cfg Config) (Endpoint, error) {
-	return openMQ(th, cfg, true, true, false)
+	return openMQ(th, cfg, true, true, nil)
 }
 
 // freeArr is the slot state of MQ/WR with FreeArr, on both sides. Owned by

@@ -14,14 +14,15 @@ import (
 // domain (which holds the rest) last. Not safe for concurrent use: the
 // endpoint's lock, or its opening thread, guards it.
 type owned struct {
-	kinds [7][]func() error
+	kinds [8][]func() error
 }
 
 // Kinds of owned objects, in the order free frees them.
 const (
 	ownAH = iota
 	ownQP
-	ownSRQ // after the queue pairs attached to it
+	ownSRQ  // after the queue pairs attached to it
+	ownXRCD // after its SRQs and target queue pairs; before the CQs its SRQs complete in
 	ownCQ
 	ownMR
 	ownLent // buffers lent by a pool, given back
@@ -42,6 +43,9 @@ func (o *owned) qp(qp fabric.QP) { o.kinds[ownQP] = append(o.kinds[ownQP], qp.De
 
 // srq records a shared receive queue.
 func (o *owned) srq(s fabric.SRQ) { o.kinds[ownSRQ] = append(o.kinds[ownSRQ], s.Destroy) }
+
+// xrcd records an XRC domain.
+func (o *owned) xrcd(x fabric.XRCD) { o.kinds[ownXRCD] = append(o.kinds[ownXRCD], x.Close) }
 
 // ah records an address handle.
 func (o *owned) ah(ah fabric.AH) { o.kinds[ownAH] = append(o.kinds[ownAH], ah.Destroy) }

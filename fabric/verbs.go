@@ -20,7 +20,22 @@ const (
 	RC QPType = iota + 1 // reliable connection: acknowledged, exactly once, in order
 	UC                   // unreliable connection: in order, no acknowledgement, no RDMA Read
 	UD                   // unreliable datagram: one MTU per message, any destination
+	// XRCSend is an XRC initiator (INI, IBV_QPT_XRC_SEND): RC's transport
+	// to one XRCRecv queue pair, whose every request names the remote XRC
+	// shared receive queue it is for (SendWR.RemoteSRQN). It has a send
+	// queue and no receive queue.
+	XRCSend
+	// XRCRecv is an XRC target (TGT, IBV_QPT_XRC_RECV): the responder of
+	// one XRCSend queue pair, opened in an XRC domain (QPInit.XRCD). It
+	// delivers each message into the XRC shared receive queue the message
+	// names, which must be of its domain; it has neither a send queue nor
+	// a receive queue, and no completion queues of its own.
+	XRCRecv
 )
+
+// Reliable reports whether t is acknowledged and retried: RC and both
+// ends of XRC.
+func (t QPType) Reliable() bool { return t == RC || t == XRCSend || t == XRCRecv }
 
 func (t QPType) String() string {
 	switch t {
@@ -30,6 +45,10 @@ func (t QPType) String() string {
 		return "UC"
 	case UD:
 		return "UD"
+	case XRCSend:
+		return "XRC_SEND"
+	case XRCRecv:
+		return "XRC_RECV"
 	}
 	return fmt.Sprintf("QPType(%d)", uint8(t))
 }
@@ -111,8 +130,15 @@ type PD interface {
 	CreateQP(init QPInit) (QP, error)
 	// CreateAH creates an address handle for UD sends to dest.
 	CreateAH(dest Address) (AH, error)
-	// CreateSRQ creates a shared receive queue (ibv_create_srq(3)).
+	// CreateSRQ creates a shared receive queue (ibv_create_srq(3)), or an
+	// XRC one when init.XRCD is set (ibv_create_srq_ex(3), IBV_SRQT_XRC).
 	CreateSRQ(init SRQInit) (SRQ, error)
+	// OpenXRCD opens an XRC domain (ibv_open_xrcd(3)). Verbs opens it
+	// from the device context; here it is opened through a protection
+	// domain, which then cannot be deallocated before the domain is
+	// closed. One per node is enough: it groups the XRC shared receive
+	// queues and XRC target queue pairs that may serve one another.
+	OpenXRCD() (XRCD, error)
 	// Dealloc frees the protection domain; it fails while objects remain.
 	Dealloc() error
 }
@@ -191,8 +217,15 @@ type QPInit struct {
 	// their receives from it, Caps.MaxRecvWR is ignored, and PostRecv on
 	// the queue pair itself fails with ErrInvalidArg (EINVAL in verbs).
 	// Receive completions still go to RecvCQ and carry this queue pair's
-	// number (WC.QPN).
+	// number (WC.QPN). An XRC shared receive queue cannot be attached this
+	// way (ErrInvalidArg): XRC target queue pairs reach it by its number.
 	SRQ SRQ
+	// XRCD is the XRC domain of an XRCRecv queue pair (required for it,
+	// refused with ErrInvalidArg for every other type). An XRCRecv queue
+	// pair takes no completion queues and no capabilities: the fields
+	// SendCQ, RecvCQ and Caps are ignored. An XRCSend queue pair takes a
+	// SendCQ and Caps.MaxSendWR; RecvCQ and Caps.MaxRecvWR are ignored.
+	XRCD XRCD
 }
 
 // QPAttr carries the attributes used by QP.Modify. Each transition reads the
@@ -250,6 +283,14 @@ type SRQInit struct {
 	// SRQ.ArmLimit(Limit) right after it: ibv_create_srq itself ignores
 	// srq_limit, so the backends issue the modify).
 	Limit int
+	// XRCD, when set, makes an XRC shared receive queue of that domain
+	// (IBV_SRQT_XRC). Such a queue is reached by XRC target queue pairs
+	// of the domain through its number (SRQ.Number), and its receives
+	// complete in CQ, which it then requires (ErrInvalidArg without it,
+	// and with CQ but no XRCD). Its completions carry the number of the
+	// target queue pair that delivered the message (WC.QPN).
+	XRCD XRCD
+	CQ   CQ
 }
 
 // SRQ is a shared receive queue (ibv_create_srq(3), ibv_post_srq_recv(3),
@@ -281,9 +322,23 @@ type SRQ interface {
 	LimitReached() bool
 	// MaxWR is the queue's depth, as requested.
 	MaxWR() int
+	// Number is the queue's number on its device (ibv_get_srq_num(3)):
+	// what an XRC send names to reach it (SendWR.RemoteSRQN). Never 0.
+	Number() uint32
 	// Destroy frees the queue. It fails with ErrBusy while queue pairs are
 	// attached (the kernel's EBUSY); receives still posted are discarded.
 	Destroy() error
+}
+
+// XRCD is an XRC domain (ibv_open_xrcd(3)). An XRC target queue pair
+// delivers only into XRC shared receive queues of its own domain; a message
+// that names another queue, or one that does not exist, is answered with
+// an invalid-request NAK (the sender's request completes with
+// StatusRemoteInvalid and its queue pair fails).
+type XRCD interface {
+	// Close closes the domain (ibv_close_xrcd). It fails with ErrBusy
+	// while shared receive queues or target queue pairs of it remain.
+	Close() error
 }
 
 // AH is an address handle for UD sends.

@@ -97,6 +97,11 @@ type SendWR struct {
 	// RDMA operations: the remote buffer.
 	RemoteAddr uint64
 	RKey       uint32
+	// RemoteSRQN is, for a request on an XRCSend queue pair (every
+	// opcode), the number of the remote XRC shared receive queue it is
+	// for (wr.qp_type.xrc.remote_srqn); 0 is refused there with
+	// ErrInvalidArg. Ignored by every other type.
+	RemoteSRQN uint32
 
 	// UD only: destination. A QKey with the high bit set (a controlled
 	// Q_Key) sends the sending queue pair's own Q_Key instead.
@@ -141,8 +146,9 @@ func (wc WC) String() string {
 }
 
 // CheckOp reports whether a queue pair of type typ can post wr's opcode:
-// UD posts sends only, RDMA Read needs RC and is never inline, and only
-// send-queue opcodes can be posted. The error wraps ErrInvalidWR and
+// UD posts sends only, RDMA Read needs RC or XRC_SEND and is never inline,
+// only send-queue opcodes can be posted, and every request of an XRC_SEND
+// queue pair names its remote XRC SRQ. The error wraps ErrInvalidWR and
 // names the rule; every backend applies it at PostSend.
 func (wr *SendWR) CheckOp(typ QPType) error {
 	switch wr.Op {
@@ -152,14 +158,17 @@ func (wr *SendWR) CheckOp(typ QPType) error {
 			return fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", ErrInvalidWR, wr.Op)
 		}
 	case OpRead:
-		if typ != RC {
-			return fmt.Errorf("%w: RDMA Read needs an RC queue pair, not %v", ErrInvalidWR, typ)
+		if typ != RC && typ != XRCSend {
+			return fmt.Errorf("%w: RDMA Read needs an RC or XRC_SEND queue pair, not %v", ErrInvalidWR, typ)
 		}
 		if wr.Flags&Inline != 0 {
 			return fmt.Errorf("%w: RDMA Read cannot be inline", ErrInvalidWR)
 		}
 	default:
 		return fmt.Errorf("%w: opcode %v cannot be posted to a send queue", ErrInvalidWR, wr.Op)
+	}
+	if typ == XRCSend && wr.RemoteSRQN == 0 {
+		return fmt.Errorf("%w: %v on an XRC_SEND queue pair names no remote XRC SRQ (RemoteSRQN 0)", ErrInvalidWR, wr.Op)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ const (
 	ibvQPTRC = 2
 	ibvQPTUC = 3
 	ibvQPTUD = 4
+	// IBV_QPT_XRC_SEND and IBV_QPT_XRC_RECV.
+	ibvQPTXRCSend = 9
+	ibvQPTXRCRecv = 10
 )
 
 // Values of enum ibv_wr_opcode.
@@ -296,6 +299,10 @@ func qpTypeOf(t fabric.QPType) (int32, bool) {
 		return ibvQPTUC, true
 	case fabric.UD:
 		return ibvQPTUD, true
+	case fabric.XRCSend:
+		return ibvQPTXRCSend, true
+	case fabric.XRCRecv:
+		return ibvQPTXRCRecv, true
 	}
 	return 0, false
 }
@@ -452,10 +459,11 @@ func legalTransition(from, to fabric.QPState) (bool, string) {
 //
 //	RESET->INIT  RC, UC: STATE PKEY_INDEX PORT ACCESS_FLAGS
 //	             UD:     STATE PKEY_INDEX PORT QKEY
-//	INIT->RTR    RC:     STATE AV PATH_MTU DEST_QPN RQ_PSN MAX_DEST_RD_ATOMIC MIN_RNR_TIMER
-//	             UC:     STATE AV PATH_MTU DEST_QPN RQ_PSN
+//	INIT->RTR    RC, XRC_RECV: STATE AV PATH_MTU DEST_QPN RQ_PSN MAX_DEST_RD_ATOMIC MIN_RNR_TIMER
+//	             UC, XRC_SEND: STATE AV PATH_MTU DEST_QPN RQ_PSN
 //	             UD:     STATE
-//	RTR->RTS     RC:     STATE SQ_PSN TIMEOUT RETRY_CNT RNR_RETRY MAX_QP_RD_ATOMIC
+//	RTR->RTS     RC, XRC_SEND: STATE SQ_PSN TIMEOUT RETRY_CNT RNR_RETRY MAX_QP_RD_ATOMIC
+//	             XRC_RECV: STATE SQ_PSN TIMEOUT
 //	             UC, UD: STATE SQ_PSN
 //	->RESET, ->ERROR:    STATE
 func modifyMask(t fabric.QPType, to fabric.QPState) int32 {
@@ -467,15 +475,18 @@ func modifyMask(t fabric.QPType, to fabric.QPState) int32 {
 		return ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPAccessFlags
 	case fabric.StateRTR:
 		switch t {
-		case fabric.RC:
+		case fabric.RC, fabric.XRCRecv: // the responder's attributes: an XRC target is RC's responder
 			return ibvQPState | ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN | ibvQPMaxDestRdAtomc | ibvQPMinRNRTimer
-		case fabric.UC:
+		case fabric.UC, fabric.XRCSend:
 			return ibvQPState | ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN
 		}
 		return ibvQPState
 	case fabric.StateRTS:
-		if t == fabric.RC {
+		switch t {
+		case fabric.RC, fabric.XRCSend:
 			return ibvQPState | ibvQPSQPSN | ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic
+		case fabric.XRCRecv: // the kernel's table: a target's RTS takes the timeout and SQ PSN only
+			return ibvQPState | ibvQPSQPSN | ibvQPTimeout
 		}
 		return ibvQPState | ibvQPSQPSN
 	}

@@ -80,7 +80,8 @@ func TestAccessAndTypes(t *testing.T) {
 	if qpAccessFor(fabric.UC, all) != ibvAccessRemoteWrite {
 		t.Error("UC has no RDMA Read: remote read must be dropped")
 	}
-	for typ, want := range map[fabric.QPType]int32{fabric.RC: ibvQPTRC, fabric.UC: ibvQPTUC, fabric.UD: ibvQPTUD} {
+	for typ, want := range map[fabric.QPType]int32{fabric.RC: ibvQPTRC, fabric.UC: ibvQPTUC, fabric.UD: ibvQPTUD,
+		fabric.XRCSend: ibvQPTXRCSend, fabric.XRCRecv: ibvQPTXRCRecv} {
 		if got, ok := qpTypeOf(typ); !ok || got != want {
 			t.Errorf("qpTypeOf(%v) = %d", typ, got)
 		}
@@ -165,8 +166,16 @@ func TestModifyMasks(t *testing.T) {
 		{fabric.RC, fabric.StateRTS}: ibvQPState | ibvQPSQPSN | ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic,
 		{fabric.UC, fabric.StateRTS}: ibvQPState | ibvQPSQPSN,
 		{fabric.UD, fabric.StateRTS}: ibvQPState | ibvQPSQPSN,
+		// XRC as the kernel's ib_modify_qp_is_ok table has it.
+		{fabric.XRCSend, fabric.StateInit}: ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPAccessFlags,
+		{fabric.XRCRecv, fabric.StateInit}: ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPAccessFlags,
+		{fabric.XRCSend, fabric.StateRTR}:  ibvQPState | ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN,
+		{fabric.XRCRecv, fabric.StateRTR}: ibvQPState | ibvQPAV | ibvQPPathMTU | ibvQPDestQPN | ibvQPRQPSN |
+			ibvQPMaxDestRdAtomc | ibvQPMinRNRTimer,
+		{fabric.XRCSend, fabric.StateRTS}: ibvQPState | ibvQPSQPSN | ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic,
+		{fabric.XRCRecv, fabric.StateRTS}: ibvQPState | ibvQPSQPSN | ibvQPTimeout,
 	}
-	for _, typ := range []fabric.QPType{fabric.RC, fabric.UC, fabric.UD} {
+	for _, typ := range []fabric.QPType{fabric.RC, fabric.UC, fabric.UD, fabric.XRCSend, fabric.XRCRecv} {
 		for _, to := range []fabric.QPState{fabric.StateInit, fabric.StateRTR, fabric.StateRTS, fabric.StateReset, fabric.StateError} {
 			w, ok := want[key{typ, to}]
 			if !ok {

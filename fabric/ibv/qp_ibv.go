@@ -30,7 +30,8 @@ type qp struct {
 	qpn      uint32
 	typ      fabric.QPType
 	scq, rcq *cq
-	srq      *srq // the shared receive queue it takes receives from, or nil
+	srq      *srq  // the shared receive queue it takes receives from, or nil
+	xrcd     *xrcd // an XRC_RECV queue pair's domain
 	caps     fabric.QPCaps
 	sq, rq   *wqRing
 	state    atomic.Uint32 // fabric.QPState last set by Modify (or read by State)
@@ -56,6 +57,12 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	defer d.mu.Unlock()
 	if p.dead {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv {
+		return p.createXRCQP(init)
+	}
+	if init.XRCD != nil {
+		return nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
 	}
 	scq, ok1 := init.SendCQ.(*cq)
 	rcq, ok2 := init.RecvCQ.(*cq)
@@ -261,6 +268,9 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 // one receive fewer until it is destroyed.)
 func (q *qp) discard() {
 	for _, c := range []*cq{q.scq, q.rcq} {
+		if c == nil { // an XRC queue pair's missing queue
+			continue
+		}
 		c.mu.Lock()
 		c.stage.purge(q.sq, q.rq)
 		if q.srq != nil {
@@ -286,16 +296,21 @@ func (q *qp) Destroy() error {
 	q.dead = true
 	q.discard()
 	for _, c := range []*cq{q.scq, q.rcq} {
+		if c == nil {
+			continue
+		}
 		c.mu.Lock()
 		if c.qps[q.qpn] == q {
 			delete(c.qps, q.qpn)
 		}
+		c.users--
 		c.mu.Unlock()
 	}
-	q.scq.users--
-	q.rcq.users--
 	if q.srq != nil {
 		q.srq.users--
+	}
+	if q.xrcd != nil {
+		q.xrcd.users--
 	}
 	delete(q.pd.qps, q)
 	if d.qps[q.qpn] == q {
@@ -340,6 +355,9 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if q.dead {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
 	}
+	if q.typ == fabric.XRCRecv {
+		return 0, fmt.Errorf("%w: %v has no send queue", fabric.ErrInvalidArg, q)
+	}
 	if st := fabric.QPState(q.state.Load()); st != fabric.StateRTS && st != fabric.StateError {
 		return 0, fmt.Errorf("%w: %v is in %v; PostSend needs RTS", fabric.ErrBadState, q, st)
 	}
@@ -372,6 +390,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 		s.ah = h
 		s.remote_qpn = C.uint32_t(wr.RemoteQPN)
 		s.remote_qkey = C.uint32_t(wr.QKey)
+		s.remote_srqn = C.uint32_t(wr.RemoteSRQN)
 		s.opcode = C.int32_t(opcode)
 		s.send_flags = C.uint32_t(sendFlagsOf(wr.Flags))
 		q.sq.stage(seq, wqEntry{id: wr.ID, op: wr.Op, length: wr.Local.Length})
@@ -393,6 +412,9 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	if q.dead {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.typ == fabric.XRCSend || q.typ == fabric.XRCRecv {
+		return 0, fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", fabric.ErrInvalidArg, q)
 	}
 	if q.srq != nil {
 		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)

@@ -9,6 +9,7 @@
 #define RDMASHUFFLE_SHIM_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ typedef struct {
 	uint32_t remote_qkey;
 	int32_t opcode;		/* enum ibv_wr_opcode */
 	uint32_t send_flags;	/* enum ibv_send_flags */
+	uint32_t remote_srqn;	/* XRC_SEND: the remote XRC SRQ */
 } rs_send;
 
 /* One receive work request. */
@@ -82,6 +84,7 @@ static void rs_build_send(const rs_send *in, int n, struct ibv_send_wr *wrs, str
 			w->wr.rdma.remote_addr = s->remote_addr;
 			w->wr.rdma.rkey = s->rkey;
 		}
+		w->qp_type.xrc.remote_srqn = s->remote_srqn;
 		w->next = i + 1 < n ? &wrs[i + 1] : NULL;
 	}
 }
@@ -364,6 +367,77 @@ static struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct
 	attr.cap.max_recv_sge = srq ? 0 : 1;
 	attr.cap.max_inline_data = max_inline;
 	qp = ibv_create_qp(pd, &attr);
+	if (qp)
+		*caps_out = attr.cap;
+	return qp;
+}
+
+/* rs_open_xrcd opens a new XRC domain (no file: fd -1). */
+static struct ibv_xrcd *rs_open_xrcd(struct ibv_context *ctx)
+{
+	struct ibv_xrcd_init_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	attr.fd = -1;
+	attr.oflags = O_CREAT;
+	return ibv_open_xrcd(ctx, &attr);
+}
+
+/* rs_create_xrc_srq creates an XRC SRQ of max_wr receives of one SGE in
+ * xrcd, completing in cq; got_wr receives the granted depth, num its
+ * number (ibv_get_srq_num). */
+static struct ibv_srq *rs_create_xrc_srq(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_xrcd *xrcd,
+					 struct ibv_cq *cq, uint32_t max_wr, uint32_t *got_wr, uint32_t *num)
+{
+	struct ibv_srq_init_attr_ex attr;
+	struct ibv_srq *srq;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.attr.max_wr = max_wr;
+	attr.attr.max_sge = 1;
+	attr.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	attr.srq_type = IBV_SRQT_XRC;
+	attr.pd = pd;
+	attr.xrcd = xrcd;
+	attr.cq = cq;
+	srq = ibv_create_srq_ex(ctx, &attr);
+	if (!srq)
+		return NULL;
+	*got_wr = attr.attr.max_wr;
+	int rc = ibv_get_srq_num(srq, num);
+	if (rc) {
+		ibv_destroy_srq(srq);
+		errno = rc;
+		return NULL;
+	}
+	return srq;
+}
+
+/* rs_create_xrc_qp creates an XRC_SEND queue pair of pd (send CQ scq) or
+ * an XRC_RECV one of xrcd (ibv_create_qp_ex); caps_out receives the
+ * granted caps. */
+static struct ibv_qp *rs_create_xrc_qp(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_xrcd *xrcd,
+				       struct ibv_cq *scq, int type, uint32_t max_send_wr, uint32_t max_inline,
+				       struct ibv_qp_cap *caps_out)
+{
+	struct ibv_qp_init_attr_ex attr;
+	struct ibv_qp *qp;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_type = (enum ibv_qp_type)type;
+	if (type == IBV_QPT_XRC_RECV) {
+		attr.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		attr.xrcd = xrcd;
+	} else {
+		attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+		attr.pd = pd;
+		attr.send_cq = scq;
+		attr.cap.max_send_wr = max_send_wr;
+		attr.cap.max_send_sge = 1;
+		attr.cap.max_inline_data = max_inline;
+	}
+	qp = ibv_create_qp_ex(ctx, &attr);
 	if (qp)
 		*caps_out = attr.cap;
 	return qp;

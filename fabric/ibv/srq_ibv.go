@@ -34,6 +34,9 @@ type srq struct {
 	slots *srqTable
 	fired atomic.Bool // the limit event came and LimitReached has not consumed it
 	users int         // attached queue pairs (device mu)
+	num   uint32      // an XRC SRQ's number (ibv_get_srq_num), else 0
+	xrcd  *xrcd       // an XRC SRQ's domain and CQ (xrc_ibv.go), else nil
+	cq    *cq
 
 	post    sync.Mutex // PostRecv: the receive chain; dead
 	dead    bool       // set under the device's mu and post
@@ -51,6 +54,16 @@ func (s *srq) String() string {
 
 // MaxWR implements fabric.SRQ.
 func (s *srq) MaxWR() int { return s.maxWR }
+
+// Number implements fabric.SRQ: an XRC SRQ's number from
+// ibv_get_srq_num; an ordinary SRQ, which no request names by number,
+// gives its library handle.
+func (s *srq) Number() uint32 {
+	if s.num != 0 {
+		return s.num
+	}
+	return s.id
+}
 
 // CreateSRQ implements fabric.PD. A device without shared receive queues
 // (max_srq 0) refuses with an error that also wraps errors.ErrUnsupported.
@@ -73,12 +86,26 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	if init.Limit < 0 || init.Limit >= init.MaxWR {
 		return nil, fmt.Errorf("%w: shared receive queue limit %d outside 0..%d (below its depth)", fabric.ErrInvalidArg, init.Limit, init.MaxWR-1)
 	}
-	var got C.uint32_t
-	h, err := C.rs_create_srq(p.pd, C.uint32_t(init.MaxWR), &got)
-	if h == nil {
-		return nil, errnoErr(fmt.Sprintf("ibv_create_srq(%d receives)", init.MaxWR), err, "")
+	var x *xrcd
+	var xc *cq
+	var h *C.struct_ibv_srq
+	var num uint32
+	if init.XRCD != nil || init.CQ != nil {
+		var err error
+		if x, xc, err = p.xrcSRQ(init); err != nil {
+			return nil, err
+		}
+		if h, num, err = p.createXRCSRQ(init, x, xc); err != nil {
+			return nil, err
+		}
+	} else {
+		var got C.uint32_t
+		var err error
+		if h, err = C.rs_create_srq(p.pd, C.uint32_t(init.MaxWR), &got); h == nil {
+			return nil, errnoErr(fmt.Sprintf("ibv_create_srq(%d receives)", init.MaxWR), err, "")
+		}
 	}
-	s := &srq{pd: p, srq: h, maxWR: init.MaxWR, id: uint32(h.handle), slots: newSRQTable(init.MaxWR)}
+	s := &srq{pd: p, srq: h, maxWR: init.MaxWR, id: uint32(h.handle), num: num, slots: newSRQTable(init.MaxWR)}
 	r := C.size_t(init.MaxWR)
 	s.recvIn = (*C.rs_recv)(C.calloc(r, C.sizeof_rs_recv))
 	s.recvWR = (*C.struct_ibv_recv_wr)(C.calloc(r, C.sizeof_struct_ibv_recv_wr))
@@ -96,6 +123,9 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 			s.freeChain()
 			return nil, err
 		}
+	}
+	if x != nil {
+		s.attachXRC(x, xc)
 	}
 	p.srqs[s] = true
 	return s, nil
@@ -157,6 +187,7 @@ func (s *srq) Destroy() error {
 	}
 	s.dead = true
 	delete(s.pd.srqs, s)
+	s.detachXRC()
 	s.freeChain()
 	return nil
 }
@@ -213,6 +244,8 @@ func (p *pd) attachable(x fabric.SRQ) (*srq, error) {
 		return nil, fmt.Errorf("%w: CreateQP with a destroyed shared receive queue", fabric.ErrClosed)
 	case s.pd != p:
 		return nil, fmt.Errorf("%w: %v belongs to another protection domain", fabric.ErrInvalidArg, s)
+	case s.xrcd != nil:
+		return nil, fmt.Errorf("%w: %v is an XRC SRQ, reached by XRC_RECV queue pairs through its number; no queue pair attaches to it", fabric.ErrInvalidArg, s)
 	}
 	return s, nil
 }

@@ -318,6 +318,9 @@ func (d *device) close() error {
 		for s := range p.srqs {
 			keep(s.Destroy())
 		}
+		for x := range p.xrcds {
+			keep(x.Close())
+		}
 		for m := range p.mrs {
 			keep(m.Dereg())
 		}
@@ -345,7 +348,7 @@ func (d *device) AllocPD() (fabric.PD, error) {
 	if p == nil {
 		return nil, errnoErr("ibv_alloc_pd", err, "")
 	}
-	x := &pd{d: d, pd: p, mrs: map[*mr]bool{}, qps: map[*qp]bool{}, ahs: map[*ah]bool{}, srqs: map[*srq]bool{}}
+	x := &pd{d: d, pd: p, mrs: map[*mr]bool{}, qps: map[*qp]bool{}, ahs: map[*ah]bool{}, srqs: map[*srq]bool{}, xrcds: map[*xrcd]bool{}}
 	d.pds[x] = true
 	return x, nil
 }
@@ -383,16 +386,17 @@ func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 
 // pd implements fabric.PD.
 type pd struct {
-	d    *device
-	pd   *C.struct_ibv_pd
-	mrs  map[*mr]bool
-	qps  map[*qp]bool
-	ahs  map[*ah]bool
-	srqs map[*srq]bool
-	dead bool
+	d     *device
+	pd    *C.struct_ibv_pd
+	mrs   map[*mr]bool
+	qps   map[*qp]bool
+	ahs   map[*ah]bool
+	srqs  map[*srq]bool
+	xrcds map[*xrcd]bool
+	dead  bool
 }
 
-func (p *pd) users() int { return len(p.mrs) + len(p.qps) + len(p.ahs) + len(p.srqs) }
+func (p *pd) users() int { return len(p.mrs) + len(p.qps) + len(p.ahs) + len(p.srqs) + len(p.xrcds) }
 
 // Dealloc implements fabric.PD.
 func (p *pd) Dealloc() error {
@@ -402,7 +406,7 @@ func (p *pd) Dealloc() error {
 		return fmt.Errorf("%w: protection domain deallocated twice", fabric.ErrClosed)
 	}
 	if n := p.users(); n > 0 {
-		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs, address handles or shared receive queues", fabric.ErrBusy, n)
+		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs, address handles, shared receive queues or XRC domains", fabric.ErrBusy, n)
 	}
 	if rc := C.ibv_dealloc_pd(p.pd); rc != 0 {
 		return errnoErr("ibv_dealloc_pd", syscall.Errno(rc), "")
@@ -519,6 +523,7 @@ type cq struct {
 	outs  []C.rs_wc
 	hwErr error
 	qpErr error                 // the event of a queue pair whose error completion was staged
+	xsrq  *srq                  // the XRC SRQ whose receives complete here (xrc_ibv.go), or nil
 	event atomic.Pointer[error] // this queue's own asynchronous error (an overrun)
 	users int
 	dead  bool
@@ -578,10 +583,13 @@ func (c *cq) drain() {
 // take stages one hardware completion, translated to the caller's terms.
 func (c *cq) take(w *C.rs_wc) {
 	q := c.qps[uint32(w.qp_num)]
-	if q == nil {
-		return // its queue pair was destroyed
-	}
 	id := uint64(w.wr_id)
+	if q == nil {
+		if s := c.xsrq; s != nil && id&recvBit != 0 && id&srqBit != 0 {
+			c.takeXRC(w, s) // an XRC_RECV queue pair delivered it
+		}
+		return // else its queue pair was destroyed
+	}
 	recv := id&recvBit != 0
 	seq := id &^ recvBit
 	st := staged{ring: q.sq, upTo: seq + 1}

@@ -27,6 +27,8 @@ type nic struct {
 	active   []*qp // queue pairs that may have requests to execute
 	nextQPN  uint32
 	nextSRQ  int
+	nextXRCD int
+	srqs     map[uint32]*srq // by number (SRQ.Number)
 	nextKey  uint32
 	nextAddr uint64
 
@@ -35,7 +37,7 @@ type nic struct {
 }
 
 func newNIC(w *network, id int) *nic {
-	return &nic{net: w, id: id, mrs: map[uint32]*mr{}, qps: map[uint32]*qp{}, nextAddr: 0x7f0000000000 + uint64(id)<<36,
+	return &nic{net: w, id: id, mrs: map[uint32]*mr{}, qps: map[uint32]*qp{}, srqs: map[uint32]*srq{}, nextAddr: 0x7f0000000000 + uint64(id)<<36,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -258,7 +260,7 @@ func (n *nic) finish(j job, out outcome) {
 // state to accept it (mu of the target held).
 func (t *nic) target(q *qp) *qp {
 	d := t.qps[q.attr.Dest.QPN]
-	if d == nil || d.typ != q.typ || d.state != fabric.StateRTR && d.state != fabric.StateRTS {
+	if d == nil || !peers(q.typ, d.typ) || d.state != fabric.StateRTR && d.state != fabric.StateRTS {
 		return nil
 	}
 	return d
@@ -283,18 +285,22 @@ func (t *nic) send(q *qp, e *sqe, data []byte) outcome {
 	if d == nil {
 		return unreachable(q)
 	}
-	i, r, ok := d.takeRecv()
-	if !ok {
-		if q.typ == fabric.UC {
-			return outcome{} // dropped
-		}
+	sl, ok, bad := d.takeRecvFor(e)
+	switch {
+	case bad:
+		d.enterError() // NAK-Invalid Request
+		return outcome{st: fabric.StatusRemoteInvalid}
+	case !ok && q.typ == fabric.UC:
+		return outcome{} // dropped
+	case !ok:
 		return outcome{rnr: true, rnrTimer: d.attr.MinRNRTimer}
 	}
+	r := sl.r
 	wc := fabric.WC{ID: r.id, Op: fabric.OpRecv}
 	switch {
 	case r.broken():
 		wc.Status = fabric.StatusLocalProtection
-		d.recvDone(i, wc)
+		sl.done(wc)
 		d.enterError()
 		if q.typ == fabric.UC {
 			return outcome{}
@@ -302,7 +308,7 @@ func (t *nic) send(q *qp, e *sqe, data []byte) outcome {
 		return outcome{st: fabric.StatusRemoteInvalid}
 	case len(data) > len(r.buf):
 		wc.Status = fabric.StatusLocalLength
-		d.recvDone(i, wc)
+		sl.done(wc)
 		if q.typ == fabric.UC {
 			return outcome{}
 		}
@@ -314,7 +320,7 @@ func (t *nic) send(q *qp, e *sqe, data []byte) outcome {
 	if e.wr.Op == fabric.OpSendImm {
 		wc.Imm, wc.HasImm = e.wr.Imm, true
 	}
-	d.recvDone(i, wc)
+	sl.done(wc)
 	return outcome{}
 }
 
@@ -346,17 +352,21 @@ func (t *nic) write(q *qp, e *sqe, data []byte) outcome {
 		d.enterError()
 		return outcome{st: fabric.StatusRemoteAccess}
 	}
-	var i uint64
-	var r *rqe
+	var sl slot
 	if e.wr.Op == fabric.OpWriteImm {
-		if i, r, ok = d.takeRecv(); !ok {
-			if q.typ == fabric.UC {
-				return outcome{}
-			}
+		var bad bool
+		sl, ok, bad = d.takeRecvFor(e)
+		switch {
+		case bad:
+			d.enterError()
+			return outcome{st: fabric.StatusRemoteInvalid}
+		case !ok && q.typ == fabric.UC:
+			return outcome{}
+		case !ok:
 			return outcome{rnr: true, rnrTimer: d.attr.MinRNRTimer}
 		}
-		if r.broken() {
-			d.recvDone(i, fabric.WC{ID: r.id, Op: fabric.OpRecv, Status: fabric.StatusLocalProtection})
+		if sl.r.broken() {
+			sl.done(fabric.WC{ID: sl.r.id, Op: fabric.OpRecv, Status: fabric.StatusLocalProtection})
 			d.enterError()
 			if q.typ == fabric.UC {
 				return outcome{}
@@ -365,8 +375,8 @@ func (t *nic) write(q *qp, e *sqe, data []byte) outcome {
 		}
 	}
 	copy(dst, data)
-	if r != nil {
-		d.recvDone(i, fabric.WC{ID: r.id, Op: fabric.OpRecvWriteImm, Bytes: len(data), Imm: e.wr.Imm, HasImm: true, SrcQP: q.qpn})
+	if sl.r != nil {
+		sl.done(fabric.WC{ID: sl.r.id, Op: fabric.OpRecvWriteImm, Bytes: len(data), Imm: e.wr.Imm, HasImm: true, SrcQP: q.qpn})
 	}
 	return outcome{}
 }

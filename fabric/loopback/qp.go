@@ -51,7 +51,8 @@ type qp struct {
 	sqFree, sqHead, sqTail uint64 // sqHead: the oldest request not completed, the one the NIC executes next
 	rq                     []rqe
 	rqFree, rqHead, rqTail uint64
-	srq                    *srq // the shared receive queue it takes receives from, or nil
+	srq                    *srq  // the shared receive queue it takes receives from, or nil
+	xrcd                   *xrcd // an XRC target's domain
 
 	retryAt time.Time // RNR or transport retry: not before
 	rnrLeft int       // RNR retries left (rnr_retry 7: infinite)
@@ -69,6 +70,12 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	defer n.mu.Unlock()
 	if p.dead {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv {
+		return p.createXRCQP(init)
+	}
+	if init.XRCD != nil {
+		return nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
 	}
 	scq, ok1 := init.SendCQ.(*cq)
 	rcq, ok2 := init.RecvCQ.(*cq)
@@ -154,8 +161,15 @@ func (q *qp) Destroy() error {
 	q.state = fabric.StateReset
 	q.gen++
 	q.pd.users--
-	q.scq.users--
-	q.rcq.users--
+	if q.scq != nil {
+		q.scq.users--
+	}
+	if q.rcq != nil {
+		q.rcq.users--
+	}
+	if q.xrcd != nil {
+		q.xrcd.users--
+	}
 	delete(n.qps, q.qpn)
 	return nil
 }
@@ -290,6 +304,9 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
 	}
+	if q.typ == fabric.XRCRecv {
+		return 0, fmt.Errorf("%w: %v has no send queue", fabric.ErrInvalidArg, q)
+	}
 	if q.state != fabric.StateRTS && q.state != fabric.StateError {
 		return 0, fmt.Errorf("%w: %v is in %v; PostSend needs RTS", fabric.ErrBadState, q, q.state)
 	}
@@ -369,6 +386,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	defer n.mu.Unlock()
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.typ == fabric.XRCSend || q.typ == fabric.XRCRecv {
+		return 0, fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", fabric.ErrInvalidArg, q)
 	}
 	if q.srq != nil {
 		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)

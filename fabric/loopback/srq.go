@@ -23,12 +23,15 @@ type srq struct {
 	fired      bool   // the limit event fired and LimitReached has not consumed it
 	users      int    // attached queue pairs
 	dead       bool
+	xrcd       *xrcd // an XRC SRQ's domain, or nil
+	cq         *cq   // an XRC SRQ's completion queue
 }
 
 var _ fabric.SRQ = (*srq)(nil)
 
 func (s *srq) at(i uint64) *rqe { return &s.ring[i%uint64(len(s.ring))] }
 func (s *srq) String() string   { return fmt.Sprintf("SRQ %d on node %d", s.id, s.n.id) }
+func (s *srq) Number() uint32   { return uint32(s.id) }
 func (s *srq) MaxWR() int       { return s.maxWR }
 func (s *srq) arm(limit int) error {
 	if limit < 0 || limit >= s.maxWR {
@@ -51,12 +54,21 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	if init.MaxSGE < 0 || init.MaxSGE > 1 {
 		return nil, fmt.Errorf("%w: %d scatter/gather elements per receive; the loopback device has 1", fabric.ErrLimit, init.MaxSGE)
 	}
-	n.nextSRQ++
-	s := &srq{n: n, pd: p, id: n.nextSRQ, maxWR: init.MaxWR, ring: make([]rqe, init.MaxWR)}
+	d, xcq, err := p.xrcSRQInit(init)
+	if err != nil {
+		return nil, err
+	}
+	s := &srq{n: n, pd: p, id: n.nextSRQ + 1, maxWR: init.MaxWR, ring: make([]rqe, init.MaxWR), xrcd: d, cq: xcq}
 	if err := s.arm(init.Limit); err != nil {
 		return nil, err
 	}
+	n.nextSRQ++
+	n.srqs[s.Number()] = s
 	p.users++
+	if d != nil {
+		d.users++
+		xcq.users++
+	}
 	return s, nil
 }
 
@@ -89,6 +101,11 @@ func (s *srq) Destroy() error {
 	s.dead = true
 	s.head = s.tail
 	s.pd.users--
+	delete(s.n.srqs, s.Number())
+	if s.xrcd != nil {
+		s.xrcd.users--
+		s.cq.users--
+	}
 	return nil
 }
 
@@ -116,17 +133,28 @@ func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
 // fires the limit event when the pool falls below the armed limit. It
 // returns false when the pool is empty.
 func (s *srq) give(q *qp) bool {
-	if s.head == s.tail {
-		return false
+	r, ok := s.take()
+	if ok {
+		*q.rqAt(q.rqTail) = *r
+		q.rqTail++
 	}
-	*q.rqAt(q.rqTail) = *s.at(s.head)
+	return ok
+}
+
+// take removes the pool's next receive and returns it, firing the limit
+// event when the pool falls below the armed limit; false when the pool is
+// empty.
+func (s *srq) take() (*rqe, bool) {
+	if s.head == s.tail {
+		return nil, false
+	}
+	r := *s.at(s.head)
 	*s.at(s.head) = rqe{}
-	q.rqTail++
 	s.head++
 	if s.limit > 0 && int(s.tail-s.head) < s.limit {
 		s.limit, s.fired = 0, true
 	}
-	return true
+	return &r, true
 }
 
 // attachable returns the shared receive queue a queue pair of p may attach
@@ -140,6 +168,8 @@ func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
 		return nil, fmt.Errorf("%w: CreateQP with a destroyed shared receive queue", fabric.ErrClosed)
 	case s.pd != p:
 		return nil, fmt.Errorf("%w: %v belongs to another protection domain", fabric.ErrInvalidArg, s)
+	case s.xrcd != nil:
+		return nil, fmt.Errorf("%w: %v is an XRC SRQ, reached by XRC target queue pairs through its number; no queue pair attaches to it", fabric.ErrInvalidArg, s)
 	}
 	return s, nil
 }

@@ -217,6 +217,16 @@ type cqe struct {
 	qp   *qp
 	free uint64 // the queue pair's slots before this count are released
 	recv bool   // receive queue, else send queue
+	xs   *srq   // an XRC receive's SRQ, whose slot polling frees (qp is nil)
+}
+
+// release frees what polling (or losing) e frees (the NIC's mu held).
+func (e *cqe) release() {
+	if e.xs != nil {
+		e.xs.out--
+		return
+	}
+	e.qp.release(e.free, e.recv)
 }
 
 func (q *cq) Depth() int { return q.depth }
@@ -229,7 +239,7 @@ func (q *cq) push(e cqe) {
 	if len(q.buf)-q.head >= q.depth {
 		q.overrun = true
 		q.lost++
-		e.qp.release(e.free, e.recv) // the completion is lost; do not wedge the queue pair too
+		e.release() // the completion is lost; do not wedge the queue pair too
 		return
 	}
 	if q.head > 0 && len(q.buf) == cap(q.buf) {
@@ -249,7 +259,7 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 	k := min(len(wcs), len(q.buf)-q.head)
 	for i, e := range q.buf[q.head : q.head+k] {
 		wcs[i] = e.wc
-		e.qp.release(e.free, e.recv)
+		e.release()
 	}
 	q.head += k
 	if q.head == len(q.buf) {

@@ -234,6 +234,9 @@ func wordHash(b []byte, h uint64) uint64 {
 
 // attach accounts for a queue of depth entries whose completions go to q.
 func (ch *checker) attach(q *cq, entries int, qp *qp, which string) {
+	if q == nil { // an XRC queue pair's missing queue
+		return
+	}
 	q.attached += entries
 	if q.attached > q.depth && !q.warned {
 		q.warned = true

@@ -385,8 +385,8 @@ func (r *ruleState) matches(p *packet, now fabric.Time) bool {
 	if r.Src >= 0 && p.src != r.Src || r.Dst >= 0 && p.dst != r.Dst {
 		return false
 	}
-	if r.Transport != 0 && p.qpType != r.Transport {
-		return false
+	if t := p.qpType; r.Transport != 0 && t != r.Transport && !(r.Transport == fabric.RC && (t == fabric.XRCSend || t == fabric.XRCRecv)) {
+		return false // XRC is RC's transport: an RC rule hits it too
 	}
 	if r.Op != "" && p.op.String() != r.Op {
 		return false
@@ -504,7 +504,7 @@ func (q *qp) noRecv() bool {
 // rtsAttr applies the plan's retry cap to an RC queue pair entering RTS.
 func (c *Cluster) rtsAttr(q *qp) {
 	in := c.inj
-	if in == nil || q.typ != fabric.RC {
+	if in == nil || !q.typ.Reliable() {
 		return
 	}
 	if in.plan.RetryCnt >= 0 && int(q.attr.RetryCnt) > in.plan.RetryCnt {

@@ -17,8 +17,10 @@ type nic struct {
 	qps      []*qp  // by qpn - firstQPN
 	firstQPN uint32 // the number of the NIC's first queue pair (Config.QPNumbering)
 	liveQPs  int    // queue pairs created and not destroyed (nic.max_qp)
-	srqs     []*srq // shared receive queues, in creation order
-	mrs      []*mr  // by key>>8 - 1
+	srqs     []*srq // shared receive queues, in creation order (number - 1)
+	nextXRCD int
+	tgts     map[*qp]*xrcTarget // XRC target queue pairs' state (xrc.go)
+	mrs      []*mr              // by key>>8 - 1
 	nextAddr uint64
 
 	ready       fifo[*qp] // queue pairs with output
@@ -385,7 +387,7 @@ func (n *nic) receive(p *packet) {
 			n.c.stats.UDDropsNoRecv++
 		}
 	case q.state == fabric.StateError:
-	case q.typ != p.qpType:
+	case !peers(q.typ, p.qpType):
 	case q.typ != fabric.UD && (p.src != q.destNode || p.srcQPN != q.attr.DestQPN):
 		// not from the connected peer: silently dropped, as on hardware
 	default:

@@ -80,7 +80,7 @@ type packet struct {
 	raddr          uint64 // RETH
 	rkey           uint32
 	dmaLen         uint32
-	qkey           uint32 // DETH
+	qkey           uint32 // DETH (UD), or XRCETH's SRQ number (XRC requests)
 	srcLID         uint16
 	nak            nakCode
 	rnrCode        uint8
@@ -154,6 +154,9 @@ func (p *packet) setWire() {
 	}
 	if p.qpType == fabric.UD {
 		h += hdrDETH
+	}
+	if p.qpType == fabric.XRCSend && (p.op == pSend || p.op == pWrite || p.op == pReadReq) {
+		h += hdrXRCETH
 	}
 	if p.hasImm && p.last {
 		h += hdrImm

@@ -303,27 +303,12 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	if p.dead {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
 	}
-	scq, ok1 := init.SendCQ.(*cq)
-	rcq, ok2 := init.RecvCQ.(*cq)
-	if !ok1 || !ok2 || scq == nil || rcq == nil {
-		return nil, fmt.Errorf("%w: CreateQP needs a send CQ and a receive CQ of this simulator", fabric.ErrInvalidArg)
+	scq, rcq, caps, s, d, err := p.qpQueues(init)
+	if err != nil {
+		return nil, err
 	}
-	if scq.dead || rcq.dead {
-		return nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
-	}
-	if init.Type != fabric.RC && init.Type != fabric.UC && init.Type != fabric.UD {
-		return nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
-	}
-	caps := init.Caps
-	var s *srq
-	if init.SRQ != nil {
-		var err error
-		if s, err = p.attachable(init.SRQ); err != nil {
-			return nil, err
-		}
-		caps.MaxRecvWR = 0 // ignored, as max_recv_wr in verbs: the shared queue's depth counts
-	}
-	if caps.MaxSendWR < 1 || caps.MaxSendWR > prof.MaxQPWR || s == nil && (caps.MaxRecvWR < 1 || caps.MaxRecvWR > prof.MaxQPWR) {
+	noRQ := s != nil || init.Type == fabric.XRCSend // receives come from elsewhere, or never
+	if init.Type != fabric.XRCRecv && (caps.MaxSendWR < 1 || caps.MaxSendWR > prof.MaxQPWR || !noRQ && (caps.MaxRecvWR < 1 || caps.MaxRecvWR > prof.MaxQPWR)) {
 		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d (nic.max_qp_wr)",
 			fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, prof.MaxQPWR)
 	}
@@ -353,9 +338,49 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		ch.attach(rcq, caps.MaxRecvWR, q, "receive")
 	}
 	p.users++
-	scq.users++
-	rcq.users++
+	scq.use(1)
+	rcq.use(1)
+	if d != nil {
+		if n.tgts == nil {
+			n.tgts = map[*qp]*xrcTarget{}
+		}
+		n.tgts[q] = &xrcTarget{d: d, from: map[uint64]*srq{}}
+		d.users++
+	}
 	return q, nil
+}
+
+// qpQueues checks the completion queues, shared receive queue and XRC
+// domain of a queue pair's arguments, and returns them with the
+// capabilities to create it with (scq, rcq or both nil for the XRC types).
+func (p *pd) qpQueues(init fabric.QPInit) (scq, rcq *cq, caps fabric.QPCaps, s *srq, d *xrcd, err error) {
+	switch init.Type {
+	case fabric.RC, fabric.UC, fabric.UD:
+	case fabric.XRCSend, fabric.XRCRecv:
+		scq, caps, d, err = p.xrcQueues(init)
+		return scq, nil, caps, nil, d, err
+	default:
+		return nil, nil, caps, nil, nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
+	}
+	if init.XRCD != nil {
+		return nil, nil, caps, nil, nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
+	}
+	scq, ok1 := init.SendCQ.(*cq)
+	rcq, ok2 := init.RecvCQ.(*cq)
+	if !ok1 || !ok2 || scq == nil || rcq == nil {
+		return nil, nil, caps, nil, nil, fmt.Errorf("%w: CreateQP needs a send CQ and a receive CQ of this simulator", fabric.ErrInvalidArg)
+	}
+	if scq.dead || rcq.dead {
+		return nil, nil, caps, nil, nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
+	}
+	caps = init.Caps
+	if init.SRQ != nil {
+		if s, err = p.attachable(init.SRQ); err != nil {
+			return nil, nil, caps, nil, nil, err
+		}
+		caps.MaxRecvWR = 0 // ignored, as max_recv_wr in verbs: the shared queue's depth counts
+	}
+	return scq, rcq, caps, s, nil, nil
 }
 
 func (q *qp) QPN() uint32           { return q.qpn }
@@ -377,10 +402,14 @@ func (q *qp) Destroy() error {
 		ch.dropAll(q)
 		q.sqFree = q.sqTail
 		q.freeRecvs(q.rqTail)
-		q.scq.attached -= q.caps.MaxSendWR
-		q.rcq.attached -= q.caps.MaxRecvWR
+		q.scq.detach(q.caps.MaxSendWR)
+		q.rcq.detach(q.caps.MaxRecvWR)
 	}
-	if q.srq != nil {
+	if q.typ == fabric.XRCRecv {
+		q.freeRecvs(q.rqTail)
+		q.tgt().d.users--
+		delete(q.nic.tgts, q)
+	} else if q.srq != nil {
 		q.freeRecvs(q.rqTail) // the receives it had taken are discarded
 		q.srq.users--
 	}
@@ -390,8 +419,8 @@ func (q *qp) Destroy() error {
 	q.state = fabric.StateReset
 	q.timerOn = false
 	q.pd.users--
-	q.scq.users--
-	q.rcq.users--
+	q.scq.use(-1)
+	q.rcq.use(-1)
 	q.nic.qps[q.qpn-q.nic.firstQPN] = nil
 	q.nic.liveQPs--
 	return nil
@@ -478,16 +507,20 @@ func (q *qp) reset() {
 // release frees the slots of the send (or receive) queue before free: a
 // completion that covers them has been polled (or lost to a CQ overrun).
 func (q *qp) release(free uint64, recv bool) {
-	if ch := q.c.chk; ch != nil {
+	if ch := q.c.chk; ch != nil && (!recv || q.typ != fabric.XRCRecv) {
 		if recv && free > q.rqFree {
 			ch.release(q, q.rqFree, free, true)
 		} else if !recv && free > q.sqFree {
 			ch.release(q, q.sqFree, free, false)
 		}
 	}
-	if recv {
+	switch {
+	case recv && q.typ == fabric.XRCRecv:
+		q.tgtRelease(free - 1) // the checker's record is released there
+		return
+	case recv:
 		q.freeRecvs(free)
-	} else {
+	default:
 		q.sqFree = max(q.sqFree, free)
 	}
 }
@@ -497,6 +530,9 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	t := c.enter(0)
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.typ == fabric.XRCRecv {
+		return 0, fmt.Errorf("%w: %v has no send queue", fabric.ErrInvalidArg, q)
 	}
 	if q.state != fabric.StateRTS && q.state != fabric.StateError {
 		return 0, fmt.Errorf("%w: %v is in %v; PostSend needs RTS", fabric.ErrBadState, q, q.state)
@@ -597,6 +633,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	c.enter(0)
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
+	}
+	if q.typ == fabric.XRCSend || q.typ == fabric.XRCRecv {
+		return 0, fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", fabric.ErrInvalidArg, q)
 	}
 	if q.srq != nil {
 		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)

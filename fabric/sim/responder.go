@@ -16,7 +16,7 @@ func (q *qp) receive(p *packet) {
 	case q.typ == fabric.UD:
 		q.udReceive(p)
 	case p.op == pAck || p.op == pNak || p.op == pReadResp:
-		if q.typ == fabric.RC && q.state == fabric.StateRTS {
+		if q.typ.Reliable() && q.state == fabric.StateRTS {
 			q.requesterRecv(p)
 		}
 	case q.typ == fabric.UC:
@@ -46,6 +46,9 @@ func (q *qp) takeRecv(p *packet) bool {
 	if q.msgRecv && q.typ == fabric.UC {
 		return true // the receive of a message lost in transit, used again
 	}
+	if q.typ == fabric.XRCRecv && !q.xrcTake(p) {
+		return false
+	}
 	if q.noRecv() {
 		// Like a sequence NAK, one per episode: the packets behind this
 		// one are dropped silently until it is retried, so that no
@@ -64,7 +67,7 @@ func (q *qp) takeRecv(p *packet) bool {
 	q.rqHead++
 	if q.taken().broken() {
 		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
-		if q.typ == fabric.RC {
+		if q.typ.Reliable() {
 			q.responderError(nakInvalid, p.psn)
 		} else {
 			q.enterError("a message arrived for a receive whose buffer failed its protection check") // UC has no NAKs

@@ -33,14 +33,24 @@ type srq struct {
 	users  int    // attached queue pairs
 	dead   bool
 	recvLk lockState // serializes PostRecv across threads
-	id     int       // the NIC's number for it, for messages
+	id     int       // its index on the NIC; its number is id+1
+	xrcd   *xrcd     // an XRC SRQ's domain, or nil
+	cq     *cq       // an XRC SRQ's completion queue
 }
 
 var _ fabric.SRQ = (*srq)(nil)
 
 func (s *srq) at(i uint64) *rqe { return &s.ring[i&uint64(len(s.ring)-1)] }
 
-func (s *srq) String() string { return fmt.Sprintf("SRQ %d on node %d", s.id, s.nic.node.id) }
+func (s *srq) String() string {
+	if s.xrcd != nil {
+		return fmt.Sprintf("XRC SRQ %d on node %d", s.id+1, s.nic.node.id)
+	}
+	return fmt.Sprintf("SRQ %d on node %d", s.id, s.nic.node.id)
+}
+
+// Number implements fabric.SRQ: its index on the NIC plus one.
+func (s *srq) Number() uint32 { return uint32(s.id + 1) }
 
 func (s *srq) nodeID() int { return s.nic.node.id }
 
@@ -60,13 +70,21 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	if init.MaxSGE < 0 || init.MaxSGE > 1 {
 		return nil, fmt.Errorf("%w: %d scatter/gather elements per receive; the simulator's device has 1", fabric.ErrLimit, init.MaxSGE)
 	}
+	d, xcq, err := p.xrcSRQInit(init)
+	if err != nil {
+		return nil, err
+	}
 	n := p.nic
-	s := &srq{c: c, nic: n, pd: p, maxWR: init.MaxWR, id: len(n.srqs)}
+	s := &srq{c: c, nic: n, pd: p, maxWR: init.MaxWR, id: len(n.srqs), xrcd: d, cq: xcq}
 	if err := s.arm(init.Limit); err != nil {
 		return nil, err
 	}
 	n.srqs = append(n.srqs, s)
 	p.users++
+	if d != nil {
+		d.users++
+		xcq.users++
+	}
 	if ch := c.chk; ch != nil {
 		ch.objs = append(ch.objs, s)
 	}
@@ -116,6 +134,10 @@ func (s *srq) Destroy() error {
 	s.dead = true
 	s.head = s.tail
 	s.pd.users--
+	if s.xrcd != nil {
+		s.xrcd.users--
+		s.cq.users--
+	}
 	return nil
 }
 
@@ -164,6 +186,9 @@ func (s *srq) give(q *qp) bool {
 	}
 	q.rq = reserved(q.rq, q.rqFree, q.rqTail, 1)
 	*q.rqAt(q.rqTail) = *s.at(s.head)
+	if q.typ == fabric.XRCRecv {
+		q.tgt().from[q.rqTail] = s
+	}
 	q.rqTail++
 	s.head++
 	if s.limit > 0 && int(s.tail-s.head) < s.limit {
@@ -188,6 +213,10 @@ func (s *srq) peek() *rqe {
 // attached to a shared queue, they are the queue's slots.
 func (q *qp) freeRecvs(to uint64) {
 	if to <= q.rqFree {
+		return
+	}
+	if q.typ == fabric.XRCRecv {
+		q.tgtDiscard(to)
 		return
 	}
 	if q.srq != nil {
@@ -217,6 +246,8 @@ func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
 		return nil, fmt.Errorf("%w: CreateQP with a destroyed shared receive queue", fabric.ErrClosed)
 	case s.pd != p:
 		return nil, fmt.Errorf("%w: %v belongs to another protection domain", fabric.ErrInvalidArg, s)
+	case s.xrcd != nil:
+		return nil, fmt.Errorf("%w: %v is reached by XRC target queue pairs through its number; no queue pair attaches to it", fabric.ErrInvalidArg, s)
 	}
 	return s, nil
 }

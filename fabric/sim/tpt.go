@@ -248,8 +248,13 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 	}
 	rx := q.rx
 	nextRecv := func() (*rqe, bool) {
-		if q.srq != nil {
-			e := q.srq.peek()
+		if s := q.srq; s != nil || q.typ == fabric.XRCRecv {
+			if q.typ == fabric.XRCRecv {
+				if s = q.nic.srqNumbered(p.qkey); s == nil {
+					return nil, false
+				}
+			}
+			e := s.peek()
 			return e, e != nil && !e.has(rqeBad) && e.mr != nil
 		}
 		i := max(rx.seen, q.rqHead)

@@ -87,7 +87,7 @@ func (q *qp) process(from, to uint64) {
 		n.use.unitsWait[u] += at.Sub(free)
 		e.procAt = *pu
 		e.rdHeld = false
-		if q.typ == fabric.RC && n.wrc.on() {
+		if q.typ.Reliable() && n.wrc.on() {
 			q.holdWR(i, e)
 		}
 		if fetch && e.length > 0 {
@@ -175,6 +175,7 @@ func (q *qp) nextPacket() *packet {
 		}
 	} else {
 		p = q.newPacket(q.destNode, q.attr.DestQPN)
+		p.qkey = e.wr.RemoteSRQN // XRCETH (XRC_SEND only; 0 otherwise)
 	}
 	p.psn = e.psn.Add(q.txPkt)
 	p.first, p.last = q.txPkt == 0, q.txPkt == e.npkts-1
@@ -205,7 +206,7 @@ func (q *qp) nextPacket() *packet {
 	p.setWire()
 	q.txPkt++
 	if p.op == pReadReq || q.txPkt == e.npkts {
-		if q.typ == fabric.RC && p.op != pReadReq && e.wr.Flags&fabric.Signaled == 0 {
+		if q.typ.Reliable() && p.op != pReadReq && e.wr.Flags&fabric.Signaled == 0 {
 			// On the wire, an unsignaled request needs no more state on
 			// the NIC: its ACK writes no completion (wrCache).
 			q.nic.wrc.drop(wrKey(q.qpn, q.sqTx))
@@ -216,7 +217,7 @@ func (q *qp) nextPacket() *packet {
 			q.rdOut++
 		}
 	}
-	if q.typ == fabric.RC && !q.timerOn {
+	if q.typ.Reliable() && !q.timerOn {
 		q.armTimer()
 	}
 	return p
@@ -249,7 +250,7 @@ func (q *qp) nextVL() uint8 {
 // sent is called once a packet from q is on the wire; free is when its
 // last bit has left. Unreliable sends complete then.
 func (q *qp) sent(free fabric.Time) {
-	if q.typ != fabric.RC && q.sqHead < q.sqTx {
+	if !q.typ.Reliable() && q.sqHead < q.sqTx {
 		q.c.schedule(free, q, qpTxDone|q.sqTx, nil)
 	}
 }
@@ -349,7 +350,7 @@ func (q *qp) flushRecvs() {
 	}
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		e := q.rqAt(q.rqHead)
-		q.rcq.push(fabric.WC{ID: e.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv, QPN: q.qpn}, q, q.rqHead+1, true)
+		q.recvCQ(q.rqHead).push(fabric.WC{ID: e.id, Status: fabric.StatusFlushed, Op: fabric.OpRecv, QPN: q.qpn}, q, q.rqHead+1, true)
 	}
 }
 
@@ -359,7 +360,7 @@ func (q *qp) recvDone(wc fabric.WC) {
 		ch.recvFilled(q, q.msgIdx)
 	}
 	wc.QPN = q.qpn
-	q.rcq.push(wc, q, q.msgIdx+1, true)
+	q.recvCQ(q.msgIdx).push(wc, q, q.msgIdx+1, true)
 	q.msgRecv = false
 }
 

@@ -243,7 +243,7 @@ type cqe struct {
 // push queues wc, which releases q's slots before free (of its receive
 // queue when recv) once it is polled.
 func (q *cq) push(wc fabric.WC, qp *qp, free uint64, recv bool) {
-	if q.dead {
+	if q == nil || q.dead { // nil: an XRC receive whose slot was discarded
 		return
 	}
 	if q.len() >= q.depth {

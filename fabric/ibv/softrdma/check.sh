@@ -11,7 +11,7 @@
 #     device (InfiniBand-like and RoCE-like), under the race detector and
 #     cgo's strict pointer checks (GOEXPERIMENT=cgocheck2);
 #  4. runs every design of the hardware path (the eight, MEMQ/SR+srq on a
-#     shared receive queue, MPI, IPoIB, HyPer scheduled and not, the RDMA
+#     shared receive queue, MEMQ/SR+xrc over XRC, MPI, IPoIB, HyPer scheduled and not, the RDMA
 #     middleware) on 3 nodes in one process over each device, with the race
 #     detector, and fails unless each delivers every tuple intact (explore
 #     exits 1 on an integrity failure).
@@ -56,7 +56,7 @@ for dev in $devices; do
 done
 
 $GO build -race -tags ibverbs -o "$dir/explore" ./cmd/explore
-designs="SESQ/SR MESQ/SR SEMQ/SR MEMQ/SR MEMQ/SR+srq SEMQ/RD MEMQ/RD SEMQ/WR MEMQ/WR SEMQ/WR+cw MEMQ/WR+cw MPI IPoIB HyPer HyPer/unsched RDMA-MW"
+designs="SESQ/SR MESQ/SR SEMQ/SR MEMQ/SR MEMQ/SR+srq MEMQ/SR+xrc SEMQ/RD MEMQ/RD SEMQ/WR MEMQ/WR SEMQ/WR+cw MEMQ/WR+cw MPI IPoIB HyPer HyPer/unsched RDMA-MW"
 failed=0
 for dev in $devices; do
 	line="designs on $dev, 3 nodes:"

@@ -118,7 +118,7 @@ struct sr_context_ops {
 	sr_unused_op attach_counters_point_flow;
 	sr_unused_op attach_mcast;
 	sr_unused_op bind_mw;
-	sr_unused_op close_xrcd;
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	sr_unused_op create_counters;
@@ -128,10 +128,10 @@ struct sr_context_ops {
 	sr_unused_op create_flow;
 	sr_unused_op create_flow_action_esp;
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
-	sr_unused_op create_qp_ex;
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context, struct ibv_qp_init_attr_ex *qp_init_attr_ex);
 	sr_unused_op create_rwq_ind_table;
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr);
-	sr_unused_op create_srq_ex;
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context, struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	sr_unused_op create_wq;
 	sr_unused_op dealloc_mw;
 	int (*dealloc_pd)(struct ibv_pd *pd);
@@ -149,7 +149,7 @@ struct sr_context_ops {
 	sr_unused_op detach_mcast;
 	void (*free_context)(struct ibv_context *context);
 	sr_unused_op free_dm;
-	sr_unused_op get_srq_num;
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	sr_unused_op import_dm;
 	sr_unused_op import_mr;
 	sr_unused_op import_pd;
@@ -160,7 +160,7 @@ struct sr_context_ops {
 	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask);
 	sr_unused_op modify_wq;
 	sr_unused_op open_qp;
-	sr_unused_op open_xrcd;
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context, struct ibv_xrcd_init_attr *xrcd_init_attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);

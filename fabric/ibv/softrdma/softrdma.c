@@ -16,7 +16,9 @@
  * SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM and RDMA_READ; memory
  * regions with keys, bounds and access flags; completion queues with
  * overrun; shared receive queues (consumed in posting order by any attached
- * queue pair, with the limit event); RNR NAKs and retries; transport
+ * queue pair, with the limit event); XRC (domains, XRC SRQs with their own
+ * CQ, XRC_SEND queue pairs whose requests name the remote SRQ, XRC_RECV
+ * queue pairs that deliver into the SRQ named); RNR NAKs and retries; transport
  * retries when the responder is not ready; queue pair state transitions with the required and optional
  * attribute masks of each transport and transition; a GRH required on RoCE
  * ports; UD's 40-byte GRH and Q_Key; flushes in the error state; the
@@ -107,6 +109,13 @@ struct sr_pd {
 	int users;
 };
 
+/* An XRC domain: its XRC SRQs and XRC_RECV queue pairs count as users. */
+struct sr_xrcd {
+	struct ibv_xrcd xrcd; /* first (the library's struct verbs_xrcd adds nothing it reads) */
+	struct sr_ctx *ctx;
+	int users;
+};
+
 struct sr_mr {
 	struct verbs_mr vmr;
 	struct sr_pd *pd;
@@ -149,6 +158,7 @@ struct sr_swqe {
 	uint32_t imm; /* network order, as posted */
 	struct ibv_ah_attr av; /* UD */
 	uint32_t rqpn, rqkey;  /* UD */
+	uint32_t srqn;         /* XRC_SEND: the remote XRC SRQ */
 	int tries, rnr_tries;
 	uint64_t due; /* not before this time (ns), after a NAK or a timeout */
 };
@@ -178,6 +188,8 @@ struct sr_srq {
 	int users;           /* attached queue pairs */
 	unsigned events;     /* limit events written to the event pipe */
 	struct sr_srq *zombie;
+	struct sr_xrcd *xrcd; /* an XRC SRQ's domain, or NULL */
+	struct sr_cq *cq;     /* an XRC SRQ's completion queue */
 };
 
 struct sr_qp {
@@ -185,7 +197,8 @@ struct sr_qp {
 	struct sr_ctx *ctx;
 	struct sr_pd *pd;
 	struct sr_cq *scq, *rcq;
-	struct sr_srq *srq; /* receives come from it, or from rq when NULL */
+	struct sr_srq *srq; /* receives come from it, or from rq when NULL; XRC_RECV: the request's, while it is delivered */
+	struct sr_xrcd *xrcd; /* XRC_RECV: its domain */
 	int type;
 	int state;
 	int sig_all;
@@ -214,7 +227,9 @@ static uint32_t g_nqps, g_qpcap;
 static struct sr_mr **g_mrs;
 static uint32_t g_nmrs, g_mrcap;
 static uint32_t g_keygen;
-static uint32_t g_srqs; /* shared receive queues created: their handles */
+static uint32_t g_srqs; /* shared receive queues created: their handles (and SRQ numbers) */
+static struct sr_srq **g_srqtab; /* by handle, while they exist */
+static uint32_t g_srqcap;
 
 static uint64_t now_ns(void)
 {
@@ -450,7 +465,7 @@ static void complete_recv(struct sr_qp *qp, struct sr_rwqe *r, enum ibv_wc_statu
 		if (grh)
 			e.wc.wc_flags |= IBV_WC_GRH;
 	}
-	cq_push(qp->rcq, &e);
+	cq_push(qp->srq && qp->srq->cq ? qp->srq->cq : qp->rcq, &e);
 }
 
 /* to_error moves qp to ERROR; the NIC thread flushes what remains. */
@@ -498,7 +513,9 @@ static int local_ok(struct sr_pd *pd, const struct ibv_sge *sge, int n, int writ
 static int remote_ok(struct sr_qp *dst, uint32_t rkey, uint64_t addr, uint64_t len, int access)
 {
 	struct sr_mr *m = mr_by_key(rkey);
-	if (!m || m->pd != dst->pd || !(m->access & access) || !(dst->access & access))
+	/* An XRC_RECV queue pair has no domain of its own: the SRQ's counts. */
+	struct sr_pd *pd = dst->type == IBV_QPT_XRC_RECV && dst->srq ? dst->srq->pd : dst->pd;
+	if (!m || m->pd != pd || !(m->access & access) || !(dst->access & access))
 		return 0;
 	return addr >= m->start && addr + len <= m->start + m->len && addr + len >= addr;
 }
@@ -693,11 +710,23 @@ static int responder_error(struct sr_qp *qp, struct sr_qp *dst, struct sr_swqe *
 	return fail(qp, w, st);
 }
 
+/* peer_type is the type of the responder a connected queue pair of type t
+ * talks to. */
+static int peer_type(int t) { return t == IBV_QPT_XRC_SEND ? IBV_QPT_XRC_RECV : t; }
+
+/* xrc_srq is the XRC SRQ numbered srqn of target dst's domain, or NULL. */
+static struct sr_srq *xrc_srq(const struct sr_qp *dst, uint32_t srqn)
+{
+	if (srqn == 0 || srqn >= g_srqcap || !g_srqtab[srqn] || g_srqtab[srqn]->xrcd != dst->xrcd)
+		return NULL;
+	return g_srqtab[srqn];
+}
+
 static int exec_connected(struct sr_qp *qp, struct sr_swqe *w, uint64_t now)
 {
-	int rc = qp->type == IBV_QPT_RC;
+	int rc = qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND;
 	struct sr_qp *dst = reach(qp->ctx->dev, &qp->av, qp->dest_qpn);
-	if (!dst || dst->type != qp->type || (dst->state != IBV_QPS_RTR && dst->state != IBV_QPS_RTS)) {
+	if (!dst || dst->type != peer_type(qp->type) || (dst->state != IBV_QPS_RTR && dst->state != IBV_QPS_RTS)) {
 		if (!rc) { /* UC: the packets are lost, the sender does not know */
 			complete_send(qp, w, IBV_WC_SUCCESS, w->len);
 			return DONE;
@@ -705,6 +734,13 @@ static int exec_connected(struct sr_qp *qp, struct sr_swqe *w, uint64_t now)
 		return retry(qp, w, now);
 	}
 	w->tries = 0;
+	if (dst->type == IBV_QPT_XRC_RECV) {
+		/* Every XRC request names an SRQ of the target's domain (its
+		 * XRCETH); another is a NAK-Invalid Request. */
+		dst->srq = xrc_srq(dst, w->srqn);
+		if (!dst->srq)
+			return responder_error(qp, dst, w, IBV_WC_REM_INV_REQ_ERR, 0);
+	}
 	struct sr_rwqe *r = NULL;
 	switch (w->opcode) {
 	case IBV_WR_SEND:
@@ -1157,22 +1193,59 @@ static int size_rq(struct ibv_qp_cap *cap)
 	return (int)pow2_at_least(cap->max_recv_wr);
 }
 
-static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* qp_args checks what a queue pair of type attr->qp_type takes: RC, UC and
+ * UD a send and a receive CQ (and maybe an SRQ); XRC_SEND a send CQ only
+ * (no receive queue); XRC_RECV an XRC domain and nothing else. It clears
+ * what the type ignores; 0 or an errno. */
+static int qp_args(struct sr_ctx *ctx, struct ibv_pd *pd, struct sr_xrcd *xrcd, struct ibv_qp_init_attr *attr)
 {
-	struct sr_ctx *ctx = ctx_of(pd->context);
 	struct sr_cq *scq = (struct sr_cq *)attr->send_cq, *rcq = (struct sr_cq *)attr->recv_cq;
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	struct sr_srq *srq = (struct sr_srq *)attr->srq;
-	if (!scq || !rcq || scq->ctx != ctx || rcq->ctx != ctx || (srq && srq->ctx != ctx)) {
-		errno = EINVAL;
+	switch (attr->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		if (!pd || !scq || !rcq || scq->ctx != ctx || rcq->ctx != ctx || (srq && (srq->ctx != ctx || srq->xrcd)))
+			return EINVAL;
+		if (srq) /* the receive queue's attributes are ignored, as by mlx5 */
+			attr->cap.max_recv_wr = attr->cap.max_recv_sge = 0;
+		return 0;
+	case IBV_QPT_XRC_SEND:
+		if (!pd || !scq || scq->ctx != ctx || srq)
+			return EINVAL;
+		attr->recv_cq = NULL;
+		attr->cap.max_recv_wr = attr->cap.max_recv_sge = 0;
+		return 0;
+	case IBV_QPT_XRC_RECV:
+		if (!xrcd || xrcd->ctx != ctx || srq)
+			return EINVAL;
+		attr->send_cq = attr->recv_cq = NULL;
+		memset(&attr->cap, 0, sizeof(attr->cap));
+		return 0;
+	default:
+		return EOPNOTSUPP;
+	}
+}
+
+static void free_qp(struct sr_qp *q)
+{
+	free(q->sq);
+	free(q->rq);
+	free(q->inl);
+	free(q);
+}
+
+/* create_qp creates a queue pair of pd, or for XRC_RECV of xrcd. */
+static struct ibv_qp *create_qp(struct ibv_context *context, struct ibv_pd *pd, struct sr_xrcd *xrcd,
+				struct ibv_qp_init_attr *attr)
+{
+	struct sr_ctx *ctx = ctx_of(context);
+	int rc = qp_args(ctx, pd, xrcd, attr);
+	if (rc) {
+		errno = rc;
 		return NULL;
 	}
 	struct ibv_qp_cap cap = attr->cap;
-	if (srq) /* the receive queue's attributes are ignored, as by mlx5 */
-		cap.max_recv_wr = cap.max_recv_sge = 0;
 	int sq = size_sq(ctx->dev, attr->qp_type, &cap);
 	int rq = size_rq(&cap);
 	if (sq < 0 || rq < 0) {
@@ -1190,10 +1263,7 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	q->rq = calloc((size_t)q->rq_cap, sizeof(*q->rq));
 	q->inl = calloc((size_t)q->sq_cap, (size_t)cap.max_inline_data + 1);
 	if (!q->sq || !q->rq || !q->inl) {
-		free(q->sq);
-		free(q->rq);
-		free(q->inl);
-		free(q);
+		free_qp(q);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -1203,9 +1273,10 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	attr->cap = cap;
 	q->ctx = ctx;
 	q->pd = (struct sr_pd *)pd;
-	q->scq = scq;
-	q->rcq = rcq;
-	q->srq = srq;
+	q->xrcd = xrcd;
+	q->scq = (struct sr_cq *)attr->send_cq;
+	q->rcq = (struct sr_cq *)attr->recv_cq;
+	q->srq = (struct sr_srq *)attr->srq;
 	q->type = attr->qp_type;
 	q->state = IBV_QPS_RESET;
 	q->sig_all = attr->sq_sig_all;
@@ -1214,24 +1285,26 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	pthread_mutex_lock(&g_mu);
 	if (g_nqps >= SR_MAX_QP || grow((void **)&g_qps, &g_qpcap, g_nqps + 1, sizeof(*g_qps))) {
 		pthread_mutex_unlock(&g_mu);
-		free(q->sq);
-		free(q->rq);
-		free(q->inl);
-		free(q);
+		free_qp(q);
 		errno = ENOMEM;
 		return NULL;
 	}
 	uint32_t qpn = SR_QPN_BASE + g_nqps;
 	g_qps[g_nqps++] = q;
-	q->pd->users++;
-	scq->users++;
-	rcq->users++;
-	if (srq)
-		srq->users++;
+	if (q->pd)
+		q->pd->users++;
+	if (q->xrcd)
+		q->xrcd->users++;
+	if (q->scq)
+		q->scq->users++;
+	if (q->rcq)
+		q->rcq->users++;
+	if (q->srq)
+		q->srq->users++;
 	pthread_mutex_unlock(&g_mu);
 
 	struct ibv_qp *ib = &q->vqp.qp;
-	ib->context = pd->context;
+	ib->context = context;
 	ib->qp_context = attr->qp_context;
 	ib->pd = pd;
 	ib->send_cq = attr->send_cq;
@@ -1244,15 +1317,50 @@ static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	pthread_mutex_init(&ib->mutex, NULL);
 	pthread_cond_init(&ib->cond, NULL);
 	ib->events_completed = 0;
+	if (xrcd) {
+		q->vqp.comp_mask = 1; /* VERBS_QP_XRCD */
+		q->vqp.xrcd = &xrcd->xrcd;
+	}
 	return ib;
 }
 
+static struct ibv_qp *sr_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	return create_qp(pd->context, pd, NULL, attr);
+}
+
+/* sr_create_qp_ex: ibv_create_qp_ex with a protection domain, or with an
+ * XRC domain for XRC_RECV (the only extended attributes taken). */
+static struct ibv_qp *sr_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct ibv_pd *pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL;
+	struct sr_xrcd *xrcd = (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) ? (struct sr_xrcd *)attr->xrcd : NULL;
+	if ((attr->qp_type == IBV_QPT_XRC_RECV) != (xrcd != NULL) || (pd && pd->context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* struct ibv_qp_init_attr_ex begins as struct ibv_qp_init_attr. */
+	struct ibv_qp_init_attr init;
+	memcpy(&init, attr, sizeof(init));
+	struct ibv_qp *qp = create_qp(context, pd, xrcd, &init);
+	if (qp)
+		memcpy(attr, &init, sizeof(init));
+	return qp;
+}
+
+/* discard forgets q's requests and purges its completions (an XRC_RECV
+ * queue pair's, in its SRQs' CQs, stay: they free SRQ slots when polled). */
 static void discard(struct sr_qp *q)
 {
 	q->sq_head = q->sq_next = q->sq_tail = 0;
 	q->rq_head = q->rq_next = q->rq_tail = 0;
-	cq_purge(q->scq, q->vqp.qp.qp_num);
-	if (q->rcq != q->scq)
+	if (q->scq)
+		cq_purge(q->scq, q->vqp.qp.qp_num);
+	if (q->rcq && q->rcq != q->scq)
 		cq_purge(q->rcq, q->vqp.qp.qp_num);
 }
 
@@ -1262,18 +1370,20 @@ static int sr_destroy_qp(struct ibv_qp *qp)
 	pthread_mutex_lock(&g_mu);
 	discard(q);
 	g_qps[qp->qp_num - SR_QPN_BASE] = NULL;
-	q->pd->users--;
-	q->scq->users--;
-	q->rcq->users--;
-	if (q->srq)
+	if (q->pd)
+		q->pd->users--;
+	if (q->xrcd)
+		q->xrcd->users--;
+	if (q->scq)
+		q->scq->users--;
+	if (q->rcq)
+		q->rcq->users--;
+	if (q->srq && q->type != IBV_QPT_XRC_RECV) /* a target's is the last request's, not attached */
 		q->srq->users--;
 	pthread_mutex_unlock(&g_mu);
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
-	free(q->sq);
-	free(q->rq);
-	free(q->inl);
-	free(q);
+	free_qp(q);
 	return 0;
 }
 
@@ -1285,7 +1395,7 @@ static int sr_destroy_qp(struct ibv_qp *qp)
  */
 struct transition {
 	int from, to;
-	int req[3], opt[3]; /* indexed RC, UC, UD */
+	int req[5], opt[5]; /* indexed RC, UC, UD, XRC_SEND, XRC_RECV */
 };
 
 enum {
@@ -1298,17 +1408,36 @@ enum {
 	M_RTS_UC_OPT = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE,
 	M_RTS_RC_OPT = M_RTS_UC_OPT | IBV_QP_MIN_RNR_TIMER,
 	M_UD_OPT = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+	/* XRC, as the kernel's table has it (ib_modify_qp_is_ok): the
+	 * initiator is RC without the responder's attributes at RTR; the
+	 * target is RC at RTR, and at RTS takes the timeout and SQ PSN only. */
+	M_RTS_TGT = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
 };
 
 static const struct transition transitions[] = {
-	{ IBV_QPS_RESET, IBV_QPS_INIT, { M_INIT_RCUC, M_INIT_RCUC, M_INIT_UD }, { 0, 0, 0 } },
-	{ IBV_QPS_INIT, IBV_QPS_INIT, { 0, 0, 0 }, { M_INIT_RCUC, M_INIT_RCUC, M_INIT_UD } },
-	{ IBV_QPS_INIT, IBV_QPS_RTR, { M_RTR_RC, M_RTR_UC, 0 }, { M_RTR_OPT, M_RTR_OPT, IBV_QP_PKEY_INDEX | IBV_QP_QKEY } },
-	{ IBV_QPS_RTR, IBV_QPS_RTS, { M_RTS_RC, IBV_QP_SQ_PSN, IBV_QP_SQ_PSN }, { M_RTS_RC_OPT, M_RTS_UC_OPT, M_UD_OPT } },
-	{ IBV_QPS_RTS, IBV_QPS_RTS, { 0, 0, 0 }, { M_RTS_RC_OPT, M_RTS_UC_OPT, M_UD_OPT } },
+	{ IBV_QPS_RESET, IBV_QPS_INIT, { M_INIT_RCUC, M_INIT_RCUC, M_INIT_UD, M_INIT_RCUC, M_INIT_RCUC }, { 0 } },
+	{ IBV_QPS_INIT, IBV_QPS_INIT, { 0 }, { M_INIT_RCUC, M_INIT_RCUC, M_INIT_UD, M_INIT_RCUC, M_INIT_RCUC } },
+	{ IBV_QPS_INIT, IBV_QPS_RTR, { M_RTR_RC, M_RTR_UC, 0, M_RTR_UC, M_RTR_RC },
+	  { M_RTR_OPT, M_RTR_OPT, IBV_QP_PKEY_INDEX | IBV_QP_QKEY, M_RTR_OPT, M_RTR_OPT } },
+	{ IBV_QPS_RTR, IBV_QPS_RTS, { M_RTS_RC, IBV_QP_SQ_PSN, IBV_QP_SQ_PSN, M_RTS_RC, M_RTS_TGT },
+	  { M_RTS_RC_OPT, M_RTS_UC_OPT, M_UD_OPT, M_RTS_UC_OPT, M_RTS_RC_OPT } },
+	{ IBV_QPS_RTS, IBV_QPS_RTS, { 0 }, { M_RTS_RC_OPT, M_RTS_UC_OPT, M_UD_OPT, M_RTS_UC_OPT, M_RTS_RC_OPT } },
 };
 
-static int transport_index(int type) { return type == IBV_QPT_RC ? 0 : type == IBV_QPT_UC ? 1 : 2; }
+static int transport_index(int type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return 0;
+	case IBV_QPT_UC:
+		return 1;
+	case IBV_QPT_XRC_SEND:
+		return 3;
+	case IBV_QPT_XRC_RECV:
+		return 4;
+	}
+	return 2;
+}
 
 /* legal returns 0 when mask is what the transition from -> to of a queue
  * pair of type needs, else EINVAL. */
@@ -1468,7 +1597,7 @@ static int send_opcode_ok(int type, int op)
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return type != IBV_QPT_UD;
 	case IBV_WR_RDMA_READ:
-		return type == IBV_QPT_RC;
+		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
 	default:
 		return 0; /* atomics, memory windows: not implemented */
 	}
@@ -1477,7 +1606,7 @@ static int send_opcode_ok(int type, int op)
 /* post_one queues one send request; 0 or an errno. */
 static int post_one(struct sr_qp *q, const struct ibv_send_wr *wr)
 {
-	if (q->state != IBV_QPS_RTS && q->state != IBV_QPS_ERR)
+	if (q->type == IBV_QPT_XRC_RECV || (q->state != IBV_QPS_RTS && q->state != IBV_QPS_ERR))
 		return EINVAL;
 	if (q->sq_head - q->sq_tail >= q->cap.max_send_wr)
 		return ENOMEM;
@@ -1516,6 +1645,8 @@ static int post_one(struct sr_qp *q, const struct ibv_send_wr *wr)
 		w->raddr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 	}
+	if (q->type == IBV_QPT_XRC_SEND)
+		w->srqn = wr->qp_type.xrc.remote_srqn;
 	q->sq_head++;
 	return 0;
 }
@@ -1543,7 +1674,7 @@ static int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 	int rc = 0;
 	pthread_mutex_lock(&g_mu);
 	for (; wr; wr = wr->next) {
-		if (q->state == IBV_QPS_RESET || q->srq)
+		if (q->state == IBV_QPS_RESET || q->srq || q->type == IBV_QPT_XRC_SEND || q->type == IBV_QPT_XRC_RECV)
 			rc = EINVAL;
 		else if (q->rq_head - q->rq_tail >= q->cap.max_recv_wr)
 			rc = ENOMEM;
@@ -1566,9 +1697,10 @@ static int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 
 /* ---- shared receive queues ---- */
 
-static struct ibv_srq *sr_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+/* create_srq creates a shared receive queue of pd; the caller fills the
+ * public fields the library does not (ibv_create_srq fills them). */
+static struct sr_srq *create_srq(struct ibv_pd *pd, struct ibv_srq_attr *a)
 {
-	struct ibv_srq_attr *a = &init->attr;
 	if (a->max_wr == 0 || a->max_wr > SR_MAX_SRQ_WR || a->max_sge > SR_MAX_SGE) {
 		errno = EINVAL;
 		return NULL;
@@ -1592,11 +1724,99 @@ static struct ibv_srq *sr_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr
 	a->max_sge = s->max_sge;
 	a->srq_limit = 0;
 	pthread_mutex_lock(&g_mu);
+	if (grow((void **)&g_srqtab, &g_srqcap, g_srqs + 2, sizeof(*g_srqtab))) {
+		pthread_mutex_unlock(&g_mu);
+		free(s->ring);
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	s->pd->users++;
 	s->srq.handle = ++g_srqs;
+	g_srqtab[s->srq.handle] = s;
 	pthread_mutex_unlock(&g_mu);
+	return s;
+}
+
+static struct ibv_srq *sr_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+{
+	struct sr_srq *s = create_srq(pd, &init->attr);
 	/* The library fills context, pd, srq_context, mutex and cond. */
-	return &s->srq;
+	return s ? &s->srq : NULL;
+}
+
+/* sr_create_srq_ex: ibv_create_srq_ex of an XRC SRQ (IBV_SRQT_XRC, with
+ * its domain and CQ); the library creates basic ones with create_srq. */
+static struct ibv_srq *sr_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *init)
+{
+	uint32_t need = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	if ((init->comp_mask & need) != need || (init->comp_mask & ~need) || init->srq_type != IBV_SRQT_XRC) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct sr_ctx *ctx = ctx_of(context);
+	struct sr_xrcd *x = (struct sr_xrcd *)init->xrcd;
+	struct sr_cq *cq = (struct sr_cq *)init->cq;
+	if (!init->pd || init->pd->context != context || !x || x->ctx != ctx || !cq || cq->ctx != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct sr_srq *s = create_srq(init->pd, &init->attr);
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&g_mu);
+	s->xrcd = x;
+	s->cq = cq;
+	x->users++;
+	cq->users++;
+	pthread_mutex_unlock(&g_mu);
+	struct ibv_srq *srq = &s->srq;
+	srq->context = context;
+	srq->srq_context = init->srq_context;
+	srq->pd = init->pd;
+	pthread_mutex_init(&srq->mutex, NULL);
+	pthread_cond_init(&srq->cond, NULL);
+	srq->events_completed = 0;
+	return srq;
+}
+
+/* sr_get_srq_num: an SRQ's number is its handle. */
+static int sr_get_srq_num(struct ibv_srq *srq, uint32_t *num)
+{
+	*num = srq->handle;
+	return 0;
+}
+
+static struct ibv_xrcd *sr_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *init)
+{
+	/* A domain shared through a file (fd, O_CREAT) is not implemented:
+	 * only a new one (fd -1). */
+	if (!(init->comp_mask & IBV_XRCD_INIT_ATTR_FD) || init->fd != -1) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	struct sr_xrcd *x = calloc(1, sizeof(*x));
+	if (!x) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	x->ctx = ctx_of(context);
+	x->xrcd.context = context;
+	return &x->xrcd;
+}
+
+/* sr_close_xrcd fails with EBUSY while XRC SRQs or XRC_RECV queue pairs of
+ * the domain remain. */
+static int sr_close_xrcd(struct ibv_xrcd *xrcd)
+{
+	struct sr_xrcd *x = (struct sr_xrcd *)xrcd;
+	pthread_mutex_lock(&g_mu);
+	int busy = x->users > 0;
+	pthread_mutex_unlock(&g_mu);
+	if (busy)
+		return EBUSY;
+	free(x);
+	return 0;
 }
 
 static int sr_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
@@ -1640,6 +1860,14 @@ static int sr_destroy_srq(struct ibv_srq *srq)
 		return EBUSY;
 	}
 	s->pd->users--;
+	g_srqtab[srq->handle] = NULL;
+	if (s->xrcd) {
+		s->xrcd->users--;
+		s->cq->users--;
+		for (uint32_t i = 0; i < g_nqps; i++) /* no target keeps it as its last request's */
+			if (g_qps[i] && g_qps[i]->srq == s)
+				g_qps[i]->srq = NULL;
+	}
 	pthread_mutex_lock(&srq->mutex);
 	int unacked = srq->events_completed != s->events;
 	pthread_mutex_unlock(&srq->mutex);
@@ -1711,10 +1939,13 @@ static void sr_free_context(struct ibv_context *context)
 
 static const struct sr_context_ops sr_ops = {
 	.alloc_pd = sr_alloc_pd,
+	.close_xrcd = sr_close_xrcd,
 	.create_ah = sr_create_ah,
 	.create_cq = sr_create_cq,
 	.create_qp = sr_create_qp,
+	.create_qp_ex = sr_create_qp_ex,
 	.create_srq = sr_create_srq,
+	.create_srq_ex = sr_create_srq_ex,
 	.dealloc_pd = sr_dealloc_pd,
 	.dereg_mr = sr_dereg_mr,
 	.destroy_ah = sr_destroy_ah,
@@ -1722,8 +1953,10 @@ static const struct sr_context_ops sr_ops = {
 	.destroy_qp = sr_destroy_qp,
 	.destroy_srq = sr_destroy_srq,
 	.free_context = sr_free_context,
+	.get_srq_num = sr_get_srq_num,
 	.modify_qp = sr_modify_qp,
 	.modify_srq = sr_modify_srq,
+	.open_xrcd = sr_open_xrcd,
 	.poll_cq = sr_poll_cq,
 	.post_recv = sr_post_recv,
 	.post_send = sr_post_send,
@@ -1760,7 +1993,12 @@ static int sr_abi_check(struct ibv_context *c)
 	       (void *)c->ops.post_srq_recv == (void *)sr_post_srq_recv &&
 	       (void *)c->ops.poll_cq == (void *)sr_poll_cq && (void *)c->ops.post_send == (void *)sr_post_send &&
 	       (void *)c->ops.post_recv == (void *)sr_post_recv &&
-	       (void *)c->ops.req_notify_cq == (void *)sr_req_notify_cq;
+	       (void *)c->ops.req_notify_cq == (void *)sr_req_notify_cq &&
+	       (void *)verbs_get_ctx(c)->open_xrcd == (void *)sr_open_xrcd &&
+	       (void *)verbs_get_ctx(c)->close_xrcd == (void *)sr_close_xrcd &&
+	       (void *)verbs_get_ctx(c)->create_srq_ex == (void *)sr_create_srq_ex &&
+	       (void *)verbs_get_ctx(c)->get_srq_num == (void *)sr_get_srq_num &&
+	       (void *)verbs_get_ctx(c)->create_qp_ex == (void *)sr_create_qp_ex;
 }
 
 static struct verbs_context *sr_alloc_context(struct ibv_device *device, int cmd_fd, void *private_data)

@@ -1,0 +1,190 @@
+package loopback
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// XRC. An XRCSend queue pair executes its requests as RC does; the
+// XRCRecv queue pair it is connected to takes each message that needs a
+// receive out of the XRC SRQ the request names (SendWR.RemoteSRQN), which
+// must be of the target's domain (else the request fails with a remote
+// invalid request and the target enters ERROR), and completes it in that
+// SRQ's CQ at once: the loopback NIC delivers a message whole, so the
+// receive never sits in a queue pair's ring, and its slot is the SRQ's
+// until the completion is polled (cqe.xs).
+
+// xrcd implements fabric.XRCD; guarded by the NIC's mu.
+type xrcd struct {
+	n     *nic
+	pd    *pd
+	id    int
+	users int // XRC SRQs and target queue pairs
+	dead  bool
+}
+
+var _ fabric.XRCD = (*xrcd)(nil)
+
+func (d *xrcd) String() string { return fmt.Sprintf("XRCD %d on node %d", d.id, d.n.id) }
+
+func (p *pd) OpenXRCD() (fabric.XRCD, error) {
+	n := p.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	n.nextXRCD++
+	p.users++
+	return &xrcd{n: n, pd: p, id: n.nextXRCD}, nil
+}
+
+func (d *xrcd) Close() error {
+	d.n.mu.Lock()
+	defer d.n.mu.Unlock()
+	if d.dead {
+		return fmt.Errorf("%w: %v closed twice", fabric.ErrClosed, d)
+	}
+	if d.users > 0 {
+		return fmt.Errorf("%w: %v still has %d XRC SRQs and target queue pairs", fabric.ErrBusy, d, d.users)
+	}
+	d.dead = true
+	d.pd.users--
+	return nil
+}
+
+// domain returns the XRC domain x of p's NIC, alive (mu held).
+func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
+	d, ok := x.(*xrcd)
+	switch {
+	case !ok || d == nil || d.n != p.n:
+		return nil, fmt.Errorf("%w: %s with an XRC domain that is not this node's", fabric.ErrInvalidArg, what)
+	case d.dead:
+		return nil, fmt.Errorf("%w: %s with a closed XRC domain", fabric.ErrClosed, what)
+	}
+	return d, nil
+}
+
+// xrcSRQInit checks the XRC part of an SRQ's arguments (mu held).
+func (p *pd) xrcSRQInit(init fabric.SRQInit) (*xrcd, *cq, error) {
+	if init.XRCD == nil {
+		if init.CQ != nil {
+			return nil, nil, fmt.Errorf("%w: CreateSRQ with a completion queue but no XRC domain (only XRC SRQs have a CQ)", fabric.ErrInvalidArg)
+		}
+		return nil, nil, nil
+	}
+	d, err := p.domain(init.XRCD, "CreateSRQ")
+	if err != nil {
+		return nil, nil, err
+	}
+	q, ok := init.CQ.(*cq)
+	switch {
+	case !ok || q == nil || q.n != p.n:
+		return nil, nil, fmt.Errorf("%w: an XRC SRQ needs a completion queue of this node", fabric.ErrInvalidArg)
+	case q.dead:
+		return nil, nil, fmt.Errorf("%w: CreateSRQ with a destroyed CQ", fabric.ErrClosed)
+	}
+	return d, q, nil
+}
+
+// xrcQP checks the arguments of an XRC queue pair and returns its send
+// CQ (nil for a target), capabilities and domain (targets) (mu held).
+func (p *pd) xrcQP(init fabric.QPInit) (*cq, fabric.QPCaps, *xrcd, error) {
+	var caps fabric.QPCaps
+	if init.SRQ != nil {
+		return nil, caps, nil, fmt.Errorf("%w: an %v queue pair takes no shared receive queue", fabric.ErrInvalidArg, init.Type)
+	}
+	if init.Type == fabric.XRCRecv {
+		if init.XRCD == nil {
+			return nil, caps, nil, fmt.Errorf("%w: an XRC_RECV queue pair needs an XRC domain", fabric.ErrInvalidArg)
+		}
+		d, err := p.domain(init.XRCD, "CreateQP")
+		return nil, caps, d, err
+	}
+	if init.XRCD != nil {
+		return nil, caps, nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
+	}
+	scq, ok := init.SendCQ.(*cq)
+	switch {
+	case !ok || scq == nil || scq.n != p.n:
+		return nil, caps, nil, fmt.Errorf("%w: CreateQP needs a send CQ of this loopback device", fabric.ErrInvalidArg)
+	case scq.dead:
+		return nil, caps, nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
+	}
+	caps = init.Caps
+	caps.MaxRecvWR = 0
+	attr := (&device{n: p.n}).Attr()
+	if caps.MaxSendWR < 1 || caps.MaxSendWR > attr.MaxSendWR(init.Type, 1, caps.MaxInline) {
+		return nil, caps, nil, fmt.Errorf("%w: send queue depth %d outside 1..%d", fabric.ErrLimit, caps.MaxSendWR, attr.MaxSendWR(init.Type, 1, caps.MaxInline))
+	}
+	if caps.MaxInline < 0 || caps.MaxInline > maxInlineRC {
+		return nil, caps, nil, fmt.Errorf("%w: max inline %d bytes outside 0..%d for %v", fabric.ErrLimit, caps.MaxInline, maxInlineRC, init.Type)
+	}
+	return scq, caps, nil, nil
+}
+
+// createXRCQP creates an XRC queue pair (mu held).
+func (p *pd) createXRCQP(init fabric.QPInit) (*qp, error) {
+	scq, caps, d, err := p.xrcQP(init)
+	if err != nil {
+		return nil, err
+	}
+	n := p.n
+	if len(n.qps) >= maxQP {
+		return nil, fmt.Errorf("%w: node %d already has %d queue pairs", fabric.ErrLimit, n.id, len(n.qps))
+	}
+	n.nextQPN++
+	q := &qp{n: n, pd: p, qpn: qpnBase + n.nextQPN, typ: init.Type, scq: scq, caps: caps, mtu: (&device{n: n}).Attr().MTU,
+		sq: make([]sqe, caps.MaxSendWR), xrcd: d}
+	n.qps[q.qpn] = q
+	p.users++
+	if scq != nil {
+		scq.users++
+	}
+	if d != nil {
+		d.users++
+	}
+	return q, nil
+}
+
+// slot is a receive taken for a message: entry i of d's ring, or an entry
+// taken out of an XRC SRQ (xs) for target d.
+type slot struct {
+	d  *qp
+	i  uint64
+	r  *rqe
+	xs *srq
+}
+
+// done completes the receive with wc.
+func (s slot) done(wc fabric.WC) {
+	if s.xs == nil {
+		s.d.recvDone(s.i, wc)
+		return
+	}
+	wc.QPN = s.d.qpn
+	s.xs.cq.push(cqe{wc: wc, xs: s.xs, recv: true})
+}
+
+// takeRecvFor takes the receive for a message of request e arriving at d:
+// ok false when there is none (RNR), bad when an XRC request names no
+// XRC SRQ of d's domain (mu of d's NIC held).
+func (d *qp) takeRecvFor(e *sqe) (s slot, ok, bad bool) {
+	if d.typ != fabric.XRCRecv {
+		i, r, ok := d.takeRecv()
+		return slot{d: d, i: i, r: r}, ok, false
+	}
+	x := d.n.srqs[e.wr.RemoteSRQN]
+	if x == nil || x.dead || x.xrcd != d.xrcd {
+		return slot{}, false, true
+	}
+	r, ok := x.take()
+	return slot{d: d, r: r, xs: x}, ok, false
+}
+
+// peers reports whether a request of a queue pair of type from may reach
+// one of type to: the same type, or XRC's initiator its target.
+func peers(from, to fabric.QPType) bool {
+	return from == to || from == fabric.XRCSend && to == fabric.XRCRecv
+}

@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// XRC (extended reliable connections). An XRCSend queue pair is an RC
+// requester whose request packets carry an XRCETH (4 bytes: the number of
+// the XRC SRQ the message is for, kept in the packet's qkey field, which
+// only UD uses otherwise). An XRCRecv queue pair is an RC responder (PSNs,
+// ACKs, NAKs, duplicates, reads, a context in the NIC's cache like any
+// queue pair) without queues of its own: each message that needs a
+// receive takes it from the SRQ it names, which must be an XRC SRQ of the
+// target's domain (else an invalid-request NAK); an empty SRQ is answered
+// with an RNR NAK, as an empty receive queue is.
+//
+// The taken receive moves into the target's own ring, as with an ordinary
+// SRQ (srq.give), so delivery, the checker's records and flushing are the
+// queue pair's. What differs: the receive completes in its SRQ's CQ, and
+// as the receives of one target go to several SRQs (and CQs, polled in
+// any order), a slot is released when its own completion is polled, not
+// with every slot before it (xrcTarget.from).
+//
+// Cost: the SRQ is found by its number in a table on the NIC; the lookup
+// is charged nothing beyond the receive pipeline's per-packet time, as
+// the WQE fetch of an ordinary SRQ is not (an estimate, docs/model.md).
+
+// hdrXRCETH is the XRC extended transport header of every XRC request
+// packet (IBA vol. 1, 9.3.1: the XRC SRQ number).
+const hdrXRCETH = 4
+
+// xrcd implements fabric.XRCD.
+type xrcd struct {
+	nic   *nic
+	pd    *pd
+	id    int
+	users int // XRC SRQs and target queue pairs open in it
+	dead  bool
+}
+
+var _ fabric.XRCD = (*xrcd)(nil)
+
+// xrcTarget is what an XRCRecv queue pair keeps beside the queue pair
+// (which stays 448 bytes, TestQPSizes): its domain, and for each receive
+// it has taken and whose completion has not been polled, the SRQ it came
+// from.
+type xrcTarget struct {
+	d    *xrcd
+	from map[uint64]*srq // ring index -> the SRQ of the receive in that slot
+}
+
+func (d *xrcd) String() string { return fmt.Sprintf("XRCD %d on node %d", d.id, d.nic.node.id) }
+
+func (d *xrcd) nodeID() int { return d.nic.node.id }
+
+func (d *xrcd) openDesc() (string, bool) { return d.String(), !d.dead }
+
+// OpenXRCD implements fabric.PD. It costs what creating a queue pair does
+// (an estimate: one command to the device).
+func (p *pd) OpenXRCD() (fabric.XRCD, error) {
+	c := p.c
+	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
+	if p.dead {
+		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	}
+	p.nic.nextXRCD++
+	d := &xrcd{nic: p.nic, pd: p, id: p.nic.nextXRCD}
+	p.users++
+	if ch := c.chk; ch != nil {
+		ch.objs = append(ch.objs, d)
+	}
+	return d, nil
+}
+
+func (d *xrcd) Close() error {
+	d.pd.c.enter(0)
+	if d.dead {
+		return fmt.Errorf("%w: %v closed twice", fabric.ErrClosed, d)
+	}
+	if d.users > 0 {
+		return fmt.Errorf("%w: %v still has %d XRC SRQs and target queue pairs", fabric.ErrBusy, d, d.users)
+	}
+	d.dead = true
+	d.pd.users--
+	return nil
+}
+
+// domain returns the XRC domain x of p's NIC, alive, for what.
+func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
+	d, ok := x.(*xrcd)
+	switch {
+	case !ok || d == nil || d.nic != p.nic:
+		return nil, fmt.Errorf("%w: %s with an XRC domain that is not this node's", fabric.ErrInvalidArg, what)
+	case d.dead:
+		return nil, fmt.Errorf("%w: %s with a closed XRC domain", fabric.ErrClosed, what)
+	}
+	return d, nil
+}
+
+// xrcSRQInit checks the XRC part of an SRQ's arguments: the domain and
+// completion queue an XRC SRQ needs, or neither.
+func (p *pd) xrcSRQInit(init fabric.SRQInit) (*xrcd, *cq, error) {
+	if init.XRCD == nil {
+		if init.CQ != nil {
+			return nil, nil, fmt.Errorf("%w: CreateSRQ with a completion queue but no XRC domain (only XRC SRQs have a CQ)", fabric.ErrInvalidArg)
+		}
+		return nil, nil, nil
+	}
+	d, err := p.domain(init.XRCD, "CreateSRQ")
+	if err != nil {
+		return nil, nil, err
+	}
+	q, ok := init.CQ.(*cq)
+	switch {
+	case !ok || q == nil || q.nic != p.nic:
+		return nil, nil, fmt.Errorf("%w: an XRC SRQ needs a completion queue of this node", fabric.ErrInvalidArg)
+	case q.dead:
+		return nil, nil, fmt.Errorf("%w: CreateSRQ with a destroyed CQ", fabric.ErrClosed)
+	}
+	return d, q, nil
+}
+
+// xrcQueues checks the arguments of an XRC queue pair: an XRCSend one has
+// a send CQ and no receive queue; an XRCRecv one has a domain and nothing
+// else. It returns the completion queues and capabilities to create it
+// with.
+func (p *pd) xrcQueues(init fabric.QPInit) (scq *cq, caps fabric.QPCaps, d *xrcd, err error) {
+	if init.SRQ != nil {
+		return nil, caps, nil, fmt.Errorf("%w: an %v queue pair takes no shared receive queue", fabric.ErrInvalidArg, init.Type)
+	}
+	if init.Type == fabric.XRCRecv {
+		if init.XRCD == nil {
+			return nil, caps, nil, fmt.Errorf("%w: an XRC_RECV queue pair needs an XRC domain", fabric.ErrInvalidArg)
+		}
+		d, err = p.domain(init.XRCD, "CreateQP")
+		return nil, caps, d, err
+	}
+	if init.XRCD != nil {
+		return nil, caps, nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
+	}
+	scq, ok := init.SendCQ.(*cq)
+	switch {
+	case !ok || scq == nil:
+		return nil, caps, nil, fmt.Errorf("%w: CreateQP needs a send CQ of this simulator", fabric.ErrInvalidArg)
+	case scq.dead:
+		return nil, caps, nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
+	}
+	caps = init.Caps
+	caps.MaxRecvWR = 0
+	return scq, caps, nil, nil
+}
+
+// tgt is q's XRC target state (q is an XRCRecv queue pair).
+func (q *qp) tgt() *xrcTarget { return q.nic.tgts[q] }
+
+// xrcTake selects the SRQ an XRC message arriving at target q names, for
+// takeRecv: false when it names none of q's domain (q has answered with an
+// invalid-request NAK).
+func (q *qp) xrcTake(p *packet) bool {
+	s := q.nic.srqNumbered(p.qkey)
+	if s == nil || s.dead || s.xrcd != q.tgt().d {
+		q.nakSent = true
+		q.responderError(nakInvalid, p.psn)
+		return false
+	}
+	q.srq = s
+	return true
+}
+
+// srqNumbered is the SRQ numbered n on the NIC (SRQ.Number), or nil.
+func (n *nic) srqNumbered(num uint32) *srq {
+	if num == 0 || int(num) > len(n.srqs) {
+		return nil
+	}
+	return n.srqs[num-1]
+}
+
+// recvCQ is the completion queue of the receive in q's slot i: the
+// queue pair's receive CQ, or for an XRC target the CQ of the SRQ the
+// receive came from (nil once released).
+func (q *qp) recvCQ(i uint64) *cq {
+	if q.typ != fabric.XRCRecv {
+		return q.rcq
+	}
+	if s := q.tgt().from[i]; s != nil {
+		return s.cq
+	}
+	return nil
+}
+
+// tgtRelease releases the slot of target q's receive i, whose completion
+// was polled (or lost): its SRQ's slot is free again, and q's ring moves
+// past every slot released so far.
+func (q *qp) tgtRelease(i uint64) {
+	t := q.tgt()
+	s := t.from[i]
+	if s == nil {
+		return
+	}
+	if ch := q.c.chk; ch != nil {
+		ch.release(q, i, i+1, true)
+	}
+	s.out--
+	delete(t.from, i)
+	for q.rqFree < q.rqHead && t.from[q.rqFree] == nil {
+		q.rqFree++
+	}
+}
+
+// tgtDiscard releases target q's slots before to (reset or destroy).
+func (q *qp) tgtDiscard(to uint64) {
+	t := q.tgt()
+	for i := q.rqFree; i < to; i++ {
+		if s := t.from[i]; s != nil {
+			s.out--
+			delete(t.from, i)
+		}
+	}
+	q.rqFree = max(q.rqFree, to)
+}
+
+// peers reports whether a packet of type pt may reach a queue pair of
+// type qt: the same type, or the two ends of XRC.
+func peers(qt, pt fabric.QPType) bool {
+	return qt == pt || qt == fabric.XRCSend && pt == fabric.XRCRecv || qt == fabric.XRCRecv && pt == fabric.XRCSend
+}
+
+// use adds k to the users of q, which may be nil (an XRC queue pair has
+// no receive CQ, a target no send CQ either).
+func (q *cq) use(k int) {
+	if q != nil {
+		q.users += k
+	}
+}
+
+// detach takes entries of a queue no longer served off q's count (checker),
+// q may be nil.
+func (q *cq) detach(entries int) {
+	if q != nil {
+		q.attached -= entries
+	}
+}
