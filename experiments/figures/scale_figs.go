@@ -16,12 +16,12 @@ import (
 // registered memory and queue pairs per node, set-up time, and the
 // throughput at an equal input per destination. No claim of the papers
 // is about more than 16 nodes; the figure answers what they leave open,
-// with the designs that share receive queues beside Liu19's.
+// with the designs that share receive queues (SRQ, XRC) beside Liu19's.
 
 // scaleDesigns are the designs of the "scale" figure: Liu19's eight but
-// SEMQ/RD and SEMQ/WR (their per-thread twins are shown), the credit-word
-// and shared-receive-queue variants, and the MPI baseline.
-var scaleDesigns = []any{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", algos.NameMEMQSRSRQ, "MEMQ/RD", "MEMQ/WR", algos.NameMEMQWRCW, "MPI"}
+// SEMQ/RD and SEMQ/WR (their per-thread twins are shown), the credit-word,
+// shared-receive-queue and XRC variants, and the MPI baseline.
+var scaleDesigns = []any{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", algos.NameMEMQSRSRQ, algos.NameMEMQSRXRC, "MEMQ/RD", "MEMQ/WR", algos.NameMEMQWRCW, "MPI"}
 
 func scaleFigures() []Figure {
 	byDesign := func(r *results.Record) string { return r.Design }
