@@ -354,7 +354,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 			secs(r0.RunS), secs(r0.RunS-2*r0.MarginS), secs(r0.MarginS)), tableWidth(), "  "))
 	}
 	if r0.Network != "" {
-		fmt.Fprintf(w, "network: %s (%s)\n", f.netBuilt.Name, r0.Network)
+		fmt.Fprintln(w, wrapText(fmt.Sprintf("network: %s (%s)", f.netBuilt.Name, r0.Network), tableWidth(), "  "))
 		fmt.Fprint(w, inOrderNote(f.netSpec, prof, rows[0].cfg.Conn))
 	}
 	t := newWrappedTable(w)

@@ -74,6 +74,19 @@ Designs in this build: ` + strings.Join(experiments.DesignNames(nil), ", ") + `.
 	return cmd
 }
 
+// runTable is a run's record as a table of one row; narrow puts the
+// pattern under the design and the set-up under the response time.
+func runTable(r *results.Record, narrow bool) tableData {
+	rate, resp, setup := fmt.Sprintf("%.2f", r.ThroughputGiBs), fmt.Sprintf("%.3f", r.ResponseS*1e3), fmt.Sprintf("%.2f", r.SetupMS)
+	tail := []string{fmt.Sprint(r.QPsPerNode), fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity}
+	if narrow {
+		return tableData{[]string{"design, pattern", "nodes x threads", "throughput [GiB/s]", "response, setup [ms]", "QPs per node", "reg. per node", "integrity"},
+			[][]string{append([]string{r.Design + "\n" + r.Pattern, fmt.Sprintf("%d x %d", r.Nodes, r.Threads), rate, resp + "\n" + setup}, tail...)}}
+	}
+	return tableData{[]string{"design", "pattern", "nodes x threads", "throughput [GiB/s]", "response [ms]", "setup [ms]", "QPs per node", "reg. per node", "integrity"},
+		[][]string{append([]string{r.Design, r.Pattern, fmt.Sprintf("%d x %d", r.Nodes, r.Threads), rate, resp, setup}, tail...)}}
+}
+
 // RealTimeout is the longest wait for progress on a real backend (loopback,
 // ibv, tcp) unless --timeout says otherwise, as the tests' real-thread
 // runs use.
@@ -204,12 +217,7 @@ func reportRun(w io.Writer, rec *results.Record, jsonOut bool) error {
 }
 
 func printRun(w io.Writer, r *results.Record) {
-	t := newWrappedTable(w)
-	t.Header("design", "pattern", "nodes x threads", "throughput [GiB/s]", "response [ms]", "setup [ms]", "QPs per node", "reg. per node", "integrity")
-	t.Append(r.Design, r.Pattern, fmt.Sprintf("%d x %d", r.Nodes, r.Threads), fmt.Sprintf("%.2f", r.ThroughputGiBs),
-		fmt.Sprintf("%.3f", r.ResponseS*1e3), fmt.Sprintf("%.2f", r.SetupMS), fmt.Sprint(r.QPsPerNode),
-		fmt.Sprintf("%.1f MiB", float64(r.RegisteredPer)/(1<<20)), r.Integrity)
-	t.Render()
+	renderOrNarrow(w, runTable(r, false), runTable(r, true))
 	if !r.Network.IsSingle() {
 		fmt.Fprintf(w, "network: %s\n", r.Network.String())
 	}

@@ -89,8 +89,8 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 			if sh.N > 0 {
 				what = fmt.Sprintf("%s shard %s: %d of %d points", sw.Name, sh, n, sw.Len())
 			}
-			fmt.Fprintf(w, "%s: %d run, %d already done, %d failed; %.1fs wall; results in %s\n",
-				what, rep.Ran, rep.Skipped, rep.Failed, rep.Wall.Seconds(), out)
+			fmt.Fprintln(w, wrapText(fmt.Sprintf("%s: %d run, %d already done, %d failed; %.1fs wall; results in %s",
+				what, rep.Ran, rep.Skipped, rep.Failed, rep.Wall.Seconds(), out), tableWidth(), "  "))
 			switch {
 			case errors.Is(err, context.Canceled):
 				return asInterrupted(t, err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -114,5 +116,37 @@ func TestRunSkewLine(t *testing.T) {
 	printRun(&out, rec)
 	if strings.Contains(out.String(), "skew") {
 		t.Errorf("a record without finish times shows skew:\n%s", out.String())
+	}
+}
+
+// TestOutputsFit100Columns: what the quick commands print (bench tables
+// of every kind, a network line, a run on a tree with its skew line, the
+// profiles, a sweep's summary, a figure's table) fits 100 columns.
+func TestOutputsFit100Columns(t *testing.T) {
+	t.Setenv("COLUMNS", "")
+	spec := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(spec, []byte("name: s\nbase: {bytes-per-node: 65536}\nvary: {design: [MESQ/SR, MEMQ/SR+xrc], nodes: [2, 4], seed: [1, 2]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"bench", "send_bw", "-a", "-n", "20"},
+		{"bench", "write_lat", "-n", "20"},
+		{"bench", "send_lat", "-D", "10ms"},
+		{"bench", "alltoall_bw", "--nodes", "4", "-n", "20"},
+		{"bench", "ebb", "--nodes", "8", "--topology", "fat-tree", "--radix", "4", "-n", "2"},
+		{"run", "--nodes", "8", "--threads", "1", "--bytes-per-node", "256KiB", "--topology", "fat-tree", "--radix", "4", "--design", "MEMQ/SR+srq"},
+		{"profiles"},
+		{"sweep", spec, "-o", filepath.Join(t.TempDir(), "s.jsonl")},
+	} {
+		out, err := run(t, args...)
+		if err != nil {
+			t.Errorf("%v: %v", args, err)
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if n := utf8.RuneCountInString(line); n > 100 {
+				t.Errorf("%v: a line of %d columns: %s", args, n, line)
+			}
+		}
 	}
 }
