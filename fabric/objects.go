@@ -210,6 +210,29 @@ func CheckSRQCQ(init SRQInit, mine, dead bool) error {
 	return nil
 }
 
+// XRCSRQObjects checks the XRC part of an SRQ's arguments and returns
+// the backend's XRC domain and completion queue for an XRC SRQ (zero
+// values for any other SRQ): the domain first, with domain (which checks
+// it as CheckXRCD does, for verb CreateSRQ), then the completion queue
+// (CheckSRQCQ), which cq converts, reporting whether it is of this node
+// (mine) and destroyed (dead).
+func XRCSRQObjects[D, Q any](init SRQInit, domain func(XRCD, string) (D, error), cq func(CQ) (q Q, mine, dead bool)) (D, Q, error) {
+	var d D
+	var zq Q
+	if init.XRCD != nil {
+		var err error
+		if d, err = domain(init.XRCD, "CreateSRQ"); err != nil {
+			return d, zq, err
+		}
+	}
+	q, mine, dead := cq(init.CQ)
+	if err := CheckSRQCQ(init, mine, dead); err != nil || init.XRCD == nil {
+		var zd D
+		return zd, zq, err
+	}
+	return d, q, nil
+}
+
 // CheckXRCQPInit checks what an XRC queue pair's arguments name, as
 // ibv_create_qp_ex does: no shared receive queue; an XRCRecv queue pair
 // needs an XRC domain (the caller then checks it, CheckXRCD), and only

@@ -92,3 +92,28 @@ func TestSRQLimitFires(t *testing.T) {
 		}
 	}
 }
+
+// TestXRCSRQObjects: the domain is checked before the completion queue,
+// and an SRQ that is not XRC gets neither.
+func TestXRCSRQObjects(t *testing.T) {
+	xrcd, cq := struct{ fabric.XRCD }{}, struct{ fabric.CQ }{}
+	closed := func(fabric.XRCD, string) (int, error) { return 0, fabric.CheckXRCD("CreateSRQ", true, true) }
+	open := func(fabric.XRCD, string) (int, error) { return 7, nil }
+	local := func(x fabric.CQ) (int, bool, bool) { return 3, x != nil, false }
+	foreign := func(fabric.CQ) (int, bool, bool) { return 0, false, false }
+	if d, q, err := fabric.XRCSRQObjects(fabric.SRQInit{XRCD: xrcd, CQ: cq}, open, local); d != 7 || q != 3 || err != nil {
+		t.Errorf("XRC SRQ: %d, %d, %v", d, q, err)
+	}
+	if d, q, err := fabric.XRCSRQObjects(fabric.SRQInit{}, open, local); d != 0 || q != 0 || err != nil {
+		t.Errorf("plain SRQ: %d, %d, %v", d, q, err)
+	}
+	if _, _, err := fabric.XRCSRQObjects(fabric.SRQInit{XRCD: xrcd}, closed, foreign); !errors.Is(err, fabric.ErrClosed) {
+		t.Errorf("closed domain and foreign CQ: %v, want ErrClosed (the domain first)", err)
+	}
+	if d, _, err := fabric.XRCSRQObjects(fabric.SRQInit{XRCD: xrcd}, open, foreign); d != 0 || !errors.Is(err, fabric.ErrInvalidArg) {
+		t.Errorf("foreign CQ: %d, %v, want ErrInvalidArg", d, err)
+	}
+	if _, _, err := fabric.XRCSRQObjects(fabric.SRQInit{CQ: cq}, open, local); !errors.Is(err, fabric.ErrInvalidArg) {
+		t.Errorf("CQ without a domain: %v, want ErrInvalidArg", err)
+	}
+}
