@@ -51,7 +51,7 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	if err := fabric.CheckSRQInit(init, (&device{n: n}).Attr().MaxQPWR, "", "the loopback device"); err != nil {
 		return nil, err
 	}
-	d, xcq, err := p.xrcSRQInit(init)
+	d, xcq, err := fabric.XRCSRQObjects(init, p.domain, p.localCQ)
 	if err != nil {
 		return nil, err
 	}

@@ -61,21 +61,12 @@ func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
 	return d, nil
 }
 
-// xrcSRQInit checks the XRC part of an SRQ's arguments (mu held).
-func (p *pd) xrcSRQInit(init fabric.SRQInit) (*xrcd, *cq, error) {
-	var d *xrcd
-	if init.XRCD != nil {
-		var err error
-		if d, err = p.domain(init.XRCD, "CreateSRQ"); err != nil {
-			return nil, nil, err
-		}
-	}
-	q, ok := init.CQ.(*cq)
-	mine := ok && q != nil && q.n == p.n
-	if err := fabric.CheckSRQCQ(init, mine, mine && q.dead); err != nil || d == nil {
-		return nil, nil, err
-	}
-	return d, q, nil
+// localCQ is x as a completion queue of p's NIC: mine when it is one,
+// dead when it was destroyed (mu held).
+func (p *pd) localCQ(x fabric.CQ) (q *cq, mine, dead bool) {
+	q, ok := x.(*cq)
+	mine = ok && q != nil && q.n == p.n
+	return q, mine, mine && q.dead
 }
 
 // xrcQP checks the arguments of an XRC queue pair and returns its send
@@ -89,9 +80,8 @@ func (p *pd) xrcQP(init fabric.QPInit) (*cq, fabric.QPCaps, *xrcd, error) {
 		d, err := p.domain(init.XRCD, "CreateQP")
 		return nil, caps, d, err
 	}
-	scq, ok := init.SendCQ.(*cq)
-	mine := ok && scq != nil && scq.n == p.n
-	if err := fabric.CheckSendCQ(mine, mine && scq.dead, "this loopback device"); err != nil {
+	scq, mine, dead := p.localCQ(init.SendCQ)
+	if err := fabric.CheckSendCQ(mine, dead, "this loopback device"); err != nil {
 		return nil, caps, nil, err
 	}
 	caps = init.Caps
