@@ -67,7 +67,7 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	if err := fabric.CheckSRQInit(init, c.prof.NIC.MaxQPWR, "nic.max_qp_wr", "the simulator's device"); err != nil {
 		return nil, err
 	}
-	d, xcq, err := p.xrcSRQInit(init)
+	d, xcq, err := fabric.XRCSRQObjects(init, p.domain, p.localCQ)
 	if err != nil {
 		return nil, err
 	}

@@ -94,22 +94,12 @@ func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
 	return d, nil
 }
 
-// xrcSRQInit checks the XRC part of an SRQ's arguments: the domain and
-// completion queue an XRC SRQ needs, or neither.
-func (p *pd) xrcSRQInit(init fabric.SRQInit) (*xrcd, *cq, error) {
-	var d *xrcd
-	if init.XRCD != nil {
-		var err error
-		if d, err = p.domain(init.XRCD, "CreateSRQ"); err != nil {
-			return nil, nil, err
-		}
-	}
-	q, ok := init.CQ.(*cq)
-	mine := ok && q != nil && q.nic == p.nic
-	if err := fabric.CheckSRQCQ(init, mine, mine && q.dead); err != nil || d == nil {
-		return nil, nil, err
-	}
-	return d, q, nil
+// localCQ is x as a completion queue of p's NIC: mine when it is one,
+// dead when it was destroyed.
+func (p *pd) localCQ(x fabric.CQ) (q *cq, mine, dead bool) {
+	q, ok := x.(*cq)
+	mine = ok && q != nil && q.nic == p.nic
+	return q, mine, mine && q.dead
 }
 
 // xrcQueues checks the arguments of an XRC queue pair: an XRCSend one has
