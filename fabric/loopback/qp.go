@@ -68,8 +68,8 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	n := p.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
 	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv {
 		return p.createXRCQP(init)
@@ -150,8 +150,8 @@ func (q *qp) Destroy() error {
 	n := q.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if q.destroyed {
-		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
+	if err := fabric.CheckDestroyQP(q, q.destroyed); err != nil {
+		return err
 	}
 	q.destroyed = true
 	if q.srq != nil {

@@ -34,8 +34,8 @@ func (s *srq) String() string   { return fmt.Sprintf("SRQ %d on node %d", s.id, 
 func (s *srq) Number() uint32   { return uint32(s.id) }
 func (s *srq) MaxWR() int       { return s.maxWR }
 func (s *srq) arm(limit int) error {
-	if limit < 0 || limit >= s.maxWR {
-		return fmt.Errorf("%w: %v: limit %d outside 0..%d (below its depth)", fabric.ErrInvalidArg, s, limit, s.maxWR-1)
+	if err := fabric.CheckSRQLimit(s, limit, s.maxWR); err != nil {
+		return err
 	}
 	s.limit = limit
 	return nil
@@ -45,16 +45,13 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	n := p.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
-	if most := (&device{n: n}).Attr().MaxQPWR; init.MaxWR < 1 || init.MaxWR > most {
-		return nil, fmt.Errorf("%w: shared receive queue depth %d outside 1..%d", fabric.ErrLimit, init.MaxWR, most)
+	if err := fabric.CheckSRQInit(init, (&device{n: n}).Attr().MaxQPWR, "", "the loopback device"); err != nil {
+		return nil, err
 	}
-	if init.MaxSGE < 0 || init.MaxSGE > 1 {
-		return nil, fmt.Errorf("%w: %d scatter/gather elements per receive; the loopback device has 1", fabric.ErrLimit, init.MaxSGE)
-	}
-	d, xcq, err := p.xrcSRQInit(init)
+	d, xcq, err := fabric.XRCSRQObjects(init, p.domain, p.localCQ)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +72,8 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 func (s *srq) ArmLimit(limit int) error {
 	s.n.mu.Lock()
 	defer s.n.mu.Unlock()
-	if s.dead {
-		return fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+	if err := fabric.CheckSRQAlive(s, s.dead); err != nil {
+		return err
 	}
 	return s.arm(limit)
 }
@@ -92,11 +89,8 @@ func (s *srq) LimitReached() bool {
 func (s *srq) Destroy() error {
 	s.n.mu.Lock()
 	defer s.n.mu.Unlock()
-	if s.dead {
-		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, s)
-	}
-	if s.users > 0 {
-		return fmt.Errorf("%w: %v still has %d queue pairs attached", fabric.ErrBusy, s, s.users)
+	if err := fabric.CheckDestroySRQ(s, s.dead, s.users); err != nil {
+		return err
 	}
 	s.dead = true
 	s.head = s.tail
@@ -113,8 +107,8 @@ func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	n := s.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if s.dead {
-		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+	if err := fabric.CheckSRQAlive(s, s.dead); err != nil {
+		return 0, err
 	}
 	for i := range wrs {
 		if s.out >= s.maxWR {
@@ -151,7 +145,7 @@ func (s *srq) take() (*rqe, bool) {
 	r := *s.at(s.head)
 	*s.at(s.head) = rqe{}
 	s.head++
-	if s.limit > 0 && int(s.tail-s.head) < s.limit {
+	if fabric.SRQLimitFires(s.limit, int(s.tail-s.head)) {
 		s.limit, s.fired = 0, true
 	}
 	return &r, true
@@ -161,14 +155,11 @@ func (s *srq) take() (*rqe, bool) {
 // to (mu held).
 func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
 	s, ok := q.(*srq)
-	switch {
-	case !ok || s == nil || s.n != p.n:
-		return nil, fmt.Errorf("%w: CreateQP with a shared receive queue that is not this loopback device's", fabric.ErrInvalidArg)
-	case s.dead:
-		return nil, fmt.Errorf("%w: CreateQP with a destroyed shared receive queue", fabric.ErrClosed)
-	case s.pd != p:
-		return nil, fmt.Errorf("%w: %v belongs to another protection domain", fabric.ErrInvalidArg, s)
-	case s.xrcd != nil:
+	mine := ok && s != nil && s.n == p.n
+	if err := fabric.CheckAttachSRQ(s, mine, mine && s.dead, mine && s.pd == p, "this loopback device's"); err != nil {
+		return nil, err
+	}
+	if s.xrcd != nil {
 		return nil, fmt.Errorf("%w: %v is an XRC SRQ, reached by XRC target queue pairs through its number; no queue pair attaches to it", fabric.ErrInvalidArg, s)
 	}
 	return s, nil

@@ -49,8 +49,8 @@ func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 	if err := n.alive(); err != nil {
 		return nil, err
 	}
-	if depth < 1 || depth > maxCQE {
-		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d", fabric.ErrLimit, depth, maxCQE)
+	if err := fabric.CheckCQDepth(depth, maxCQE, ""); err != nil {
+		return nil, err
 	}
 	return &cq{n: n, depth: depth}, nil
 }
@@ -97,14 +97,11 @@ func (p *pd) register(length int, access fabric.Access, buf []byte) (fabric.MR, 
 	n := p.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
-	if length < 1 || int64(length) > maxMRBytes {
-		return nil, fmt.Errorf("%w: memory region of %d bytes outside 1..%d", fabric.ErrInvalidArg, length, int64(maxMRBytes))
-	}
-	if access&fabric.AccessRemoteWrite != 0 && access&fabric.AccessLocalWrite == 0 {
-		return nil, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
+	if err := fabric.CheckRegMR(length, maxMRBytes, access, ""); err != nil {
+		return nil, err
 	}
 	n.nextKey++
 	m := &mr{n: n, pd: p, key: n.nextKey<<8 | 0x42, addr: n.nextAddr, buf: buf, access: access}
@@ -123,8 +120,8 @@ func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
 	p.users++
 	return &ah{pd: p, dest: dest, to: t}, nil
@@ -133,11 +130,8 @@ func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 func (p *pd) Dealloc() error {
 	p.n.mu.Lock()
 	defer p.n.mu.Unlock()
-	if p.dead {
-		return fmt.Errorf("%w: protection domain deallocated twice", fabric.ErrClosed)
-	}
-	if p.users > 0 {
-		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs or address handles", fabric.ErrBusy, p.users)
+	if err := fabric.CheckDeallocPD(p.dead, p.users); err != nil {
+		return err
 	}
 	p.dead = true
 	return nil
@@ -186,8 +180,8 @@ func (m *mr) Dereg() error {
 	n := m.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if m.dead {
-		return fmt.Errorf("%w: memory region %#x deregistered twice", fabric.ErrClosed, m.key)
+	if err := fabric.CheckDeregMR(m.key, m.dead); err != nil {
+		return err
 	}
 	m.dead = true
 	m.pd.users--
@@ -288,11 +282,8 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 func (q *cq) Destroy() error {
 	q.n.mu.Lock()
 	defer q.n.mu.Unlock()
-	if q.dead {
-		return fmt.Errorf("%w: completion queue destroyed twice", fabric.ErrClosed)
-	}
-	if q.users > 0 {
-		return fmt.Errorf("%w: completion queue still used by %d queue pairs", fabric.ErrBusy, q.users)
+	if err := fabric.CheckDestroyCQ(q.dead, q.users); err != nil {
+		return err
 	}
 	q.dead = true
 	return nil
@@ -312,8 +303,8 @@ func (a *ah) Destroy() error {
 	n := a.pd.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if a.dead {
-		return fmt.Errorf("%w: address handle destroyed twice", fabric.ErrClosed)
+	if err := fabric.CheckDestroyAH(a.dead); err != nil {
+		return err
 	}
 	a.dead = true
 	a.pd.users--

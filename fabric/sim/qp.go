@@ -300,8 +300,8 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	c := p.c
 	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
 	prof := &c.prof.NIC
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
 	scq, rcq, caps, s, d, err := p.qpQueues(init)
 	if err != nil {
@@ -395,8 +395,8 @@ func (q *qp) Info() fabric.QPInfo {
 
 func (q *qp) Destroy() error {
 	q.c.enter(0)
-	if q.destroyed {
-		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, q)
+	if err := fabric.CheckDestroyQP(q, q.destroyed); err != nil {
+		return err
 	}
 	if ch := q.c.chk; ch != nil {
 		ch.dropAll(q)

@@ -61,16 +61,13 @@ func (s *srq) openDesc() (string, bool) { return s.String(), !s.dead }
 func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	c := p.c
 	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
-	if max := c.prof.NIC.MaxQPWR; init.MaxWR < 1 || init.MaxWR > max {
-		return nil, fmt.Errorf("%w: shared receive queue depth %d outside 1..%d (nic.max_qp_wr)", fabric.ErrLimit, init.MaxWR, max)
+	if err := fabric.CheckSRQInit(init, c.prof.NIC.MaxQPWR, "nic.max_qp_wr", "the simulator's device"); err != nil {
+		return nil, err
 	}
-	if init.MaxSGE < 0 || init.MaxSGE > 1 {
-		return nil, fmt.Errorf("%w: %d scatter/gather elements per receive; the simulator's device has 1", fabric.ErrLimit, init.MaxSGE)
-	}
-	d, xcq, err := p.xrcSRQInit(init)
+	d, xcq, err := fabric.XRCSRQObjects(init, p.domain, p.localCQ)
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +91,8 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 func (s *srq) MaxWR() int { return s.maxWR }
 
 func (s *srq) arm(limit int) error {
-	if limit < 0 || limit >= s.maxWR {
-		return fmt.Errorf("%w: %v: limit %d outside 0..%d (below its depth)", fabric.ErrInvalidArg, s, limit, s.maxWR-1)
+	if err := fabric.CheckSRQLimit(s, limit, s.maxWR); err != nil {
+		return err
 	}
 	s.limit = limit
 	return nil
@@ -103,8 +100,8 @@ func (s *srq) arm(limit int) error {
 
 func (s *srq) ArmLimit(limit int) error {
 	s.c.enter(ns(s.c.prof.Setup.ModifyQPUS * 1000))
-	if s.dead {
-		return fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+	if err := fabric.CheckSRQAlive(s, s.dead); err != nil {
+		return err
 	}
 	return s.arm(limit)
 }
@@ -118,11 +115,8 @@ func (s *srq) LimitReached() bool {
 
 func (s *srq) Destroy() error {
 	s.c.enter(0)
-	if s.dead {
-		return fmt.Errorf("%w: %v destroyed twice", fabric.ErrClosed, s)
-	}
-	if s.users > 0 {
-		return fmt.Errorf("%w: %v still has %d queue pairs attached", fabric.ErrBusy, s, s.users)
+	if err := fabric.CheckDestroySRQ(s, s.dead, s.users); err != nil {
+		return err
 	}
 	if ch := s.c.chk; ch != nil {
 		for i := s.head; i < s.tail; i++ {
@@ -145,7 +139,7 @@ func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	c := s.c
 	c.enter(0)
 	if s.dead {
-		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, s)
+		return 0, fabric.CheckSRQAlive(s, true)
 	}
 	c.acquire(&s.recvLk)
 	defer c.release(&s.recvLk)
@@ -191,7 +185,7 @@ func (s *srq) give(q *qp) bool {
 	}
 	q.rqTail++
 	s.head++
-	if s.limit > 0 && int(s.tail-s.head) < s.limit {
+	if fabric.SRQLimitFires(s.limit, int(s.tail-s.head)) {
 		s.limit, s.fired = 0, true
 	}
 	return true
@@ -239,14 +233,11 @@ func (s *srq) namesMR(m *mr) bool {
 // to: one of this simulator's, alive, of the same protection domain.
 func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
 	s, ok := q.(*srq)
-	switch {
-	case !ok || s == nil:
-		return nil, fmt.Errorf("%w: CreateQP with a shared receive queue that is not this simulator's", fabric.ErrInvalidArg)
-	case s.dead:
-		return nil, fmt.Errorf("%w: CreateQP with a destroyed shared receive queue", fabric.ErrClosed)
-	case s.pd != p:
-		return nil, fmt.Errorf("%w: %v belongs to another protection domain", fabric.ErrInvalidArg, s)
-	case s.xrcd != nil:
+	mine := ok && s != nil
+	if err := fabric.CheckAttachSRQ(s, mine, mine && s.dead, mine && s.pd == p, "this simulator's"); err != nil {
+		return nil, err
+	}
+	if s.xrcd != nil {
 		return nil, fmt.Errorf("%w: %v is reached by XRC target queue pairs through its number; no queue pair attaches to it", fabric.ErrInvalidArg, s)
 	}
 	return s, nil

@@ -35,8 +35,8 @@ func (d *device) AllocPD() (fabric.PD, error) {
 
 func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 	d.c.enter(ns(d.c.prof.Setup.CreateCQUS * 1000))
-	if depth < 1 || depth > d.c.prof.NIC.MaxCQE {
-		return nil, fmt.Errorf("%w: CQ depth %d outside 1..%d (nic.max_cqe)", fabric.ErrLimit, depth, d.c.prof.NIC.MaxCQE)
+	if err := fabric.CheckCQDepth(depth, d.c.prof.NIC.MaxCQE, "nic.max_cqe"); err != nil {
+		return nil, err
 	}
 	q := &cq{sigbase: sigbase{c: d.c, isCQ: true}, nic: d.n.nic, depth: depth}
 	if ch := d.c.chk; ch != nil {
@@ -59,14 +59,11 @@ func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
 		pinned = 0 // rejected before any page is pinned: the fixed cost only
 	}
 	p.c.enter(p.c.prof.Setup.regCost(pinned))
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
-	if length < 1 || int64(length) > p.c.prof.NIC.MaxMRBytes {
-		return nil, fmt.Errorf("%w: memory region of %d bytes outside 1..%d (nic.max_mr_bytes)", fabric.ErrInvalidArg, length, p.c.prof.NIC.MaxMRBytes)
-	}
-	if access&(fabric.AccessRemoteWrite) != 0 && access&fabric.AccessLocalWrite == 0 {
-		return nil, fmt.Errorf("%w: remote write access requires local write access (as in ibv_reg_mr)", fabric.ErrInvalidArg)
+	if err := fabric.CheckRegMR(length, p.c.prof.NIC.MaxMRBytes, access, "nic.max_mr_bytes"); err != nil {
+		return nil, err
 	}
 	m := p.nic.newMR(p, length, access)
 	p.users++
@@ -91,8 +88,8 @@ func (p *pd) TimeRegMR(length int, access fabric.Access) (fabric.MR, fabric.Dura
 
 func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 	p.c.enter(0)
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
 	n, err := p.c.resolve(dest)
 	if err != nil {
@@ -108,11 +105,8 @@ func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 
 func (p *pd) Dealloc() error {
 	p.c.enter(0)
-	if p.dead {
-		return fmt.Errorf("%w: protection domain deallocated twice", fabric.ErrClosed)
-	}
-	if p.users > 0 {
-		return fmt.Errorf("%w: protection domain still has %d memory regions, queue pairs or address handles", fabric.ErrBusy, p.users)
+	if err := fabric.CheckDeallocPD(p.dead, p.users); err != nil {
+		return err
 	}
 	p.dead = true
 	return nil
@@ -168,8 +162,8 @@ func (m *mr) offset(addr, n uint64) (uint64, bool) {
 
 func (m *mr) Dereg() error {
 	m.c.enter(m.c.prof.Setup.deregCost(len(m.buf)))
-	if m.dead {
-		return fmt.Errorf("%w: memory region %#x deregistered twice", fabric.ErrClosed, m.key)
+	if err := fabric.CheckDeregMR(m.key, m.dead); err != nil {
+		return err
 	}
 	if ch := m.c.chk; ch != nil {
 		ch.dereg(m)
@@ -302,11 +296,8 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 
 func (q *cq) Destroy() error {
 	q.c.enter(0)
-	if q.dead {
-		return fmt.Errorf("%w: completion queue destroyed twice", fabric.ErrClosed)
-	}
-	if q.users > 0 {
-		return fmt.Errorf("%w: completion queue still used by %d queue pairs", fabric.ErrBusy, q.users)
+	if err := fabric.CheckDestroyCQ(q.dead, q.users); err != nil {
+		return err
 	}
 	q.dead = true
 	return nil
@@ -323,8 +314,8 @@ type ah struct {
 func (a *ah) Dest() fabric.Address { return a.dest }
 
 func (a *ah) Destroy() error {
-	if a.dead {
-		return fmt.Errorf("%w: address handle destroyed twice", fabric.ErrClosed)
+	if err := fabric.CheckDestroyAH(a.dead); err != nil {
+		return err
 	}
 	a.dead = true
 	a.pd.users--

@@ -62,8 +62,8 @@ func (d *xrcd) openDesc() (string, bool) { return d.String(), !d.dead }
 func (p *pd) OpenXRCD() (fabric.XRCD, error) {
 	c := p.c
 	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
-	if p.dead {
-		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
+	if err := fabric.CheckPDAlive(p.dead); err != nil {
+		return nil, err
 	}
 	p.nic.nextXRCD++
 	d := &xrcd{nic: p.nic, pd: p, id: p.nic.nextXRCD}
@@ -76,11 +76,8 @@ func (p *pd) OpenXRCD() (fabric.XRCD, error) {
 
 func (d *xrcd) Close() error {
 	d.pd.c.enter(0)
-	if d.dead {
-		return fmt.Errorf("%w: %v closed twice", fabric.ErrClosed, d)
-	}
-	if d.users > 0 {
-		return fmt.Errorf("%w: %v still has %d XRC SRQs and target queue pairs", fabric.ErrBusy, d, d.users)
+	if err := fabric.CheckCloseXRCD(d, d.dead, d.users); err != nil {
+		return err
 	}
 	d.dead = true
 	d.pd.users--
@@ -90,36 +87,19 @@ func (d *xrcd) Close() error {
 // domain returns the XRC domain x of p's NIC, alive, for what.
 func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
 	d, ok := x.(*xrcd)
-	switch {
-	case !ok || d == nil || d.nic != p.nic:
-		return nil, fmt.Errorf("%w: %s with an XRC domain that is not this node's", fabric.ErrInvalidArg, what)
-	case d.dead:
-		return nil, fmt.Errorf("%w: %s with a closed XRC domain", fabric.ErrClosed, what)
+	mine := ok && d != nil && d.nic == p.nic
+	if err := fabric.CheckXRCD(what, mine, mine && d.dead); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
 
-// xrcSRQInit checks the XRC part of an SRQ's arguments: the domain and
-// completion queue an XRC SRQ needs, or neither.
-func (p *pd) xrcSRQInit(init fabric.SRQInit) (*xrcd, *cq, error) {
-	if init.XRCD == nil {
-		if init.CQ != nil {
-			return nil, nil, fmt.Errorf("%w: CreateSRQ with a completion queue but no XRC domain (only XRC SRQs have a CQ)", fabric.ErrInvalidArg)
-		}
-		return nil, nil, nil
-	}
-	d, err := p.domain(init.XRCD, "CreateSRQ")
-	if err != nil {
-		return nil, nil, err
-	}
-	q, ok := init.CQ.(*cq)
-	switch {
-	case !ok || q == nil || q.nic != p.nic:
-		return nil, nil, fmt.Errorf("%w: an XRC SRQ needs a completion queue of this node", fabric.ErrInvalidArg)
-	case q.dead:
-		return nil, nil, fmt.Errorf("%w: CreateSRQ with a destroyed CQ", fabric.ErrClosed)
-	}
-	return d, q, nil
+// localCQ is x as a completion queue of p's NIC: mine when it is one,
+// dead when it was destroyed.
+func (p *pd) localCQ(x fabric.CQ) (q *cq, mine, dead bool) {
+	q, ok := x.(*cq)
+	mine = ok && q != nil && q.nic == p.nic
+	return q, mine, mine && q.dead
 }
 
 // xrcQueues checks the arguments of an XRC queue pair: an XRCSend one has
@@ -127,25 +107,17 @@ func (p *pd) xrcSRQInit(init fabric.SRQInit) (*xrcd, *cq, error) {
 // else. It returns the completion queues and capabilities to create it
 // with.
 func (p *pd) xrcQueues(init fabric.QPInit) (scq *cq, caps fabric.QPCaps, d *xrcd, err error) {
-	if init.SRQ != nil {
-		return nil, caps, nil, fmt.Errorf("%w: an %v queue pair takes no shared receive queue", fabric.ErrInvalidArg, init.Type)
+	if err = fabric.CheckXRCQPInit(init); err != nil {
+		return nil, caps, nil, err
 	}
 	if init.Type == fabric.XRCRecv {
-		if init.XRCD == nil {
-			return nil, caps, nil, fmt.Errorf("%w: an XRC_RECV queue pair needs an XRC domain", fabric.ErrInvalidArg)
-		}
 		d, err = p.domain(init.XRCD, "CreateQP")
 		return nil, caps, d, err
 	}
-	if init.XRCD != nil {
-		return nil, caps, nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
-	}
 	scq, ok := init.SendCQ.(*cq)
-	switch {
-	case !ok || scq == nil:
-		return nil, caps, nil, fmt.Errorf("%w: CreateQP needs a send CQ of this simulator", fabric.ErrInvalidArg)
-	case scq.dead:
-		return nil, caps, nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
+	mine := ok && scq != nil
+	if err = fabric.CheckSendCQ(mine, mine && scq.dead, "this simulator"); err != nil {
+		return nil, caps, nil, err
 	}
 	caps = init.Caps
 	caps.MaxRecvWR = 0
