@@ -109,21 +109,20 @@ the procedure recovers a known profile.`,
 			if cal.Loopback {
 				fmt.Fprintln(w, wrapText("loopback: both nodes were contexts of one adapter in this process (--local); its traffic crossed no link or switch, and it did both nodes' work. The fit keeps the link and switch from the base profile (sets, below).", tableWidth(), ""))
 			}
-			t := newTable(w)
-			t.Header("measurement", "fabric", "base "+b.Name, "calibrated", "unit")
+			var rows [][]string
 			var sets []string
 			for i, m := range cal.Measurements {
-				t.Append(fmt.Sprintf("%d. %s", i+1, m.Name), fourDigits(m.Fabric), fourDigits(m.Base), fourDigits(m.Calibrated), m.Unit)
+				rows = append(rows, []string{fmt.Sprintf("%d. %s", i+1, m.Name), fourDigits(m.Fabric), fourDigits(m.Base), fourDigits(m.Calibrated), m.Unit})
 				what := m.Sets
 				if m.NotFitted != "" {
 					what = "not fitted: " + m.NotFitted
 				}
 				sets = append(sets, wrapText(fmt.Sprintf("%d. %s", i+1, what), tableWidth(), "   "))
 			}
-			t.Render()
+			renderFitting(w, []string{"measurement", "fabric", "base " + b.Name, "calibrated", "unit"}, rows)
 			fmt.Fprintf(w, "what each measurement sets in the calibrated profile:\n%s\n", strings.Join(sets, "\n"))
 			if out != "" {
-				fmt.Fprintf(w, "wrote %s; use it with --profile %s\n", out, out)
+				fmt.Fprintln(w, wrapText(fmt.Sprintf("wrote %s; use it with --profile %s", out, out), tableWidth(), "  "))
 			} else {
 				fmt.Fprintf(w, "profile (use --out FILE to save it):\n%s", text)
 			}
@@ -184,18 +183,19 @@ With --backend sim the "hardware" is the simulator running --target.`,
 				return json.NewEncoder(w).Encode(rows)
 			}
 			if len(rows) > 0 && rows[0].Loopback {
-				fmt.Fprintf(w, "loopback: the fabric's %d nodes were contexts of one adapter in this process (--local): their traffic crossed no link or switch, and the adapter did both nodes' work; the model has an adapter and a link per node.\n", cfg.Nodes)
+				fmt.Fprintln(w, wrapText(fmt.Sprintf("loopback: the fabric's %d nodes were contexts of one adapter in this process (--local): their traffic crossed no link or switch, and the adapter did both nodes' work; the model has an adapter and a link per node.", cfg.Nodes), tableWidth(), ""))
 			}
-			t := newTable(w)
-			t.Header("metric", "fabric", "model "+cfg.Profile, "model error")
+			var cells [][]string
 			for _, r := range rows {
 				rel := fmt.Sprintf("%+.1f%%", 100*r.RelErr)
 				if math.IsInf(r.RelErr, 0) {
 					rel = "n/a (0 on the fabric)"
 				}
-				t.Append(r.Metric, fmt.Sprintf("%.4g", r.Fabric), fmt.Sprintf("%.4g", r.Model), rel)
+				cells = append(cells, []string{r.Metric, fmt.Sprintf("%.4g", r.Fabric), fmt.Sprintf("%.4g", r.Model), rel})
 			}
-			return t.Render()
+			fmt.Fprintln(w, wrapText("model: profile "+cfg.Profile, tableWidth(), "  "))
+			renderFitting(w, []string{"metric", "fabric", "model", "model error"}, cells)
+			return nil
 		},
 	}
 	hw.register(cmd.Flags())

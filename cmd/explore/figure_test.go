@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -84,9 +85,15 @@ func TestCalibrateAndValidateOnTheSimulator(t *testing.T) {
 	if err != nil || !strings.Contains(text, "wrote "+out) {
 		t.Fatalf("%v\n%s", err, text)
 	}
+	calibrated := text
 	text, err = run(t, "validate", "--backend", "sim", "--target", "edr-cx4", "--profile", out, "--design", "MESQ/SR", "--bytes-per-node", "1048576")
 	if err != nil || !strings.Contains(text, "throughput per node") {
 		t.Fatalf("%v\n%s", err, text)
+	}
+	for _, line := range strings.Split(calibrated+text, "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a line of %d columns: %s", n, line)
+		}
 	}
 	for _, tc := range []struct {
 		args []string
