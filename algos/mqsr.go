@@ -562,14 +562,11 @@ func (e *mqsr) deliver(src, slot, n int) error {
 	if h.flags&flagParity != 0 {
 		return nil // consumed a credited receive; nothing to deliver
 	}
-	if e.closedSrc[src] {
-		return fmt.Errorf("%w: data from node %d after its end of stream", ErrBadMessage, src)
+	d, err := e.delivery(src, slot, buf, h)
+	if err != nil {
+		return err
 	}
-	d := Delivery{Src: src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
-	if h.flags&flagDepleted != 0 {
-		d.State = Depleted
-		e.closedSrc[src] = true
-		e.doneCount++
+	if d.State == Depleted {
 		if !e.needCredit() {
 			e.ready.push(d)
 			return nil
@@ -584,6 +581,22 @@ func (e *mqsr) deliver(src, slot, n int) error {
 	}
 	e.ready.push(d)
 	return nil
+}
+
+// delivery is the message in slot slot from src as GetData hands it out;
+// a source's Depleted message ends its stream (later data from it is
+// refused).
+func (e *mqsr) delivery(src, slot int, buf []byte, h header) (Delivery, error) {
+	if e.closedSrc[src] {
+		return Delivery{}, fmt.Errorf("%w: data from node %d after its end of stream", ErrBadMessage, src)
+	}
+	d := Delivery{Src: src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
+	if h.flags&flagDepleted != 0 {
+		d.State = Depleted
+		e.closedSrc[src] = true
+		e.doneCount++
+	}
+	return d, nil
 }
 
 // writeCredit writes an absolute credit value into source src's memory

@@ -157,14 +157,11 @@ func (e *mqsr) receivedShared(wc fabric.WC) error {
 // a source's Depleted message hands the credits it left unused to the
 // sources still sending.
 func (e *mqsr) deliverShared(src, slot int, buf []byte, h header) error {
-	if e.closedSrc[src] {
-		return fmt.Errorf("%w: data from node %d after its end of stream", ErrBadMessage, src)
+	d, err := e.delivery(src, slot, buf, h)
+	if err != nil {
+		return err
 	}
-	d := Delivery{Src: src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
-	if h.flags&flagDepleted != 0 {
-		d.State = Depleted
-		e.closedSrc[src] = true
-		e.doneCount++
+	if d.State == Depleted {
 		unused := e.cr[src].PostedCount() - e.sh.recvd[src]
 		for ; unused > 0; unused-- {
 			if err := e.grant(-1); err != nil {
