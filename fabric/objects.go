@@ -260,3 +260,38 @@ func CheckSendCQ(mine, dead bool, device string) error {
 	}
 	return nil
 }
+
+// CheckDCQPInit checks what a DC queue pair's arguments name, as
+// mlx5dv_create_qp does: no XRC domain; a DCI no shared receive queue
+// (it receives nothing); a DCT a shared receive queue (the caller then
+// checks it, CheckAttachSRQ, and refuses an XRC one) and a receive
+// completion queue (the caller checks it is of its node, CheckSendCQ's
+// way).
+func CheckDCQPInit(init QPInit) error {
+	switch {
+	case init.XRCD != nil:
+		return fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", ErrInvalidArg)
+	case init.Type == DCI && init.SRQ != nil:
+		return fmt.Errorf("%w: a DCI takes no shared receive queue (it receives nothing)", ErrInvalidArg)
+	case init.Type == DCT && init.SRQ == nil:
+		return fmt.Errorf("%w: a DCT needs a shared receive queue", ErrInvalidArg)
+	case init.Type == DCT && init.RecvCQ == nil:
+		return fmt.Errorf("%w: a DCT needs a completion queue (RecvCQ)", ErrInvalidArg)
+	case init.Type == DCI && init.SendCQ == nil:
+		return fmt.Errorf("%w: a DCI needs a send completion queue", ErrInvalidArg)
+	}
+	return nil
+}
+
+// CheckPostRecvDC refuses PostRecv on q, a DC queue pair of type typ
+// (nil for any other type): a DCI receives nothing, a DCT takes its
+// receives from its shared receive queue.
+func CheckPostRecvDC(q fmt.Stringer, typ QPType) error {
+	switch typ {
+	case DCI:
+		return fmt.Errorf("%w: %v has no receive queue (a DCI only sends)", ErrInvalidArg, q)
+	case DCT:
+		return fmt.Errorf("%w: %v has no receive queue (a DCT takes its receives from its SRQ: post them there)", ErrInvalidArg, q)
+	}
+	return nil
+}

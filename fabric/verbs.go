@@ -31,11 +31,36 @@ const (
 	// names, which must be of its domain; it has neither a send queue nor
 	// a receive queue, and no completion queues of its own.
 	XRCRecv
+	// DCI is a Dynamically Connected initiator (mlx5dv_create_qp(3),
+	// MLX5DV_DCTYPE_DCI): a send-only reliable queue pair that may send to
+	// any DCT. Each request names its target (SendWR.AH, SendWR.RemoteQPN
+	// as the DCT's number, SendWR.DCKey: mlx5dv_wr_set_dc_addr(3)); the
+	// NIC connects to a target implicitly, and when a request names
+	// another target than the one connected, disconnects and connects to
+	// it (a handshake on the wire, no host involvement) once the earlier
+	// requests are acknowledged. It takes a SendCQ and Caps.MaxSendWR;
+	// RecvCQ, Caps.MaxRecvWR and SRQ are not for it (PostRecv fails with
+	// ErrInvalidArg). It goes to RTR and RTS with no destination.
+	DCI
+	// DCT is a Dynamically Connected target (MLX5DV_DCTYPE_DCT): the
+	// responder of any number of DCIs, created with a shared receive
+	// queue (QPInit.SRQ, required), the completion queue its receives
+	// complete in (QPInit.RecvCQ, required) and an access key
+	// (QPInit.DCKey) that every request must carry; a request with
+	// another key is refused with a remote access error. It has no send
+	// queue, goes to RTR with no destination and stays there (RTS is
+	// refused). Its number (QPN, Info().QPN) is what initiators name.
+	DCT
 )
 
 // Reliable reports whether t is acknowledged and retried: RC and both
 // ends of XRC.
-func (t QPType) Reliable() bool { return t == RC || t == XRCSend || t == XRCRecv }
+func (t QPType) Reliable() bool {
+	return t == RC || t == XRCSend || t == XRCRecv || t == DCI || t == DCT
+}
+
+// DC reports whether t is one of the Dynamically Connected types.
+func (t QPType) DC() bool { return t == DCI || t == DCT }
 
 func (t QPType) String() string {
 	switch t {
@@ -49,6 +74,10 @@ func (t QPType) String() string {
 		return "XRC_SEND"
 	case XRCRecv:
 		return "XRC_RECV"
+	case DCI:
+		return "DCI"
+	case DCT:
+		return "DCT"
 	}
 	return fmt.Sprintf("QPType(%d)", uint8(t))
 }
@@ -226,6 +255,10 @@ type QPInit struct {
 	// SendCQ, RecvCQ and Caps are ignored. An XRCSend queue pair takes a
 	// SendCQ and Caps.MaxSendWR; RecvCQ and Caps.MaxRecvWR are ignored.
 	XRCD XRCD
+	// DCKey is a DCT's access key (the dc_access_key of
+	// mlx5dv_qp_init_attr's dc_init_attr): a request whose SendWR.DCKey
+	// differs is refused. Ignored by every other type.
+	DCKey uint64
 }
 
 // QPAttr carries the attributes used by QP.Modify. Each transition reads the
@@ -396,6 +429,8 @@ func (a QPAttr) Transition(typ QPType, from, to QPState, activeMTU, maxRd int) s
 		return "RTR is reached from INIT"
 	case to == StateRTS && from != StateRTR:
 		return "RTS is reached from RTR"
+	case to == StateRTS && typ == DCT:
+		return "a DCT stays in RTR (it sends nothing but responses)"
 	}
 	return a.Check(to, typ, activeMTU, maxRd)
 }
@@ -422,7 +457,7 @@ func (a QPAttr) Check(to QPState, typ QPType, activeMTU, maxRd int) string {
 	}
 	switch {
 	case to == StateRTR && typ != UD:
-		if a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24 {
+		if !typ.DC() && (a.Dest.QPN == 0 || a.Dest.QPN >= 1<<24) {
 			return fmt.Sprintf("destination QPN %#x is not a valid queue pair number", a.Dest.QPN)
 		}
 		mtu := a.PathMTU

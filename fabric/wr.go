@@ -103,11 +103,18 @@ type SendWR struct {
 	// ErrInvalidArg. Ignored by every other type.
 	RemoteSRQN uint32
 
-	// UD only: destination. A QKey with the high bit set (a controlled
-	// Q_Key) sends the sending queue pair's own Q_Key instead.
+	// UD and DCI: destination. A QKey with the high bit set (a controlled
+	// Q_Key) sends the sending queue pair's own Q_Key instead (UD only).
+	// On a DCI, AH is the target's port and RemoteQPN the DCT's number;
+	// both are required there (ErrInvalidWR without them).
 	AH        AH
 	RemoteQPN uint32
 	QKey      uint32
+	// DCKey is, on a DCI, the access key of the DCT the request is for
+	// (mlx5dv_wr_set_dc_addr's remote_dctn key); a DCT answers a request
+	// with another key than its own with a remote access error. Ignored
+	// by every other type.
+	DCKey uint64
 }
 
 // RecvWR is a receive work request: one buffer to be filled by an incoming
@@ -147,8 +154,9 @@ func (wc WC) String() string {
 
 // CheckOp reports whether a queue pair of type typ can post wr's opcode:
 // UD posts sends only, RDMA Read needs RC or XRC_SEND and is never inline,
-// only send-queue opcodes can be posted, and every request of an XRC_SEND
-// queue pair names its remote XRC SRQ. The error wraps ErrInvalidWR and
+// only send-queue opcodes can be posted, every request of an XRC_SEND
+// queue pair names its remote XRC SRQ, and every request of a DCI its
+// target (address handle and DCT number). The error wraps ErrInvalidWR and
 // names the rule; every backend applies it at PostSend.
 func (wr *SendWR) CheckOp(typ QPType) error {
 	switch wr.Op {
@@ -158,8 +166,8 @@ func (wr *SendWR) CheckOp(typ QPType) error {
 			return fmt.Errorf("%w: %v on a UD queue pair (UD supports only sends)", ErrInvalidWR, wr.Op)
 		}
 	case OpRead:
-		if typ != RC && typ != XRCSend {
-			return fmt.Errorf("%w: RDMA Read needs an RC or XRC_SEND queue pair, not %v", ErrInvalidWR, typ)
+		if typ != RC && typ != XRCSend && typ != DCI {
+			return fmt.Errorf("%w: RDMA Read needs an RC, XRC_SEND or DCI queue pair, not %v", ErrInvalidWR, typ)
 		}
 		if wr.Flags&Inline != 0 {
 			return fmt.Errorf("%w: RDMA Read cannot be inline", ErrInvalidWR)
@@ -169,6 +177,9 @@ func (wr *SendWR) CheckOp(typ QPType) error {
 	}
 	if typ == XRCSend && wr.RemoteSRQN == 0 {
 		return fmt.Errorf("%w: %v on an XRC_SEND queue pair names no remote XRC SRQ (RemoteSRQN 0)", ErrInvalidWR, wr.Op)
+	}
+	if typ == DCI && (wr.AH == nil || wr.RemoteQPN == 0 || wr.RemoteQPN >= 1<<24) {
+		return fmt.Errorf("%w: %v on a DCI needs DC addressing: an address handle and the target DCT's number (RemoteQPN %#x)", ErrInvalidWR, wr.Op, wr.RemoteQPN)
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func Cases() []Case {
 		{Name: "RecvTooSmall", Body: recvTooSmall},
 		{Name: "ErrorStateFlushes", Body: errorFlush},
 		{Name: "MemoryRegionLifecycle", Body: mrLifecycle},
-	}, append(SRQCases(), XRCCases()...)...)
+	}, append(append(SRQCases(), XRCCases()...), DCCases()...)...)
 }
 
 // fill writes a pattern that depends on seed into b.

@@ -9,6 +9,7 @@ package ibv
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -60,6 +61,12 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	}
 	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv {
 		return p.createXRCQP(init)
+	}
+	if init.Type.DC() {
+		// DC queue pairs are created through mlx5dv (mlx5dv_create_qp), a
+		// provider extension this backend does not link against; the
+		// software providers (rxe, siw) have no DC at all.
+		return nil, fmt.Errorf("%w: %v queue pairs need mlx5dv (mlx5dv_create_qp), which this backend does not use", errors.ErrUnsupported, init.Type)
 	}
 	if init.XRCD != nil {
 		return nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)

@@ -191,11 +191,11 @@ func (n *nic) execute(j job) {
 	case j.q.typ == fabric.UD:
 		out = n.sendUD(j.q, e, n.payload(e))
 	case e.wr.Op == fabric.OpRead:
-		out = j.q.dest.read(j.q, e)
+		out = j.q.destFor(e).read(j.q, e)
 	case e.wr.Op == fabric.OpWrite || e.wr.Op == fabric.OpWriteImm:
-		out = j.q.dest.write(j.q, e, n.payload(e))
+		out = j.q.destFor(e).write(j.q, e, n.payload(e))
 	default:
-		out = j.q.dest.send(j.q, e, n.payload(e))
+		out = j.q.destFor(e).send(j.q, e, n.payload(e))
 	}
 	if out.read != nil && out.st == fabric.StatusSuccess {
 		copy(e.buf, out.read) // the destination belongs to the NIC until the completion
@@ -256,14 +256,23 @@ func (n *nic) finish(j job, out outcome) {
 	}
 }
 
-// target finds the queue pair a connected request from q is for, in a
-// state to accept it (mu of the target held).
-func (t *nic) target(q *qp) *qp {
-	d := t.qps[q.attr.Dest.QPN]
-	if d == nil || !peers(q.typ, d.typ) || d.state != fabric.StateRTR && d.state != fabric.StateRTS {
-		return nil
+// target finds the queue pair a connected request e from q is for, in a
+// state to accept it (mu of the target held): nil when there is none,
+// and then the outcome, which for a DCI whose request carries another key
+// than the DCT's is a remote access error (dcDenied).
+func (t *nic) target(q *qp, e *sqe) (*qp, outcome) {
+	qpn := q.attr.Dest.QPN
+	if q.typ == fabric.DCI {
+		qpn = e.wr.RemoteQPN
 	}
-	return d
+	d := t.qps[qpn]
+	if d == nil || !peers(q.typ, d.typ) || d.state != fabric.StateRTR && d.state != fabric.StateRTS {
+		return nil, unreachable(q)
+	}
+	if q.typ == fabric.DCI && e.wr.DCKey != d.dcKey {
+		return nil, outcome{st: fabric.StatusRemoteAccess}
+	}
+	return d, outcome{}
 }
 
 // takeRecv takes d's next receive (from its shared receive queue when it
@@ -281,14 +290,14 @@ func (d *qp) takeRecv() (uint64, *rqe, bool) {
 func (t *nic) send(q *qp, e *sqe, data []byte) outcome {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d := t.target(q)
+	d, out := t.target(q, e)
 	if d == nil {
-		return unreachable(q)
+		return out
 	}
 	sl, ok, bad := d.takeRecvFor(e)
 	switch {
 	case bad:
-		d.enterError() // NAK-Invalid Request
+		d.nakError() // NAK-Invalid Request
 		return outcome{st: fabric.StatusRemoteInvalid}
 	case !ok && q.typ == fabric.UC:
 		return outcome{} // dropped
@@ -301,7 +310,7 @@ func (t *nic) send(q *qp, e *sqe, data []byte) outcome {
 	case r.broken():
 		wc.Status = fabric.StatusLocalProtection
 		sl.done(wc)
-		d.enterError()
+		d.nakError()
 		if q.typ == fabric.UC {
 			return outcome{}
 		}
@@ -312,7 +321,7 @@ func (t *nic) send(q *qp, e *sqe, data []byte) outcome {
 		if q.typ == fabric.UC {
 			return outcome{}
 		}
-		d.enterError()
+		d.nakError()
 		return outcome{st: fabric.StatusRemoteInvalid}
 	}
 	copy(r.buf, data) // a posted receive belongs to the NIC: no gate
@@ -340,16 +349,16 @@ func (t *nic) write(q *qp, e *sqe, data []byte) outcome {
 	defer t.gate.mu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d := t.target(q)
+	d, out := t.target(q, e)
 	if d == nil {
-		return unreachable(q)
+		return out
 	}
 	dst, ok := t.remoteBuf(d, e.wr.RKey, e.wr.RemoteAddr, len(data), fabric.AccessRemoteWrite)
 	if !ok {
 		if q.typ == fabric.UC {
 			return outcome{}
 		}
-		d.enterError()
+		d.nakError()
 		return outcome{st: fabric.StatusRemoteAccess}
 	}
 	var sl slot
@@ -358,7 +367,7 @@ func (t *nic) write(q *qp, e *sqe, data []byte) outcome {
 		sl, ok, bad = d.takeRecvFor(e)
 		switch {
 		case bad:
-			d.enterError()
+			d.nakError()
 			return outcome{st: fabric.StatusRemoteInvalid}
 		case !ok && q.typ == fabric.UC:
 			return outcome{}
@@ -367,7 +376,7 @@ func (t *nic) write(q *qp, e *sqe, data []byte) outcome {
 		}
 		if sl.r.broken() {
 			sl.done(fabric.WC{ID: sl.r.id, Op: fabric.OpRecv, Status: fabric.StatusLocalProtection})
-			d.enterError()
+			d.nakError()
 			if q.typ == fabric.UC {
 				return outcome{}
 			}
@@ -387,17 +396,17 @@ func (t *nic) read(q *qp, e *sqe) outcome {
 	defer t.gate.mu.RUnlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	d := t.target(q)
+	d, out := t.target(q, e)
 	if d == nil {
-		return unreachable(q)
+		return out
 	}
 	if d.attr.MaxDestRdAtomic == 0 {
-		d.enterError() // reads not enabled: NAK-Invalid Request
+		d.nakError() // reads not enabled: NAK-Invalid Request
 		return outcome{st: fabric.StatusRemoteInvalid}
 	}
 	src, ok := t.remoteBuf(d, e.wr.RKey, e.wr.RemoteAddr, e.length, fabric.AccessRemoteRead)
 	if !ok {
-		d.enterError()
+		d.nakError()
 		return outcome{st: fabric.StatusRemoteAccess}
 	}
 	return outcome{read: append(make([]byte, 0, len(src)), src...)}
@@ -428,7 +437,7 @@ func (n *nic) sendUD(q *qp, e *sqe, data []byte) outcome {
 	case r.broken():
 		wc.Status = fabric.StatusLocalProtection
 		d.recvDone(i, wc)
-		d.enterError()
+		d.nakError()
 		return outcome{}
 	case len(r.buf) < fabric.GRHBytes+len(data):
 		wc.Status = fabric.StatusLocalLength

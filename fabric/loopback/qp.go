@@ -51,8 +51,9 @@ type qp struct {
 	sqFree, sqHead, sqTail uint64 // sqHead: the oldest request not completed, the one the NIC executes next
 	rq                     []rqe
 	rqFree, rqHead, rqTail uint64
-	srq                    *srq  // the shared receive queue it takes receives from, or nil
-	xrcd                   *xrcd // an XRC target's domain
+	srq                    *srq   // the shared receive queue it takes receives from, or nil
+	xrcd                   *xrcd  // an XRC target's domain
+	dcKey                  uint64 // a DCT's access key
 
 	retryAt time.Time // RNR or transport retry: not before
 	rnrLeft int       // RNR retries left (rnr_retry 7: infinite)
@@ -73,6 +74,9 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	}
 	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv {
 		return p.createXRCQP(init)
+	}
+	if init.Type.DC() {
+		return p.createDCQP(init)
 	}
 	if init.XRCD != nil {
 		return nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
@@ -177,7 +181,7 @@ func (q *qp) Destroy() error {
 func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	n := q.n
 	var dest *nic
-	if to == fabric.StateRTR && q.typ != fabric.UD {
+	if to == fabric.StateRTR && q.typ != fabric.UD && !q.typ.DC() {
 		d, err := n.net.resolve(a.Dest)
 		if err != nil {
 			return fmt.Errorf("%w: %v to RTR: %v", fabric.ErrBadTransition, q, err)
@@ -304,7 +308,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
 	}
-	if q.typ == fabric.XRCRecv {
+	if q.typ == fabric.XRCRecv || q.typ == fabric.DCT {
 		return 0, fmt.Errorf("%w: %v has no send queue", fabric.ErrInvalidArg, q)
 	}
 	if q.state != fabric.StateRTS && q.state != fabric.StateError {
@@ -346,7 +350,14 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 			return fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, e.length, mtu)
 		}
 		e.ah = a
-	} else if int64(e.length) > 1<<31 {
+	} else if q.typ == fabric.DCI {
+		a, err := q.dcAH(wr.AH)
+		if err != nil {
+			return err
+		}
+		e.ah = a
+	}
+	if q.typ != fabric.UD && int64(e.length) > 1<<31 {
 		return fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, e.length)
 	}
 	if wr.Flags&fabric.Inline != 0 {
@@ -389,6 +400,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	}
 	if q.typ == fabric.XRCSend || q.typ == fabric.XRCRecv {
 		return 0, fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", fabric.ErrInvalidArg, q)
+	}
+	if err := fabric.CheckPostRecvDC(q, q.typ); err != nil {
+		return 0, err
 	}
 	if q.srq != nil {
 		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)

@@ -156,7 +156,8 @@ func (d *qp) takeRecvFor(e *sqe) (s slot, ok, bad bool) {
 }
 
 // peers reports whether a request of a queue pair of type from may reach
-// one of type to: the same type, or XRC's initiator its target.
+// one of type to: the same type (not DC), or XRC's or DC's initiator its
+// target.
 func peers(from, to fabric.QPType) bool {
-	return from == to || from == fabric.XRCSend && to == fabric.XRCRecv
+	return from == to && !from.DC() || from == fabric.XRCSend && to == fabric.XRCRecv || from == fabric.DCI && to == fabric.DCT
 }

@@ -359,6 +359,8 @@ func (p *pd) qpQueues(init fabric.QPInit) (scq, rcq *cq, caps fabric.QPCaps, s *
 	case fabric.XRCSend, fabric.XRCRecv:
 		scq, caps, d, err = p.xrcQueues(init)
 		return scq, nil, caps, nil, d, err
+	case fabric.DCI, fabric.DCT:
+		return p.dcQueues(init)
 	default:
 		return nil, nil, caps, nil, nil, fmt.Errorf("%w: unknown QP type %v", fabric.ErrInvalidArg, init.Type)
 	}

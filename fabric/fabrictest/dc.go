@@ -1,0 +1,278 @@
+package fabrictest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric"
+)
+
+// The DC cases (mlx5dv_create_qp(3) with MLX5DV_DCTYPE_DCI and
+// MLX5DV_DCTYPE_DCT, mlx5dv_wr_set_dc_addr(3)): each node has one DCT on
+// an SRQ, with a CQ of its own and an access key, and one DCI, and an
+// address handle to each node (itself included). A backend without DC
+// refuses the first DC queue pair with an error wrapping
+// errors.ErrUnsupported, and the case is skipped.
+
+// DCCases lists the DC checks (part of Cases).
+func DCCases() []Case {
+	return []Case{
+		{Name: "DCOneInitiatorTwoTargets", Body: dcTwoTargets},
+		{Name: "DCWrongKey", Body: dcWrongKey},
+		{Name: "DCEmptySRQRNR", Body: dcEmptyRNR},
+		{Name: "DCRefusals", Body: dcRefusals},
+	}
+}
+
+// dcKey is node's DCT access key.
+func dcKey(node int) uint64 { return 0xdc0000000000 + uint64(node) }
+
+// dcConn is one node's DC set-up.
+type dcConn struct {
+	Node fabric.Node
+	PD   fabric.PD
+	SCQ  fabric.CQ // the DCI's
+	RCQ  fabric.CQ // the DCT's
+	MR   fabric.MR
+	SRQ  fabric.SRQ
+	DCI  fabric.QP
+	DCT  fabric.QP
+	AH   [2]fabric.AH // to node i
+	DCTN [2]uint32    // node i's DCT number
+}
+
+// dcConnect sets up the calling node's side; both nodes call it.
+func dcConnect(th fabric.Thread, o Options) (*dcConn, error) {
+	o.defaults()
+	n := th.Node()
+	dev := n.Device()
+	c := &dcConn{Node: n}
+	var err error
+	if c.PD, err = dev.AllocPD(); err != nil {
+		return nil, err
+	}
+	if c.SCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
+		return nil, err
+	}
+	if c.RCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
+		return nil, err
+	}
+	if c.MR, err = c.PD.RegMR(8*srqSlot, fabric.AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	if c.SRQ, err = c.PD.CreateSRQ(fabric.SRQInit{MaxWR: 4, MaxSGE: 1}); err != nil {
+		return nil, err
+	}
+	if c.DCT, err = c.PD.CreateQP(fabric.QPInit{Type: fabric.DCT, RecvCQ: c.RCQ, SRQ: c.SRQ, DCKey: dcKey(n.ID())}); err != nil {
+		return nil, err
+	}
+	if c.DCI, err = c.PD.CreateQP(fabric.QPInit{Type: fabric.DCI, SendCQ: c.SCQ, Caps: fabric.QPCaps{MaxSendWR: o.SendWR}}); err != nil {
+		return nil, err
+	}
+	if err := dcReady(c, o); err != nil {
+		return nil, err
+	}
+	b, _ := c.DCT.Info().MarshalBinary()
+	all, err := n.OOB().AllGather("dc-connect", b)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range all {
+		var info fabric.QPInfo
+		if err := info.UnmarshalBinary(p); err != nil {
+			return nil, err
+		}
+		if c.AH[i], err = c.PD.CreateAH(info.Address()); err != nil {
+			return nil, err
+		}
+		c.DCTN[i] = info.QPN
+	}
+	return c, n.OOB().Barrier("dc-connected")
+}
+
+// dcReady moves the DCT to RTR and the DCI to RTS, neither with a
+// destination.
+func dcReady(c *dcConn, o Options) error {
+	if err := c.DCT.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite}); err != nil {
+		return err
+	}
+	if err := c.DCT.Modify(fabric.StateRTR, fabric.QPAttr{MinRNRTimer: o.MinRNRTimer}); err != nil {
+		return err
+	}
+	if err := c.DCI.Modify(fabric.StateInit, fabric.QPAttr{}); err != nil {
+		return err
+	}
+	if err := c.DCI.Modify(fabric.StateRTR, fabric.QPAttr{}); err != nil {
+		return err
+	}
+	return c.DCI.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: initialPSN(c.Node.ID()), Timeout: o.Timeout,
+		RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry})
+}
+
+// dcWR is a signaled 64-byte send from slot 0 of c's region to node's
+// DCT, with key.
+func dcWR(c *dcConn, id uint64, node int, key uint64) fabric.SendWR {
+	return fabric.SendWR{ID: id, Op: fabric.OpSend, Local: c.MR.SGE(int(id)*64, 64), Flags: fabric.Signaled,
+		AH: c.AH[node], RemoteQPN: c.DCTN[node], DCKey: key}
+}
+
+// dcPost posts receives of srqSlot bytes, ids 100+slot, to c's SRQ.
+func dcPost(c *dcConn, slots ...int) error {
+	wrs := make([]fabric.RecvWR, len(slots))
+	for k, s := range slots {
+		wrs[k] = fabric.RecvWR{ID: uint64(100 + s), Local: c.MR.SGE(s*srqSlot, srqSlot)}
+	}
+	if k, err := c.SRQ.PostRecv(wrs); err != nil || k != len(wrs) {
+		return fmt.Errorf("SRQ PostRecv posted %d of %d: %v", k, len(wrs), err)
+	}
+	return nil
+}
+
+// dcTwoTargets: node 0's DCI sends four messages, posted at once, to
+// node 1's DCT and its own in turn (each change of target a reconnect);
+// each completes in order, and each DCT receives its two in order, in its
+// CQ, naming the DCT.
+func dcTwoTargets(th fabric.Thread) error {
+	c, err := dcConnect(th, Options{})
+	if err != nil {
+		return err
+	}
+	if err := dcPost(c, 1, 2); err != nil {
+		return err
+	}
+	if err := c.Node.OOB().Barrier("posted"); err != nil {
+		return err
+	}
+	if c.Node.ID() == 0 {
+		wrs := make([]fabric.SendWR, 4)
+		for m := range wrs {
+			fill(c.MR.Bytes()[(m+1)*64:(m+2)*64], m+1)
+			to := 1 - m%2
+			wrs[m] = dcWR(c, uint64(m+1), to, dcKey(to))
+		}
+		if k, err := c.DCI.PostSend(wrs); err != nil || k != 4 {
+			return fmt.Errorf("PostSend on the DCI: %d of 4 posted, %v", k, err)
+		}
+		wcs, err := Await(th, c.SCQ, 4, wait)
+		if err != nil {
+			return fmt.Errorf("the DCI's CQ: %v", err)
+		}
+		for m, wc := range wcs {
+			if err := Expect(wc, uint64(m+1), fabric.StatusSuccess, fabric.OpSend); err != nil {
+				return fmt.Errorf("message %d: %v", m, err)
+			}
+		}
+	}
+	wcs, err := Await(th, c.RCQ, 2, wait)
+	if err != nil {
+		return fmt.Errorf("the DCT's CQ: %v", err)
+	}
+	th.Sync()
+	for k, wc := range wcs {
+		m := 2*k + 1 - c.Node.ID() // node 1 got messages 0 and 2, node 0 messages 1 and 3
+		if err := Expect(wc, uint64(101+k), fabric.StatusSuccess, fabric.OpRecv); err != nil {
+			return fmt.Errorf("message %d: %v", m, err)
+		}
+		if want := c.DCT.QPN(); wc.QPN != want || wc.Bytes != 64 {
+			return fmt.Errorf("message %d: %d bytes on QPN %#x, want 64 on %#x (the DCT)", m, wc.Bytes, wc.QPN, want)
+		}
+		if got := c.MR.Bytes()[(k+1)*srqSlot : (k+1)*srqSlot+64]; !bytes.Equal(got, pattern(64, m+1)) {
+			return fmt.Errorf("message %d: payload differs from what was sent", m)
+		}
+	}
+	return c.Node.OOB().Barrier("done")
+}
+
+// dcSendOne sends one message from node 0's DCI to node 1's DCT with key
+// and expects want at the initiator.
+func dcSendOne(th fabric.Thread, c *dcConn, key uint64, want fabric.Status) error {
+	if c.Node.ID() == 0 {
+		if _, err := c.DCI.PostSend([]fabric.SendWR{dcWR(c, 1, 1, key)}); err != nil {
+			return err
+		}
+		wcs, err := Await(th, c.SCQ, 1, wait)
+		if err != nil {
+			return err
+		}
+		if err := Expect(wcs[0], 1, want, fabric.OpSend); err != nil {
+			return err
+		}
+	}
+	return c.Node.OOB().Barrier("done")
+}
+
+// dcWrongKey: a request with another key than the DCT's fails with a
+// remote access error, its receive untouched.
+func dcWrongKey(th fabric.Thread) error {
+	c, err := dcConnect(th, Options{})
+	if err != nil {
+		return err
+	}
+	if err := dcPost(c, 1); err != nil {
+		return err
+	}
+	if err := c.Node.OOB().Barrier("posted"); err != nil {
+		return err
+	}
+	if err := dcSendOne(th, c, dcKey(1)+1, fabric.StatusRemoteAccess); err != nil {
+		return err
+	}
+	return Quiet(th, c.RCQ, fabric.Millisecond)
+}
+
+// dcEmptyRNR: a message for a DCT whose SRQ is empty is answered with RNR
+// NAKs until the initiator's RNR retries run out.
+func dcEmptyRNR(th fabric.Thread) error {
+	c, err := dcConnect(th, Options{RNRRetry: 2, MinRNRTimer: 1})
+	if err != nil {
+		return err
+	}
+	return dcSendOne(th, c, dcKey(1), fabric.StatusRNRRetryExceeded)
+}
+
+// dcRefusals: what mlx5dv and verbs refuse with EINVAL is refused.
+func dcRefusals(th fabric.Thread) error {
+	c, err := dcConnect(th, Options{})
+	if err != nil {
+		return err
+	}
+	rwr := []fabric.RecvWR{{ID: 1, Local: c.MR.SGE(0, 64)}}
+	for _, qp := range []fabric.QP{c.DCI, c.DCT} {
+		if n, err := qp.PostRecv(rwr); n != 0 || !errors.Is(err, fabric.ErrInvalidArg) {
+			return fmt.Errorf("PostRecv on a %v: %d posted, %v; want 0, ErrInvalidArg", qp.Type(), n, err)
+		}
+	}
+	swr := dcWR(c, 1, 1, dcKey(1))
+	if n, err := c.DCT.PostSend([]fabric.SendWR{swr}); n != 0 || !errors.Is(err, fabric.ErrInvalidArg) {
+		return fmt.Errorf("PostSend on a DCT: %d posted, %v; want 0, ErrInvalidArg", n, err)
+	}
+	for _, bad := range []fabric.SendWR{{ID: 1, Op: fabric.OpSend, Local: swr.Local, RemoteQPN: swr.RemoteQPN},
+		{ID: 1, Op: fabric.OpSend, Local: swr.Local, AH: swr.AH}} {
+		if n, err := c.DCI.PostSend([]fabric.SendWR{bad}); n != 0 || !errors.Is(err, fabric.ErrInvalidWR) {
+			return fmt.Errorf("PostSend on a DCI without DC addressing: %d posted, %v; want 0, ErrInvalidWR", n, err)
+		}
+	}
+	if _, err := c.PD.CreateQP(fabric.QPInit{Type: fabric.DCT, RecvCQ: c.RCQ}); !errors.Is(err, fabric.ErrInvalidArg) {
+		return fmt.Errorf("CreateQP DCT without an SRQ: %v, want ErrInvalidArg", err)
+	}
+	if _, err := c.PD.CreateQP(fabric.QPInit{Type: fabric.DCI, SendCQ: c.SCQ, SRQ: c.SRQ,
+		Caps: fabric.QPCaps{MaxSendWR: 1}}); !errors.Is(err, fabric.ErrInvalidArg) {
+		return fmt.Errorf("CreateQP DCI with an SRQ: %v, want ErrInvalidArg", err)
+	}
+	if err := c.DCT.Modify(fabric.StateRTS, fabric.QPAttr{}); !errors.Is(err, fabric.ErrBadTransition) {
+		return fmt.Errorf("a DCT to RTS: %v, want ErrBadTransition", err)
+	}
+	if err := c.SRQ.Destroy(); !errors.Is(err, fabric.ErrBusy) {
+		return fmt.Errorf("Destroy of an SRQ a DCT is attached to: %v, want ErrBusy", err)
+	}
+	if err := c.Node.OOB().Barrier("done"); err != nil {
+		return err
+	}
+	for _, q := range []fabric.QP{c.DCI, c.DCT} {
+		if err := q.Destroy(); err != nil {
+			return err
+		}
+	}
+	return c.SRQ.Destroy()
+}
