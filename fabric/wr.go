@@ -89,8 +89,8 @@ type SGE struct {
 // (see the package comment); the SendWR value itself is copied by PostSend.
 type SendWR struct {
 	ID    uint64 // caller's identifier, returned in the work completion (wr_id)
-	Op    Opcode // OpSend, OpSendImm, OpWrite, OpWriteImm or OpRead
 	Local SGE    // source (send, write) or destination (read) buffer
+	Op    Opcode // OpSend, OpSendImm, OpWrite, OpWriteImm or OpRead
 	Flags SendFlags
 	Imm   uint32 // immediate data for OpSendImm and OpWriteImm (a value; backends convert to the wire's big-endian imm_data)
 

@@ -25,11 +25,11 @@ func DCCases() []Case {
 	}
 }
 
-// dcKey is node's DCT access key.
-func dcKey(node int) uint64 { return 0xdc0000000000 + uint64(node) }
+// DCKey is node's DCT access key.
+func DCKey(node int) uint64 { return 0xdc0000000000 + uint64(node) }
 
-// dcConn is one node's DC set-up.
-type dcConn struct {
+// DCConn is one node's DC set-up (DCConnect).
+type DCConn struct {
 	Node fabric.Node
 	PD   fabric.PD
 	SCQ  fabric.CQ // the DCI's
@@ -38,16 +38,18 @@ type dcConn struct {
 	SRQ  fabric.SRQ
 	DCI  fabric.QP
 	DCT  fabric.QP
-	AH   [2]fabric.AH // to node i
-	DCTN [2]uint32    // node i's DCT number
+	AH   []fabric.AH // to node i
+	DCTN []uint32    // node i's DCT number
 }
 
-// dcConnect sets up the calling node's side; both nodes call it.
-func dcConnect(th fabric.Thread, o Options) (*dcConn, error) {
+// DCConnect sets up the calling node's side; every node calls it. Its
+// SRQ holds o.RecvWR receives (default 64), its region that many slots
+// of srqSlot bytes and two more, and node i's DCT key is DCKey(i).
+func DCConnect(th fabric.Thread, o Options) (*DCConn, error) {
 	o.defaults()
 	n := th.Node()
 	dev := n.Device()
-	c := &dcConn{Node: n}
+	c := &DCConn{Node: n}
 	var err error
 	if c.PD, err = dev.AllocPD(); err != nil {
 		return nil, err
@@ -58,13 +60,13 @@ func dcConnect(th fabric.Thread, o Options) (*dcConn, error) {
 	if c.RCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
 		return nil, err
 	}
-	if c.MR, err = c.PD.RegMR(8*srqSlot, fabric.AccessLocalWrite); err != nil {
+	if c.MR, err = c.PD.RegMR((o.RecvWR+2)*srqSlot, fabric.AccessLocalWrite); err != nil {
 		return nil, err
 	}
-	if c.SRQ, err = c.PD.CreateSRQ(fabric.SRQInit{MaxWR: 4, MaxSGE: 1}); err != nil {
+	if c.SRQ, err = c.PD.CreateSRQ(fabric.SRQInit{MaxWR: o.RecvWR, MaxSGE: 1}); err != nil {
 		return nil, err
 	}
-	if c.DCT, err = c.PD.CreateQP(fabric.QPInit{Type: fabric.DCT, RecvCQ: c.RCQ, SRQ: c.SRQ, DCKey: dcKey(n.ID())}); err != nil {
+	if c.DCT, err = c.PD.CreateQP(fabric.QPInit{Type: fabric.DCT, RecvCQ: c.RCQ, SRQ: c.SRQ, DCKey: DCKey(n.ID())}); err != nil {
 		return nil, err
 	}
 	if c.DCI, err = c.PD.CreateQP(fabric.QPInit{Type: fabric.DCI, SendCQ: c.SCQ, Caps: fabric.QPCaps{MaxSendWR: o.SendWR}}); err != nil {
@@ -78,6 +80,7 @@ func dcConnect(th fabric.Thread, o Options) (*dcConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.AH, c.DCTN = make([]fabric.AH, len(all)), make([]uint32, len(all))
 	for i, p := range all {
 		var info fabric.QPInfo
 		if err := info.UnmarshalBinary(p); err != nil {
@@ -93,7 +96,7 @@ func dcConnect(th fabric.Thread, o Options) (*dcConn, error) {
 
 // dcReady moves the DCT to RTR and the DCI to RTS, neither with a
 // destination.
-func dcReady(c *dcConn, o Options) error {
+func dcReady(c *DCConn, o Options) error {
 	if err := c.DCT.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite}); err != nil {
 		return err
 	}
@@ -110,15 +113,15 @@ func dcReady(c *dcConn, o Options) error {
 		RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry})
 }
 
-// dcWR is a signaled 64-byte send from slot 0 of c's region to node's
+// DCWR is a signaled 64-byte send, from bytes [64*id, 64*id+64) of c's region, to node's
 // DCT, with key.
-func dcWR(c *dcConn, id uint64, node int, key uint64) fabric.SendWR {
+func DCWR(c *DCConn, id uint64, node int, key uint64) fabric.SendWR {
 	return fabric.SendWR{ID: id, Op: fabric.OpSend, Local: c.MR.SGE(int(id)*64, 64), Flags: fabric.Signaled,
 		AH: c.AH[node], RemoteQPN: c.DCTN[node], DCKey: key}
 }
 
-// dcPost posts receives of srqSlot bytes, ids 100+slot, to c's SRQ.
-func dcPost(c *dcConn, slots ...int) error {
+// DCPost posts receives of srqSlot bytes, ids 100+slot, to c's SRQ.
+func DCPost(c *DCConn, slots ...int) error {
 	wrs := make([]fabric.RecvWR, len(slots))
 	for k, s := range slots {
 		wrs[k] = fabric.RecvWR{ID: uint64(100 + s), Local: c.MR.SGE(s*srqSlot, srqSlot)}
@@ -134,11 +137,11 @@ func dcPost(c *dcConn, slots ...int) error {
 // each completes in order, and each DCT receives its two in order, in its
 // CQ, naming the DCT.
 func dcTwoTargets(th fabric.Thread) error {
-	c, err := dcConnect(th, Options{})
+	c, err := DCConnect(th, Options{})
 	if err != nil {
 		return err
 	}
-	if err := dcPost(c, 1, 2); err != nil {
+	if err := DCPost(c, 1, 2); err != nil {
 		return err
 	}
 	if err := c.Node.OOB().Barrier("posted"); err != nil {
@@ -149,7 +152,7 @@ func dcTwoTargets(th fabric.Thread) error {
 		for m := range wrs {
 			fill(c.MR.Bytes()[(m+1)*64:(m+2)*64], m+1)
 			to := 1 - m%2
-			wrs[m] = dcWR(c, uint64(m+1), to, dcKey(to))
+			wrs[m] = DCWR(c, uint64(m+1), to, DCKey(to))
 		}
 		if k, err := c.DCI.PostSend(wrs); err != nil || k != 4 {
 			return fmt.Errorf("PostSend on the DCI: %d of 4 posted, %v", k, err)
@@ -186,9 +189,9 @@ func dcTwoTargets(th fabric.Thread) error {
 
 // dcSendOne sends one message from node 0's DCI to node 1's DCT with key
 // and expects want at the initiator.
-func dcSendOne(th fabric.Thread, c *dcConn, key uint64, want fabric.Status) error {
+func dcSendOne(th fabric.Thread, c *DCConn, key uint64, want fabric.Status) error {
 	if c.Node.ID() == 0 {
-		if _, err := c.DCI.PostSend([]fabric.SendWR{dcWR(c, 1, 1, key)}); err != nil {
+		if _, err := c.DCI.PostSend([]fabric.SendWR{DCWR(c, 1, 1, key)}); err != nil {
 			return err
 		}
 		wcs, err := Await(th, c.SCQ, 1, wait)
@@ -205,17 +208,17 @@ func dcSendOne(th fabric.Thread, c *dcConn, key uint64, want fabric.Status) erro
 // dcWrongKey: a request with another key than the DCT's fails with a
 // remote access error, its receive untouched.
 func dcWrongKey(th fabric.Thread) error {
-	c, err := dcConnect(th, Options{})
+	c, err := DCConnect(th, Options{})
 	if err != nil {
 		return err
 	}
-	if err := dcPost(c, 1); err != nil {
+	if err := DCPost(c, 1); err != nil {
 		return err
 	}
 	if err := c.Node.OOB().Barrier("posted"); err != nil {
 		return err
 	}
-	if err := dcSendOne(th, c, dcKey(1)+1, fabric.StatusRemoteAccess); err != nil {
+	if err := dcSendOne(th, c, DCKey(1)+1, fabric.StatusRemoteAccess); err != nil {
 		return err
 	}
 	return Quiet(th, c.RCQ, fabric.Millisecond)
@@ -224,16 +227,16 @@ func dcWrongKey(th fabric.Thread) error {
 // dcEmptyRNR: a message for a DCT whose SRQ is empty is answered with RNR
 // NAKs until the initiator's RNR retries run out.
 func dcEmptyRNR(th fabric.Thread) error {
-	c, err := dcConnect(th, Options{RNRRetry: 2, MinRNRTimer: 1})
+	c, err := DCConnect(th, Options{RNRRetry: 2, MinRNRTimer: 1})
 	if err != nil {
 		return err
 	}
-	return dcSendOne(th, c, dcKey(1), fabric.StatusRNRRetryExceeded)
+	return dcSendOne(th, c, DCKey(1), fabric.StatusRNRRetryExceeded)
 }
 
 // dcRefusals: what mlx5dv and verbs refuse with EINVAL is refused.
 func dcRefusals(th fabric.Thread) error {
-	c, err := dcConnect(th, Options{})
+	c, err := DCConnect(th, Options{})
 	if err != nil {
 		return err
 	}
@@ -243,7 +246,7 @@ func dcRefusals(th fabric.Thread) error {
 			return fmt.Errorf("PostRecv on a %v: %d posted, %v; want 0, ErrInvalidArg", qp.Type(), n, err)
 		}
 	}
-	swr := dcWR(c, 1, 1, dcKey(1))
+	swr := DCWR(c, 1, 1, DCKey(1))
 	if n, err := c.DCT.PostSend([]fabric.SendWR{swr}); n != 0 || !errors.Is(err, fabric.ErrInvalidArg) {
 		return fmt.Errorf("PostSend on a DCT: %d posted, %v; want 0, ErrInvalidArg", n, err)
 	}

@@ -1,13 +1,226 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
-// dcQueues checks the arguments of a DC queue pair.
+// Dynamically Connected transport. A DCI is an RC requester whose
+// destination is named by each work request (SendWR.AH's node, the DCT's
+// number SendWR.RemoteQPN, the key SendWR.DCKey; kept in the entry's
+// destN and destQPN as for UD). It is connected to one target at a time
+// (dcInit.cur). When the request at the head of transmission names
+// another target, the DCI waits until every earlier request is
+// acknowledged (the old connection drained: the disconnect), then sends
+// a connect request, a small packet carrying the key, and sends the
+// request's data only once the target's connect response is back: a
+// change of target costs the drain and a round trip of two small
+// packets, plus the NIC's per-request processing time at the target for
+// the connect (an estimate, docs/model.md). Requests to the connected
+// target stream as on RC; every request packet carries a DCETH.
+//
+// A DCT is the queue pair initiators name. Each DCI connected to it gets
+// a responder of its own (dcTarget.conns): an RC responder with the DCT's
+// number, SRQ, CQ and attributes, its expected PSN set by the connect
+// request (the PSN of the first request to come), kept for the next
+// connect of the same DCI. A connect request with another key than the
+// DCT's is answered with a remote access NAK, which fails the request at
+// the DCI (StatusRemoteAccess); the DCT itself is not affected.
+//
+// Not modelled: a lost connect request or response is not retried (the
+// DCI waits; no fault plan drops them in the tests), and the number of
+// connections a DCT's NIC can hold is not bounded.
+
+// hdrDCETH is the DC extended transport header of every DCI request
+// packet (the 8-byte DC access key).
+const hdrDCETH = 8
+
+// dcEnd names a DC connection's target: node, DCT number, key.
+type dcEnd struct {
+	node int
+	dctn uint32
+	key  uint64
+}
+
+// dcSrc names a DC connection's initiator at a DCT.
+type dcSrc struct {
+	node int
+	qpn  uint32
+}
+
+// dcInit is a DCI's connection state.
+type dcInit struct {
+	cur        dcEnd // the connected target (valid when connected)
+	want       dcEnd // the target a connect request was sent to
+	connected  bool
+	connecting bool
+	connects   int // connect handshakes completed
+}
+
+// dcTarget is a DCT's state beside the queue pair.
+type dcTarget struct {
+	key   uint64
+	conns map[dcSrc]*qp // one responder per connected DCI
+}
+
+// dcQueues checks the arguments of a DC queue pair and returns its
+// completion queues, capabilities and SRQ.
 func (p *pd) dcQueues(init fabric.QPInit) (scq, rcq *cq, caps fabric.QPCaps, s *srq, d *xrcd, err error) {
-	return nil, nil, caps, nil, nil, fmt.Errorf("%w: %v queue pairs are not simulated yet", errors.ErrUnsupported, init.Type)
+	if err = fabric.CheckDCQPInit(init); err != nil {
+		return nil, nil, caps, nil, nil, err
+	}
+	if init.Type == fabric.DCI {
+		q, mine, dead := p.localCQ(init.SendCQ)
+		if err = fabric.CheckSendCQ(mine, dead, "this simulator"); err != nil {
+			return nil, nil, caps, nil, nil, err
+		}
+		caps = init.Caps
+		caps.MaxRecvWR = 0
+		return q, nil, caps, nil, nil, nil
+	}
+	if s, err = p.attachable(init.SRQ); err != nil {
+		return nil, nil, caps, nil, nil, err
+	}
+	q, mine, dead := p.localCQ(init.RecvCQ)
+	if err = fabric.CheckSendCQ(mine, dead, "this simulator"); err != nil {
+		return nil, nil, caps, nil, nil, err
+	}
+	return nil, q, caps, s, nil, nil
+}
+
+// dcCreated records the DC state of q, just created.
+func (n *nic) dcCreated(q *qp, init fabric.QPInit) {
+	if n.dcs == nil {
+		n.dcs = map[*qp]any{}
+	}
+	if q.typ == fabric.DCI {
+		n.dcs[q] = &dcInit{}
+	} else {
+		n.dcs[q] = &dcTarget{key: init.DCKey, conns: map[dcSrc]*qp{}}
+	}
+}
+
+func (q *qp) dci() *dcInit   { return q.nic.dcs[q].(*dcInit) }
+func (q *qp) dct() *dcTarget { return q.nic.dcs[q].(*dcTarget) }
+
+// dcForget drops DC queue pair q's state and, for a DCT, its
+// connections' responders (reset or destroy); destroy also drops q's.
+func (q *qp) dcForget(destroy bool) {
+	if q.typ == fabric.DCT {
+		t := q.dct()
+		for k, r := range t.conns {
+			r.freeRecvs(r.rqTail) // the receives it had taken are discarded
+			r.destroyed = true
+			q.nic.cache.evict(r)
+			delete(t.conns, k)
+		}
+	} else {
+		*q.dci() = dcInit{}
+	}
+	if destroy {
+		delete(q.nic.dcs, q)
+	}
+}
+
+// dcAH is the address handle of a DCI's request.
+func (q *qp) dcAH(x fabric.AH) (*ah, error) {
+	a, ok := x.(*ah)
+	if !ok || a == nil || a.dead {
+		return nil, fmt.Errorf("%w: a DCI request needs a live address handle of this simulator", fabric.ErrInvalidWR)
+	}
+	if a.pd != q.pd {
+		return nil, fmt.Errorf("%w: address handle from another protection domain", fabric.ErrInvalidWR)
+	}
+	return a, nil
+}
+
+// dcOn reports whether DCI q is connected to e's target.
+func (q *qp) dcOn(e *sqe) bool {
+	s := q.dci()
+	return s.connected && s.cur == dcEnd{e.destN, e.destQPN, e.wr.DCKey}
+}
+
+// dcCanConnect reports whether DCI q can send the connect request for
+// e's target now: no connect in flight, every earlier request
+// acknowledged.
+func (q *qp) dcCanConnect() bool {
+	return !q.dci().connecting && q.sqHead == q.sqTx
+}
+
+// dcConnectPacket is DCI q's connect request for e's target.
+func (q *qp) dcConnectPacket(e *sqe) *packet {
+	s := q.dci()
+	s.connected, s.connecting = false, true
+	s.want = dcEnd{e.destN, e.destQPN, e.wr.DCKey}
+	p := q.newPacket(e.destN, e.destQPN)
+	p.op, p.psn, p.raddr, p.first, p.last = pDCConnect, e.psn, e.wr.DCKey, true, true
+	p.setWire()
+	return p
+}
+
+// dcReceive hands a packet arriving at DC queue pair q to it, or for a
+// DCT to the responder of the connection it belongs to.
+func (n *nic) dcReceive(q *qp, p *packet) {
+	if q.typ == fabric.DCI {
+		s := q.dci()
+		switch {
+		case s.connecting && p.src == s.want.node && p.srcQPN == s.want.dctn && (p.op == pDCConnAck || p.op == pNak):
+			s.connecting = false
+			if p.op == pNak {
+				q.fail(q.sqHead, fabric.StatusRemoteAccess)
+				return
+			}
+			s.connected, s.cur, s.connects = true, s.want, s.connects+1
+			q.destNode, q.attr.DestQPN = s.cur.node, s.cur.dctn
+		case s.connected && p.src == q.destNode && p.srcQPN == q.attr.DestQPN:
+			q.receive(p)
+		}
+		n.activate(q)
+		return
+	}
+	t := q.dct()
+	src := dcSrc{p.src, p.srcQPN}
+	if p.op == pDCConnect {
+		q.dcAccept(t, src, p)
+		return
+	}
+	if r := t.conns[src]; r != nil && r.state == fabric.StateRTR {
+		r.receive(p)
+		n.activate(r)
+	}
+}
+
+// dcAccept answers a connect request from src at DCT q: a remote access
+// NAK for another key; else the connection's responder expects the
+// request's PSN next, and the answer leaves after the NIC's per-request
+// processing time.
+func (q *qp) dcAccept(t *dcTarget, src dcSrc, p *packet) {
+	ans := q.newPacket(src.node, src.qpn)
+	ans.op, ans.psn = pDCConnAck, p.psn
+	if p.raddr != t.key {
+		ans.op, ans.nak = pNak, nakRemoteAccess
+	} else {
+		r := t.conns[src]
+		if r == nil || r.state != fabric.StateRTR {
+			r = &qp{c: q.c, nic: q.nic, pd: q.pd, qpn: q.qpn, typ: fabric.DCT, rcq: q.rcq, srq: q.srq,
+				mtu: q.mtu, attr: q.attr, state: fabric.StateRTR}
+			t.conns[src] = r
+		}
+		r.destNode, r.attr.DestQPN = src.node, src.qpn
+		r.ePSN, r.nakSent = p.psn, false
+	}
+	ans.setWire()
+	q.c.schedule(q.c.now.Add(q.nic.wqeCost), q.c.net, evDirect, ans)
+}
+
+// DCConnects is the number of connect handshakes DCI x has completed
+// (for tests and measurements); 0 for any other queue pair.
+func DCConnects(x fabric.QP) int {
+	q, ok := x.(*qp)
+	if !ok || q.typ != fabric.DCI {
+		return 0
+	}
+	q.c.enter(0)
+	return q.dci().connects
 }

@@ -20,6 +20,7 @@ type nic struct {
 	srqs     []*srq // shared receive queues, in creation order (number - 1)
 	nextXRCD int
 	tgts     map[*qp]*xrcTarget // XRC target queue pairs' state (xrc.go)
+	dcs      map[*qp]any        // DC queue pairs' state: *dcInit or *dcTarget (dc.go)
 	mrs      []*mr              // by key>>8 - 1
 	nextAddr uint64
 
@@ -388,6 +389,8 @@ func (n *nic) receive(p *packet) {
 		}
 	case q.state == fabric.StateError:
 	case !peers(q.typ, p.qpType):
+	case q.typ.DC():
+		n.dcReceive(q, p)
 	case q.typ != fabric.UD && (p.src != q.destNode || p.srcQPN != q.attr.DestQPN):
 		// not from the connected peer: silently dropped, as on hardware
 	default:

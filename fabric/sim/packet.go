@@ -17,9 +17,11 @@ const (
 	pReadResp
 	pAck
 	pNak
+	pDCConnect // a DCI's connect request (its key in raddr)
+	pDCConnAck // a DCT's connect response
 )
 
-var pktOpNames = [...]string{"?", "SEND", "WRITE", "READ_REQ", "READ_RESP", "ACK", "NAK"}
+var pktOpNames = [...]string{"?", "SEND", "WRITE", "READ_REQ", "READ_RESP", "ACK", "NAK", "DC_CONNECT", "DC_CONNECT_ACK"}
 
 func (o pktOp) String() string { return pktOpNames[o] }
 
@@ -157,6 +159,9 @@ func (p *packet) setWire() {
 	}
 	if p.qpType == fabric.XRCSend && (p.op == pSend || p.op == pWrite || p.op == pReadReq) {
 		h += hdrXRCETH
+	}
+	if p.qpType == fabric.DCI && p.op != pAck && p.op != pNak {
+		h += hdrDCETH
 	}
 	if p.hasImm && p.last {
 		h += hdrImm

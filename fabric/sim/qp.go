@@ -14,14 +14,14 @@ type sqe struct {
 	length  int
 	npkts   int
 	psn     fabric.PSN // first PSN, once assigned
-	destQPN uint32     // UD: destination QPN (beside psn: no padding, TestQPSizes)
+	destQPN uint32     // UD, DCI: destination QPN (beside psn: no padding, TestQPSizes)
 	rdGot   int        // read responses received
 	rdGap   bool       // a missing read response was detected and the read asked for again
 	rdHeld  bool       // an RDMA Read whose state the NIC holds (wrCache)
 	bad     fabric.Status
 	done    bool
 	procAt  fabric.Time // when the NIC has processed this request and, unless inline, its payload's first byte is on the NIC
-	destN   int         // UD: destination node
+	destN   int         // UD, DCI: destination node
 	ck      ckState     // the verbs-usage checker's record (checker.go)
 }
 
@@ -307,8 +307,8 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	if err != nil {
 		return nil, err
 	}
-	noRQ := s != nil || init.Type == fabric.XRCSend // receives come from elsewhere, or never
-	if init.Type != fabric.XRCRecv && (caps.MaxSendWR < 1 || caps.MaxSendWR > prof.MaxQPWR || !noRQ && (caps.MaxRecvWR < 1 || caps.MaxRecvWR > prof.MaxQPWR)) {
+	noRQ := s != nil || init.Type == fabric.XRCSend || init.Type == fabric.DCI // receives come from elsewhere, or never
+	if init.Type != fabric.XRCRecv && init.Type != fabric.DCT && (caps.MaxSendWR < 1 || caps.MaxSendWR > prof.MaxQPWR || !noRQ && (caps.MaxRecvWR < 1 || caps.MaxRecvWR > prof.MaxQPWR)) {
 		return nil, fmt.Errorf("%w: queue depths send %d, receive %d must be in 1..%d (nic.max_qp_wr)",
 			fabric.ErrLimit, caps.MaxSendWR, caps.MaxRecvWR, prof.MaxQPWR)
 	}
@@ -346,6 +346,9 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		}
 		n.tgts[q] = &xrcTarget{d: d, from: map[uint64]*srq{}}
 		d.users++
+	}
+	if init.Type.DC() {
+		n.dcCreated(q, init)
 	}
 	return q, nil
 }
@@ -415,6 +418,9 @@ func (q *qp) Destroy() error {
 		q.freeRecvs(q.rqTail) // the receives it had taken are discarded
 		q.srq.users--
 	}
+	if q.typ.DC() {
+		q.dcForget(true)
+	}
 	q.destroyed = true
 	q.nic.cache.evict(q)
 	q.nic.wrc.forget(q.qpn)
@@ -451,7 +457,13 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	case fabric.StateInit:
 		q.attr.Access, q.attr.QKey = a.Access, a.QKey
 	case fabric.StateRTR:
-		if q.typ != fabric.UD {
+		if q.typ.DC() { // no destination: each request names it (DCI), or any DCI connects (DCT)
+			q.mtu = a.PathMTU
+			if q.mtu == 0 {
+				q.mtu = c.prof.Link.MTU
+			}
+			q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic, q.attr.SL = a.MinRNRTimer, a.MaxDestRdAtomic, a.Dest.SL
+		} else if q.typ != fabric.UD {
 			n, err := c.resolve(a.Dest)
 			if err != nil {
 				return bad(err.Error())
@@ -504,6 +516,9 @@ func (q *qp) reset() {
 	}
 	q.ackOn, q.nakSent, q.nakCode, q.inMsg, q.timerOn = false, false, 0, false, false
 	q.msgRecv, q.dropMsg, q.ucMid, q.rnrUntil = false, false, false, 0
+	if q.typ.DC() {
+		q.dcForget(false)
+	}
 }
 
 // release frees the slots of the send (or receive) queue before free: a
@@ -533,7 +548,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if q.destroyed {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
 	}
-	if q.typ == fabric.XRCRecv {
+	if q.typ == fabric.XRCRecv || q.typ == fabric.DCT {
 		return 0, fmt.Errorf("%w: %v has no send queue", fabric.ErrInvalidArg, q)
 	}
 	if q.state != fabric.StateRTS && q.state != fabric.StateError {
@@ -589,7 +604,14 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 			return fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, e.length, q.c.prof.Link.MTU)
 		}
 		e.destN, e.destQPN = a.node, wr.RemoteQPN
-	} else if int64(e.length) > 1<<31 {
+	} else if q.typ == fabric.DCI {
+		a, err := q.dcAH(wr.AH)
+		if err != nil {
+			return err
+		}
+		e.destN, e.destQPN = a.node, wr.RemoteQPN
+	}
+	if q.typ != fabric.UD && int64(e.length) > 1<<31 {
 		return fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, e.length)
 	}
 	if wr.Flags&fabric.Inline != 0 {
@@ -638,6 +660,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	}
 	if q.typ == fabric.XRCSend || q.typ == fabric.XRCRecv {
 		return 0, fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", fabric.ErrInvalidArg, q)
+	}
+	if err := fabric.CheckPostRecvDC(q, q.typ); err != nil {
+		return 0, err
 	}
 	if q.srq != nil {
 		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)

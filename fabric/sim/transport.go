@@ -128,6 +128,9 @@ func (q *qp) hasOutput() bool {
 		// completions stay in order and none is lost to the flush.
 		return q.sqHead == q.sqTx
 	}
+	if q.typ == fabric.DCI && q.txPkt == 0 && !q.dcOn(e) {
+		return q.dcCanConnect() // a change of target: drain, then connect
+	}
 	return !(e.wr.Op == fabric.OpRead && int(q.rdOut) >= q.attr.MaxRdAtomic)
 }
 
@@ -164,6 +167,9 @@ func (q *qp) nextPacket() *packet {
 	if st := e.status(); st != fabric.StatusSuccess {
 		q.fail(q.sqTx, st)
 		return nil
+	}
+	if q.typ == fabric.DCI && q.txPkt == 0 && !q.dcOn(e) {
+		return q.dcConnectPacket(e)
 	}
 	var p *packet
 	if q.typ == fabric.UD {

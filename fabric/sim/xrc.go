@@ -194,9 +194,10 @@ func (q *qp) tgtDiscard(to uint64) {
 }
 
 // peers reports whether a packet of type pt may reach a queue pair of
-// type qt: the same type, or the two ends of XRC.
+// type qt: the same type, or the two ends of XRC or of DC.
 func peers(qt, pt fabric.QPType) bool {
-	return qt == pt || qt == fabric.XRCSend && pt == fabric.XRCRecv || qt == fabric.XRCRecv && pt == fabric.XRCSend
+	return qt == pt && !qt.DC() || qt == fabric.XRCSend && pt == fabric.XRCRecv || qt == fabric.XRCRecv && pt == fabric.XRCSend ||
+		qt == fabric.DCI && pt == fabric.DCT || qt == fabric.DCT && pt == fabric.DCI
 }
 
 // use adds k to the users of q, which may be nil (an XRC queue pair has
