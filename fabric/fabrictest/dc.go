@@ -19,6 +19,7 @@ import (
 func DCCases() []Case {
 	return []Case{
 		{Name: "DCOneInitiatorTwoTargets", Body: dcTwoTargets},
+		{Name: "DCWriteRead", Body: dcWriteRead},
 		{Name: "DCWrongKey", Body: dcWrongKey},
 		{Name: "DCEmptySRQRNR", Body: dcEmptyRNR},
 		{Name: "DCRefusals", Body: dcRefusals},
@@ -38,8 +39,9 @@ type DCConn struct {
 	SRQ  fabric.SRQ
 	DCI  fabric.QP
 	DCT  fabric.QP
-	AH   []fabric.AH // to node i
-	DCTN []uint32    // node i's DCT number
+	AH   []fabric.AH     // to node i
+	DCTN []uint32        // node i's DCT number
+	Peer []fabric.QPInfo // node i's DCT, with its region (Addr, RKey)
 }
 
 // DCConnect sets up the calling node's side; every node calls it. Its
@@ -60,7 +62,8 @@ func DCConnect(th fabric.Thread, o Options) (*DCConn, error) {
 	if c.RCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
 		return nil, err
 	}
-	if c.MR, err = c.PD.RegMR((o.RecvWR+2)*srqSlot, fabric.AccessLocalWrite); err != nil {
+	access := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
+	if c.MR, err = c.PD.RegMR((o.RecvWR+2)*srqSlot, access); err != nil {
 		return nil, err
 	}
 	if c.SRQ, err = c.PD.CreateSRQ(fabric.SRQInit{MaxWR: o.RecvWR, MaxSGE: 1}); err != nil {
@@ -75,12 +78,14 @@ func DCConnect(th fabric.Thread, o Options) (*DCConn, error) {
 	if err := dcReady(c, o); err != nil {
 		return nil, err
 	}
-	b, _ := c.DCT.Info().MarshalBinary()
+	me := c.DCT.Info()
+	me.Addr, me.RKey, me.Bytes = c.MR.Addr(), c.MR.RKey(), uint64(c.MR.Len())
+	b, _ := me.MarshalBinary()
 	all, err := n.OOB().AllGather("dc-connect", b)
 	if err != nil {
 		return nil, err
 	}
-	c.AH, c.DCTN = make([]fabric.AH, len(all)), make([]uint32, len(all))
+	c.AH, c.DCTN, c.Peer = make([]fabric.AH, len(all)), make([]uint32, len(all)), make([]fabric.QPInfo, len(all))
 	for i, p := range all {
 		var info fabric.QPInfo
 		if err := info.UnmarshalBinary(p); err != nil {
@@ -89,7 +94,7 @@ func DCConnect(th fabric.Thread, o Options) (*DCConn, error) {
 		if c.AH[i], err = c.PD.CreateAH(info.Address()); err != nil {
 			return nil, err
 		}
-		c.DCTN[i] = info.QPN
+		c.DCTN[i], c.Peer[i] = info.QPN, info
 	}
 	return c, n.OOB().Barrier("dc-connected")
 }
@@ -97,10 +102,10 @@ func DCConnect(th fabric.Thread, o Options) (*DCConn, error) {
 // dcReady moves the DCT to RTR and the DCI to RTS, neither with a
 // destination.
 func dcReady(c *DCConn, o Options) error {
-	if err := c.DCT.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite}); err != nil {
+	if err := c.DCT.Modify(fabric.StateInit, fabric.QPAttr{Access: o.Access}); err != nil {
 		return err
 	}
-	if err := c.DCT.Modify(fabric.StateRTR, fabric.QPAttr{MinRNRTimer: o.MinRNRTimer}); err != nil {
+	if err := c.DCT.Modify(fabric.StateRTR, fabric.QPAttr{MinRNRTimer: o.MinRNRTimer, MaxDestRdAtomic: 1}); err != nil {
 		return err
 	}
 	if err := c.DCI.Modify(fabric.StateInit, fabric.QPAttr{}); err != nil {
@@ -110,7 +115,7 @@ func dcReady(c *DCConn, o Options) error {
 		return err
 	}
 	return c.DCI.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: initialPSN(c.Node.ID()), Timeout: o.Timeout,
-		RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry})
+		RetryCnt: o.RetryCnt, RNRRetry: o.RNRRetry, MaxRdAtomic: 1})
 }
 
 // DCWR is a signaled 64-byte send, from bytes [64*id, 64*id+64) of c's region, to node's
@@ -182,6 +187,47 @@ func dcTwoTargets(th fabric.Thread) error {
 		}
 		if got := c.MR.Bytes()[(k+1)*srqSlot : (k+1)*srqSlot+64]; !bytes.Equal(got, pattern(64, m+1)) {
 			return fmt.Errorf("message %d: payload differs from what was sent", m)
+		}
+	}
+	return c.Node.OOB().Barrier("done")
+}
+
+// dcWriteRead: node 0's DCI writes 64 bytes into node 1's region, reads
+// them back, then writes into its own node's region (a change of target
+// after a read) and reads that back: each read returns what the write
+// placed.
+func dcWriteRead(th fabric.Thread) error {
+	c, err := DCConnect(th, Options{})
+	if err != nil {
+		return err
+	}
+	if c.Node.ID() == 0 {
+		for k, to := range []int{1, 0} {
+			seed := 10 + k
+			fill(c.MR.Bytes()[64:128], seed)
+			dst := c.Peer[to].Addr + 2048 + uint64(k)*64
+			wrs := []fabric.SendWR{
+				{ID: 1, Op: fabric.OpWrite, Local: c.MR.SGE(64, 64), Flags: fabric.Signaled, RemoteAddr: dst, RKey: c.Peer[to].RKey,
+					AH: c.AH[to], RemoteQPN: c.DCTN[to], DCKey: DCKey(to)},
+				{ID: 2, Op: fabric.OpRead, Local: c.MR.SGE(3072, 64), Flags: fabric.Signaled, RemoteAddr: dst, RKey: c.Peer[to].RKey,
+					AH: c.AH[to], RemoteQPN: c.DCTN[to], DCKey: DCKey(to)},
+			}
+			if k, err := c.DCI.PostSend(wrs); err != nil || k != 2 {
+				return fmt.Errorf("PostSend: %d of 2, %v", k, err)
+			}
+			wcs, err := Await(th, c.SCQ, 2, wait)
+			if err != nil {
+				return err
+			}
+			for i, op := range []fabric.Opcode{fabric.OpWrite, fabric.OpRead} {
+				if err := Expect(wcs[i], uint64(i+1), fabric.StatusSuccess, op); err != nil {
+					return fmt.Errorf("to node %d: %v", to, err)
+				}
+			}
+			th.Sync()
+			if !bytes.Equal(c.MR.Bytes()[3072:3136], pattern(64, seed)) {
+				return fmt.Errorf("the read from node %d returned other bytes than the write placed", to)
+			}
 		}
 	}
 	return c.Node.OOB().Barrier("done")
