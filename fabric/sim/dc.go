@@ -56,6 +56,11 @@ type dcInit struct {
 	connected  bool
 	connecting bool
 	connects   int // connect handshakes completed
+	// door is the requests whose doorbell the NIC has processed; the
+	// queue pair's sqVisible, what the transmit engine may send, stops
+	// before the first of them whose target is not the connected one,
+	// so that the engine asks nothing DC-specific of other queue pairs.
+	door uint64
 }
 
 // dcTarget is a DCT's state beside the queue pair.
@@ -135,17 +140,41 @@ func (q *qp) dcAH(x fabric.AH) (*ah, error) {
 	return a, nil
 }
 
-// dcOn reports whether DCI q is connected to e's target.
-func (q *qp) dcOn(e *sqe) bool {
+// dcDoorbell is the doorbell of DCI q up to request v: the NIC
+// processes the new requests, and the transmit engine sees those it may
+// send now (dcOpen).
+func (q *qp) dcDoorbell(v uint64) {
 	s := q.dci()
-	return s.connected && s.cur == dcEnd{e.destN, e.destQPN, e.wr.DCKey}
+	s.door = max(s.door, q.sqVisible)
+	if q.state != fabric.StateRTS || v <= s.door || v > q.sqTail {
+		return
+	}
+	q.process(s.door, v)
+	s.door = v
+	q.dcOpen()
 }
 
-// dcCanConnect reports whether DCI q can send the connect request for
-// e's target now: no connect in flight, every earlier request
-// acknowledged.
-func (q *qp) dcCanConnect() bool {
-	return !q.dci().connecting && q.sqHead == q.sqTx
+// dcOpen shows the transmit engine DCI q's processed requests up to the
+// first whose target is not the connected one. When every request before
+// that one is acknowledged (the old connection drained) and no connect
+// is in flight, the engine's next packet from q is the connect request
+// for its target. A request that failed before transmission is shown at
+// once: it fails in order without a connection.
+func (q *qp) dcOpen() {
+	s := q.dci()
+	s.door = max(s.door, q.sqVisible)
+	for q.sqVisible < s.door {
+		e := q.sqAt(q.sqVisible)
+		if e.status() != fabric.StatusSuccess || s.connected && s.cur == (dcEnd{e.destN, e.destQPN, e.wr.DCKey}) {
+			q.sqVisible++
+			continue
+		}
+		if !s.connecting && !q.ackOn && q.sqHead == q.sqVisible && q.sqTx == q.sqVisible && q.txPkt == 0 {
+			q.ackOn, q.nakCode = true, nakDCConnect
+		}
+		break
+	}
+	q.nic.activate(q)
 }
 
 // dcConnectPacket is DCI q's connect request for e's target.
@@ -175,6 +204,9 @@ func (n *nic) dcReceive(q *qp, p *packet) {
 			q.destNode, q.attr.DestQPN = s.cur.node, s.cur.dctn
 		case s.connected && p.src == q.destNode && p.srcQPN == q.attr.DestQPN:
 			q.receive(p)
+		}
+		if q.state == fabric.StateRTS {
+			q.dcOpen()
 		}
 		n.activate(q)
 		return

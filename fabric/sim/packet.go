@@ -33,6 +33,10 @@ const (
 	nakRNR
 	nakRemoteAccess
 	nakInvalid
+	// nakDCConnect is no NAK: with ackOn it marks a DCI whose next packet
+	// is a connect request (dc.go), which rides the ACK's turn in the
+	// transmit engine.
+	nakDCConnect
 )
 
 var nakNames = [...]string{"", "sequence error", "receiver not ready", "remote access error", "invalid request"}

@@ -27,7 +27,9 @@ func (q *qp) handle(arg uint64, _ *packet) {
 			q.readyEv = 0
 		}
 	case qpDoorbell:
-		if q.state == fabric.StateRTS && v > q.sqVisible && v <= q.sqTail {
+		if q.typ == fabric.DCI {
+			q.dcDoorbell(v)
+		} else if q.state == fabric.StateRTS && v > q.sqVisible && v <= q.sqTail {
 			q.process(q.sqVisible, v)
 			q.sqVisible = v
 		}
@@ -128,9 +130,6 @@ func (q *qp) hasOutput() bool {
 		// completions stay in order and none is lost to the flush.
 		return q.sqHead == q.sqTx
 	}
-	if q.typ == fabric.DCI && q.txPkt == 0 && !q.dcOn(e) {
-		return q.dcCanConnect() // a change of target: drain, then connect
-	}
 	return !(e.wr.Op == fabric.OpRead && int(q.rdOut) >= q.attr.MaxRdAtomic)
 }
 
@@ -149,6 +148,10 @@ func (q *qp) nextPacket() *packet {
 	}
 	if q.ackOn {
 		q.ackOn = false
+		if q.nakCode == nakDCConnect {
+			q.nakCode = 0
+			return q.dcConnectPacket(q.sqAt(q.sqTx))
+		}
 		p := q.newPacket(q.destNode, q.attr.DestQPN)
 		p.op, p.psn, p.nak = pAck, q.ackPSN, q.nakCode
 		fatal := q.nakCode == nakInvalid
@@ -167,9 +170,6 @@ func (q *qp) nextPacket() *packet {
 	if st := e.status(); st != fabric.StatusSuccess {
 		q.fail(q.sqTx, st)
 		return nil
-	}
-	if q.typ == fabric.DCI && q.txPkt == 0 && !q.dcOn(e) {
-		return q.dcConnectPacket(e)
 	}
 	var p *packet
 	if q.typ == fabric.UD {
