@@ -53,17 +53,7 @@ func DCConnect(th fabric.Thread, o Options) (*DCConn, error) {
 	dev := n.Device()
 	c := &DCConn{Node: n}
 	var err error
-	if c.PD, err = dev.AllocPD(); err != nil {
-		return nil, err
-	}
-	if c.SCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
-		return nil, err
-	}
-	if c.RCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
-		return nil, err
-	}
-	access := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
-	if c.MR, err = c.PD.RegMR((o.RecvWR+2)*srqSlot, access); err != nil {
+	if c.PD, c.SCQ, c.RCQ, c.MR, err = objects(dev, o.CQDepth, (o.RecvWR+2)*srqSlot); err != nil {
 		return nil, err
 	}
 	if c.SRQ, err = c.PD.CreateSRQ(fabric.SRQInit{MaxWR: o.RecvWR, MaxSGE: 1}); err != nil {

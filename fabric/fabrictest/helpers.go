@@ -81,6 +81,23 @@ func (o *Options) defaults() {
 // that every test crosses it.
 func initialPSN(node int) fabric.PSN { return fabric.PSN(1<<24 - 3).Add(node * 1000) }
 
+// objects makes what a test connection starts from: a protection
+// domain, a send and a receive completion queue of depth cqDepth, and a
+// region of mrBytes open to local and remote writes and remote reads.
+func objects(dev fabric.Device, cqDepth, mrBytes int) (pd fabric.PD, scq, rcq fabric.CQ, mr fabric.MR, err error) {
+	if pd, err = dev.AllocPD(); err != nil {
+		return
+	}
+	if scq, err = dev.CreateCQ(cqDepth); err != nil {
+		return
+	}
+	if rcq, err = dev.CreateCQ(cqDepth); err != nil {
+		return
+	}
+	mr, err = pd.RegMR(mrBytes, fabric.AccessLocalWrite|fabric.AccessRemoteWrite|fabric.AccessRemoteRead)
+	return
+}
+
 // Connect sets up one queue pair on the calling node and connects it to
 // the same on node peer. Both nodes must call it (it exchanges over OOB).
 func Connect(th fabric.Thread, peer int, o Options) (*Conn, error) {
@@ -89,17 +106,7 @@ func Connect(th fabric.Thread, peer int, o Options) (*Conn, error) {
 	dev := n.Device()
 	c := &Conn{Node: n}
 	var err error
-	if c.PD, err = dev.AllocPD(); err != nil {
-		return nil, err
-	}
-	if c.SCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
-		return nil, err
-	}
-	if c.RCQ, err = dev.CreateCQ(o.CQDepth); err != nil {
-		return nil, err
-	}
-	acc := fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead
-	if c.MR, err = c.PD.RegMR(o.MRBytes, acc); err != nil {
+	if c.PD, c.SCQ, c.RCQ, c.MR, err = objects(dev, o.CQDepth, o.MRBytes); err != nil {
 		return nil, err
 	}
 	c.QP, err = c.PD.CreateQP(fabric.QPInit{Type: o.Type, SendCQ: c.SCQ, RecvCQ: c.RCQ,
