@@ -304,7 +304,11 @@ func (p *Profile) Validate() error {
 			bad(f.field, "must be a positive number, got %v (missing?)", f.v)
 		case f.v < f.min:
 			num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-			bad(f.field, "%s %s is below the least the model's clock can hold, %s %s", num(f.v), f.unit, num(f.min), f.unit)
+			why := f.minWhy
+			if why == "" {
+				why = "the least the model's clock can hold"
+			}
+			bad(f.field, "%s %s is below %s, %s %s", num(f.v), f.unit, why, num(f.min), f.unit)
 		case !(f.v >= 0):
 			bad(f.field, "must be zero or positive, got %v", f.v)
 		case f.v > f.max:
@@ -315,14 +319,11 @@ func (p *Profile) Validate() error {
 				lo = "above 0"
 			}
 			num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-			bad(f.field, "%s %s outside the range %s to %s %s", num(f.v), f.unit, lo, num(f.max), f.unit)
+			bad(f.field, "%s %s outside the range %s to %s %s%s", num(f.v), f.unit, lo, num(f.max), f.unit, f.maxHint)
 		}
 	}
 	if s := p.Host.Sockets; s > 1 && p.Host.Cores%s != 0 {
 		bad("host.sockets", "%d sockets cannot share %d cores evenly: give the cores of all sockets together (host.cores) and a number of sockets that divides them", s, p.Host.Cores)
-	}
-	if p.Host.GHz > 10 {
-		bad("host.ghz", "%v GHz is not a plausible clock (did you mean MHz?)", p.Host.GHz)
 	}
 	switch mpt, mtt := p.NIC.MPTCacheEntries, p.NIC.MTTCacheEntries; {
 	case mtt%mttLinePages != 0:
@@ -332,13 +333,28 @@ func (p *Profile) Validate() error {
 	case mpt > 0 && mtt == 0:
 		bad("nic.mtt_cache_entries", "0 with nic.mpt_cache_entries %d: set both to 0 to leave translation out of the model, or both positive", mpt)
 	}
-	if mtuPkt := p.Link.MTU + maxHeaderBytes; p.Switch.InputBufferBytes > 0 && p.Switch.InputBufferBytes < mtuPkt {
-		bad("switch.input_buffer_bytes", "%d bytes cannot hold one MTU packet (%d bytes)", p.Switch.InputBufferBytes, mtuPkt)
-	}
-	if mtuPkt := p.Link.MTU + maxHeaderBytes; p.NIC.RxBufferBytes > 0 && p.NIC.RxBufferBytes < mtuPkt {
-		bad("nic.rx_buffer_bytes", "%d bytes cannot hold one MTU packet (%d bytes)", p.NIC.RxBufferBytes, mtuPkt)
-	}
 	return errors.Join(errs...)
+}
+
+// FieldLimit is one numeric field of a profile and the values Validate
+// accepts for it: Min to Max, Min itself refused when AboveZero.
+type FieldLimit struct {
+	Field, Unit string // "nic.wqe_ns", "ns"
+	Min, Max    float64
+	AboveZero   bool
+}
+
+// Limits lists every numeric field of p with the range Validate accepts
+// (the enumerated fields, link.encoding and link.mtu, aside). Two rules
+// relate fields beyond these ranges: host.sockets must divide host.cores,
+// and nic.mpt_cache_entries and nic.mtt_cache_entries are both 0 or both
+// positive, the latter a multiple of 8.
+func (p *Profile) Limits() []FieldLimit {
+	var out []FieldLimit
+	for _, f := range p.numbers() {
+		out = append(out, FieldLimit{Field: f.field, Unit: f.unit, Min: f.min, Max: f.max, AboveZero: f.positive && f.min == 0})
+	}
+	return out
 }
 
 // profileNumber is one numeric field of a profile with its unit and its
@@ -347,7 +363,9 @@ type profileNumber struct {
 	field, unit string
 	v, max      float64
 	positive    bool
-	min         float64 // rates: the least value whose derived durations fit the clock (0: none beyond positive)
+	min         float64 // the least value (0: none beyond positive): rates, so that derived durations fit the clock; buffers, one MTU packet
+	minWhy      string  // what min is, if not the clock's bound
+	maxHint     string  // appended to the error beyond max
 }
 
 // Upper bounds of the numeric fields: well above any real hardware, and
@@ -359,6 +377,7 @@ const (
 	maxCount     = 1 << 24 // queue pairs, work requests, cache entries (QPNs are 24 bits)
 	maxBytes     = 1 << 30 // a buffer on the NIC or switch, inline data
 	maxRateGB    = 1e4     // GB/s or Gbaud: 10 TB/s
+	maxGHz       = 10      // a core's clock: beyond it, a value in MHz given as GHz
 	// minRateGB is the least rate (GB/s, Gbaud, GHz): 1 MB/s, 1 Mbaud,
 	// 1 MHz. Slower, a packet's serialization, a copy or a computation
 	// of realistic size takes longer than the picosecond clock holds
@@ -378,13 +397,22 @@ func (p *Profile) numbers() []profileNumber {
 	rate := func(field, unit string, v, max float64) profileNumber {
 		return profileNumber{field: field, unit: unit, v: v, max: max, positive: true, min: minRateGB}
 	}
+	// A buffer holds at least one packet of the link's MTU in whole
+	// 64-byte credit blocks (a buffer of fewer blocks never has the
+	// credits a full packet needs: the link stalls for good).
+	buffer := func(field string, v int) profileNumber {
+		return profileNumber{field: field, unit: "bytes", v: float64(v), max: maxBytes, positive: true,
+			min: float64(maxPacketBlocks(p) * creditBlock), minWhy: fmt.Sprintf("the credit blocks of one packet of the MTU (%d bytes and its headers)", p.Link.MTU)}
+	}
+	ghz := rate("host.ghz", "GHz", p.Host.GHz, maxGHz)
+	ghz.maxHint = " (did you mean MHz?)"
 	l, sw, nic, h, s := &p.Link, &p.Switch, &p.NIC, &p.Host, &p.Setup
 	return []profileNumber{
 		n("link.lanes", "lanes", float64(l.Lanes), 12, true),
 		rate("link.lane_gbaud", "Gbaud", l.LaneGbaud, maxRateGB),
 		n("link.propagation_ns", "ns", l.PropagationNS, maxLatencyNS, false),
 		n("switch.latency_ns", "ns", sw.LatencyNS, maxLatencyNS, false),
-		n("switch.input_buffer_bytes", "bytes", float64(sw.InputBufferBytes), maxBytes, true),
+		buffer("switch.input_buffer_bytes", sw.InputBufferBytes),
 		n("switch.ar_ties", "(0 or 1)", float64(sw.ARTies), 1, false),
 		n("nic.tx_latency_ns", "ns", nic.TxLatencyNS, maxLatencyNS, false),
 		n("nic.rx_latency_ns", "ns", nic.RxLatencyNS, maxLatencyNS, false),
@@ -399,7 +427,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.processing_units", "units", float64(nic.ProcessingUnits), 1<<16, true),
 		n("nic.wqe_ns", "ns", nic.WQENS, maxLatencyNS, true),
 		n("nic.rx_packet_ns", "ns", nic.RxPacketNS, maxLatencyNS, false),
-		n("nic.rx_buffer_bytes", "bytes", float64(nic.RxBufferBytes), maxBytes, true),
+		buffer("nic.rx_buffer_bytes", nic.RxBufferBytes),
 		n("nic.qp_cache_entries", "entries", float64(nic.QPCacheEntries), maxCount, true),
 		n("nic.qp_cache_miss_ns", "ns", nic.QPCacheMissNS, maxLatencyNS, false),
 		n("nic.qp_cache_ways", "entries", float64(nic.QPCacheWays), maxCount, false),
@@ -410,7 +438,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("nic.mpt_cache_entries", "entries", float64(nic.MPTCacheEntries), maxCount, false),
 		n("nic.mtt_cache_entries", "entries", float64(nic.MTTCacheEntries), maxCount, false),
 		n("host.cores", "cores", float64(h.Cores), 1<<12, true),
-		rate("host.ghz", "GHz", h.GHz, maxRateGB),
+		ghz,
 		n("host.post_send_ns", "ns", h.PostSendNS, maxLatencyNS, false),
 		n("host.post_recv_ns", "ns", h.PostRecvNS, maxLatencyNS, false),
 		n("host.poll_empty_ns", "ns", h.PollEmptyNS, maxLatencyNS, false),
