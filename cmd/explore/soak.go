@@ -16,7 +16,7 @@ import (
 
 func soakCmd() *cobra.Command {
 	var cfg soak.Config
-	var designs, scenarios string
+	var designs, scenarios, workloads string
 	var verbose, jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "soak",
@@ -24,10 +24,13 @@ func soakCmd() *cobra.Command {
 		Long: `soak draws one random fault schedule per seed (loss, corruption, duplication,
 reordering, a lost end of stream or credit message, a link down, slow receivers, a node
 crash, RC retry exhaustion, context-cache thrashing; see docs/reliability.md) and runs
-every design under it: the eight designs, the MPI and IPoIB baselines and the peer designs
-(HyPer and its variants, RDMA-MW, RDMA-MW/siw, Sockets-MW), the UD designs both without and
-with --ud-recovery. Each run must either deliver exactly the sent
-multiset or stop with an error; a run that returns a wrong result (silent), deadlocks or
+every design's shuffle under it: the eight designs, the MPI and IPoIB baselines and the
+peer designs (HyPer and its variants, RDMA-MW, RDMA-MW/siw, Sockets-MW), the UD designs
+both without and with --ud-recovery. Under the same schedule it runs one TPC-H query (Q3,
+Q4 or Q10, SF 0.05) and one star join (2 to 4 tables, SF 0.01) per seed, each over a design
+drawn per seed (the star joins also over I-Store's remote-read plans). Each run must either
+deliver exactly the sent multiset (a query or star join: the reference answer) or stop with
+an error; a run that returns a wrong result (silent), deadlocks or
 outlives its time limits (hang), trips the verbs-usage checker, or (UD recovery under
 random loss below 0.1%) fails to deliver, makes soak exit non-zero.
 
@@ -42,6 +45,11 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 			}
 			if scenarios != "" {
 				cfg.Scenarios = strings.Split(scenarios, ",")
+			}
+			if workloads != "" {
+				for _, w := range strings.Split(workloads, ",") {
+					cfg.Workloads = append(cfg.Workloads, soak.Workload(w))
+				}
 			}
 			if cfg.WallLimit <= 0 {
 				name := "wall-limit"
@@ -82,6 +90,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 	fl.Uint64Var(&cfg.FirstSeed, "first-seed", 1, "first seed")
 	fl.StringVar(&designs, "designs", "", "comma-separated designs (default: the eight designs, MPI, IPoIB and the peer designs)")
 	fl.StringVar(&scenarios, "scenarios", "", "comma-separated scenarios to draw from (default: all)")
+	fl.StringVar(&workloads, "workloads", "", "comma-separated workloads to run under each schedule: "+soakWorkloads()+" (default: all)")
 	fl.IntVar(&cfg.Nodes, "nodes", 4, "cluster size")
 	fl.IntVar(&cfg.Threads, "threads", 2, "sending (and receiving) threads per node")
 	fl.Int64Var(&cfg.BytesPerNode, "bytes-per-node", 256<<10, "payload bytes each node sends")
@@ -103,7 +112,7 @@ func printSoak(w io.Writer, res *soak.Result) {
 	for _, by := range []struct {
 		name string
 		m    map[string]*soak.Counts
-	}{{"scenario", res.ByScenario}, {"design", res.ByDesign}} {
+	}{{"scenario", res.ByScenario}, {"workload", res.ByWorkload}, {"design", res.ByDesign}} {
 		var names []string
 		for k := range by.m {
 			names = append(names, k)
@@ -121,6 +130,18 @@ func printSoak(w io.Writer, res *soak.Result) {
 	c := res.Config
 	fmt.Fprintf(w, "%d seeds from %d, %d nodes; %.1fs wall\n", c.Seeds, c.FirstSeed, c.Nodes, res.Wall.Seconds())
 	for _, f := range res.Failures {
-		fmt.Fprintf(w, "FAILED seed %d %s (recovery %v) [%s]: %s: %s\n", f.Seed, f.Design, f.Recovery, strings.Join(f.Scenarios, "+"), f.Outcome, f.Err)
+		what := f.Design
+		if f.Workload != soak.ShuffleWorkload {
+			what = fmt.Sprintf("%s %s over %s", f.Workload, f.Detail, f.Design)
+		}
+		fmt.Fprintf(w, "FAILED seed %d %s (recovery %v) [%s]: %s: %s\n", f.Seed, what, f.Recovery, strings.Join(f.Scenarios, "+"), f.Outcome, f.Err)
 	}
+}
+
+func soakWorkloads() string {
+	var s []string
+	for _, w := range soak.Workloads {
+		s = append(s, string(w))
+	}
+	return strings.Join(s, ", ")
 }

@@ -25,6 +25,8 @@ func TestSoakCommand(t *testing.T) {
 		{"--designs XX", `--designs "XX": not a design to soak`},
 		{"--scenarios meteor", `--scenarios "meteor": not one of`},
 		{"--wall-limit-s 0", "--wall-limit-s 0: must be positive"},
+		{"--workloads tpch,films", `--workloads "films": not one of shuffle, tpch, star-join`},
+		{"--designs I-Store --workloads shuffle,tpch", "I-Store's remote-read plans run only in star joins"},
 	} {
 		cmd := soakCmd()
 		cmd.SetOut(&out)
@@ -50,12 +52,14 @@ func TestSoakJSON(t *testing.T) {
 		t.Fatalf("not one JSON object: %v\n%s", err, out.String())
 	}
 	for _, f := range []string{"experiment", "runs", "faults_injected", "exact_deliveries", "clean_errors", "silent_failures", "hangs",
-		"checker_findings", "masked_errors", "unrecovered", "by_design", "by_fault", "seeds", "nodes", "wall_s"} {
+		"checker_findings", "masked_errors", "unrecovered", "by_design", "by_fault", "by_workload", "seeds", "nodes", "wall_s"} {
 		if _, ok := rec[f]; !ok {
 			t.Errorf("record lacks %q: %s", f, out.String())
 		}
 	}
-	if rec["experiment"] != "soak" || rec["runs"] != 4.0 || rec["nodes"] != 3.0 {
+	// Four shuffles (MESQ/SR with and without recovery, MEMQ/SR, and
+	// MESQ/SR under high UD loss), a TPC-H query and a star join.
+	if rec["experiment"] != "soak" || rec["runs"] != 6.0 || rec["nodes"] != 3.0 {
 		t.Errorf("record %s", out.String())
 	}
 	if _, ok := rec["by_fault"].(map[string]any)["ud-loss-high"]; !ok {

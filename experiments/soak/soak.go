@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
-	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
@@ -36,6 +35,7 @@ type Config struct {
 	Profile      string
 	Payload      bool          // move and check every byte
 	Scenarios    []string      // draw only these (faults.Scenarios); default all
+	Workloads    []Workload    // the families of runs under each schedule; default Workloads
 	WallLimit    time.Duration // a run taking longer is a hang (default 60 s)
 	SimLimit     fabric.Duration
 	Log          io.Writer // one line per run, if set
@@ -61,6 +61,8 @@ const (
 // Trial is one run of a soak.
 type Trial struct {
 	Seed      uint64
+	Workload  Workload // ShuffleWorkload when empty
+	Detail    string   // the query, or the star join's tables
 	Design    string
 	Recovery  bool
 	Scenarios []string
@@ -111,6 +113,7 @@ type Result struct {
 	Failures   []Trial            // every run but exact and clean-error ones
 	ByDesign   map[string]*Counts // design, "+recovery" for UD runs with recovery
 	ByScenario map[string]*Counts // fault kind (a run of two kinds counts in both)
+	ByWorkload map[string]*Counts // Workload
 	Wall       time.Duration
 	Config     Config // as run, defaults filled in
 }
@@ -131,29 +134,43 @@ type Record struct {
 	FirstSeed  uint64 `json:"first_seed"`
 	Nodes      int    `json:"nodes"`
 	Counts
-	ByDesign  map[string]*Counts `json:"by_design"`
-	ByFault   map[string]*Counts `json:"by_fault"`
-	WallS     float64            `json:"wall_s"`
-	Version   string             `json:"version"` // the build that made it (buildinfo)
-	Commit    string             `json:"commit"`
-	GoVersion string             `json:"go_version"`
+	ByDesign map[string]*Counts `json:"by_design"`
+	ByFault  map[string]*Counts `json:"by_fault"`
+	// ByWorkload counts the runs of each workload: the shuffles, the
+	// TPC-H queries and the star joins.
+	ByWorkload map[string]*Counts `json:"by_workload"`
+	WallS      float64            `json:"wall_s"`
+	Version    string             `json:"version"` // the build that made it (buildinfo)
+	Commit     string             `json:"commit"`
+	GoVersion  string             `json:"go_version"`
 }
 
 // Record is r as the soak record.
 func (r *Result) Record() Record {
 	return Record{Experiment: "soak", Seeds: r.Config.Seeds, FirstSeed: r.Config.FirstSeed, Nodes: r.Config.Nodes,
-		Counts: r.Counts, ByDesign: r.ByDesign, ByFault: r.ByScenario, WallS: r.Wall.Seconds(),
+		Counts: r.Counts, ByDesign: r.ByDesign, ByFault: r.ByScenario, ByWorkload: r.ByWorkload, WallS: r.Wall.Seconds(),
 		Version: buildinfo.Get().Version, Commit: buildinfo.Get().Commit, GoVersion: buildinfo.Get().Go}
 }
 
-// Designs is the default design list of a soak: the eight designs,
-// the MPI and IPoIB baselines and the peer designs (HyPer's multiplexer
+// Designs is the default design list of a soak: the eight designs, our
+// variants of them (the completion-with-immediate Writes, shared receive
+// queues, XRC), the MPI and IPoIB baselines and the peer designs (HyPer's multiplexer
 // with and without its schedule and over TCP, the RDMA-Write middleware
-// over RDMA, siw and sockets). The peers were left out until a soak of
-// them found HyPer hanging when a peer crashed.
+// over RDMA, siw and sockets), and I-Store's two remote-read plans, which
+// only the star joins run. The peers were left out until a soak of them
+// found HyPer hanging when a peer crashed.
 func Designs() []string {
-	return append(experiments.PaperDesigns(), "MPI", "IPoIB",
-		"HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched", "RDMA-MW", "RDMA-MW/siw", "Sockets-MW")
+	return append(append(experiments.PaperDesigns(), experiments.DesignNames(experiments.IsVariant)...), "MPI", "IPoIB",
+		"HyPer", "HyPer/unsched", "HyPer-TCP", "HyPer-TCP/unsched", "RDMA-MW", "RDMA-MW/siw", "Sockets-MW",
+		experiments.IStoreDesign, experiments.IStoreUnicastDesign)
+}
+
+func joinWorkloads(ws []Workload) string {
+	s := make([]string, len(ws))
+	for i, w := range ws {
+		s[i] = string(w)
+	}
+	return strings.Join(s, ", ")
 }
 
 // Run runs cfg.Seeds randomized fault schedules over every design.
@@ -165,7 +182,7 @@ func Run(cfg Config) (*Result, error) {
 		cfg.Designs = Designs()
 	}
 	for _, d := range cfg.Designs {
-		if x := experiments.DesignOf(d); x.Name == "" || !experiments.MovesTuples(x) {
+		if x := experiments.DesignOf(d); !isIStore(d) && (x.Name == "" || !experiments.MovesTuples(x)) {
 			return nil, setting.New("Designs", fmt.Sprintf("%q", d), "not a design to soak (choose from %s)", strings.Join(Designs(), ", "))
 		}
 	}
@@ -174,11 +191,20 @@ func Run(cfg Config) (*Result, error) {
 			return nil, setting.New("Scenarios", fmt.Sprintf("%q", s), "not one of %s, %s", strings.Join(faults.Scenarios, ", "), faults.HighUDLoss)
 		}
 	}
-	// High UD loss is a family of its own: the UD designs with recovery,
-	// once per seed, beside the drawn schedules.
-	highLoss := len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, faults.HighUDLoss)
-	draw := slices.DeleteFunc(slices.Clone(cfg.Scenarios), func(s string) bool { return s == faults.HighUDLoss })
-	drawn := len(cfg.Scenarios) == 0 || len(draw) > 0
+	if len(cfg.Workloads) == 0 {
+		cfg.Workloads = Workloads
+	}
+	runnable := false
+	for _, w := range cfg.Workloads {
+		if !slices.Contains(Workloads, w) {
+			return nil, setting.New("Workloads", fmt.Sprintf("%q", w), "not one of %s", joinWorkloads(Workloads))
+		}
+		runnable = runnable || len(workloadDesigns(w, cfg.Designs)) > 0
+	}
+	if !runnable {
+		return nil, setting.New("Designs", strings.Join(cfg.Designs, ","), "no workload asked for (%s) runs them: I-Store's remote-read plans run only in star joins (%s)",
+			joinWorkloads(cfg.Workloads), StarJoinWorkload)
+	}
 	if cfg.FirstSeed == 0 {
 		cfg.FirstSeed = 1
 	}
@@ -203,64 +229,24 @@ func Run(cfg Config) (*Result, error) {
 	if cfg.SimLimit == 0 {
 		cfg.SimLimit = 20 * fabric.Second
 	}
-	base := func(design string, seed uint64) experiments.RunConfig {
-		return experiments.RunConfig{Design: design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Buffers: 4, CreditEvery: 2,
-			BytesPerNode: cfg.BytesPerNode, Seed: seed, Payload: cfg.Payload}
+	res := &Result{ByDesign: map[string]*Counts{}, ByScenario: map[string]*Counts{}, ByWorkload: map[string]*Counts{}, Config: cfg}
+	span, err := cfg.spans()
+	if err != nil {
+		return nil, err
 	}
-	limit := experiments.SimOptions{TimeLimit: cfg.SimLimit}
-	// How long each design's shuffle lasts without faults: faults fall in
-	// that span, setup included.
-	span := map[string]faults.Phases{}
-	for _, d := range cfg.Designs {
-		rec, err := experiments.RunSim(base(d, cfg.FirstSeed), limit)
-		if err != nil {
-			return nil, fmt.Errorf("%s without faults: %w", d, err)
-		}
-		span[d] = faults.Phases{Setup: fabric.Duration(rec.SetupMS / 1e3 * float64(fabric.Second)), Data: fabric.Duration(rec.ResponseS * float64(fabric.Second))}
-	}
-	res := &Result{ByDesign: map[string]*Counts{}, ByScenario: map[string]*Counts{}, Config: cfg}
+	jobSpans := map[job]faults.Phases{}
 	t0 := time.Now()
 	for i := 0; i < cfg.Seeds; i++ {
 		if cfg.Progress != nil && i > 0 {
 			cfg.Progress(i, cfg.Seeds, int(res.Runs))
 		}
 		seed := cfg.FirstSeed + uint64(i)
-		for _, d := range cfg.Designs {
-			ud := experiments.IsUD(d)
-			for _, recovery := range []bool{false, true} {
-				if recovery && !ud || !drawn {
-					continue
-				}
-				// The same schedule for every design of a seed, scaled
-				// to the design's span.
-				r := rand.New(rand.NewPCG(seed, 0x50a4))
-				var sched *faults.Schedule
-				var names []string
-				if len(draw) > 0 {
-					names = []string{draw[r.IntN(len(draw))]}
-					sched, _ = faults.Scenario(r, names[0], cfg.Nodes, span[d])
-				} else {
-					sched, names = faults.Random(r, cfg.Nodes, span[d])
-				}
-				rc := base(d, seed)
-				rc.UDRecovery = recovery
-				run := soakOne(rc, limit, sched, cfg.WallLimit)
-				run.Scenarios = names
-				if recovery && run.Outcome != Exact && run.Outcome != Silent && run.Outcome != Hang && udLossOnly(names) {
-					run.Outcome = Unrecovered
-				}
-				res.add(run)
-				cfg.log(run)
-			}
-			if ud && highLoss {
-				r := rand.New(rand.NewPCG(seed, 0x1055))
-				sched, _ := faults.Scenario(r, faults.HighUDLoss, cfg.Nodes, span[d])
-				rc := base(d, seed)
-				rc.UDRecovery = true
-				run := soakOne(rc, limit, sched, cfg.WallLimit)
-				run.Scenarios = []string{faults.HighUDLoss}
-				res.add(run)
-				cfg.log(run)
+		if slices.Contains(cfg.Workloads, ShuffleWorkload) {
+			cfg.runShuffles(seed, span, res)
+		}
+		if cfg.drawn() {
+			if err := cfg.runJobs(seed, jobSpans, res); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -268,9 +254,97 @@ func Run(cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// base is the shuffle of design on seed's data.
+func (cfg *Config) base(design string, seed uint64) experiments.RunConfig {
+	return experiments.RunConfig{Design: design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Buffers: 4, CreditEvery: 2,
+		BytesPerNode: cfg.BytesPerNode, Seed: seed, Payload: cfg.Payload}
+}
+
+// spans is how long each design's shuffle lasts without faults: faults
+// fall in that span, set-up included.
+func (cfg *Config) spans() (map[string]faults.Phases, error) {
+	span := map[string]faults.Phases{}
+	if !slices.Contains(cfg.Workloads, ShuffleWorkload) {
+		return span, nil
+	}
+	for _, d := range cfg.Designs {
+		if isIStore(d) {
+			continue
+		}
+		rec, err := experiments.RunSim(cfg.base(d, cfg.FirstSeed), experiments.SimOptions{TimeLimit: cfg.SimLimit})
+		if err != nil {
+			return nil, fmt.Errorf("%s without faults: %w", d, err)
+		}
+		span[d] = phases{setupS: rec.SetupMS / 1e3, dataS: rec.ResponseS}.faults()
+	}
+	return span, nil
+}
+
+// drawn reports whether the soak draws schedules (not only the high UD
+// loss family).
+func (cfg *Config) drawn() bool {
+	return len(cfg.Scenarios) == 0 || slices.ContainsFunc(cfg.Scenarios, func(s string) bool { return s != faults.HighUDLoss })
+}
+
+// schedule is seed's schedule, the same for every design and workload of
+// the seed, scaled to span, and the scenarios it draws from.
+func (cfg *Config) schedule(seed uint64, span faults.Phases) (*faults.Schedule, []string) {
+	r := rand.New(rand.NewPCG(seed, 0x50a4))
+	draw := slices.DeleteFunc(slices.Clone(cfg.Scenarios), func(s string) bool { return s == faults.HighUDLoss })
+	if len(draw) > 0 {
+		names := []string{draw[r.IntN(len(draw))]}
+		sched, _ := faults.Scenario(r, names[0], cfg.Nodes, span)
+		return sched, names
+	}
+	return faults.Random(r, cfg.Nodes, span)
+}
+
+// runShuffles runs seed's shuffles: every design under the seed's
+// schedule (the UD designs with and without recovery), and the UD designs
+// with recovery under high UD loss, a family of its own.
+func (cfg *Config) runShuffles(seed uint64, span map[string]faults.Phases, res *Result) {
+	highLoss := len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, faults.HighUDLoss)
+	limit := experiments.SimOptions{TimeLimit: cfg.SimLimit}
+	for _, d := range cfg.Designs {
+		if isIStore(d) {
+			continue
+		}
+		ud := experiments.IsUD(d)
+		for _, recovery := range []bool{false, true} {
+			if recovery && !ud || !cfg.drawn() {
+				continue
+			}
+			sched, names := cfg.schedule(seed, span[d])
+			rc := cfg.base(d, seed)
+			rc.UDRecovery = recovery
+			run := soakOne(rc, limit, sched, cfg.WallLimit)
+			run.Scenarios = names
+			if recovery && run.Outcome != Exact && run.Outcome != Silent && run.Outcome != Hang && udLossOnly(names) {
+				run.Outcome = Unrecovered
+			}
+			res.add(run)
+			cfg.log(run)
+		}
+		if ud && highLoss {
+			r := rand.New(rand.NewPCG(seed, 0x1055))
+			sched, _ := faults.Scenario(r, faults.HighUDLoss, cfg.Nodes, span[d])
+			rc := cfg.base(d, seed)
+			rc.UDRecovery = true
+			run := soakOne(rc, limit, sched, cfg.WallLimit)
+			run.Scenarios = []string{faults.HighUDLoss}
+			res.add(run)
+			cfg.log(run)
+		}
+	}
+}
+
 func (cfg *Config) log(run Trial) {
 	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "seed %d %s%s [%s]: %s, %d faults, %.2fs%s\n", run.Seed, run.Design, map[bool]string{true: " +recovery"}[run.Recovery],
+		what := run.Design
+		if run.Workload != "" && run.Workload != ShuffleWorkload {
+			what = fmt.Sprintf("%s %s over %s", run.Workload, run.Detail, run.Design)
+		}
+		fmt.Fprintf(cfg.Log, "seed %d %s%s [%s]: %s, %d faults, %.2fs%s\n", run.Seed, what, map[bool]string{true: " +recovery"}[run.Recovery],
 			strings.Join(run.Scenarios, "+"), run.Outcome, run.Injected, run.Wall.Seconds(), errSuffix(run.Err))
 	}
 }
@@ -302,9 +376,17 @@ func (r *Result) add(run Trial) {
 		}
 		m[k].add(run)
 	}
+	w := run.Workload
+	if w == "" {
+		w = ShuffleWorkload
+	}
+	count(r.ByWorkload, string(w))
 	design := run.Design
 	if run.Recovery {
 		design += "+recovery"
+	}
+	if w != ShuffleWorkload {
+		design += " (" + string(w) + ")"
 	}
 	count(r.ByDesign, design)
 	for _, s := range run.Scenarios {
@@ -318,17 +400,32 @@ func (r *Result) add(run Trial) {
 // soakOne runs cfg with opt under sched and classifies the outcome; a run
 // that outlasts wall is abandoned as a hang.
 func soakOne(cfg experiments.RunConfig, opt experiments.SimOptions, sched *faults.Schedule, wall time.Duration) Trial {
-	run := Trial{Seed: cfg.Seed, Design: cfg.Design, Recovery: cfg.UDRecovery}
-	plan, err := sched.Plan(cfg.Nodes)
+	trial := Trial{Seed: cfg.Seed, Design: cfg.Design, Recovery: cfg.UDRecovery, Workload: ShuffleWorkload}
+	return soakRun(trial, cfg.Nodes, sched, wall, opt, func(o experiments.SimOptions) (string, error) {
+		rec, err := experiments.RunSim(cfg, o)
+		if err != nil {
+			return "", err
+		}
+		return rec.Integrity, nil
+	})
+}
+
+// soakRun runs one run of a cluster of nodes (run, given opt with sched's
+// plan; it returns the run's integrity, "ok" when it delivered exactly)
+// and classifies its outcome into trial; a run that outlasts wall is
+// abandoned as a hang.
+func soakRun(trial Trial, nodes int, sched *faults.Schedule, wall time.Duration, opt experiments.SimOptions,
+	run func(experiments.SimOptions) (string, error)) Trial {
+	plan, err := sched.Plan(nodes)
 	if err != nil {
-		run.Outcome, run.Err = CleanError, err.Error()
-		return run
+		trial.Outcome, trial.Err = CleanError, err.Error()
+		return trial
 	}
 	opt.Plan, opt.ProfileOverride = plan, sched.ProfileOverride()
 	type result struct {
-		rec      *results.Record
-		err      error
-		injected int64
+		integrity string
+		err       error
+		injected  int64
 	}
 	done := make(chan result, 1)
 	t0 := time.Now()
@@ -336,29 +433,29 @@ func soakOne(cfg experiments.RunConfig, opt experiments.SimOptions, sched *fault
 		var injected int64
 		o := opt
 		o.Inspect = func(cl *sim.Cluster) { injected = cl.FaultCounts().Total() }
-		rec, err := experiments.RunSim(cfg, o)
+		integrity, err := run(o)
 		if sched.QPCacheEntries > 0 {
 			injected++ // the profile change
 		}
-		done <- result{rec, err, injected}
+		done <- result{integrity, err, injected}
 	}()
 	select {
 	case r := <-done:
-		run.Wall, run.Injected = time.Since(t0), r.injected
+		trial.Wall, trial.Injected = time.Since(t0), r.injected
 		// A run whose every thread left is frozen by a crash (every node
 		// crashed, say) ends with the simulator's error naming them, not
 		// a deadlock: a clean error.
-		run.Outcome = classify(r.rec, r.err)
+		trial.Outcome = classify(r.integrity, r.err)
 		switch {
 		case r.err != nil:
-			run.Err = r.err.Error()
-		case run.Outcome == Silent:
-			run.Err = "integrity " + r.rec.Integrity
+			trial.Err = r.err.Error()
+		case trial.Outcome == Silent:
+			trial.Err = "integrity " + r.integrity
 		}
 	case <-time.After(wall):
-		run.Wall, run.Outcome, run.Err = wall, Hang, fmt.Sprintf("still running after %v of wall time (abandoned)", wall)
+		trial.Wall, trial.Outcome, trial.Err = wall, Hang, fmt.Sprintf("still running after %v of wall time (abandoned)", wall)
 	}
-	return run
+	return trial
 }
 
 // classify names a run's outcome by its first cause: a run that reached
@@ -367,9 +464,9 @@ func soakOne(cfg experiments.RunConfig, opt experiments.SimOptions, sched *fault
 // Mutex" say) masks the fault's own error; then deadlocks, the checker's
 // findings (a hazard, or objects left open by a node that could still
 // close them), and clean errors.
-func classify(rec *results.Record, err error) Outcome {
+func classify(integrity string, err error) Outcome {
 	switch {
-	case err == nil && rec.Integrity == "ok":
+	case err == nil && integrity == "ok":
 		return Exact
 	case err == nil:
 		return Silent

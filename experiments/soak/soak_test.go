@@ -24,9 +24,12 @@ func TestSoakShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(res)
-	// 19 runs per seed under drawn schedules (the UD designs twice), and
-	// the UD designs with recovery under high UD loss.
-	if !res.OK() || res.Runs != 3*21 || res.Injected == 0 || res.ByScenario[faults.HighUDLoss].Runs != 3*2 {
+	// 23 shuffles per seed under drawn schedules (the UD designs twice),
+	// the UD designs with recovery under high UD loss, a TPC-H query and
+	// a star join.
+	w := res.ByWorkload
+	if !res.OK() || res.Runs != 3*27 || res.Injected == 0 || res.ByScenario[faults.HighUDLoss].Runs != 3*2 ||
+		w[string(ShuffleWorkload)].Runs != 3*25 || w[string(QueryWorkload)].Runs != 3 || w[string(StarJoinWorkload)].Runs != 3 {
 		for _, f := range res.Failures {
 			t.Errorf("%+v", f)
 		}
@@ -187,26 +190,26 @@ func TestClassify(t *testing.T) {
 	limit := fmt.Errorf("%w: 20s simulated; still running: n0/main", fabric.ErrTimeLimit)
 	pan := errors.New("n1/shuffle0: panic: sim: Unlock of an unlocked Mutex\ngoroutine 7 [running]:")
 	clean := errors.New("n0/receive0: algos: no progress for 100.000ms")
-	ok, missing := &results.Record{Integrity: "ok"}, &results.Record{Integrity: "missing"}
+	ok, missing := "ok", "missing"
 	for _, tc := range []struct {
 		name string
-		rec  *results.Record
+		rec  string
 		err  error
 		want Outcome
 	}{
 		{"exact", ok, nil, Exact},
 		{"silent", missing, nil, Silent},
-		{"clean", nil, clean, CleanError},
-		{"wrapped clean", nil, fmt.Errorf("%w [faults injected: node 2 crashed at 1ms]", clean), CleanError},
-		{"time limit", nil, limit, Hang},
-		{"time limit then panic", nil, errors.Join(limit, pan), Hang},
-		{"time limit wrapped", nil, fmt.Errorf("%w [faults injected: x]", errors.Join(limit, clean)), Hang},
-		{"panic", nil, pan, Masked},
-		{"panic then error", nil, errors.Join(pan, clean), Masked},
-		{"panic wrapped", nil, fmt.Errorf("%w [faults injected: x]", pan), Masked},
-		{"deadlock", nil, fmt.Errorf("%w: n0/main waits", fabric.ErrDeadlock), Hang},
-		{"checker", nil, fmt.Errorf("%w: 3 objects still open", sim.ErrVerbsUsage), CheckerFail},
-		{"leak after error", nil, errors.Join(clean, fmt.Errorf("%w: 3 objects still open", sim.ErrVerbsUsage)), CheckerFail},
+		{"clean", "", clean, CleanError},
+		{"wrapped clean", "", fmt.Errorf("%w [faults injected: node 2 crashed at 1ms]", clean), CleanError},
+		{"time limit", "", limit, Hang},
+		{"time limit then panic", "", errors.Join(limit, pan), Hang},
+		{"time limit wrapped", "", fmt.Errorf("%w [faults injected: x]", errors.Join(limit, clean)), Hang},
+		{"panic", "", pan, Masked},
+		{"panic then error", "", errors.Join(pan, clean), Masked},
+		{"panic wrapped", "", fmt.Errorf("%w [faults injected: x]", pan), Masked},
+		{"deadlock", "", fmt.Errorf("%w: n0/main waits", fabric.ErrDeadlock), Hang},
+		{"checker", "", fmt.Errorf("%w: 3 objects still open", sim.ErrVerbsUsage), CheckerFail},
+		{"leak after error", "", errors.Join(clean, fmt.Errorf("%w: 3 objects still open", sim.ErrVerbsUsage)), CheckerFail},
 	} {
 		if got := classify(tc.rec, tc.err); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
@@ -221,7 +224,7 @@ func TestClassify(t *testing.T) {
 // endpoints freed what they created on a failed open, every design left
 // its queue pairs and regions behind (the soak's `crash` findings).
 func TestCrashDuringSetupLeavesNothingOpen(t *testing.T) {
-	for _, design := range Designs() {
+	for _, design := range workloadDesigns(ShuffleWorkload, Designs()) {
 		for _, recovery := range []bool{false, true} {
 			if recovery && !experiments.IsUD(design) {
 				continue
@@ -235,7 +238,7 @@ func TestCrashDuringSetupLeavesNothingOpen(t *testing.T) {
 					Payload: true, UDRecovery: recovery}
 				_, err, _ := runSchedule(t, rc, "crash:\n  - node: 1\n    at: 1us\n")
 				if err == nil || !strings.Contains(err.Error(), "node 1 crashed") || errors.Is(err, sim.ErrVerbsUsage) ||
-					classify(nil, err) != CleanError {
+					classify("", err) != CleanError {
 					t.Fatalf("crash before the exchange: %v (want a clean error naming node 1's crash)", err)
 				}
 			})
@@ -281,4 +284,45 @@ func TestFlushLeadsWithItsCause(t *testing.T) {
 		return
 	}
 	t.Skip("no crash time tried surfaced as a flushed receive")
+}
+
+// TestSoakWorkloads: the TPC-H queries and star joins run under each
+// seed's schedule, over designs drawn per seed (I-Store's plans only in
+// star joins), and are classified as the shuffles are; a crash in a query
+// is a clean error naming it.
+func TestSoakWorkloads(t *testing.T) {
+	res, err := Run(Config{Seeds: 4, Nodes: 3, Payload: true, Workloads: []Workload{QueryWorkload, StarJoinWorkload},
+		Designs: []string{"MEMQ/SR", "MPI", experiments.IStoreDesign}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if !res.OK() || res.Runs != 8 || res.ByWorkload[string(QueryWorkload)].Runs != 4 || res.ByWorkload[string(StarJoinWorkload)].Runs != 4 ||
+		res.ByWorkload[string(ShuffleWorkload)] != nil || res.Injected == 0 {
+		t.Fatalf("soak: %v; by workload %v; failures %+v", res, res.ByWorkload, res.Failures)
+	}
+	for d := range res.ByDesign {
+		if strings.HasPrefix(d, experiments.IStoreDesign) && !strings.HasSuffix(d, "(star-join)") {
+			t.Errorf("%s ran outside the star joins", d)
+		}
+	}
+	s, err := faults.Parse([]byte("crash:\n  - node: 2\n    at: 1us\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Nodes: 3, Threads: 2, Profile: "edr-cx4", Payload: true}
+	for _, j := range []job{{workload: QueryWorkload, design: "MEMQ/SR", query: "Q3"}, {workload: StarJoinWorkload, design: experiments.IStoreDesign, tables: 2}} {
+		run := soakRun(Trial{Design: j.design, Workload: j.workload}, 3, s, time.Minute, experiments.SimOptions{},
+			func(opt experiments.SimOptions) (string, error) {
+				integrity, _, err := j.run(&cfg, 1, opt)
+				return integrity, err
+			})
+		if run.Outcome != CleanError || !strings.Contains(run.Err, "node 2 crashed") {
+			t.Errorf("%s %s, node 2 crashed at once: %s (%s), want a clean error naming the crash", j.workload, j.detail(), run.Outcome, run.Err)
+		}
+	}
+	if _, err := Run(Config{Seeds: 1, Designs: []string{experiments.IStoreDesign}, Workloads: []Workload{ShuffleWorkload}}); err == nil ||
+		!strings.Contains(err.Error(), "only in star joins") {
+		t.Errorf("I-Store shuffles: %v", err)
+	}
 }
