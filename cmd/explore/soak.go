@@ -98,6 +98,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 	fl.BoolVar(&cfg.Payload, "payload", true, "move and check every byte")
 	fl.DurationVar(&cfg.WallLimit, "wall-limit", time.Minute, "a run taking longer (wall clock, a Go duration: 60s, 5m) counts as a hang")
 	addDurationAlias(fl, "wall-limit-s", "wall-limit", time.Second, "60s")
+	fl.IntVar(&cfg.Jobs, "jobs", 1, "seeds to run at once (each run's wall time, and so --wall-limit, then counts time shared with the others)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "one line per run (on standard error with --json)")
 	fl.BoolVar(&jsonOut, "json", false, "print the soak record (docs/results.md) as one JSON object instead of tables")
 	return cmd

@@ -5,12 +5,14 @@
 package soak
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
@@ -37,6 +39,7 @@ type Config struct {
 	Scenarios    []string      // draw only these (faults.Scenarios); default all
 	Workloads    []Workload    // the families of runs under each schedule; default Workloads
 	WallLimit    time.Duration // a run taking longer is a hang (default 60 s)
+	Jobs         int           // seeds run at once (default 1)
 	SimLimit     fabric.Duration
 	Log          io.Writer // one line per run, if set
 	// Progress, if set, is called after each seed with the seeds done,
@@ -211,6 +214,9 @@ func Run(cfg Config) (*Result, error) {
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 4
 	}
+	if cfg.Jobs < 0 {
+		return nil, setting.New("Jobs", cfg.Jobs, "must be at least 1 (0: 1)")
+	}
 	if cfg.Nodes < 2 {
 		return nil, setting.New("Nodes", cfg.Nodes, "a soak needs at least 2 nodes")
 	}
@@ -234,24 +240,70 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobSpans := map[job]faults.Phases{}
 	t0 := time.Now()
-	for i := 0; i < cfg.Seeds; i++ {
-		if cfg.Progress != nil && i > 0 {
-			cfg.Progress(i, cfg.Seeds, int(res.Runs))
-		}
-		seed := cfg.FirstSeed + uint64(i)
-		if slices.Contains(cfg.Workloads, ShuffleWorkload) {
-			cfg.runShuffles(seed, span, res)
-		}
-		if cfg.drawn() {
-			if err := cfg.runJobs(seed, jobSpans, res); err != nil {
-				return nil, err
-			}
+	bySeed, err := cfg.runSeeds(span)
+	if err != nil {
+		return nil, err
+	}
+	for _, trials := range bySeed {
+		for _, run := range trials {
+			res.add(run)
 		}
 	}
 	res.Wall = time.Since(t0)
 	return res, nil
+}
+
+// runSeeds runs every seed's runs, cfg.Jobs seeds at a time, and returns
+// them by seed: the counts do not depend on the order seeds finish in.
+// Each seed's lines are logged together when it finishes.
+func (cfg *Config) runSeeds(span map[string]faults.Phases) ([][]Trial, error) {
+	bySeed := make([][]Trial, cfg.Seeds)
+	spans := &jobSpans{m: map[job]faults.Phases{}}
+	var mu sync.Mutex
+	var firstErr error
+	done, runs := 0, 0
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(cfg.Jobs, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				seed := cfg.FirstSeed + uint64(i)
+				var trials []Trial
+				if slices.Contains(cfg.Workloads, ShuffleWorkload) {
+					trials = cfg.runShuffles(seed, span, trials)
+				}
+				var err error
+				if cfg.drawn() {
+					trials, err = cfg.runJobs(seed, spans, trials)
+				}
+				mu.Lock()
+				bySeed[i], done, runs = trials, done+1, runs+len(trials)
+				firstErr = cmp.Or(firstErr, err)
+				for _, run := range trials {
+					cfg.log(run)
+				}
+				if cfg.Progress != nil && done < cfg.Seeds {
+					cfg.Progress(done, cfg.Seeds, runs)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < cfg.Seeds; i++ {
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return bySeed, firstErr
 }
 
 // base is the shuffle of design on seed's data.
@@ -302,7 +354,7 @@ func (cfg *Config) schedule(seed uint64, span faults.Phases) (*faults.Schedule, 
 // runShuffles runs seed's shuffles: every design under the seed's
 // schedule (the UD designs with and without recovery), and the UD designs
 // with recovery under high UD loss, a family of its own.
-func (cfg *Config) runShuffles(seed uint64, span map[string]faults.Phases, res *Result) {
+func (cfg *Config) runShuffles(seed uint64, span map[string]faults.Phases, out []Trial) []Trial {
 	highLoss := len(cfg.Scenarios) == 0 || slices.Contains(cfg.Scenarios, faults.HighUDLoss)
 	limit := experiments.SimOptions{TimeLimit: cfg.SimLimit}
 	for _, d := range cfg.Designs {
@@ -322,8 +374,7 @@ func (cfg *Config) runShuffles(seed uint64, span map[string]faults.Phases, res *
 			if recovery && run.Outcome != Exact && run.Outcome != Silent && run.Outcome != Hang && udLossOnly(names) {
 				run.Outcome = Unrecovered
 			}
-			res.add(run)
-			cfg.log(run)
+			out = append(out, run)
 		}
 		if ud && highLoss {
 			r := rand.New(rand.NewPCG(seed, 0x1055))
@@ -332,10 +383,10 @@ func (cfg *Config) runShuffles(seed uint64, span map[string]faults.Phases, res *
 			rc.UDRecovery = true
 			run := soakOne(rc, limit, sched, cfg.WallLimit)
 			run.Scenarios = []string{faults.HighUDLoss}
-			res.add(run)
-			cfg.log(run)
+			out = append(out, run)
 		}
 	}
+	return out
 }
 
 func (cfg *Config) log(run Trial) {

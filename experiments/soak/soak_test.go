@@ -3,6 +3,7 @@ package soak
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -325,4 +326,37 @@ func TestSoakWorkloads(t *testing.T) {
 		!strings.Contains(err.Error(), "only in star joins") {
 		t.Errorf("I-Store shuffles: %v", err)
 	}
+}
+
+// TestSoakJobs: seeds run at once give the counts of seeds run one after
+// another, failures in seed order.
+func TestSoakJobs(t *testing.T) {
+	cfg := Config{Seeds: 4, Nodes: 3, BytesPerNode: 64 << 10, Designs: []string{"MESQ/SR", "MEMQ/SR", "MPI"}}
+	one, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Jobs = 3
+	three, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := func(r *Result) string {
+		return fmt.Sprintf("%+v %v %v %v", r.Counts, counts(r.ByDesign), counts(r.ByScenario), counts(r.ByWorkload))
+	}
+	if a, b := strip(one), strip(three); a != b {
+		t.Fatalf("one at a time: %s\nthree at once: %s", a, b)
+	}
+	if _, err := Run(Config{Seeds: 1, Jobs: -1}); err == nil || !strings.Contains(err.Error(), "Jobs") {
+		t.Errorf("Jobs -1: %v", err)
+	}
+}
+
+func counts(m map[string]*Counts) string {
+	var out []string
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s:%+v", k, *v))
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
 }
