@@ -349,7 +349,20 @@ func (s *Schedule) Validate(nodes int) error {
 	if s.QPCacheEntries < 0 {
 		return fmt.Errorf("fault schedule: qp_cache_entries: %d is negative", s.QPCacheEntries)
 	}
+	if most := qpCacheMost(); float64(s.QPCacheEntries) > most {
+		return fmt.Errorf("fault schedule: qp_cache_entries: %d above the most a profile's nic.qp_cache_entries takes, %.0f", s.QPCacheEntries, most)
+	}
 	return nil
+}
+
+// qpCacheMost is the largest nic.qp_cache_entries a profile takes.
+func qpCacheMost() float64 {
+	for _, l := range sim.DefaultProfile().Limits() {
+		if l.Field == "nic.qp_cache_entries" {
+			return l.Max
+		}
+	}
+	return math.MaxInt32
 }
 
 func contains(list []string, v string) bool {
