@@ -69,20 +69,28 @@ func TestTraceCommands(t *testing.T) {
 	}
 }
 
-// TestJobSizeCheckedFirst: on a real backend, the job's size from the
-// environment is checked before any connection is tried: a size past the
-// limit, or one that disagrees with --nodes, fails at once instead of
-// allocating for it or waiting for peers that will not come.
+// TestJobSizeCheckedFirst: on a real backend, the job's size and rank from
+// the environment are checked before any connection is tried: a size past
+// the limit (32,768 is the last accepted, so it reaches the check against
+// --nodes), a rank outside the job, or a size that disagrees with --nodes,
+// fails at once instead of allocating for it or waiting for peers that
+// will not come.
 func TestJobSizeCheckedFirst(t *testing.T) {
-	t.Setenv("RDMASHUFFLE_RANK", "0")
 	t.Setenv("RDMASHUFFLE_COORDINATOR", "127.0.0.1:9")
-	for _, tc := range []struct{ size, want string }{
-		{"2147483648", "RDMASHUFFLE_SIZE=2147483648: more than 32768 nodes"},
-		{"4", "--nodes 2 but the job has 4 nodes"},
+	for _, tc := range []struct{ rank, size, want string }{
+		{"0", "2147483648", "RDMASHUFFLE_SIZE=2147483648: more than 32768 nodes"},
+		{"0", "32769", "RDMASHUFFLE_SIZE=32769: more than 32768 nodes"},
+		{"0", "32768", "--nodes 2 but the job has 32768 nodes"},
+		{"0", "0", `RDMASHUFFLE_SIZE="0" is not a number of nodes`},
+		{"0", "4", "--nodes 2 but the job has 4 nodes"},
+		{"2", "2", "rank 2 (from RDMASHUFFLE_RANK) outside 0..1"},
+		{"-1", "2", `RDMASHUFFLE_RANK="-1" is not a rank`},
+		{"99999999999999999999", "2", "is not a rank"},
 	} {
+		t.Setenv("RDMASHUFFLE_RANK", tc.rank)
 		t.Setenv("RDMASHUFFLE_SIZE", tc.size)
 		if _, err := run(t, "run", "--backend", "tcp", "--design", "TCP", "--nodes", "2"); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("size %s: %v, want %q", tc.size, err, tc.want)
+			t.Errorf("rank %s, size %s: %v, want %q", tc.rank, tc.size, err, tc.want)
 		}
 	}
 }
