@@ -163,6 +163,8 @@ func TestJudges(t *testing.T) {
 		// Only the runs at the paper's 14 threads decide it.
 		{"C13 at another thread count", judgeC13, c13(10, 10, 2.5, 10, 6), Fail},
 		{"C13 no data", judgeC13, nil, Fail},
+		// On the bound: inside, and the margin says by how little.
+		{"C13 on its bound", judgeC13, c13(14, 11.2721, 2.255, 10, 6), Pass},
 		{"C12 flat", judgeC12, []*results.Record{
 			rec("SEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("MEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
@@ -178,6 +180,24 @@ func TestJudges(t *testing.T) {
 				t.Fatalf("got %s (%s; %s), want %s", v.Verdict, v.Measured, v.Reason, tc.want)
 			}
 		})
+	}
+}
+
+// TestMargin: the margin to a range's nearer bound, to a hundredth of a
+// percent when under one percent.
+func TestMargin(t *testing.T) {
+	for _, tc := range []struct {
+		r    float64
+		want string
+	}{
+		{11.2721 / 2.255, "inside the range, 0.03% below its top, 5.0x"},
+		{5.26, "5% above the range's top, 5.0x"},
+		{2.6, "inside the range, 4% above its bottom, 2.5x"},
+		{2, "20% below the range's bottom, 2.5x"},
+	} {
+		if got := margin(tc.r, 2.5, 5, "%.1fx"); got != tc.want {
+			t.Errorf("margin(%.4f): %q, want %q", tc.r, got, tc.want)
+		}
 	}
 }
 

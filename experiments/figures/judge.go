@@ -417,7 +417,7 @@ func judgeC13(rs []*results.Record, _ map[string][]results.Result) Verdict {
 	r := se / mpi
 	inRange, rdLow := r >= lo && r <= hi, sr > 0 && rd < 0.8*sr
 	v := Verdict{Expected: fmt.Sprintf("at %d threads per node, SEMQ/SR up to 4x MPI (%.1f-%.0fx) under broadcast; RDMA Read designs below 80%% of the Send/Receive ones", paperThreads, lo, hi),
-		Measured: fmt.Sprintf("%d threads: SEMQ/SR %.2f vs MPI %.2f GiB/s: %.2fx (%s); RD designs %.2f vs MQ/SR designs %.2f GiB/s (%.0f%%)",
+		Measured: fmt.Sprintf("%d threads: SEMQ/SR %.2f vs MPI %.2f GiB/s: %.3fx (%s); RD designs %.2f vs MQ/SR designs %.2f GiB/s (%.0f%%)",
 			paperThreads, se, mpi, r, margin(r, lo, hi, "%.1fx"), rd, sr, 100*rd/max(sr, 1e-12)),
 		Verdict: grade(inRange && rdLow, inRange || rdLow || r >= 1+(lo-1)/2)}
 	switch {
@@ -431,18 +431,24 @@ func judgeC13(rs []*results.Record, _ map[string][]results.Result) Verdict {
 }
 
 // margin says where r lies against the range lo-hi: inside, by how much
-// of the nearer bound; outside, by how much beyond it. bound formats a
-// bound ("%.1fx", "%.0f MB").
+// of the nearer bound; outside, by how much beyond it (to a hundredth of a
+// percent below 1%). bound formats a bound ("%.1fx", "%.0f MB").
 func margin(r, lo, hi float64, bound string) string {
+	pct := func(f float64) string {
+		if f < 0.01 {
+			return fmt.Sprintf("%.2f%%", 100*f)
+		}
+		return fmt.Sprintf("%.0f%%", 100*f)
+	}
 	switch {
 	case r > hi:
-		return fmt.Sprintf("%.0f%% above the range's top, "+bound, 100*(r/hi-1), hi)
+		return fmt.Sprintf("%s above the range's top, "+bound, pct(r/hi-1), hi)
 	case r < lo:
-		return fmt.Sprintf("%.0f%% below the range's bottom, "+bound, 100*(1-r/lo), lo)
+		return fmt.Sprintf("%s below the range's bottom, "+bound, pct(1-r/lo), lo)
 	case hi/r < r/lo:
-		return fmt.Sprintf("inside the range, %.0f%% below its top, "+bound, 100*(1-r/hi), hi)
+		return fmt.Sprintf("inside the range, %s below its top, "+bound, pct(1-r/hi), hi)
 	}
-	return fmt.Sprintf("inside the range, %.0f%% above its bottom, "+bound, 100*(r/lo-1), lo)
+	return fmt.Sprintf("inside the range, %s above its bottom, "+bound, pct(r/lo-1), lo)
 }
 
 // judgeC14: SESQ/SR is limited by contention on its one shared endpoint
