@@ -2,6 +2,8 @@ package evidence
 
 import (
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -432,5 +434,57 @@ func TestCheckRefusesInfinity(t *testing.T) {
 	p.Tolerance, p.Y = 0.2, math.Inf(1)
 	if err := p.check(); err == nil {
 		t.Error("value +Inf accepted")
+	}
+}
+
+// setupWindow finds the window a point's setup states ("window 8", "at
+// most 32 outstanding").
+var setupWindow = regexp.MustCompile(`\bwindow (\d+)\b|at most (\d+) outstanding`)
+
+// TestSwarmWindowsMatchSetups: a swarm point's x.window is the window its
+// setup states (one RC WRITE point once carried 32 where the source ran 8).
+func TestSwarmWindowsMatchSetups(t *testing.T) {
+	pts, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		w, ok := p.X["window"].(int)
+		m := setupWindow.FindStringSubmatch(p.Setup)
+		if !ok || m == nil {
+			continue
+		}
+		if s := m[1] + m[2]; s != strconv.Itoa(w) {
+			t.Errorf("%s: x.window %d, its setup says %s", p.ID, w, s)
+		}
+	}
+}
+
+// TestConnectIBThreadSweepsRun: Connect-IB's RC WRITE and READ sweeps
+// against threads run on edr-cx4, as its READ sweep against QPs does, and
+// are held out (nothing was fitted to them).
+func TestConnectIBThreadSweepsRun(t *testing.T) {
+	pts, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pts {
+		if !strings.HasPrefix(p.ID, "rcswarm-netapp-rcwrite32-") && !strings.HasPrefix(p.ID, "rcswarm-netapp-read32-threads-") {
+			continue
+		}
+		n++
+		if p.Profile != "edr-cx4" || p.FitFor != "" {
+			t.Errorf("%s: profile %q, fit_for %q; want edr-cx4, held out", p.ID, p.Profile, p.FitFor)
+		}
+		if testing.Short() {
+			continue
+		}
+		if r := Evaluate(p); !r.Modelled {
+			t.Errorf("%s not modelled: %s", p.ID, r.How)
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d Connect-IB thread-sweep points, want 10", n)
 	}
 }

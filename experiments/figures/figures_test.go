@@ -96,14 +96,42 @@ func rec(design, profile, pattern string, nodes int, tp float64) *results.Record
 }
 
 // c14 is C14's 16-node repartition points: SESQ/SR at fdr and edr GiB/s
-// with its senders idle seIdle of the time, MESQ/SR at the links' 6 and 11
-// with its senders idle meIdle.
-func c14(fdr, edr, seIdle, meIdle float64) []*results.Record {
+// with its threads waiting for locks seLock of their time (its senders
+// never idle: a spinning thread is not in Thread.Wait), MESQ/SR at the
+// links' 6 and 11 with its threads waiting for locks meLock and its
+// senders idle 70%.
+func c14(fdr, edr, seLock, meLock float64) []*results.Record {
 	rs := []*results.Record{rec("SESQ/SR", "fdr-cx3", "repartition", 16, fdr), rec("MESQ/SR", "fdr-cx3", "repartition", 16, 6),
 		rec("SESQ/SR", "edr-cx4", "repartition", 16, edr), rec("MESQ/SR", "edr-cx4", "repartition", 16, 11)}
-	rs[0].SenderIdle, rs[2].SenderIdle = seIdle, seIdle
-	rs[1].SenderIdle, rs[3].SenderIdle = meIdle, meIdle
+	rs[0].LockWait, rs[2].LockWait = seLock, seLock
+	rs[1].LockWait, rs[3].LockWait = meLock, meLock
+	rs[1].SenderIdle, rs[3].SenderIdle = 0.7, 0.7
 	return rs
+}
+
+// c13 is C13's 16-node EDR broadcast points at threads per node: SEMQ/SR
+// and MPI, the MQ/SR designs at sr and the RD designs at rd GiB/s.
+func c13(threads int, semq, mpi, sr, rd float64) []*results.Record {
+	rs := []*results.Record{rec("SEMQ/SR", "edr-cx4", "broadcast", 16, semq), rec("MPI", "edr-cx4", "broadcast", 16, mpi),
+		rec("MEMQ/SR", "edr-cx4", "broadcast", 16, 2*sr-semq), rec("SEMQ/RD", "edr-cx4", "broadcast", 16, rd), rec("MEMQ/RD", "edr-cx4", "broadcast", 16, rd)}
+	for _, r := range rs {
+		r.Threads = threads
+	}
+	return rs
+}
+
+// c17 is C17's set-up records (fig21) with MESQ/SR's set-up at setupMS
+// from 2 to 16 nodes and MEMQ/SR's growing 6x, and fig19's 8-node EDR
+// repartition runs of MESQ/SR, MPI and IPoIB at their GiB/s.
+func c17(setupMS, mesq, mpi, ipoib float64) ([]*results.Record, map[string][]results.Result) {
+	var rs []*results.Record
+	for _, n := range []int{2, 8, 16} {
+		rs = append(rs, &results.Record{Design: "MESQ/SR", Nodes: n, SetupMS: setupMS},
+			&results.Record{Design: "MEMQ/SR", Nodes: n, SetupMS: 2 * float64(n) / 2 * 3})
+	}
+	f19 := []results.Result{{Record: rec("MESQ/SR", "edr-cx4", "repartition", 8, mesq)}, {Record: rec("MPI", "edr-cx4", "repartition", 8, mpi)},
+		{Record: rec("IPoIB", "edr-cx4", "repartition", 8, ipoib)}}
+	return rs, map[string][]results.Result{"fig19": f19}
 }
 
 // TestJudges checks the rules on hand-made records.
@@ -118,12 +146,25 @@ func TestJudges(t *testing.T) {
 		{"C9 direction only", judgeC9, []*results.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 10), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Partial},
 		{"C9 reversed", judgeC9, []*results.Record{rec("MESQ/SR", "edr-cx4", "repartition", 16, 5), rec("MPI", "edr-cx4", "repartition", 16, 8)}, Fail},
 		{"C9 no data", judgeC9, nil, Fail},
-		{"C14 contention", judgeC14, c14(4.0, 4.1, 0, 0.7), Pass},
-		{"C14 on FDR the link caps MESQ/SR too", judgeC14, c14(4.6, 4.7, 0, 0.7), Pass},
-		{"C14 rate follows the link", judgeC14, c14(2.5, 4.6, 0, 0.7), Partial},
-		{"C14 senders idle", judgeC14, c14(4.0, 4.1, 0.3, 0.7), Partial},
-		{"C14 keeps up on EDR", judgeC14, c14(4.0, 7.0, 0, 0.7), Fail},
+		{"C14 contention", judgeC14, c14(4.0, 4.1, 0.85, 0.01), Pass},
+		{"C14 on FDR the link caps MESQ/SR too", judgeC14, c14(4.6, 4.7, 0.85, 0.01), Pass},
+		{"C14 rate follows the link", judgeC14, c14(2.5, 4.6, 0.85, 0.01), Partial},
+		// Senders never idle but not held by the lock: busy with work, or
+		// a record made before lock waits were recorded.
+		{"C14 busy, not contending", judgeC14, c14(4.0, 4.1, 0.1, 0.01), Partial},
+		{"C14 no lock waits recorded", judgeC14, c14(4.0, 4.1, 0, 0), Partial},
+		{"C14 MESQ/SR contends too", judgeC14, c14(4.0, 4.1, 0.85, 0.2), Partial},
+		{"C14 keeps up on EDR", judgeC14, c14(4.0, 7.0, 0.85, 0.01), Fail},
 		{"C14 no data", judgeC14, nil, Fail},
+		{"C13 inside the range", judgeC13, c13(14, 10, 2.5, 10, 6), Pass},
+		{"C13 above the range", judgeC13, c13(14, 10, 1.9, 10, 6), Partial},
+		{"C13 RD designs hold", judgeC13, c13(14, 10, 2.5, 10, 9), Partial},
+		{"C13 neither", judgeC13, c13(14, 10, 8, 10, 9), Fail},
+		// Only the runs at the paper's 14 threads decide it.
+		{"C13 at another thread count", judgeC13, c13(10, 10, 2.5, 10, 6), Fail},
+		{"C13 no data", judgeC13, nil, Fail},
+		// On the bound: inside, and the margin says by how little.
+		{"C13 on its bound", judgeC13, c13(14, 11.2721, 2.255, 10, 6), Pass},
 		{"C12 flat", judgeC12, []*results.Record{
 			rec("SEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("SEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
 			rec("MEMQ/SR", "edr-cx4", "repartition", 2, 10), rec("MEMQ/SR", "edr-cx4", "repartition", 16, 9.5),
@@ -139,6 +180,64 @@ func TestJudges(t *testing.T) {
 				t.Fatalf("got %s (%s; %s), want %s", v.Verdict, v.Measured, v.Reason, tc.want)
 			}
 		})
+	}
+}
+
+// TestMargin: the margin to a range's nearer bound, to a hundredth of a
+// percent when under one percent.
+func TestMargin(t *testing.T) {
+	for _, tc := range []struct {
+		r    float64
+		want string
+	}{
+		{11.2721 / 2.255, "inside the range, 0.03% below its top, 5.0x"},
+		{5.26, "5% above the range's top, 5.0x"},
+		{2.6, "inside the range, 4% above its bottom, 2.5x"},
+		{2, "20% below the range's bottom, 2.5x"},
+	} {
+		if got := margin(tc.r, 2.5, 5, "%.1fx"); got != tc.want {
+			t.Errorf("margin(%.4f): %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+// TestC17BreakEven: C17's break-even (connecting per query against the
+// faster pre-connected baseline, 8 EDR nodes) is judged at about 250 MB
+// per node (175-325), with the set-up at about 40 ms.
+func TestC17BreakEven(t *testing.T) {
+	// MESQ/SR 10 GiB/s: against a baseline at 5 GiB/s the break-even is
+	// setup x 10 GiB/s (setup x 10.7 GB/s), against one at 8 GiB/s
+	// setup x 40 GiB/s.
+	for _, tc := range []struct {
+		name                  string
+		setupMS, mpi, ipoib   float64
+		want, measured, cause string
+	}{
+		{"about 250 MB", 6, 5, 8, Partial, "judged against IPoIB, the faster: 258 MB, inside the range", "set-up costs"},
+		{"40 ms, 250 MB", 40, 2, 3.8, Pass, "judged against IPoIB, the faster: 263 MB, inside the range, 19% below its top, 325 MB", ""},
+		{"40 ms, far above", 40, 5, 8, Partial, "judged against IPoIB, the faster: 1718 MB, 429% above the range's top", "the break-even against IPoIB is 1718 MB"},
+		{"no slower baseline", 40, 11, 12, Partial, "no data", "no break-even"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, res := c17(tc.setupMS, 10, tc.mpi, tc.ipoib)
+			v := judgeC17(rs, res)
+			if v.Verdict != tc.want || (tc.measured != "no data" && !strings.Contains(v.Measured, tc.measured)) || !strings.Contains(v.Reason, tc.cause) {
+				t.Fatalf("got %s (%s; %s), want %s with %q and a reason naming %q", v.Verdict, v.Measured, v.Reason, tc.want, tc.measured, tc.cause)
+			}
+		})
+	}
+}
+
+// TestC10ReasonSaysWhatTheEvidenceSettles: C10's reason names the
+// evidence that settles one IPoIB stream and the multi-stream point that
+// does not scale, with what MESQ/SR's advantage would be at its rate.
+func TestC10ReasonSaysWhatTheEvidenceSettles(t *testing.T) {
+	rs := []*results.Record{rec("MESQ/SR", "fdr-cx3", "repartition", 8, 6), rec("IPoIB", "fdr-cx3", "repartition", 8, 6)}
+	v := judgeC10(rs, nil)
+	for _, want := range []string{"not settled", "pvese-cx3-iperf3-connected-4streams", "+68%", "MESQ/SR would be 2.8x"} {
+		if v.Verdict != Fail || !strings.Contains(v.Reason, want) {
+			t.Errorf("%s: reason lacks %q: %s", v.Verdict, want, v.Reason)
+		}
 	}
 }
 

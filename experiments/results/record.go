@@ -100,6 +100,14 @@ type Record struct {
 	// thread's end.
 	SenderIdle   float64 `json:"sender_idle"`
 	ReceiverIdle float64 `json:"receiver_idle"`
+	// LockWait is the fraction of the sending and receiving threads' time
+	// spent waiting for locks other threads held (a shared endpoint's lock,
+	// the provider's queue-pair and completion-queue locks, an MPI
+	// library's lock: spinning, sleeping and the hand-off), over all
+	// threads of all nodes, senders and receivers together. The idle
+	// fractions above count this time as busy. Simulator only; absent
+	// elsewhere and in records made before it.
+	LockWait float64 `json:"lock_wait,omitempty"`
 	// Receiving threads' time in Release (returning the buffer: reposting
 	// the receive and writing credit back), milliseconds per GiB received.
 	ReleaseMSPerGiB float64 `json:"release_ms_per_gib"`
