@@ -12,6 +12,9 @@ import (
 // scheduling an event allocates nothing.
 type handler interface {
 	handle(arg uint64, p *packet)
+	// kind is the handler's type as the trace hash knows it (kindOf); a
+	// method rather than a type switch, since every event asks it.
+	kind() uint8
 }
 
 // event is one fired (or pending) event. Events fire in (at, seq) order;
