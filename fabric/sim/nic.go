@@ -39,6 +39,8 @@ type nic struct {
 	pcieRFree     fabric.Time     // DMA reads (payload fetch) are busy until
 	rxFree        fabric.Time     // the receive pipeline is busy until
 	creditBlocked bool            // the uplink has no credit; the switch wakes us
+	upIn          *swIn           // the switch input buffer the uplink feeds (network.linkNICs)
+	up            *port           // the uplink
 	maxBlocks     int             // credit needed before sending any packet
 	rxPkt         fabric.Duration // the receive pipeline's least time per packet
 	rxMissBlocks  bool            // a packet waiting for a fetch holds the pipeline (NIC.RxMissBlocks)
@@ -95,9 +97,15 @@ func firstQPN(k uint64, node int) uint32 {
 
 // creditReturned tells a NIC waiting for uplink credit when some returns.
 func (n *nic) creditReturned(at fabric.Time) {
+	if n.creditBlocked { // small enough to inline: most returns find the NIC sending
+		n.creditWake(at)
+	}
+}
+
+func (n *nic) creditWake(at fabric.Time) {
 	// Returns can arrive out of order (the switch drains per output), so an
 	// earlier one may come after a later step was queued: queue another.
-	if n.creditBlocked && (!n.stepPending || at < n.stepAt) {
+	if !n.stepPending || at < n.stepAt {
 		n.stepPending, n.stepAt = true, at
 		n.c.schedule(at, n, evStep, nil)
 	}
@@ -253,7 +261,7 @@ func (n *nic) kick() {
 	}
 	n.stepPending = true
 	at := n.c.now
-	if f := n.c.net.up[n.node.id].freeAt; f > at {
+	if f := n.up.freeAt; f > at {
 		at = f
 		n.stepAt = at
 	} else {
@@ -273,7 +281,7 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		n.stepVL(now)
 		return
 	}
-	cr := &n.c.net.uplinkIn(n.node.id).cr
+	cr := &n.upIn.cr
 	if cr.avail(now) < n.maxBlocks {
 		// No room in the switch's input buffer: wait for credit.
 		n.creditBlocked = true
