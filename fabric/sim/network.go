@@ -325,6 +325,10 @@ func (s Stats) QPCacheMissRate() float64 {
 // Stats returns the counters so far.
 func (c *Cluster) Stats() Stats {
 	s := c.stats
+	s.LanePackets[0] = s.PacketsSent // the network counts the other lanes only (transmit)
+	for _, k := range s.LanePackets[1:] {
+		s.LanePackets[0] -= k
+	}
 	for _, n := range c.nodes {
 		s.QPCacheHits += n.nic.cache.hits
 		s.QPCacheMisses += n.nic.cache.misses

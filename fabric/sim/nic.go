@@ -338,8 +338,10 @@ func (n *nic) accept(p *packet, arrive fabric.Time) fabric.Time {
 		if n.wrc.on() && q.retiresUncached(p) {
 			ready = n.cache.fetchAt(ready)
 		}
-		if m, addr := q.rxTarget(p); m != nil {
-			ready = n.translate(m, addr, p.n, ready)
+		if n.tpt.on { // rxTarget's own first test, asked here without the call
+			if m, addr := q.rxTarget(p); m != nil {
+				ready = n.translate(m, addr, p.n, ready)
+			}
 		}
 	}
 	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))

@@ -104,7 +104,9 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	up.busy += ser
 	c.stats.PacketsSent++
 	c.stats.WireBytes += int64(p.wire)
-	c.stats.LanePackets[p.vl]++
+	if p.vl != 0 {
+		c.stats.LanePackets[p.vl]++ // VL 0's count is the rest (Cluster.Stats)
+	}
 	b := blocksOf(p.wire)
 	cr := n.uplinkIn(p.src).credit(p.vl)
 	cr.take(b)
