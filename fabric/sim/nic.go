@@ -274,11 +274,13 @@ func (n *nic) kick() {
 
 func (n *nic) handle(_ uint64, _ *packet) {
 	n.stepPending = false
-	n.inStep = true
-	defer func() { n.inStep = false }()
 	now := n.c.now
+	// inStep is set where a queue pair's calls could kick the engine (no
+	// defer: a panic here ends the run).
 	if n.c.net.vls > 1 {
+		n.inStep = true
 		n.stepVL(now)
+		n.inStep = false
 		return
 	}
 	cr := &n.upIn.cr
@@ -292,6 +294,7 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		return
 	}
 	n.creditBlocked = false
+	n.inStep = true
 	for n.ready.len() > 0 {
 		q := n.ready.pop()
 		q.inReady = false
@@ -307,10 +310,10 @@ func (n *nic) handle(_ uint64, _ *packet) {
 			break
 		}
 	}
+	n.inStep = false
 	if n.ready.len() == 0 {
 		return
 	}
-	n.inStep = false
 	n.kick()
 }
 
