@@ -175,7 +175,9 @@ func (q *eventQueue) push(at fabric.Time, h handler, arg uint64, p *packet) {
 	for j := len(bk.k) - 1; j > bk.head && k.before(bk.k[j-1]); j-- { // keep it sorted
 		bk.k[j], bk.k[j-1] = bk.k[j-1], k
 	}
-	q.bits[i>>6] |= 1 << (i & 63)
+	if len(bk.k) == 1 { // it was empty (take empties a bucket to length 0)
+		q.bits[i>>6] |= 1 << (i & 63)
+	}
 	q.nr++
 }
 
