@@ -23,7 +23,9 @@ type creditReturn struct {
 	blocks int
 }
 
-func blocksOf(wire int) int { return (wire + creditBlock - 1) / creditBlock }
+func blocksOf(wire int) int {
+	return int(uint(wire+creditBlock-1) / creditBlock) // unsigned: a shift (wire >= 0)
+}
 
 func newCredits(bytes int) credits { return credits{cap: bytes / creditBlock} }
 

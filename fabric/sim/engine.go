@@ -144,6 +144,7 @@ func New(cfg Config) (*Cluster, error) {
 	for i := 0; i < cfg.Nodes; i++ {
 		c.nodes = append(c.nodes, newNode(c, i))
 	}
+	net.linkNICs()
 	return c, nil
 }
 

@@ -12,6 +12,9 @@ import (
 // scheduling an event allocates nothing.
 type handler interface {
 	handle(arg uint64, p *packet)
+	// kind is the handler's type as the trace hash knows it (kindOf); a
+	// method rather than a type switch, since every event asks it.
+	kind() uint8
 }
 
 // event is one fired (or pending) event. Events fire in (at, seq) order;
@@ -172,7 +175,9 @@ func (q *eventQueue) push(at fabric.Time, h handler, arg uint64, p *packet) {
 	for j := len(bk.k) - 1; j > bk.head && k.before(bk.k[j-1]); j-- { // keep it sorted
 		bk.k[j], bk.k[j-1] = bk.k[j-1], k
 	}
-	q.bits[i>>6] |= 1 << (i & 63)
+	if len(bk.k) == 1 { // it was empty (take empties a bucket to length 0)
+		q.bits[i>>6] |= 1 << (i & 63)
+	}
 	q.nr++
 }
 

@@ -11,6 +11,7 @@ import (
 type nop struct{ n int }
 
 func (h *nop) handle(uint64, *packet) { h.n++ }
+func (h *nop) kind() uint8            { return 9 }
 
 func TestEventQueueOrder(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {

@@ -58,6 +58,7 @@ type port struct {
 	freeAt fabric.Time
 	busy   fabric.Duration // time spent sending (Cluster.Usage)
 	faults Faults
+	faulty bool // faults.any(), kept with faults: every packet asks
 	rng    *rand.Rand
 	fifo   fifo[arrival]
 }
@@ -81,6 +82,7 @@ type network struct {
 	sws      []swtch
 	attach   []portRef    // each node's switch port
 	upIn     []*swIn      // the switch input buffer each node's uplink feeds
+	upTo     []swPort     // the same as a switch and its input port (attach, resolved)
 	swOfPort []int32      // the switch of each global port number (multi-switch fabrics)
 	leafOf   []int32      // each node's leaf, indexing swtch.alt (adaptive routing)
 	adaptRC  bool         // RC and UC packets adapt too (Fabric.AdaptiveRC)
@@ -94,6 +96,12 @@ type network struct {
 
 // portRef is a switch's port: switch index and 0-based port.
 type portRef struct{ sw, port int }
+
+// swPort is a switch's port as a pointer to the switch and a 0-based port.
+type swPort struct {
+	s *swtch
+	i int
+}
 
 const (
 	evSwitch  uint64 = iota + 1
@@ -138,8 +146,30 @@ func newNetwork(c *Cluster) (*network, error) {
 // switches are in place: their slices no longer move).
 func (n *network) linkUplinks() {
 	n.upIn = make([]*swIn, len(n.attach))
+	n.upTo = make([]swPort, len(n.attach))
 	for i, a := range n.attach {
 		n.upIn[i] = &n.sws[a.sw].in[a.port]
+		n.upTo[i] = swPort{&n.sws[a.sw], a.port}
+	}
+}
+
+// linkNICs notes, once the nodes exist, the NIC at the end of every
+// switch port cabled to a node, and each NIC's uplink, so that a packet's
+// path follows pointers instead of looking the graph up.
+func (n *network) linkNICs() {
+	for s := range n.sws {
+		sw := &n.sws[s]
+		for i := range sw.in {
+			if in := &sw.in[i]; in.upNode >= 0 {
+				in.upNIC = n.c.nodes[in.upNode].nic
+			}
+			if out := &sw.out[i]; out.toNode >= 0 {
+				out.toNIC, out.down = n.c.nodes[out.toNode].nic, &n.down[out.toNode]
+			}
+		}
+	}
+	for i, nd := range n.c.nodes {
+		nd.nic.upIn, nd.nic.up = n.upIn[i], &n.up[i]
 	}
 }
 
@@ -156,8 +186,8 @@ func (c *Cluster) SetFaults(node int, f Faults) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	c.net.up[node].faults = f
-	c.net.down[node].faults = f
+	c.net.up[node].faults, c.net.up[node].faulty = f, f.any()
+	c.net.down[node].faults, c.net.down[node].faulty = f, f.any()
 	return nil
 }
 
@@ -218,8 +248,8 @@ func (n *network) lossy(pt *port, p *packet) bool {
 func (n *network) handle(kind uint64, p *packet) {
 	switch kind & 0xff {
 	case evSwitch:
-		a := n.attach[p.src]
-		n.arrive(&n.sws[a.sw], a.port, p)
+		a := n.upTo[p.src]
+		n.arrive(a.s, a.i, p)
 	case evHop:
 		s, i := n.portOf(int(kind >> 8))
 		n.arrive(s, i, p)
@@ -295,6 +325,10 @@ func (s Stats) QPCacheMissRate() float64 {
 // Stats returns the counters so far.
 func (c *Cluster) Stats() Stats {
 	s := c.stats
+	s.LanePackets[0] = s.PacketsSent // the network counts the other lanes only (transmit)
+	for _, k := range s.LanePackets[1:] {
+		s.LanePackets[0] -= k
+	}
 	for _, n := range c.nodes {
 		s.QPCacheHits += n.nic.cache.hits
 		s.QPCacheMisses += n.nic.cache.misses
@@ -308,17 +342,12 @@ func (c *Cluster) Stats() Stats {
 	return s
 }
 
-// kindOf gives the trace hash a stable id per handler type.
-func kindOf(h handler) uint8 {
-	switch h.(type) {
-	case *thread:
-		return 1
-	case *network:
-		return 2
-	case *nic:
-		return 3
-	case *qp:
-		return 4
-	}
-	return 9
-}
+// kindOf gives the trace hash a stable id per handler type: 1 for a
+// thread, 2 the network, 3 a NIC, 4 a queue pair (9 for any other, a
+// test's).
+func kindOf(h handler) uint8 { return h.kind() }
+
+func (th *thread) kind() uint8 { return 1 }
+func (n *network) kind() uint8 { return 2 }
+func (n *nic) kind() uint8     { return 3 }
+func (q *qp) kind() uint8      { return 4 }

@@ -39,6 +39,8 @@ type nic struct {
 	pcieRFree     fabric.Time     // DMA reads (payload fetch) are busy until
 	rxFree        fabric.Time     // the receive pipeline is busy until
 	creditBlocked bool            // the uplink has no credit; the switch wakes us
+	upIn          *swIn           // the switch input buffer the uplink feeds (network.linkNICs)
+	up            *port           // the uplink
 	maxBlocks     int             // credit needed before sending any packet
 	rxPkt         fabric.Duration // the receive pipeline's least time per packet
 	rxMissBlocks  bool            // a packet waiting for a fetch holds the pipeline (NIC.RxMissBlocks)
@@ -95,9 +97,15 @@ func firstQPN(k uint64, node int) uint32 {
 
 // creditReturned tells a NIC waiting for uplink credit when some returns.
 func (n *nic) creditReturned(at fabric.Time) {
+	if n.creditBlocked { // small enough to inline: most returns find the NIC sending
+		n.creditWake(at)
+	}
+}
+
+func (n *nic) creditWake(at fabric.Time) {
 	// Returns can arrive out of order (the switch drains per output), so an
 	// earlier one may come after a later step was queued: queue another.
-	if n.creditBlocked && (!n.stepPending || at < n.stepAt) {
+	if !n.stepPending || at < n.stepAt {
 		n.stepPending, n.stepAt = true, at
 		n.c.schedule(at, n, evStep, nil)
 	}
@@ -253,7 +261,7 @@ func (n *nic) kick() {
 	}
 	n.stepPending = true
 	at := n.c.now
-	if f := n.c.net.up[n.node.id].freeAt; f > at {
+	if f := n.up.freeAt; f > at {
 		at = f
 		n.stepAt = at
 	} else {
@@ -266,14 +274,16 @@ func (n *nic) kick() {
 
 func (n *nic) handle(_ uint64, _ *packet) {
 	n.stepPending = false
-	n.inStep = true
-	defer func() { n.inStep = false }()
 	now := n.c.now
+	// inStep is set where a queue pair's calls could kick the engine (no
+	// defer: a panic here ends the run).
 	if n.c.net.vls > 1 {
+		n.inStep = true
 		n.stepVL(now)
+		n.inStep = false
 		return
 	}
-	cr := &n.c.net.uplinkIn(n.node.id).cr
+	cr := &n.upIn.cr
 	if cr.avail(now) < n.maxBlocks {
 		// No room in the switch's input buffer: wait for credit.
 		n.creditBlocked = true
@@ -284,6 +294,7 @@ func (n *nic) handle(_ uint64, _ *packet) {
 		return
 	}
 	n.creditBlocked = false
+	n.inStep = true
 	for n.ready.len() > 0 {
 		q := n.ready.pop()
 		q.inReady = false
@@ -299,10 +310,10 @@ func (n *nic) handle(_ uint64, _ *packet) {
 			break
 		}
 	}
+	n.inStep = false
 	if n.ready.len() == 0 {
 		return
 	}
-	n.inStep = false
 	n.kick()
 }
 
@@ -330,8 +341,10 @@ func (n *nic) accept(p *packet, arrive fabric.Time) fabric.Time {
 		if n.wrc.on() && q.retiresUncached(p) {
 			ready = n.cache.fetchAt(ready)
 		}
-		if m, addr := q.rxTarget(p); m != nil {
-			ready = n.translate(m, addr, p.n, ready)
+		if n.tpt.on { // rxTarget's own first test, asked here without the call
+			if m, addr := q.rxTarget(p); m != nil {
+				ready = n.translate(m, addr, p.n, ready)
+			}
 		}
 	}
 	svc := max(n.rxPkt, fabric.Duration(float64(p.n)*n.pcieNS*1000+0.5))

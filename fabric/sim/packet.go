@@ -170,7 +170,7 @@ func (p *packet) setWire() {
 	if p.hasImm && p.last {
 		h += hdrImm
 	}
-	pad := (pktAlign - p.n%pktAlign) % pktAlign
+	pad := -p.n & (pktAlign - 1) // (pktAlign - n%pktAlign) % pktAlign: n >= 0, pktAlign a power of two
 	p.wire = h + p.n + pad
 }
 

@@ -50,6 +50,7 @@ type swIn struct {
 	// output of another switch with global port number upOut.
 	upNode int
 	upOut  int
+	upNIC  *nic // node upNode's NIC (network.linkNICs); nil from a switch
 }
 
 // swOut is one output port.
@@ -64,6 +65,8 @@ type swOut struct {
 	// whose buffer's credits the downstream switch keeps.
 	toNode        int
 	toSw, toIn    int
+	toNIC         *nic // node toNode's NIC and its downlink (network.linkNICs); nil to a switch
+	down          *port
 	cr            credits
 	creditBlocked bool     // waits for the downstream switch to free buffer space
 	backlog       int      // packets queued for this port in the switch's inputs (adaptive routing)
@@ -101,11 +104,13 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	up.busy += ser
 	c.stats.PacketsSent++
 	c.stats.WireBytes += int64(p.wire)
-	c.stats.LanePackets[p.vl]++
+	if p.vl != 0 {
+		c.stats.LanePackets[p.vl]++ // VL 0's count is the rest (Cluster.Stats)
+	}
 	b := blocksOf(p.wire)
 	cr := n.uplinkIn(p.src).credit(p.vl)
 	cr.take(b)
-	if up.faults.any() && n.lossy(up, p) {
+	if up.faulty && n.lossy(up, p) {
 		cr.give(up.freeAt.Add(n.prop), b) // never reached the buffer
 		return up.freeAt
 	}
@@ -124,7 +129,10 @@ func (n *network) arrive(s *swtch, i int, p *packet) {
 		in.voq = make([]fifo[*packet], len(s.out)*max(n.vls, 1))
 	}
 	n.c.stats.SwitchHops++
-	o := n.route(s, p)
+	o := p.dst // the default crossbar: node d on port d
+	if s.lft != nil {
+		o = n.route(s, p)
+	}
 	v := &in.voq[int(p.vl)*len(s.out)+o]
 	v.push(p)
 	if s.alt != nil {
@@ -323,7 +331,7 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	left := out.freeAt.Add(n.prop)
 	if in := &s.in[i]; p.vl == 0 && in.upNode >= 0 {
 		in.cr.give(left, b)
-		c.nodes[in.upNode].nic.creditReturned(left)
+		in.upNIC.creditReturned(left)
 	} else {
 		n.release(s, i, p.vl, b, left)
 	}
@@ -333,8 +341,7 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 		c.schedule(c.now.Add(n.prop+n.swLat), n, evHop|uint64(n.sws[out.toSw].base+out.toIn)<<8, p)
 		return
 	}
-	dst := out.toNode
-	dn := &n.down[dst]
+	dst, dn := out.toNode, out.down
 	dup := false
 	if n.filter != nil {
 		switch n.filter(p.info()) {
@@ -359,18 +366,18 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 		}
 		dup, delay = dup || d, dl
 	}
-	if dn.faults.any() {
+	if dn.faulty {
 		if n.lossy(dn, p) {
 			return
 		}
 		dup = dup || dn.faults.Duplicate > 0 && dn.rng.Float64() < dn.faults.Duplicate
 	}
-	done := c.nodes[dst].nic.accept(p, left)
+	done := out.toNIC.accept(p, left)
 	rx := out.credit(p.vl)
 	rx.take(b)
 	rx.give(done.Add(n.prop), b)
 	deliver := done.Add(n.rxLat)
-	if delay == 0 && dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
+	if delay == 0 && dn.faulty && dn.faults.Reorder > 0 && dn.rng.Float64() < dn.faults.Reorder {
 		delay = dn.faults.ReorderDelay
 		if delay == 0 {
 			delay = 2 * fabric.Microsecond
@@ -398,7 +405,7 @@ func (n *network) release(s *swtch, i int, vl uint8, b int, t fabric.Time) {
 	in := &s.in[i]
 	in.credit(vl).give(t, b)
 	if in.upNode >= 0 {
-		n.c.nodes[in.upNode].nic.creditReturned(t)
+		in.upNIC.creditReturned(t)
 	} else if us, uo := n.portOf(in.upOut); us.out[uo].creditBlocked {
 		n.wakeOut(us, uo, t)
 	}
