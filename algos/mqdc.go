@@ -331,3 +331,32 @@ func (e *mqsr) receivedDC(wc fabric.WC) error {
 	src := int(wc.Imm / b)
 	return e.deliver(src, int(wc.Imm), wc.Bytes)
 }
+
+// awaitDC is a DC sender's wait for credit: on the credit words and the
+// send completions, which it reaps, so that a request that failed (a DCI
+// that could not connect, say) ends the wait with its error at once
+// rather than at the deadline, and completed requests free their DCIs.
+func (e *mqsr) awaitDC(th fabric.Thread, deadline fabric.Time, what waiting) error {
+	if err := e.waitFor(th, deadline, deadline, what, e.mr, e.scq); err != nil {
+		return err
+	}
+	_, err := e.reap()
+	return err
+}
+
+// dcReceiving is r, GetData's progress, that also reaps the endpoint's
+// send completions and wakes on them: a DCI request that failed (the
+// credit writes of this endpoint's receives go through its DCIs, and a
+// sender may have nothing left to wait for) ends the wait with its error
+// rather than leaving every receiver to run out its deadline.
+func (e *mqsr) dcReceiving(r receiving) receiving {
+	inner := r.progress
+	r.on = append(r.on[:len(r.on):len(r.on)], e.scq)
+	r.progress = func(th fabric.Thread) (int, error) {
+		if _, err := e.reap(); err != nil {
+			return 0, err
+		}
+		return inner(th)
+	}
+	return r
+}

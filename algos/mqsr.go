@@ -136,6 +136,9 @@ func openMQEndpoint(th fabric.Thread, cfg Config, e *mqsr) (Endpoint, error) {
 		return nil, fmt.Errorf("algos: open %s endpoint %d on node %d: %w", name, cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	e.recv = e.receiving()
+	if e.dc != nil {
+		e.recv = e.dcReceiving(e.recv)
+	}
 	return e, nil
 }
 
@@ -524,6 +527,12 @@ func (e *mqsr) await(th fabric.Thread, d int) error {
 		what := "waiting for credit from node %d"
 		if e.freeArr {
 			what = "waiting for node %d to return a slot (FreeArr) or credit"
+		}
+		if e.dc != nil {
+			if err := e.awaitDC(th, deadline, waiting{what, d}); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := e.wait(th, deadline, e.mr, waiting{what, d}); err != nil {
 			return err
