@@ -360,3 +360,25 @@ func (e *mqsr) dcReceiving(r receiving) receiving {
 	}
 	return r
 }
+
+// flushFrom staggers the final flush (Shuffle): every sending thread of
+// the cluster would otherwise flush to the groups in the same order, and
+// since a thread's DCIs reach only a few targets at a time, all of them
+// would send to the same few nodes at once while the others' links idle.
+// Node i's endpoint of tag t starts at group i plus the fraction of the
+// groups that t's van der Corput number says (0, 1/2, 1/4, 3/4, 1/8, ...),
+// so that the node's threads start far apart whatever their number.
+// The other MQ designs flush in group order (0).
+func (e *mqsr) flushFrom(groups int) int {
+	if e.dc == nil || groups == 0 {
+		return 0
+	}
+	frac, unit := 0.0, 0.5
+	for t := e.cfg.Tag; t > 0; t >>= 1 {
+		if t&1 != 0 {
+			frac += unit
+		}
+		unit /= 2
+	}
+	return (e.me + int(frac*float64(groups))) % groups
+}
