@@ -144,7 +144,10 @@ func (e *mqsr) openDC(depth int) error {
 	if err := dct.Modify(fabric.StateInit, fabric.QPAttr{Access: fabric.AccessRemoteWrite | fabric.AccessLocalWrite}); err != nil {
 		return err
 	}
-	if err := dct.Modify(fabric.StateRTR, fabric.QPAttr{MinRNRTimer: 1, MaxDestRdAtomic: 1}); err != nil {
+	// A DC queue pair's service level is the one its RTR names (its
+	// responses' and connects' lane; a DCI's requests take it too).
+	sl := fabric.Address{SL: e.cfg.SL}
+	if err := dct.Modify(fabric.StateRTR, fabric.QPAttr{Dest: sl, MinRNRTimer: 1, MaxDestRdAtomic: 1}); err != nil {
 		return err
 	}
 	k := min(e.n, dcInitiators)
@@ -173,7 +176,7 @@ func (e *mqsr) openDCI(i int) error {
 	if err := q.Modify(fabric.StateInit, fabric.QPAttr{}); err != nil {
 		return err
 	}
-	if err := q.Modify(fabric.StateRTR, fabric.QPAttr{}); err != nil {
+	if err := q.Modify(fabric.StateRTR, fabric.QPAttr{Dest: fabric.Address{SL: e.cfg.SL}}); err != nil {
 		return err
 	}
 	if err := q.Modify(fabric.StateRTS, fabric.QPAttr{SendPSN: rcPSN(e.me, i), Timeout: 14, RetryCnt: 7, RNRRetry: 7, MaxRdAtomic: 1}); err != nil {
