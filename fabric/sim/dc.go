@@ -76,7 +76,8 @@ type dcInit struct {
 // dcTarget is a DCT's state beside the queue pair.
 type dcTarget struct {
 	key   uint64
-	conns map[dcSrc]*qp // one responder per connected DCI
+	conns map[dcSrc]*qp        // one responder per connected DCI
+	by    map[dcSrc]fabric.PSN // the PSN of the connect request each connection was made by
 }
 
 // dcQueues checks the arguments of a DC queue pair and returns its
@@ -112,7 +113,7 @@ func (n *nic) dcCreated(q *qp, init fabric.QPInit) {
 	if q.typ == fabric.DCI {
 		n.dcs[q] = &dcInit{}
 	} else {
-		n.dcs[q] = &dcTarget{key: init.DCKey, conns: map[dcSrc]*qp{}}
+		n.dcs[q] = &dcTarget{key: init.DCKey, conns: map[dcSrc]*qp{}, by: map[dcSrc]fabric.PSN{}}
 	}
 }
 
@@ -129,6 +130,7 @@ func (q *qp) dcForget(destroy bool) {
 			r.destroyed = true
 			q.nic.cache.evict(r)
 			delete(t.conns, k)
+			delete(t.by, k)
 		}
 	} else {
 		*q.dci() = dcInit{}
@@ -268,16 +270,17 @@ func (q *qp) dcAccept(t *dcTarget, src dcSrc, p *packet) {
 		ans.op, ans.nak = pNak, nakRemoteAccess
 	} else {
 		r := t.conns[src]
-		if r == nil || r.state != fabric.StateRTR {
+		fresh := r == nil || r.state != fabric.StateRTR
+		if fresh {
 			r = &qp{c: q.c, nic: q.nic, pd: q.pd, qpn: q.qpn, typ: fabric.DCT, rcq: q.rcq, srq: q.srq,
 				mtu: q.mtu, attr: q.attr, state: fabric.StateRTR}
 			t.conns[src] = r
-			r.ePSN = p.psn
 		}
-		// A connect's PSN is never behind the connection's expected PSN
-		// (a DCI's PSNs only advance), unless it is a duplicate that
-		// arrived after data: that one must not rewind the connection.
-		if p.psn.Sub(r.ePSN) >= 0 {
+		// A connect request the connection was made by, again (a retry
+		// whose first answer was lost, or a duplicate), is answered but
+		// must not rewind the connection: data may have followed it.
+		if by, ok := t.by[src]; fresh || !ok || by != p.psn {
+			t.by[src] = p.psn
 			r.destNode, r.attr.DestQPN = src.node, src.qpn
 			r.ePSN, r.nakSent = p.psn, false
 		}

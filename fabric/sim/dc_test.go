@@ -88,7 +88,8 @@ func TestDCConnectCost(t *testing.T) {
 // messages all arrive, the retries counted); when every connect request
 // is lost, the DCI gives up after retry_cnt retries: the request that
 // needed the connection completes with a retry exceeded error and the
-// rest are flushed.
+// rest are flushed. Duplicated connect packets, and an answer that
+// arrives after the retry's, change nothing.
 func TestDCConnectLost(t *testing.T) {
 	lose := func(op string, nth, count int) sim.Rule {
 		return sim.Rule{Action: sim.Lose, Src: -1, Dst: -1, Op: op, Nth: nth, Count: count}
@@ -105,28 +106,37 @@ func TestDCConnectLost(t *testing.T) {
 		{"first response", []sim.Rule{lose("DC_CONNECT_ACK", 1, 1)}, -1, fabric.StatusSuccess, 1},
 		{"a later request twice", []sim.Rule{lose("DC_CONNECT", 3, 2)}, -1, fabric.StatusSuccess, 2},
 		{"every request", []sim.Rule{lose("DC_CONNECT", 1, 1000)}, 2, fabric.StatusRetryExceeded, 2},
+		{"every request and response duplicated", []sim.Rule{
+			{Action: sim.Dup, Src: -1, Dst: -1, Op: "DC_CONNECT", Rate: 1}, {Action: sim.Dup, Src: -1, Dst: -1, Op: "DC_CONNECT_ACK", Rate: 1}},
+			-1, fabric.StatusSuccess, 0},
+		{"first response late (after the retry's)", []sim.Rule{
+			{Action: sim.Delay, Src: -1, Dst: -1, Op: "DC_CONNECT_ACK", Nth: 1, Delay: 2 * fabric.Millisecond}},
+			-1, fabric.StatusSuccess, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := sim.NewPlan()
 			plan.Rules, plan.RetryCnt, plan.AckTimeout = tc.rules, tc.retry, 8 // about 1 ms
-			st, got, retries := dcLossRun(t, plan)
-			if got[0] != tc.want || retries != tc.retries {
-				t.Fatalf("first completion %v, %d connect retries; want %v, %d", got[0], retries, tc.want, tc.retries)
+			took, got, st := dcLossRun(t, plan)
+			if got[0] != tc.want || st.DCConnectRetries != tc.retries {
+				t.Fatalf("first completion %v, %d connect retries; want %v, %d", got[0], st.DCConnectRetries, tc.want, tc.retries)
+			}
+			if len(tc.rules) > 0 && st.PacketsLost+st.PacketsDuplicated+st.PacketsReordered == 0 {
+				t.Fatalf("the plan hit no packet")
 			}
 			for m, s := range got[1:] {
 				if want := map[bool]fabric.Status{true: fabric.StatusSuccess, false: fabric.StatusFlushed}[tc.want == fabric.StatusSuccess]; s != want {
 					t.Fatalf("completion %d: %v, want %v", m+1, s, want)
 				}
 			}
-			t.Logf("%s: %v", tc.name, st)
+			t.Logf("%s: %v, %d lost, %d duplicated, %d reordered", tc.name, took, st.PacketsLost, st.PacketsDuplicated, st.PacketsReordered)
 		})
 	}
 }
 
 // dcLossRun has node 0's DCI send 6 messages alternating between the
 // DCTs of nodes 1 and 2 under plan, and returns how long they took, the
-// status of each completion in order, and the connect retries.
-func dcLossRun(t *testing.T, plan *sim.Plan) (fabric.Duration, []fabric.Status, int64) {
+// status of each completion in order, and the cluster's counts.
+func dcLossRun(t *testing.T, plan *sim.Plan) (fabric.Duration, []fabric.Status, sim.Stats) {
 	t.Helper()
 	const msgs = 6
 	c, err := sim.New(sim.Config{Nodes: 3, Seed: 1, TimeLimit: fabric.Second})
@@ -178,5 +188,5 @@ func dcLossRun(t *testing.T, plan *sim.Plan) (fabric.Duration, []fabric.Status, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return took, got, c.Stats().DCConnectRetries
+	return took, got, c.Stats()
 }
