@@ -89,6 +89,8 @@ const (
 	NameMEMQWRCW  = "MEMQ/WR+cw"
 	NameMEMQSRSRQ = "MEMQ/SR+srq"
 	NameMEMQSRXRC = "MEMQ/SR+xrc"
+	NameMEMQSRDC  = "MEMQ/SR+dc"
+	NameMEMQWRDC  = "MEMQ/WR+dc"
 )
 
 // Options are the parts of a run's configuration that only some designs
@@ -175,7 +177,9 @@ func paperDesign(shared bool, verb Verb, open func(fabric.Thread, Config) (Endpo
 // endpoint's queue pairs to one shared receive queue, whose pool of
 // receives is credited to the sources in shares (OpenMQSRQ); MEMQ/SR+xrc
 // does the same with an XRC shared receive queue reached through XRC
-// queue pairs (OpenMQXRC).
+// queue pairs (OpenMQXRC); MEMQ/SR+dc and MEMQ/WR+dc send MEMQ/SR+srq's
+// messages and MEMQ/WR+cw's writes through a few DC initiators into a DC
+// target per endpoint (OpenMQSRDC, OpenMQWRDC).
 func Variants() []Design {
 	var out []Design
 	for _, shared := range []bool{true, false} {
@@ -194,6 +198,14 @@ func Variants() []Design {
 	d = paperDesign(false, VerbSend, OpenMQXRC)
 	d.Name, d.Family, d.Adaptive, d.Transport = NameMEMQSRXRC, FamilyVariant, false, fabric.XRCSend
 	d.About = "one endpoint per thread: MEMQ/SR+srq over XRC: each peer sends through an XRC initiator of its own into the endpoint's XRC shared receive queue, which it names (our variant: receive memory O(pool); 2 queue pairs per peer, initiator and target)"
+	out = append(out, d)
+	d = paperDesign(false, VerbSend, OpenMQSRDC)
+	d.Name, d.Family, d.Adaptive, d.Transport = NameMEMQSRDC, FamilyVariant, false, fabric.DCI
+	d.About = "one endpoint per thread: MEMQ/SR+srq over DC: up to 4 DC initiators per endpoint, each kept on its last target, send into a DC target per endpoint on its shared receive queue; the header names the source (our variant: receive memory O(pool), queue pairs O(threads))"
+	out = append(out, d)
+	d = paperDesign(false, VerbWrite, OpenMQWRDC)
+	d.Name, d.Family, d.Adaptive, d.Transport = NameMEMQWRDC, FamilyVariant, false, fabric.DCI
+	d.About = "one endpoint per thread: MEMQ/WR+cw over DC: up to 4 DC initiators per endpoint write into the receiver's slots in ring order, a write's immediate naming source and slot (our variant: queue pairs O(threads))"
 	return append(out, d)
 }
 

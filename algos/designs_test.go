@@ -54,7 +54,7 @@ func TestDesignCheck(t *testing.T) {
 		errHas  string // and what the error says of it
 	}{
 		{"MEMQ/WR", algos.Options{Notify: algos.NotifyBuffers}, "", ""},
-		{"MEMQ/SR", algos.Options{Notify: algos.NotifyBuffers}, "Notify", "applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR, SEMQ/WR+cw, MEMQ/WR+cw), not MEMQ/SR"},
+		{"MEMQ/SR", algos.Options{Notify: algos.NotifyBuffers}, "Notify", "applies to the RDMA Write designs (SEMQ/WR, MEMQ/WR, SEMQ/WR+cw, MEMQ/WR+cw, MEMQ/WR+dc), not MEMQ/SR"},
 		{"MESQ/SR", algos.Options{Pattern: "multicast:2"}, "Pattern", "cannot belong to two transmission groups"},
 		{"MEMQ/SR", algos.Options{Pattern: "multicast:2"}, "", ""},
 		{"MPI", algos.Options{Pattern: "multicast:3"}, "", ""},

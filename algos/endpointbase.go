@@ -48,6 +48,10 @@ type endpointBase struct {
 	tick   func(th fabric.Thread) (int, fabric.Time, error)
 	tickOn []fabric.Waitable
 
+	// sentWC, if set, sees every successful send completion reap takes
+	// (the DC designs: which DCI it frees).
+	sentWC func(fabric.WC)
+
 	ready     deliveries
 	doneCount int       // sources whose stream has ended
 	recv      receiving // how GetData finds deliveries: set by the design when it opens
@@ -200,6 +204,9 @@ func (e *endpointBase) reap() (int, error) {
 			return 0, &fabric.CompletionError{WC: wc, Node: e.me}
 		}
 		e.signaled--
+		if e.sentWC != nil {
+			e.sentWC(wc)
+		}
 		if wc.ID&wrKind == wrSend {
 			i := int(wc.ID &^ wrKind)
 			if e.outstanding[i]--; e.outstanding[i] == 0 && e.held(i) == 0 {

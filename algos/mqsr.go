@@ -57,6 +57,7 @@ type mqsr struct {
 	unsignaled []int // credit writes posted unsignaled, per queue pair
 
 	sh *srqShare // MEMQ/SR+srq: the shared receive queue and its credit (mqsrq.go); nil otherwise
+	dc *dcPool   // MEMQ/SR+dc, MEMQ/WR+dc: the DC queue pairs (mqdc.go); nil otherwise
 }
 
 const (
@@ -99,19 +100,29 @@ func OpenMQWRCW(th fabric.Thread, cfg Config) (Endpoint, error) {
 // openMQ opens an MQ endpoint: MQ/WR or MQ/WR+cw when write (with
 // FreeArr or not), else MQ/SR, or with sh MQ/SR+srq (sh.xrc: MQ/SR+xrc).
 func openMQ(th fabric.Thread, cfg Config, write, freeArr bool, sh *srqShare) (Endpoint, error) {
+	return openMQEndpoint(th, cfg, &mqsr{write: write, freeArr: freeArr, notify: cfg.Notify, sh: sh})
+}
+
+// openMQEndpoint opens e, an MQ endpoint whose design its fields say
+// (openMQ; with dc, MQ/SR+dc or MQ/WR+dc: mqdc.go).
+func openMQEndpoint(th fabric.Thread, cfg Config, e *mqsr) (Endpoint, error) {
 	if err := cfg.check(0); err != nil {
 		return nil, err
 	}
-	e := &mqsr{write: write, freeArr: freeArr, notify: cfg.Notify, sh: sh}
 	name := "MQ/SR"
 	switch {
-	case sh != nil && sh.xrc:
+	case e.dc != nil:
+		name = "MQ/SR+dc"
+	case e.sh != nil && e.sh.xrc:
 		name = "MQ/SR+xrc"
-	case sh != nil:
+	case e.sh != nil:
 		name = "MQ/SR+srq"
 	}
-	if write {
-		name = map[bool]string{true: "MQ/WR", false: "MQ/WR+cw"}[freeArr]
+	if e.write {
+		name = map[bool]string{true: "MQ/WR", false: "MQ/WR+cw"}[e.freeArr]
+		if e.dc != nil {
+			name = "MQ/WR+dc"
+		}
 		switch e.notify {
 		case "":
 			e.notify = NotifyCQ
@@ -125,6 +136,9 @@ func openMQ(th fabric.Thread, cfg Config, write, freeArr bool, sh *srqShare) (En
 		return nil, fmt.Errorf("algos: open %s endpoint %d on node %d: %w", name, cfg.Tag, e.me, freed(err, e.own.free()))
 	}
 	e.recv = e.receiving()
+	if e.dc != nil {
+		e.recv = e.dcReceiving(e.recv)
+	}
 	return e, nil
 }
 
@@ -175,11 +189,22 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		e.fa.init(n, b)
 		per = 4
 	}
-	depths, err := fitQueues(dev.Attr(), n, e.lever(lever{name: "Buffers", value: b / e.cfg.Threads}))
+	l := lever{name: "Buffers", value: b / e.cfg.Threads}
+	if e.dc != nil {
+		l = e.dcLever(l)
+	} else {
+		l = e.lever(l)
+	}
+	depths, err := fitQueues(dev.Attr(), n, l)
 	if err != nil {
 		return err
 	}
 	sqDepth := depths[0]
+	if e.dc != nil {
+		if err := e.openDC(sqDepth); err != nil {
+			return err
+		}
+	}
 	var blob []byte
 	for j := 0; j < n; j++ {
 		enc, err := e.openPeer(j, b, msg, sqDepth)
@@ -193,7 +218,9 @@ func (e *mqsr) setup(th fabric.Thread) error {
 			return err
 		}
 	}
-	e.info.QPs += n
+	if e.dc == nil { // openDC counts its own
+		e.info.QPs += n
+	}
 	got, err := gatherQPInfo(e.node, fmt.Sprintf("mqsr/%d", e.cfg.Tag), blob, n, per)
 	if err != nil {
 		return err
@@ -208,6 +235,12 @@ func (e *mqsr) setup(th fabric.Thread) error {
 		}
 		if e.sh != nil && e.sh.xrc {
 			if err := e.connectXRC(j); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.dc != nil {
+			if err := e.connectDC(j); err != nil {
 				return err
 			}
 			continue
@@ -309,6 +342,9 @@ func (e *mqsr) openPeer(j, b, msg, sqDepth int) ([]byte, error) {
 	// Send queue: data sends (at most b, the credit), parity messages
 	// (at most b), and up to creditSignalEvery credit writes awaiting
 	// a signaled one, twice over.
+	if e.dc != nil {
+		return e.openDCPeer(j, b, msg)
+	}
 	if e.sh != nil {
 		return e.openSharedPeer(j, sqDepth)
 	}
@@ -341,6 +377,9 @@ func (e *mqsr) peerInfo(j, b, msg int, qp fabric.QP) ([]byte, error) {
 	var blob []byte
 	info := qp.Info()
 	info.PSN = rcPSN(e.me, j)
+	if e.dc != nil { // our DCT's access key, which node j's requests carry
+		info.QKey = uint32(e.dc.key)
+	}
 	info.Addr, info.RKey, info.Bytes = e.mr.Addr()+uint64(e.creditOff+8*j), e.mr.RKey(), 8
 	enc, _ := info.MarshalBinary()
 	blob = append(blob, enc...)
@@ -446,13 +485,16 @@ func (e *mqsr) sendTo(th fabric.Thread, b *Buffer, off, d int, st State) error {
 		e.nextSlot[d]++
 		e.slotAt[d][slot] = th.Now()
 		wr.Op, wr.Imm = fabric.OpWriteImm, uint32(slot)
+		if e.dc != nil { // the receive it completes names our DCT: name ourselves too
+			wr.Imm = uint32(e.recvSlot(e.me, int(slot)))
+		}
 		wr.RemoteAddr, wr.RKey = e.ring[d].Addr+slot*uint64(e.cfg.MsgBytes), e.ring[d].RKey
 		if e.notify != NotifyCQ {
 			wr.Op = fabric.OpWrite
 			notice = e.notice(d, slot, HeaderBytes+b.N)
 		}
 	}
-	if _, err := e.qps[d].PostSend(append([]fabric.SendWR{wr}, notice...)); err != nil {
+	if err := e.postTo(d, append([]fabric.SendWR{wr}, notice...)); err != nil {
 		return err
 	}
 	e.info.Transfers++
@@ -485,6 +527,12 @@ func (e *mqsr) await(th fabric.Thread, d int) error {
 		what := "waiting for credit from node %d"
 		if e.freeArr {
 			what = "waiting for node %d to return a slot (FreeArr) or credit"
+		}
+		if e.dc != nil {
+			if err := e.awaitDC(th, deadline, waiting{what, d}); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := e.wait(th, deadline, e.mr, waiting{what, d}); err != nil {
 			return err
@@ -520,6 +568,9 @@ func (e *mqsr) receiving() receiving {
 
 // received handles one successful receive completion.
 func (e *mqsr) received(th fabric.Thread, wc fabric.WC) error {
+	if e.dc != nil {
+		return e.receivedDC(wc)
+	}
 	if e.sh != nil {
 		return e.receivedShared(wc)
 	}
@@ -610,7 +661,23 @@ func (e *mqsr) writeCredit(src int, v uint64) error {
 	// request of the same queue pair completes: signal every 16th.
 	e.signalSome(&wr, &e.unsignaled[src], v&finalBit != 0)
 	e.info.CreditWrites++
+	if e.dc != nil {
+		e.swr[0] = wr
+		err := e.postDC(src, e.swr[:])
+		e.swr[0] = fabric.SendWR{}
+		return err
+	}
 	err := e.postSend1(e.qps[src], wr)
+	return err
+}
+
+// postTo posts wrs to destination d: on the queue pair to it, or through
+// a DCI.
+func (e *mqsr) postTo(d int, wrs []fabric.SendWR) error {
+	if e.dc != nil {
+		return e.postDC(d, wrs)
+	}
+	_, err := e.qps[d].PostSend(wrs)
 	return err
 }
 

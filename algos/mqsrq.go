@@ -113,15 +113,21 @@ func (e *mqsr) openSharedPeer(j, sqDepth int) ([]byte, error) {
 			return nil, err
 		}
 	}
+	return blob, e.shareCredit(j)
+}
+
+// shareCredit sets up both directions' credit with node j: the share of
+// the pool each credits the other with.
+func (e *mqsr) shareCredit(j int) error {
 	mine := srqShareOf(j, e.n, e.sh.pool)
 	cr, err := flowctl.NewCreditReceiver(min(e.cfg.CreditEvery, mine))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cr.Posted(mine) // known to the sender by configuration
 	e.cr = append(e.cr, cr)
 	e.cs[j].Update(uint64(srqShareOf(e.me, e.n, e.sh.pool)))
-	return blob, nil
+	return nil
 }
 
 // postPool posts every receive of the pool.

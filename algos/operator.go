@@ -106,7 +106,13 @@ func Shuffle(th fabric.Thread, ep Endpoint, in ShuffleInput, g Groups, last func
 	if last != nil || overlap {
 		st = MoreData // the streams end below, once per node
 	}
-	for grp, b := range out {
+	from := 0
+	if f, ok := ep.(flushStarter); ok {
+		from = f.flushFrom(len(out))
+	}
+	for k := range out {
+		grp := (from + k) % len(out)
+		b := out[grp]
 		account(b, grp)
 		if err := ep.PutData(th, b, g.Members(grp), st); err != nil {
 			return nil, err
@@ -203,4 +209,12 @@ func ReceiveFunc(th fabric.Thread, ep Endpoint, nodes int, cyclesPerTuple int64,
 		}
 		th.Compute(cyclesPerTuple * int64(tuples))
 	}
+}
+
+// flushStarter is an endpoint that has the final flush of Shuffle start
+// at a group of its choosing (and go round from there) instead of the
+// first: the DC designs, whose initiators reach a few targets at a time
+// (mqdc.go).
+type flushStarter interface {
+	flushFrom(groups int) int
 }

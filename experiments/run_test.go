@@ -678,6 +678,8 @@ func TestServiceLevelsReachTheLanes(t *testing.T) {
 		{"MESQ/SR", 1, lvl(1), []int{1}},
 		{"MEMQ/SR", 2, nil, []int{2}},
 		{"MEMQ/RD", 1, nil, []int{1}},
+		{"MEMQ/SR+dc", 2, nil, []int{2}},
+		{"MEMQ/WR+dc", 3, nil, []int{3}},
 		{"MPI", 3, nil, []int{3}},
 		{"HyPer", 1, lvl(1), []int{1}},
 	} {

@@ -16,12 +16,14 @@ import (
 // registered memory and queue pairs per node, set-up time, and the
 // throughput at an equal input per destination. No claim of the papers
 // is about more than 16 nodes; the figure answers what they leave open,
-// with the designs that share receive queues (SRQ, XRC) beside Liu19's.
+// with the designs that share receive queues (SRQ, XRC) or queue pairs
+// (DC) beside Liu19's.
 
 // scaleDesigns are the designs of the "scale" figure: Liu19's eight but
 // SEMQ/RD and SEMQ/WR (their per-thread twins are shown), the credit-word,
-// shared-receive-queue and XRC variants, and the MPI baseline.
-var scaleDesigns = []any{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", algos.NameMEMQSRSRQ, algos.NameMEMQSRXRC, "MEMQ/RD", "MEMQ/WR", algos.NameMEMQWRCW, "MPI"}
+// shared-receive-queue, XRC and DC variants, and the MPI baseline.
+var scaleDesigns = []any{"SESQ/SR", "MESQ/SR", "SEMQ/SR", "MEMQ/SR", algos.NameMEMQSRSRQ, algos.NameMEMQSRXRC, algos.NameMEMQSRDC,
+	"MEMQ/RD", "MEMQ/WR", algos.NameMEMQWRCW, algos.NameMEMQWRDC, "MPI"}
 
 func scaleFigures() []Figure {
 	byDesign := func(r *results.Record) string { return r.Design }

@@ -55,16 +55,39 @@ func TestDesignVariants(t *testing.T) {
 	}
 }
 
+// TestDCDesignsReconnect runs the DC designs on more nodes than an
+// endpoint has DC initiators, so that initiators change target (and
+// destinations wait for the initiator their earlier messages took)
+// while real threads send, receive and release.
+func TestDCDesignsReconnect(t *testing.T) {
+	for _, c := range []experiments.RunConfig{
+		{Design: algos.NameMEMQSRDC, Pattern: algos.Repartition},
+		{Design: algos.NameMEMQSRDC, Pattern: algos.Multicast + ":2"},
+		{Design: algos.NameMEMQWRDC, Pattern: algos.Repartition},
+		{Design: algos.NameMEMQWRDC, Pattern: algos.Repartition, Notify: algos.NotifyQueue},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/%s", strings.ReplaceAll(c.Design, "/", "-"), c.Pattern, c.Notify), func(t *testing.T) {
+			shuffleOn(t, c, 6)
+		})
+	}
+}
+
 // shuffle runs cfg on three loopback nodes with two threads each and a
 // small input, and checks the record.
 func shuffle(t *testing.T, cfg experiments.RunConfig) {
 	t.Helper()
-	f, err := loopback.Open(host.Config{Seed: 3, TimeLimit: 2 * time.Minute}, 3)
+	shuffleOn(t, cfg, 3)
+}
+
+// shuffleOn runs cfg on nodes loopback nodes, as shuffle does.
+func shuffleOn(t *testing.T, cfg experiments.RunConfig, nodes int) {
+	t.Helper()
+	f, err := loopback.Open(host.Config{Seed: 3, TimeLimit: 2 * time.Minute}, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cfg.Nodes, cfg.Threads, cfg.Seed, cfg.Payload = 3, 2, 3, true
+	cfg.Nodes, cfg.Threads, cfg.Seed, cfg.Payload = nodes, 2, 3, true
 	cfg.MsgBytes, cfg.BytesPerNode = 4096, 96<<10
 	if cfg.Timeout == 0 {
 		// Real threads under the race detector, at GOMAXPROCS 1 on a

@@ -28,9 +28,18 @@ import (
 // DCT's is answered with a remote access NAK, which fails the request at
 // the DCI (StatusRemoteAccess); the DCT itself is not affected.
 //
-// Not modelled: a lost connect request or response is not retried (the
-// DCI waits; no fault plan drops them in the tests), and the number of
-// connections a DCT's NIC can hold is not bounded.
+// A connect request runs the DCI's local ACK timer: when neither the
+// response nor a NAK is back in time (the request or the response was
+// lost), the DCI sends the connect request again, up to retry_cnt times,
+// and then fails the request that needed the connection with a retry
+// exceeded error, as an RC requester does with its data. A response
+// counts only if it answers the connect request in flight (its PSN); a
+// late or duplicated one is ignored, and a duplicated connect request
+// that reaches a DCT after data of the connection does not rewind the
+// connection's expected PSN.
+//
+// Not modelled: the number of connections a DCT's NIC can hold is not
+// bounded.
 
 // hdrDCETH is the DC extended transport header of every DCI request
 // packet (the 8-byte DC access key).
@@ -51,8 +60,9 @@ type dcSrc struct {
 
 // dcInit is a DCI's connection state.
 type dcInit struct {
-	cur        dcEnd // the connected target (valid when connected)
-	want       dcEnd // the target a connect request was sent to
+	cur        dcEnd      // the connected target (valid when connected)
+	want       dcEnd      // the target a connect request was sent to
+	wantPSN    fabric.PSN // the PSN the connect request in flight carries
 	connected  bool
 	connecting bool
 	connects   int // connect handshakes completed
@@ -66,7 +76,8 @@ type dcInit struct {
 // dcTarget is a DCT's state beside the queue pair.
 type dcTarget struct {
 	key   uint64
-	conns map[dcSrc]*qp // one responder per connected DCI
+	conns map[dcSrc]*qp        // one responder per connected DCI
+	by    map[dcSrc]fabric.PSN // the PSN of the connect request each connection was made by
 }
 
 // dcQueues checks the arguments of a DC queue pair and returns its
@@ -102,7 +113,7 @@ func (n *nic) dcCreated(q *qp, init fabric.QPInit) {
 	if q.typ == fabric.DCI {
 		n.dcs[q] = &dcInit{}
 	} else {
-		n.dcs[q] = &dcTarget{key: init.DCKey, conns: map[dcSrc]*qp{}}
+		n.dcs[q] = &dcTarget{key: init.DCKey, conns: map[dcSrc]*qp{}, by: map[dcSrc]fabric.PSN{}}
 	}
 }
 
@@ -119,6 +130,7 @@ func (q *qp) dcForget(destroy bool) {
 			r.destroyed = true
 			q.nic.cache.evict(r)
 			delete(t.conns, k)
+			delete(t.by, k)
 		}
 	} else {
 		*q.dci() = dcInit{}
@@ -181,11 +193,32 @@ func (q *qp) dcOpen() {
 func (q *qp) dcConnectPacket(e *sqe) *packet {
 	s := q.dci()
 	s.connected, s.connecting = false, true
-	s.want = dcEnd{e.destN, e.destQPN, e.wr.DCKey}
+	s.want, s.wantPSN = dcEnd{e.destN, e.destQPN, e.wr.DCKey}, e.psn
 	p := q.newPacket(e.destN, e.destQPN)
 	p.op, p.psn, p.raddr, p.first, p.last = pDCConnect, e.psn, e.wr.DCKey, true, true
 	p.setWire()
+	q.armTimer() // the connect's own ACK timer: dcConnectTimeout
 	return p
+}
+
+// dcConnectTimeout handles DCI q's ACK timer while a connect request is
+// in flight, and reports whether it did: the request goes again (the
+// next packet of q), or, with no retries left, the request that needed
+// the connection fails with a retry exceeded error.
+func (q *qp) dcConnectTimeout() bool {
+	s := q.dci()
+	if !s.connecting {
+		return false
+	}
+	s.connecting = false
+	if q.retries == 0 {
+		q.fail(q.sqHead, fabric.StatusRetryExceeded)
+		return true
+	}
+	q.retries--
+	q.c.stats.DCConnectRetries++
+	q.dcOpen()
+	return true
 }
 
 // dcReceive hands a packet arriving at DC queue pair q to it, or for a
@@ -194,7 +227,7 @@ func (n *nic) dcReceive(q *qp, p *packet) {
 	if q.typ == fabric.DCI {
 		s := q.dci()
 		switch {
-		case s.connecting && p.src == s.want.node && p.srcQPN == s.want.dctn && (p.op == pDCConnAck || p.op == pNak):
+		case s.connecting && p.src == s.want.node && p.srcQPN == s.want.dctn && p.psn == s.wantPSN && (p.op == pDCConnAck || p.op == pNak):
 			s.connecting = false
 			if p.op == pNak {
 				q.fail(q.sqHead, fabric.StatusRemoteAccess)
@@ -202,6 +235,9 @@ func (n *nic) dcReceive(q *qp, p *packet) {
 			}
 			s.connected, s.cur, s.connects = true, s.want, s.connects+1
 			q.destNode, q.attr.DestQPN = s.cur.node, s.cur.dctn
+			q.progress() // the timer stops: nothing is outstanding
+		case p.op == pDCConnAck:
+			// a late or duplicated answer to a connect: ignored
 		case s.connected && p.src == q.destNode && p.srcQPN == q.attr.DestQPN:
 			q.receive(p)
 		}
@@ -234,13 +270,20 @@ func (q *qp) dcAccept(t *dcTarget, src dcSrc, p *packet) {
 		ans.op, ans.nak = pNak, nakRemoteAccess
 	} else {
 		r := t.conns[src]
-		if r == nil || r.state != fabric.StateRTR {
+		fresh := r == nil || r.state != fabric.StateRTR
+		if fresh {
 			r = &qp{c: q.c, nic: q.nic, pd: q.pd, qpn: q.qpn, typ: fabric.DCT, rcq: q.rcq, srq: q.srq,
 				mtu: q.mtu, attr: q.attr, state: fabric.StateRTR}
 			t.conns[src] = r
 		}
-		r.destNode, r.attr.DestQPN = src.node, src.qpn
-		r.ePSN, r.nakSent = p.psn, false
+		// A connect request the connection was made by, again (a retry
+		// whose first answer was lost, or a duplicate), is answered but
+		// must not rewind the connection: data may have followed it.
+		if by, ok := t.by[src]; fresh || !ok || by != p.psn {
+			t.by[src] = p.psn
+			r.destNode, r.attr.DestQPN = src.node, src.qpn
+			r.ePSN, r.nakSent = p.psn, false
+		}
 	}
 	ans.setWire()
 	q.c.schedule(q.c.now.Add(q.nic.wqeCost), q.c.net, evDirect, ans)

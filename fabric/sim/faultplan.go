@@ -385,8 +385,8 @@ func (r *ruleState) matches(p *packet, now fabric.Time) bool {
 	if r.Src >= 0 && p.src != r.Src || r.Dst >= 0 && p.dst != r.Dst {
 		return false
 	}
-	if t := p.qpType; r.Transport != 0 && t != r.Transport && !(r.Transport == fabric.RC && (t == fabric.XRCSend || t == fabric.XRCRecv)) {
-		return false // XRC is RC's transport: an RC rule hits it too
+	if t := p.qpType; r.Transport != 0 && t != r.Transport && !(r.Transport == fabric.RC && (t == fabric.XRCSend || t == fabric.XRCRecv || t.DC())) {
+		return false // XRC and DC are RC's transport: an RC rule hits them too
 	}
 	if r.Op != "" && p.op.String() != r.Op {
 		return false

@@ -312,6 +312,7 @@ type Stats struct {
 	MTTMisses         int64
 	TPTStalls         int64 // DMAs that waited for a translation fetch over PCIe
 	ReadResourceNaks  int64 // RDMA Read requests refused: the responder's max_dest_rd_atomic resources were in use
+	DCConnectRetries  int64 // DC connect requests sent again after the DCI's ACK timer expired (a lost request or response)
 }
 
 // QPCacheMissRate is the fraction of context lookups that missed.

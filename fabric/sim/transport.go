@@ -394,6 +394,9 @@ func (q *qp) stopTimer() { q.timerOn = false }
 // unacknowledged packet, or fail after retry_cnt attempts.
 func (q *qp) timeout() {
 	q.timerOn = false
+	if q.typ == fabric.DCI && q.dcConnectTimeout() {
+		return
+	}
 	if !q.outstanding() {
 		return
 	}
