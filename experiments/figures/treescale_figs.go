@@ -54,9 +54,10 @@ import (
 // "trees" figure (MEMQ/SR and MEMQ/RD are within a few percent of it
 // there and meet the tree as it does); HyPer and HyPer/unsched carry the
 // schedule's question. MPI, the other baseline, is left out: it is
-// CPU-bound at a third of the RDMA designs' rate and the tree changed it
-// by under 7% in the "trees" figure, so it would add the most simulated
-// time for the least answer. Every record carries its per-node finish
+// CPU-bound at a third of the RDMA designs' rate and the tree's variants
+// moved it by at most 8% from the single switch in the "trees" figure
+// (2.33-2.54 GiB/s), so it would add much simulated time for little
+// answer. Every record carries its per-node finish
 // times, from which the skew plots are drawn.
 
 // treeScaleDesigns are the designs of the routing and variant sweeps;
