@@ -52,13 +52,13 @@ import (
 // The designs: MESQ/SR is Liu19's recommended design and a UD one, whose
 // packets adapt on every profile; MEMQ/WR is the fastest RC design of the
 // "trees" figure (MEMQ/SR and MEMQ/RD are within 5.2% of it on every
-// network there but 2:1, where MEMQ/RD is 12% below it); HyPer and HyPer/unsched carry the
-// schedule's question. MPI, the other baseline, is left out: it is
-// CPU-bound at a third of the RDMA designs' rate and the tree's variants
-// moved it by at most 8% from the single switch in the "trees" figure
-// (2.33-2.54 GiB/s), so it would add much simulated time for little
-// answer. Every record carries its per-node finish
-// times, from which the skew plots are drawn.
+// network there but 2:1, where MEMQ/RD is 12% below it); HyPer and
+// HyPer/unsched carry the schedule's question. MPI, the other baseline, is
+// left out: it is CPU-bound at a third of the RDMA designs' rate and the
+// tree's variants moved it by at most 8% from the single switch in the
+// "trees" figure (2.33-2.54 GiB/s), so it would add much simulated time
+// for little answer. Every record carries its per-node finish times, from
+// which the skew plots are drawn.
 
 // treeScaleDesigns are the designs of the routing and variant sweeps;
 // treeScaleSchedules those of the schedule sweep.
