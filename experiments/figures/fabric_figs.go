@@ -102,6 +102,7 @@ func fabricFigures() []Figure {
 				return append(plots, treeSkewPlots(recs)...), nil
 			},
 		},
+		treeScaleFigure(),
 	}
 }
 
