@@ -12,7 +12,7 @@ import (
 // the verbs contract.
 func TestSoakDC(t *testing.T) {
 	designs := []string{algos.NameMEMQSRDC, algos.NameMEMQWRDC}
-	res, err := Run(Config{Seeds: 12, Nodes: 6, BytesPerNode: 128 << 10, Payload: true, Designs: designs})
+	res, err := Run(Config{Seeds: 12, Nodes: 6, BytesPerNode: 128 << 10, Payload: true, Designs: designs, Workloads: []Workload{ShuffleWorkload}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,12 +25,12 @@ func TestSoakShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(res)
-	// 23 shuffles per seed under drawn schedules (the UD designs twice),
+	// 25 shuffles per seed under drawn schedules (the UD designs twice),
 	// the UD designs with recovery under high UD loss, a TPC-H query and
 	// a star join.
 	w := res.ByWorkload
-	if !res.OK() || res.Runs != 3*27 || res.Injected == 0 || res.ByScenario[faults.HighUDLoss].Runs != 3*2 ||
-		w[string(ShuffleWorkload)].Runs != 3*25 || w[string(QueryWorkload)].Runs != 3 || w[string(StarJoinWorkload)].Runs != 3 {
+	if !res.OK() || res.Runs != 3*29 || res.Injected == 0 || res.ByScenario[faults.HighUDLoss].Runs != 3*2 ||
+		w[string(ShuffleWorkload)].Runs != 3*27 || w[string(QueryWorkload)].Runs != 3 || w[string(StarJoinWorkload)].Runs != 3 {
 		for _, f := range res.Failures {
 			t.Errorf("%+v", f)
 		}
@@ -84,18 +84,21 @@ func TestTargetedFaults(t *testing.T) {
 	if err != nil || rec.Integrity != "ok" || c.FaultCounts().Lost != 2 || c.Stats().RCRetransmits == 0 {
 		t.Fatalf("RC credit and data packets lost: %v %+v", err, c.FaultCounts())
 	}
+	// The timed faults below fall in the data phase, which starts when
+	// the set-up ends.
+	at := dataPhase(t, rc)
 	// A node crashing mid-shuffle: its peers stop with an error that names it.
-	_, err, _ = runSchedule(t, rc, "crash:\n  - node: 1\n    at: 1ms\n")
-	if err == nil || !strings.Contains(err.Error(), "node 1 crashed at 1.000ms") {
+	_, err, _ = runSchedule(t, rc, fmt.Sprintf("crash:\n  - node: 1\n    at: %s\n", at(0.5)))
+	if err == nil || !strings.Contains(err.Error(), "node 1 crashed at") {
 		t.Fatalf("crash: %v", err)
 	}
 	// RC retry exhaustion: a link down longer than the capped retries.
-	_, err, _ = runSchedule(t, rc, "link_down:\n  - node: 2\n    from: 0.95ms\n    to: 30ms\nrc_retry:\n  retry_cnt: 1\n  timeout: 8\n")
+	_, err, _ = runSchedule(t, rc, fmt.Sprintf("link_down:\n  - node: 2\n    from: %s\n    to: 30ms\nrc_retry:\n  retry_cnt: 1\n  timeout: 8\n", at(0.4)))
 	if err == nil || !strings.Contains(err.Error(), "transport retry exceeded") || !strings.Contains(err.Error(), "link-down node 2") {
 		t.Fatalf("retry exhaustion: %v", err)
 	}
 	// Receivers too slow to post: RC retries after RNR NAKs and recovers.
-	rec, err, c = runSchedule(t, rc, "slow_receiver:\n  - node: 0\n    from: 0.93ms\n    to: 1.1ms\n")
+	rec, err, c = runSchedule(t, rc, fmt.Sprintf("slow_receiver:\n  - node: 0\n    from: %s\n    to: %s\n", at(0), at(0.8)))
 	if err != nil || rec.Integrity != "ok" || c.Stats().RNRNaks == 0 {
 		t.Fatalf("slow receiver: %v, %d RNR NAKs", err, c.Stats().RNRNaks)
 	}
@@ -166,21 +169,32 @@ func TestCrashNamed(t *testing.T) {
 // now about 20 thousand, as the designs that sleep while they wait.
 func TestMPICrashFailsFast(t *testing.T) {
 	for _, tc := range []struct {
-		seed  uint64
-		crash string
-	}{
-		{7, "crash:\n  - node: 2\n    at: 1.712ms\n"}, // a receiving thread meets the error
-		{8, "crash:\n  - node: 2\n    at: 1.580ms\n"}, // a sending thread does
-	} {
+		seed uint64
+		frac float64 // of the data phase
+	}{{7, 0.6}, {8, 0.3}} {
 		cfg := experiments.RunConfig{Design: "MPI", Nodes: 4, Threads: 2, Profile: "edr-cx4", Buffers: 4, CreditEvery: 2,
 			BytesPerNode: 256 << 10, Seed: tc.seed}
-		_, err, c := runSchedule(t, cfg, tc.crash)
+		_, err, c := runSchedule(t, cfg, fmt.Sprintf("crash:\n  - node: 2\n    at: %s\n", dataPhase(t, cfg)(tc.frac)))
 		if err == nil || !strings.Contains(err.Error(), "transport retry exceeded") || !strings.Contains(err.Error(), "crashed at") {
 			t.Errorf("seed %d: %v", tc.seed, err)
 		}
 		if ev := c.Events(); ev > 1_000_000 {
 			t.Errorf("seed %d: %d simulated events to reach the error, want fewer than 1 million", tc.seed, ev)
 		}
+	}
+}
+
+// dataPhase runs cfg without faults and returns the time (as a schedule
+// writes it) at a fraction of its data phase, which starts when the
+// set-up ends.
+func dataPhase(t *testing.T, cfg experiments.RunConfig) func(frac float64) string {
+	t.Helper()
+	rec, err := experiments.RunSim(cfg, experiments.SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(frac float64) string {
+		return fmt.Sprintf("%.3fus", rec.SetupMS*1e3+frac*rec.ResponseS*1e6)
 	}
 }
 
