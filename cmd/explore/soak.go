@@ -80,7 +80,7 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 				printSoak(w, res)
 			}
 			if !res.OK() {
-				return findingf("soak: %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered", res.Silent, res.Hangs, res.Checker, res.Masked, res.Unrecovered)
+				return findingf("soak: %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered, %d errors not naming the faults", res.Silent, res.Hangs, res.Checker, res.Masked, res.Unrecovered, res.Unnamed)
 			}
 			return nil
 		},
@@ -105,10 +105,10 @@ loss of 10% to 50%, which runs once per seed for the UD designs with --ud-recove
 }
 
 func printSoak(w io.Writer, res *soak.Result) {
-	t := newTable(w)
-	t.Header("runs", "faults injected", "exact", "clean errors", "silent", "hangs", "checker", "masked", "unrecovered")
+	t := newWrappedTable(w)
+	t.Header("runs", "faults injected", "exact", "clean errors", "silent", "hung", "checker", "masked", "not recovered", "not named")
 	t.Append(fmt.Sprint(res.Runs), fmt.Sprint(res.Injected), fmt.Sprint(res.Exact), fmt.Sprint(res.CleanErrors),
-		fmt.Sprint(res.Silent), fmt.Sprint(res.Hangs), fmt.Sprint(res.Checker), fmt.Sprint(res.Masked), fmt.Sprint(res.Unrecovered))
+		fmt.Sprint(res.Silent), fmt.Sprint(res.Hangs), fmt.Sprint(res.Checker), fmt.Sprint(res.Masked), fmt.Sprint(res.Unrecovered), fmt.Sprint(res.Unnamed))
 	t.Render()
 	for _, by := range []struct {
 		name string
@@ -119,12 +119,12 @@ func printSoak(w io.Writer, res *soak.Result) {
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		t = newTable(w)
-		t.Header(by.name, "runs", "exact", "clean errors", "silent", "hangs", "checker", "masked", "unrecovered")
+		t = newWrappedTable(w)
+		t.Header(by.name, "runs", "exact", "clean errors", "silent", "hung", "checker", "masked", "not recovered", "not named")
 		for _, k := range names {
 			v := by.m[k]
 			t.Append(k, fmt.Sprint(v.Runs), fmt.Sprint(v.Exact), fmt.Sprint(v.CleanErrors), fmt.Sprint(v.Silent), fmt.Sprint(v.Hangs),
-				fmt.Sprint(v.Checker), fmt.Sprint(v.Masked), fmt.Sprint(v.Unrecovered))
+				fmt.Sprint(v.Checker), fmt.Sprint(v.Masked), fmt.Sprint(v.Unrecovered), fmt.Sprint(v.Unnamed))
 		}
 		t.Render()
 	}

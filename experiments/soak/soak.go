@@ -59,6 +59,7 @@ const (
 	CheckerFail Outcome = "checker"     // the verbs-usage checker found a hazard, or objects left open
 	Masked      Outcome = "masked"      // a panic (a programming error such as a sim misuse) ended the run: the fault's own error is lost
 	Unrecovered Outcome = "unrecovered" // UD recovery under loss below 0.1% did not deliver exactly
+	Unnamed     Outcome = "unnamed"     // stopped with an error that does not name the faults injected
 )
 
 // Trial is one run of a soak.
@@ -87,6 +88,7 @@ type Counts struct {
 	Checker     int   `json:"checker_findings"`
 	Masked      int   `json:"masked_errors"`
 	Unrecovered int   `json:"unrecovered"`
+	Unnamed     int   `json:"unnamed_errors"`
 }
 
 func (c *Counts) add(run Trial) {
@@ -107,6 +109,8 @@ func (c *Counts) add(run Trial) {
 		c.Masked++
 	case Unrecovered:
 		c.Unrecovered++
+	case Unnamed:
+		c.Unnamed++
 	}
 }
 
@@ -123,11 +127,11 @@ type Result struct {
 
 // OK reports whether no run failed silently, hung, broke the verbs
 // contract, masked its error with a panic or failed to recover.
-func (r *Result) OK() bool { return r.Silent+r.Hangs+r.Checker+r.Masked+r.Unrecovered == 0 }
+func (r *Result) OK() bool { return r.Silent+r.Hangs+r.Checker+r.Masked+r.Unrecovered+r.Unnamed == 0 }
 
 func (r *Result) String() string {
-	return fmt.Sprintf("%d runs, %d faults injected: %d exact deliveries, %d clean errors, %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered (UD recovery, loss < 0.1%%); %.1fs wall",
-		r.Runs, r.Injected, r.Exact, r.CleanErrors, r.Silent, r.Hangs, r.Checker, r.Masked, r.Unrecovered, r.Wall.Seconds())
+	return fmt.Sprintf("%d runs, %d faults injected: %d exact deliveries, %d clean errors, %d silent failures, %d hangs, %d checker findings, %d masked errors, %d unrecovered (UD recovery, loss < 0.1%%), %d errors not naming the faults; %.1fs wall",
+		r.Runs, r.Injected, r.Exact, r.CleanErrors, r.Silent, r.Hangs, r.Checker, r.Masked, r.Unrecovered, r.Unnamed, r.Wall.Seconds())
 }
 
 // Record is the soak record of docs/results.md (explore soak --json).
@@ -502,6 +506,12 @@ func soakRun(trial Trial, nodes int, sched *faults.Schedule, wall time.Duration,
 			trial.Err = r.err.Error()
 		case trial.Outcome == Silent:
 			trial.Err = "integrity " + r.integrity
+		}
+		// A clean error must say what was injected (the run's error
+		// ends with the fault summary), so that a person can tell the
+		// fault's consequence from a defect.
+		if trial.Outcome == CleanError && trial.Injected > 0 && !strings.Contains(trial.Err, "[faults injected: ") {
+			trial.Outcome = Unnamed
 		}
 	case <-time.After(wall):
 		trial.Wall, trial.Outcome, trial.Err = wall, Hang, fmt.Sprintf("still running after %v of wall time (abandoned)", wall)

@@ -374,3 +374,26 @@ func counts(m map[string]*Counts) string {
 	slices.Sort(out)
 	return strings.Join(out, " ")
 }
+
+// TestUnnamedError: a run into which faults were injected and which
+// stopped with an error that does not name them is a finding of its own
+// (a person could not tell the fault's consequence from a defect); named,
+// it is a clean error.
+func TestUnnamedError(t *testing.T) {
+	s, err := faults.Parse([]byte("qp_cache_entries: 1\n")) // one fault: the profile change
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		err  error
+		want Outcome
+	}{
+		{errors.New("n0/main: algos: no progress for 1s"), Unnamed},
+		{errors.New("n0/main: algos: no progress for 1s [faults injected: qp cache 1]"), CleanError},
+	} {
+		run := soakRun(Trial{}, 2, s, time.Minute, experiments.SimOptions{}, func(experiments.SimOptions) (string, error) { return "", tc.err })
+		if run.Outcome != tc.want {
+			t.Errorf("%v: %s, want %s", tc.err, run.Outcome, tc.want)
+		}
+	}
+}
