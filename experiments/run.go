@@ -216,6 +216,10 @@ func (c *RunConfig) normalize(cores int) error {
 		return threadsRefused(c.Threads, cores)
 	case c.MsgBytes < 0:
 		return setting.New("MsgBytes", c.MsgBytes, "must be positive (0: the design's default)")
+	case c.Buffers < 1:
+		return setting.New("Buffers", c.Buffers, "need at least 1 buffer per peer (0: the default, 2)")
+	case c.CreditEvery < 1:
+		return setting.New("CreditEvery", c.CreditEvery, "must be at least 1 (0: the default, 2)")
 	case c.BytesPerNode < 0:
 		return setting.New("BytesPerNode", c.BytesPerNode, "must not be negative")
 	case c.Nodes < 2 && c.Pattern != algos.Repartition:
