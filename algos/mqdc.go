@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
-	"github.com/rdmashuffle/rdmashuffle/flowctl"
 )
 
 // The MQ designs over the Dynamically Connected transport (DC): an
@@ -204,14 +203,8 @@ func (e *mqsr) openDCPeer(j, b, msg int) ([]byte, error) {
 		if err := e.shareCredit(j); err != nil {
 			return nil, err
 		}
-	} else {
-		cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
-		if err != nil {
-			return nil, err
-		}
-		cr.Posted(b) // known to the sender by configuration
-		e.cr = append(e.cr, cr)
-		e.cs[j].Update(uint64(b))
+	} else if err := e.startCredit(j, b); err != nil {
+		return nil, err
 	}
 	return e.peerInfo(j, b, msg, e.dc.dct)
 }

@@ -361,14 +361,24 @@ func (e *mqsr) openPeer(j, b, msg, sqDepth int) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if err := e.startCredit(j, b); err != nil {
+		return nil, err
+	}
+	return e.peerInfo(j, b, msg, qp)
+}
+
+// startCredit starts the credit of the connection with node j at b
+// buffers, on both sides: the receiver's count of buffers posted for j,
+// and the credit this endpoint's sender starts with towards j.
+func (e *mqsr) startCredit(j, b int) error {
 	cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cr.Posted(b) // known to the sender by configuration
 	e.cr = append(e.cr, cr)
 	e.cs[j].Update(uint64(b))
-	return e.peerInfo(j, b, msg, qp)
+	return nil
 }
 
 // peerInfo encodes what node j needs to know of the endpoint's queue pair
