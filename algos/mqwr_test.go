@@ -102,19 +102,21 @@ func runShuffle(t *testing.T, nodes int, open func(fabric.Thread, algos.Config) 
 // hand-off became a measured cost by core placement, and again when a
 // payload fetch began to cost a PCIe round trip, and again when a received
 // packet's payload began to be written to host memory before it is
-// delivered, so they now pin the credit-word design on the current model.
+// delivered, and again when the control-path costs (creating completion
+// queues and queue pairs) came from the evidence suite, so they now pin
+// the credit-word design on the current model.
 func TestMQWRCWIsTodaysProtocol(t *testing.T) {
 	for _, tc := range []struct {
 		notify algos.Notify
 		every  int
 		trace  uint64
 	}{
-		{algos.NotifyCQ, 1, 0x728192be4ddfe8f4},
-		{algos.NotifyCQ, 2, 0x5ccb98404fbbc38b},
-		{algos.NotifyBuffers, 1, 0x89703c3fdbff3c6a},
-		{algos.NotifyBuffers, 2, 0xa2719f44e30c414e},
-		{algos.NotifyQueue, 1, 0x89703c3fdbff3c6a},
-		{algos.NotifyQueue, 2, 0xa2719f44e30c414e},
+		{algos.NotifyCQ, 1, 0xe2f60cdd59cd01b4},
+		{algos.NotifyCQ, 2, 0x503a8a62bf87fd4b},
+		{algos.NotifyBuffers, 1, 0x177900582828e32a},
+		{algos.NotifyBuffers, 2, 0x2f95dc103c873f0e},
+		{algos.NotifyQueue, 1, 0x177900582828e32a},
+		{algos.NotifyQueue, 2, 0x2f95dc103c873f0e},
 	} {
 		t.Run(fmt.Sprintf("%s/f=%d", tc.notify, tc.every), func(t *testing.T) {
 			r := runDesign(t, algos.OpenMQWRCW, algos.Config{Buffers: 2, CreditEvery: tc.every, Notify: tc.notify, PollLineCycles: -1}, 0)
