@@ -44,14 +44,14 @@ func TestFaultedQueryNamesItsCause(t *testing.T) {
 		prefix string   // the error starts with it
 		want   []string // and holds these
 	}{
-		{"query, flush after its cause", func(o SimOptions) error { _, err := RunQuerySim(q3, o); return err }, crashPlan(2, 6950*us),
-			"node 3's queue pair 270 failed (its SEND to node 2 ended in transport retry exceeded); after it: ", []string{"RECV flushed", "[faults injected: node 2 crashed at 6.950ms"}},
-		{"query, node crashed after the others finished", func(o SimOptions) error { _, err := RunQuerySim(q10, o); return err }, crashPlan(2, 4200*us),
-			"sim: the run cannot end: the threads left (n2/main) are on nodes that crashed", []string{"[faults injected: node 2 crashed at 4.200ms"}},
-		{"star join, shuffle plan", func(o SimOptions) error { _, err := RunStarJoinSim(star, o); return err }, crashPlan(2, 4615*us),
-			"node 0's queue pair 258 failed (its SEND to node 2 ended in transport retry exceeded); after it: ", []string{"RECV flushed", "[faults injected: node 2 crashed at 4.615ms"}},
-		{"star join, remote reads", func(o SimOptions) error { _, err := RunStarJoinSim(remote, o); return err }, crashPlan(2, 5725*us),
-			"n0/istore-worker2: ", []string{"RDMA_READ transport retry exceeded", "[faults injected: node 2 crashed at 5.725ms"}},
+		{"query, flush after its cause", func(o SimOptions) error { _, err := RunQuerySim(q3, o); return err }, crashPlan(2, 8786*us),
+			"node 3's queue pair 270 failed (its SEND to node 2 ended in transport retry exceeded); after it: ", []string{"RECV flushed", "[faults injected: node 2 crashed at 8.786ms"}},
+		{"query, node crashed after the others finished", func(o SimOptions) error { _, err := RunQuerySim(q10, o); return err }, crashPlan(2, 5118*us),
+			"sim: the run cannot end: the threads left (n2/main) are on nodes that crashed", []string{"[faults injected: node 2 crashed at 5.118ms"}},
+		{"star join, shuffle plan", func(o SimOptions) error { _, err := RunStarJoinSim(star, o); return err }, crashPlan(2, 5839*us),
+			"node 0's queue pair 258 failed (its SEND to node 2 ended in transport retry exceeded); after it: ", []string{"RECV flushed", "[faults injected: node 2 crashed at 5.839ms"}},
+		{"star join, remote reads", func(o SimOptions) error { _, err := RunStarJoinSim(remote, o); return err }, crashPlan(2, 6337*us),
+			"n0/istore-worker2: ", []string{"RDMA_READ transport retry exceeded", "[faults injected: node 2 crashed at 6.337ms"}},
 		{"TPC-H point", func(o SimOptions) error { _, err := RunSim(point, o); return err }, crashPlan(1, 1000*us),
 			"", []string{"node 1 crashed", "[faults injected: node 1 crashed at 1.000ms"}},
 	} {

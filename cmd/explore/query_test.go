@@ -87,7 +87,7 @@ func TestQueryBadScale(t *testing.T) {
 // query had none of these flags.
 func TestQueryFaultFlags(t *testing.T) {
 	q3 := []string{"query", "--query", "Q3", "--sf", "0.02", "--design", "MEMQ/SR", "--nodes", "4", "--payload", "--seed", "5"}
-	crash := append(append([]string(nil), q3...), "--fault-crash", "node=2,at=6.95ms")
+	crash := append(append([]string(nil), q3...), "--fault-crash", "node=2,at=8.786ms")
 	cause := "node 3's queue pair 270 failed (its SEND to node 2 ended in transport retry exceeded); after it: "
 	for _, tc := range []struct {
 		name string
@@ -95,8 +95,8 @@ func TestQueryFaultFlags(t *testing.T) {
 		err  []string // the error holds these (none: no error)
 		out  []string // the output holds these
 	}{
-		{"crash", crash, []string{cause, "[faults injected: node 2 crashed at 6.950ms"}, nil},
-		{"crash, --json", append(crash, "--json"), []string{cause, "[faults injected: node 2 crashed at 6.950ms"}, nil},
+		{"crash", crash, []string{cause, "[faults injected: node 2 crashed at 8.786ms"}, nil},
+		{"crash, --json", append(crash, "--json"), []string{cause, "[faults injected: node 2 crashed at 8.786ms"}, nil},
 		{"no fault, --no-check --json", append(append([]string(nil), q3...), "--no-check", "--json"), nil, []string{`"verbs_check":"off"`, `"integrity":"ok"`}},
 		{"a node outside the cluster", append(append([]string(nil), q3...), "--fault-crash", "node=9,at=1ms"), []string{"node 9 outside the 4-node cluster"}, nil},
 		{"a figure", []string{"query", "--figure", "fig26", "--fault-loss", "0.1", "--no-check"}, []string{"--no-check, --fault-loss set(s) one query"}, nil},
