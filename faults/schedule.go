@@ -338,6 +338,12 @@ func (s *Schedule) Validate(nodes int) error {
 			return fmt.Errorf("fault schedule: %s: to %v is not after from %v (leave to out for a cable that stays down)", field, c.To, c.From)
 		}
 	}
+	return s.validateOverrides()
+}
+
+// validateOverrides checks the schedule's changes to the transport and
+// the profile: rc_retry and qp_cache_entries.
+func (s *Schedule) validateOverrides() error {
 	if r := s.RCRetry; r != nil {
 		if r.RetryCnt < 0 || r.RetryCnt > 7 {
 			return fmt.Errorf("fault schedule: rc_retry.retry_cnt: %d outside 0..7", r.RetryCnt)
