@@ -22,22 +22,9 @@ func dcRun(t *testing.T, nodes, msgs int, dest func(m int) int) (fabric.Duration
 	var took fabric.Duration
 	var connects int
 	err = c.Run(func(th fabric.Thread) error {
-		dc, err := fabrictest.DCConnect(th, fabrictest.Options{})
-		if err != nil {
+		dc, sender, err := dcReady(th, fabrictest.Options{}, msgs)
+		if !sender || err != nil {
 			return err
-		}
-		slots := make([]int, msgs)
-		for i := range slots {
-			slots[i] = i + 1
-		}
-		if err := fabrictest.DCPost(dc, slots...); err != nil {
-			return err
-		}
-		if err := dc.Node.OOB().Barrier("posted"); err != nil {
-			return err
-		}
-		if dc.Node.ID() != 0 {
-			return dc.Node.OOB().Barrier("done")
 		}
 		wrs := make([]fabric.SendWR, msgs)
 		for m := range wrs {
@@ -150,18 +137,9 @@ func dcLossRun(t *testing.T, plan *sim.Plan) (fabric.Duration, []fabric.Status, 
 	var took fabric.Duration
 	got := make([]fabric.Status, msgs)
 	err = c.Run(func(th fabric.Thread) error {
-		dc, err := fabrictest.DCConnect(th, fabrictest.Options{RetryCnt: 7})
-		if err != nil {
+		dc, sender, err := dcReady(th, fabrictest.Options{RetryCnt: 7}, msgs)
+		if !sender || err != nil {
 			return err
-		}
-		if err := fabrictest.DCPost(dc, 1, 2, 3, 4, 5, 6); err != nil {
-			return err
-		}
-		if err := dc.Node.OOB().Barrier("posted"); err != nil {
-			return err
-		}
-		if dc.Node.ID() != 0 {
-			return dc.Node.OOB().Barrier("done")
 		}
 		wrs := make([]fabric.SendWR, msgs)
 		for m := range wrs {
@@ -189,4 +167,29 @@ func dcLossRun(t *testing.T, plan *sim.Plan) (fabric.Duration, []fabric.Status, 
 		t.Fatal(err)
 	}
 	return took, got, c.Stats()
+}
+
+// dcReady connects the calling node's DC queue pairs, posts n receives
+// (slots 1 to n) and meets the others once all have posted. Node 0 is the
+// sender and goes on; every other node waits for it to finish (sender
+// false: its part is done, or err).
+func dcReady(th fabric.Thread, o fabrictest.Options, n int) (*fabrictest.DCConn, bool, error) {
+	dc, err := fabrictest.DCConnect(th, o)
+	if err != nil {
+		return nil, false, err
+	}
+	slots := make([]int, n)
+	for i := range slots {
+		slots[i] = i + 1
+	}
+	if err := fabrictest.DCPost(dc, slots...); err != nil {
+		return nil, false, err
+	}
+	if err := dc.Node.OOB().Barrier("posted"); err != nil {
+		return nil, false, err
+	}
+	if dc.Node.ID() != 0 {
+		return nil, false, dc.Node.OOB().Barrier("done")
+	}
+	return dc, true, nil
 }
