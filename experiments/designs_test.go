@@ -59,7 +59,7 @@ func TestDesignNamesAnyCase(t *testing.T) {
 		t.Errorf("a run of memq/rd: record says %q, %v", rec.Design, err)
 	}
 	q := QueryConfig{Design: "Mesq/SR", Nodes: 2, SF: 0.01}
-	if err := q.normalize(28); err != nil || q.Design != "MESQ/SR" {
+	if err := q.Normalize(28); err != nil || q.Design != "MESQ/SR" {
 		t.Errorf("a query of Mesq/SR: %q, %v", q.Design, err)
 	}
 }

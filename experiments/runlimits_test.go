@@ -3,6 +3,7 @@ package experiments
 import (
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/engine"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 )
 
@@ -26,7 +27,7 @@ func TestRunConfigAtItsLimits(t *testing.T) {
 		{"BytesPerNode", func(c *RunConfig) { c.BytesPerNode = 1 }, func(c *RunConfig) { c.BytesPerNode = -1 }},
 		{"BytesPerPair", func(c *RunConfig) { c.BytesPerPair = 1 }, func(c *RunConfig) { c.BytesPerPair = -1 }},
 		{"CyclesPerTuple", func(c *RunConfig) { c.CyclesPerTuple = 0 }, func(c *RunConfig) { c.CyclesPerTuple = -1 }},
-		{"PinnedCapMiB", func(c *RunConfig) { c.Adaptive, c.PinnedCapMiB = true, maxPinnedCapMiB }, func(c *RunConfig) { c.Adaptive, c.PinnedCapMiB = true, maxPinnedCapMiB+1 }},
+		{"PinnedCapMiB", func(c *RunConfig) { c.Adaptive, c.PinnedCapMiB = true, engine.MaxPinnedCapMiB }, func(c *RunConfig) { c.Adaptive, c.PinnedCapMiB = true, engine.MaxPinnedCapMiB+1 }},
 		{"PinnedCapMiB", func(c *RunConfig) { c.Adaptive, c.PinnedCapMiB = true, 0 }, func(c *RunConfig) { c.Adaptive, c.PinnedCapMiB = true, -1 }},
 		{"Buffers", func(c *RunConfig) { c.Buffers = 1 }, func(c *RunConfig) { c.Buffers = -1 }},
 		{"CreditEvery", func(c *RunConfig) { c.CreditEvery = 1 }, func(c *RunConfig) { c.CreditEvery = -1 }},

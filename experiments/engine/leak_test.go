@@ -1,4 +1,4 @@
-package experiments
+package engine
 
 import (
 	"errors"

@@ -1,4 +1,8 @@
-package experiments
+// Package istorerun runs I-Store-style remote reads (Salama17, package
+// istore) on a simulated cluster: the streaming microbenchmarks and the
+// star joins, against the shuffle plan of the same joins over any shuffle
+// design (through the TPC-H exchanger of package tpchrun).
+package istorerun
 
 import (
 	"fmt"
@@ -7,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/catalogue"
+	"github.com/rdmashuffle/rdmashuffle/experiments/engine"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/experiments/tpchrun"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
@@ -17,10 +24,9 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
-// I-Store-style remote reads (Salama17, package istore): the streaming
-// microbenchmarks and the star joins, against the shuffle plan of the same
-// joins over any shuffle design. Their figures (istore_figs.go) run points
-// through Run, which reads what to run from the point's workload.
+// I-Store's figures (experiments/figures/istore_figs.go) run points
+// through the run layer (experiments.Exec), which reads what to run from
+// the point's workload and hands it to RunPoint.
 
 // The remote-read designs of a star-join point (any other design name is
 // a shuffle design running the shuffle plan).
@@ -42,7 +48,7 @@ type StarJoinConfig struct {
 	Depth   int // remote reads: outstanding reads per worker (default 8)
 	Profile string
 	Seed    uint64
-	// QPNumbering is the simulator's queue-pair numbering (RunConfig's).
+	// QPNumbering is the simulator's queue-pair numbering (engine.Config's).
 	QPNumbering uint64
 	Payload     bool // move real bytes and check the answer against the single-node reference
 	Timeout     fabric.Duration
@@ -89,13 +95,13 @@ func ssbDB(sf float64, seed uint64) (*istore.DB, error) {
 // RunStarJoin runs one star join: the remote-read plan (package istore) or
 // the shuffle plan over a shuffle design.
 func RunStarJoin(cfg StarJoinConfig) (*StarJoinResult, error) {
-	return RunStarJoinSim(cfg, SimOptions{})
+	return RunStarJoinSim(cfg, engine.SimOptions{})
 }
 
-// RunStarJoinSim is RunStarJoin with the simulator's options, as RunSim
-// runs a shuffle: a failed join's error leads with its first cause and
-// names the faults injected.
-func RunStarJoinSim(cfg StarJoinConfig, opt SimOptions) (*StarJoinResult, error) {
+// RunStarJoinSim is RunStarJoin with the simulator's options, as the
+// Simulator backend runs a shuffle: a failed join's error leads with its
+// first cause and names the faults injected.
+func RunStarJoinSim(cfg StarJoinConfig, opt engine.SimOptions) (*StarJoinResult, error) {
 	q, err := istore.ParseQuery(cfg.Tables)
 	if err != nil {
 		return nil, err
@@ -117,39 +123,40 @@ func RunStarJoinSim(cfg StarJoinConfig, opt SimOptions) (*StarJoinResult, error)
 		cfg.Timeout = algos.DefaultTimeout
 	}
 	remote := cfg.Design == IStoreDesign || cfg.Design == IStoreUnicastDesign
-	if d := DesignOf(cfg.Design); !remote && (d.Name == "" || !MovesTuples(d)) {
+	if d := catalogue.DesignOf(cfg.Design); !remote && (d.Name == "" || !catalogue.MovesTuples(d)) {
 		return nil, fmt.Errorf("design %q: choose %s or %s (remote reads) or a shuffle design: %s", cfg.Design, IStoreDesign, IStoreUnicastDesign,
-			strings.Join(DesignNames(MovesTuples), ", "))
+			strings.Join(catalogue.DesignNames(catalogue.MovesTuples), ", "))
 	}
 	db, err := ssbDB(cfg.SF, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
-	if err := overrideProfile(prof, opt); err != nil {
+	if err := opt.ChangeProfile(prof); err != nil {
 		return nil, err
 	}
-	c, _, done, err := newCluster(RunConfig{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, opt, prof)
+	sc, err := engine.Simulator{Options: opt}.Open(engine.Config{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, prof)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer sc.Close()
+	c := sc.Cluster
 	var res *StarJoinResult
 	if remote {
 		// The remote-read plan's driver (package istore) does not close
 		// what it opened after an error: no node is checked for leaks.
 		r, err := istore.Run(c, db, istore.Config{Query: q, Threads: 2 * cfg.Threads, Depth: cfg.Depth, Multicast: cfg.Design == IStoreDesign, Timeout: cfg.Timeout})
 		if err != nil {
-			return nil, failedRun(c, err, nil)
+			return nil, sc.Failed(err, nil)
 		}
 		res = &StarJoinResult{Plan: "remote-read", ResponseS: r.ResponseS, SetupS: r.SetupS, Answer: r.Answer, Integrity: "ok",
 			QPsPerNode: r.QPsPerNode, RegisteredPer: r.RegisteredPerNode}
 	} else {
 		ended := make([]bool, cfg.Nodes)
 		if res, err = shuffleStarJoin(c, db, q, cfg, ended); err != nil {
-			return nil, failedRun(c, err, ended)
+			return nil, sc.Failed(err, ended)
 		}
 	}
-	if err := checkedRun(c); err != nil {
+	if err := sc.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.Payload && !res.Answer.Equal(db.Reference(q)) {
@@ -164,15 +171,15 @@ func RunStarJoinSim(cfg StarJoinConfig, opt SimOptions) (*StarJoinResult, error)
 // per join are opened before the start (as RunQuery does), and the plan
 // runs through the TPC-H exchanger (SHUFFLE and RECEIVE operators).
 func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoinConfig, ended []bool) (*StarJoinResult, error) {
-	qc := QueryConfig{Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Seed: cfg.Seed, SF: cfg.SF, Timeout: cfg.Timeout}
+	qc := tpchrun.QueryConfig{Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads, Profile: cfg.Profile, Seed: cfg.Seed, SF: cfg.SF, Timeout: cfg.Timeout}
 	prof, _ := sim.LoadProfile(cfg.Profile)
-	if err := qc.normalize(prof.Host.Cores); err != nil {
+	if err := qc.Normalize(prof.Host.Cores); err != nil {
 		return nil, err
 	}
 	steps := istore.ShuffleSteps(q)
 	plan := tpch.Plan{Nodes: cfg.Nodes, Steps: steps}
 	n, t, ns := cfg.Nodes, qc.Threads, len(steps)
-	shared := DesignOf(cfg.Design).Shared
+	shared := catalogue.DesignOf(cfg.Design).Shared
 	sent, got := make([][][]algos.Tally, ns), make([][][]algos.Tally, ns)
 	for x := range ns {
 		sent[x], got[x] = make([][]algos.Tally, n), make([][]algos.Tally, n)
@@ -184,10 +191,10 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 	drive := func(th fabric.Thread) error {
 		me := th.Node().ID()
 		begin := th.Now()
-		eps, err := openSteps(th, DesignOf(cfg.Design), steps,
+		eps, err := tpchrun.OpenSteps(th, catalogue.DesignOf(cfg.Design), steps,
 			algos.Config{Nodes: n, Threads: t, MsgBytes: qc.MsgBytes, Buffers: qc.Buffers, CreditEvery: qc.CreditEvery, Timeout: qc.Timeout})
 		if err != nil {
-			return closedAfter(th, eps, err)
+			return tpchrun.ClosedAfter(th, eps, err)
 		}
 		for _, step := range eps {
 			for _, ep := range step {
@@ -197,17 +204,17 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 		}
 		setup[me] = th.Now().Sub(begin)
 		if err := th.Node().OOB().Barrier("start"); err != nil {
-			return closedAfter(th, eps, err)
+			return tpchrun.ClosedAfter(th, eps, err)
 		}
 		start := th.Now()
-		ex := &exchanger{cfg: qc, plan: plan, eps: eps, shared: shared, me: me, sent: sent, got: got, corrupt: corrupt}
+		ex := tpchrun.NewExchanger(qc, plan, eps, shared, me, sent, got, corrupt)
 		ans, err := istore.RunShufflePlan(th, db, q, n, ex)
 		if err != nil {
-			return closedAfter(th, eps, err)
+			return tpchrun.ClosedAfter(th, eps, err)
 		}
 		resp[me] = th.Now().Sub(start)
 		answers[me] = ans
-		return closeSteps(th, eps)
+		return tpchrun.CloseSteps(th, eps)
 	}
 	err := c.Run(func(th fabric.Thread) error {
 		err := drive(th)
@@ -228,7 +235,7 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 		}
 	}
 	for x := range ns {
-		if v := integrity(sent[x], got[x], corrupt); v != "ok" {
+		if v := engine.Integrity(sent[x], got[x], corrupt); v != "ok" {
 			res.Integrity = v
 		}
 	}
@@ -241,28 +248,31 @@ func shuffleStarJoin(c *sim.Cluster, db *istore.DB, q istore.Query, cfg StarJoin
 // sf=<scale factor>" (the design names the plan; threads as
 // StarJoinConfig's).
 
-// runIStorePoint runs a point whose workload is an I-Store experiment
+// RunPoint runs a point whose workload is an I-Store experiment
 // (a join with the simulator's options, RunStarJoinSim).
 // Micro points: Buffers is the outstanding reads per thread, Threads the
 // worker threads (streams) per reader, Nodes the readers + 1; the record's
 // throughput is the mean reader's scanned bytes per second. Join points:
 // the record's response time is the query's.
 
-func runIStorePoint(cfg RunConfig, opt SimOptions) (*results.Record, error) {
+func RunPoint(cfg engine.Config, opt engine.SimOptions) (*results.Record, error) {
+	if cfg.Workload.Kind == results.IStoreMicro && (opt.InjectsFaults() || opt.Trace != nil || opt.Inspect != nil || opt.TimeLimit != 0 || opt.NoCheck) {
+		return nil, setting.New("Workload", cfg.Workload.Label(), "faults, traces, time limits, inspectors and turning the checker off are the shuffles' and queries'; the I-Store microbenchmark runs without them").Sentinel(engine.ErrUnsupported)
+	}
 	if !cfg.Network.IsSingle() {
-		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "an I-Store point runs on the single switch: networks of switches are not wired into the I-Store runner").Sentinel(ErrUnsupported)
+		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "an I-Store point runs on the single switch: networks of switches are not wired into the I-Store runner").Sentinel(engine.ErrUnsupported)
 	}
 	w := cfg.Workload
 	kind := map[results.WorkloadKind]string{results.IStoreMicro: "micro", results.IStoreJoin: "join"}[w.Kind]
 	t0 := time.Now()
-	rec := &results.Record{Experiment: "istore-" + kind, Label: pointLabel(cfg), Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
+	rec := &results.Record{Experiment: "istore-" + kind, Label: engine.PointLabel(cfg), Backend: "sim", Design: cfg.Design, Nodes: cfg.Nodes, Threads: cfg.Threads,
 		Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, MsgBytes: istore.BlockBytes, Integrity: "ok"}
-	stampRun(rec, cfg)
+	engine.Stamp(rec, cfg)
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
 	}
-	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
+	rec.Profile, rec.ProfileHash = engine.ProfileLabel(prof), prof.Hash()
 	if kind == "micro" {
 		if cfg.Design != IStoreReadDesign && cfg.Design != IStoreMulticastDesign {
 			return nil, fmt.Errorf("design %q: an I-Store microbenchmark runs %s or %s", cfg.Design, IStoreReadDesign, IStoreMulticastDesign)

@@ -1,4 +1,4 @@
-package experiments
+package engine
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/adaptive"
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/experiments/catalogue"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
@@ -34,8 +35,8 @@ type nodeResult struct {
 // (adaptive buffers) and what it measured. Owned by the node's driver
 // thread; its sending and receiving threads write res under mu.
 type nodeRun struct {
-	cfg    *RunConfig
-	design CatalogueEntry
+	cfg    *Config
+	design catalogue.Entry
 	groups algos.Groups
 	me     int
 	eps    []algos.Endpoint // one shared or one per thread; nil once closed
@@ -48,12 +49,12 @@ type nodeRun struct {
 // shuffleOn runs cfg (normalized) on f and builds the record. ended, if
 // not nil, marks each node whose driver thread returned (with or without
 // an error) rather than being stopped by the end of the run.
-func shuffleOn(f fabric.Fabric, cfg RunConfig, ended []bool) (*results.Record, error) {
+func shuffleOn(f fabric.Fabric, cfg Config, ended []bool) (*results.Record, error) {
 	groups, err := algos.NewGroups(cfg.Pattern, cfg.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	design := DesignOf(cfg.Design)
+	design := catalogue.DesignOf(cfg.Design)
 	var gathered [][]byte // every node's nodeResult, kept by this process's first node
 	firstLocal := f.Local()[0].ID()
 	t0 := time.Now()
@@ -154,7 +155,7 @@ func (nr *nodeRun) open(th fabric.Thread) error {
 		if cfg.ControlSL != nil {
 			ec.ControlSL = *cfg.ControlSL
 		}
-		applySoftware(cfg.Software, &ec)
+		ApplySoftware(cfg.Software, &ec)
 		if nr.pool != nil {
 			ec.Adaptive = &algos.AdaptiveBuffers{Pool: nr.pool, MaxRecv: cfg.MaxBuffers, MaxSend: cfg.MaxBuffers}
 		}
@@ -275,18 +276,18 @@ func (nr *nodeRun) closeAll(th fabric.Thread) {
 }
 
 // buildRecord builds the run record from every node's report.
-func buildRecord(cfg RunConfig, design CatalogueEntry, backend string, res []nodeResult) *results.Record {
+func buildRecord(cfg Config, design catalogue.Entry, backend string, res []nodeResult) *results.Record {
 	n := cfg.Nodes
 	rec := &results.Record{Experiment: "run", Label: cfg.Label, Backend: backend, Design: cfg.Design, Notify: string(cfg.Notify), Pattern: string(cfg.Pattern),
 		Nodes: n, Threads: cfg.Threads, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Seed: cfg.Seed,
 		BytesPerNode: cfg.BytesPerNode, BytesPerPair: cfg.BytesPerPair, CyclesPerTuple: cfg.CyclesPerTuple, NodeCycles: cfg.NodeCycles,
 		Adaptive: cfg.Adaptive, MaxBuffers: cfg.MaxBuffers, PinnedCapMiB: cfg.PinnedCapMiB, UDRecovery: cfg.UDRecovery}
-	stampRun(rec, cfg)
+	Stamp(rec, cfg)
 	sent, got, corrupt := make([][]algos.Tally, n), make([][]algos.Tally, n), make([]int, n)
 	for i, r := range res {
 		sent[i], got[i], corrupt[i] = r.Sent, r.Got, r.Corrupt
 	}
-	rec.Integrity = integrity(sent, got, corrupt)
+	rec.Integrity = Integrity(sent, got, corrupt)
 	var recvBytes float64
 	var all nodeMeter
 	var transfers, writes, slotReturns int64

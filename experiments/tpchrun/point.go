@@ -1,9 +1,11 @@
-package experiments
+package tpchrun
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/catalogue"
+	"github.com/rdmashuffle/rdmashuffle/experiments/engine"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
@@ -14,18 +16,18 @@ import (
 // Figures 26 and 27 of Liu19 run TPC-H queries (RunQuery), not a
 // synthetic shuffle. Their points say so in their workload (a
 // results.TPCH workload: the query, local-data plan or not, the scale
-// factor per node), and Run runs them through runQueryPoint.
+// factor per node), and the run layer (experiments.Exec) runs them through RunPoint.
 
-// runQueryPoint runs a point whose workload is a TPC-H query with the
+// RunPoint runs a point whose workload is a TPC-H query with the
 // simulator's options (RunQuerySim): scale
 // factor = the workload's per node x nodes, size-only unless the point
 // asks for payload, threads (when 0) half the profile's cores. The record
 // has Experiment "tpch", the workload (and its label), design and pattern,
 // the response time, the bytes shuffled per node as BytesPerNode and the
 // integrity.
-func runQueryPoint(cfg RunConfig, opt SimOptions) (*results.Record, error) {
+func RunPoint(cfg engine.Config, opt engine.SimOptions) (*results.Record, error) {
 	if !cfg.Network.IsSingle() {
-		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "a TPC-H point runs on the single switch: networks of switches are not wired into the query runner").Sentinel(ErrUnsupported)
+		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "a TPC-H point runs on the single switch: networks of switches are not wired into the query runner").Sentinel(engine.ErrUnsupported)
 	}
 	w := cfg.Workload
 	q, local, sfpn := tpch.Query(w.Query), w.Local, w.SFPerNode
@@ -41,7 +43,7 @@ func runQueryPoint(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 		Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, MsgBytes: cfg.MsgBytes, Timeout: cfg.Timeout,
 		Software: cfg.Software}
 	if local {
-		qc.Design = LocalData
+		qc.Design = catalogue.LocalData
 	}
 	qr, err := RunQuerySim(qc, opt)
 	if err != nil {
@@ -50,7 +52,7 @@ func runQueryPoint(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	msg := qc.MsgBytes
 	if msg == 0 {
 		n := qc
-		_ = n.normalize(prof.Host.Cores)
+		_ = n.Normalize(prof.Host.Cores)
 		msg = n.MsgBytes
 	}
 	var pats []string
@@ -61,11 +63,11 @@ func runQueryPoint(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	if local {
 		pattern = "local"
 	}
-	rec := &results.Record{Experiment: "tpch", Label: pointLabel(cfg), Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
+	rec := &results.Record{Experiment: "tpch", Label: engine.PointLabel(cfg), Backend: "sim", Profile: qr.Profile, Design: cfg.Design, Pattern: pattern,
 		Nodes: qr.Nodes, Threads: qr.Threads, MsgBytes: msg, Buffers: max(cfg.Buffers, 2), CreditEvery: max(cfg.CreditEvery, 2), Seed: qr.Seed, QPNumbering: qr.QPNumbering,
 		BytesPerNode: qr.Shuffled / int64(qr.Nodes), ResponseS: qr.ResponseS, SetupMS: qr.SetupMS, Integrity: qr.Integrity,
 		TuplesSent: uint64(qr.Shuffled / 16), TuplesReceived: uint64(qr.Shuffled / 16), SimEvents: qr.SimEvents, WallS: qr.WallS, ProfileHash: qr.ProfileHash,
 		VerbsCheck: qr.VerbsCheck}
-	stampRun(rec, cfg)
+	engine.Stamp(rec, cfg)
 	return rec, nil
 }

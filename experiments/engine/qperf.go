@@ -1,4 +1,4 @@
-package experiments
+package engine
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
-	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
 // runQperf runs the qperf baseline: every node streams RC sends of
@@ -20,7 +19,8 @@ import (
 // that rounded down to whole messages per stream (at least one).
 // It measures the network's ceiling for the shuffle's traffic, as the
 // dashed qperf line of Liu19's figure 19.
-func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*results.Record, error) {
+func runQperf(cfg Config, sc *SimCluster) (*results.Record, error) {
+	c, prof := sc.Cluster, sc.prof
 	n, t := cfg.Nodes, cfg.Threads
 	iters := max(1, int(cfg.BytesPerNode/int64(cfg.MsgBytes)/int64(n-1)/int64(t)))
 	pc := perftest.Config{Test: "alltoall_bw", Size: cfg.MsgBytes, Iters: iters, QPs: t, Interleave: true,
@@ -28,12 +28,8 @@ func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*results.Record
 	if err := pc.Normalize(n); err != nil {
 		return nil, err
 	}
-	// The faults and fault schedule apply as to any design.
-	c, _, done, err := newCluster(cfg, opt, prof)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+	// The faults and fault schedule apply as to any design: the cluster
+	// was built with them.
 	t0 := time.Now()
 	res, err := perftest.Run(c, pc)
 	if err != nil {
@@ -48,7 +44,7 @@ func runQperf(cfg RunConfig, opt SimOptions, prof *sim.Profile) (*results.Record
 		ThroughputGiBs: res.BWAvgGbps * 1e9 / 8 / (1 << 30), ResponseS: res.DurationUS / 1e6,
 		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate(), ProfileHash: prof.Hash()}
-	rec.Profile = profileLabel(prof)
-	stampRun(rec, cfg)
+	rec.Profile = ProfileLabel(prof)
+	Stamp(rec, cfg)
 	return rec, nil
 }

@@ -1,4 +1,9 @@
-package experiments
+// Package tpchrun runs TPC-H queries (package tpch) on a simulated
+// cluster: a query on its own (RunQuery) and a point whose workload is a
+// query (RunPoint), as Liu19's figures 26 and 27 do. Its plans' exchanges
+// run through the shuffle designs' endpoints with the SHUFFLE and RECEIVE
+// operators (Exchanger), which I-Store's shuffle plan uses too.
+package tpchrun
 
 import (
 	"fmt"
@@ -6,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments/catalogue"
+	"github.com/rdmashuffle/rdmashuffle/experiments/engine"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/internal/setting"
 
@@ -16,25 +23,21 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/tpch"
 )
 
-// LocalData is the QueryConfig.Design of Q4's local-data plan (tables
-// partitioned by orderkey: no shuffle).
-const LocalData = "local"
-
 // QueryConfig is one TPC-H query on a simulated cluster (docs/tpch.md).
 type QueryConfig struct {
 	Query   tpch.Query
 	SF      float64 // scale factor of the whole database
-	Design  string  // any design Run accepts but qperf, or LocalData (Q4)
+	Design  string  // any design a shuffle runs but qperf, or catalogue.LocalData (Q4)
 	Nodes   int
 	Threads int // sending and as many receiving threads per node (default 2)
 	Profile string
 	Seed    uint64
-	// QPNumbering is the simulator's queue-pair numbering (RunConfig's).
+	// QPNumbering is the simulator's queue-pair numbering (engine.Config's).
 	QPNumbering uint64
 	// Payload moves real bytes and computes the answer; otherwise the run
 	// is size-only (timing only, no answer).
 	Payload     bool
-	MsgBytes    int // default as Run's for the design
+	MsgBytes    int // default as a shuffle's for the design
 	Buffers     int // default 2
 	CreditEvery int // default 2
 	Timeout     fabric.Duration
@@ -75,7 +78,7 @@ type QueryRecord struct {
 	GoVersion   string     `json:"go_version"`
 	ProfileHash string     `json:"profile_hash"` // sim.Profile.Hash of the parameters that ran
 	// VerbsCheck is "off" when the simulator's verbs-usage checker did
-	// not run (SimOptions.NoCheck), as in a run record.
+	// not run (engine.SimOptions.NoCheck), as in a run record.
 	VerbsCheck string `json:"verbs_check,omitempty"`
 	answer     *tpch.Answer
 }
@@ -88,7 +91,10 @@ func (r *QueryRecord) Result() *tpch.Answer { return r.answer }
 // far below where its row counts overflow.
 const MaxSF = 100_000
 
-func (c *QueryConfig) normalize(cores int) error {
+// Normalize fills in c's defaults (threads, buffers, credit interval, the
+// design's message size, the timeout; the design as the catalogue spells
+// it) and checks it for nodes of cores cores.
+func (c *QueryConfig) Normalize(cores int) error {
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -97,10 +103,10 @@ func (c *QueryConfig) normalize(cores int) error {
 	def(&c.Threads, 2)
 	def(&c.Buffers, 2)
 	def(&c.CreditEvery, 2)
-	c.Design = CanonicalDesign(c.Design)
-	d := DesignOf(c.Design)
-	known := c.Design == LocalData || d.Name != "" && MovesTuples(d)
-	if c.Design == LocalData {
+	c.Design = catalogue.CanonicalDesign(c.Design)
+	d := catalogue.DesignOf(c.Design)
+	known := c.Design == catalogue.LocalData || d.Name != "" && catalogue.MovesTuples(d)
+	if c.Design == catalogue.LocalData {
 		d.MsgBytes = 64 << 10 // no endpoints: the RC designs' default, as before
 	}
 	def(&c.MsgBytes, d.MsgBytes)
@@ -109,7 +115,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	}
 	switch {
 	case !known:
-		return setting.New("Design", fmt.Sprintf("%q", c.Design), "choose one of %s, or %s (Q4)", strings.Join(DesignNames(MovesTuples), ", "), LocalData)
+		return setting.New("Design", fmt.Sprintf("%q", c.Design), "choose one of %s, or %s (Q4)", strings.Join(catalogue.DesignNames(catalogue.MovesTuples), ", "), catalogue.LocalData)
 	case !(c.SF > 0):
 		return setting.New("SF", c.SF, "must be above 0")
 	case !(c.SF <= MaxSF):
@@ -117,7 +123,7 @@ func (c *QueryConfig) normalize(cores int) error {
 	case c.Nodes < 1:
 		return setting.New("Nodes", c.Nodes, "need at least 1")
 	case c.Threads < 1 || 2*c.Threads > cores:
-		return threadsRefused(c.Threads, cores)
+		return engine.ThreadsRefused(c.Threads, cores)
 	}
 	return nil
 }
@@ -126,47 +132,48 @@ func (c *QueryConfig) normalize(cores int) error {
 // generates its fragment, the plan's steps move tuples through the
 // design's endpoints with the SHUFFLE and RECEIVE operators, and the
 // answer (payload mode) is gathered. Endpoints are opened before the
-// start (as in Run): the response time is from the start to the answer.
-func RunQuery(cfg QueryConfig) (*QueryRecord, error) { return RunQuerySim(cfg, SimOptions{}) }
+// start (as in a shuffle): the response time is from the start to the answer.
+func RunQuery(cfg QueryConfig) (*QueryRecord, error) { return RunQuerySim(cfg, engine.SimOptions{}) }
 
 // RunQuerySim is RunQuery with the simulator's options (faults, fault
 // plan, profile change, time limit, inspector, progress, the verbs-usage
-// checker off, trace), as RunSim runs a shuffle: a failed query's error
+// checker off, trace), as the Simulator backend runs a shuffle: a failed query's error
 // leads with its first cause and names the faults injected, and the
 // checker fails a query that committed a hazard or left objects open.
-func RunQuerySim(cfg QueryConfig, opt SimOptions) (*QueryRecord, error) {
+func RunQuerySim(cfg QueryConfig, opt engine.SimOptions) (*QueryRecord, error) {
 	prof, err := sim.LoadProfile(cfg.Profile)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.normalize(prof.Host.Cores); err != nil {
+	if err := cfg.Normalize(prof.Host.Cores); err != nil {
 		return nil, err
 	}
-	plan, err := tpch.NewPlan(cfg.Query, cfg.Nodes, cfg.Design == LocalData)
+	plan, err := tpch.NewPlan(cfg.Query, cfg.Nodes, cfg.Design == catalogue.LocalData)
 	if err != nil {
 		return nil, err
 	}
-	if err := overrideProfile(prof, opt); err != nil {
+	if err := opt.ChangeProfile(prof); err != nil {
 		return nil, err
 	}
-	c, _, done, err := newCluster(RunConfig{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, opt, prof)
+	sc, err := engine.Simulator{Options: opt}.Open(engine.Config{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, prof)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer sc.Close()
+	c := sc.Cluster
 	q := newQueryRun(cfg, plan)
 	t0 := time.Now()
 	if err := c.Run(q.node); err != nil {
-		return nil, failedRun(c, err, q.ended)
+		return nil, sc.Failed(err, q.ended)
 	}
-	if err := checkedRun(c); err != nil {
+	if err := sc.Check(); err != nil {
 		return nil, err
 	}
 	rec := &QueryRecord{Experiment: "tpch", Query: string(cfg.Query), SF: cfg.SF, Design: cfg.Design, Plan: "shuffle", Profile: prof.Name,
 		Nodes: cfg.Nodes, Threads: cfg.Threads, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Mode: "size-only", SimEvents: c.Events(), WallS: time.Since(t0).Seconds()}
 	b := buildinfo.Get()
 	rec.Version, rec.Commit, rec.GoVersion = b.Version, b.Commit, b.Go
-	rec.Profile, rec.ProfileHash = profileLabel(prof), prof.Hash()
+	rec.Profile, rec.ProfileHash = engine.ProfileLabel(prof), prof.Hash()
 	if opt.NoCheck {
 		rec.VerbsCheck = "off"
 	}
@@ -174,16 +181,6 @@ func RunQuerySim(cfg QueryConfig, opt SimOptions) (*QueryRecord, error) {
 		return nil, err
 	}
 	return rec, nil
-}
-
-// overrideProfile applies the options' profile change to prof and checks
-// the result.
-func overrideProfile(prof *sim.Profile, opt SimOptions) error {
-	if opt.ProfileOverride == nil {
-		return nil
-	}
-	opt.ProfileOverride(prof)
-	return prof.Validate()
 }
 
 // queryRun is one query's run: what every node's driver records.
@@ -223,24 +220,24 @@ func (q *queryRun) drive(th fabric.Thread) error {
 	me := th.Node().ID()
 	begin := th.Now()
 	ec := algos.Config{Nodes: cfg.Nodes, Threads: cfg.Threads, MsgBytes: cfg.MsgBytes, Buffers: cfg.Buffers, CreditEvery: cfg.CreditEvery, Timeout: cfg.Timeout}
-	applySoftware(cfg.Software, &ec)
-	eps, err := openSteps(th, DesignOf(cfg.Design), q.plan.Steps, ec)
+	engine.ApplySoftware(cfg.Software, &ec)
+	eps, err := OpenSteps(th, catalogue.DesignOf(cfg.Design), q.plan.Steps, ec)
 	if err != nil {
-		return closedAfter(th, eps, err)
+		return ClosedAfter(th, eps, err)
 	}
 	q.setup[me] = th.Now().Sub(begin)
 	if err := th.Node().OOB().Barrier("start"); err != nil {
-		return closedAfter(th, eps, err)
+		return ClosedAfter(th, eps, err)
 	}
 	start := th.Now()
-	ex := &exchanger{cfg: cfg, plan: q.plan, eps: eps, shared: DesignOf(cfg.Design).Shared, me: me, sent: q.sent, got: q.got, corrupt: q.corrupt}
+	ex := NewExchanger(cfg, q.plan, eps, catalogue.DesignOf(cfg.Design).Shared, me, q.sent, q.got, q.corrupt)
 	ans, err := q.plan.Run(th, tpch.Fragment{G: tpch.Gen{Seed: cfg.Seed, SF: cfg.SF}, Node: me, Nodes: cfg.Nodes}, ex)
 	if err != nil {
-		return closedAfter(th, eps, err)
+		return ClosedAfter(th, eps, err)
 	}
 	q.resp[me] = th.Now().Sub(start)
 	q.answers[me] = ans
-	return closeSteps(th, eps)
+	return CloseSteps(th, eps)
 }
 
 // fill completes rec with what the nodes recorded: the answer, the
@@ -277,19 +274,19 @@ func (q *queryRun) fill(rec *QueryRecord) error {
 		s.Bytes = int64(s.Tuples) * algos.TupleBytes
 		rec.Shuffled += s.Bytes
 		rec.Steps = append(rec.Steps, s)
-		if v := integrity(q.sent[x], q.got[x], q.corrupt); v != "ok" {
+		if v := engine.Integrity(q.sent[x], q.got[x], q.corrupt); v != "ok" {
 			rec.Integrity = v
 		}
 	}
 	return nil
 }
 
-// openSteps opens the endpoints of a plan's steps: per step, one shared
+// OpenSteps opens the endpoints of a plan's steps: per step, one shared
 // endpoint or one per thread (base.Threads of them), endpoint k of step x
 // with tag x*neps+k; base gives the sizes, and each step's pattern whether
 // it broadcasts. On an error it returns, with it, the endpoints it had
-// opened (the others nil), for closedAfter.
-func openSteps(th fabric.Thread, design CatalogueEntry, plan []tpch.Step, base algos.Config) ([][]algos.Endpoint, error) {
+// opened (the others nil), for ClosedAfter.
+func OpenSteps(th fabric.Thread, design catalogue.Entry, plan []tpch.Step, base algos.Config) ([][]algos.Endpoint, error) {
 	neps, shared, steps := base.Threads, design.Shared, len(plan)
 	if shared {
 		neps = 1
@@ -314,9 +311,9 @@ func openSteps(th fabric.Thread, design CatalogueEntry, plan []tpch.Step, base a
 	return eps, nil
 }
 
-// closeSteps closes the endpoints openSteps opened (nil ones were not),
+// CloseSteps closes the endpoints OpenSteps opened (nil ones were not),
 // every one of them also after one fails, and returns the first error.
-func closeSteps(th fabric.Thread, eps [][]algos.Endpoint) error {
+func CloseSteps(th fabric.Thread, eps [][]algos.Endpoint) error {
 	var first error
 	for _, step := range eps {
 		for _, ep := range step {
@@ -331,18 +328,25 @@ func closeSteps(th fabric.Thread, eps [][]algos.Endpoint) error {
 	return first
 }
 
-// closedAfter closes what a node's driver opened after its own error err
+// ClosedAfter closes what a node's driver opened after its own error err
 // (an endpoint closes, and frees everything, however it fails) and
 // returns err.
-func closedAfter(th fabric.Thread, eps [][]algos.Endpoint, err error) error {
-	closeSteps(th, eps)
+func ClosedAfter(th fabric.Thread, eps [][]algos.Endpoint, err error) error {
+	CloseSteps(th, eps)
 	return err
 }
 
-// exchanger runs a plan's steps on one node with the SHUFFLE and RECEIVE
+// NewExchanger is the exchanger of node me for a plan's steps over the
+// endpoints eps (OpenSteps), recording into sent, got and corrupt (per
+// step, node and peer).
+func NewExchanger(cfg QueryConfig, plan tpch.Plan, eps [][]algos.Endpoint, shared bool, me int, sent, got [][][]algos.Tally, corrupt []int) *Exchanger {
+	return &Exchanger{cfg: cfg, plan: plan, eps: eps, shared: shared, me: me, sent: sent, got: got, corrupt: corrupt}
+}
+
+// Exchanger runs a plan's steps on one node with the SHUFFLE and RECEIVE
 // operators: Threads sending threads split the node's stream, Threads
-// receiving threads take what arrives (the threads of Run).
-type exchanger struct {
+// receiving threads take what arrives (the threads of a shuffle).
+type Exchanger struct {
 	cfg     QueryConfig
 	plan    tpch.Plan
 	eps     [][]algos.Endpoint
@@ -355,7 +359,7 @@ type exchanger struct {
 
 // Compute spreads cycles over the node's Threads pipelines (the local
 // plan's work runs on as many threads as a shuffle plan's pipelines).
-func (e *exchanger) Compute(th fabric.Thread, cycles int64) {
+func (e *Exchanger) Compute(th fabric.Thread, cycles int64) {
 	th.Compute(cycles / int64(e.cfg.Threads))
 }
 
@@ -383,7 +387,7 @@ func (p *pipeline) Charge(w fabric.Work, n int) {
 	p.Thread.Charge(w, n)
 }
 
-func (e *exchanger) Exchange(th fabric.Thread, x int, s tpch.Stream, recvCycles int64) ([]byte, uint64, error) {
+func (e *Exchanger) Exchange(th fabric.Thread, x int, s tpch.Stream, recvCycles int64) ([]byte, uint64, error) {
 	n, t := e.cfg.Nodes, e.cfg.Threads
 	me := e.me
 	groups, err := algos.NewGroups(e.plan.Steps[x].Pattern, n)
