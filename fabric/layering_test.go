@@ -50,6 +50,15 @@ var layers = []layer{
 	// A simulated run's event trace as data: files and diffs, nothing
 	// of the simulator.
 	{pkg: "fabric/sim/trace", may: []string{"fabric"}, execs: false},
+	// The run layer below its root (experiments), one floor each, each
+	// below the one that calls it: the catalogue of designs, the engine
+	// (a backend opened, a shuffle's node drivers, the record), and the
+	// runners of the other workloads. None may reach the root or the
+	// floors above it (sweeps, figures): see TestRunLayerWalk.
+	{pkg: "experiments/catalogue", may: []string{"algos", "fabric", "tcpshuffle"}, execs: false},
+	{pkg: "experiments/engine", may: []string{"adaptive", "algos", "experiments/catalogue", "experiments/results", "fabric", "fabric/netbuild", "fabric/netspec", "fabric/perftest", "fabric/sim", "internal/setting"}, execs: false},
+	{pkg: "experiments/tpchrun", may: []string{"algos", "buildinfo", "experiments/catalogue", "experiments/engine", "experiments/results", "fabric", "fabric/sim", "internal/setting", "tpch"}, execs: false},
+	{pkg: "experiments/istorerun", may: []string{"algos", "experiments/catalogue", "experiments/engine", "experiments/results", "experiments/tpchrun", "fabric", "fabric/sim", "internal/setting", "istore", "tpch"}, execs: false},
 }
 
 // forbidden are the standard packages a package held to the execution
@@ -112,7 +121,8 @@ func TestLayeringCoversTree(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	roots := []string{"algos", "flowctl", "adaptive", "tpch", "istore", "fabric/perftest", "fabric/topo", "fabric/route"}
+	roots := []string{"algos", "flowctl", "adaptive", "tpch", "istore", "fabric/perftest", "fabric/topo", "fabric/route",
+		"experiments/catalogue", "experiments/engine", "experiments/tpchrun", "experiments/istorerun"}
 	for _, imp := range strings.Fields(string(out)) {
 		rel := strings.TrimPrefix(imp, module)
 		for _, r := range roots {
@@ -152,6 +162,77 @@ func TestNoGoStatements(t *testing.T) {
 				}
 				return true
 			})
+		}
+	}
+}
+
+// runners are the packages the run layer's root (experiments) hands a
+// point to, with the call that does it: each is called once, from Exec.
+var runners = map[string]string{
+	"experiments/engine":    "engine.Run",
+	"experiments/tpchrun":   "tpchrun.RunPoint",
+	"experiments/istorerun": "istorerun.RunPoint",
+}
+
+// TestRunLayerWalk checks the walk of a point from explore run to its
+// record (docs/architecture.md): the root calls each runner once and no
+// runner depends, even indirectly (go list -deps), on the root or on a
+// floor above it, so the walk goes down through each package once and
+// never comes back to the root; and no function of the root takes a
+// fabric.Thread, so no backend runs code of the root (the node drivers,
+// meters and record are the engine's and the runners').
+func TestRunLayerWalk(t *testing.T) {
+	for pkg := range runners {
+		out, err := exec.Command("go", "list", "-deps", "./../"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			rel, ok := strings.CutPrefix(dep, module)
+			if !ok || !(rel == "experiments" || strings.HasPrefix(rel, "experiments/") || strings.HasPrefix(rel, "cmd/")) {
+				continue
+			}
+			if rel != pkg && rel != "experiments/results" && rel != "experiments/catalogue" && runners[rel] == "" {
+				t.Errorf("%s depends on %s: a runner below the run layer's root must not reach the root or a floor above it", pkg, rel)
+			}
+		}
+	}
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join("..", "experiments", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok {
+					name := x.Name + "." + n.Sel.Name
+					if name == "fabric.Thread" {
+						t.Errorf("%s: the root names fabric.Thread: code a backend runs belongs below the root (the engine or a runner)", fset.Position(n.Pos()))
+					}
+				}
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+					if x, ok := sel.X.(*ast.Ident); ok {
+						calls[x.Name+"."+sel.Sel.Name]++
+					}
+				}
+			}
+			return true
+		})
+	}
+	for pkg, call := range runners {
+		if calls[call] != 1 {
+			t.Errorf("the root calls %s (%s) %d times; the walk wants one call, from Exec", call, pkg, calls[call])
 		}
 	}
 }
