@@ -295,3 +295,105 @@ func CheckPostRecvDC(q fmt.Stringer, typ QPType) error {
 	}
 	return nil
 }
+
+// Lifecycle is a verbs object's life in a backend that keeps its objects
+// itself (sim, loopback), as QPAttr.Transition is a queue pair's states:
+// how many objects use it (made in it, attached to it) and whether it was
+// closed. A backend embeds one in each object and calls it under its own
+// lock.
+type Lifecycle struct {
+	users int
+	dead  bool
+}
+
+// Dead reports whether the object was closed.
+func (l *Lifecycle) Dead() bool { return l.dead }
+
+// Users is how many objects use it.
+func (l *Lifecycle) Users() int { return l.users }
+
+// Use counts one more object using it.
+func (l *Lifecycle) Use() { l.users++ }
+
+// Release counts one object fewer using it.
+func (l *Lifecycle) Release() { l.users-- }
+
+// End closes the object unless refused, the backend's verdict on the
+// close (CheckDeallocPD and the like, which read Dead and Users), is an
+// error, which End returns; the objects it used (used) each count one
+// user fewer.
+func (l *Lifecycle) End(refused error, used ...*Lifecycle) error {
+	if refused != nil {
+		return refused
+	}
+	l.dead = true
+	for _, u := range used {
+		u.users--
+	}
+	return nil
+}
+
+// Domain is a protection domain's lifecycle: the memory regions, queue
+// pairs, address handles, SRQs and XRC domains made in it.
+type Domain struct{ Lifecycle }
+
+// Alive reports a verb called on the domain once deallocated.
+func (d *Domain) Alive() error { return CheckPDAlive(d.dead) }
+
+// Register checks PD.RegMR's arguments on the domain (alive, and
+// CheckRegMR's length in 1..most and access) and counts the region in it.
+func (d *Domain) Register(length int, most int64, access Access, source string) error {
+	if err := d.Alive(); err != nil {
+		return err
+	}
+	if err := CheckRegMR(length, most, access, source); err != nil {
+		return err
+	}
+	d.Use()
+	return nil
+}
+
+// Free deallocates the domain (PD.Dealloc): refused twice, and while
+// objects are still made in it.
+func (d *Domain) Free() error { return d.End(CheckDeallocPD(d.dead, d.users)) }
+
+// Region is a memory region's identity and lifecycle in those backends:
+// the node it is on, its key (the same lkey and rkey), its first address,
+// its access, and the domain it was registered in. It implements MR's
+// Addr, LKey, RKey, SGE and String; the backend keeps the memory.
+type Region struct {
+	Lifecycle
+	Node   int
+	Key    uint32
+	Base   uint64
+	Access Access
+	Domain *Domain
+}
+
+func (r *Region) Addr() uint64   { return r.Base }
+func (r *Region) LKey() uint32   { return r.Key }
+func (r *Region) RKey() uint32   { return r.Key }
+func (r *Region) String() string { return fmt.Sprintf("MR(node %d, key %#x)", r.Node, r.Key) }
+
+// SGE is n bytes of the region from offset off.
+func (r *Region) SGE(off, n int) SGE {
+	return SGE{Addr: r.Base + uint64(off), Length: uint32(n), LKey: r.Key}
+}
+
+// Deregister ends the region (MR.Dereg; ErrClosed the second time) and
+// counts it out of its domain.
+func (r *Region) Deregister() error {
+	return r.End(CheckDeregMR(r.Key, r.dead), &r.Domain.Lifecycle)
+}
+
+// Offset is where [addr, addr+n) starts in the region, whose memory is
+// size bytes, and false when the range does not lie inside it. The check
+// cannot overflow: addr+n may wrap around 2^64 for addresses a peer or a
+// caller made up.
+func (r *Region) Offset(addr, n uint64, size int) (uint64, bool) {
+	s := uint64(size)
+	if addr < r.Base || addr-r.Base > s || n > s-(addr-r.Base) {
+		return 0, false
+	}
+	return addr - r.Base, true
+}

@@ -57,7 +57,7 @@ func (p *pd) createDCQP(init fabric.QPInit) (*qp, error) {
 	n.nextQPN++
 	q.qpn = qpnBase + n.nextQPN
 	n.qps[q.qpn] = q
-	p.users++
+	p.Use()
 	if q.srq != nil {
 		q.srq.users++
 	}

@@ -82,7 +82,7 @@ func (n *nic) localBuf(p *pd, s fabric.SGE, need fabric.Access) (*mr, []byte, bo
 		return nil, nil, true
 	}
 	m := n.mrs[s.LKey]
-	if m == nil || m.dead || m.pd != p || m.access&need != need {
+	if m == nil || m.Dead() || m.pd != p || m.Access&need != need {
 		return nil, nil, false
 	}
 	b, ok := m.slice(s.Addr, uint64(s.Length))
@@ -99,7 +99,7 @@ func (n *nic) remoteBuf(q *qp, rkey uint32, addr uint64, length int, need fabric
 		return nil, true
 	}
 	m := n.mrs[rkey]
-	if m == nil || m.dead || m.pd != q.pd || m.access&need != need {
+	if m == nil || m.Dead() || m.pd != q.pd || m.Access&need != need {
 		return nil, false
 	}
 	return m.slice(addr, uint64(length))
@@ -164,7 +164,7 @@ func (n *nic) pick(now time.Time) (job, bool, time.Time) {
 			continue
 		}
 		e := *q.sqAt(q.sqHead)
-		if e.bad == fabric.StatusSuccess && e.mr != nil && e.mr.dead {
+		if e.bad == fabric.StatusSuccess && e.mr != nil && e.mr.Dead() {
 			e.bad = fabric.StatusLocalProtection // deregistered since the post
 		}
 		return job{q: q, gen: q.gen, e: e}, true, wake

@@ -26,7 +26,7 @@ type rqe struct {
 	bad bool
 }
 
-func (e *rqe) broken() bool { return e.bad || e.mr != nil && e.mr.dead }
+func (e *rqe) broken() bool { return e.bad || e.mr != nil && e.mr.Dead() }
 
 // qp implements fabric.QP. Every field is guarded by the NIC's mu. The
 // queues are rings indexed by counters that only grow:
@@ -69,7 +69,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	n := p.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv {
@@ -127,7 +127,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		s.users++
 	}
 	n.qps[q.qpn] = q
-	p.users++
+	p.Use()
 	scq.users++
 	rcq.users++
 	return q, nil
@@ -164,7 +164,7 @@ func (q *qp) Destroy() error {
 	}
 	q.state = fabric.StateReset
 	q.gen++
-	q.pd.users--
+	q.pd.Release()
 	if q.scq != nil {
 		q.scq.users--
 	}

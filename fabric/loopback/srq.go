@@ -45,7 +45,7 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	n := p.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	if err := fabric.CheckSRQInit(init, (&device{n: n}).Attr().MaxQPWR, "", "the loopback device"); err != nil {
@@ -61,7 +61,7 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	}
 	n.nextSRQ++
 	n.srqs[s.Number()] = s
-	p.users++
+	p.Use()
 	if d != nil {
 		d.users++
 		xcq.users++
@@ -94,7 +94,7 @@ func (s *srq) Destroy() error {
 	}
 	s.dead = true
 	s.head = s.tail
-	s.pd.users--
+	s.pd.Release()
 	delete(s.n.srqs, s.Number())
 	if s.xrcd != nil {
 		s.xrcd.users--

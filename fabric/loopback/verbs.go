@@ -57,9 +57,8 @@ func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 
 // pd implements fabric.PD. Its fields are guarded by the NIC's mu.
 type pd struct {
-	n     *nic
-	users int
-	dead  bool
+	fabric.Domain
+	n *nic
 }
 
 // alignedBytes returns n zero bytes whose first is aligned to
@@ -97,18 +96,14 @@ func (p *pd) register(length int, access fabric.Access, buf []byte) (fabric.MR, 
 	n := p.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
-		return nil, err
-	}
-	if err := fabric.CheckRegMR(length, maxMRBytes, access, ""); err != nil {
+	if err := p.Register(length, maxMRBytes, access, ""); err != nil {
 		return nil, err
 	}
 	n.nextKey++
-	m := &mr{n: n, pd: p, key: n.nextKey<<8 | 0x42, addr: n.nextAddr, buf: buf, access: access}
+	m := &mr{Region: fabric.Region{Node: n.id, Key: n.nextKey<<8 | 0x42, Base: n.nextAddr, Access: access, Domain: &p.Domain}, n: n, pd: p, buf: buf}
 	n.nextAddr += (uint64(length) + 4095) &^ 4095
 	n.nextAddr += 4096 // a guard page: no two regions touch
-	n.mrs[m.key] = m
-	p.users++
+	n.mrs[m.Key] = m
 	return m, nil
 }
 
@@ -120,21 +115,17 @@ func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
-	p.users++
+	p.Use()
 	return &ah{pd: p, dest: dest, to: t}, nil
 }
 
 func (p *pd) Dealloc() error {
 	p.n.mu.Lock()
 	defer p.n.mu.Unlock()
-	if err := fabric.CheckDeallocPD(p.dead, p.users); err != nil {
-		return err
-	}
-	p.dead = true
-	return nil
+	return p.Free()
 }
 
 // mr implements fabric.MR. Its memory is a Go slice. The CPU reads and
@@ -143,36 +134,25 @@ func (p *pd) Dealloc() error {
 // it under the gate shared, and fills posted receive buffers and RDMA
 // Read destinations, which belong to the NIC, without the gate (the
 // completion orders those with the CPU). key, addr and access never
-// change; dead is guarded by the NIC's mu.
+// change; its lifecycle is guarded by the NIC's mu.
 type mr struct {
 	fabric.WaitableBase
-	n      *nic
-	pd     *pd
-	key    uint32
-	addr   uint64
-	buf    []byte
-	access fabric.Access
-	dead   bool
+	fabric.Region
+	n   *nic
+	pd  *pd
+	buf []byte
 }
 
-func (m *mr) Bytes() []byte  { return m.buf }
-func (m *mr) Addr() uint64   { return m.addr }
-func (m *mr) Len() int       { return len(m.buf) }
-func (m *mr) LKey() uint32   { return m.key }
-func (m *mr) RKey() uint32   { return m.key }
-func (m *mr) String() string { return fmt.Sprintf("MR(node %d, key %#x)", m.n.id, m.key) }
-func (m *mr) SGE(off, n int) fabric.SGE {
-	return fabric.SGE{Addr: m.addr + uint64(off), Length: uint32(n), LKey: m.key}
-}
+func (m *mr) Bytes() []byte { return m.buf }
+func (m *mr) Len() int      { return len(m.buf) }
 
 // slice returns bytes [addr, addr+n) of the region, or false when they do
 // not lie inside it (without overflow for made-up addresses).
 func (m *mr) slice(addr, n uint64) ([]byte, bool) {
-	size := uint64(len(m.buf))
-	if addr < m.addr || addr-m.addr > size || n > size-(addr-m.addr) {
+	off, ok := m.Offset(addr, n, len(m.buf))
+	if !ok {
 		return nil, false
 	}
-	off := addr - m.addr
 	return m.buf[off : off+n : off+n], true
 }
 
@@ -180,12 +160,10 @@ func (m *mr) Dereg() error {
 	n := m.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckDeregMR(m.key, m.dead); err != nil {
+	if err := m.Deregister(); err != nil {
 		return err
 	}
-	m.dead = true
-	m.pd.users--
-	delete(n.mrs, m.key)
+	delete(n.mrs, m.Key)
 	return nil
 }
 
@@ -307,6 +285,6 @@ func (a *ah) Destroy() error {
 		return err
 	}
 	a.dead = true
-	a.pd.users--
+	a.pd.Release()
 	return nil
 }

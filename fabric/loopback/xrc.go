@@ -32,11 +32,11 @@ func (p *pd) OpenXRCD() (fabric.XRCD, error) {
 	n := p.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	n.nextXRCD++
-	p.users++
+	p.Use()
 	return &xrcd{n: n, pd: p, id: n.nextXRCD}, nil
 }
 
@@ -47,7 +47,7 @@ func (d *xrcd) Close() error {
 		return err
 	}
 	d.dead = true
-	d.pd.users--
+	d.pd.Release()
 	return nil
 }
 
@@ -110,7 +110,7 @@ func (p *pd) createXRCQP(init fabric.QPInit) (*qp, error) {
 	q := &qp{n: n, pd: p, qpn: qpnBase + n.nextQPN, typ: init.Type, scq: scq, caps: caps, mtu: (&device{n: n}).Attr().MTU,
 		sq: make([]sqe, caps.MaxSendWR), xrcd: d}
 	n.qps[q.qpn] = q
-	p.users++
+	p.Use()
 	if scq != nil {
 		scq.users++
 	}

@@ -169,7 +169,7 @@ func (ch *checker) reportRegion(k FindingKind, th *thread, op string, m *mr, det
 		i, ok = ch.regions[key]
 	}
 	if !ok {
-		i = ch.report(k, m.nic.node.id, th, op, fmt.Sprintf("MR %#x", m.key), detail())
+		i = ch.report(k, m.nic.node.id, th, op, fmt.Sprintf("MR %#x", m.Key), detail())
 		ch.regions[key] = i
 	} else if i >= 0 {
 		ch.findings[i].Count++
@@ -248,8 +248,8 @@ func (ch *checker) attach(q *cq, entries int, qp *qp, which string) {
 
 func (ch *checker) dereg(m *mr) {
 	if m.busy > 0 {
-		ch.report(DeregBusy, m.nic.node.id, ch.c.cur, "Dereg", fmt.Sprintf("MR %#x", m.key),
-			fmt.Sprintf("MR %#x deregistered while %d posted work requests name it (the NIC may still read or write it)", m.key, m.busy))
+		ch.report(DeregBusy, m.nic.node.id, ch.c.cur, "Dereg", fmt.Sprintf("MR %#x", m.Key),
+			fmt.Sprintf("MR %#x deregistered while %d posted work requests name it (the NIC may still read or write it)", m.Key, m.busy))
 	}
 }
 
@@ -262,7 +262,7 @@ func (q *cq) nodeID() int { return q.nic.node.id }
 func (a *ah) nodeID() int { return a.pd.nic.node.id }
 
 func (p *pd) openDesc() (string, bool) {
-	return fmt.Sprintf("PD on node %d (%d objects in it)", p.nic.node.id, p.users), !p.dead
+	return fmt.Sprintf("PD on node %d (%d objects in it)", p.nic.node.id, p.Users()), !p.Dead()
 }
 func (q *cq) openDesc() (string, bool) { return q.String(), !q.dead }
 func (a *ah) openDesc() (string, bool) {
@@ -319,7 +319,7 @@ func (c *Cluster) OpenObjects() []OpenObject {
 			}
 		}
 		for _, m := range n.nic.mrs {
-			if m != nil && !m.dead {
+			if m != nil && !m.Dead() {
 				out = append(out, OpenObject{n.id, fmt.Sprintf("%v, %d bytes", m, len(m.buf))})
 			}
 		}

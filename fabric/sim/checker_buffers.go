@@ -95,10 +95,10 @@ func (e *sqe) packetDesc(i int) string {
 
 func (m *mr) where(b []byte) string {
 	if len(b) == 0 || len(m.buf) == 0 {
-		return fmt.Sprintf("MR %#x", m.key)
+		return fmt.Sprintf("MR %#x", m.Key)
 	}
 	lo, hi := m.span(b)
-	return fmt.Sprintf("MR %#x bytes [%d, %d)", m.key, lo, hi)
+	return fmt.Sprintf("MR %#x bytes [%d, %d)", m.Key, lo, hi)
 }
 
 // span returns where b, a slice of m's bytes, lies in m.
@@ -134,7 +134,7 @@ func (ch *checker) sendPosted(q *qp, e *sqe) {
 // if empty; at a completion poll if whenPolled).
 func (ch *checker) sendOverlap(q *qp, e *sqe, when string) {
 	m := e.ck.mr
-	if len(m.recvs) == 0 || m.dead {
+	if len(m.recvs) == 0 || m.Dead() {
 		return
 	}
 	lo, hi := m.span(e.ck.buf)
@@ -155,7 +155,7 @@ func (ch *checker) sendOverlap(q *qp, e *sqe, when string) {
 			use = "writes"
 		}
 		return fmt.Sprintf("%v wr_id %#x on %v: MR %#x bytes [%d, %d) overlap bytes [%d, %d) posted as a receive%s; the NIC %s them for this request while a message may land in them",
-			e.wr.Op, e.wr.ID, q, m.key, lo, hi, r.lo, r.hi, when, use)
+			e.wr.Op, e.wr.ID, q, m.Key, lo, hi, r.lo, r.hi, when, use)
 	})
 	e.ck.on = false // a message landing would read as a CPU write
 }
@@ -250,7 +250,7 @@ func (ch *checker) recvPosted(q fmt.Stringer, e *rqe) {
 		lo, hi := m.span(e.bytes())
 		ch.reportRegion(RecvPostedTwice, ch.c.cur, "PostRecv", m, func() string {
 			return fmt.Sprintf("receive wr_id %#x on %v: MR %#x bytes [%d, %d) overlap bytes [%d, %d) already posted as a receive; each message overwrites what another left there",
-				e.id, q, m.key, lo, hi, r.lo, r.hi)
+				e.id, q, m.Key, lo, hi, r.lo, r.hi)
 		})
 		e.set(rqeCkOn, false) // the others are no longer checked either (recvChecked)
 	}
@@ -340,9 +340,9 @@ func (ch *checker) remoteWrite(q *qp, m *mr, buf []byte, p *packet) {
 	lo, hi := m.span(buf)
 	if ri, ok := m.overlapRecv(lo, hi); ok {
 		r := m.recvs[ri]
-		ch.report(WriteIntoPostedRecv, q.nic.node.id, nicThread, "RDMA Write", fmt.Sprintf("MR %#x", m.key),
+		ch.report(WriteIntoPostedRecv, q.nic.node.id, nicThread, "RDMA Write", fmt.Sprintf("MR %#x", m.Key),
 			fmt.Sprintf("an RDMA Write from node %d (QP %#x) into MR %#x bytes [%d, %d) overlaps bytes [%d, %d) posted as a receive",
-				p.src, p.srcQPN, m.key, lo, hi, r.lo, r.hi))
+				p.src, p.srcQPN, m.Key, lo, hi, r.lo, r.hi))
 		// The receives it hit changed without the CPU: stop checking them.
 		ch.uncheckRecvs(m, lo, hi)
 	}

@@ -160,7 +160,7 @@ func alignedBytes(n int) []byte {
 func (n *nic) newMR(p *pd, length int, access fabric.Access) *mr {
 	idx := len(n.mrs) + 1
 	key := uint32(idx)<<8 | uint32(idx*151+n.node.id*7)&0xff
-	m := &mr{sigbase: sigbase{c: n.c}, nic: n, pd: p, key: key, addr: n.nextAddr, access: access}
+	m := &mr{sigbase: sigbase{c: n.c}, Region: fabric.Region{Node: n.node.id, Key: key, Base: n.nextAddr, Access: access, Domain: &p.Domain}, nic: n, pd: p}
 	if n.c.cfg.SizeOnly {
 		m.buf, m.zero = zeroView(length)
 	} else {
@@ -179,7 +179,7 @@ func (n *nic) lookupMR(key uint32) *mr {
 		return nil
 	}
 	m := n.mrs[i]
-	if m == nil || m.key != key {
+	if m == nil || m.Key != key {
 		return nil
 	}
 	return m
@@ -192,7 +192,7 @@ func (n *nic) localBuf(p *pd, s fabric.SGE, need fabric.Access) (*mr, []byte, bo
 		return nil, nil, true
 	}
 	m := n.lookupMR(s.LKey)
-	if m == nil || m.pd != p || m.access&need != need {
+	if m == nil || m.pd != p || m.Access&need != need {
 		return nil, nil, false
 	}
 	off, ok := m.offset(s.Addr, uint64(s.Length))
@@ -219,7 +219,7 @@ func (n *nic) findByAddr(addr uint64, length int) []byte {
 // remoteBuf resolves an incoming RDMA access; nil on any violation.
 func (n *nic) remoteBuf(q *qp, rkey uint32, addr uint64, length uint32, need fabric.Access) (*mr, []byte) {
 	m := n.lookupMR(rkey)
-	if m == nil || m.pd != q.pd || m.access&need != need || q.attr.Access&need != need {
+	if m == nil || m.pd != q.pd || m.Access&need != need || q.attr.Access&need != need {
 		return nil, nil
 	}
 	off, ok := m.offset(addr, uint64(length))

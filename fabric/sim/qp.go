@@ -30,7 +30,7 @@ type sqe struct {
 // the region was deregistered since (the NIC checks the key at each access;
 // a request whose data has all been read completes normally).
 func (e *sqe) status() fabric.Status {
-	if e.bad == fabric.StatusSuccess && e.mr != nil && e.mr.dead {
+	if e.bad == fabric.StatusSuccess && e.mr != nil && e.mr.Dead() {
 		return fabric.StatusLocalProtection
 	}
 	return e.bad
@@ -127,7 +127,7 @@ func (e *rqe) bytes() []byte {
 	switch {
 	case e.mr == nil:
 		return nil
-	case e.mr.dead:
+	case e.mr.Dead():
 		return e.mr.freed[e.off() : e.off()+uint64(e.n)]
 	}
 	return e.mr.buf[e.off() : e.off()+uint64(e.n)]
@@ -138,12 +138,12 @@ func (e *rqe) addr() uint64 {
 	if e.mr == nil {
 		return 0
 	}
-	return e.mr.addr + e.off()
+	return e.mr.Base + e.off()
 }
 
 // broken reports whether e cannot take a message: its buffer was invalid
 // at the post, or its region has been deregistered since.
-func (e *rqe) broken() bool { return e.has(rqeBad) || e.mr != nil && e.mr.dead }
+func (e *rqe) broken() bool { return e.has(rqeBad) || e.mr != nil && e.mr.Dead() }
 
 // readCtx is an RDMA Read the responder is answering.
 type readCtx struct {
@@ -300,7 +300,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	c := p.c
 	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
 	prof := &c.prof.NIC
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	scq, rcq, caps, s, d, err := p.qpQueues(init)
@@ -337,7 +337,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		ch.attach(scq, caps.MaxSendWR, q, "send")
 		ch.attach(rcq, caps.MaxRecvWR, q, "receive")
 	}
-	p.users++
+	p.Use()
 	scq.use(1)
 	rcq.use(1)
 	if d != nil {
@@ -426,7 +426,7 @@ func (q *qp) Destroy() error {
 	q.nic.wrc.forget(q.qpn)
 	q.state = fabric.StateReset
 	q.timerOn = false
-	q.pd.users--
+	q.pd.Release()
 	q.scq.use(-1)
 	q.rcq.use(-1)
 	q.nic.qps[q.qpn-q.nic.firstQPN] = nil
@@ -686,7 +686,7 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		e := rqe{id: wrs[i].ID, mr: m}
 		e.set(rqeBad, !ok)
 		if m != nil {
-			e.at, e.n = e.at|(wrs[i].Local.Addr-m.addr), wrs[i].Local.Length
+			e.at, e.n = e.at|(wrs[i].Local.Addr-m.Base), wrs[i].Local.Length
 		}
 		*q.rqAt(q.rqTail) = e
 		if ch := c.chk; ch != nil {

@@ -220,7 +220,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		q.msgMR, q.msgBuf, q.msgOff, q.inMsg = m, buf, 0, true
 	} else if !q.inMsg {
 		return false
-	} else if q.msgMR != nil && q.msgMR.dead {
+	} else if q.msgMR != nil && q.msgMR.Dead() {
 		// The target region was deregistered while the Write arrived:
 		// the rest finds no translation, a remote access error.
 		q.inMsg = false

@@ -61,7 +61,7 @@ func (s *srq) openDesc() (string, bool) { return s.String(), !s.dead }
 func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	c := p.c
 	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	if err := fabric.CheckSRQInit(init, c.prof.NIC.MaxQPWR, "nic.max_qp_wr", "the simulator's device"); err != nil {
@@ -77,7 +77,7 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 		return nil, err
 	}
 	n.srqs = append(n.srqs, s)
-	p.users++
+	p.Use()
 	if d != nil {
 		d.users++
 		xcq.users++
@@ -127,7 +127,7 @@ func (s *srq) Destroy() error {
 	}
 	s.dead = true
 	s.head = s.tail
-	s.pd.users--
+	s.pd.Release()
 	if s.xrcd != nil {
 		s.xrcd.users--
 		s.cq.users--
@@ -156,7 +156,7 @@ func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		e := rqe{id: wrs[i].ID, mr: m}
 		e.set(rqeBad, !ok)
 		if m != nil {
-			e.at, e.n = e.at|(wrs[i].Local.Addr-m.addr), wrs[i].Local.Length
+			e.at, e.n = e.at|(wrs[i].Local.Addr-m.Base), wrs[i].Local.Length
 		}
 		*s.at(s.tail) = e
 		if ch := c.chk; ch != nil {

@@ -150,7 +150,7 @@ func newTPT(p *Profile) tpt {
 		mpt: newLRU(p.NIC.MPTCacheEntries), mtt: newLRU(p.NIC.MTTCacheEntries / mttLinePages)}
 }
 
-func mttKey(m *mr, line uint64) uint64 { return uint64(m.key)<<32 | line&(1<<32-1) }
+func mttKey(m *mr, line uint64) uint64 { return uint64(m.Key)<<32 | line&(1<<32-1) }
 
 // lines returns the first and last MTT line of [addr, addr+n) in m, and
 // false when the range is empty or not inside the region (the access
@@ -162,7 +162,7 @@ func (m *mr) lines(addr uint64, n int) (first, last uint64, ok bool) {
 	if _, ok := m.offset(addr, uint64(n)); !ok {
 		return 0, 0, false
 	}
-	base := m.addr / pageSize
+	base := m.Base / pageSize
 	return (addr/pageSize - base) / mttLinePages, ((addr+uint64(n)-1)/pageSize - base) / mttLinePages, true
 }
 
@@ -180,7 +180,7 @@ func (n *nic) translate(m *mr, addr uint64, length int, at fabric.Time) fabric.T
 		return at
 	}
 	trips := 0
-	if t.mpt.touch(uint64(m.key)) {
+	if t.mpt.touch(uint64(m.Key)) {
 		trips++
 	}
 	mttMiss := false
@@ -209,7 +209,7 @@ func (n *nic) warm(m *mr) {
 	if !t.on {
 		return
 	}
-	t.mpt.use(uint64(m.key))
+	t.mpt.use(uint64(m.Key))
 	lines := (uint64(len(m.buf)) + pageSize*mttLinePages - 1) / (pageSize * mttLinePages)
 	from := uint64(0)
 	if c := uint64(t.mtt.cap); lines > c {
@@ -226,7 +226,7 @@ func (n *nic) forget(m *mr) {
 	if !t.on {
 		return
 	}
-	k := uint64(m.key)
+	k := uint64(m.Key)
 	t.mpt.drop(func(x uint64) bool { return x == k })
 	t.mtt.drop(func(x uint64) bool { return x>>32 == k })
 }

@@ -126,7 +126,7 @@ func tptNIC(mpt, mtt int) *nic {
 }
 
 func tptMR(key uint32, addr uint64, bytes int) *mr {
-	return &mr{key: key, addr: addr, buf: make([]byte, bytes)}
+	return &mr{Region: fabric.Region{Key: key, Base: addr}, buf: make([]byte, bytes)}
 }
 
 // TestTPTMissCharges: a lookup costs nothing on a hit, one round trip when
@@ -160,7 +160,7 @@ func TestTPTMissCharges(t *testing.T) {
 		{"outside the region: nothing", a, 1 << 20, 8, 0, 0, 2, 8},
 	}
 	for _, s := range steps {
-		got := n.translate(s.m, s.m.addr+s.off, s.n, s.at)
+		got := n.translate(s.m, s.m.Base+s.off, s.n, s.at)
 		if got != s.want || n.tpt.mpt.misses != s.mpt || n.tpt.mtt.misses != s.mtt {
 			t.Errorf("%s: ready at %v with %d MPT and %d MTT misses; want %v, %d, %d",
 				s.what, got, n.tpt.mpt.misses, n.tpt.mtt.misses, s.want, s.mpt, s.mtt)
@@ -169,11 +169,11 @@ func TestTPTMissCharges(t *testing.T) {
 	// Deregistration drops exactly the region's entries.
 	n.forget(b)
 	for _, k := range n.tpt.mtt.keys() {
-		if k>>32 == uint64(b.key) {
+		if k>>32 == uint64(b.Key) {
 			t.Errorf("line %#x of a forgotten region still cached", k)
 		}
 	}
-	if slices.Contains(n.tpt.mpt.keys(), uint64(b.key)) || !slices.Contains(n.tpt.mpt.keys(), uint64(a.key)) {
+	if slices.Contains(n.tpt.mpt.keys(), uint64(b.Key)) || !slices.Contains(n.tpt.mpt.keys(), uint64(a.Key)) {
 		t.Errorf("MPT after forgetting b: %v", n.tpt.mpt.keys())
 	}
 	// Registration warms: the region's entry and, of a region larger than
@@ -187,12 +187,12 @@ func TestTPTMissCharges(t *testing.T) {
 	if want := []uint64{mttKey(c, 9), mttKey(c, 8), mttKey(c, 7), mttKey(c, 6)}; !slices.Equal(n.tpt.mtt.keys(), want) {
 		t.Errorf("after warming a 10-line region: lines %x, want %x", n.tpt.mtt.keys(), want)
 	}
-	if at := n.translate(c, c.addr+9*line, 64, 0); at != 0 {
+	if at := n.translate(c, c.Base+9*line, 64, 0); at != 0 {
 		t.Errorf("a warmed line cost %v", at)
 	}
 	// Disabled: nothing is looked up or charged.
 	off := tptNIC(0, 0)
-	if at := off.translate(a, a.addr, 1<<20, 7); at != 7 || off.tpt.mtt.hits+off.tpt.mtt.misses+off.tpt.mpt.misses != 0 {
+	if at := off.translate(a, a.Base, 1<<20, 7); at != 7 || off.tpt.mtt.hits+off.tpt.mtt.misses+off.tpt.mpt.misses != 0 {
 		t.Errorf("disabled caches charged %v", at)
 	}
 	off.warm(a)
@@ -316,8 +316,8 @@ func TestTPTSendAndUDTargets(t *testing.T) {
 	}
 	for i, p := range pk {
 		gm, addr := q.rxTarget(p)
-		if gm != m || addr != m.addr+want[i] {
-			t.Errorf("packet %d: target %#x, want %#x", i, addr-m.addr, want[i])
+		if gm != m || addr != m.Base+want[i] {
+			t.Errorf("packet %d: target %#x, want %#x", i, addr-m.Base, want[i])
 		}
 	}
 	if gm, _ := q.rxTarget(&packet{op: pSend, first: true, n: 1}); gm != nil {
@@ -327,12 +327,12 @@ func TestTPTSendAndUDTargets(t *testing.T) {
 	q.rqHead, q.rx.seen = 3, 0
 	q.rq[3] = rqe{mr: m, at: 300 << 10}
 	q.rqTail++
-	if _, addr := q.rxTarget(&packet{op: pSend, first: true, n: 1}); addr != m.addr+300<<10 {
-		t.Errorf("after delivery: target %#x", addr-m.addr)
+	if _, addr := q.rxTarget(&packet{op: pSend, first: true, n: 1}); addr != m.Base+300<<10 {
+		t.Errorf("after delivery: target %#x", addr-m.Base)
 	}
 	u := &qp{nic: n, typ: fabric.UD, mtu: 4096, rq: []rqe{{mr: m, at: 8192}}, rqTail: 1}
-	if _, addr := u.rxTarget(&packet{op: pSend, first: true, last: true, n: 100}); addr != m.addr+8192+fabric.GRHBytes {
-		t.Errorf("UD: target %#x, want past the GRH", addr-m.addr)
+	if _, addr := u.rxTarget(&packet{op: pSend, first: true, last: true, n: 100}); addr != m.Base+8192+fabric.GRHBytes {
+		t.Errorf("UD: target %#x, want past the GRH", addr-m.Base)
 	}
 	// A write with immediate takes a receive but writes nothing there.
 	w := &qp{nic: n, typ: fabric.RC, mtu: 4096, rq: make([]rqe, 2), rqTail: 2}
@@ -340,8 +340,8 @@ func TestTPTSendAndUDTargets(t *testing.T) {
 	if gm, _ := w.rxTarget(&packet{op: pWrite, first: true, last: true, hasImm: true, rkey: 0x999, n: 8}); gm != nil {
 		t.Error("a write with an unknown rkey was given a target")
 	}
-	if _, addr := w.rxTarget(&packet{op: pSend, first: true, last: true, n: 8}); addr != m.addr+4096 {
-		t.Errorf("send after a write with immediate: target %#x, want the second receive", addr-m.addr)
+	if _, addr := w.rxTarget(&packet{op: pSend, first: true, last: true, n: 8}); addr != m.Base+4096 {
+		t.Errorf("send after a write with immediate: target %#x, want the second receive", addr-m.Base)
 	}
 }
 

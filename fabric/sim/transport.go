@@ -263,7 +263,7 @@ func (q *qp) sent(free fabric.Time) {
 
 func (q *qp) readResponse() *packet {
 	r := &q.rd.reads[q.rd.head]
-	if r.mr != nil && r.mr.dead {
+	if r.mr != nil && r.mr.Dead() {
 		// Deregistered while its responses were leaving: the NIC finds
 		// no translation for the rest and answers with a remote access
 		// error, as for a bad rkey.
@@ -564,7 +564,7 @@ func (q *qp) readResp(p *packet) respResult {
 		return respDone
 	}
 	e.rdGap = false
-	if e.mr != nil && e.mr.dead {
+	if e.mr != nil && e.mr.Dead() {
 		// The destination was deregistered since the post: the NIC
 		// cannot place the data (a local protection error).
 		q.fail(q.sqHead, fabric.StatusLocalProtection)

@@ -47,10 +47,9 @@ func (d *device) CreateCQ(depth int) (fabric.CQ, error) {
 
 // pd implements fabric.PD.
 type pd struct {
-	c     *Cluster
-	nic   *nic
-	users int
-	dead  bool
+	fabric.Domain
+	c   *Cluster
+	nic *nic
 }
 
 func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
@@ -59,15 +58,10 @@ func (p *pd) RegMR(length int, access fabric.Access) (fabric.MR, error) {
 		pinned = 0 // rejected before any page is pinned: the fixed cost only
 	}
 	p.c.enter(p.c.prof.Setup.regCost(pinned))
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Register(length, p.c.prof.NIC.MaxMRBytes, access, "nic.max_mr_bytes"); err != nil {
 		return nil, err
 	}
-	if err := fabric.CheckRegMR(length, p.c.prof.NIC.MaxMRBytes, access, "nic.max_mr_bytes"); err != nil {
-		return nil, err
-	}
-	m := p.nic.newMR(p, length, access)
-	p.users++
-	return m, nil
+	return p.nic.newMR(p, length, access), nil
 }
 
 // TimeRegMR implements fabric.RegTimer: the simulator allocates nothing
@@ -88,14 +82,14 @@ func (p *pd) TimeRegMR(length int, access fabric.Access) (fabric.MR, fabric.Dura
 
 func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 	p.c.enter(0)
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	n, err := p.c.resolve(dest)
 	if err != nil {
 		return nil, err
 	}
-	p.users++
+	p.Use()
 	a := &ah{pd: p, dest: dest, node: n}
 	if ch := p.c.chk; ch != nil {
 		ch.objs = append(ch.objs, a)
@@ -105,11 +99,7 @@ func (p *pd) CreateAH(dest fabric.Address) (fabric.AH, error) {
 
 func (p *pd) Dealloc() error {
 	p.c.enter(0)
-	if err := fabric.CheckDeallocPD(p.dead, p.users); err != nil {
-		return err
-	}
-	p.dead = true
-	return nil
+	return p.Free()
 }
 
 // mr implements fabric.MR. Its memory is an ordinary Go slice; untouched
@@ -117,16 +107,13 @@ func (p *pd) Dealloc() error {
 // starts unbacked, a view of a shared zero mapping (zeromem.go).
 type mr struct {
 	sigbase
-	nic    *nic
-	pd     *pd
-	key    uint32
-	addr   uint64
-	buf    []byte
-	freed  []byte // once deregistered (buf nil): the bytes it had, which posted receives still name
-	access fabric.Access
-	dead   bool
-	zero   bool // buf is a view of the zero mapping (zeromem.go)
-	busy   int  // outstanding work requests naming this region (counted by the checker)
+	fabric.Region
+	nic   *nic
+	pd    *pd
+	buf   []byte
+	freed []byte // once deregistered (buf nil): the bytes it had, which posted receives still name
+	zero  bool   // buf is a view of the zero mapping (zeromem.go)
+	busy  int    // outstanding work requests naming this region (counted by the checker)
 	// Byte ranges posted as receives, sorted, and the longest (checker).
 	recvs   []recvRange
 	recvMax uint64
@@ -140,38 +127,22 @@ func (m *mr) Bytes() []byte {
 	return m.buf
 }
 
-func (m *mr) Addr() uint64   { return m.addr }
-func (m *mr) Len() int       { return len(m.buf) }
-func (m *mr) LKey() uint32   { return m.key }
-func (m *mr) RKey() uint32   { return m.key }
-func (m *mr) String() string { return fmt.Sprintf("MR(node %d, key %#x)", m.nic.node.id, m.key) }
-func (m *mr) SGE(off, n int) fabric.SGE {
-	return fabric.SGE{Addr: m.addr + uint64(off), Length: uint32(n), LKey: m.key}
-}
+func (m *mr) Len() int { return len(m.buf) }
 
 // offset returns where [addr, addr+n) starts in the region, and false when
-// the range does not lie inside it. The check cannot overflow: addr+n may
-// wrap around 2^64 for addresses a peer or a caller made up.
-func (m *mr) offset(addr, n uint64) (uint64, bool) {
-	size := uint64(len(m.buf))
-	if addr < m.addr || addr-m.addr > size || n > size-(addr-m.addr) {
-		return 0, false
-	}
-	return addr - m.addr, true
-}
+// the range does not lie inside it (fabric.Region.Offset).
+func (m *mr) offset(addr, n uint64) (uint64, bool) { return m.Offset(addr, n, len(m.buf)) }
 
 func (m *mr) Dereg() error {
 	m.c.enter(m.c.prof.Setup.deregCost(len(m.buf)))
-	if err := fabric.CheckDeregMR(m.key, m.dead); err != nil {
+	if err := m.Deregister(); err != nil {
 		return err
 	}
 	if ch := m.c.chk; ch != nil {
 		ch.dereg(m)
 	}
 	m.nic.forget(m)
-	m.dead = true
-	m.pd.users--
-	m.nic.mrs[m.key>>8-1] = nil
+	m.nic.mrs[m.Key>>8-1] = nil
 	if m.named() {
 		m.freed = m.buf
 	}
@@ -318,6 +289,6 @@ func (a *ah) Destroy() error {
 		return err
 	}
 	a.dead = true
-	a.pd.users--
+	a.pd.Release()
 	return nil
 }

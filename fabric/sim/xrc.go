@@ -62,12 +62,12 @@ func (d *xrcd) openDesc() (string, bool) { return d.String(), !d.dead }
 func (p *pd) OpenXRCD() (fabric.XRCD, error) {
 	c := p.c
 	c.enter(ns(c.prof.Setup.CreateQPUS * 1000))
-	if err := fabric.CheckPDAlive(p.dead); err != nil {
+	if err := p.Alive(); err != nil {
 		return nil, err
 	}
 	p.nic.nextXRCD++
 	d := &xrcd{nic: p.nic, pd: p, id: p.nic.nextXRCD}
-	p.users++
+	p.Use()
 	if ch := c.chk; ch != nil {
 		ch.objs = append(ch.objs, d)
 	}
@@ -80,7 +80,7 @@ func (d *xrcd) Close() error {
 		return err
 	}
 	d.dead = true
-	d.pd.users--
+	d.pd.Release()
 	return nil
 }
 
