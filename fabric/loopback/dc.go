@@ -59,11 +59,11 @@ func (p *pd) createDCQP(init fabric.QPInit) (*qp, error) {
 	n.qps[q.qpn] = q
 	p.Use()
 	if q.srq != nil {
-		q.srq.users++
+		q.srq.Use()
 	}
 	for _, c := range []*cq{q.scq, q.rcq} {
 		if c != nil {
-			c.users++
+			c.Use()
 		}
 	}
 	return q, nil
@@ -73,7 +73,7 @@ func (p *pd) createDCQP(init fabric.QPInit) (*qp, error) {
 // domain (mu held).
 func (q *qp) dcAH(x fabric.AH) (*ah, error) {
 	a, ok := x.(*ah)
-	if !ok || a == nil || a.dead {
+	if !ok || a == nil || a.Dead() {
 		return nil, fmt.Errorf("%w: a DCI request needs a live address handle of this loopback device", fabric.ErrInvalidWR)
 	}
 	if a.pd != q.pd {

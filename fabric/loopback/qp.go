@@ -124,12 +124,12 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	q := &qp{n: n, pd: p, qpn: qpnBase + n.nextQPN, typ: init.Type, scq: scq, rcq: rcq, caps: caps, mtu: attr.MTU,
 		sq: make([]sqe, caps.MaxSendWR), rq: make([]rqe, caps.MaxRecvWR), srq: s}
 	if s != nil {
-		s.users++
+		s.Use()
 	}
 	n.qps[q.qpn] = q
 	p.Use()
-	scq.users++
-	rcq.users++
+	scq.Use()
+	rcq.Use()
 	return q, nil
 }
 
@@ -160,19 +160,19 @@ func (q *qp) Destroy() error {
 	q.destroyed = true
 	if q.srq != nil {
 		q.freeRecvs(q.rqTail) // the receives it had taken are discarded
-		q.srq.users--
+		q.srq.Release()
 	}
 	q.state = fabric.StateReset
 	q.gen++
 	q.pd.Release()
 	if q.scq != nil {
-		q.scq.users--
+		q.scq.Release()
 	}
 	if q.rcq != nil {
-		q.rcq.users--
+		q.rcq.Release()
 	}
 	if q.xrcd != nil {
-		q.xrcd.users--
+		q.xrcd.Release()
 	}
 	delete(n.qps, q.qpn)
 	return nil
@@ -340,7 +340,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 	}
 	if q.typ == fabric.UD {
 		a, ok := wr.AH.(*ah)
-		if !ok || a == nil || a.dead {
+		if !ok || a == nil || a.Dead() {
 			return fmt.Errorf("%w: UD send needs a live address handle of this loopback device", fabric.ErrInvalidWR)
 		}
 		if a.pd != q.pd {

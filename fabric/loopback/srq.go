@@ -21,10 +21,10 @@ type srq struct {
 	out        int    // receives posted and not yet released by polling
 	limit      int    // armed limit, 0 when disarmed
 	fired      bool   // the limit event fired and LimitReached has not consumed it
-	users      int    // attached queue pairs
-	dead       bool
-	xrcd       *xrcd // an XRC SRQ's domain, or nil
-	cq         *cq   // an XRC SRQ's completion queue
+	// Its users: attached queue pairs.
+	fabric.Lifecycle
+	xrcd *xrcd // an XRC SRQ's domain, or nil
+	cq   *cq   // an XRC SRQ's completion queue
 }
 
 var _ fabric.SRQ = (*srq)(nil)
@@ -63,8 +63,8 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	n.srqs[s.Number()] = s
 	p.Use()
 	if d != nil {
-		d.users++
-		xcq.users++
+		d.Use()
+		xcq.Use()
 	}
 	return s, nil
 }
@@ -72,7 +72,7 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 func (s *srq) ArmLimit(limit int) error {
 	s.n.mu.Lock()
 	defer s.n.mu.Unlock()
-	if err := fabric.CheckSRQAlive(s, s.dead); err != nil {
+	if err := fabric.CheckSRQAlive(s, s.Dead()); err != nil {
 		return err
 	}
 	return s.arm(limit)
@@ -89,17 +89,11 @@ func (s *srq) LimitReached() bool {
 func (s *srq) Destroy() error {
 	s.n.mu.Lock()
 	defer s.n.mu.Unlock()
-	if err := fabric.CheckDestroySRQ(s, s.dead, s.users); err != nil {
+	if err := s.End(fabric.CheckDestroySRQ(s, s.Dead(), s.Users()), s.used()...); err != nil {
 		return err
 	}
-	s.dead = true
 	s.head = s.tail
-	s.pd.Release()
 	delete(s.n.srqs, s.Number())
-	if s.xrcd != nil {
-		s.xrcd.users--
-		s.cq.users--
-	}
 	return nil
 }
 
@@ -107,7 +101,7 @@ func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	n := s.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckSRQAlive(s, s.dead); err != nil {
+	if err := fabric.CheckSRQAlive(s, s.Dead()); err != nil {
 		return 0, err
 	}
 	for i := range wrs {
@@ -156,7 +150,7 @@ func (s *srq) take() (*rqe, bool) {
 func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
 	s, ok := q.(*srq)
 	mine := ok && s != nil && s.n == p.n
-	if err := fabric.CheckAttachSRQ(s, mine, mine && s.dead, mine && s.pd == p, "this loopback device's"); err != nil {
+	if err := fabric.CheckAttachSRQ(s, mine, mine && s.Dead(), mine && s.pd == p, "this loopback device's"); err != nil {
 		return nil, err
 	}
 	if s.xrcd != nil {
@@ -175,4 +169,13 @@ func (q *qp) freeRecvs(to uint64) {
 		q.srq.out -= int(to - q.rqFree)
 	}
 	q.rqFree = to
+}
+
+// used are the objects s uses, each of which counts it: its protection
+// domain, and an XRC SRQ's domain and completion queue.
+func (s *srq) used() []*fabric.Lifecycle {
+	if s.xrcd == nil {
+		return []*fabric.Lifecycle{&s.pd.Lifecycle}
+	}
+	return []*fabric.Lifecycle{&s.pd.Lifecycle, &s.xrcd.Lifecycle, &s.cq.Lifecycle}
 }

@@ -177,8 +177,8 @@ type cq struct {
 	overrun bool
 	lost    int64
 	empties int // polls in a row that found nothing (pollsPerYield)
-	users   int
-	dead    bool
+	fabric.Lifecycle
+	dead bool
 }
 
 // cqe is a queued completion and the work-queue slots that polling it
@@ -260,11 +260,7 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 func (q *cq) Destroy() error {
 	q.n.mu.Lock()
 	defer q.n.mu.Unlock()
-	if err := fabric.CheckDestroyCQ(q.dead, q.users); err != nil {
-		return err
-	}
-	q.dead = true
-	return nil
+	return q.End(fabric.CheckDestroyCQ(q.Dead(), q.Users()))
 }
 
 // ah implements fabric.AH.
@@ -272,7 +268,8 @@ type ah struct {
 	pd   *pd
 	dest fabric.Address
 	to   *nic
-	dead bool // guarded by the NIC's mu
+	// Its lifecycle is guarded by the NIC's mu.
+	fabric.Lifecycle
 }
 
 func (a *ah) Dest() fabric.Address { return a.dest }
@@ -281,10 +278,5 @@ func (a *ah) Destroy() error {
 	n := a.pd.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := fabric.CheckDestroyAH(a.dead); err != nil {
-		return err
-	}
-	a.dead = true
-	a.pd.Release()
-	return nil
+	return a.End(fabric.CheckDestroyAH(a.Dead()), &a.pd.Lifecycle)
 }

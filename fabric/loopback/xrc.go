@@ -17,11 +17,11 @@ import (
 
 // xrcd implements fabric.XRCD; guarded by the NIC's mu.
 type xrcd struct {
-	n     *nic
-	pd    *pd
-	id    int
-	users int // XRC SRQs and target queue pairs
-	dead  bool
+	n  *nic
+	pd *pd
+	id int
+	// Its users: XRC SRQs and target queue pairs.
+	fabric.Lifecycle
 }
 
 var _ fabric.XRCD = (*xrcd)(nil)
@@ -43,19 +43,14 @@ func (p *pd) OpenXRCD() (fabric.XRCD, error) {
 func (d *xrcd) Close() error {
 	d.n.mu.Lock()
 	defer d.n.mu.Unlock()
-	if err := fabric.CheckCloseXRCD(d, d.dead, d.users); err != nil {
-		return err
-	}
-	d.dead = true
-	d.pd.Release()
-	return nil
+	return d.End(fabric.CheckCloseXRCD(d, d.Dead(), d.Users()), &d.pd.Lifecycle)
 }
 
 // domain returns the XRC domain x of p's NIC, alive (mu held).
 func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
 	d, ok := x.(*xrcd)
 	mine := ok && d != nil && d.n == p.n
-	if err := fabric.CheckXRCD(what, mine, mine && d.dead); err != nil {
+	if err := fabric.CheckXRCD(what, mine, mine && d.Dead()); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -112,10 +107,10 @@ func (p *pd) createXRCQP(init fabric.QPInit) (*qp, error) {
 	n.qps[q.qpn] = q
 	p.Use()
 	if scq != nil {
-		scq.users++
+		scq.Use()
 	}
 	if d != nil {
-		d.users++
+		d.Use()
 	}
 	return q, nil
 }
@@ -148,7 +143,7 @@ func (d *qp) takeRecvFor(e *sqe) (s slot, ok, bad bool) {
 		return slot{d: d, i: i, r: r}, ok, false
 	}
 	x := d.n.srqs[e.wr.RemoteSRQN]
-	if x == nil || x.dead || x.xrcd != d.xrcd {
+	if x == nil || x.Dead() || x.xrcd != d.xrcd {
 		return slot{}, false, true
 	}
 	r, ok := x.take()

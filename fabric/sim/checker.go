@@ -264,9 +264,9 @@ func (a *ah) nodeID() int { return a.pd.nic.node.id }
 func (p *pd) openDesc() (string, bool) {
 	return fmt.Sprintf("PD on node %d (%d objects in it)", p.nic.node.id, p.Users()), !p.Dead()
 }
-func (q *cq) openDesc() (string, bool) { return q.String(), !q.dead }
+func (q *cq) openDesc() (string, bool) { return q.String(), !q.Dead() }
 func (a *ah) openDesc() (string, bool) {
-	return fmt.Sprintf("AH on node %d to LID %d", a.pd.nic.node.id, a.dest.LID), !a.dead
+	return fmt.Sprintf("AH on node %d to LID %d", a.pd.nic.node.id, a.dest.LID), !a.Dead()
 }
 
 // Findings returns the checker's findings so far, in the order they first

@@ -143,7 +143,7 @@ func (q *qp) dcForget(destroy bool) {
 // dcAH is the address handle of a DCI's request.
 func (q *qp) dcAH(x fabric.AH) (*ah, error) {
 	a, ok := x.(*ah)
-	if !ok || a == nil || a.dead {
+	if !ok || a == nil || a.Dead() {
 		return nil, fmt.Errorf("%w: a DCI request needs a live address handle of this simulator", fabric.ErrInvalidWR)
 	}
 	if a.pd != q.pd {

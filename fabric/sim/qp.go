@@ -329,7 +329,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
 		mtu: c.prof.Link.MTU, srq: s}
 	if s != nil {
-		s.users++
+		s.Use()
 	}
 	n.qps = append(n.qps, q)
 	n.liveQPs++
@@ -338,14 +338,14 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		ch.attach(rcq, caps.MaxRecvWR, q, "receive")
 	}
 	p.Use()
-	scq.use(1)
-	rcq.use(1)
+	scq.used()
+	rcq.used()
 	if d != nil {
 		if n.tgts == nil {
 			n.tgts = map[*qp]*xrcTarget{}
 		}
 		n.tgts[q] = &xrcTarget{d: d, from: map[uint64]*srq{}}
-		d.users++
+		d.Use()
 	}
 	if init.Type.DC() {
 		n.dcCreated(q, init)
@@ -375,7 +375,7 @@ func (p *pd) qpQueues(init fabric.QPInit) (scq, rcq *cq, caps fabric.QPCaps, s *
 	if !ok1 || !ok2 || scq == nil || rcq == nil {
 		return nil, nil, caps, nil, nil, fmt.Errorf("%w: CreateQP needs a send CQ and a receive CQ of this simulator", fabric.ErrInvalidArg)
 	}
-	if scq.dead || rcq.dead {
+	if scq.Dead() || rcq.Dead() {
 		return nil, nil, caps, nil, nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
 	}
 	caps = init.Caps
@@ -412,11 +412,11 @@ func (q *qp) Destroy() error {
 	}
 	if q.typ == fabric.XRCRecv {
 		q.freeRecvs(q.rqTail)
-		q.tgt().d.users--
+		q.tgt().d.Release()
 		delete(q.nic.tgts, q)
 	} else if q.srq != nil {
 		q.freeRecvs(q.rqTail) // the receives it had taken are discarded
-		q.srq.users--
+		q.srq.Release()
 	}
 	if q.typ.DC() {
 		q.dcForget(true)
@@ -427,8 +427,8 @@ func (q *qp) Destroy() error {
 	q.state = fabric.StateReset
 	q.timerOn = false
 	q.pd.Release()
-	q.scq.use(-1)
-	q.rcq.use(-1)
+	q.scq.unused()
+	q.rcq.unused()
 	q.nic.qps[q.qpn-q.nic.firstQPN] = nil
 	q.nic.liveQPs--
 	return nil
@@ -594,7 +594,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 	}
 	if q.typ == fabric.UD {
 		a, ok := wr.AH.(*ah)
-		if !ok || a == nil || a.dead {
+		if !ok || a == nil || a.Dead() {
 			return fmt.Errorf("%w: UD send needs a live address handle of this simulator", fabric.ErrInvalidWR)
 		}
 		if a.pd != q.pd {

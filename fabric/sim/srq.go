@@ -19,19 +19,19 @@ import (
 // host.post_recv_ns per receive and serializes the posting threads on the
 // queue's own lock, as PostRecv on a queue pair does.
 type srq struct {
-	c      *Cluster
-	nic    *nic
-	pd     *pd
-	maxWR  int
-	ring   []rqe  // the pool: entries [head, tail), grown as receives are posted
-	head   uint64 // next receive to give
-	tail   uint64 // next slot to post into
-	seen   uint64 // receives the translation pipeline has looked up (tpt.go)
-	out    int    // receives posted and not yet released by polling (the slots in use)
-	limit  int    // armed limit; 0 when disarmed
-	fired  bool   // the limit event fired and LimitReached has not consumed it
-	users  int    // attached queue pairs
-	dead   bool
+	c     *Cluster
+	nic   *nic
+	pd    *pd
+	maxWR int
+	ring  []rqe  // the pool: entries [head, tail), grown as receives are posted
+	head  uint64 // next receive to give
+	tail  uint64 // next slot to post into
+	seen  uint64 // receives the translation pipeline has looked up (tpt.go)
+	out   int    // receives posted and not yet released by polling (the slots in use)
+	limit int    // armed limit; 0 when disarmed
+	fired bool   // the limit event fired and LimitReached has not consumed it
+	// Its users: attached queue pairs.
+	fabric.Lifecycle
 	recvLk lockState // serializes PostRecv across threads
 	id     int       // its index on the NIC; its number is id+1
 	xrcd   *xrcd     // an XRC SRQ's domain, or nil
@@ -54,7 +54,7 @@ func (s *srq) Number() uint32 { return uint32(s.id + 1) }
 
 func (s *srq) nodeID() int { return s.nic.node.id }
 
-func (s *srq) openDesc() (string, bool) { return s.String(), !s.dead }
+func (s *srq) openDesc() (string, bool) { return s.String(), !s.Dead() }
 
 // CreateSRQ implements fabric.PD. It costs what creating a queue pair does
 // (an estimate: both are one command to the device).
@@ -79,8 +79,8 @@ func (p *pd) CreateSRQ(init fabric.SRQInit) (fabric.SRQ, error) {
 	n.srqs = append(n.srqs, s)
 	p.Use()
 	if d != nil {
-		d.users++
-		xcq.users++
+		d.Use()
+		xcq.Use()
 	}
 	if ch := c.chk; ch != nil {
 		ch.objs = append(ch.objs, s)
@@ -100,7 +100,7 @@ func (s *srq) arm(limit int) error {
 
 func (s *srq) ArmLimit(limit int) error {
 	s.c.enter(ns(s.c.prof.Setup.ModifyQPUS * 1000))
-	if err := fabric.CheckSRQAlive(s, s.dead); err != nil {
+	if err := fabric.CheckSRQAlive(s, s.Dead()); err != nil {
 		return err
 	}
 	return s.arm(limit)
@@ -115,7 +115,7 @@ func (s *srq) LimitReached() bool {
 
 func (s *srq) Destroy() error {
 	s.c.enter(0)
-	if err := fabric.CheckDestroySRQ(s, s.dead, s.users); err != nil {
+	if err := s.End(fabric.CheckDestroySRQ(s, s.Dead(), s.Users()), s.used()...); err != nil {
 		return err
 	}
 	if ch := s.c.chk; ch != nil {
@@ -125,20 +125,14 @@ func (s *srq) Destroy() error {
 			}
 		}
 	}
-	s.dead = true
 	s.head = s.tail
-	s.pd.Release()
-	if s.xrcd != nil {
-		s.xrcd.users--
-		s.cq.users--
-	}
 	return nil
 }
 
 func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	c := s.c
 	c.enter(0)
-	if s.dead {
+	if s.Dead() {
 		return 0, fabric.CheckSRQAlive(s, true)
 	}
 	c.acquire(&s.recvLk)
@@ -234,11 +228,20 @@ func (s *srq) namesMR(m *mr) bool {
 func (p *pd) attachable(q fabric.SRQ) (*srq, error) {
 	s, ok := q.(*srq)
 	mine := ok && s != nil
-	if err := fabric.CheckAttachSRQ(s, mine, mine && s.dead, mine && s.pd == p, "this simulator's"); err != nil {
+	if err := fabric.CheckAttachSRQ(s, mine, mine && s.Dead(), mine && s.pd == p, "this simulator's"); err != nil {
 		return nil, err
 	}
 	if s.xrcd != nil {
 		return nil, fmt.Errorf("%w: %v is reached by XRC target queue pairs through its number; no queue pair attaches to it", fabric.ErrInvalidArg, s)
 	}
 	return s, nil
+}
+
+// used are the objects s uses, each of which counts it: its protection
+// domain, and an XRC SRQ's domain and completion queue.
+func (s *srq) used() []*fabric.Lifecycle {
+	if s.xrcd == nil {
+		return []*fabric.Lifecycle{&s.pd.Lifecycle}
+	}
+	return []*fabric.Lifecycle{&s.pd.Lifecycle, &s.xrcd.Lifecycle, &s.cq.Lifecycle}
 }

@@ -181,8 +181,7 @@ type cq struct {
 	head    int
 	overrun bool
 	lost    int64
-	dead    bool
-	users   int
+	fabric.Lifecycle
 	// Entries of the queues attached (checker), and whether their excess
 	// over depth was reported.
 	attached int
@@ -208,7 +207,7 @@ type cqe struct {
 // push queues wc, which releases q's slots before free (of its receive
 // queue when recv) once it is polled.
 func (q *cq) push(wc fabric.WC, qp *qp, free uint64, recv bool) {
-	if q == nil || q.dead { // nil: an XRC receive whose slot was discarded
+	if q == nil || q.Dead() { // nil: an XRC receive whose slot was discarded
 		return
 	}
 	if q.len() >= q.depth {
@@ -234,7 +233,7 @@ func (q *cq) push(wc fabric.WC, qp *qp, free uint64, recv bool) {
 func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 	c := q.c
 	c.enter(0)
-	if q.dead {
+	if q.Dead() {
 		return 0, fmt.Errorf("%w: completion queue destroyed", fabric.ErrClosed)
 	}
 	c.acquire(&q.pollLk)
@@ -267,11 +266,7 @@ func (q *cq) Poll(wcs []fabric.WC) (int, error) {
 
 func (q *cq) Destroy() error {
 	q.c.enter(0)
-	if err := fabric.CheckDestroyCQ(q.dead, q.users); err != nil {
-		return err
-	}
-	q.dead = true
-	return nil
+	return q.End(fabric.CheckDestroyCQ(q.Dead(), q.Users()))
 }
 
 // ah implements fabric.AH.
@@ -279,16 +274,11 @@ type ah struct {
 	pd   *pd
 	dest fabric.Address
 	node int
-	dead bool
+	fabric.Lifecycle
 }
 
 func (a *ah) Dest() fabric.Address { return a.dest }
 
 func (a *ah) Destroy() error {
-	if err := fabric.CheckDestroyAH(a.dead); err != nil {
-		return err
-	}
-	a.dead = true
-	a.pd.Release()
-	return nil
+	return a.End(fabric.CheckDestroyAH(a.Dead()), &a.pd.Lifecycle)
 }

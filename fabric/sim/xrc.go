@@ -33,11 +33,11 @@ const hdrXRCETH = 4
 
 // xrcd implements fabric.XRCD.
 type xrcd struct {
-	nic   *nic
-	pd    *pd
-	id    int
-	users int // XRC SRQs and target queue pairs open in it
-	dead  bool
+	nic *nic
+	pd  *pd
+	id  int
+	// Its users: XRC SRQs and target queue pairs open in it.
+	fabric.Lifecycle
 }
 
 var _ fabric.XRCD = (*xrcd)(nil)
@@ -55,7 +55,7 @@ func (d *xrcd) String() string { return fmt.Sprintf("XRCD %d on node %d", d.id, 
 
 func (d *xrcd) nodeID() int { return d.nic.node.id }
 
-func (d *xrcd) openDesc() (string, bool) { return d.String(), !d.dead }
+func (d *xrcd) openDesc() (string, bool) { return d.String(), !d.Dead() }
 
 // OpenXRCD implements fabric.PD. It costs what creating a queue pair does
 // (an estimate: one command to the device).
@@ -76,19 +76,14 @@ func (p *pd) OpenXRCD() (fabric.XRCD, error) {
 
 func (d *xrcd) Close() error {
 	d.pd.c.enter(0)
-	if err := fabric.CheckCloseXRCD(d, d.dead, d.users); err != nil {
-		return err
-	}
-	d.dead = true
-	d.pd.Release()
-	return nil
+	return d.End(fabric.CheckCloseXRCD(d, d.Dead(), d.Users()), &d.pd.Lifecycle)
 }
 
 // domain returns the XRC domain x of p's NIC, alive, for what.
 func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
 	d, ok := x.(*xrcd)
 	mine := ok && d != nil && d.nic == p.nic
-	if err := fabric.CheckXRCD(what, mine, mine && d.dead); err != nil {
+	if err := fabric.CheckXRCD(what, mine, mine && d.Dead()); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -99,7 +94,7 @@ func (p *pd) domain(x fabric.XRCD, what string) (*xrcd, error) {
 func (p *pd) localCQ(x fabric.CQ) (q *cq, mine, dead bool) {
 	q, ok := x.(*cq)
 	mine = ok && q != nil && q.nic == p.nic
-	return q, mine, mine && q.dead
+	return q, mine, mine && q.Dead()
 }
 
 // xrcQueues checks the arguments of an XRC queue pair: an XRCSend one has
@@ -116,7 +111,7 @@ func (p *pd) xrcQueues(init fabric.QPInit) (scq *cq, caps fabric.QPCaps, d *xrcd
 	}
 	scq, ok := init.SendCQ.(*cq)
 	mine := ok && scq != nil
-	if err = fabric.CheckSendCQ(mine, mine && scq.dead, "this simulator"); err != nil {
+	if err = fabric.CheckSendCQ(mine, mine && scq.Dead(), "this simulator"); err != nil {
 		return nil, caps, nil, err
 	}
 	caps = init.Caps
@@ -132,7 +127,7 @@ func (q *qp) tgt() *xrcTarget { return q.nic.tgts[q] }
 // invalid-request NAK).
 func (q *qp) xrcTake(p *packet) bool {
 	s := q.nic.srqNumbered(p.qkey)
-	if s == nil || s.dead || s.xrcd != q.tgt().d {
+	if s == nil || s.Dead() || s.xrcd != q.tgt().d {
 		q.nakSent = true
 		q.responderError(nakInvalid, p.psn)
 		return false
@@ -200,11 +195,17 @@ func peers(qt, pt fabric.QPType) bool {
 		qt == fabric.DCI && pt == fabric.DCT || qt == fabric.DCT && pt == fabric.DCI
 }
 
-// use adds k to the users of q, which may be nil (an XRC queue pair has
-// no receive CQ, a target no send CQ either).
-func (q *cq) use(k int) {
+// used counts one more user of q and unused one fewer; q may be nil (an
+// XRC queue pair has no receive CQ, a target no send CQ either).
+func (q *cq) used() {
 	if q != nil {
-		q.users += k
+		q.Use()
+	}
+}
+
+func (q *cq) unused() {
+	if q != nil {
+		q.Release()
 	}
 }
 
