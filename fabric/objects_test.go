@@ -117,3 +117,49 @@ func TestXRCSRQObjects(t *testing.T) {
 		t.Errorf("CQ without a domain: %v, want ErrInvalidArg", err)
 	}
 }
+
+// TestDomainAndRegionLifecycle walks a protection domain and a memory
+// region through their lives as the backends drive them: a step's
+// sentinel (nil: none), and the domain's users and deadness after it.
+func TestDomainAndRegionLifecycle(t *testing.T) {
+	var d fabric.Domain
+	r := &fabric.Region{Node: 1, Key: 0x142, Base: 4096, Access: fabric.AccessLocalWrite, Domain: &d}
+	for _, step := range []struct {
+		name  string
+		do    func() error
+		want  error
+		users int
+		dead  bool
+	}{
+		{"register out of range", func() error { return d.Register(0, 64, 0, "") }, fabric.ErrInvalidArg, 0, false},
+		{"register", func() error { return d.Register(64, 64, fabric.AccessLocalWrite, "") }, nil, 1, false},
+		{"free in use", d.Free, fabric.ErrBusy, 1, false},
+		{"deregister", r.Deregister, nil, 0, false},
+		{"deregister twice", r.Deregister, fabric.ErrClosed, 0, false},
+		{"free", d.Free, nil, 0, true},
+		{"free twice", d.Free, fabric.ErrClosed, 0, true},
+		{"register on a freed domain", func() error { return d.Register(64, 64, 0, "") }, fabric.ErrClosed, 0, true},
+	} {
+		err := step.do()
+		if step.want == nil && err != nil || step.want != nil && !errors.Is(err, step.want) {
+			t.Fatalf("%s: %v, want %v", step.name, err, step.want)
+		}
+		if d.Users() != step.users || d.Dead() != step.dead {
+			t.Fatalf("%s: domain has %d users, dead %v; want %d, %v", step.name, d.Users(), d.Dead(), step.users, step.dead)
+		}
+	}
+	if !r.Dead() || r.String() != "MR(node 1, key 0x142)" || r.SGE(8, 16) != (fabric.SGE{Addr: 4104, Length: 16, LKey: 0x142}) {
+		t.Errorf("region after its life: dead %v, %v, %+v", r.Dead(), r, r.SGE(8, 16))
+	}
+	for _, tc := range []struct {
+		addr, n uint64
+		off     uint64
+		ok      bool
+	}{
+		{4096, 64, 0, true}, {4100, 60, 4, true}, {4100, 61, 0, false}, {4095, 1, 0, false}, {^uint64(0), 2, 0, false},
+	} {
+		if off, ok := r.Offset(tc.addr, tc.n, 64); off != tc.off || ok != tc.ok {
+			t.Errorf("Offset(%d, %d) in 64 bytes at 4096 = %d, %v; want %d, %v", tc.addr, tc.n, off, ok, tc.off, tc.ok)
+		}
+	}
+}
