@@ -143,6 +143,17 @@ func (s Simulator) Open(cfg Config, prof *sim.Profile) (*SimCluster, error) {
 	return &SimCluster{Cluster: c, net: net, prof: prof, cfg: cfg, opt: opt}, nil
 }
 
+// Cluster opens a single-switch simulated cluster for a runner of its
+// own (a query, an I-Store point): nodes nodes, seed, queue-pair
+// numbering and payload mode, on the profile prof changed as the options
+// ask (ChangeProfile), with the options' faults and the rest (Open).
+func (s Simulator) Cluster(nodes int, seed, qpNumbering uint64, payload bool, prof *sim.Profile) (*SimCluster, error) {
+	if err := s.Options.ChangeProfile(prof); err != nil {
+		return nil, err
+	}
+	return s.Open(Config{Nodes: nodes, Seed: seed, QPNumbering: qpNumbering, Payload: payload}, prof)
+}
+
 // Fabric is the simulated cluster.
 func (s *SimCluster) Fabric() fabric.Fabric { return s.Cluster }
 

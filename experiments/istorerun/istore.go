@@ -131,10 +131,7 @@ func RunStarJoinSim(cfg StarJoinConfig, opt engine.SimOptions) (*StarJoinResult,
 	if err != nil {
 		return nil, err
 	}
-	if err := opt.ChangeProfile(prof); err != nil {
-		return nil, err
-	}
-	sc, err := engine.Simulator{Options: opt}.Open(engine.Config{Nodes: cfg.Nodes, Seed: cfg.Seed, QPNumbering: cfg.QPNumbering, Payload: cfg.Payload}, prof)
+	sc, err := engine.Simulator{Options: opt}.Cluster(cfg.Nodes, cfg.Seed, cfg.QPNumbering, cfg.Payload, prof)
 	if err != nil {
 		return nil, err
 	}
