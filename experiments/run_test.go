@@ -79,29 +79,54 @@ func TestUDLossEndsCleanly(t *testing.T) {
 	}
 }
 
+// refusal is how a test expects a configuration to be refused: naming a
+// setting (a setting.Error), wrapping a sentinel, or, where the error has
+// no type of its own, in words.
+type refusal struct {
+	setting string
+	is      error
+	words   string
+}
+
+// check reports what err lacks of the refusal r ("" when nothing).
+func (r refusal) check(err error) string {
+	switch {
+	case err == nil:
+		return "no error"
+	case r.setting != "" && !refuses(err, r.setting):
+		return "no setting.Error naming " + r.setting
+	case r.is != nil && !errors.Is(err, r.is):
+		return fmt.Sprintf("not %v", r.is)
+	case r.words != "" && !strings.Contains(err.Error(), r.words):
+		return fmt.Sprintf("no mention of %q", r.words)
+	}
+	return ""
+}
+
 func TestRunBadInput(t *testing.T) {
 	for _, tc := range []struct {
+		name string
 		cfg  RunConfig
-		want string
+		want refusal
 	}{
-		{RunConfig{Design: "XX/YY", Nodes: 2}, "unknown design"},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Threads: 100}, "Threads 100"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 2, MsgBytes: 8192}, "MTU"},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Pattern: "sideways"}, "pattern"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 4, Pattern: "multicast:2"}, "two transmission groups"},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 4, Pattern: "multicast:5"}, "multicast:K"},
-		{RunConfig{Design: "qperf", Nodes: 1}, "at least 2"},
-		{RunConfig{Design: "qperf", Nodes: 4, Pattern: algos.Broadcast}, "all-to-all"},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Buffers: 1, CreditEvery: 2}, "credit every 2"},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 2, Profile: "nope"}, "unknown profile"},
+		{"unknown design", RunConfig{Design: "XX/YY", Nodes: 2}, refusal{words: "unknown design"}},
+		{"threads", RunConfig{Design: "MEMQ/SR", Nodes: 2, Threads: 100}, refusal{setting: "Threads"}},
+		{"above the MTU", RunConfig{Design: "MESQ/SR", Nodes: 2, MsgBytes: 8192}, refusal{setting: "MsgBytes"}},
+		{"unknown pattern", RunConfig{Design: "MEMQ/SR", Nodes: 2, Pattern: "sideways"}, refusal{is: algos.ErrConfig}},
+		{"two transmission groups", RunConfig{Design: "MESQ/SR", Nodes: 4, Pattern: "multicast:2"}, refusal{setting: "Pattern"}},
+		{"multicast beyond the nodes", RunConfig{Design: "MEMQ/SR", Nodes: 4, Pattern: "multicast:5"}, refusal{is: algos.ErrConfig}},
+		{"qperf on one node", RunConfig{Design: "qperf", Nodes: 1}, refusal{setting: "Nodes"}},
+		{"qperf broadcasting", RunConfig{Design: "qperf", Nodes: 4, Pattern: algos.Broadcast}, refusal{setting: "Pattern"}},
+		{"credit beyond the buffers", RunConfig{Design: "MEMQ/SR", Nodes: 2, Buffers: 1, CreditEvery: 2}, refusal{is: algos.ErrConfig}},
+		{"unknown profile", RunConfig{Design: "MEMQ/SR", Nodes: 2, Profile: "nope"}, refusal{words: "unknown profile"}},
 	} {
-		t.Run(tc.want, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			if tc.cfg.Profile == "" {
 				tc.cfg.Profile = "edr-cx4"
 			}
 			_, err := Run(tc.cfg)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			if lack := tc.want.check(err); lack != "" {
+				t.Fatalf("got %v: %s", err, lack)
 			}
 		})
 	}
@@ -124,7 +149,7 @@ func TestWriteNotifyVariants(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Run(RunConfig{Design: "MEMQ/WR", Notify: "smoke", Nodes: 2, Profile: "edr-cx4"}); err == nil || !strings.Contains(err.Error(), "smoke") {
+	if _, err := Run(RunConfig{Design: "MEMQ/WR", Notify: "smoke", Nodes: 2, Profile: "edr-cx4"}); !errors.Is(err, algos.ErrConfig) || !strings.Contains(err.Error(), "smoke") {
 		t.Fatalf("unknown variant: %v", err)
 	}
 }
@@ -190,18 +215,18 @@ func TestAdaptiveIntegrity(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		cfg  RunConfig
-		want string
+		cfg     RunConfig
+		setting string
 	}{
-		{RunConfig{Design: "IPoIB", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
-		{RunConfig{Design: "MPI", Nodes: 2, Adaptive: true}, "adaptive buffers apply"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 2, MaxBuffers: 4}, "adaptive buffers only"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 2, Adaptive: true, Buffers: 8, MaxBuffers: 4}, "below the 8 buffers"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 2, NodeCycles: []int64{-1}}, "must not be negative"},
+		{RunConfig{Design: "IPoIB", Nodes: 2, Adaptive: true}, "Adaptive"},
+		{RunConfig{Design: "MPI", Nodes: 2, Adaptive: true}, "Adaptive"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 2, MaxBuffers: 4}, "MaxBuffers"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 2, Adaptive: true, Buffers: 8, MaxBuffers: 4}, "MaxBuffers"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 2, NodeCycles: []int64{-1}}, "NodeCycles"},
 	} {
 		tc.cfg.Profile = "edr-cx4"
-		if _, err := Run(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: got %v, want %q", tc.cfg, err, tc.want)
+		if _, err := Run(tc.cfg); !refuses(err, tc.setting) {
+			t.Errorf("%+v: got %v, want it refused naming %s", tc.cfg, err, tc.setting)
 		}
 	}
 }
@@ -289,7 +314,7 @@ func TestUDRecovery(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Run(RunConfig{Design: "MEMQ/SR", Nodes: 2, Profile: "edr-cx4", UDRecovery: true}); err == nil || !strings.Contains(err.Error(), "UD designs") {
+	if _, err := Run(RunConfig{Design: "MEMQ/SR", Nodes: 2, Profile: "edr-cx4", UDRecovery: true}); !refuses(err, "UDRecovery") {
 		t.Fatalf("--ud-recovery on RC: %v", err)
 	}
 }
