@@ -1,10 +1,12 @@
 package experiments
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/algos"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -25,11 +27,11 @@ func TestDCDesignsUnderFaults(t *testing.T) {
 			rules   []sim.Rule
 			faults  sim.Faults
 			retry   int
-			wantErr string // "" for an exact delivery
+			wantErr fabric.Status // success for an exact delivery
 		}{
 			{name: "connects lost", rules: []sim.Rule{lose("DC_CONNECT", 3, 2), lose("DC_CONNECT_ACK", 5, 1)}, retry: -1},
 			{name: "loss and duplication", faults: sim.Faults{Loss: 0.01, Duplicate: 0.01}, retry: -1},
-			{name: "connects lost for good", rules: []sim.Rule{lose("DC_CONNECT", 4, 1<<20)}, retry: 1, wantErr: "retry exceeded"},
+			{name: "connects lost for good", rules: []sim.Rule{lose("DC_CONNECT", 4, 1<<20)}, retry: 1, wantErr: fabric.StatusRetryExceeded},
 		} {
 			t.Run(strings.ReplaceAll(design, "/", "-")+"/"+tc.name, func(t *testing.T) {
 				c := goldenBase()
@@ -38,9 +40,10 @@ func TestDCDesignsUnderFaults(t *testing.T) {
 				plan.Rules, plan.RetryCnt, plan.AckTimeout = tc.rules, tc.retry, 10
 				var st sim.Stats
 				rec, err := RunSim(c, SimOptions{Plan: plan, Faults: tc.faults, Inspect: func(cl *sim.Cluster) { st = cl.Stats() }})
-				if tc.wantErr != "" {
-					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-						t.Fatalf("got %v, want an error saying %q", err, tc.wantErr)
+				if tc.wantErr != fabric.StatusSuccess {
+					var ce *fabric.CompletionError
+					if !errors.As(err, &ce) || ce.WC.Status != tc.wantErr {
+						t.Fatalf("got %v, want a completion with status %v", err, tc.wantErr)
 					}
 					return
 				}

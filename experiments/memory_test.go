@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestCheckMemory(t *testing.T) {
 		{RunConfig{Design: "MEMQ/SR", Nodes: 64, Threads: 2, Buffers: 2, Payload: true}, 1 * gib, "fewer nodes"},
 	} {
 		err := CheckMemory(tc.cfg, tc.available)
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s, %d nodes, %d GiB: got %v, want %q", tc.cfg.Design, tc.cfg.Nodes, tc.available/gib, err, tc.want)
 		}
 	}
