@@ -1,8 +1,9 @@
 package netbuild_test
 
 import (
-	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"

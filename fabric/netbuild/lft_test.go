@@ -2,12 +2,13 @@ package netbuild_test
 
 import (
 	"bufio"
-	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/route"

@@ -2,9 +2,10 @@ package netbuild_test
 
 import (
 	"errors"
-	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"strings"
 	"testing"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/fabrictest"
@@ -380,8 +381,8 @@ func TestVLRefusals(t *testing.T) {
 		b := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 4, Levels: 2, VLs: tc.vls}, 4)
 		b.Fabric.Arbitration = tc.arb
 		_, err := sim.New(sim.Config{Nodes: 4, Profile: p, Fabric: b.Fabric})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		if !errors.Is(err, sim.ErrFabric) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want sim.ErrFabric saying %q", tc.name, err, tc.want)
 		}
 	}
 }
