@@ -138,31 +138,39 @@ func TestLayeringCoversTree(t *testing.T) {
 // TestNoGoStatements: packages held to the execution contract start
 // threads with Thread.Spawn, never with a go statement.
 func TestNoGoStatements(t *testing.T) {
-	fset := token.NewFileSet()
 	for _, l := range layers {
 		if !l.execs {
 			continue
 		}
-		dir := filepath.Join("..", filepath.FromSlash(l.pkg))
-		entries, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		inspect(t, l.pkg, func(fset *token.FileSet, n ast.Node) {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s: go statement; use fabric.Thread.Spawn", fset.Position(g.Pos()))
+			}
+		})
+	}
+}
+
+// inspect parses the non-test files of the package pkg (relative to the
+// module) and calls visit on every node of their syntax.
+func inspect(t *testing.T, pkg string, visit func(*token.FileSet, ast.Node)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob(filepath.Join("..", filepath.FromSlash(pkg), "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, path := range entries {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				if g, ok := n.(*ast.GoStmt); ok {
-					t.Errorf("%s: go statement; use fabric.Thread.Spawn", fset.Position(g.Pos()))
-				}
-				return true
-			})
-		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			visit(fset, n)
+			return true
+		})
 	}
 }
 
@@ -197,39 +205,21 @@ func TestRunLayerWalk(t *testing.T) {
 			}
 		}
 	}
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join("..", "experiments", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	calls := map[string]int{}
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.SelectorExpr:
-				if x, ok := n.X.(*ast.Ident); ok {
-					name := x.Name + "." + n.Sel.Name
-					if name == "fabric.Thread" {
-						t.Errorf("%s: the root names fabric.Thread: code a backend runs belongs below the root (the engine or a runner)", fset.Position(n.Pos()))
-					}
-				}
-			case *ast.CallExpr:
-				if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
-					if x, ok := sel.X.(*ast.Ident); ok {
-						calls[x.Name+"."+sel.Sel.Name]++
-					}
+	inspect(t, "experiments", func(fset *token.FileSet, n ast.Node) {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok && x.Name == "fabric" && n.Sel.Name == "Thread" {
+				t.Errorf("%s: the root names fabric.Thread: code a backend runs belongs below the root (the engine or a runner)", fset.Position(n.Pos()))
+			}
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok {
+					calls[x.Name+"."+sel.Sel.Name]++
 				}
 			}
-			return true
-		})
-	}
+		}
+	})
 	for pkg, call := range runners {
 		if calls[call] != 1 {
 			t.Errorf("the root calls %s (%s) %d times; the walk wants one call, from Exec", call, pkg, calls[call])
