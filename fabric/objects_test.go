@@ -15,7 +15,7 @@ func (n named) String() string { return string(n) }
 // that keep verbs objects share: each error's sentinel and wording, and
 // nil where nothing is wrong.
 func TestObjectChecks(t *testing.T) {
-	s, d := named("SRQ 1 on node 0"), named("XRCD 1 on node 0")
+	s, d, qp := named("SRQ 1 on node 0"), named("XRCD 1 on node 0"), named("RC QP 0x100 on node 0")
 	xrcd := struct{ fabric.XRCD }{}
 	cq := struct{ fabric.CQ }{}
 	for _, tc := range []struct {
@@ -67,6 +67,20 @@ func TestObjectChecks(t *testing.T) {
 		{"XRC target", fabric.CheckXRCQPInit(fabric.QPInit{Type: fabric.XRCRecv, XRCD: xrcd}), nil, ""},
 		{"send CQ foreign", fabric.CheckSendCQ(false, false, "this loopback device"), fabric.ErrInvalidArg, "CreateQP needs a send CQ of this loopback device"},
 		{"send CQ destroyed", fabric.CheckSendCQ(true, true, "x"), fabric.ErrClosed, "CreateQP with a destroyed CQ"},
+		{"send slot", fabric.CheckSendSlot(qp, 3, 4), nil, ""},
+		{"send queue full", fabric.CheckSendSlot(qp, 4, 4), fabric.ErrQueueFull, "RC QP 0x100 on node 0 send queue holds 4 requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)"},
+		{"UD send", fabric.CheckUDSend(true, true, 4096, 4096, "simulator"), nil, ""},
+		{"UD send, dead AH", fabric.CheckUDSend(false, false, 1, 4096, "simulator"), fabric.ErrInvalidWR, "UD send needs a live address handle of this simulator"},
+		{"UD send, other PD", fabric.CheckUDSend(true, false, 1, 4096, "x"), fabric.ErrInvalidWR, "address handle from another protection domain"},
+		{"UD send above the MTU", fabric.CheckUDSend(true, true, 4097, 4096, "x"), fabric.ErrMsgTooLarge, "UD message of 4097 bytes exceeds the MTU of 4096 bytes"},
+		{"size", (&fabric.SendWR{Local: fabric.SGE{Length: 1 << 31}}).CheckSize(fabric.RC, 0), nil, ""},
+		{"size above 2 GiB", (&fabric.SendWR{Local: fabric.SGE{Length: 1<<31 + 1}}).CheckSize(fabric.RC, 0), fabric.ErrMsgTooLarge, "message of 2147483649 bytes exceeds 2 GiB"},
+		{"inline too large", (&fabric.SendWR{Local: fabric.SGE{Length: 65}, Flags: fabric.Inline}).CheckSize(fabric.UD, 64), fabric.ErrInlineTooLarge, "65 bytes inline, queue pair allows 64"},
+		{"post recv", fabric.CheckPostRecv(qp, fabric.RC, fabric.StateInit, false, nil, false), nil, ""},
+		{"post recv destroyed", fabric.CheckPostRecv(qp, fabric.RC, fabric.StateInit, true, nil, false), fabric.ErrClosed, "RC QP 0x100 on node 0"},
+		{"post recv XRC", fabric.CheckPostRecv(qp, fabric.XRCRecv, fabric.StateInit, false, nil, false), fabric.ErrInvalidArg, "RC QP 0x100 on node 0 has no receive queue (XRC receives are posted to an XRC SRQ)"},
+		{"post recv attached", fabric.CheckPostRecv(qp, fabric.RC, fabric.StateInit, false, s, true), fabric.ErrInvalidArg, "RC QP 0x100 on node 0 takes its receives from SRQ 1 on node 0: post them there"},
+		{"post recv in RESET", fabric.CheckPostRecv(qp, fabric.RC, fabric.StateReset, false, nil, false), fabric.ErrBadState, "RC QP 0x100 on node 0 is in RESET; PostRecv needs INIT or later"},
 	} {
 		switch {
 		case tc.want == nil && tc.err != nil:

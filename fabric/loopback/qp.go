@@ -330,9 +330,8 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 }
 
 func (q *qp) postOne(wr *fabric.SendWR) error {
-	if q.sqTail-q.sqFree >= uint64(q.caps.MaxSendWR) {
-		return fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
-			fabric.ErrQueueFull, q, q.caps.MaxSendWR)
+	if err := fabric.CheckSendSlot(q, q.sqTail-q.sqFree, q.caps.MaxSendWR); err != nil {
+		return err
 	}
 	e := sqe{wr: *wr, length: int(wr.Local.Length)}
 	if err := wr.CheckOp(q.typ); err != nil {
@@ -340,14 +339,9 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 	}
 	if q.typ == fabric.UD {
 		a, ok := wr.AH.(*ah)
-		if !ok || a == nil || a.Dead() {
-			return fmt.Errorf("%w: UD send needs a live address handle of this loopback device", fabric.ErrInvalidWR)
-		}
-		if a.pd != q.pd {
-			return fmt.Errorf("%w: address handle from another protection domain", fabric.ErrInvalidWR)
-		}
-		if mtu := q.n.net.lim.MTU; e.length > mtu {
-			return fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, e.length, mtu)
+		live := ok && a != nil && !a.Dead()
+		if err := fabric.CheckUDSend(live, live && a.pd == q.pd, e.length, q.n.net.lim.MTU, "loopback device"); err != nil {
+			return err
 		}
 		e.ah = a
 	} else if q.typ == fabric.DCI {
@@ -357,13 +351,10 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 		}
 		e.ah = a
 	}
-	if q.typ != fabric.UD && int64(e.length) > 1<<31 {
-		return fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, e.length)
+	if err := wr.CheckSize(q.typ, q.caps.MaxInline); err != nil {
+		return err
 	}
 	if wr.Flags&fabric.Inline != 0 {
-		if e.length > q.caps.MaxInline {
-			return fmt.Errorf("%w: %d bytes inline, queue pair allows %d", fabric.ErrInlineTooLarge, e.length, q.caps.MaxInline)
-		}
 		// The caller owns the bytes and holds the gate: copy them now.
 		if src, ok := q.n.findByAddr(wr.Local.Addr, e.length); ok {
 			e.inline = append([]byte(nil), src...)
@@ -395,20 +386,8 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	n := q.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if q.destroyed {
-		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
-	}
-	if q.typ == fabric.XRCSend || q.typ == fabric.XRCRecv {
-		return 0, fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", fabric.ErrInvalidArg, q)
-	}
-	if err := fabric.CheckPostRecvDC(q, q.typ); err != nil {
+	if err := fabric.CheckPostRecv(q, q.typ, q.state, q.destroyed, q.srq, q.srq != nil); err != nil {
 		return 0, err
-	}
-	if q.srq != nil {
-		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)
-	}
-	if q.state == fabric.StateReset {
-		return 0, fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", fabric.ErrBadState, q)
 	}
 	for i := range wrs {
 		if q.rqTail-q.rqFree >= uint64(q.caps.MaxRecvWR) {
