@@ -397,3 +397,68 @@ func (r *Region) Offset(addr, n uint64, size int) (uint64, bool) {
 	}
 	return addr - r.Base, true
 }
+
+// The checks a backend that keeps its own queues (sim, loopback) makes of
+// a send at PostSend, beside CheckOp, worded alike in every backend.
+
+// CheckSendSlot refuses a send on q when its send queue, depth requests
+// deep, holds used requests already (ErrQueueFull).
+func CheckSendSlot(q fmt.Stringer, used uint64, depth int) error {
+	if used >= uint64(depth) {
+		return fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
+			ErrQueueFull, q, depth)
+	}
+	return nil
+}
+
+// CheckUDSend checks a UD send's address handle and length: a live
+// handle of this device (live; device names the backend), of the queue
+// pair's protection domain (samePD), and a message within the path MTU.
+func CheckUDSend(live, samePD bool, length, mtu int, device string) error {
+	switch {
+	case !live:
+		return fmt.Errorf("%w: UD send needs a live address handle of this %s", ErrInvalidWR, device)
+	case !samePD:
+		return fmt.Errorf("%w: address handle from another protection domain", ErrInvalidWR)
+	case length > mtu:
+		return fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", ErrMsgTooLarge, length, mtu)
+	}
+	return nil
+}
+
+// CheckSize checks wr's length on a queue pair of type typ: at most 2 GiB
+// on every type but UD (whose limit is the MTU: CheckUDSend), and at most
+// maxInline bytes when it is inline.
+func (wr *SendWR) CheckSize(typ QPType, maxInline int) error {
+	n := int(wr.Local.Length)
+	if typ != UD && int64(n) > 1<<31 {
+		return fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", ErrMsgTooLarge, n)
+	}
+	if wr.Flags&Inline != 0 && n > maxInline {
+		return fmt.Errorf("%w: %d bytes inline, queue pair allows %d", ErrInlineTooLarge, n, maxInline)
+	}
+	return nil
+}
+
+// CheckPostRecv checks PostRecv on q, a queue pair of type typ in state
+// state: not destroyed, of a type with a receive queue of its own (not
+// XRC, not DC: CheckPostRecvDC), not taking its receives from an SRQ
+// (attached: then srq names it), and past RESET.
+func CheckPostRecv(q fmt.Stringer, typ QPType, state QPState, destroyed bool, srq fmt.Stringer, attached bool) error {
+	switch {
+	case destroyed:
+		return fmt.Errorf("%w: %v", ErrClosed, q)
+	case typ == XRCSend || typ == XRCRecv:
+		return fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", ErrInvalidArg, q)
+	}
+	if err := CheckPostRecvDC(q, typ); err != nil {
+		return err
+	}
+	switch {
+	case attached:
+		return fmt.Errorf("%w: %v takes its receives from %v: post them there", ErrInvalidArg, q, srq)
+	case state == StateReset:
+		return fmt.Errorf("%w: %v is in RESET; PostRecv needs INIT or later", ErrBadState, q)
+	}
+	return nil
+}
