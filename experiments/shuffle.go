@@ -307,6 +307,7 @@ func buildRecord(cfg RunConfig, design CatalogueEntry, backend string, res []nod
 		rec.RecvPoolPer = max(rec.RecvPoolPer, info.RecvPoolBytes)
 		creditNS += info.CreditNS
 		rec.CreditWrites += info.CreditWrites
+		rec.CreditRepeats += info.CreditRepeats
 		rec.Retransmits += info.Retransmits
 		rec.Duplicates += info.Duplicates
 		rec.RecvBuffersMean += info.RecvBuffersMean / float64(n)
