@@ -353,13 +353,6 @@ func (e *sqsr) receiving() receiving {
 			if err != nil {
 				return 0, err
 			}
-			if n > 0 && th.Now() >= e.nextRepeat {
-				// A thread that always finds data still repeats the
-				// credit of its quiet connections.
-				if err := e.repeatQuiet(th.Now()); err != nil {
-					return 0, err
-				}
-			}
 			if n == 0 && e.rlanes != nil && e.ready.len() == 0 {
 				// Nothing ready: grow, then wait for the data the new
 				// credit brings (growth is not progress).
@@ -382,12 +375,12 @@ func (e *sqsr) receiving() receiving {
 		// A quiet connection gets its credit repeated: a credit message
 		// may have been lost (repeats.go).
 		idle: func(th fabric.Thread, now, quiet fabric.Time) (fabric.Time, fabric.Time, error) {
-			if now >= e.nextRepeat {
+			if now.Sub(quiet) >= resendQuiet && now >= e.nextRepeat {
 				if err := e.repeatQuiet(now); err != nil {
 					return 0, quiet, err
 				}
 			}
-			next := e.nextRepeat
+			next := max(quiet.Add(resendQuiet), e.nextRepeat)
 			if e.unacked != nil { // this endpoint's sends need acknowledging too
 				_, due, err := e.senderTick(th)
 				if err != nil {
