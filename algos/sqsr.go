@@ -21,8 +21,9 @@ import (
 // and waits for every message, in whatever order UD delivers them. A
 // stream that stays incomplete for the endpoint's timeout fails with an
 // error naming the source and how many messages are missing. Receivers
-// repeat their credit when a connection has been quiet (a credit message
-// can be lost too; absolute values make repeats harmless). There is no
+// repeat a source's credit when its connection has been quiet and the
+// source may be waiting for credit (a credit message can be lost too;
+// absolute values make repeats harmless; repeats.go). There is no
 // send/receive parity step: receives are not per connection on UD, and the
 // leftovers are flushed when the endpoint closes. Loss recovery
 // (Config.Recover) is in udrecovery.go.
@@ -39,10 +40,17 @@ type sqsr struct {
 	ahs   []fabric.AH // per node: its data queue pair, on the data's service level
 	cahs  []fabric.AH // per node: its credit queue pair, on the control's (ahs when the same)
 	peers []udPeer
-	// repeatGap is how long a quiet connection waits before its credit
-	// is repeated again: resendQuiet after data arrived, doubling with
-	// every repeat up to maxResendQuiet.
-	repeatGap fabric.Duration
+	// Credit repeats, per connection (repeats.go): when data from each
+	// source last arrived or its credit was last repeated, how often it
+	// has been repeated since data last arrived (its gap is resendQuiet
+	// doubled that often, at most maxResendQuiet), and when the next
+	// repeat may fall due on any connection (no earlier than
+	// repeatScan after the last look at them).
+	heard      []fabric.Time
+	backoff    []uint8
+	ackSent    []uint64 // with loss recovery: per source, the acknowledgement last sent
+	nextRepeat fabric.Time
+	lastScan   fabric.Time
 
 	sendOff, recvOff, crecvOff, csendOff int
 	recvBytes                            int // GRH + message
@@ -88,6 +96,12 @@ const (
 	// thread every 50 us (16,000 credit messages a second per thread at
 	// 4 nodes) for as long as the stall lasted.
 	maxResendQuiet = 32 * resendQuiet
+	maxBackoff     = 5 // maxResendQuiet = resendQuiet << maxBackoff
+	// repeatScan is the shortest time between two looks at the
+	// connections for repeats that fell due: a repeat goes out up to
+	// this much after its connection's gap has passed, and a receiving
+	// thread does not walk its 1024 connections after every message.
+	repeatScan = resendQuiet / 2
 )
 
 // OpenSQSR opens an SQ/SR endpoint on the calling thread's node; every node
@@ -169,6 +183,7 @@ func (e *sqsr) growStarving(th fabric.Thread) (int, error) {
 		}
 		grown++
 		v, ok := e.cr[s].Posted(1)
+		e.armRepeat(s)
 		if !ok {
 			v, ok = e.cr[s].Flush()
 		}
@@ -338,9 +353,6 @@ func (e *sqsr) receiving() receiving {
 			if err != nil {
 				return 0, err
 			}
-			if n > 0 {
-				e.repeatGap = 0
-			}
 			if n == 0 && e.rlanes != nil && e.ready.len() == 0 {
 				// Nothing ready: grow, then wait for the data the new
 				// credit brings (growth is not progress).
@@ -361,18 +373,14 @@ func (e *sqsr) receiving() receiving {
 			return d, err
 		},
 		// A quiet connection gets its credit repeated: a credit message
-		// may have been lost. The repeats back off while it stays quiet.
+		// may have been lost (repeats.go).
 		idle: func(th fabric.Thread, now, quiet fabric.Time) (fabric.Time, fabric.Time, error) {
-			gap := max(e.repeatGap, resendQuiet)
-			if now.Sub(quiet) >= gap {
-				if err := e.resendCredit(); err != nil {
+			if now.Sub(quiet) >= resendQuiet && now >= e.nextRepeat {
+				if err := e.repeatQuiet(now); err != nil {
 					return 0, quiet, err
 				}
-				quiet = now
-				e.repeatGap = min(2*gap, maxResendQuiet)
-				gap = e.repeatGap
 			}
-			next := quiet.Add(gap)
+			next := max(quiet.Add(resendQuiet), e.nextRepeat)
 			if e.unacked != nil { // this endpoint's sends need acknowledging too
 				_, due, err := e.senderTick(th)
 				if err != nil {
@@ -432,6 +440,7 @@ func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 	if err := e.counts[h.src].Add(h.seq, h.flags&flagDepleted != 0); err != nil {
 		return fmt.Errorf("from node %d: %w", h.src, err)
 	}
+	e.heardFrom(h.src, th.Now())
 	d := Delivery{Src: h.src, Data: buf[HeaderBytes : HeaderBytes+h.n], N: h.n, Tuples: h.tuples, Sum: h.sum, id: slot}
 	if e.rlanes != nil {
 		l := e.rlanes[h.src]
@@ -470,6 +479,9 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	binary.LittleEndian.PutUint16(m[2:], uint16(e.me))
 	binary.LittleEndian.PutUint64(m[8:], v)
 	binary.LittleEndian.PutUint64(m[16:], e.counts[src].Contiguous()) // sent only with loss recovery (creditLen)
+	if e.ackSent != nil {
+		e.ackSent[src] = e.counts[src].Contiguous()
+	}
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, e.creditLen()), Flags: fabric.Inline,
 		AH: e.cahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)
@@ -494,23 +506,6 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 		}
 	}
 	return err
-}
-
-// resendCredit repeats the credit of every source still sending.
-func (e *sqsr) resendCredit() error {
-	if _, err := e.reap(); err != nil {
-		return err
-	}
-	for s := 0; s < e.n; s++ {
-		if !e.doneSrc[s] {
-			if v, ok := e.cr[s].Flush(); ok {
-				if err := e.sendCredit(s, v); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }
 
 func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
@@ -548,7 +543,9 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 	if e.doneSrc[d.Src] {
 		return nil
 	}
-	if v, ok := e.cr[d.Src].Posted(1); ok {
+	v, ok := e.cr[d.Src].Posted(1)
+	e.armRepeat(d.Src)
+	if ok {
 		t0 := th.Now()
 		defer func() { e.info.CreditNS += th.Now().Sub(t0).Seconds() * 1e9 }()
 		return e.sendCredit(d.Src, v)

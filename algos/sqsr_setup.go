@@ -92,6 +92,7 @@ func (e *sqsr) memory() (maxR, sendWR int, err error) {
 		e.holds = make([]int, 0, n*b)
 		e.unacked = make([][]retained, n)
 		e.ended = make([]bool, n)
+		e.ackSent = make([]uint64, n)
 		e.tick, e.tickOn = e.senderTick, []fabric.Waitable{e.ccq}
 	}
 	if ad == nil {
@@ -200,6 +201,7 @@ func (e *sqsr) flowState() error {
 	n, b := e.n, e.cfg.Buffers
 	e.seq = make([]uint64, n)
 	e.doneSrc = make([]bool, n)
+	e.heard, e.backoff, e.nextRepeat = make([]fabric.Time, n), make([]uint8, n), fabric.Forever
 	for j := 0; j < n; j++ {
 		cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
 		if err != nil {

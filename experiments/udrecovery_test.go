@@ -166,3 +166,44 @@ func TestUDRecoveryHighLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestUDLostCreditRepeated: without loss recovery, the UD designs deliver
+// exactly when credit messages are lost, and no data: a later credit
+// message carries the lost value (credit is absolute), or the receiver
+// repeats the credit of a connection that went quiet (algos/repeats.go;
+// counted in credit_repeats). A source that lacked its credit would stall
+// until the run's timeout (20 ms here).
+func TestUDLostCreditRepeated(t *testing.T) {
+	one, two := 1, 2
+	for _, tc := range []struct {
+		name    string
+		s       faults.Schedule
+		repeats bool // the run needs repeats
+	}{
+		{"first credit 1->2", faults.Schedule{Drop: []faults.Drop{{Selector: faults.Selector{Src: &one, Dst: &two, Kind: "credit"}}}}, false},
+		{"first 8 credits 1->2", faults.Schedule{Drop: []faults.Drop{{Selector: faults.Selector{Src: &one, Dst: &two, Kind: "credit"}, Count: 8}}}, true},
+		{"credits 3-10 1->2", faults.Schedule{Drop: []faults.Drop{{Selector: faults.Selector{Src: &one, Dst: &two, Kind: "credit"}, Nth: 3, Count: 8}}}, true},
+		{"half the credit", faults.Schedule{Loss: []faults.RateFault{{Selector: faults.Selector{Kind: "credit"}, Rate: 0.5}}}, true},
+	} {
+		for _, design := range []string{"SESQ/SR", "MESQ/SR"} {
+			t.Run(design+"/"+tc.name, func(t *testing.T) {
+				plan, err := tc.s.Plan(4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := RunSim(RunConfig{Design: design, Nodes: 4, Threads: 2, Profile: "edr-cx4", BytesPerNode: 512 << 10,
+					Payload: true, Seed: 3, Timeout: 20 * fabric.Millisecond}, SimOptions{Plan: plan})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Integrity != "ok" || rec.TuplesSent == 0 {
+					t.Fatalf("integrity %s, %d tuples", rec.Integrity, rec.TuplesSent)
+				}
+				if tc.repeats && rec.CreditRepeats == 0 || rec.CreditRepeats > rec.CreditWrites {
+					t.Fatalf("%d credit repeats of %d credit writes", rec.CreditRepeats, rec.CreditWrites)
+				}
+				t.Logf("%d credit writes, %d repeats, response %.3f ms", rec.CreditWrites, rec.CreditRepeats, rec.ResponseS*1e3)
+			})
+		}
+	}
+}

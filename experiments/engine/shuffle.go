@@ -308,6 +308,7 @@ func buildRecord(cfg Config, design catalogue.Entry, backend string, res []nodeR
 		rec.RecvPoolPer = max(rec.RecvPoolPer, info.RecvPoolBytes)
 		creditNS += info.CreditNS
 		rec.CreditWrites += info.CreditWrites
+		rec.CreditRepeats += info.CreditRepeats
 		rec.Retransmits += info.Retransmits
 		rec.Duplicates += info.Duplicates
 		rec.RecvBuffersMean += info.RecvBuffersMean / float64(n)

@@ -86,6 +86,9 @@ type Record struct {
 	TuplesSent     uint64 `json:"tuples_sent"`
 	TuplesReceived uint64 `json:"tuples_received"`
 	CreditWrites   int64  `json:"credit_writes"`
+	// CreditRepeats is the part of CreditWrites that the SQ/SR designs
+	// sent as repeats on quiet connections.
+	CreditRepeats int64 `json:"credit_repeats,omitempty"`
 	// RDMA Write designs: RDMA Writes per data transfer (the data, any
 	// notification write, and credit writes), over the cluster.
 	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
