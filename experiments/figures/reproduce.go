@@ -69,6 +69,9 @@ type FigureOptions struct {
 	// across invocations: a point it holds is not run again
 	// (sweep.Cache). Nil: every point runs.
 	Cache *sweep.Cache
+	// Judged, if set, keeps the microbenchmarks' verdicts (BenchJudges)
+	// across the reproductions that share it; nil: each is judged.
+	Judged *Judged
 }
 
 // FigureReport is what RunFigure produced.

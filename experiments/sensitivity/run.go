@@ -42,6 +42,8 @@ type Options struct {
 	// baseline's checked runs and the changes' unchecked ones apart): a
 	// point it holds is not run again (sweep.Cache). Nil: every point runs.
 	Cache *sweep.Cache
+
+	judged *figures.Judged // the microbenchmarks' verdicts, shared by every change (Run sets it)
 }
 
 // Outcome is the verdicts of every claim under one change ("" for the
@@ -94,6 +96,7 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		return nil, err
 	}
 	defer f.Close()
+	o.judged = figures.NewJudged()
 	todo := append([]*Change{nil}, ptrs(o.Changes)...)
 	var outs []Outcome
 	for i, c := range todo {
@@ -236,7 +239,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		figs = figures.JudgingIDs() // no verdict reads the figures without claims
 	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
-		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Profile: profile, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory, Cache: o.Cache},
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Profile: profile, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory, Cache: o.Cache, Judged: o.judged},
 		Figures:       figs,
 	})
 	if err != nil {

@@ -34,7 +34,10 @@ import (
 //     topology and routing-table files.
 //
 // The simulator is deterministic, so a record kept under a key is the
-// one its run would make again. Runs that fail are not kept. Entries are
+// one its run would make again. Runs that fail are not kept. Other
+// results that a key determines with the code (a claim's verdict from a
+// microbenchmark, by the parameters of the profile it ran on) are kept
+// the same way (Load, Store). Entries are
 // one file each, written whole (a temporary file renamed), so that
 // invocations sharing a directory at the same time do no harm. A nil
 // *Cache keeps nothing. Safe for concurrent use.
@@ -78,8 +81,8 @@ func OpenCache(dir, code string) (*Cache, error) {
 	return &Cache{dir: filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:4])), code: code}, nil
 }
 
-// Hits is the number of runs answered from the cache, Kept the number of
-// records added to it.
+// Hits is the number of runs (and other values) answered from the
+// cache, Kept the number added to it.
 func (c *Cache) Hits() int64 {
 	if c == nil {
 		return 0
@@ -107,31 +110,71 @@ func (c *Cache) Wrap(what string, run func(experiments.RunConfig) (*results.Reco
 		return run
 	}
 	return func(cfg experiments.RunConfig) (*results.Record, error) {
-		key, err := c.key(what, cfg)
+		key, err := pointKey(cfg)
 		if err != nil { // a file it names cannot be read: the run says why
 			return run(cfg)
 		}
-		path := c.path(key)
-		if rec := c.load(path, key); rec != nil {
-			c.hits.Add(1)
+		var rec *results.Record
+		if c.Load(what, key, &rec) && rec != nil {
 			return rec, nil
 		}
-		rec, err := run(cfg)
-		if err == nil && rec != nil && c.store(path, key, rec) == nil {
-			c.kept.Add(1)
+		rec, err = run(cfg)
+		if err == nil && rec != nil {
+			c.Store(what, key, rec)
 		}
 		return rec, err
 	}
 }
 
-// cacheEntry is one kept record and the key it answers.
-type cacheEntry struct {
-	Key    string          `json:"key"`
-	Record *results.Record `json:"record"`
+// Load reads into v the value kept for key by what (a kind of result
+// that key determines with this code: a run's record, a verdict), and
+// says whether there was one. Every value Load gives counts in Hits.
+func (c *Cache) Load(what, key string, v any) bool {
+	if c == nil {
+		return false
+	}
+	full := c.fullKey(what, key)
+	data, err := os.ReadFile(c.path(full))
+	if err != nil {
+		return false
+	}
+	var e cacheEntry
+	if json.Unmarshal(data, &e) != nil || e.Key != full || json.Unmarshal(e.Value, v) != nil {
+		return false
+	}
+	c.hits.Add(1)
+	return true
 }
 
-// key is the whole key of cfg run by what (see Cache).
-func (c *Cache) key(what string, cfg experiments.RunConfig) (string, error) {
+// Store keeps v for key by what (see Load); a value that cannot be kept
+// is not, and counts nowhere.
+func (c *Cache) Store(what, key string, v any) {
+	if c == nil {
+		return
+	}
+	full := c.fullKey(what, key)
+	value, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	if c.write(c.path(full), cacheEntry{Key: full, Value: value}) == nil {
+		c.kept.Add(1)
+	}
+}
+
+// cacheEntry is one kept value and the whole key it answers.
+type cacheEntry struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+func (c *Cache) fullKey(what, key string) string {
+	return fmt.Sprintf("code %s\nrun %s\n%s", c.code, what, key)
+}
+
+// pointKey is a point's part of its key (see Cache): its profile's
+// parameters, the files it names, its whole configuration.
+func pointKey(cfg experiments.RunConfig) (string, error) {
 	name := cfg.Profile
 	if name == "" {
 		name = sim.DefaultProfileName
@@ -145,7 +188,7 @@ func (c *Cache) key(what string, cfg experiments.RunConfig) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "code %s\nrun %s\nprofile %s\n", c.code, what, prof.Hash())
+	fmt.Fprintf(&b, "profile %s\n", prof.Hash())
 	for _, f := range []string{cfg.Network.Path, cfg.Network.LFTPath} {
 		if f == "" {
 			continue
@@ -166,22 +209,8 @@ func (c *Cache) path(key string) string {
 	return filepath.Join(c.dir, h[:2], h[2:]+".json")
 }
 
-// load returns the record kept at path for key, or nil (none, unreadable,
-// or another key's).
-func (c *Cache) load(path, key string) *results.Record {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var e cacheEntry
-	if json.Unmarshal(data, &e) != nil || e.Key != key || e.Record == nil {
-		return nil
-	}
-	return e.Record
-}
-
-func (c *Cache) store(path, key string, rec *results.Record) error {
-	data, err := json.Marshal(cacheEntry{Key: key, Record: rec})
+func (c *Cache) write(path string, e cacheEntry) error {
+	data, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
