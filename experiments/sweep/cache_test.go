@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -202,5 +205,88 @@ func TestCacheKeepsRecordsExactly(t *testing.T) {
 	}
 	if !bytes.Equal(lines[0], lines[1]) {
 		t.Errorf("the cached record differs:\n%s\n%s", lines[0], lines[1])
+	}
+}
+
+// TestKeysHoldEveryField: every field of a configuration, nested ones
+// included, changes the keys of the memo and the cache (a field the JSON
+// encoding left out would let two different points share a record).
+func TestKeysHoldEveryField(t *testing.T) {
+	base := experiments.RunConfig{}
+	baseMemo, _ := memoKey("", base)
+	basePoint, err := pointKey(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visit func(path string, v reflect.Value)
+	visit = func(path string, v reflect.Value) {
+		for i := range v.NumField() {
+			f, ft := v.Field(i), v.Type().Field(i)
+			if !ft.IsExported() {
+				t.Errorf("%s.%s: an unexported field, which the keys do not see", path, ft.Name)
+				continue
+			}
+			name := path + "." + ft.Name
+			cfg := base
+			switch {
+			case name == "RunConfig.Network":
+				// A network is its text form (netspec.Spec.String, what a
+				// record carries): a field its kind does not use is not in it.
+				cfg.Network = netspec.Spec{Kind: netspec.FatTree, Radix: 8}
+			case f.Kind() == reflect.Struct:
+				visit(name, f)
+				continue
+			default:
+				setNonZero(t, name, reflect.ValueOf(&cfg).Elem().FieldByIndex(fieldIndex(path, i)))
+			}
+			if m, _ := memoKey("", cfg); m == baseMemo {
+				t.Errorf("%s does not change the memo's key", name)
+			}
+			if p, _ := pointKey(cfg); p == basePoint {
+				t.Errorf("%s does not change the cache's key", name)
+			}
+		}
+	}
+	visit("RunConfig", reflect.ValueOf(base))
+}
+
+// fieldIndex is the index path in a RunConfig of field i of the struct
+// reached by path.
+func fieldIndex(path string, i int) []int {
+	var idx []int
+	typ := reflect.TypeOf(experiments.RunConfig{})
+	parts := strings.Split(path, ".")[1:]
+	for _, p := range parts {
+		f, _ := typ.FieldByName(p)
+		idx = append(idx, f.Index...)
+		typ = f.Type
+	}
+	return append(idx, i)
+}
+
+func setNonZero(t *testing.T, name string, f reflect.Value) {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString("x")
+	case reflect.Bool:
+		f.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		f.SetInt(1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f.SetUint(1)
+	case reflect.Float32, reflect.Float64:
+		f.SetFloat(1)
+	case reflect.Slice:
+		s := reflect.MakeSlice(f.Type(), 1, 1)
+		setNonZero(t, name+"[0]", s.Index(0))
+		f.Set(s)
+	case reflect.Pointer:
+		p := reflect.New(f.Type().Elem())
+		if p.Elem().Kind() != reflect.Struct {
+			setNonZero(t, name, p.Elem())
+		}
+		f.Set(p)
+	default:
+		t.Fatalf("%s: a %s field; teach setNonZero", name, f.Kind())
 	}
 }
