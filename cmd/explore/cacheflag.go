@@ -57,12 +57,12 @@ func (c *cacheFlags) open(w io.Writer) (*sweep.Cache, error) {
 }
 
 // cacheSummary says how many points the cache answered and kept, and
-// how many took the record of the same point in another figure.
+// how many took the record of the same point in another figure or sweep.
 func cacheSummary(w io.Writer, c *sweep.Cache, shared int) {
 	if c != nil && c.Hits()+c.Kept() > 0 {
 		fmt.Fprintf(w, "cache: %d runs taken from %s, %d run and kept\n", c.Hits(), c.Dir(), c.Kept())
 	}
 	if shared > 0 {
-		fmt.Fprintf(w, "%d points took the record of the same point in another figure\n", shared)
+		fmt.Fprintf(w, "%d points took the record of the same point in another figure or sweep instead of running\n", shared)
 	}
 }

@@ -250,7 +250,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		return oc, nil
 	}
 	if rep.Shared > 0 && o.Log != nil {
-		fmt.Fprintf(o.Log, "sensitivity: %d points took the record of the same point in another figure\n", rep.Shared)
+		fmt.Fprintf(o.Log, "sensitivity: %d points took the record of the same point in another figure or sweep instead of running\n", rep.Shared)
 	}
 	oc.Verdicts = rep.Verdicts
 	return oc, nil
