@@ -278,6 +278,7 @@ func reproduceCmd() *cobra.Command {
 	var validation, sens string
 	var figs []string
 	var updateDocs, replot bool
+	var cf cacheFlags
 	cmd := &cobra.Command{
 		Use:   "reproduce",
 		Short: "Run every figure that evaluates a claim, judge every claim, write the claims report",
@@ -293,7 +294,12 @@ steady state (--steady, the default, up to 256x): everything took 17 to
 it figures 26 and 27, whose MPI points grow to 32-256x; a few minutes and
 far less memory with --steady=false. --resume keeps
 the points already in the output directory: after explore sensitivity, say,
-it rewrites the claims report with the robustness column in a minute.`,
+it rewrites the claims report with the robustness column in a minute.
+Finished runs are kept in a cache (--cache, results/cache) under the build's
+commit and the point's whole configuration: run again on the same commit,
+reproduce takes every point it has from there (a build with uncommitted
+changes, or one that names no commit, neither takes nor keeps any). A
+point that several figures share runs once.`,
 		Example: "  explore reproduce --quick\n  explore reproduce --quick --update-docs\n  explore reproduce --figures fig19,fig21 --validation results/validation.md",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -322,13 +328,20 @@ it rewrites the claims report with the robustness column in a minute.`,
 				return nil
 			}
 			errw := cmd.ErrOrStderr()
+			cache, err := cf.open(errw)
+			if err != nil {
+				return err
+			}
 			t := figureTask(cmd, nil, "reproduce", ff.out)
 			defer t.finish()
-			rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: ff.options(errw, t), Figures: figs, Log: t.writer(errw)})
+			fo := ff.options(errw, t)
+			fo.Cache = cache
+			rep, err := figures.Reproduce(cmd.Context(), figures.ReproduceOptions{FigureOptions: fo, Figures: figs, Log: t.writer(errw)})
 			t.finish()
 			if err != nil {
 				return asInterrupted(t, err)
 			}
+			cacheSummary(errw, cache, rep.Shared)
 			if err := loadRobustness(rep, sens); err != nil {
 				return fmt.Errorf("--sensitivity: %w", err)
 			}
@@ -365,6 +378,7 @@ it rewrites the claims report with the robustness column in a minute.`,
 	cmd.Flags().BoolVar(&replot, "replot", false, "run nothing: draw every figure's plots again from the records in the output directory (after a change of the plotting code)")
 	cmd.Flags().BoolVar(&updateDocs, "update-docs", false, "write docs/validation.md and docs/figures/ (the project's tracked copies) instead of results/reproduce/")
 	cmd.Flags().StringSliceVar(&figs, "figures", nil, "run only these figures (comma-separated IDs; alltoall_bw for C23, ebb for C30 and C31)")
+	cf.register(cmd.Flags())
 	return cmd
 }
 

@@ -41,7 +41,12 @@ mechanism switch(es) and the %d controls that is %d quick reproductions, over an
 finish in <out>/outcomes.jsonl and an interrupted analysis resumes (outcomes
 judged on other numbers of the model, before a change of a profile or a
 cost, are judged again); --so-far writes the report from the changes judged
-so far, naming the rest.`, len(sensitivity.Estimates), len(sensitivity.MechanismSwitches), len(sensitivity.Controls),
+so far, naming the rest. Finished runs are kept in a cache (--cache,
+results/cache) under the build's commit and the point's whole configuration,
+its profile's parameters included: an analysis run again on the same commit
+(in another --out, with more --figures, rejudged) takes the runs it has from
+there; a build with uncommitted changes, or one that names no commit,
+neither takes nor keeps any. A point that several figures share runs once.`, len(sensitivity.Estimates), len(sensitivity.MechanismSwitches), len(sensitivity.Controls),
 		2*len(sensitivity.Estimates)+len(sensitivity.MechanismSwitches)+len(sensitivity.Controls)+1)
 }
 
@@ -56,6 +61,7 @@ func sensitivityCmd() *cobra.Command {
 		mem           memoryLimits
 		soFar         bool
 		list          bool
+		cf            cacheFlags
 	)
 	cmd := &cobra.Command{
 		Use:     "sensitivity",
@@ -70,6 +76,7 @@ func sensitivityCmd() *cobra.Command {
 				return nil
 			}
 			errw := cmd.ErrOrStderr()
+			var err error
 			t := newTask(errw, "sensitivity", "points", 0)
 			defer t.finish()
 			t.setDetail("the baseline's first points are running")
@@ -81,6 +88,11 @@ func sensitivityCmd() *cobra.Command {
 				return berr
 			}
 			o.Memory = budget
+			if !soFar {
+				if o.Cache, err = cf.open(errw); err != nil {
+					return err
+				}
+			}
 			for _, c := range changes {
 				ch, err := sensitivity.ParseChange(c)
 				if err != nil {
@@ -110,7 +122,6 @@ func sensitivityCmd() *cobra.Command {
 			}
 			var outs []sensitivity.Outcome
 			var pending []string
-			var err error
 			if soFar {
 				if rejudge {
 					return fmt.Errorf("--so-far and --rejudge: --so-far reports the stored verdicts and runs nothing")
@@ -120,6 +131,7 @@ func sensitivityCmd() *cobra.Command {
 				outs, err = sensitivity.Run(cmd.Context(), o)
 			}
 			t.finish()
+			cacheSummary(errw, o.Cache, 0)
 			if err != nil {
 				if cmd.Context().Err() != nil {
 					return asInterrupted(t, err)
@@ -143,6 +155,7 @@ func sensitivityCmd() *cobra.Command {
 	fl.BoolVar(&rejudge, "rejudge", false, "judge every change again from the runs kept in --out (after a change to the judge; runs only missing points) instead of reading the stored verdicts")
 	fl.BoolVar(&soFar, "so-far", false, "write the report from the changes judged so far in --out (an analysis still running or interrupted), running nothing; it names the changes not judged yet")
 	fl.BoolVar(&list, "list", false, "print the estimated parameters and what each rests on, and exit")
+	cf.register(fl)
 	return cmd
 }
 

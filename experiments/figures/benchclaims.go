@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
@@ -28,8 +29,61 @@ type BenchJudge struct {
 // BenchJudges lists them: C23 on perftest's all-to-all, C30 and C31 on
 // the effective bisection bandwidth of two-level fat trees.
 var BenchJudges = []BenchJudge{
-	{ID: "alltoall_bw", Claims: []string{"C23"}, What: "a perftest all-to-all", judge: func(o FigureOptions) []Verdict { return []Verdict{judgeC23(o)} }},
+	{ID: "alltoall_bw", Claims: []string{"C23"}, What: "a perftest all-to-all", judge: func(o FigureOptions) []Verdict {
+		return []Verdict{o.judgeOnce("C23", "qdr-cx3", judgeC23)}
+	}},
 	{ID: "ebb", Claims: []string{"C30", "C31"}, What: "the effective bisection bandwidth of a fat tree", judge: judgeEBB},
+}
+
+// Judged keeps the verdicts of the microbenchmarks judged in one
+// process, by what decides them: the claim, the scale and the parameters
+// of the profile the microbenchmark loads (through FigureOptions.Profile).
+// A sensitivity analysis shares one among its changes, so that a change
+// that leaves that profile as it was (a seed control, a software cost, a
+// field the profile does not use) takes the verdict judged before. A nil
+// *Judged keeps nothing. Safe for concurrent use.
+type Judged struct {
+	mu sync.Mutex
+	m  map[string]Verdict
+}
+
+// NewJudged returns an empty Judged.
+func NewJudged() *Judged { return &Judged{m: map[string]Verdict{}} }
+
+// judgeOnce is judge(o), claim's microbenchmark on the profile named
+// profile ("": none), unless o.Judged or o.Cache holds the verdict of the
+// same claim at the same scale on a profile with the same parameters.
+// A verdict without data (the benchmark failed) is not kept.
+func (o FigureOptions) judgeOnce(claim, profile string, judge func(FigureOptions) Verdict) Verdict {
+	key := fmt.Sprintf("claim %s full %v", claim, o.Full)
+	if profile != "" {
+		prof, err := o.loadProfile(profile)
+		if err != nil {
+			return judge(o) // which says why
+		}
+		key += fmt.Sprintf(" profile %s %s", prof.Name, prof.Hash())
+	}
+	if o.Judged != nil {
+		o.Judged.mu.Lock()
+		v, ok := o.Judged.m[key]
+		o.Judged.mu.Unlock()
+		if ok {
+			return v
+		}
+	}
+	var v Verdict
+	if !o.Cache.Load("verdict", key, &v) {
+		if v = judge(o); v.Measured == "no data" {
+			return v
+		}
+		o.Cache.Store("verdict", key, v)
+	}
+	if o.Judged != nil {
+		o.Judged.mu.Lock()
+		o.Judged.m[key] = v
+		o.Judged.mu.Unlock()
+	}
+	return v
 }
 
 // JudgingIDs are the IDs of everything that judges a claim: the figures
@@ -147,7 +201,7 @@ func fullTree(radix int) topo.FatTreeSpec {
 // about twice static routing's (1.42-2.64x, 2.03 widened by 30%); partial
 // when it gives more than static routing at all.
 func judgeEBB(o FigureOptions) []Verdict {
-	return []Verdict{judgeC30(o), judgeC31(o)}
+	return []Verdict{o.judgeOnce("C30", "", judgeC30), o.judgeOnce("C31", "edr-cx4", judgeC31)}
 }
 
 func judgeC30(o FigureOptions) Verdict {

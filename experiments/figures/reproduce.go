@@ -58,6 +58,20 @@ type FigureOptions struct {
 	// concurrent use. Planned is passed to RunSweep.
 	Slots   *sweep.Slots
 	Planned func(points int)
+	// Memo, if set, is shared by every figure of one invocation
+	// (Reproduce sets it): a point whose configuration another figure's
+	// point has (fig15 and fig16 share six) runs once and both take its
+	// record (sweep.Memo). Nil: RunFigure shares points among its own
+	// sweeps only.
+	Memo *sweep.Memo
+	// Cache, if set, keeps the records of Run's runs (experiments.Run's
+	// by default; a Run given with a Cache must make the same records)
+	// across invocations: a point it holds is not run again
+	// (sweep.Cache). Nil: every point runs.
+	Cache *sweep.Cache
+	// Judged, if set, keeps the microbenchmarks' verdicts (BenchJudges)
+	// across the reproductions that share it; nil: each is judged.
+	Judged *Judged
 }
 
 // FigureReport is what RunFigure produced.
@@ -84,7 +98,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	}
 	rep := &FigureReport{Figure: f}
 	growing := o.Grow && !f.NoSteady
-	if (growing || o.Wrap != nil || o.Memory != nil) && o.Run == nil {
+	if (growing || o.Wrap != nil || o.Memory != nil || o.Cache != nil) && o.Run == nil {
 		for _, sw := range sws { // RunSweep checks points only when it runs them itself
 			if err := sweep.ValidatePoints(sw.Points()); err != nil {
 				return nil, fmt.Errorf("%s: %w", f.ID, err)
@@ -92,6 +106,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 		}
 		o.Run = experiments.Run
 	}
+	o.Run = o.Cache.Wrap("experiments.Run", o.Run)
 	if o.Wrap != nil {
 		o.Run = o.Wrap(o.Run)
 	}
@@ -99,6 +114,10 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	if growing {
 		o.Run = grow(o.Run, o.Memory)
 	}
+	if o.Memo == nil {
+		o.Memo = sweep.NewMemo()
+	}
+	memo := o.Memo.Tagged(fmt.Sprintf("grown=%v", growing)) // every figure's points run by the same o.Run but for growth
 	outs := make([]string, len(sws))
 	for i, sw := range sws {
 		outs[i] = filepath.Join(o.OutDir, sw.Name+".jsonl")
@@ -114,7 +133,7 @@ func RunFigure(ctx context.Context, f Figure, o FigureOptions) (*FigureReport, e
 	errs := make([]error, len(sws))
 	runOne := func(i int) {
 		reps[i], errs[i] = sweep.RunSweep(ctx, sws[i], sweep.SweepOptions{Jobs: o.Jobs, Out: outs[i], Progress: o.Progress, Warn: o.Warn, Run: o.Run,
-			Slots: o.Slots, Planned: o.Planned})
+			Slots: o.Slots, Planned: o.Planned, Memo: memo})
 	}
 	if o.Slots == nil {
 		for i := range sws {
@@ -246,6 +265,9 @@ type ReproduceReport struct {
 	// cell from a sensitivity analysis, and RobustnessFrom names it.
 	Robustness     map[string]string
 	RobustnessFrom string
+	// Shared is the number of points that took the record of the same
+	// point in another figure (or sweep) instead of running again.
+	Shared int
 	// Unconfirmed are the passes whose robustness a sensitivity analysis
 	// written before it finished has not settled: no change judged so far
 	// flips them, but some are not judged yet. The summary says so.
@@ -275,7 +297,11 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error
 			figs = append(figs, f)
 		}
 	}
+	if o.Memo == nil {
+		o.Memo = sweep.NewMemo()
+	}
 	frs, err := runFigures(ctx, figs, o)
+	rep.Shared = o.Memo.Reused()
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,12 @@ type Options struct {
 	// Progress, if set, is called after each point of each figure's sweeps
 	// (see sweep.SweepOptions.Progress).
 	Progress func(sweep.Progress)
+	// Cache, if set, keeps every run's record across invocations (the
+	// baseline's checked runs and the changes' unchecked ones apart): a
+	// point it holds is not run again (sweep.Cache). Nil: every point runs.
+	Cache *sweep.Cache
+
+	judged *figures.Judged // the microbenchmarks' verdicts, shared by every change (Run sets it)
 }
 
 // Outcome is the verdicts of every claim under one change ("" for the
@@ -90,6 +96,7 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		return nil, err
 	}
 	defer f.Close()
+	o.judged = figures.NewJudged()
 	todo := append([]*Change{nil}, ptrs(o.Changes)...)
 	var outs []Outcome
 	for i, c := range todo {
@@ -219,8 +226,9 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		// and it is a tenth of a UD design's work. The figures' own run
 		// (experiments.Run) is what it replaces.
 		checked := wrap
+		unchecked := o.Cache.Wrap("unchecked", runUnchecked)
 		wrap = func(func(experiments.RunConfig) (*results.Record, error)) func(experiments.RunConfig) (*results.Record, error) {
-			return checked(runUnchecked)
+			return checked(unchecked)
 		}
 		var logReuse func()
 		wrap, logReuse = reuseBaseline(wrap, *c, unchanged, o)
@@ -231,7 +239,7 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		figs = figures.JudgingIDs() // no verdict reads the figures without claims
 	}
 	rep, err := figures.Reproduce(ctx, figures.ReproduceOptions{
-		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Profile: profile, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory},
+		FigureOptions: figures.FigureOptions{OutDir: dir, Jobs: o.Jobs, NoSteadyCheck: true, NoPlots: true, Wrap: wrap, Profile: profile, Progress: o.Progress, Resume: o.Rejudge, Memory: o.Memory, Cache: o.Cache, Judged: o.judged},
 		Figures:       figs,
 	})
 	if err != nil {
@@ -240,6 +248,9 @@ func judgeUnder(ctx context.Context, c *Change, o Options) (Outcome, error) {
 		}
 		oc.Error = err.Error()
 		return oc, nil
+	}
+	if rep.Shared > 0 && o.Log != nil {
+		fmt.Fprintf(o.Log, "sensitivity: %d points took the record of the same point in another figure or sweep instead of running\n", rep.Shared)
 	}
 	oc.Verdicts = rep.Verdicts
 	return oc, nil

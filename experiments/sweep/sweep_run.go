@@ -91,6 +91,10 @@ type SweepOptions struct {
 	// number of points this invocation will run (skipped ones excluded),
 	// so that the progress of sweeps running at once can be totalled.
 	Planned func(points int)
+	// Memo, if set, is shared with other sweeps run with the same Run: a
+	// point whose configuration one of them has run takes its record
+	// (see Memo). Nil: every point runs.
+	Memo *Memo
 }
 
 // SweepReport is what RunSweep did.
@@ -266,11 +270,22 @@ func runPoints(ctx context.Context, run func(experiments.RunConfig) (*results.Re
 		go func() {
 			defer wg.Done()
 			for p := range in {
+				rec, own := opts.Memo.take(p.Config)
+				if rec != nil { // its twin's record, as its own run would make it
+					out <- results.Result{Point: p.Index, Key: p.Key, Record: rec}
+					continue
+				}
 				if !opts.Slots.acquire(ctx) {
+					own.finish(nil)
 					continue // interrupted while waiting: not run, so not recorded
 				}
 				r := runPoint(run, p)
 				opts.Slots.release()
+				if r.Failed() {
+					own.finish(nil)
+				} else {
+					own.finish(r.Record)
+				}
 				out <- r
 			}
 		}()
