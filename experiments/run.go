@@ -50,6 +50,11 @@ type RunConfig struct {
 	// share a set of a NIC's context cache; 0, the default, is the
 	// numbering the profiles were fitted with. The simulator only.
 	QPNumbering uint64
+	// Doorbells chooses whether the simulated hosts' queue pairs share
+	// doorbell registers (DoorbellsShared) or each thread has its own
+	// (DoorbellsPerThread); empty keeps the profile's choice. The
+	// simulator only; on hardware libmlx5's environment decides.
+	Doorbells Doorbells
 	// Network is the simulated cluster's switches, routing and placement;
 	// the zero value is one ideal crossbar. The simulator only.
 	Network netspec.Spec
@@ -348,6 +353,9 @@ func (c RunConfig) shuffleOnly() error {
 	if c.SL != 0 || c.ControlSL != nil {
 		return setting.New("SL", c.SL, "service levels apply to the synthetic shuffle; the %s runner puts its traffic on level 0", c.Workload.Kind).Sentinel(ErrUnsupported)
 	}
+	if c.Doorbells != DoorbellsProfile {
+		return setting.New("Doorbells", string(c.Doorbells), "applies to the synthetic shuffle; the %s runner keeps the profile's choice (host.shared_doorbells in a profile file sets it there)", c.Workload.Kind).Sentinel(ErrUnsupported)
+	}
 	return nil
 }
 
@@ -468,6 +476,10 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	if err := checkFeasible(cfg, prof, opt.TimeLimit); err != nil {
 		return nil, err
 	}
+	if err := cfg.Doorbells.Check(); err != nil {
+		return nil, err
+	}
+	cfg.Doorbells.apply(prof)
 	if opt.ProfileOverride != nil {
 		opt.ProfileOverride(prof)
 		if err := prof.Validate(); err != nil {
@@ -476,7 +488,11 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 	}
 	d := DesignOf(cfg.Design) // known: normalize looked it up
 	if d.Ceiling {
-		return runQperf(cfg, opt, prof)
+		rec, err := runQperf(cfg, opt, prof)
+		if rec != nil {
+			rec.Doorbells = string(cfg.Doorbells)
+		}
+		return rec, err
 	}
 	if d.RealOnly {
 		return nil, setting.New("Design", cfg.Design, "moves real bytes through real sockets in real time, which a simulated cluster cannot host: run it on the tcp backend (one process per node, or every node in one process)").Sentinel(ErrUnsupported)
@@ -495,6 +511,7 @@ func runSim(cfg RunConfig, opt SimOptions) (*results.Record, error) {
 		return nil, err
 	}
 	rec.Profile, rec.ProfileHash, rec.QPNumbering, rec.Network = profileLabel(prof), prof.Hash(), cfg.QPNumbering, cfg.Network
+	rec.Doorbells = string(cfg.Doorbells)
 	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
 	if rec.NodeLeaf = nodeLeaves(net.Fabric); rec.NodeLeaf != nil {
 		rec.LeafFinishMS = results.LeafMeans(rec.NodeFinishMS, rec.NodeLeaf)
@@ -583,6 +600,9 @@ func runOn(f fabric.Fabric, cfg RunConfig) (*results.Record, error) {
 	}
 	if cfg.QPNumbering != 0 {
 		return nil, setting.New("QPNumbering", cfg.QPNumbering, "chooses the simulator's queue-pair numbers; the %s backend has none to choose: leave it 0", f.Backend()).Sentinel(ErrUnsupported)
+	}
+	if cfg.Doorbells != DoorbellsProfile {
+		return nil, setting.New("Doorbells", string(cfg.Doorbells), "chooses the simulated hosts' doorbell registers; on the %s backend the provider allocates them (with libmlx5, per thread through MLX5_TOTAL_UUARS and MLX5_NUM_LOW_LAT_UUARS in the environment): leave it empty", f.Backend()).Sentinel(ErrUnsupported)
 	}
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")
@@ -691,7 +711,7 @@ func ConfigOf(r *results.Record) RunConfig {
 	c := DefaultConfig()
 	c.Design, c.Notify, c.Nodes, c.Threads, c.Pattern = r.Design, algos.Notify(r.Notify), r.Nodes, r.Threads, algos.Pattern(r.Pattern)
 	c.Profile, c.MsgBytes, c.Buffers, c.CreditEvery, c.Seed, c.QPNumbering = strings.TrimPrefix(r.Profile, "file:"), r.MsgBytes, r.Buffers, r.CreditEvery, r.Seed, r.QPNumbering
-	c.Network = r.Network
+	c.Network, c.Doorbells = r.Network, Doorbells(r.Doorbells)
 	c.BytesPerNode, c.BytesPerPair, c.CyclesPerTuple, c.NodeCycles = r.BytesPerNode, r.BytesPerPair, r.CyclesPerTuple, r.NodeCycles
 	c.Adaptive, c.MaxBuffers, c.PinnedCapMiB, c.Label, c.UDRecovery = r.Adaptive, r.MaxBuffers, r.PinnedCapMiB, r.Label, r.UDRecovery
 	c.Payload, c.SL, c.ControlSL = r.Payload, r.SL, r.ControlSL
