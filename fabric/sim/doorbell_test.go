@@ -37,8 +37,8 @@ func TestDoorbellAssign(t *testing.T) {
 	for _, tt := range tests {
 		got := -1
 		if r := d.of[tt.q]; r != nil {
-			for i := range d.shared {
-				if &d.shared[i] == r {
+			for i := range d.regs {
+				if &d.regs[i] == r {
 					got = i
 				}
 			}
@@ -47,11 +47,11 @@ func TestDoorbellAssign(t *testing.T) {
 			t.Errorf("%s queue pair: register %d, want %d (-1: its own)", tt.name, got, tt.reg)
 		}
 	}
-	if u := d.shared[0].users; u != 3 {
+	if u := d.regs[0].users; u != 3 {
 		t.Errorf("register 0 has %d users, want 3", u)
 	}
 	d.release(qps[4])
-	if u := d.shared[0].users; u != 2 {
+	if u := d.regs[0].users; u != 2 {
 		t.Errorf("register 0 after a destroy: %d users, want 2", u)
 	}
 	if newDoorbells(mtProfile(t, "hdr-cx6", nil)) != nil {

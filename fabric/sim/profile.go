@@ -150,6 +150,10 @@ type HostProfile struct {
 	// or libmlx5's MLX5_TOTAL_UUARS and MLX5_NUM_LOW_LAT_UUARS raised. A
 	// mechanism switch of the sensitivity analysis.
 	SharedDoorbells int `yaml:"shared_doorbells,omitempty"`
+	// DoorbellNS is the CPU time of writing a doorbell register, once per
+	// PostSend call that posts something (doorbell.go); 0 (the default,
+	// omitted from the encoding): included in post_send_ns.
+	DoorbellNS float64 `yaml:"doorbell_ns,omitempty"`
 }
 
 // PCIeProfile describes the NIC's host interface.
@@ -463,6 +467,7 @@ func (p *Profile) numbers() []profileNumber {
 		rate("host.memcpy_gbps", "GB/s", h.MemcpyGBps, maxRateGB),
 		n("host.hash_tuple_ns", "ns", h.HashTupleNS, maxLatencyNS, false),
 		n("host.shared_doorbells", "(0 or 1)", float64(h.SharedDoorbells), 1, false),
+		n("host.doorbell_ns", "ns", h.DoorbellNS, maxLatencyNS, false),
 		rate("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB),
 		n("pcie.rtt_ns", "ns", p.PCIe.RTTNS, maxLatencyNS, false),
 		n("setup.reg_mr_us", "us", s.RegMRUS, maxSetupUS, false),
