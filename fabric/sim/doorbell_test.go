@@ -54,8 +54,16 @@ func TestDoorbellAssign(t *testing.T) {
 	if u := d.regs[0].users; u != 2 {
 		t.Errorf("register 0 after a destroy: %d users, want 2", u)
 	}
-	if newDoorbells(mtProfile(t, "hdr-cx6", nil)) != nil {
-		t.Error("host.shared_doorbells 0: want no shared registers")
+	if newDoorbells(mtProfile(t, "edr-cx4", nil)) != nil {
+		t.Error("edr-cx4 (no sharing, no doorbell cost): want no doorbell state")
+	}
+	own := newDoorbells(mtProfile(t, "hdr-cx6", nil)) // a doorbell cost, no sharing
+	q := &qp{typ: fabric.RC}
+	for range 20 {
+		own.assign(q)
+	}
+	if own == nil || own.shared || len(own.of) != 0 || own.cost <= 0 {
+		t.Errorf("hdr-cx6: want a doorbell cost and no shared register, got %+v", own)
 	}
 }
 
