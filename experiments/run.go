@@ -34,6 +34,20 @@ type Simulator = engine.Simulator
 // configuration.
 type MismatchError = engine.MismatchError
 
+// Doorbells is how a simulated host's queue pairs ring their send
+// queues' doorbells (engine.Doorbells).
+type Doorbells = engine.Doorbells
+
+// The doorbell choices a run may name (engine.DoorbellChoices).
+const (
+	DoorbellsProfile   = engine.DoorbellsProfile
+	DoorbellsShared    = engine.DoorbellsShared
+	DoorbellsPerThread = engine.DoorbellsPerThread
+)
+
+// DoorbellChoices are the values a run may name, the profile's first.
+var DoorbellChoices = engine.DoorbellChoices
+
 // Sentinels of refused configurations.
 var (
 	// ErrUnsupported marks a configuration that asks for something the

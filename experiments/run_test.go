@@ -496,6 +496,9 @@ func TestQPNumberingRun(t *testing.T) {
 	if _, err := RunOn(f, RunConfig{Design: "MESQ/SR", Nodes: 2, QPNumbering: 1}); !refuses(err, "QPNumbering") {
 		t.Errorf("RunOn(loopback) with a numbering: %v, want a refusal naming it", err)
 	}
+	if _, err := RunOn(f, RunConfig{Design: "MESQ/SR", Nodes: 2, Doorbells: DoorbellsShared}); !refuses(err, "Doorbells") {
+		t.Errorf("RunOn(loopback) with shared doorbells: %v, want a refusal naming them", err)
+	}
 }
 
 // TestRecordSameRun: every kind of record (a shuffle with every option,
@@ -514,11 +517,11 @@ func TestRecordSameRun(t *testing.T) {
 	full.Adaptive, full.MaxBuffers, full.UDRecovery, full.NodeCycles = true, 8, true, []int64{3, 9}
 	full.Software, full.QPNumbering, full.Network, full.Label = results.SoftwareCosts{MPI: &mpi, PollLineCycles: 9}, 3, tree, "x"
 	ctrl := uint8(0)
-	full.SL, full.ControlSL = 2, &ctrl
+	full.SL, full.ControlSL, full.Doorbells = 2, &ctrl, DoorbellsShared
 	wr := goldenBase()
 	wr.Design, wr.Notify = "MEMQ/WR", algos.NotifyBuffers
 	ceiling := goldenBase()
-	ceiling.Design = "qperf"
+	ceiling.Design, ceiling.Doorbells = "qperf", DoorbellsPerThread
 	query := goldenBase()
 	query.Design, query.BytesPerNode = "MESQ/SR", 0
 	query.Workload = results.Workload{Kind: results.TPCH, Query: string(tpch.Q4), SFPerNode: 0.005}

@@ -25,8 +25,10 @@ the cycles per polled cache line) in every run. It reruns the figures at the
 quick scale with the change, judges the claims and reports per claim which
 changes flip its verdict. It also switches on each mechanism of the model
 that no source settles ('nic.rx_miss_blocks =1': whether a packet waiting
-for its queue-pair context holds the NIC's receive pipeline); a verdict that
-flips under one rests on that choice. Beside them it judges four controls, every
+for its queue-pair context holds the NIC's receive pipeline) or that a host
+may run either way ('host.shared_doorbells =1': queue pairs sharing doorbell
+registers as libmlx5 does by default, against a register per thread); a
+verdict that flips under one rests on that choice. Beside them it judges four controls, every
 run's random seed plus 1 and plus 2 ('seed +1', 'seed +2'), and every run under
 queue-pair numberings 1 and 2 ('qp-numbering 1', 'qp-numbering 2'; the numbers
 decide which queue pairs share a set of a NIC's context cache, chance on a
@@ -67,7 +69,7 @@ func sensitivityCmd() *cobra.Command {
 		Use:     "sensitivity",
 		Short:   "Which claims' verdicts flip when an estimated model parameter moves (x0.5, x2)",
 		Long:    sensitivityLong(),
-		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --change 'nic.rx_miss_blocks =1' --figures fig19\n  explore sensitivity --update-docs",
+		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --change 'nic.rx_miss_blocks =1' --figures fig19\n  explore sensitivity --change 'host.shared_doorbells =1' --figures fig19\n  explore sensitivity --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()

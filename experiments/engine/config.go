@@ -47,6 +47,11 @@ type Config struct {
 	// share a set of a NIC's context cache; 0, the default, is the
 	// numbering the profiles were fitted with. The simulator only.
 	QPNumbering uint64
+	// Doorbells chooses whether the simulated hosts' queue pairs share
+	// doorbell registers (DoorbellsShared) or each thread has its own
+	// (DoorbellsPerThread); empty keeps the profile's choice. The
+	// simulator only; on hardware libmlx5's environment decides.
+	Doorbells Doorbells
 	// Network is the simulated cluster's switches, routing and placement;
 	// the zero value is one ideal crossbar. The simulator only.
 	Network netspec.Spec
@@ -261,6 +266,9 @@ func (c Config) ShuffleOnly() error {
 	}
 	if c.SL != 0 || c.ControlSL != nil {
 		return setting.New("SL", c.SL, "service levels apply to the synthetic shuffle; the %s runner puts its traffic on level 0", c.Workload.Kind).Sentinel(ErrUnsupported)
+	}
+	if c.Doorbells != DoorbellsProfile {
+		return setting.New("Doorbells", string(c.Doorbells), "applies to the synthetic shuffle; the %s runner keeps the profile's choice (host.shared_doorbells in a profile file sets it there)", c.Workload.Kind).Sentinel(ErrUnsupported)
 	}
 	return nil
 }

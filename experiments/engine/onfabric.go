@@ -33,8 +33,14 @@ func (o onFabric) open(cfg *Config) (Opened, error) {
 	if !cfg.Network.IsSingle() {
 		return nil, setting.New("Network", fmt.Sprintf("%q", cfg.Network.String()), "chooses the simulator's switches and routing; the %s backend runs on the network it has: leave it empty", f.Backend()).Sentinel(ErrUnsupported)
 	}
+	if cfg.Doorbells != DoorbellsProfile {
+		return nil, setting.New("Doorbells", string(cfg.Doorbells), "chooses the simulated hosts' doorbell registers; on the %s backend the provider allocates them (with libmlx5, per thread through MLX5_TOTAL_UUARS and MLX5_NUM_LOW_LAT_UUARS in the environment): leave it empty", f.Backend()).Sentinel(ErrUnsupported)
+	}
 	if cfg.QPNumbering != 0 {
 		return nil, setting.New("QPNumbering", cfg.QPNumbering, "chooses the simulator's queue-pair numbers; the %s backend has none to choose: leave it 0", f.Backend()).Sentinel(ErrUnsupported)
+	}
+	if cfg.Doorbells != DoorbellsProfile {
+		return nil, setting.New("Doorbells", string(cfg.Doorbells), "chooses the simulated hosts' doorbell registers; on the %s backend the provider allocates them (with libmlx5, per thread through MLX5_TOTAL_UUARS and MLX5_NUM_LOW_LAT_UUARS in the environment): leave it empty", f.Backend()).Sentinel(ErrUnsupported)
 	}
 	if len(f.Local()) == 0 {
 		return nil, fmt.Errorf("the fabric hosts no node in this process")

@@ -44,7 +44,7 @@ func runQperf(cfg Config, sc *SimCluster) (*results.Record, error) {
 		ThroughputGiBs: res.BWAvgGbps * 1e9 / 8 / (1 << 30), ResponseS: res.DurationUS / 1e6,
 		QPsPerNode: (n - 1) * t, Integrity: "ok", WallS: time.Since(t0).Seconds(), SimEvents: c.Events(),
 		QPCacheMiss: c.Stats().QPCacheMissRate(), ProfileHash: prof.Hash()}
-	rec.Profile = ProfileLabel(prof)
+	rec.Profile, rec.Doorbells = ProfileLabel(prof), string(cfg.Doorbells)
 	Stamp(rec, cfg)
 	return rec, nil
 }

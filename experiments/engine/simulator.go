@@ -85,6 +85,10 @@ func (s Simulator) open(cfg *Config) (Opened, error) {
 	if err := checkFeasible(*cfg, prof, s.Options.TimeLimit); err != nil {
 		return nil, err
 	}
+	if err := cfg.Doorbells.Check(); err != nil {
+		return nil, err
+	}
+	cfg.Doorbells.apply(prof)
 	if err := s.Options.ChangeProfile(prof); err != nil {
 		return nil, err
 	}
@@ -175,6 +179,7 @@ func (s *SimCluster) Finish(rec *results.Record) error {
 	}
 	c, prof, cfg := s.Cluster, s.prof, s.cfg
 	rec.Profile, rec.ProfileHash, rec.QPNumbering, rec.Network = ProfileLabel(prof), prof.Hash(), cfg.QPNumbering, cfg.Network
+	rec.Doorbells = string(cfg.Doorbells)
 	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
 	if rec.NodeLeaf = nodeLeaves(s.net.Fabric); rec.NodeLeaf != nil {
 		rec.LeafFinishMS = results.LeafMeans(rec.NodeFinishMS, rec.NodeLeaf)

@@ -107,6 +107,9 @@ func (p Point) check() error {
 	case p.Unit == "MB/s" && strings.Contains(p.Setup, "perftest"):
 		return fmt.Errorf("evidence: %s: %s is a perftest bandwidth in unit MB/s: perftest's MB/sec counts 2^20 bytes, so write unit MiB/s (or Gb/s for its report in gigabits)", p.File, p.ID)
 	}
+	if d, set := p.X["doorbells"]; set && d != "shared" {
+		return fmt.Errorf("evidence: %s: %s has x.doorbells %v: the one value is shared (libmlx5's default registers; without it every thread rings its own)", p.File, p.ID, d)
+	}
 	if m, set := p.X["mtu"]; set {
 		if v, ok := m.(int); !ok || !slices.Contains(ibMTUs, v) {
 			return fmt.Errorf("evidence: %s: %s has x.mtu %v: an InfiniBand path MTU is one of 256, 512, 1024, 2048, 4096 bytes", p.File, p.ID, m)
@@ -192,6 +195,11 @@ func EvaluateOn(p Point, prof *sim.Profile, sw Software, numberings int) Result 
 	}
 	copied := *prof // a Profile is plain values: the copy is independent
 	prof = &copied
+	if d, _ := p.X["doorbells"].(string); d == "shared" {
+		// The source's queue pairs rang libmlx5's default registers.
+		prof.Host.SharedDoorbells = 1
+		how += ", doorbell registers shared as libmlx5 allocates them by default"
+	}
 	if m := pathMTU(p); m != 0 && m != prof.Link.MTU {
 		// The source's path MTU, as perftest's -m sets it: a message below
 		// one MTU crosses every store-and-forward stage whole.
@@ -265,7 +273,7 @@ func benchmarkOf(p Point, sw Software) (runner, string, string) {
 	if !slices.Contains([]string{"Mops/s", "MB/s", "MiB/s", "GB/s"}, p.Unit) {
 		return nil, "", fmt.Sprintf("%s in %q: only rates, bandwidths and one-way latencies are modelled", p.Metric, p.Unit)
 	}
-	if t, ok := p.X["threads"].(int); ok && t > 1 {
+	if t, ok := p.X["threads"].(int); ok && (t > 1 || p.X["sync"] != nil) {
 		return swarmOf(p, qps, bytes, t)
 	}
 	cfg := perftest.Config{Size: bytes, QPs: qps, Iters: iters(p)}
@@ -364,6 +372,10 @@ func swarmOf(p Point, qps, bytes, threads int) (runner, string, string) {
 	if d, ok := p.X["per_qp"].(int); ok && d > perftest.SwarmQPDepth {
 		cfg.PerQP = d
 		sides += fmt.Sprintf(", up to %d per queue pair", d)
+	}
+	if y, ok := p.X["sync"].(int); ok && y == 1 {
+		cfg.Sync = true
+		sides += fmt.Sprintf(", each thread posting %d one at a time and waiting for all", window)
 	}
 	if b, ok := p.X["burst"].(int); ok && b > 1 {
 		round := b * max(qps/threads, 1)

@@ -32,6 +32,7 @@ type Record struct {
 	CreditEvery    int          `json:"credit_every"`
 	Seed           uint64       `json:"seed"`
 	QPNumbering    uint64       `json:"qp_numbering,omitempty"` // experiments.RunConfig.QPNumbering
+	Doorbells      string       `json:"doorbells,omitempty"`    // experiments.RunConfig.Doorbells: "shared", "per-thread"; empty: the profile's
 	Network        netspec.Spec `json:"network,omitzero"`       // the configuration's Network; left out for the single switch
 	BytesPerNode   int64        `json:"bytes_per_node"`
 	BytesPerPair   int64        `json:"bytes_per_pair,omitempty"`

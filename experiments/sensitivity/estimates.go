@@ -27,6 +27,9 @@ var ProfileEstimates = []Estimate{
 	{"nic.rx_buffer_bytes", "no public figure"},
 	{"nic.qp_cache_entries", "fitted to READ-rate sweeps over QP counts (a Connect-IB sweep stands in for ConnectX-4; ConnectX-6's own sweep bounds its capacity from below only)"},
 	{"nic.qp_cache_fetches", "fitted with the entries; no public figure for concurrent context fetches"},
+	{"host.post_send_ns", "a communication library's cost-model constant per posted send (75 ns), not measured on the profiles' hosts"},
+	{"host.post_recv_ns", "a communication library's cost-model constant per posted receive (40 ns), not measured on the profiles' hosts"},
+	{"host.doorbell_ns", "hdr-cx6's doorbell write, fitted to one benchmark's per-thread rates on one ConnectX-6 host (0 elsewhere: inside post_send_ns)"},
 	{"host.poll_empty_ns", "one cached load of a completion's owner bit"},
 	{"host.poll_per_cqe_ns", "order of magnitude from a communication library's cost model"},
 	{"host.lock_ns", "an atomic on a cached line"},
@@ -56,6 +59,7 @@ var ProfileEstimates = []Estimate{
 var MechanismSwitches = []Estimate{
 	{"nic.rx_miss_blocks", "whether a packet waiting for its queue-pair context holds the NIC's receive pipeline (1) or the pipeline goes on with later packets (0, the profiles' choice)"},
 	{"switch.ar_ties", "whether adaptive routing breaks a tie between equally loaded minimal ports with the static table's port (0, the profiles' choice) or takes them in turn (1)"},
+	{"host.shared_doorbells", "whether queue pairs share doorbell registers as libmlx5 allocates them by default (1: four of a context's queue pairs ring registers of their own, the rest share twelve behind spinlocks) or every thread rings its own (0, the profiles' choice: a thread domain per thread)"},
 }
 
 // IsMechanism reports whether c sets a mechanism switch (MechanismSwitches).

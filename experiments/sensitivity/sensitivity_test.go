@@ -164,6 +164,16 @@ func TestMechanismSwitch(t *testing.T) {
 	if _, err := Apply(p, Change{"nic.rx_miss_blocks", 2}); err == nil {
 		t.Error("rx_miss_blocks =2 accepted")
 	}
+	for _, f := range []string{"switch.ar_ties", "host.shared_doorbells"} {
+		c, err := ParseChange(f + " =1")
+		if err != nil || !c.IsMechanism() {
+			t.Errorf("%s =1: %+v, %v", f, c, err)
+			continue
+		}
+		if q, err := Apply(p, c); err != nil || q.Hash() == p.Hash() {
+			t.Errorf("%s =1 applied: %v, hash moved %v", f, err, err == nil && q.Hash() != p.Hash())
+		}
+	}
 	last := DefaultChanges(2)
 	controls := len(Controls)
 	for i, m := range MechanismSwitches {

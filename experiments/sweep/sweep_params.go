@@ -112,6 +112,19 @@ var params = []param{
 	uint64Param("seed", "random seed", func(c *experiments.RunConfig) *uint64 { return &c.Seed }),
 	uint64Param("qp-numbering", "simulator: the numbers the NICs give their queue pairs, which decide the queue pairs that share a set of a NIC's context cache (0: the numbering the profiles were fitted with; k > 0: a base per node drawn from k)",
 		func(c *experiments.RunConfig) *uint64 { return &c.QPNumbering }),
+	{key: "doorbells", expect: fmt.Sprintf("%s or %s (empty: the profile's choice)", experiments.DoorbellsShared, experiments.DoorbellsPerThread),
+		help: "simulator: whether queue pairs share doorbell registers as libmlx5 does by default (shared: four per node ring their own, the rest share twelve behind locks) or every thread rings its own (per-thread, as with thread domains); empty: the profile's host.shared_doorbells",
+		kind: asString,
+		set: func(c *experiments.RunConfig, v any) error {
+			d := experiments.Doorbells(v.(string))
+			if d.Check() != nil {
+				return errBadValue
+			}
+			c.Doorbells = d
+			return nil
+		},
+		get:  func(c *experiments.RunConfig) string { return string(c.Doorbells) },
+		bind: func(c *experiments.RunConfig) any { return (*string)(&c.Doorbells) }},
 	{key: "network", expect: "a network as records write it, e.g. \"fat-tree radix=36 routing=ftree placement=contiguous\" (empty: the single switch; docs/topology.md)",
 		help: "simulator: the switches, routing and placement in one string, as records write it (e.g. 'fat-tree oversub=2:1 routing=ftree placement=random:3'); --topology and the flags beside it say the same in parts",
 		kind: asString,
@@ -341,6 +354,8 @@ func asString(v any) (any, bool) {
 	case algos.Pattern:
 		return string(v), true
 	case algos.Notify:
+		return string(v), true
+	case experiments.Doorbells:
 		return string(v), true
 	}
 	return nil, false

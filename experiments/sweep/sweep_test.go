@@ -126,6 +126,9 @@ func TestSetParam(t *testing.T) {
 		{"network", "fat-tree radix=8 routing=ftree placement=round-robin", func(c experiments.RunConfig) bool {
 			return c.Network.String() == "fat-tree radix=8 routing=ftree placement=round-robin"
 		}, ""},
+		{"doorbells", "shared", func(c experiments.RunConfig) bool { return c.Doorbells == experiments.DoorbellsShared }, ""},
+		{"doorbells", "per-thread", func(c experiments.RunConfig) bool { return c.Doorbells == experiments.DoorbellsPerThread }, ""},
+		{"doorbells", "private", nil, `doorbells: "private": want shared or per-thread`},
 		{"service-level", 3, func(c experiments.RunConfig) bool { return c.SL == 3 }, ""},
 		{"service-level", "2", func(c experiments.RunConfig) bool { return c.SL == 2 }, ""},
 		{"service-level", 16, nil, `service-level: 16: want a service level, 0 to 15`},
@@ -153,7 +156,7 @@ func TestSetParam(t *testing.T) {
 	// Every parameter round-trips through its canonical text.
 	c := experiments.DefaultConfig()
 	for _, k := range Params() {
-		if ParamString(c, k) == "" && k != "notify" && k != "node-cycles" && k != "network" && k != "control-service-level" { // empty: none (network: the single switch; control: the data's level)
+		if ParamString(c, k) == "" && k != "notify" && k != "node-cycles" && k != "network" && k != "control-service-level" && k != "doorbells" { // empty: none (network: the single switch; control: the data's level; doorbells: the profile's)
 			t.Errorf("%s has no canonical text", k)
 		}
 	}

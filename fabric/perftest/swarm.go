@@ -25,6 +25,11 @@ import (
 // turn, only the last signaled, then waits for one completion per queue
 // pair; Window is then Burst times the worker's queue pairs.
 //
+// Sync makes each worker post a whole window, one operation per
+// PostSend (one doorbell each), and wait until all of it has completed
+// before posting the next (the batch-and-wait loop of SMART's test_rdma),
+// instead of posting again as each operation completes.
+//
 // PerQP, if above SwarmQPDepth, lets a worker keep that many operations
 // in flight on one queue pair (its send queue is that deep); RDMA Reads
 // beyond the NIC's 16 per queue pair wait in the send queue, as on the
@@ -33,7 +38,7 @@ type SwarmConfig struct {
 	Op                   fabric.Opcode // fabric.OpRead or fabric.OpWrite
 	QPs, Threads, Window int
 	Bytes, OpsPerThread  int
-	OneSided             bool
+	OneSided, Sync       bool
 	Burst, PerQP         int
 }
 
@@ -175,7 +180,7 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg SwarmCon
 	posted, completed, inFlight := 0, 0, 0
 	last := th.Now()
 	for completed < cfg.OpsPerThread {
-		for inFlight < cfg.Window && posted < cfg.OpsPerThread {
+		for inFlight < cfg.Window && posted < cfg.OpsPerThread && (!cfg.Sync || inFlight == 0 || posted%cfg.Window != 0) {
 			k := th.Rand().IntN(len(w.qps))
 			if w.out[k] >= max(SwarmQPDepth, cfg.PerQP) {
 				break // that queue pair is full: poll first, as rc-swarm does

@@ -298,6 +298,7 @@ type Stats struct {
 	CQOverruns        int64           // completions lost to full CQs
 	LockHandoffs      int64           // a thread took a QP's or CQ's lock from another thread
 	LockWait          fabric.Duration // threads' time spent taking provider locks from other threads (spinning, and the cache-line hand-off)
+	DoorbellLocks     int64           // doorbells rung on a register shared with other queue pairs, under its lock (host.shared_doorbells 1; hand-offs counted in LockHandoffs)
 	MutexWait         fabric.Duration // threads' time waiting for a Mutex (or sleeping mutex) another thread held: a shared endpoint's lock, MPI's
 	FutexWakes        int64           // sleeping mutexes: FUTEX_WAKE calls that woke a sleeper
 	FutexEmptyWakes   int64           // FUTEX_WAKE calls that found nobody asleep (the word stayed contended)

@@ -46,6 +46,7 @@ type nic struct {
 	rxMissBlocks  bool            // a packet waiting for a fetch holds the pipeline (NIC.RxMissBlocks)
 	oooWindow     int32           // RC packets taken up to this many PSNs ahead of a gap (NIC.OOOWindow; 0: none)
 	pcieNS        float64         // ns per byte of DMA
+	dbs           *doorbells      // the context's doorbell registers when shared (host.shared_doorbells; nil: one per thread)
 	use           nicUse          // what the NIC's units were busy with (Cluster.Usage)
 }
 
@@ -73,7 +74,7 @@ func newNIC(c *Cluster, n *node) *nic {
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p),
 		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps, rxMissBlocks: p.NIC.RxMissBlocks == 1,
-		oooWindow: int32(p.NIC.OOOWindow)}
+		oooWindow: int32(p.NIC.OOOWindow), dbs: newDoorbells(p)}
 	nc.use.units, nc.use.unitsWait = make([]fabric.Duration, len(nc.puFree)), make([]fabric.Duration, len(nc.puFree))
 	nc.cache.lookup = nc.lookupQP
 	nc.firstQPN = firstQPN(c.cfg.QPNumbering, n.id)

@@ -141,6 +141,19 @@ type HostProfile struct {
 	SyscallNS    float64 `yaml:"syscall_ns"`
 	MemcpyGBps   float64 `yaml:"memcpy_gbps"`   // one core's copy bandwidth, GB/s (10^9 bytes/s)
 	HashTupleNS  float64 `yaml:"hash_tuple_ns"` // hashing one tuple's key and choosing its buffer, ns
+	// SharedDoorbells 1: the send queues' doorbell (blue-flame) registers
+	// are allocated as libmlx5 does by default, 16 per device context,
+	// the first 4 queue pairs each with one of its own and later ones
+	// sharing the other 12 behind a spinlock (doorbell.go); 0 (the
+	// default, omitted from the encoding): every queue pair rings a
+	// register no other thread uses, as with a thread domain per thread
+	// or libmlx5's MLX5_TOTAL_UUARS and MLX5_NUM_LOW_LAT_UUARS raised. A
+	// mechanism switch of the sensitivity analysis.
+	SharedDoorbells int `yaml:"shared_doorbells,omitempty"`
+	// DoorbellNS is the CPU time of writing a doorbell register, once per
+	// PostSend call that posts something (doorbell.go); 0 (the default,
+	// omitted from the encoding): included in post_send_ns.
+	DoorbellNS float64 `yaml:"doorbell_ns,omitempty"`
 }
 
 // PCIeProfile describes the NIC's host interface.
@@ -453,6 +466,8 @@ func (p *Profile) numbers() []profileNumber {
 		n("host.syscall_ns", "ns", h.SyscallNS, maxLatencyNS, false),
 		rate("host.memcpy_gbps", "GB/s", h.MemcpyGBps, maxRateGB),
 		n("host.hash_tuple_ns", "ns", h.HashTupleNS, maxLatencyNS, false),
+		n("host.shared_doorbells", "(0 or 1)", float64(h.SharedDoorbells), 1, false),
+		n("host.doorbell_ns", "ns", h.DoorbellNS, maxLatencyNS, false),
 		rate("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB),
 		n("pcie.rtt_ns", "ns", p.PCIe.RTTNS, maxLatencyNS, false),
 		n("setup.reg_mr_us", "us", s.RegMRUS, maxSetupUS, false),

@@ -333,6 +333,7 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	}
 	n.qps = append(n.qps, q)
 	n.liveQPs++
+	n.dbs.assign(q)
 	if ch := c.chk; ch != nil {
 		ch.attach(scq, caps.MaxSendWR, q, "send")
 		ch.attach(rcq, caps.MaxRecvWR, q, "receive")
@@ -431,6 +432,7 @@ func (q *qp) Destroy() error {
 	q.rcq.unused()
 	q.nic.qps[q.qpn-q.nic.firstQPN] = nil
 	q.nic.liveQPs--
+	q.nic.dbs.release(q)
 	return nil
 }
 
@@ -575,6 +577,9 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	case q.state == fabric.StateError:
 		q.flushSends()
 	case n > 0: // one doorbell for the whole batch
+		if q.nic.dbs != nil {
+			t = q.nic.dbs.ring(c, q, t)
+		}
 		c.schedule(t.Add(q.nic.txLat), q, qpDoorbell|q.sqTail, nil)
 	}
 	return n, err
