@@ -21,7 +21,7 @@ type nic struct {
 	nextXRCD int
 	tgts     map[*qp]*xrcTarget // XRC target queue pairs' state (xrc.go)
 	dcs      map[*qp]any        // DC queue pairs' state: *dcInit or *dcTarget (dc.go)
-	mrs      []*mr              // by key>>8 - 1
+	mrs      []*mr              // by key>>8 - 1 (mr.num), deregistered ones too (dead: a posted receive may still name one)
 	nextAddr uint64
 
 	ready       fifo[*qp] // queue pairs with output
@@ -179,7 +179,7 @@ func (n *nic) lookupMR(key uint32) *mr {
 		return nil
 	}
 	m := n.mrs[i]
-	if m == nil || m.key != key {
+	if m.key != key || m.dead {
 		return nil
 	}
 	return m
@@ -206,7 +206,7 @@ func (n *nic) localBuf(p *pd, s fabric.SGE, need fabric.Access) (*mr, []byte, bo
 // memory by address only).
 func (n *nic) findByAddr(addr uint64, length int) []byte {
 	for _, m := range n.mrs {
-		if m == nil {
+		if m.dead {
 			continue
 		}
 		if off, ok := m.offset(addr, uint64(length)); ok {

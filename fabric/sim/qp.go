@@ -77,20 +77,20 @@ func (q *qp) rqAt(i uint64) *rqe { return &q.rq[i&uint64(len(q.rq)-1)] }
 // slot stays valid until its completion is polled, which recvDone queues.
 func (q *qp) taken() *rqe { return q.rqAt(q.msgIdx) }
 
-// rqe is a receive-queue entry. The verbs-usage checker's record of it
-// (checker_buffers.go) is a poster, a sum and two flags here rather than
-// a ckState: a receive is summed as one part, and its buffer and region
-// are the entry's own. A ring of 16 posted receives is most of an idle
-// queue pair's memory, so the entry is kept at 32 bytes (TestQPSizes):
-// the sum keeps 32 bits (payload mode's is a CRC-32 anyway), and the
-// flags and the poster (the cluster's number for its thread's name,
-// Cluster.nameID) share a word with the offset.
+// rqe is a receive-queue entry: what the NIC needs of a posted receive
+// (its id, its buffer as a region and the bytes [off, off+n) of it) and,
+// for the verbs-usage checker (checker_buffers.go), two flags and the
+// poster. A ring of 16 posted receives is most of an idle queue pair's
+// memory, so the entry is kept at 24 bytes (TestQPSizes): the region is
+// its number on the NIC (nic.region), the flags and the poster (the
+// cluster's number for its thread's name, Cluster.nameID) share a word
+// with the offset, and the checker's sum of the buffer is kept with the
+// region's record of its posted ranges (recvRange), not here.
 type rqe struct {
-	id    uint64
-	mr    *mr    // nil for an empty buffer or one that failed its check (bad)
-	at    uint64 // the buffer's offset in mr (below rqeFlags), the flags rqeBad, rqeCkHeld, rqeCkOn, and the poster (from rqePoster up)
-	n     uint32 // the buffer: bytes [off, off+n) of mr
-	ckSum uint32 // checker: the buffer's sum (its low 32 bits) when last known intact
+	id uint64
+	at uint64 // the buffer's offset in its region (below rqeFlags), the flags rqeBad, rqeCkHeld, rqeCkOn, and the poster (from rqePoster up)
+	n  uint32 // the buffer: bytes [off, off+n) of the region
+	mr uint32 // the region's number on the NIC (mr.num); 0 for an empty buffer or one that failed its check (bad)
 }
 
 // An rqe's word at: the offset below rqeFlags (Profile.Validate keeps
@@ -102,9 +102,9 @@ const (
 )
 
 const (
-	rqeBad    = 1 << (rqeFlags + iota) // failed its check (mr is nil)
-	rqeCkHeld                          // checker: counted in mr's busy count and posted receive ranges
-	rqeCkOn                            // checker: the buffer is still checked (ckSum is current)
+	rqeBad    = 1 << (rqeFlags + iota) // failed its check (mr is 0)
+	rqeCkHeld                          // checker: counted in the region's busy count and posted receive ranges
+	rqeCkOn                            // checker: the buffer is still checked (its range's sum is current)
 )
 
 func (e *rqe) off() uint64    { return e.at & (1<<rqeFlags - 1) }
@@ -121,29 +121,31 @@ func (e *rqe) set(f uint64, on bool) {
 	}
 }
 
-// bytes is e's buffer, in its region's current bytes (a region that gets
-// bytes of its own later needs no update here).
-func (e *rqe) bytes() []byte {
-	switch {
-	case e.mr == nil:
+// region is e's buffer's region on n, the NIC of its queue (nil for an
+// empty or bad buffer). A deregistered region stays findable by its
+// number (nic.mrs keeps it, dead).
+func (e *rqe) region(n *nic) *mr {
+	if e.mr == 0 {
 		return nil
-	case e.mr.dead:
-		return e.mr.freed[e.off() : e.off()+uint64(e.n)]
 	}
-	return e.mr.buf[e.off() : e.off()+uint64(e.n)]
+	return n.mrs[e.mr-1]
 }
 
-// addr is where e's buffer starts (for the translation cache).
-func (e *rqe) addr() uint64 {
-	if e.mr == nil {
-		return 0
+// bytes is e's buffer in m, its region, in the region's current bytes (a
+// region that gets bytes of its own later needs no update here).
+func (e *rqe) bytes(m *mr) []byte {
+	switch {
+	case m == nil:
+		return nil
+	case m.dead:
+		return m.freed[e.off() : e.off()+uint64(e.n)]
 	}
-	return e.mr.addr + e.off()
+	return m.buf[e.off() : e.off()+uint64(e.n)]
 }
 
 // broken reports whether e cannot take a message: its buffer was invalid
-// at the post, or its region has been deregistered since.
-func (e *rqe) broken() bool { return e.has(rqeBad) || e.mr != nil && e.mr.dead }
+// at the post, or its region m has been deregistered since.
+func (e *rqe) broken(m *mr) bool { return e.has(rqeBad) || m != nil && m.dead }
 
 // readCtx is an RDMA Read the responder is answering.
 type readCtx struct {
@@ -683,14 +685,14 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		m, _, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		// Room for the rest of the batch that the queue accepts, at once.
 		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, q.caps.MaxRecvWR-int(q.rqTail-q.rqFree)))
-		e := rqe{id: wrs[i].ID, mr: m}
+		e := rqe{id: wrs[i].ID}
 		e.set(rqeBad, !ok)
 		if m != nil {
-			e.at, e.n = e.at|(wrs[i].Local.Addr-m.addr), wrs[i].Local.Length
+			e.at, e.n, e.mr = e.at|(wrs[i].Local.Addr-m.addr), wrs[i].Local.Length, m.num()
 		}
 		*q.rqAt(q.rqTail) = e
 		if ch := c.chk; ch != nil {
-			ch.recvPosted(q, q.rqAt(q.rqTail))
+			ch.recvPosted(q, q.rqAt(q.rqTail), m)
 		}
 		q.rqTail++
 		if th := c.cur; th != nil {

@@ -53,7 +53,7 @@ func TestQPSizes(t *testing.T) {
 		got, want uintptr
 	}{
 		{"send-queue entry", unsafe.Sizeof(sqe{}), 256},
-		{"receive-queue entry", unsafe.Sizeof(rqe{}), 32},
+		{"receive-queue entry", unsafe.Sizeof(rqe{}), 24},
 		{"queue pair", unsafe.Sizeof(qp{}), 448},
 	} {
 		if tc.got != tc.want {

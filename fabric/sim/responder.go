@@ -65,8 +65,8 @@ func (q *qp) takeRecv(p *packet) bool {
 		ch.recvFilling(q, q.rqAt(q.rqHead))
 	}
 	q.rqHead++
-	if q.taken().broken() {
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+	if e := q.taken(); e.broken(e.region(q.nic)) {
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		if q.typ.Reliable() {
 			q.responderError(nakInvalid, p.psn)
 		} else {
@@ -167,9 +167,9 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		q.inMsg, q.msgOff = true, 0
 	} else if !q.inMsg {
 		return false
-	} else if q.taken().broken() {
+	} else if e := q.taken(); e.broken(e.region(q.nic)) {
 		// The receive's region was deregistered while the message arrived.
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
@@ -189,8 +189,10 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.n > 0 {
-		storeInto(q.taken().mr, q.taken().bytes()[q.msgOff:], p)
-		q.taken().mr.signal()
+		e := q.taken()
+		m := e.region(q.nic)
+		storeInto(m, e.bytes(m)[q.msgOff:], p)
+		m.signal()
 	}
 	q.msgOff += p.n
 	if p.last {
@@ -347,7 +349,8 @@ func (q *qp) udReceive(p *packet) {
 	e := *q.rqAt(idx)
 	q.rqHead++
 	wc := fabric.WC{ID: e.id, Op: fabric.OpRecv, QPN: q.qpn, SrcQP: p.srcQPN, SrcLID: p.srcLID}
-	bad := e.broken()
+	m := e.region(q.nic)
+	bad := e.broken(m)
 	switch {
 	case bad:
 		wc.Status = fabric.StatusLocalProtection
@@ -357,16 +360,16 @@ func (q *qp) udReceive(p *packet) {
 		if ch := q.c.chk; ch != nil {
 			ch.recvFilling(q, q.rqAt(idx))
 		}
-		if e.mr.unbacked() { // the GRH is not zero
-			e.mr.materialize()
+		if m.unbacked() { // the GRH is not zero
+			m.materialize()
 		}
-		buf := e.bytes()
+		buf := e.bytes(m)
 		writeGRH(buf[:fabric.GRHBytes], p)
 		p.storePayload(buf[fabric.GRHBytes:])
 		if ch := q.c.chk; ch != nil {
 			ch.recvFilled(q, idx)
 		}
-		e.mr.signal()
+		m.signal()
 		wc.Bytes = fabric.GRHBytes + p.n
 		wc.Imm, wc.HasImm = p.imm, p.hasImm
 	}

@@ -140,6 +140,10 @@ func (m *mr) Bytes() []byte {
 	return m.buf
 }
 
+// num is m's number on its NIC: its index in nic.mrs plus one (a
+// receive entry's name for it, rqe.mr).
+func (m *mr) num() uint32 { return m.key >> 8 }
+
 func (m *mr) Addr() uint64   { return m.addr }
 func (m *mr) Len() int       { return len(m.buf) }
 func (m *mr) LKey() uint32   { return m.key }
@@ -171,7 +175,6 @@ func (m *mr) Dereg() error {
 	m.nic.forget(m)
 	m.dead = true
 	m.pd.users--
-	m.nic.mrs[m.key>>8-1] = nil
 	if m.named() {
 		m.freed = m.buf
 	}
@@ -187,7 +190,7 @@ func (m *mr) named() bool {
 			continue
 		}
 		for i := q.rqFree; i < q.rqTail; i++ {
-			if q.rqAt(i).mr == m {
+			if q.rqAt(i).mr == m.num() {
 				return true
 			}
 		}
