@@ -330,10 +330,10 @@ func postTarget(th fabric.Thread, t *target, i int, cfg *Config, op fabric.Opcod
 
 // receiver keeps RxDepth receives posted on every queue pair of a mesh.
 type receiver struct {
-	m    *mesh
-	cfg  *Config
-	qps  []fabric.QP // the mesh's, queue pair i's slot is the mesh's slot i
-	wrs  []fabric.RecvWR
+	m   *mesh
+	cfg *Config
+	qps []fabric.QP // the mesh's, queue pair i's slot is the mesh's slot i
+	wrs []fabric.RecvWR
 	// Duration mode: the run's timing and, from the senders, how many
 	// messages will arrive in all (nil in iteration mode).
 	w     window

@@ -404,7 +404,7 @@ func (n *nic) receive(p *packet) {
 	case !peers(q.typ, p.qpType):
 	case q.typ.DC():
 		n.dcReceive(q, p)
-	case q.typ != fabric.UD && (p.src != q.destNode || p.srcQPN != q.attr.DestQPN):
+	case q.typ != fabric.UD && (p.src != int(q.destNode) || p.srcQPN != q.attr.DestQPN):
 		// not from the connected peer: silently dropped, as on hardware
 	default:
 		q.receive(p)

@@ -166,7 +166,11 @@ type rxCursor struct {
 	addr uint64
 }
 
-// qp implements fabric.QP with the RC, UC and UD transports.
+// qp implements fabric.QP with the RC, UC and UD transports. A cluster
+// of n nodes has n*(n-1) of them in an all-to-all, so the queue pair is
+// kept at 384 bytes, an allocation size class (TestQPSizes,
+// docs/performance.md "Scale"): counts and sizes bounded by the profile
+// are 32 bits, and the flags fill the gaps between the wider fields.
 type qp struct {
 	c         *Cluster
 	nic       *nic
@@ -174,20 +178,21 @@ type qp struct {
 	qpn       uint32
 	typ       fabric.QPType
 	state     fabric.QPState
-	scq, rcq  *cq
-	caps      fabric.QPCaps
-	attr      qpAttr
-	destNode  int
-	mtu       int
 	destroyed bool
 	inReady   bool
+	scq, rcq  *cq
+	caps      qpCaps
+	destNode  int32
+	attr      qpAttr
+	unsig     int32   // unsignaled sends posted since the last signaled one (checker)
 	timerOn   bool    // the local ACK timer is running (until timerAt)
 	timerEv   bool    // a timer event is queued (at timerEvAt, at or before timerAt)
 	nakCode   nakCode // responder (below)
-	unsig     int     // unsignaled sends posted since the last signaled one (checker)
+	cached    bool    // its context is in the NIC's context cache (qpcache.go)
+	mtu       int
 
 	// Performance model.
-	cache   cacheLink   // membership in the NIC's context cache
+	cache   cacheLink   // membership in the NIC's context cache (with cached)
 	postLk  lockState   // serializes PostSend across threads
 	recvLk  lockState   // serializes PostRecv across threads
 	readyEv fabric.Time // a pending re-activation, 0 if none
@@ -203,15 +208,14 @@ type qp struct {
 	sqTx      uint64 // next entry to transmit
 	sqVisible uint64 // entries whose doorbell the NIC has processed
 	sqTail    uint64 // next slot to post into
-	txPkt     int    // next packet of sq[sqTx]
+	txPkt     int32  // next packet of sq[sqTx]
 	nextPSN   fabric.PSN
 	rdOut     int32 // RDMA Reads in flight
 	rdHeld    int32 // RDMA Reads whose state the NIC holds (wrCache), at most max_rd_atomic
 
 	// RC requester reliability.
 	// (timerOn and timerEv are with the flags above, the retry counts left
-	// (0..7) are 32 bits beside rdHeld: the queue pair is kept small,
-	// docs/performance.md "Scale", TestQPSizes.)
+	// (0..7) are 32 bits beside rdHeld.)
 	retries    int32
 	rnrRetries int32
 	timerAt    fabric.Time // when the local ACK timer expires
@@ -224,22 +228,31 @@ type qp struct {
 	rqHead uint64 // next receive to take
 	rqTail uint64
 
-	// Responder.
-	ePSN    fabric.PSN
-	nakSent bool
-	inMsg   bool   // a multi-packet send or write is in progress
-	msgRecv bool   // msgIdx names a receive taken for the message in progress (UC: or for the next one)
+	// Responder. The RDMA Write in progress writes bytes [msgAt+msgOff,
+	// msgAt+msgLen) of msgMR; a send in progress writes from msgOff in the
+	// receive it took (taken).
 	msgIdx  uint64 // receive queue index of that receive (taken)
 	msgMR   *mr
-	msgBuf  []byte
-	msgOff  int
+	msgAt   uint64
+	msgLen  uint32
+	msgOff  uint32 // bytes of the message placed so far (a message has at most 2^31)
+	ePSN    fabric.PSN
+	ackPSN  fabric.PSN
+	nakSent bool
+	inMsg   bool // a multi-packet send or write is in progress
+	msgRecv bool // msgIdx names a receive taken for the message in progress (UC: or for the next one)
 	dropMsg bool // UC: dropping the rest of a message
 	ucMid   bool // UC: the last packet that arrived was not the last of its message
 	ackOn   bool
-	ackPSN  fabric.PSN
 	rd      *readState // the RDMA Reads being answered; nil until the first arrives
 	rx      *rxState   // with translation caches: where arriving payload goes; nil until then
 	srq     *srq       // the shared receive queue it takes receives from, or nil (srq.go)
+}
+
+// qpCaps is what a queue pair keeps of its fabric.QPCaps (each below the
+// profile's limits, which are 32-bit).
+type qpCaps struct {
+	MaxSendWR, MaxRecvWR, MaxInline int32
 }
 
 // qpAttr is what a queue pair keeps of its Modify attributes (the rest,
@@ -247,8 +260,8 @@ type qp struct {
 type qpAttr struct {
 	DestQPN         uint32 // RC, UC
 	QKey            uint32 // UD
-	MaxDestRdAtomic int
-	MaxRdAtomic     int
+	MaxDestRdAtomic int32
+	MaxRdAtomic     int32
 	Access          fabric.Access
 	MinRNRTimer     uint8
 	Timeout         uint8
@@ -328,8 +341,8 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	if int(n.firstQPN)+len(n.qps) >= 1<<24 {
 		return nil, fmt.Errorf("%w: node %d has used every queue-pair number from %#x to the 24-bit field's end (%d created; numbers are not reused)", fabric.ErrLimit, n.node.id, n.firstQPN, len(n.qps))
 	}
-	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
-		mtu: c.prof.Link.MTU, srq: s}
+	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq,
+		caps: qpCaps{int32(caps.MaxSendWR), int32(caps.MaxRecvWR), int32(caps.MaxInline)}, mtu: c.prof.Link.MTU, srq: s}
 	if s != nil {
 		s.users++
 	}
@@ -409,8 +422,8 @@ func (q *qp) Destroy() error {
 		ch.dropAll(q)
 		q.sqFree = q.sqTail
 		q.freeRecvs(q.rqTail)
-		q.scq.detach(q.caps.MaxSendWR)
-		q.rcq.detach(q.caps.MaxRecvWR)
+		q.scq.detach(int(q.caps.MaxSendWR))
+		q.rcq.detach(int(q.caps.MaxRecvWR))
 	}
 	if q.typ == fabric.XRCRecv {
 		q.freeRecvs(q.rqTail)
@@ -464,7 +477,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			if q.mtu == 0 {
 				q.mtu = c.prof.Link.MTU
 			}
-			q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic, q.attr.SL = a.MinRNRTimer, a.MaxDestRdAtomic, a.Dest.SL
+			q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic, q.attr.SL = a.MinRNRTimer, int32(a.MaxDestRdAtomic), a.Dest.SL
 		} else if q.typ != fabric.UD {
 			n, err := c.resolve(a.Dest)
 			if err != nil {
@@ -474,14 +487,14 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			if mtu == 0 {
 				mtu = c.prof.Link.MTU
 			}
-			q.destNode, q.mtu = n, mtu
-			q.attr.DestQPN, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest.QPN, a.MinRNRTimer, a.MaxDestRdAtomic
+			q.destNode, q.mtu = int32(n), mtu
+			q.attr.DestQPN, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest.QPN, a.MinRNRTimer, int32(a.MaxDestRdAtomic)
 			q.attr.SL = a.Dest.SL
 			q.ePSN = a.RemotePSN & fabric.MaxPSN
 		}
 	case fabric.StateRTS:
 		q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.Timeout, a.RetryCnt, a.RNRRetry
-		q.attr.MaxRdAtomic = a.MaxRdAtomic
+		q.attr.MaxRdAtomic = int32(a.MaxRdAtomic)
 		if q.attr.MaxRdAtomic == 0 {
 			q.attr.MaxRdAtomic = 1
 		}
@@ -561,7 +574,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if th := c.cur; th != nil {
 		t = th.local
 	}
-	q.sq = reserved(q.sq, q.sqFree, q.sqTail, min(len(wrs), q.caps.MaxSendWR-int(q.sqTail-q.sqFree)))
+	q.sq = reserved(q.sq, q.sqFree, q.sqTail, min(len(wrs), int(q.caps.MaxSendWR)-int(q.sqTail-q.sqFree)))
 	n := 0
 	var err error
 	for ; n < len(wrs); n++ {
@@ -617,7 +630,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 		return fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, e.length)
 	}
 	if wr.Flags&fabric.Inline != 0 {
-		if e.length > q.caps.MaxInline {
+		if e.length > int(q.caps.MaxInline) {
 			return fmt.Errorf("%w: %d bytes inline, queue pair allows %d", fabric.ErrInlineTooLarge, e.length, q.caps.MaxInline)
 		}
 		src := q.nic.findByAddr(wr.Local.Addr, e.length)
@@ -684,7 +697,7 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		}
 		m, _, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		// Room for the rest of the batch that the queue accepts, at once.
-		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, q.caps.MaxRecvWR-int(q.rqTail-q.rqFree)))
+		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, int(q.caps.MaxRecvWR)-int(q.rqTail-q.rqFree)))
 		e := rqe{id: wrs[i].ID}
 		e.set(rqeBad, !ok)
 		if m != nil {

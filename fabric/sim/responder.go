@@ -79,7 +79,7 @@ func (q *qp) takeRecv(p *packet) bool {
 
 // responderError answers with a NAK and moves the responder to error.
 func (q *qp) responderError(code nakCode, psn fabric.PSN) {
-	p := q.newPacket(q.destNode, q.attr.DestQPN)
+	p := q.newPacket(int(q.destNode), q.attr.DestQPN)
 	p.op, p.psn, p.nak = pNak, psn, code
 	p.setWire()
 	q.c.schedule(q.c.now, q.c.net, evDirect, p)
@@ -126,7 +126,7 @@ func (q *qp) rcInOrder(p *packet) {
 			return
 		}
 	case pReadReq:
-		if q.readsInUse() >= q.attr.MaxDestRdAtomic {
+		if q.readsInUse() >= int(q.attr.MaxDestRdAtomic) {
 			// More new reads in flight than the responder has resources
 			// for (max_dest_rd_atomic): the requester broke the limit it
 			// was given, or reads are not enabled (0). The responder
@@ -178,7 +178,7 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		}
 		return false
 	}
-	if q.msgOff+p.n > int(q.taken().n) {
+	if int(q.msgOff)+p.n > int(q.taken().n) {
 		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
@@ -194,9 +194,9 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		storeInto(m, e.bytes(m)[q.msgOff:], p)
 		m.signal()
 	}
-	q.msgOff += p.n
+	q.msgOff += uint32(p.n)
 	if p.last {
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: q.msgOff,
+		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: int(q.msgOff),
 			Imm: p.imm, HasImm: p.hasImm, SrcQP: p.srcQPN})
 		q.inMsg = false
 	}
@@ -219,7 +219,10 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		if ch := q.c.chk; ch != nil && m != nil {
 			ch.remoteWrite(q, m, buf, p)
 		}
-		q.msgMR, q.msgBuf, q.msgOff, q.inMsg = m, buf, 0, true
+		q.msgMR, q.msgAt, q.msgLen, q.msgOff, q.inMsg = m, 0, 0, 0, true
+		if m != nil {
+			q.msgAt, q.msgLen = p.raddr-m.addr, p.dmaLen // buf is bytes [msgAt, msgAt+msgLen) of m
+		}
 	} else if !q.inMsg {
 		return false
 	} else if q.msgMR != nil && q.msgMR.dead {
@@ -234,7 +237,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		}
 		return false
 	}
-	if q.msgOff+p.n > len(q.msgBuf) {
+	if int(q.msgOff)+p.n > int(q.msgLen) {
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
 		}
@@ -251,13 +254,14 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		}
 	}
 	if p.n > 0 {
-		storeInto(q.msgMR, q.msgBuf[q.msgOff:], p)
-		q.msgMR.signal()
+		m := q.msgMR
+		storeInto(m, m.buf[q.msgAt+uint64(q.msgOff):q.msgAt+uint64(q.msgLen)], p)
+		m.signal()
 	}
-	q.msgOff += p.n
+	q.msgOff += uint32(p.n)
 	if p.last {
 		if p.hasImm {
-			q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: q.msgOff,
+			q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: int(q.msgOff),
 				Imm: p.imm, HasImm: true, SrcQP: p.srcQPN})
 		}
 		q.inMsg = false

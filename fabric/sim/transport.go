@@ -130,7 +130,7 @@ func (q *qp) hasOutput() bool {
 		// completions stay in order and none is lost to the flush.
 		return q.sqHead == q.sqTx
 	}
-	return !(e.wr.Op == fabric.OpRead && int(q.rdOut) >= q.attr.MaxRdAtomic)
+	return !(e.wr.Op == fabric.OpRead && q.rdOut >= q.attr.MaxRdAtomic)
 }
 
 // nextPacket builds the next packet q sends: queued RDMA Read responses
@@ -152,7 +152,7 @@ func (q *qp) nextPacket() *packet {
 			q.nakCode = 0
 			return q.dcConnectPacket(q.sqAt(q.sqTx))
 		}
-		p := q.newPacket(q.destNode, q.attr.DestQPN)
+		p := q.newPacket(int(q.destNode), q.attr.DestQPN)
 		p.op, p.psn, p.nak = pAck, q.ackPSN, q.nakCode
 		fatal := q.nakCode == nakInvalid
 		if q.nakCode != 0 {
@@ -180,11 +180,12 @@ func (q *qp) nextPacket() *packet {
 			p.qkey = q.attr.QKey
 		}
 	} else {
-		p = q.newPacket(q.destNode, q.attr.DestQPN)
+		p = q.newPacket(int(q.destNode), q.attr.DestQPN)
 		p.qkey = e.wr.RemoteSRQN // XRCETH (XRC_SEND only; 0 otherwise)
 	}
-	p.psn = e.psn.Add(q.txPkt)
-	p.first, p.last = q.txPkt == 0, q.txPkt == e.npkts-1
+	k := int(q.txPkt)
+	p.psn = e.psn.Add(k)
+	p.first, p.last = k == 0, k == e.npkts-1
 	switch e.wr.Op {
 	case fabric.OpSend, fabric.OpSendImm:
 		p.op = pSend
@@ -198,10 +199,10 @@ func (q *qp) nextPacket() *packet {
 		p.raddr, p.rkey, p.dmaLen = e.wr.RemoteAddr, e.wr.RKey, uint32(e.length)
 	}
 	if p.op != pReadReq {
-		off := q.txPkt * q.mtu
+		off := k * q.mtu
 		p.n = min(q.mtu, e.length-off)
-		if ch := q.c.chk; ch != nil && (q.txPkt == 0 || ch.payload) {
-			ch.sendRead(q, e, q.txPkt)
+		if ch := q.c.chk; ch != nil && (k == 0 || ch.payload) {
+			ch.sendRead(q, e, k)
 		}
 		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
 		p.noDMA, p.dataAt = e.wr.Flags&fabric.Inline != 0, e.procAt
@@ -211,7 +212,7 @@ func (q *qp) nextPacket() *packet {
 	}
 	p.setWire()
 	q.txPkt++
-	if p.op == pReadReq || q.txPkt == e.npkts {
+	if p.op == pReadReq || k+1 == e.npkts {
 		if q.typ.Reliable() && p.op != pReadReq && e.wr.Flags&fabric.Signaled == 0 {
 			// On the wire, an unsignaled request needs no more state on
 			// the NIC: its ACK writes no completion (wrCache).
@@ -270,7 +271,7 @@ func (q *qp) readResponse() *packet {
 		q.responderError(nakRemoteAccess, r.psn.Add(r.idx))
 		return nil
 	}
-	p := q.newPacket(q.destNode, q.attr.DestQPN)
+	p := q.newPacket(int(q.destNode), q.attr.DestQPN)
 	p.op, p.psn = pReadResp, r.psn.Add(r.idx)
 	p.first, p.last = r.idx == 0, r.idx == r.npkts-1
 	off := r.idx * q.mtu
@@ -424,7 +425,7 @@ func (q *qp) goBack(psn fabric.PSN) {
 				f.rdGot, f.rdGap = 0, false
 			}
 		}
-		q.sqTx, q.txPkt = i, int(d)
+		q.sqTx, q.txPkt = i, d
 		if e.wr.Op == fabric.OpRead {
 			q.txPkt = 0
 		}
