@@ -170,26 +170,36 @@ type rxCursor struct {
 // of n nodes has n*(n-1) of them in an all-to-all, so the queue pair is
 // kept at 384 bytes, an allocation size class (TestQPSizes,
 // docs/performance.md "Scale"): counts and sizes bounded by the profile
-// are 32 bits, and the flags fill the gaps between the wider fields.
+// are 32 bits (the retry counts 8), and the flags fill the gaps between
+// the wider fields.
 type qp struct {
-	c         *Cluster
-	nic       *nic
-	pd        *pd
-	qpn       uint32
-	typ       fabric.QPType
-	state     fabric.QPState
-	destroyed bool
-	inReady   bool
-	scq, rcq  *cq
-	caps      qpCaps
-	destNode  int32
-	attr      qpAttr
-	unsig     int32   // unsignaled sends posted since the last signaled one (checker)
-	timerOn   bool    // the local ACK timer is running (until timerAt)
-	timerEv   bool    // a timer event is queued (at timerEvAt, at or before timerAt)
-	nakCode   nakCode // responder (below)
-	cached    bool    // its context is in the NIC's context cache (qpcache.go)
-	mtu       int
+	c          *Cluster
+	nic        *nic
+	pd         *pd
+	qpn        uint32
+	typ        fabric.QPType
+	state      fabric.QPState
+	destroyed  bool
+	inReady    bool
+	scq, rcq   *cq
+	caps       qpCaps
+	destNode   int32
+	attr       qpAttr
+	unsig      int32   // unsignaled sends posted since the last signaled one (checker)
+	timerOn    bool    // the local ACK timer is running (until timerAt)
+	timerEv    bool    // a timer event is queued (at timerEvAt, at or before timerAt)
+	nakCode    nakCode // responder (below)
+	cached     bool    // its context is in the NIC's context cache (qpcache.go)
+	retries    int8    // RC: transport retries left (retry_cnt, 0..7)
+	rnrRetries int8    // RC: RNR retries left (rnr_retry, 0..7)
+	// Responder flags (the rest of the responder is below).
+	nakSent bool
+	inMsg   bool // a multi-packet send or write is in progress
+	msgRecv bool // msgIdx names a receive taken for the message in progress (UC: or for the next one)
+	dropMsg bool // UC: dropping the rest of a message
+	ucMid   bool // UC: the last packet that arrived was not the last of its message
+	ackOn   bool
+	mtu     int
 
 	// Performance model.
 	cache   cacheLink   // membership in the NIC's context cache (with cached)
@@ -208,19 +218,16 @@ type qp struct {
 	sqTx      uint64 // next entry to transmit
 	sqVisible uint64 // entries whose doorbell the NIC has processed
 	sqTail    uint64 // next slot to post into
-	txPkt     int32  // next packet of sq[sqTx]
+	txPkt     int    // next packet of sq[sqTx]
 	nextPSN   fabric.PSN
 	rdOut     int32 // RDMA Reads in flight
 	rdHeld    int32 // RDMA Reads whose state the NIC holds (wrCache), at most max_rd_atomic
 
-	// RC requester reliability.
-	// (timerOn and timerEv are with the flags above, the retry counts left
-	// (0..7) are 32 bits beside rdHeld.)
-	retries    int32
-	rnrRetries int32
-	timerAt    fabric.Time // when the local ACK timer expires
-	timerEvAt  fabric.Time // when the timer event fires; events at other times are stale
-	rnrUntil   fabric.Time
+	// RC requester reliability. (timerOn and timerEv are with the flags
+	// above, and so are the retry counts left, retries and rnrRetries.)
+	timerAt   fabric.Time // when the local ACK timer expires
+	timerEvAt fabric.Time // when the timer event fires; events at other times are stale
+	rnrUntil  fabric.Time
 
 	// Receive queue ring: rqFree <= rqHead <= rqTail, counters that only grow.
 	rq     []rqe
@@ -231,22 +238,16 @@ type qp struct {
 	// Responder. The RDMA Write in progress writes bytes [msgAt+msgOff,
 	// msgAt+msgLen) of msgMR; a send in progress writes from msgOff in the
 	// receive it took (taken).
-	msgIdx  uint64 // receive queue index of that receive (taken)
-	msgMR   *mr
-	msgAt   uint64
-	msgLen  uint32
-	msgOff  uint32 // bytes of the message placed so far (a message has at most 2^31)
-	ePSN    fabric.PSN
-	ackPSN  fabric.PSN
-	nakSent bool
-	inMsg   bool // a multi-packet send or write is in progress
-	msgRecv bool // msgIdx names a receive taken for the message in progress (UC: or for the next one)
-	dropMsg bool // UC: dropping the rest of a message
-	ucMid   bool // UC: the last packet that arrived was not the last of its message
-	ackOn   bool
-	rd      *readState // the RDMA Reads being answered; nil until the first arrives
-	rx      *rxState   // with translation caches: where arriving payload goes; nil until then
-	srq     *srq       // the shared receive queue it takes receives from, or nil (srq.go)
+	msgIdx uint64 // receive queue index of that receive (taken)
+	msgMR  *mr
+	msgAt  uint64
+	msgLen uint32
+	msgOff uint32 // bytes of the message placed so far (a message has at most 2^31)
+	ePSN   fabric.PSN
+	ackPSN fabric.PSN
+	rd     *readState // the RDMA Reads being answered; nil until the first arrives
+	rx     *rxState   // with translation caches: where arriving payload goes; nil until then
+	srq    *srq       // the shared receive queue it takes receives from, or nil (srq.go)
 }
 
 // qpCaps is what a queue pair keeps of its fabric.QPCaps (each below the
@@ -499,7 +500,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			q.attr.MaxRdAtomic = 1
 		}
 		q.nextPSN = a.SendPSN & fabric.MaxPSN
-		q.retries, q.rnrRetries = int32(a.RetryCnt), int32(a.RNRRetry)
+		q.retries, q.rnrRetries = int8(a.RetryCnt), int8(a.RNRRetry)
 		c.rtsAttr(q)
 	default:
 		return fmt.Errorf("%w: unknown state %v", fabric.ErrInvalidArg, to)

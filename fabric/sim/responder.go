@@ -167,7 +167,10 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		q.inMsg, q.msgOff = true, 0
 	} else if !q.inMsg {
 		return false
-	} else if e := q.taken(); e.broken(e.region(q.nic)) {
+	}
+	e := q.taken()
+	m := e.region(q.nic)
+	if !p.first && e.broken(m) { // (takeRecv checked the first)
 		// The receive's region was deregistered while the message arrived.
 		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		q.inMsg = false
@@ -178,8 +181,8 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		}
 		return false
 	}
-	if int(q.msgOff)+p.n > int(q.taken().n) {
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
+	if int(q.msgOff)+p.n > int(e.n) {
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
@@ -189,14 +192,12 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.n > 0 {
-		e := q.taken()
-		m := e.region(q.nic)
 		storeInto(m, e.bytes(m)[q.msgOff:], p)
 		m.signal()
 	}
 	q.msgOff += uint32(p.n)
 	if p.last {
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: int(q.msgOff),
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: int(q.msgOff),
 			Imm: p.imm, HasImm: p.hasImm, SrcQP: p.srcQPN})
 		q.inMsg = false
 	}

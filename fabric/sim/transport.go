@@ -183,9 +183,8 @@ func (q *qp) nextPacket() *packet {
 		p = q.newPacket(int(q.destNode), q.attr.DestQPN)
 		p.qkey = e.wr.RemoteSRQN // XRCETH (XRC_SEND only; 0 otherwise)
 	}
-	k := int(q.txPkt)
-	p.psn = e.psn.Add(k)
-	p.first, p.last = k == 0, k == e.npkts-1
+	p.psn = e.psn.Add(q.txPkt)
+	p.first, p.last = q.txPkt == 0, q.txPkt == e.npkts-1
 	switch e.wr.Op {
 	case fabric.OpSend, fabric.OpSendImm:
 		p.op = pSend
@@ -199,10 +198,10 @@ func (q *qp) nextPacket() *packet {
 		p.raddr, p.rkey, p.dmaLen = e.wr.RemoteAddr, e.wr.RKey, uint32(e.length)
 	}
 	if p.op != pReadReq {
-		off := k * q.mtu
+		off := q.txPkt * q.mtu
 		p.n = min(q.mtu, e.length-off)
-		if ch := q.c.chk; ch != nil && (k == 0 || ch.payload) {
-			ch.sendRead(q, e, k)
+		if ch := q.c.chk; ch != nil && (q.txPkt == 0 || ch.payload) {
+			ch.sendRead(q, e, q.txPkt)
 		}
 		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
 		p.noDMA, p.dataAt = e.wr.Flags&fabric.Inline != 0, e.procAt
@@ -212,7 +211,7 @@ func (q *qp) nextPacket() *packet {
 	}
 	p.setWire()
 	q.txPkt++
-	if p.op == pReadReq || k+1 == e.npkts {
+	if p.op == pReadReq || q.txPkt == e.npkts {
 		if q.typ.Reliable() && p.op != pReadReq && e.wr.Flags&fabric.Signaled == 0 {
 			// On the wire, an unsignaled request needs no more state on
 			// the NIC: its ACK writes no completion (wrCache).
@@ -425,7 +424,7 @@ func (q *qp) goBack(psn fabric.PSN) {
 				f.rdGot, f.rdGap = 0, false
 			}
 		}
-		q.sqTx, q.txPkt = i, d
+		q.sqTx, q.txPkt = i, int(d)
 		if e.wr.Op == fabric.OpRead {
 			q.txPkt = 0
 		}
@@ -440,7 +439,7 @@ func (q *qp) goBack(psn fabric.PSN) {
 // progress resets the retry counters and the timer after the peer
 // acknowledged something.
 func (q *qp) progress() {
-	q.retries, q.rnrRetries = int32(q.attr.RetryCnt), int32(q.attr.RNRRetry)
+	q.retries, q.rnrRetries = int8(q.attr.RetryCnt), int8(q.attr.RNRRetry)
 	if q.outstanding() {
 		q.armTimer()
 	} else {
