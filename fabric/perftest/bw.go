@@ -25,14 +25,13 @@ type target struct {
 
 func (m *mesh) targets(size int) []target {
 	ts := make([]target, 0, len(m.all))
-	for p := range m.qps {
-		for k, qp := range m.qps[p] {
-			t := target{qp: qp, local: m.slot(p, k, size), remote: m.remote[p][k]}
-			if m.ahs != nil {
-				t.ah = m.ahs[p]
-			}
-			ts = append(ts, t)
+	for i, qp := range m.all {
+		p, k := i/m.perPeer, i%m.perPeer
+		t := target{qp: qp, local: m.slot(p, k, size), remote: m.remote[i]}
+		if m.ahs != nil {
+			t.ah = m.ahs[p]
 		}
+		ts = append(ts, t)
 	}
 	return ts
 }
@@ -288,7 +287,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window
 	r.end = th.Now()
 	if w.on {
 		w.measured(r, measured, cfg.Size)
-		r.sent = make([]int64, len(m.qps))
+		r.sent = make([]int64, len(m.peers))
 		for i := range ts {
 			r.sent[i/cfg.QPs] += int64(ts[i].posted)
 		}

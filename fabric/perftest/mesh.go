@@ -22,9 +22,9 @@ type mesh struct {
 	mr           fabric.MR
 	slotBytes    int
 	peers        []int
-	qps          [][]fabric.QP // [peer index][k], slices of all
-	all          []fabric.QP   // every queue pair, peer by peer (queue pair k of peer index p at p*qps+k)
-	remote       [][]peerQP    // the peer's matching queue pair and slot, [peer index][k]
+	perPeer      int         // queue pairs per peer
+	all          []fabric.QP // every queue pair, peer by peer: queue pair k of peer index p is all[p*perPeer+k]
+	remote       []peerQP    // the peer's matching queue pair and slot, as all
 	// The first peer's queue pairs as exchanged, ours and its (the report's
 	// Setup): a mesh of thousands of peers keeps only what its senders need
 	// of the others (docs/performance.md "Scale").
@@ -66,7 +66,7 @@ const qkey = 0x1ee7
 
 // slot returns the SGE of queue pair k of peer index p.
 func (m *mesh) slot(p, k, n int) fabric.SGE {
-	return m.mr.SGE((p*len(m.qps[p])+k)*m.slotBytes, n)
+	return m.mr.SGE((p*m.perPeer+k)*m.slotBytes, n)
 }
 
 // connectMesh builds queue pairs to every peer and connects them through
@@ -99,7 +99,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	const rec = 4 + fabric.QPInfoWireBytes
 	nq := len(peers) * o.qps
 	blob := make([]byte, 0, nq*rec)
-	m.all, m.qps = make([]fabric.QP, 0, nq), make([][]fabric.QP, len(peers))
+	m.all, m.perPeer = make([]fabric.QP, 0, nq), o.qps
 	psn := make([]fabric.PSN, 0, nq) // our first PSN per queue pair
 	for pi, peer := range peers {
 		for k := 0; k < o.qps; k++ {
@@ -129,15 +129,11 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			blob = append(blob, enc...)
 		}
 	}
-	for pi := range peers {
-		m.qps[pi] = m.all[pi*o.qps : (pi+1)*o.qps : (pi+1)*o.qps]
-	}
 	all, err := n.OOB().AllGather("perftest-mesh", blob)
 	if err != nil {
 		return nil, err
 	}
-	remote := make([]peerQP, nq)
-	m.remote = make([][]peerQP, len(peers))
+	m.remote = make([]peerQP, nq)
 	var mine []fabric.QPInfo
 	for pi, peer := range peers {
 		mine, err = offeredTo(mine[:0], all[peer], n.ID(), peer, o.qps)
@@ -151,9 +147,8 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 		if pi == 0 {
 			m.remote0 = append([]fabric.QPInfo(nil), mine...)
 		}
-		m.remote[pi] = remote[pi*o.qps : (pi+1)*o.qps : (pi+1)*o.qps]
 		for k, info := range mine {
-			m.remote[pi][k] = peerQP{Addr: info.Addr, RKey: info.RKey, QPN: info.QPN}
+			m.remote[pi*o.qps+k] = peerQP{Addr: info.Addr, RKey: info.RKey, QPN: info.QPN}
 		}
 		if o.typ == fabric.UD {
 			addr := mine[0].Address()
@@ -164,7 +159,7 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			}
 			m.ahs = append(m.ahs, ah)
 		}
-		for k, qp := range m.qps[pi] {
+		for k, qp := range m.all[pi*o.qps : (pi+1)*o.qps] {
 			if err := connect(qp, psn[pi*o.qps+k], mine[k], o.typ, o.sl, o.path); err != nil {
 				return nil, err
 			}
