@@ -21,16 +21,27 @@ import (
 // killed during setup.
 
 // Memory of the simulator per queue pair, apart from its rings
-// (calibrated on peak resident sizes, docs/performance.md "Scale"): the
-// queue pair (448 bytes), perftest's records of it and its peer, the
-// verbs checker's, the completion entries and the garbage collector's
-// headroom over the live heap.
+// (calibrated on peak resident sizes, docs/performance.md "Scale" and
+// testdata/benchmem.txt): the queue pair (384 bytes), perftest's records
+// of it and its peer, the verbs checker's record of its receive range,
+// its share of the events and packets in flight at the all-to-all's
+// start, and of the completion queues.
 const (
-	benchBase      = 64 << 20  // the process: runtime, code, tables
-	benchPerNode   = 256 << 10 // a node: NIC, threads' stacks, queues
-	benchPerQP     = 4 << 10
-	benchRecvEntry = 48  // bytes per receive-ring slot (an rqe is 32: erring towards too much)
+	benchBase      = 20 << 20 // the process: runtime, code, tables
+	benchPerNode   = 96 << 10 // a node: NIC, threads' stacks, queues
+	benchPerQP     = 800
+	benchRecvEntry = 24  // bytes per receive-ring slot (rqe)
 	benchSendEntry = 256 // bytes per send-ring slot (sqe)
+)
+
+// A run whose live heap is estimated at benchTightGCBytes or more runs
+// with the garbage collector's target at benchGCPercent (Go's default is
+// 100: the heap may grow to twice what is live before a collection), and
+// its estimate counts that headroom. Results do not depend on it; the
+// run's CPU time grows by a few percent (docs/performance.md "Scale").
+const (
+	benchTightGCBytes = 32 << 20
+	benchGCPercent    = 20
 )
 
 // BenchMemory is an estimate of a simulated perftest run's peak memory,
@@ -38,8 +49,11 @@ const (
 type BenchMemory struct {
 	Bytes      int64 // the estimate
 	QPs        int64 // queue pairs in the cluster
-	PerQP      int64 // bytes per queue pair, rings included
+	PerQP      int64 // live bytes per queue pair, rings included
 	Registered int64 // registered bytes backed by memory (payload mode, or a test that writes them)
+	// GCPercent is the garbage collector's target the run should use
+	// (debug.SetGCPercent), 0 for Go's default.
+	GCPercent int
 }
 
 // EstimateBenchMemory estimates the peak memory of a simulated run of cfg
@@ -83,7 +97,12 @@ func EstimateBenchMemory(cfg perftest.Config, nodes int, payload bool) (BenchMem
 		}
 		est.Registered += n * int64(cfg.Spread)
 	}
-	est.Bytes = benchBase + n*benchPerNode + est.QPs*est.PerQP + est.Registered
+	live := n*benchPerNode + est.QPs*est.PerQP + est.Registered
+	headroom := int64(100) // the collector's target over the live heap, percent
+	if live >= benchTightGCBytes {
+		est.GCPercent, headroom = benchGCPercent, benchGCPercent
+	}
+	est.Bytes = benchBase + live + live*headroom/100
 	return est, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -325,6 +326,9 @@ func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile, numbering 
 	if f.task != nil {
 		f.task.setDetail(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
 		sc.Progress = f.task.sim(fmt.Sprintf("-s %d -q %d", cfg.Size, cfg.QPs))
+	}
+	if est, err := experiments.EstimateBenchMemory(cfg, f.nodes, f.payload); err == nil && est.GCPercent > 0 {
+		defer debug.SetGCPercent(debug.SetGCPercent(est.GCPercent))
 	}
 	c, err := sim.New(sc)
 	if err != nil {

@@ -15,7 +15,7 @@ const stall = fabric.Second
 type target struct {
 	qp     fabric.QP
 	local  fabric.SGE
-	remote fabric.QPInfo
+	remote peerQP
 	ah     fabric.AH
 	posted int
 	done   int
@@ -24,15 +24,14 @@ type target struct {
 }
 
 func (m *mesh) targets(size int) []target {
-	var ts []target
-	for p := range m.qps {
-		for k, qp := range m.qps[p] {
-			t := target{qp: qp, local: m.slot(p, k, size), remote: m.remote[p][k]}
-			if m.ahs != nil {
-				t.ah = m.ahs[p]
-			}
-			ts = append(ts, t)
+	ts := make([]target, 0, len(m.all))
+	for i, qp := range m.all {
+		p, k := i/m.perPeer, i%m.perPeer
+		t := target{qp: qp, local: m.slot(p, k, size), remote: m.remote[i]}
+		if m.ahs != nil {
+			t.ah = m.ahs[p]
 		}
+		ts = append(ts, t)
 	}
 	return ts
 }
@@ -288,7 +287,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window
 	r.end = th.Now()
 	if w.on {
 		w.measured(r, measured, cfg.Size)
-		r.sent = make([]int64, len(m.qps))
+		r.sent = make([]int64, len(m.peers))
 		for i := range ts {
 			r.sent[i/cfg.QPs] += int64(ts[i].posted)
 		}
@@ -330,11 +329,10 @@ func postTarget(th fabric.Thread, t *target, i int, cfg *Config, op fabric.Opcod
 
 // receiver keeps RxDepth receives posted on every queue pair of a mesh.
 type receiver struct {
-	m    *mesh
-	cfg  *Config
-	qps  []fabric.QP
-	sges []fabric.SGE
-	wrs  []fabric.RecvWR
+	m   *mesh
+	cfg *Config
+	qps []fabric.QP // the mesh's, queue pair i's slot is the mesh's slot i
+	wrs []fabric.RecvWR
 	// Duration mode: the run's timing and, from the senders, how many
 	// messages will arrive in all (nil in iteration mode).
 	w     window
@@ -342,13 +340,7 @@ type receiver struct {
 }
 
 func newReceiver(m *mesh, cfg *Config) (*receiver, error) {
-	rx := &receiver{m: m, cfg: cfg}
-	for p := range m.qps {
-		for k, qp := range m.qps[p] {
-			rx.qps = append(rx.qps, qp)
-			rx.sges = append(rx.sges, m.slot(p, k, m.slotBytes))
-		}
-	}
+	rx := &receiver{m: m, cfg: cfg, qps: m.all}
 	for i := range rx.qps {
 		if err := rx.post(i, cfg.RxDepth); err != nil {
 			return nil, err
@@ -360,10 +352,15 @@ func newReceiver(m *mesh, cfg *Config) (*receiver, error) {
 func (rx *receiver) post(i, n int) error {
 	rx.wrs = rx.wrs[:0]
 	for j := 0; j < n; j++ {
-		rx.wrs = append(rx.wrs, fabric.RecvWR{ID: uint64(i), Local: rx.sges[i]})
+		rx.wrs = append(rx.wrs, fabric.RecvWR{ID: uint64(i), Local: rx.sge(i)})
 	}
 	_, err := rx.qps[i].PostRecv(rx.wrs)
 	return err
+}
+
+// sge is the receive buffer of queue pair i: its slot in the mesh's region.
+func (rx *receiver) sge(i int) fabric.SGE {
+	return rx.m.mr.SGE(i*rx.m.slotBytes, rx.m.slotBytes)
 }
 
 // run receives until expected messages arrived (in duration mode: as many

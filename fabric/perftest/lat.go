@@ -138,7 +138,7 @@ func (p *pingPong) await(i int, send bool) (stop bool, err error) {
 				if p.wcs[0].Status != fabric.StatusSuccess {
 					return false, &fabric.CompletionError{WC: p.wcs[0], Node: p.m.node.ID()}
 				}
-				in := p.rx.sges[0] // the message ends where the receive buffer does (after a UD GRH)
+				in := p.rx.sge(0) // the message ends where the receive buffer does (after a UD GRH)
 				stop := buf[int(in.Addr-p.m.mr.Addr())+int(in.Length)-1]&stopBit != 0
 				return stop, p.rx.post(0, 1)
 			}

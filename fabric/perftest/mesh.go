@@ -22,12 +22,23 @@ type mesh struct {
 	mr           fabric.MR
 	slotBytes    int
 	peers        []int
-	qps          [][]fabric.QP     // [peer index][k]
-	remote       [][]fabric.QPInfo // the peer's matching queue pair and slot
-	local        [][]fabric.QPInfo // what we offered the peer: our queue pair, first PSN and slot
-	psn          [][]fabric.PSN    // our first PSN per queue pair
-	ahs          []fabric.AH       // UD: per peer
-	mtu          int               // path MTU of the RC and UC queue pairs
+	perPeer      int         // queue pairs per peer
+	all          []fabric.QP // every queue pair, peer by peer: queue pair k of peer index p is all[p*perPeer+k]
+	remote       []peerQP    // the peer's matching queue pair and slot, as all
+	// The first peer's queue pairs as exchanged, ours and its (the report's
+	// Setup): a mesh of thousands of peers keeps only what its senders need
+	// of the others (docs/performance.md "Scale").
+	local0, remote0 []fabric.QPInfo
+	ahs             []fabric.AH // UD: per peer
+	mtu             int         // path MTU of the RC and UC queue pairs
+}
+
+// peerQP is what a sender needs of the peer's queue pair: its number and
+// its slot.
+type peerQP struct {
+	Addr uint64
+	RKey uint32
+	QPN  uint32
 }
 
 type meshOpts struct {
@@ -55,7 +66,7 @@ const qkey = 0x1ee7
 
 // slot returns the SGE of queue pair k of peer index p.
 func (m *mesh) slot(p, k, n int) fabric.SGE {
-	return m.mr.SGE((p*len(m.qps[p])+k)*m.slotBytes, n)
+	return m.mr.SGE((p*m.perPeer+k)*m.slotBytes, n)
 }
 
 // connectMesh builds queue pairs to every peer and connects them through
@@ -85,11 +96,12 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 		return nil, err
 	}
 	// Wire format: per (peer, k): peer id (4 bytes) then a QPInfo.
-	var blob []byte
+	const rec = 4 + fabric.QPInfoWireBytes
+	nq := len(peers) * o.qps
+	blob := make([]byte, 0, nq*rec)
+	m.all, m.perPeer = make([]fabric.QP, 0, nq), o.qps
+	psn := make([]fabric.PSN, 0, nq) // our first PSN per queue pair
 	for pi, peer := range peers {
-		m.qps = append(m.qps, nil)
-		m.psn = append(m.psn, nil)
-		m.local = append(m.local, nil)
 		for k := 0; k < o.qps; k++ {
 			qp, err := m.pd.CreateQP(fabric.QPInit{Type: o.typ, SendCQ: m.scq, RecvCQ: m.rcq,
 				Caps: fabric.QPCaps{MaxSendWR: o.sendWR, MaxRecvWR: o.recvWR, MaxInline: o.inline}})
@@ -100,16 +112,18 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 				Access: fabric.AccessLocalWrite | fabric.AccessRemoteWrite | fabric.AccessRemoteRead}); err != nil {
 				return nil, err
 			}
-			m.qps[pi] = append(m.qps[pi], qp)
+			m.all = append(m.all, qp)
 			info := qp.Info()
 			info.PSN = fabric.PSN(th.Rand().IntN(1 << 24))
-			m.psn[pi] = append(m.psn[pi], info.PSN)
+			psn = append(psn, info.PSN)
 			s := m.slot(pi, k, m.slotBytes)
 			info.Addr, info.RKey, info.Bytes = s.Addr, m.mr.RKey(), uint64(m.slotBytes)
 			if o.spread > 0 {
 				info.Addr, info.Bytes = m.mr.Addr(), uint64(m.mr.Len())
 			}
-			m.local[pi] = append(m.local[pi], info)
+			if pi == 0 {
+				m.local0 = append(m.local0, info)
+			}
 			enc, _ := info.MarshalBinary()
 			blob = binary.BigEndian.AppendUint32(blob, uint32(peer))
 			blob = append(blob, enc...)
@@ -119,9 +133,10 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	const rec = 4 + fabric.QPInfoWireBytes
+	m.remote = make([]peerQP, nq)
+	var mine []fabric.QPInfo
 	for pi, peer := range peers {
-		mine, err := offeredTo(all[peer], n.ID(), peer, o.qps)
+		mine, err = offeredTo(mine[:0], all[peer], n.ID(), peer, o.qps)
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +144,12 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			return nil, fmt.Errorf("perftest: node %d offered %d queue pairs to node %d, want %d (do both run the same -q?)",
 				peer, len(mine), n.ID(), o.qps)
 		}
-		m.remote = append(m.remote, mine)
+		if pi == 0 {
+			m.remote0 = append([]fabric.QPInfo(nil), mine...)
+		}
+		for k, info := range mine {
+			m.remote[pi*o.qps+k] = peerQP{Addr: info.Addr, RKey: info.RKey, QPN: info.QPN}
+		}
 		if o.typ == fabric.UD {
 			addr := mine[0].Address()
 			addr.SL = o.sl
@@ -139,8 +159,8 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 			}
 			m.ahs = append(m.ahs, ah)
 		}
-		for k, qp := range m.qps[pi] {
-			if err := connect(qp, m.psn[pi][k], mine[k], o.typ, o.sl, o.path); err != nil {
+		for k, qp := range m.all[pi*o.qps : (pi+1)*o.qps] {
+			if err := connect(qp, psn[pi*o.qps+k], mine[k], o.typ, o.sl, o.path); err != nil {
 				return nil, err
 			}
 		}
@@ -148,18 +168,17 @@ func connectMesh(th fabric.Thread, peers []int, o meshOpts) (*mesh, error) {
 	return m, nil
 }
 
-// offeredTo decodes the queue pairs peer offered to node me in its blob
-// (records of a node id and a QPInfo). A peer whose peers are every other
-// node in order (the all-to-all and pairwise tests) lists me's qps
+// offeredTo appends to mine the queue pairs peer offered to node me in its
+// blob (records of a node id and a QPInfo). A peer whose peers are every
+// other node in order (the all-to-all and pairwise tests) lists me's qps
 // records at a known place, which is tried first, so that a mesh of n
 // nodes decodes in O(n) per node; otherwise the whole blob is scanned.
-func offeredTo(b []byte, me, peer, qps int) ([]fabric.QPInfo, error) {
+func offeredTo(mine []fabric.QPInfo, b []byte, me, peer, qps int) ([]fabric.QPInfo, error) {
 	const rec = 4 + fabric.QPInfoWireBytes
 	at := me
 	if me > peer {
 		at--
 	}
-	var mine []fabric.QPInfo
 	decode := func(r []byte) error {
 		var info fabric.QPInfo
 		if err := info.UnmarshalBinary(r[4:rec]); err != nil {
@@ -217,8 +236,8 @@ func (m *mesh) setup(cfg *Config, client bool, pollBatch int) *Setup {
 	}
 	s := &Setup{Node: m.node.ID(), Client: client, Device: a.Name, LinkLayer: a.LinkLayer, MTU: m.mtu,
 		MaxInline: min(cfg.Inline, inline), Outs: cfg.outs(), PollBatch: pollBatch}
-	if len(m.local) > 0 {
-		s.Local, s.Remote = m.local[0], m.remote[0]
+	if len(m.local0) > 0 {
+		s.Local, s.Remote = m.local0, m.remote0
 	}
 	return s
 }

@@ -32,7 +32,7 @@ func TestOfferedTo(t *testing.T) {
 		{"nothing for me", blob(0, 3), 1, 2, 1, nil},
 		{"short blob", blob(0), 1, 2, 1, nil},
 	} {
-		got, err := offeredTo(tc.b, tc.me, tc.peer, tc.qp)
+		got, err := offeredTo(nil, tc.b, tc.me, tc.peer, tc.qp)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

@@ -101,9 +101,14 @@ func (m *mr) where(b []byte) string {
 	return fmt.Sprintf("MR %#x bytes [%d, %d)", m.Key, lo, hi)
 }
 
-// span returns where b, a slice of m's bytes, lies in m.
+// span returns where b, a slice of m's bytes (once m is deregistered, of
+// the bytes it kept for its posted receives), lies in m.
 func (m *mr) span(b []byte) (lo, hi uint64) {
-	lo = uint64(cap(m.buf) - cap(b))
+	base := m.buf
+	if m.Dead() {
+		base = m.freed
+	}
+	lo = uint64(cap(base) - cap(b))
 	return lo, lo + uint64(len(b))
 }
 
@@ -236,18 +241,17 @@ func (ch *checker) polled() string {
 	return fmt.Sprintf("when its completion was polled (by %s)", threadName(ch.c.cur))
 }
 
-// recvPosted runs as PostRecv accepts e.
-func (ch *checker) recvPosted(q fmt.Stringer, e *rqe) {
-	if e.mr == nil || e.has(rqeBad) || e.n == 0 {
+// recvPosted runs as PostRecv accepts e, a receive into m (nil for none).
+func (ch *checker) recvPosted(q fmt.Stringer, e *rqe, m *mr) {
+	if m == nil || e.has(rqeBad) || e.n == 0 {
 		return
 	}
-	m := e.mr
 	m.busy++
 	e.set(rqeCkHeld|rqeCkOn, true)
 	e.setPoster(ch.c.nameID(ch.c.cur))
-	e.ckSum = uint32(ch.sum(e.bytes()))
-	if r, ok := m.addRecv(e.bytes()); ok {
-		lo, hi := m.span(e.bytes())
+	b := e.bytes(m)
+	if r, ok := m.addRecv(b, uint32(ch.sum(b))); ok {
+		lo, hi := m.span(b)
 		ch.reportRegion(RecvPostedTwice, ch.c.cur, "PostRecv", m, func() string {
 			return fmt.Sprintf("receive wr_id %#x on %v: MR %#x bytes [%d, %d) overlap bytes [%d, %d) already posted as a receive; each message overwrites what another left there",
 				e.id, q, m.Key, lo, hi, r.lo, r.hi)
@@ -256,31 +260,42 @@ func (ch *checker) recvPosted(q fmt.Stringer, e *rqe) {
 	}
 }
 
-// recvChecked reports whether e's bytes are still checked: a message
-// landing in a receive that overlaps another posted receive changes the
-// other's bytes without the CPU, so neither is checked once they overlap.
-func (ch *checker) recvChecked(e *rqe) bool {
-	return e.has(rqeCkOn) && (e.mr.shared == 0 || !e.mr.isShared(e.bytes()))
+// recvChecked returns e's range in m, its region, when e's bytes are
+// still checked, else nil: a message landing in a receive that overlaps
+// another posted receive changes the other's bytes without the CPU, so
+// neither is checked once they overlap. A range that no other overlaps
+// holds exactly one receive, e, so its sum is e's.
+func (ch *checker) recvChecked(e *rqe, m *mr) *recvRange {
+	if !e.has(rqeCkOn) {
+		return nil
+	}
+	if r := m.recvOf(e.bytes(m)); !r.shared {
+		return r
+	}
+	return nil
 }
 
 // recvFilling runs as the NIC starts writing a message into e.
 func (ch *checker) recvFilling(q *qp, e *rqe) {
-	if ch.recvChecked(e) && uint32(ch.sum(e.bytes())) != e.ckSum {
-		ch.recvModified(q, e, "when a message arrived")
+	m := e.region(q.nic)
+	if r := ch.recvChecked(e, m); r != nil && uint32(ch.sum(e.bytes(m))) != r.sum {
+		ch.recvModified(q, e, m, "when a message arrived")
 	}
 }
 
 // recvFilled runs once the NIC has written e (ring entry idx).
 func (ch *checker) recvFilled(q *qp, idx uint64) {
 	if e := q.rqAt(idx); e.has(rqeCkOn) {
-		e.ckSum = uint32(ch.sum(e.bytes()))
+		m := e.region(q.nic)
+		b := e.bytes(m)
+		m.recvOf(b).sum = uint32(ch.sum(b))
 	}
 }
 
-func (ch *checker) recvModified(q *qp, e *rqe, when string) {
-	ch.reportAs(RecvBufferModified, q.nic.node.id, ch.c.threadNamed(e.poster()), "PostRecv", e.mr.where(e.bytes()),
+func (ch *checker) recvModified(q *qp, e *rqe, m *mr, when string) {
+	ch.reportAs(RecvBufferModified, q.nic.node.id, ch.c.threadNamed(e.poster()), "PostRecv", m.where(e.bytes(m)),
 		fmt.Sprintf("receive wr_id %#x on %v: %s written by the CPU while posted, detected %s; a receive buffer belongs to the NIC until its completion is polled",
-			e.id, q, e.mr.where(e.bytes()), when))
+			e.id, q, m.where(e.bytes(m)), when))
 	e.set(rqeCkOn, false)
 }
 
@@ -289,16 +304,17 @@ func (ch *checker) recvReleased(q *qp, e *rqe) {
 	if !e.has(rqeCkHeld) {
 		return
 	}
-	if ch.recvChecked(e) && uint32(ch.sum(e.bytes())) != e.ckSum {
-		ch.recvModified(q, e, ch.polled())
+	m := e.region(q.nic)
+	if r := ch.recvChecked(e, m); r != nil && uint32(ch.sum(e.bytes(m))) != r.sum {
+		ch.recvModified(q, e, m, ch.polled())
 	}
-	ch.recvForget(e)
+	ch.recvForget(e, m)
 }
 
-// recvForget drops the checker's record of e.
-func (ch *checker) recvForget(e *rqe) {
-	e.mr.busy--
-	e.mr.removeRecv(e.bytes())
+// recvForget drops the checker's record of e, a receive into m.
+func (ch *checker) recvForget(e *rqe, m *mr) {
+	m.busy--
+	m.removeRecv(e.bytes(m))
 	e.set(rqeCkHeld|rqeCkOn, false)
 	e.setPoster(0)
 }
@@ -327,7 +343,7 @@ func (ch *checker) dropAll(q *qp) {
 	}
 	for i := q.rqFree; i < q.rqTail; i++ {
 		if e := q.rqAt(i); e.has(rqeCkHeld) {
-			ch.recvForget(e)
+			ch.recvForget(e, e.region(q.nic))
 		}
 	}
 }
@@ -357,7 +373,7 @@ func (ch *checker) uncheckRecvs(m *mr, lo, hi uint64) {
 		}
 		for i := o.rqFree; i < o.rqTail; i++ {
 			e := o.rqAt(i)
-			if e.has(rqeCkHeld) && e.mr == m {
+			if e.has(rqeCkHeld) && e.mr == m.num() {
 				if elo, ehi := e.off(), e.off()+uint64(e.n); elo < hi && ehi > lo {
 					e.set(rqeCkOn, false)
 				}
@@ -366,7 +382,7 @@ func (ch *checker) uncheckRecvs(m *mr, lo, hi uint64) {
 	}
 	for _, s := range m.nic.srqs {
 		for i := s.head; i < s.tail; i++ {
-			if e := s.at(i); e.has(rqeCkHeld) && e.mr == m {
+			if e := s.at(i); e.has(rqeCkHeld) && e.mr == m.num() {
 				if elo, ehi := e.off(), e.off()+uint64(e.n); elo < hi && ehi > lo {
 					e.set(rqeCkOn, false)
 				}
@@ -377,11 +393,22 @@ func (ch *checker) uncheckRecvs(m *mr, lo, hi uint64) {
 
 // recvRange is a byte range of a region posted as receive buffers: n
 // receives with exactly these bounds; shared once another posted receive
-// overlaps it.
+// overlaps it. A range that is not shared holds one receive, and sum is
+// the checker's sum of its buffer (its low 32 bits; payload mode's is a
+// CRC-32 anyway) when last known intact: kept here, per region, rather
+// than in each receive-queue entry (rqe).
 type recvRange struct {
 	lo, hi uint64
 	n      int
+	sum    uint32
 	shared bool
+}
+
+// recvOf is the range of the posted receive buffer b (a receive the
+// checker holds: rqeCkHeld).
+func (m *mr) recvOf(b []byte) *recvRange {
+	i, _ := m.findRecv(m.span(b))
+	return &m.recvs[i]
 }
 
 // findRecv returns where the range [lo, hi) is, or would be inserted, in
@@ -394,9 +421,10 @@ func (m *mr) findRecv(lo, hi uint64) (int, bool) {
 	return i, i < len(m.recvs) && m.recvs[i].lo == lo && m.recvs[i].hi == hi
 }
 
-// addRecv records b as posted for a receive. When it overlaps receives
-// already posted, it returns one of them, and marks them and b shared.
-func (m *mr) addRecv(b []byte) (recvRange, bool) {
+// addRecv records b, whose bytes have the checker's sum sum, as posted
+// for a receive. When it overlaps receives already posted, it returns one
+// of them, and marks them and b shared.
+func (m *mr) addRecv(b []byte, sum uint32) (recvRange, bool) {
 	lo, hi := m.span(b)
 	first, ok := m.overlapRecv(lo, hi)
 	var other recvRange
@@ -412,7 +440,7 @@ func (m *mr) addRecv(b []byte) (recvRange, bool) {
 	if !found {
 		m.recvs = append(m.recvs, recvRange{})
 		copy(m.recvs[i+1:], m.recvs[i:])
-		m.recvs[i] = recvRange{lo: lo, hi: hi}
+		m.recvs[i] = recvRange{lo: lo, hi: hi, sum: sum}
 		m.recvMax = max(m.recvMax, hi-lo)
 	}
 	m.recvs[i].n++

@@ -234,11 +234,11 @@ func (n *nic) dcReceive(q *qp, p *packet) {
 				return
 			}
 			s.connected, s.cur, s.connects = true, s.want, s.connects+1
-			q.destNode, q.attr.DestQPN = s.cur.node, s.cur.dctn
+			q.destNode, q.attr.DestQPN = int32(s.cur.node), s.cur.dctn
 			q.progress() // the timer stops: nothing is outstanding
 		case p.op == pDCConnAck:
 			// a late or duplicated answer to a connect: ignored
-		case s.connected && p.src == q.destNode && p.srcQPN == q.attr.DestQPN:
+		case s.connected && p.src == int(q.destNode) && p.srcQPN == q.attr.DestQPN:
 			q.receive(p)
 		}
 		if q.state == fabric.StateRTS {
@@ -281,7 +281,7 @@ func (q *qp) dcAccept(t *dcTarget, src dcSrc, p *packet) {
 		// must not rewind the connection: data may have followed it.
 		if by, ok := t.by[src]; fresh || !ok || by != p.psn {
 			t.by[src] = p.psn
-			r.destNode, r.attr.DestQPN = src.node, src.qpn
+			r.destNode, r.attr.DestQPN = int32(src.node), src.qpn
 			r.ePSN, r.nakSent = p.psn, false
 		}
 	}

@@ -509,7 +509,7 @@ func (c *Cluster) rtsAttr(q *qp) {
 	}
 	if in.plan.RetryCnt >= 0 && int(q.attr.RetryCnt) > in.plan.RetryCnt {
 		q.attr.RetryCnt = uint8(in.plan.RetryCnt)
-		q.retries = int32(in.plan.RetryCnt)
+		q.retries = int8(in.plan.RetryCnt)
 	}
 	if in.plan.AckTimeout != 0 {
 		q.attr.Timeout = in.plan.AckTimeout

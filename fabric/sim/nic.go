@@ -21,7 +21,7 @@ type nic struct {
 	nextXRCD int
 	tgts     map[*qp]*xrcTarget // XRC target queue pairs' state (xrc.go)
 	dcs      map[*qp]any        // DC queue pairs' state: *dcInit or *dcTarget (dc.go)
-	mrs      []*mr              // by key>>8 - 1
+	mrs      []*mr              // by key>>8 - 1 (mr.num), deregistered ones too (dead: a posted receive may still name one)
 	nextAddr uint64
 
 	ready       fifo[*qp] // queue pairs with output
@@ -180,7 +180,7 @@ func (n *nic) lookupMR(key uint32) *mr {
 		return nil
 	}
 	m := n.mrs[i]
-	if m == nil || m.Key != key {
+	if m.Key != key || m.Dead() {
 		return nil
 	}
 	return m
@@ -207,7 +207,7 @@ func (n *nic) localBuf(p *pd, s fabric.SGE, need fabric.Access) (*mr, []byte, bo
 // memory by address only).
 func (n *nic) findByAddr(addr uint64, length int) []byte {
 	for _, m := range n.mrs {
-		if m == nil {
+		if m.Dead() {
 			continue
 		}
 		if off, ok := m.offset(addr, uint64(length)); ok {
@@ -405,7 +405,7 @@ func (n *nic) receive(p *packet) {
 	case !peers(q.typ, p.qpType):
 	case q.typ.DC():
 		n.dcReceive(q, p)
-	case q.typ != fabric.UD && (p.src != q.destNode || p.srcQPN != q.attr.DestQPN):
+	case q.typ != fabric.UD && (p.src != int(q.destNode) || p.srcQPN != q.attr.DestQPN):
 		// not from the connected peer: silently dropped, as on hardware
 	default:
 		q.receive(p)

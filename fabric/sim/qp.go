@@ -77,20 +77,20 @@ func (q *qp) rqAt(i uint64) *rqe { return &q.rq[i&uint64(len(q.rq)-1)] }
 // slot stays valid until its completion is polled, which recvDone queues.
 func (q *qp) taken() *rqe { return q.rqAt(q.msgIdx) }
 
-// rqe is a receive-queue entry. The verbs-usage checker's record of it
-// (checker_buffers.go) is a poster, a sum and two flags here rather than
-// a ckState: a receive is summed as one part, and its buffer and region
-// are the entry's own. A ring of 16 posted receives is most of an idle
-// queue pair's memory, so the entry is kept at 32 bytes (TestQPSizes):
-// the sum keeps 32 bits (payload mode's is a CRC-32 anyway), and the
-// flags and the poster (the cluster's number for its thread's name,
-// Cluster.nameID) share a word with the offset.
+// rqe is a receive-queue entry: what the NIC needs of a posted receive
+// (its id, its buffer as a region and the bytes [off, off+n) of it) and,
+// for the verbs-usage checker (checker_buffers.go), two flags and the
+// poster. A ring of 16 posted receives is most of an idle queue pair's
+// memory, so the entry is kept at 24 bytes (TestQPSizes): the region is
+// its number on the NIC (nic.region), the flags and the poster (the
+// cluster's number for its thread's name, Cluster.nameID) share a word
+// with the offset, and the checker's sum of the buffer is kept with the
+// region's record of its posted ranges (recvRange), not here.
 type rqe struct {
-	id    uint64
-	mr    *mr    // nil for an empty buffer or one that failed its check (bad)
-	at    uint64 // the buffer's offset in mr (below rqeFlags), the flags rqeBad, rqeCkHeld, rqeCkOn, and the poster (from rqePoster up)
-	n     uint32 // the buffer: bytes [off, off+n) of mr
-	ckSum uint32 // checker: the buffer's sum (its low 32 bits) when last known intact
+	id uint64
+	at uint64 // the buffer's offset in its region (below rqeFlags), the flags rqeBad, rqeCkHeld, rqeCkOn, and the poster (from rqePoster up)
+	n  uint32 // the buffer: bytes [off, off+n) of the region
+	mr uint32 // the region's number on the NIC (mr.num); 0 for an empty buffer or one that failed its check (bad)
 }
 
 // An rqe's word at: the offset below rqeFlags (Profile.Validate keeps
@@ -102,9 +102,9 @@ const (
 )
 
 const (
-	rqeBad    = 1 << (rqeFlags + iota) // failed its check (mr is nil)
-	rqeCkHeld                          // checker: counted in mr's busy count and posted receive ranges
-	rqeCkOn                            // checker: the buffer is still checked (ckSum is current)
+	rqeBad    = 1 << (rqeFlags + iota) // failed its check (mr is 0)
+	rqeCkHeld                          // checker: counted in the region's busy count and posted receive ranges
+	rqeCkOn                            // checker: the buffer is still checked (its range's sum is current)
 )
 
 func (e *rqe) off() uint64    { return e.at & (1<<rqeFlags - 1) }
@@ -121,29 +121,31 @@ func (e *rqe) set(f uint64, on bool) {
 	}
 }
 
-// bytes is e's buffer, in its region's current bytes (a region that gets
-// bytes of its own later needs no update here).
-func (e *rqe) bytes() []byte {
-	switch {
-	case e.mr == nil:
+// region is e's buffer's region on n, the NIC of its queue (nil for an
+// empty or bad buffer). A deregistered region stays findable by its
+// number (nic.mrs keeps it, dead).
+func (e *rqe) region(n *nic) *mr {
+	if e.mr == 0 {
 		return nil
-	case e.mr.Dead():
-		return e.mr.freed[e.off() : e.off()+uint64(e.n)]
 	}
-	return e.mr.buf[e.off() : e.off()+uint64(e.n)]
+	return n.mrs[e.mr-1]
 }
 
-// addr is where e's buffer starts (for the translation cache).
-func (e *rqe) addr() uint64 {
-	if e.mr == nil {
-		return 0
+// bytes is e's buffer in m, its region, in the region's current bytes (a
+// region that gets bytes of its own later needs no update here).
+func (e *rqe) bytes(m *mr) []byte {
+	switch {
+	case m == nil:
+		return nil
+	case m.Dead():
+		return m.freed[e.off() : e.off()+uint64(e.n)]
 	}
-	return e.mr.Base + e.off()
+	return m.buf[e.off() : e.off()+uint64(e.n)]
 }
 
 // broken reports whether e cannot take a message: its buffer was invalid
-// at the post, or its region has been deregistered since.
-func (e *rqe) broken() bool { return e.has(rqeBad) || e.mr != nil && e.mr.Dead() }
+// at the post, or its region m has been deregistered since.
+func (e *rqe) broken(m *mr) bool { return e.has(rqeBad) || m != nil && m.Dead() }
 
 // readCtx is an RDMA Read the responder is answering.
 type readCtx struct {
@@ -164,28 +166,43 @@ type rxCursor struct {
 	addr uint64
 }
 
-// qp implements fabric.QP with the RC, UC and UD transports.
+// qp implements fabric.QP with the RC, UC and UD transports. A cluster
+// of n nodes has n*(n-1) of them in an all-to-all, so the queue pair is
+// kept at 384 bytes, an allocation size class (TestQPSizes,
+// docs/performance.md "Scale"): counts and sizes bounded by the profile
+// are 32 bits (the retry counts 8), and the flags fill the gaps between
+// the wider fields.
 type qp struct {
-	c         *Cluster
-	nic       *nic
-	pd        *pd
-	qpn       uint32
-	typ       fabric.QPType
-	state     fabric.QPState
-	scq, rcq  *cq
-	caps      fabric.QPCaps
-	attr      qpAttr
-	destNode  int
-	mtu       int
-	destroyed bool
-	inReady   bool
-	timerOn   bool    // the local ACK timer is running (until timerAt)
-	timerEv   bool    // a timer event is queued (at timerEvAt, at or before timerAt)
-	nakCode   nakCode // responder (below)
-	unsig     int     // unsignaled sends posted since the last signaled one (checker)
+	c          *Cluster
+	nic        *nic
+	pd         *pd
+	qpn        uint32
+	typ        fabric.QPType
+	state      fabric.QPState
+	destroyed  bool
+	inReady    bool
+	scq, rcq   *cq
+	caps       qpCaps
+	destNode   int32
+	attr       qpAttr
+	unsig      int32   // unsignaled sends posted since the last signaled one (checker)
+	timerOn    bool    // the local ACK timer is running (until timerAt)
+	timerEv    bool    // a timer event is queued (at timerEvAt, at or before timerAt)
+	nakCode    nakCode // responder (below)
+	cached     bool    // its context is in the NIC's context cache (qpcache.go)
+	retries    int8    // RC: transport retries left (retry_cnt, 0..7)
+	rnrRetries int8    // RC: RNR retries left (rnr_retry, 0..7)
+	// Responder flags (the rest of the responder is below).
+	nakSent bool
+	inMsg   bool // a multi-packet send or write is in progress
+	msgRecv bool // msgIdx names a receive taken for the message in progress (UC: or for the next one)
+	dropMsg bool // UC: dropping the rest of a message
+	ucMid   bool // UC: the last packet that arrived was not the last of its message
+	ackOn   bool
+	mtu     int
 
 	// Performance model.
-	cache   cacheLink   // membership in the NIC's context cache
+	cache   cacheLink   // membership in the NIC's context cache (with cached)
 	postLk  lockState   // serializes PostSend across threads
 	recvLk  lockState   // serializes PostRecv across threads
 	readyEv fabric.Time // a pending re-activation, 0 if none
@@ -206,15 +223,11 @@ type qp struct {
 	rdOut     int32 // RDMA Reads in flight
 	rdHeld    int32 // RDMA Reads whose state the NIC holds (wrCache), at most max_rd_atomic
 
-	// RC requester reliability.
-	// (timerOn and timerEv are with the flags above, the retry counts left
-	// (0..7) are 32 bits beside rdHeld: the queue pair is kept small,
-	// docs/performance.md "Scale", TestQPSizes.)
-	retries    int32
-	rnrRetries int32
-	timerAt    fabric.Time // when the local ACK timer expires
-	timerEvAt  fabric.Time // when the timer event fires; events at other times are stale
-	rnrUntil   fabric.Time
+	// RC requester reliability. (timerOn and timerEv are with the flags
+	// above, and so are the retry counts left, retries and rnrRetries.)
+	timerAt   fabric.Time // when the local ACK timer expires
+	timerEvAt fabric.Time // when the timer event fires; events at other times are stale
+	rnrUntil  fabric.Time
 
 	// Receive queue ring: rqFree <= rqHead <= rqTail, counters that only grow.
 	rq     []rqe
@@ -222,22 +235,25 @@ type qp struct {
 	rqHead uint64 // next receive to take
 	rqTail uint64
 
-	// Responder.
-	ePSN    fabric.PSN
-	nakSent bool
-	inMsg   bool   // a multi-packet send or write is in progress
-	msgRecv bool   // msgIdx names a receive taken for the message in progress (UC: or for the next one)
-	msgIdx  uint64 // receive queue index of that receive (taken)
-	msgMR   *mr
-	msgBuf  []byte
-	msgOff  int
-	dropMsg bool // UC: dropping the rest of a message
-	ucMid   bool // UC: the last packet that arrived was not the last of its message
-	ackOn   bool
-	ackPSN  fabric.PSN
-	rd      *readState // the RDMA Reads being answered; nil until the first arrives
-	rx      *rxState   // with translation caches: where arriving payload goes; nil until then
-	srq     *srq       // the shared receive queue it takes receives from, or nil (srq.go)
+	// Responder. The RDMA Write in progress writes bytes [msgAt+msgOff,
+	// msgAt+msgLen) of msgMR; a send in progress writes from msgOff in the
+	// receive it took (taken).
+	msgIdx uint64 // receive queue index of that receive (taken)
+	msgMR  *mr
+	msgAt  uint64
+	msgLen uint32
+	msgOff uint32 // bytes of the message placed so far (a message has at most 2^31)
+	ePSN   fabric.PSN
+	ackPSN fabric.PSN
+	rd     *readState // the RDMA Reads being answered; nil until the first arrives
+	rx     *rxState   // with translation caches: where arriving payload goes; nil until then
+	srq    *srq       // the shared receive queue it takes receives from, or nil (srq.go)
+}
+
+// qpCaps is what a queue pair keeps of its fabric.QPCaps (each below the
+// profile's limits, which are 32-bit).
+type qpCaps struct {
+	MaxSendWR, MaxRecvWR, MaxInline int32
 }
 
 // qpAttr is what a queue pair keeps of its Modify attributes (the rest,
@@ -245,8 +261,8 @@ type qp struct {
 type qpAttr struct {
 	DestQPN         uint32 // RC, UC
 	QKey            uint32 // UD
-	MaxDestRdAtomic int
-	MaxRdAtomic     int
+	MaxDestRdAtomic int32
+	MaxRdAtomic     int32
 	Access          fabric.Access
 	MinRNRTimer     uint8
 	Timeout         uint8
@@ -326,8 +342,8 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	if int(n.firstQPN)+len(n.qps) >= 1<<24 {
 		return nil, fmt.Errorf("%w: node %d has used every queue-pair number from %#x to the 24-bit field's end (%d created; numbers are not reused)", fabric.ErrLimit, n.node.id, n.firstQPN, len(n.qps))
 	}
-	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq, caps: caps,
-		mtu: c.prof.Link.MTU, srq: s}
+	q := &qp{c: c, nic: n, pd: p, qpn: n.firstQPN + uint32(len(n.qps)), typ: init.Type, scq: scq, rcq: rcq,
+		caps: qpCaps{int32(caps.MaxSendWR), int32(caps.MaxRecvWR), int32(caps.MaxInline)}, mtu: c.prof.Link.MTU, srq: s}
 	if s != nil {
 		s.Use()
 	}
@@ -408,8 +424,8 @@ func (q *qp) Destroy() error {
 		ch.dropAll(q)
 		q.sqFree = q.sqTail
 		q.freeRecvs(q.rqTail)
-		q.scq.detach(q.caps.MaxSendWR)
-		q.rcq.detach(q.caps.MaxRecvWR)
+		q.scq.detach(int(q.caps.MaxSendWR))
+		q.rcq.detach(int(q.caps.MaxRecvWR))
 	}
 	if q.typ == fabric.XRCRecv {
 		q.freeRecvs(q.rqTail)
@@ -464,7 +480,7 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			if q.mtu == 0 {
 				q.mtu = c.prof.Link.MTU
 			}
-			q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic, q.attr.SL = a.MinRNRTimer, a.MaxDestRdAtomic, a.Dest.SL
+			q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic, q.attr.SL = a.MinRNRTimer, int32(a.MaxDestRdAtomic), a.Dest.SL
 		} else if q.typ != fabric.UD {
 			n, err := c.resolve(a.Dest)
 			if err != nil {
@@ -474,19 +490,19 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 			if mtu == 0 {
 				mtu = c.prof.Link.MTU
 			}
-			q.destNode, q.mtu = n, mtu
-			q.attr.DestQPN, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest.QPN, a.MinRNRTimer, a.MaxDestRdAtomic
+			q.destNode, q.mtu = int32(n), mtu
+			q.attr.DestQPN, q.attr.MinRNRTimer, q.attr.MaxDestRdAtomic = a.Dest.QPN, a.MinRNRTimer, int32(a.MaxDestRdAtomic)
 			q.attr.SL = a.Dest.SL
 			q.ePSN = a.RemotePSN & fabric.MaxPSN
 		}
 	case fabric.StateRTS:
 		q.attr.Timeout, q.attr.RetryCnt, q.attr.RNRRetry = a.Timeout, a.RetryCnt, a.RNRRetry
-		q.attr.MaxRdAtomic = a.MaxRdAtomic
+		q.attr.MaxRdAtomic = int32(a.MaxRdAtomic)
 		if q.attr.MaxRdAtomic == 0 {
 			q.attr.MaxRdAtomic = 1
 		}
 		q.nextPSN = a.SendPSN & fabric.MaxPSN
-		q.retries, q.rnrRetries = int32(a.RetryCnt), int32(a.RNRRetry)
+		q.retries, q.rnrRetries = int8(a.RetryCnt), int8(a.RNRRetry)
 		c.rtsAttr(q)
 	default:
 		return fmt.Errorf("%w: unknown state %v", fabric.ErrInvalidArg, to)
@@ -561,7 +577,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if th := c.cur; th != nil {
 		t = th.local
 	}
-	q.sq = reserved(q.sq, q.sqFree, q.sqTail, min(len(wrs), q.caps.MaxSendWR-int(q.sqTail-q.sqFree)))
+	q.sq = reserved(q.sq, q.sqFree, q.sqTail, min(len(wrs), int(q.caps.MaxSendWR)-int(q.sqTail-q.sqFree)))
 	n := 0
 	var err error
 	for ; n < len(wrs); n++ {
@@ -586,7 +602,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 }
 
 func (q *qp) postOne(wr *fabric.SendWR) error {
-	if err := fabric.CheckSendSlot(q, q.sqTail-q.sqFree, q.caps.MaxSendWR); err != nil {
+	if err := fabric.CheckSendSlot(q, q.sqTail-q.sqFree, int(q.caps.MaxSendWR)); err != nil {
 		if ch := q.c.chk; ch != nil {
 			ch.notice(QueueFull, q.nic.node.id, "PostSend", q.String(), fmt.Sprintf("PostSend on %v with all %d send slots taken (rejected: ErrQueueFull)", q, q.caps.MaxSendWR))
 		}
@@ -610,7 +626,7 @@ func (q *qp) postOne(wr *fabric.SendWR) error {
 		}
 		e.destN, e.destQPN = a.node, wr.RemoteQPN
 	}
-	if err := wr.CheckSize(q.typ, q.caps.MaxInline); err != nil {
+	if err := wr.CheckSize(q.typ, int(q.caps.MaxInline)); err != nil {
 		return err
 	}
 	if wr.Flags&fabric.Inline != 0 {
@@ -666,15 +682,15 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		}
 		m, _, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		// Room for the rest of the batch that the queue accepts, at once.
-		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, q.caps.MaxRecvWR-int(q.rqTail-q.rqFree)))
-		e := rqe{id: wrs[i].ID, mr: m}
+		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, int(q.caps.MaxRecvWR)-int(q.rqTail-q.rqFree)))
+		e := rqe{id: wrs[i].ID}
 		e.set(rqeBad, !ok)
 		if m != nil {
-			e.at, e.n = e.at|(wrs[i].Local.Addr-m.Base), wrs[i].Local.Length
+			e.at, e.n, e.mr = e.at|(wrs[i].Local.Addr-m.Base), wrs[i].Local.Length, m.num()
 		}
 		*q.rqAt(q.rqTail) = e
 		if ch := c.chk; ch != nil {
-			ch.recvPosted(q, q.rqAt(q.rqTail))
+			ch.recvPosted(q, q.rqAt(q.rqTail), m)
 		}
 		q.rqTail++
 		if th := c.cur; th != nil {

@@ -44,8 +44,7 @@ type qpCache struct {
 
 // cacheLink is the part of a qp that belongs to its NIC's qpCache.
 type cacheLink struct {
-	cached  bool
-	readyAt fabric.Time // when the context is on the NIC (its fetch may be under way)
+	readyAt fabric.Time // when the context is on the NIC (its fetch may be under way); qp.cached says whether it is cached
 }
 
 // newQPCache makes a cache of entries contexts in sets of ways (0, or more
@@ -114,7 +113,7 @@ func (c *qpCache) setOf(q *qp) int {
 // context is on the NIC (at, on a hit whose fetch is done) and whether the
 // use missed and started a fetch.
 func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
-	if q.cache.cached {
+	if q.cached {
 		c.hits++
 		return max(at, q.cache.readyAt), false
 	}
@@ -126,7 +125,7 @@ func (c *qpCache) touch(q *qp, at fabric.Time) (ready fabric.Time, miss bool) {
 	c.setSet(s, append(c.set(s), q.qpn))
 	c.n++
 	done := c.fetchAt(at)
-	q.cache.cached, q.cache.readyAt = true, done
+	q.cached, q.cache.readyAt = true, done
 	return done, true
 }
 
@@ -167,7 +166,7 @@ func (c *qpCache) replace(s int, at fabric.Time) {
 // drop removes way w of set s.
 func (c *qpCache) drop(s, w int) {
 	set := c.set(s)
-	c.lookup(set[w]).cache.cached = false
+	c.lookup(set[w]).cached = false
 	last := len(set) - 1
 	set[w], set[last] = set[last], 0
 	c.setSet(s, set[:last])
@@ -176,7 +175,7 @@ func (c *qpCache) drop(s, w int) {
 
 // evict drops q (destroyed or reset).
 func (c *qpCache) evict(q *qp) {
-	if !q.cache.cached {
+	if !q.cached {
 		return
 	}
 	s := c.setOf(q)

@@ -41,7 +41,7 @@ func checkCache(c *qpCache) error {
 			if q == nil || q.qpn != n {
 				return fmt.Errorf("set %d holds qp %d, which its NIC does not have", s, n)
 			}
-			if !q.cache.cached {
+			if !q.cached {
 				return fmt.Errorf("qp %d in set %d is not marked cached", q.qpn, s)
 			}
 			if c.setOf(q) != s {
@@ -101,17 +101,17 @@ func TestQPCacheInvariants(t *testing.T) {
 				q := qs[rng.IntN(len(qs))]
 				if rng.IntN(8) == 0 {
 					c.evict(q)
-					if q.cache.cached {
+					if q.cached {
 						t.Fatalf("step %d: qp %d still cached after evict", step, q.qpn)
 					}
 				} else {
 					touches++
-					was, n := q.cache.cached, c.n
+					was, n := q.cached, c.n
 					ready, miss := c.touch(q, now)
 					switch {
 					case miss == was:
 						t.Fatalf("step %d: miss %v for a context cached %v", step, miss, was)
-					case !q.cache.cached:
+					case !q.cached:
 						t.Fatalf("step %d: qp %d not cached after a touch", step, q.qpn)
 					case ready < now:
 						t.Fatalf("step %d: ready at %v, before the touch at %v", step, ready, now)
@@ -167,7 +167,7 @@ func TestQPCacheVictimNotInFlight(t *testing.T) {
 			c.touch(q, 900) // ready at 1900
 		}
 		c.touch(qs[4], 1500) // only qs[0] is on the NIC
-		if qs[0].cache.cached {
+		if qs[0].cached {
 			t.Errorf("seed %d: the completed context survived; an in-flight one was replaced", seed)
 		}
 	}
@@ -220,24 +220,24 @@ func TestModelQPCacheDestroyEvicts(t *testing.T) {
 	q := h.nodes[0].qps[1].(*qp)
 	h.write(0, 1, 64, 1)
 	run()
-	if !q.cache.cached || nic.cache.n != 1 {
-		t.Fatalf("after a write, the requester's context is not cached (cached %v, %d entries)", q.cache.cached, nic.cache.n)
+	if !q.cached || nic.cache.n != 1 {
+		t.Fatalf("after a write, the requester's context is not cached (cached %v, %d entries)", q.cached, nic.cache.n)
 	}
 	if err := q.Destroy(); err != nil {
 		t.Fatal(err)
 	}
-	if q.cache.cached || nic.cache.n != 0 || checkCache(&nic.cache) != nil {
-		t.Fatalf("after Destroy: cached %v, %d entries left (%v)", q.cache.cached, nic.cache.n, checkCache(&nic.cache))
+	if q.cached || nic.cache.n != 0 || checkCache(&nic.cache) != nil {
+		t.Fatalf("after Destroy: cached %v, %d entries left (%v)", q.cached, nic.cache.n, checkCache(&nic.cache))
 	}
 	r := h.nodes[1].qps[0].(*qp)
-	if !r.cache.cached {
+	if !r.cached {
 		t.Fatal("the responder's context is not cached after a write arrived")
 	}
 	if err := r.Modify(fabric.StateReset, fabric.QPAttr{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.cache.cached || checkCache(&c.nodes[1].nic.cache) != nil {
-		t.Fatalf("after a reset: cached %v", r.cache.cached)
+	if r.cached || checkCache(&c.nodes[1].nic.cache) != nil {
+		t.Fatalf("after a reset: cached %v", r.cached)
 	}
 	before := nic.cache.misses
 	for i := 0; i < 4; i++ {

@@ -65,8 +65,8 @@ func (q *qp) takeRecv(p *packet) bool {
 		ch.recvFilling(q, q.rqAt(q.rqHead))
 	}
 	q.rqHead++
-	if q.taken().broken() {
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+	if e := q.taken(); e.broken(e.region(q.nic)) {
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		if q.typ.Reliable() {
 			q.responderError(nakInvalid, p.psn)
 		} else {
@@ -79,7 +79,7 @@ func (q *qp) takeRecv(p *packet) bool {
 
 // responderError answers with a NAK and moves the responder to error.
 func (q *qp) responderError(code nakCode, psn fabric.PSN) {
-	p := q.newPacket(q.destNode, q.attr.DestQPN)
+	p := q.newPacket(int(q.destNode), q.attr.DestQPN)
 	p.op, p.psn, p.nak = pNak, psn, code
 	p.setWire()
 	q.c.schedule(q.c.now, q.c.net, evDirect, p)
@@ -126,7 +126,7 @@ func (q *qp) rcInOrder(p *packet) {
 			return
 		}
 	case pReadReq:
-		if q.readsInUse() >= q.attr.MaxDestRdAtomic {
+		if q.readsInUse() >= int(q.attr.MaxDestRdAtomic) {
 			// More new reads in flight than the responder has resources
 			// for (max_dest_rd_atomic): the requester broke the limit it
 			// was given, or reads are not enabled (0). The responder
@@ -167,9 +167,12 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		q.inMsg, q.msgOff = true, 0
 	} else if !q.inMsg {
 		return false
-	} else if q.taken().broken() {
+	}
+	e := q.taken()
+	m := e.region(q.nic)
+	if !p.first && e.broken(m) { // (takeRecv checked the first)
 		// The receive's region was deregistered while the message arrived.
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
@@ -178,8 +181,8 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		}
 		return false
 	}
-	if q.msgOff+p.n > int(q.taken().n) {
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
+	if int(q.msgOff)+p.n > int(e.n) {
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalLength, Op: fabric.OpRecv})
 		q.inMsg = false
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
@@ -189,12 +192,12 @@ func (q *qp) deliverSend(p *packet, reliable bool) bool {
 		return false
 	}
 	if p.n > 0 {
-		storeInto(q.taken().mr, q.taken().bytes()[q.msgOff:], p)
-		q.taken().mr.signal()
+		storeInto(m, e.bytes(m)[q.msgOff:], p)
+		m.signal()
 	}
-	q.msgOff += p.n
+	q.msgOff += uint32(p.n)
 	if p.last {
-		q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: q.msgOff,
+		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusSuccess, Op: fabric.OpRecv, Bytes: int(q.msgOff),
 			Imm: p.imm, HasImm: p.hasImm, SrcQP: p.srcQPN})
 		q.inMsg = false
 	}
@@ -217,7 +220,10 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		if ch := q.c.chk; ch != nil && m != nil {
 			ch.remoteWrite(q, m, buf, p)
 		}
-		q.msgMR, q.msgBuf, q.msgOff, q.inMsg = m, buf, 0, true
+		q.msgMR, q.msgAt, q.msgLen, q.msgOff, q.inMsg = m, 0, 0, 0, true
+		if m != nil {
+			q.msgAt, q.msgLen = p.raddr-m.Base, p.dmaLen // buf is bytes [msgAt, msgAt+msgLen) of m
+		}
 	} else if !q.inMsg {
 		return false
 	} else if q.msgMR != nil && q.msgMR.Dead() {
@@ -232,7 +238,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		}
 		return false
 	}
-	if q.msgOff+p.n > len(q.msgBuf) {
+	if int(q.msgOff)+p.n > int(q.msgLen) {
 		if reliable {
 			q.responderError(nakInvalid, p.psn)
 		}
@@ -249,13 +255,14 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 		}
 	}
 	if p.n > 0 {
-		storeInto(q.msgMR, q.msgBuf[q.msgOff:], p)
-		q.msgMR.signal()
+		m := q.msgMR
+		storeInto(m, m.buf[q.msgAt+uint64(q.msgOff):q.msgAt+uint64(q.msgLen)], p)
+		m.signal()
 	}
-	q.msgOff += p.n
+	q.msgOff += uint32(p.n)
 	if p.last {
 		if p.hasImm {
-			q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: q.msgOff,
+			q.recvDone(fabric.WC{ID: q.taken().id, Status: fabric.StatusSuccess, Op: fabric.OpRecvWriteImm, Bytes: int(q.msgOff),
 				Imm: p.imm, HasImm: true, SrcQP: p.srcQPN})
 		}
 		q.inMsg = false
@@ -347,7 +354,8 @@ func (q *qp) udReceive(p *packet) {
 	e := *q.rqAt(idx)
 	q.rqHead++
 	wc := fabric.WC{ID: e.id, Op: fabric.OpRecv, QPN: q.qpn, SrcQP: p.srcQPN, SrcLID: p.srcLID}
-	bad := e.broken()
+	m := e.region(q.nic)
+	bad := e.broken(m)
 	switch {
 	case bad:
 		wc.Status = fabric.StatusLocalProtection
@@ -357,16 +365,16 @@ func (q *qp) udReceive(p *packet) {
 		if ch := q.c.chk; ch != nil {
 			ch.recvFilling(q, q.rqAt(idx))
 		}
-		if e.mr.unbacked() { // the GRH is not zero
-			e.mr.materialize()
+		if m.unbacked() { // the GRH is not zero
+			m.materialize()
 		}
-		buf := e.bytes()
+		buf := e.bytes(m)
 		writeGRH(buf[:fabric.GRHBytes], p)
 		p.storePayload(buf[fabric.GRHBytes:])
 		if ch := q.c.chk; ch != nil {
 			ch.recvFilled(q, idx)
 		}
-		e.mr.signal()
+		m.signal()
 		wc.Bytes = fabric.GRHBytes + p.n
 		wc.Imm, wc.HasImm = p.imm, p.hasImm
 	}

@@ -121,7 +121,7 @@ func (s *srq) Destroy() error {
 	if ch := s.c.chk; ch != nil {
 		for i := s.head; i < s.tail; i++ {
 			if e := s.at(i); e.has(rqeCkHeld) {
-				ch.recvForget(e)
+				ch.recvForget(e, e.region(s.nic))
 			}
 		}
 	}
@@ -147,14 +147,14 @@ func (s *srq) PostRecv(wrs []fabric.RecvWR) (int, error) {
 		}
 		m, _, ok := s.nic.localBuf(s.pd, wrs[i].Local, fabric.AccessLocalWrite)
 		s.ring = reserved(s.ring, s.head, s.tail, min(len(wrs)-i, s.maxWR-s.out))
-		e := rqe{id: wrs[i].ID, mr: m}
+		e := rqe{id: wrs[i].ID}
 		e.set(rqeBad, !ok)
 		if m != nil {
-			e.at, e.n = e.at|(wrs[i].Local.Addr-m.Base), wrs[i].Local.Length
+			e.at, e.n, e.mr = e.at|(wrs[i].Local.Addr-m.Base), wrs[i].Local.Length, m.num()
 		}
 		*s.at(s.tail) = e
 		if ch := c.chk; ch != nil {
-			ch.recvPosted(s, s.at(s.tail))
+			ch.recvPosted(s, s.at(s.tail), m)
 		}
 		s.tail++
 		s.out++
@@ -216,7 +216,7 @@ func (q *qp) freeRecvs(to uint64) {
 // namesMR reports whether a receive in the pool names m.
 func (s *srq) namesMR(m *mr) bool {
 	for i := s.head; i < s.tail; i++ {
-		if s.at(i).mr == m {
+		if s.at(i).mr == m.num() {
 			return true
 		}
 	}

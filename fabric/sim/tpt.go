@@ -255,7 +255,7 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 				}
 			}
 			e := s.peek()
-			return e, e != nil && !e.has(rqeBad) && e.mr != nil
+			return e, e != nil && !e.has(rqeBad) && e.mr != 0
 		}
 		i := max(rx.seen, q.rqHead)
 		if i >= q.rqTail {
@@ -263,7 +263,7 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 		}
 		rx.seen = i + 1
 		e := q.rqAt(i)
-		return e, !e.has(rqeBad) && e.mr != nil
+		return e, !e.has(rqeBad) && e.mr != 0
 	}
 	var cur *rxCursor
 	switch p.op {
@@ -283,7 +283,8 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 		if p.first || q.typ == fabric.UD {
 			rx.send = rxCursor{}
 			if e, ok := nextRecv(); ok {
-				rx.send = rxCursor{e.mr, e.addr()}
+				m := e.region(q.nic)
+				rx.send = rxCursor{m, m.Base + e.off()}
 				if q.typ == fabric.UD {
 					rx.send.addr += fabric.GRHBytes
 				}

@@ -304,9 +304,10 @@ func TestTPTPaths(t *testing.T) {
 func TestTPTSendAndUDTargets(t *testing.T) {
 	n := tptNIC(4, 64)
 	m := tptMR(0x101, addrBase, 1<<20)
+	n.mrs = []*mr{m} // receive entries name it by its number
 	q := &qp{nic: n, typ: fabric.RC, mtu: 4096, rq: make([]rqe, 4)}
 	for i, off := range []uint64{0, 100 << 10, 200 << 10} {
-		q.rq[i] = rqe{id: uint64(i), mr: m, at: off}
+		q.rq[i] = rqe{id: uint64(i), mr: m.num(), at: off}
 		q.rqTail++
 	}
 	want := []uint64{0, 4096, 100 << 10, 200 << 10}
@@ -325,18 +326,18 @@ func TestTPTSendAndUDTargets(t *testing.T) {
 	}
 	// Delivery catches up: a receive consumed by delivery is not reused.
 	q.rqHead, q.rx.seen = 3, 0
-	q.rq[3] = rqe{mr: m, at: 300 << 10}
+	q.rq[3] = rqe{mr: m.num(), at: 300 << 10}
 	q.rqTail++
 	if _, addr := q.rxTarget(&packet{op: pSend, first: true, n: 1}); addr != m.Base+300<<10 {
 		t.Errorf("after delivery: target %#x", addr-m.Base)
 	}
-	u := &qp{nic: n, typ: fabric.UD, mtu: 4096, rq: []rqe{{mr: m, at: 8192}}, rqTail: 1}
+	u := &qp{nic: n, typ: fabric.UD, mtu: 4096, rq: []rqe{{mr: m.num(), at: 8192}}, rqTail: 1}
 	if _, addr := u.rxTarget(&packet{op: pSend, first: true, last: true, n: 100}); addr != m.Base+8192+fabric.GRHBytes {
 		t.Errorf("UD: target %#x, want past the GRH", addr-m.Base)
 	}
 	// A write with immediate takes a receive but writes nothing there.
 	w := &qp{nic: n, typ: fabric.RC, mtu: 4096, rq: make([]rqe, 2), rqTail: 2}
-	w.rq[0], w.rq[1] = rqe{mr: m}, rqe{mr: m, at: 4096}
+	w.rq[0], w.rq[1] = rqe{mr: m.num()}, rqe{mr: m.num(), at: 4096}
 	if gm, _ := w.rxTarget(&packet{op: pWrite, first: true, last: true, hasImm: true, rkey: 0x999, n: 8}); gm != nil {
 		t.Error("a write with an unknown rkey was given a target")
 	}

@@ -130,7 +130,7 @@ func (q *qp) hasOutput() bool {
 		// completions stay in order and none is lost to the flush.
 		return q.sqHead == q.sqTx
 	}
-	return !(e.wr.Op == fabric.OpRead && int(q.rdOut) >= q.attr.MaxRdAtomic)
+	return !(e.wr.Op == fabric.OpRead && q.rdOut >= q.attr.MaxRdAtomic)
 }
 
 // nextPacket builds the next packet q sends: queued RDMA Read responses
@@ -152,7 +152,7 @@ func (q *qp) nextPacket() *packet {
 			q.nakCode = 0
 			return q.dcConnectPacket(q.sqAt(q.sqTx))
 		}
-		p := q.newPacket(q.destNode, q.attr.DestQPN)
+		p := q.newPacket(int(q.destNode), q.attr.DestQPN)
 		p.op, p.psn, p.nak = pAck, q.ackPSN, q.nakCode
 		fatal := q.nakCode == nakInvalid
 		if q.nakCode != 0 {
@@ -180,7 +180,7 @@ func (q *qp) nextPacket() *packet {
 			p.qkey = q.attr.QKey
 		}
 	} else {
-		p = q.newPacket(q.destNode, q.attr.DestQPN)
+		p = q.newPacket(int(q.destNode), q.attr.DestQPN)
 		p.qkey = e.wr.RemoteSRQN // XRCETH (XRC_SEND only; 0 otherwise)
 	}
 	p.psn = e.psn.Add(q.txPkt)
@@ -270,7 +270,7 @@ func (q *qp) readResponse() *packet {
 		q.responderError(nakRemoteAccess, r.psn.Add(r.idx))
 		return nil
 	}
-	p := q.newPacket(q.destNode, q.attr.DestQPN)
+	p := q.newPacket(int(q.destNode), q.attr.DestQPN)
 	p.op, p.psn = pReadResp, r.psn.Add(r.idx)
 	p.first, p.last = r.idx == 0, r.idx == r.npkts-1
 	off := r.idx * q.mtu
@@ -439,7 +439,7 @@ func (q *qp) goBack(psn fabric.PSN) {
 // progress resets the retry counters and the timer after the peer
 // acknowledged something.
 func (q *qp) progress() {
-	q.retries, q.rnrRetries = int32(q.attr.RetryCnt), int32(q.attr.RNRRetry)
+	q.retries, q.rnrRetries = int8(q.attr.RetryCnt), int8(q.attr.RNRRetry)
 	if q.outstanding() {
 		q.armTimer()
 	} else {

@@ -127,6 +127,10 @@ func (m *mr) Bytes() []byte {
 	return m.buf
 }
 
+// num is m's number on its NIC: its index in nic.mrs plus one (a
+// receive entry's name for it, rqe.mr).
+func (m *mr) num() uint32 { return m.Key >> 8 }
+
 func (m *mr) Len() int { return len(m.buf) }
 
 // offset returns where [addr, addr+n) starts in the region, and false when
@@ -142,7 +146,6 @@ func (m *mr) Dereg() error {
 		ch.dereg(m)
 	}
 	m.nic.forget(m)
-	m.nic.mrs[m.Key>>8-1] = nil
 	if m.named() {
 		m.freed = m.buf
 	}
@@ -158,7 +161,7 @@ func (m *mr) named() bool {
 			continue
 		}
 		for i := q.rqFree; i < q.rqTail; i++ {
-			if q.rqAt(i).mr == m {
+			if q.rqAt(i).mr == m.num() {
 				return true
 			}
 		}

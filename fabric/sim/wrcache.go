@@ -113,7 +113,7 @@ func (c *wrCache) forget(qpn uint32) {
 // and takes the read up when an earlier one's response arrives.
 func (q *qp) holdWR(i uint64, e *sqe) {
 	if e.wr.Op == fabric.OpRead {
-		if int(q.rdHeld) >= max(q.attr.MaxRdAtomic, 1) {
+		if q.rdHeld >= max(q.attr.MaxRdAtomic, 1) {
 			return
 		}
 		e.rdHeld = true

@@ -43,7 +43,7 @@ type xrcd struct {
 var _ fabric.XRCD = (*xrcd)(nil)
 
 // xrcTarget is what an XRCRecv queue pair keeps beside the queue pair
-// (which stays 448 bytes, TestQPSizes): its domain, and for each receive
+// (which stays 384 bytes, TestQPSizes): its domain, and for each receive
 // it has taken and whose completion has not been polled, the SRQ it came
 // from.
 type xrcTarget struct {

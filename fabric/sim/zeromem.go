@@ -48,9 +48,9 @@ func (m *mr) rebased(b []byte) []byte {
 
 // rebase moves q's slices of m onto m.buf: the buffers of its work
 // requests (every slot: a released one is rewritten before it is used
-// again), the checker's records of them, the receive and the RDMA Write
-// in progress (a receive in progress is a slot of the ring), and the
-// RDMA Reads it answers.
+// again), the checker's records of them, and the RDMA Reads it answers.
+// (A receive names its buffer by offset, and so does the RDMA Write in
+// progress.)
 func (q *qp) rebase(m *mr) {
 	for i := range q.sq {
 		e := &q.sq[i]
@@ -60,9 +60,6 @@ func (q *qp) rebase(m *mr) {
 		if e.ck.mr == m {
 			e.ck.buf = m.rebased(e.ck.buf)
 		}
-	}
-	if q.msgMR == m {
-		q.msgBuf = m.rebased(q.msgBuf)
 	}
 	if q.rd != nil {
 		for i := range q.rd.reads {
