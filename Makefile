@@ -45,9 +45,11 @@ report-check: build
 # threads, at GOMAXPROCS 1, 2 and 4, and the conformance suite); with
 # libibverbs-dev installed (installed here when missing and running as
 # root on Debian), also the real-hardware backend, compiled, vetted and run
-# on the software RDMA device (ibverbs-check).
+# on the software RDMA device (ibverbs-check). The time limit per package is
+# 30 minutes: the evidence suite and the simulator's tests take several
+# minutes each on a loaded 2-core machine, near go test's default of 10.
 test: ibverbs-dev vet fuzz-short
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -cpu 1,2,4 ./fabric/loopback/
 	$(GO) test -count=1 -race -cpu 2,4 -run TestExecConformance ./fabric/host/
 	@if [ -e /usr/include/infiniband/verbs.h ]; then \
