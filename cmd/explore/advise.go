@@ -18,6 +18,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/advise"
 	"github.com/rdmashuffle/rdmashuffle/experiments/chart"
+	"github.com/rdmashuffle/rdmashuffle/experiments/sweep"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -271,7 +272,15 @@ func (f *adviseFlags) setStore(cmd *cobra.Command, o *advise.Options) {
 	if f.noReuse || f.points == "" {
 		return
 	}
-	o.Store = advise.DirStore{Dir: f.points}
+	// Runs are kept per build: the model ID names the profiles and the
+	// mechanism switches, not every change to the code, so a run made by
+	// other code could differ from the run it would stand for.
+	code, err := sweep.Code(cacheBuild())
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "advise: finished runs neither taken from nor kept in %s: %v, so they could come from other code (build with make build, from a checkout with every change committed)\n", f.points, err)
+		return
+	}
+	o.Store = advise.DirStore{Dir: sweep.CodeDir(f.points, code)}
 	var once sync.Once
 	o.StoreErr = func(err error) {
 		once.Do(func() {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rdmashuffle/rdmashuffle/buildinfo"
 	"github.com/rdmashuffle/rdmashuffle/experiments/advise"
 )
 
@@ -100,5 +101,42 @@ func TestAdviseSweep(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("advise %v: error %v, want %q\n%s", tc.args, err, tc.want, out)
 		}
+	}
+}
+
+// TestAdvisePointsPerBuild: finished runs are kept per build, under a
+// directory named by the commit, so that other code never answers for
+// them; a build that names no commit, or one with uncommitted changes,
+// neither takes nor keeps any, and says so.
+func TestAdvisePointsPerBuild(t *testing.T) {
+	defer func(b func() buildinfo.Info) { cacheBuild = b }(cacheBuild)
+	for _, tc := range []struct {
+		name, commit string
+		kept         bool
+	}{
+		{"committed", "c0ffee", true},
+		{"uncommitted changes", "c0ffee+dirty", false},
+		{"no commit", "unknown", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cacheBuild = func() buildinfo.Info { return buildinfo.Info{Commit: tc.commit, Go: "go1.26"} }
+			dir := t.TempDir()
+			out, err := run(t, "advise", "--nodes", "2", "--threads", "1", "--bytes-per-node", "4MiB", "--screen-bytes", "1MiB",
+				"--designs", "MESQ/SR,SEMQ/SR", "--band", "controls", "--save", "", "--brief", "--points", dir)
+			if err != nil {
+				t.Fatal(err, out)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*", "*.json"))
+			top, _ := os.ReadDir(dir)
+			if tc.kept {
+				if len(files) == 0 || len(top) != 1 || !strings.HasPrefix(top[0].Name(), "c0ffee-") {
+					t.Errorf("kept %d runs in %v, want them under one c0ffee- directory", len(files), top)
+				}
+				return
+			}
+			if len(top) != 0 || !strings.Contains(out, "finished runs neither taken from nor kept") {
+				t.Errorf("kept %v; output:\n%s", top, out)
+			}
+		})
 	}
 }

@@ -70,7 +70,14 @@ func OpenCache(dir, code string) (*Cache, error) {
 	if code == "" {
 		return nil, fmt.Errorf("%w: no code given", ErrNoCode)
 	}
-	name := strings.Fields(code)[0]
+	return &Cache{dir: CodeDir(dir, code), code: code}, nil
+}
+
+// CodeDir is the directory under dir that keeps what code (Code's) made:
+// the commit's first characters, made safe for a file name, and a hash
+// of the whole of code (the toolchain too).
+func CodeDir(dir, code string) string {
+	name := strings.Fields(code + " ")[0]
 	name = strings.Map(func(r rune) rune {
 		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' || r == '_' {
 			return r
@@ -78,7 +85,7 @@ func OpenCache(dir, code string) (*Cache, error) {
 		return '_'
 	}, name[:min(len(name), 16)])
 	sum := sha256.Sum256([]byte(code))
-	return &Cache{dir: filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:4])), code: code}, nil
+	return filepath.Join(dir, name+"-"+hex.EncodeToString(sum[:4]))
 }
 
 // Hits is the number of runs (and other values) answered from the
