@@ -29,7 +29,23 @@
 //     completions, request chains in reused C memory);
 //   - verbs_ibv.go: devices, protection domains, memory regions,
 //     completion queues and address handles; qp_ibv.go: queue pairs;
+//     srq_ibv.go and xrc_ibv.go: shared receive queues and XRC;
+//   - dc_ibv.go and shim_dc.h: Dynamically Connected queue pairs (DCI,
+//     DCT) through mlx5dv (mlx5dv_create_qp(3), the extended post
+//     interface of ibv_wr_post(3), mlx5dv_wr_set_dc_addr(3)); the package
+//     links libmlx5 for them;
 //   - open_ibv.go: the entry points, on host.NewLocal and host.Join.
+//
+// DC exists only on a device the mlx5 provider drives (ConnectX-4 and
+// later: mlx5dv_is_supported(3), asked when the device is opened). On any
+// other device (the software RDMA device of softrdma, rxe, siw, mlx4)
+// CreateQP of a DCI or DCT fails with an error wrapping
+// errors.ErrUnsupported that names the device, and the conformance
+// suite's DC cases skip. The DC code has been compiled and linked against
+// rdma-core's libmlx5, its C glue checked against a fake post interface
+// and its transition masks against the kernel mlx5 driver's tables as
+// read; it has never executed against an mlx5 device, which this project
+// has not had. docs/hardware.md says what to run on one.
 //
 // Asynchronous events: a goroutine per device reads them (waiting on the
 // event descriptor 100 ms at a time, so that closing the device stops it)

@@ -59,6 +59,9 @@ const (
 	// IBV_QPT_XRC_SEND and IBV_QPT_XRC_RECV.
 	ibvQPTXRCSend = 9
 	ibvQPTXRCRecv = 10
+	// IBV_QPT_DRIVER: a provider's own type; mlx5's DCI and DCT are
+	// created with it (mlx5dv_create_qp(3)).
+	ibvQPTDriver = 0xff
 )
 
 // Values of enum ibv_wr_opcode.
@@ -303,6 +306,8 @@ func qpTypeOf(t fabric.QPType) (int32, bool) {
 		return ibvQPTXRCSend, true
 	case fabric.XRCRecv:
 		return ibvQPTXRCRecv, true
+	case fabric.DCI, fabric.DCT:
+		return ibvQPTDriver, true
 	}
 	return 0, false
 }
@@ -466,7 +471,20 @@ func legalTransition(from, to fabric.QPState) (bool, string) {
 //	             XRC_RECV: STATE SQ_PSN TIMEOUT
 //	             UC, UD: STATE SQ_PSN
 //	->RESET, ->ERROR:    STATE
+//
+// DC queue pairs (mlx5, IBV_QPT_DRIVER) follow the kernel mlx5 driver's
+// own tables instead, which name no destination:
+//
+//	RESET->INIT  DCI: STATE PKEY_INDEX PORT
+//	             DCT: STATE PKEY_INDEX PORT ACCESS_FLAGS
+//	INIT->RTR    DCI: STATE PATH_MTU AV (the port, service level and GID index; no destination)
+//	             DCT: STATE PATH_MTU AV MIN_RNR_TIMER (the DCT is created in the device here)
+//	RTR->RTS     DCI: STATE SQ_PSN TIMEOUT RETRY_CNT RNR_RETRY MAX_QP_RD_ATOMIC
+//	             DCT: never (it stays in RTR)
 func modifyMask(t fabric.QPType, to fabric.QPState) int32 {
+	if t.DC() {
+		return dcModifyMask(t, to)
+	}
 	switch to {
 	case fabric.StateInit:
 		if t == fabric.UD {
@@ -489,6 +507,27 @@ func modifyMask(t fabric.QPType, to fabric.QPState) int32 {
 			return ibvQPState | ibvQPSQPSN | ibvQPTimeout
 		}
 		return ibvQPState | ibvQPSQPSN
+	}
+	return ibvQPState
+}
+
+// dcModifyMask is modifyMask for a DCI or DCT (t).
+func dcModifyMask(t fabric.QPType, to fabric.QPState) int32 {
+	switch to {
+	case fabric.StateInit:
+		if t == fabric.DCT {
+			return ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPAccessFlags
+		}
+		return ibvQPState | ibvQPPKeyIndex | ibvQPPort
+	case fabric.StateRTR:
+		if t == fabric.DCT {
+			return ibvQPState | ibvQPPathMTU | ibvQPAV | ibvQPMinRNRTimer
+		}
+		return ibvQPState | ibvQPPathMTU | ibvQPAV
+	case fabric.StateRTS:
+		if t == fabric.DCI {
+			return ibvQPState | ibvQPSQPSN | ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic
+		}
 	}
 	return ibvQPState
 }

@@ -81,7 +81,7 @@ func TestAccessAndTypes(t *testing.T) {
 		t.Error("UC has no RDMA Read: remote read must be dropped")
 	}
 	for typ, want := range map[fabric.QPType]int32{fabric.RC: ibvQPTRC, fabric.UC: ibvQPTUC, fabric.UD: ibvQPTUD,
-		fabric.XRCSend: ibvQPTXRCSend, fabric.XRCRecv: ibvQPTXRCRecv} {
+		fabric.XRCSend: ibvQPTXRCSend, fabric.XRCRecv: ibvQPTXRCRecv, fabric.DCI: ibvQPTDriver, fabric.DCT: ibvQPTDriver} {
 		if got, ok := qpTypeOf(typ); !ok || got != want {
 			t.Errorf("qpTypeOf(%v) = %d", typ, got)
 		}
@@ -174,8 +174,17 @@ func TestModifyMasks(t *testing.T) {
 			ibvQPMaxDestRdAtomc | ibvQPMinRNRTimer,
 		{fabric.XRCSend, fabric.StateRTS}: ibvQPState | ibvQPSQPSN | ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic,
 		{fabric.XRCRecv, fabric.StateRTS}: ibvQPState | ibvQPSQPSN | ibvQPTimeout,
+		// DC as the kernel mlx5 driver's tables have it (a DCI's
+		// modify_dci_qp_is_ok, a DCT's mlx5_ib_modify_dct): no
+		// destination; the address vector carries the port (and GID
+		// index); a DCT has no RTS.
+		{fabric.DCI, fabric.StateInit}: ibvQPState | ibvQPPKeyIndex | ibvQPPort,
+		{fabric.DCT, fabric.StateInit}: ibvQPState | ibvQPPKeyIndex | ibvQPPort | ibvQPAccessFlags,
+		{fabric.DCI, fabric.StateRTR}:  ibvQPState | ibvQPPathMTU | ibvQPAV,
+		{fabric.DCT, fabric.StateRTR}:  ibvQPState | ibvQPPathMTU | ibvQPAV | ibvQPMinRNRTimer,
+		{fabric.DCI, fabric.StateRTS}:  ibvQPState | ibvQPSQPSN | ibvQPTimeout | ibvQPRetryCnt | ibvQPRNRRetry | ibvQPMaxQPRdAtomic,
 	}
-	for _, typ := range []fabric.QPType{fabric.RC, fabric.UC, fabric.UD, fabric.XRCSend, fabric.XRCRecv} {
+	for _, typ := range []fabric.QPType{fabric.RC, fabric.UC, fabric.UD, fabric.XRCSend, fabric.XRCRecv, fabric.DCI, fabric.DCT} {
 		for _, to := range []fabric.QPState{fabric.StateInit, fabric.StateRTR, fabric.StateRTS, fabric.StateReset, fabric.StateError} {
 			w, ok := want[key{typ, to}]
 			if !ok {

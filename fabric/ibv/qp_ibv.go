@@ -9,7 +9,6 @@ package ibv
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -33,6 +32,7 @@ type qp struct {
 	scq, rcq *cq
 	srq      *srq  // the shared receive queue it takes receives from, or nil
 	xrcd     *xrcd // an XRC_RECV queue pair's domain
+	dc       *dcQP // a DCI's extended post interface (dc_ibv.go)
 	caps     fabric.QPCaps
 	sq, rq   *wqRing
 	state    atomic.Uint32 // fabric.QPState last set by Modify (or read by State)
@@ -60,13 +60,10 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 		return nil, fmt.Errorf("%w: protection domain deallocated", fabric.ErrClosed)
 	}
 	if init.Type == fabric.XRCSend || init.Type == fabric.XRCRecv {
-		return p.createXRCQP(init)
+		return asQP(p.createXRCQP(init))
 	}
 	if init.Type.DC() {
-		// DC queue pairs are created through mlx5dv (mlx5dv_create_qp), a
-		// provider extension this backend does not link against; the
-		// software providers (rxe, siw) have no DC at all.
-		return nil, fmt.Errorf("%w: %v queue pairs need mlx5dv (mlx5dv_create_qp), which this backend does not use", errors.ErrUnsupported, init.Type)
+		return asQP(p.createDCQP(init))
 	}
 	if init.XRCD != nil {
 		return nil, fmt.Errorf("%w: only XRC_RECV queue pairs are created in an XRC domain", fabric.ErrInvalidArg)
@@ -149,6 +146,15 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	return x, nil
 }
 
+// asQP returns q as a fabric.QP, or a nil one with err: a nil *qp in the
+// interface would not compare equal to nil.
+func asQP(q *qp, err error) (fabric.QP, error) {
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
 func (q *qp) freeChains() {
 	for _, ptr := range []unsafe.Pointer{unsafe.Pointer(q.sendIn), unsafe.Pointer(q.sendWR), unsafe.Pointer(q.sendSGE),
 		unsafe.Pointer(q.recvIn), unsafe.Pointer(q.recvWR), unsafe.Pointer(q.recvSGE)} {
@@ -208,6 +214,9 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	if ok, why := legalTransition(from, to); !ok {
 		return bad(why)
 	}
+	if q.typ == fabric.DCT && to == fabric.StateRTS {
+		return bad("a DCT stays in RTR (it sends nothing but responses)")
+	}
 	var args C.rs_modify_args
 	args.state = C.int32_t(ibvStateOf(to))
 	args.mask = C.int32_t(modifyMask(q.typ, to))
@@ -218,7 +227,11 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 		args.access = C.int32_t(qpAccessFor(q.typ, a.Access))
 		args.qkey = C.uint32_t(a.QKey)
 	case fabric.StateRTR:
-		if q.typ != fabric.UD {
+		if q.typ.DC() {
+			if why := q.dcRTR(a, &args); why != "" {
+				return bad(why)
+			}
+		} else if q.typ != fabric.UD {
 			// Read depths are clamped to the device below, not refused (0).
 			if why := a.Check(to, q.typ, d.attr.MTU, 0); why != "" {
 				return bad(why)
@@ -257,6 +270,10 @@ func (q *qp) Modify(to fabric.QPState, a fabric.QPAttr) error {
 	case fabric.StateInit:
 		if q.typ == fabric.UD {
 			q.qkey = a.QKey
+		}
+	case fabric.StateRTR:
+		if q.typ == fabric.DCT {
+			q.dctNumbered()
 		}
 	case fabric.StateRTS:
 		q.psn = a.SendPSN & fabric.MaxPSN
@@ -333,36 +350,35 @@ func (q *qp) checkSend(wr *fabric.SendWR) (*C.struct_ibv_ah, error) {
 	if err := wr.CheckOp(q.typ); err != nil {
 		return nil, err
 	}
-	n := int(wr.Local.Length)
 	var h *C.struct_ibv_ah
-	if q.typ == fabric.UD {
+	switch q.typ {
+	case fabric.UD:
 		a, ok := wr.AH.(*ah)
-		if !ok || a == nil || a.dead {
-			return nil, fmt.Errorf("%w: UD send needs a live address handle of this backend", fabric.ErrInvalidWR)
-		}
-		if a.pd != q.pd {
-			return nil, fmt.Errorf("%w: address handle from another protection domain", fabric.ErrInvalidWR)
-		}
-		if mtu := q.pd.d.attr.MTU; n > mtu {
-			return nil, fmt.Errorf("%w: UD message of %d bytes exceeds the MTU of %d bytes", fabric.ErrMsgTooLarge, n, mtu)
+		live := ok && a != nil && !a.dead
+		if err := fabric.CheckUDSend(live, live && a.pd == q.pd, int(wr.Local.Length), q.pd.d.attr.MTU, "libibverbs device"); err != nil {
+			return nil, err
 		}
 		h = a.ah
-	} else if n > 1<<31 {
-		return nil, fmt.Errorf("%w: message of %d bytes exceeds 2 GiB", fabric.ErrMsgTooLarge, n)
+	case fabric.DCI:
+		var err error
+		if h, err = q.dcAH(wr.AH); err != nil {
+			return nil, err
+		}
 	}
-	if wr.Flags&fabric.Inline != 0 && n > q.caps.MaxInline {
-		return nil, fmt.Errorf("%w: %d bytes inline, queue pair allows %d", fabric.ErrInlineTooLarge, n, q.caps.MaxInline)
+	if err := wr.CheckSize(q.typ, q.caps.MaxInline); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
 
 // PostSend implements fabric.QP: the valid prefix of wrs is posted with one
-// ibv_post_send (one cgo call).
+// ibv_post_send (one cgo call); a DCI's with one critical section of the
+// extended post interface (dcQP.post).
 func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	if q.dead {
 		return 0, fmt.Errorf("%w: %v", fabric.ErrClosed, q)
 	}
-	if q.typ == fabric.XRCRecv {
+	if q.typ == fabric.XRCRecv || q.typ == fabric.DCT {
 		return 0, fmt.Errorf("%w: %v has no send queue", fabric.ErrInvalidArg, q)
 	}
 	if st := fabric.QPState(q.state.Load()); st != fabric.StateRTS && st != fabric.StateError {
@@ -373,9 +389,8 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 	n := 0
 	var verr error
 	for ; n < len(wrs); n++ {
-		if n >= room {
-			verr = fmt.Errorf("%w: %v send queue holds %d requests; poll completions (a slot is free again once its completion, or for an unsignaled request a later one, has been polled)",
-				fabric.ErrQueueFull, q, q.caps.MaxSendWR)
+		if err := fabric.CheckSendSlot(q, uint64(q.caps.MaxSendWR-room+n), q.caps.MaxSendWR); err != nil {
+			verr = err
 			break
 		}
 		wr := &wrs[n]
@@ -398,6 +413,7 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 		s.remote_qpn = C.uint32_t(wr.RemoteQPN)
 		s.remote_qkey = C.uint32_t(wr.QKey)
 		s.remote_srqn = C.uint32_t(wr.RemoteSRQN)
+		s.dc_key = C.uint64_t(wr.DCKey)
 		s.opcode = C.int32_t(opcode)
 		s.send_flags = C.uint32_t(sendFlagsOf(wr.Flags))
 		q.sq.stage(seq, wqEntry{id: wr.ID, op: wr.Op, length: wr.Local.Length})
@@ -406,11 +422,17 @@ func (q *qp) PostSend(wrs []fabric.SendWR) (int, error) {
 		return 0, verr
 	}
 	q.sq.publish(base + uint64(n))
-	r := int64(C.rs_post_send(q.qp, q.sendIn, C.int(n), q.sendWR, q.sendSGE))
+	var r int64
+	op := "ibv_post_send"
+	if q.dc != nil {
+		r, op = q.dc.post(q.sendIn, n), "ibv_wr_complete"
+	} else {
+		r = int64(C.rs_post_send(q.qp, q.sendIn, C.int(n), q.sendWR, q.sendSGE))
+	}
 	if errno := syscall.Errno(r >> 32); errno != 0 {
 		posted := int(r & 0xffffffff)
 		q.sq.retract(base + uint64(posted))
-		return posted, postErr("ibv_post_send", errno, posted)
+		return posted, postErr(op, errno, posted)
 	}
 	return n, verr
 }
@@ -422,6 +444,9 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 	}
 	if q.typ == fabric.XRCSend || q.typ == fabric.XRCRecv {
 		return 0, fmt.Errorf("%w: %v has no receive queue (XRC receives are posted to an XRC SRQ)", fabric.ErrInvalidArg, q)
+	}
+	if err := fabric.CheckPostRecvDC(q, q.typ); err != nil {
+		return 0, err
 	}
 	if q.srq != nil {
 		return 0, fmt.Errorf("%w: %v takes its receives from %v: post them there", fabric.ErrInvalidArg, q, q.srq)

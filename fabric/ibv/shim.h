@@ -32,6 +32,7 @@ typedef struct {
 	int32_t opcode;		/* enum ibv_wr_opcode */
 	uint32_t send_flags;	/* enum ibv_send_flags */
 	uint32_t remote_srqn;	/* XRC_SEND: the remote XRC SRQ */
+	uint64_t dc_key;	/* DCI: the target DCT's access key (shim_dc.h) */
 } rs_send;
 
 /* One receive work request. */

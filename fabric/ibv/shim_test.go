@@ -23,6 +23,12 @@ func TestSendChain(t *testing.T) {
 	}
 }
 
+func TestDCPost(t *testing.T) {
+	for _, p := range checkDCPost() {
+		t.Error(p)
+	}
+}
+
 func TestWCConversion(t *testing.T) {
 	for _, p := range checkWCConversion() {
 		t.Error(p)

@@ -3,7 +3,7 @@
 package ibv
 
 /*
-#include "shim.h"
+#include "shim_dc.h"
 
 static uint32_t rs_t_imm(const struct ibv_send_wr *w) { return w->imm_data; }
 static uint64_t rs_t_raddr(const struct ibv_send_wr *w) { return w->wr.rdma.remote_addr; }
@@ -18,6 +18,85 @@ static void rs_t_set_wc(struct ibv_wc *wc, uint64_t id, int status, int opcode, 
 	wc->wr_id = id; wc->status = status; wc->opcode = opcode; wc->byte_len = len;
 	wc->imm_data = imm_be; wc->qp_num = qpn; wc->src_qp = src; wc->wc_flags = flags; wc->slid = slid;
 }
+
+// A fake DCI post interface: every builder and setter rs_post_send_dc may
+// call records itself (with the request's wr_id and wr_flags at that
+// moment) in rs_t_log; ibv_wr_complete returns rs_t_complete_rc.
+typedef struct {
+	int kind;
+	uint64_t wr_id;
+	unsigned flags;
+	uint64_t a, b, c;
+} rs_t_ev;
+enum { RS_T_START = 1, RS_T_COMPLETE, RS_T_ABORT, RS_T_SEND, RS_T_SEND_IMM, RS_T_WRITE, RS_T_WRITE_IMM,
+       RS_T_READ, RS_T_SGE, RS_T_SGE_LIST, RS_T_INLINE, RS_T_DC };
+static rs_t_ev rs_t_log[64];
+static int rs_t_n;
+static int rs_t_complete_rc;
+static struct ibv_qp_ex rs_t_qpx;
+static struct mlx5dv_qp_ex rs_t_mqpx;
+
+static void rs_t_rec(int kind, uint64_t a, uint64_t b, uint64_t c)
+{
+	if (rs_t_n < 64)
+		rs_t_log[rs_t_n++] = (rs_t_ev){ kind, rs_t_qpx.wr_id, rs_t_qpx.wr_flags, a, b, c };
+}
+static void rs_t_start(struct ibv_qp_ex *q) { (void)q; rs_t_rec(RS_T_START, 0, 0, 0); }
+static int rs_t_complete(struct ibv_qp_ex *q) { (void)q; rs_t_rec(RS_T_COMPLETE, 0, 0, 0); return rs_t_complete_rc; }
+static void rs_t_abort(struct ibv_qp_ex *q) { (void)q; rs_t_rec(RS_T_ABORT, 0, 0, 0); }
+static void rs_t_send(struct ibv_qp_ex *q) { (void)q; rs_t_rec(RS_T_SEND, 0, 0, 0); }
+static void rs_t_send_imm(struct ibv_qp_ex *q, __be32 imm) { (void)q; rs_t_rec(RS_T_SEND_IMM, imm, 0, 0); }
+static void rs_t_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr) { (void)q; rs_t_rec(RS_T_WRITE, rkey, raddr, 0); }
+static void rs_t_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, __be32 imm)
+{
+	(void)q;
+	rs_t_rec(RS_T_WRITE_IMM, rkey, raddr, imm);
+}
+static void rs_t_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr) { (void)q; rs_t_rec(RS_T_READ, rkey, raddr, 0); }
+static void rs_t_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t len)
+{
+	(void)q;
+	rs_t_rec(RS_T_SGE, lkey, addr, len);
+}
+static void rs_t_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *l)
+{
+	(void)q;
+	rs_t_rec(RS_T_SGE_LIST, n, (uintptr_t)l, 0);
+}
+static void rs_t_inline(struct ibv_qp_ex *q, void *addr, size_t len)
+{
+	(void)q;
+	rs_t_rec(RS_T_INLINE, (uintptr_t)addr, len, 0);
+}
+static void rs_t_dc(struct mlx5dv_qp_ex *m, struct ibv_ah *ah, uint32_t dctn, uint64_t key)
+{
+	(void)m;
+	rs_t_rec(RS_T_DC, (uintptr_t)ah, dctn, key);
+}
+
+// rs_t_post resets the log and runs rs_post_send_dc on the fakes.
+static int64_t rs_t_post(const rs_send *in, int n, int complete_rc)
+{
+	memset(&rs_t_qpx, 0, sizeof(rs_t_qpx));
+	memset(&rs_t_mqpx, 0, sizeof(rs_t_mqpx));
+	rs_t_qpx.wr_start = rs_t_start;
+	rs_t_qpx.wr_complete = rs_t_complete;
+	rs_t_qpx.wr_abort = rs_t_abort;
+	rs_t_qpx.wr_send = rs_t_send;
+	rs_t_qpx.wr_send_imm = rs_t_send_imm;
+	rs_t_qpx.wr_rdma_write = rs_t_write;
+	rs_t_qpx.wr_rdma_write_imm = rs_t_write_imm;
+	rs_t_qpx.wr_rdma_read = rs_t_read;
+	rs_t_qpx.wr_set_sge = rs_t_sge;
+	rs_t_qpx.wr_set_sge_list = rs_t_sge_list;
+	rs_t_qpx.wr_set_inline_data = rs_t_inline;
+	rs_t_mqpx.wr_set_dc_addr = rs_t_dc;
+	rs_t_n = 0;
+	rs_t_complete_rc = complete_rc;
+	return rs_post_send_dc(&rs_t_qpx, &rs_t_mqpx, in, n);
+}
+static int rs_t_count(void) { return rs_t_n; }
+static rs_t_ev rs_t_at(int i) { return rs_t_log[i]; }
 */
 import "C"
 
@@ -79,6 +158,9 @@ func headerConstants() map[string][2]int64 {
 		"IBV_QPT_RC":                    {C.IBV_QPT_RC, ibvQPTRC},
 		"IBV_QPT_UC":                    {C.IBV_QPT_UC, ibvQPTUC},
 		"IBV_QPT_UD":                    {C.IBV_QPT_UD, ibvQPTUD},
+		"IBV_QPT_XRC_SEND":              {C.IBV_QPT_XRC_SEND, ibvQPTXRCSend},
+		"IBV_QPT_XRC_RECV":              {C.IBV_QPT_XRC_RECV, ibvQPTXRCRecv},
+		"IBV_QPT_DRIVER":                {C.IBV_QPT_DRIVER, ibvQPTDriver},
 		"IBV_WR_RDMA_WRITE":             {C.IBV_WR_RDMA_WRITE, ibvWRRDMAWrite},
 		"IBV_WR_RDMA_WRITE_WITH_IMM":    {C.IBV_WR_RDMA_WRITE_WITH_IMM, ibvWRRDMAWriteWithImm},
 		"IBV_WR_SEND":                   {C.IBV_WR_SEND, ibvWRSend},
@@ -176,6 +258,67 @@ func checkWCConversion() []string {
 	}
 	if o[1].imm != 0 || o[1].status != C.IBV_WC_REM_ACCESS_ERR || statusOf(uint32(o[1].status)) != 4 {
 		bad = append(bad, fmt.Sprintf("completion 1 (no IBV_WC_WITH_IMM: imm must read 0): %+v", o[1]))
+	}
+	return bad
+}
+
+// checkDCPost runs rs_post_send_dc on a fake DCI post interface with a
+// send with immediate, an inline RDMA Write, an RDMA Read and a
+// zero-length send, and reports every call that is not what ibv_wr_post(3)
+// and mlx5dv_wr_set_dc_addr(3) expect: one critical section, per request
+// its wr_id and flags (inline not among them) set before the builder, the
+// builder with its remote address and key or big-endian immediate, the DC
+// address (handle, DCT number, key) and the data setter; and that a failed
+// ibv_wr_complete reports its error with nothing posted.
+func checkDCPost() []string {
+	const n = 4
+	in := (*C.rs_send)(C.calloc(n, C.sizeof_rs_send))
+	defer C.free(unsafe.Pointer(in))
+	s := unsafe.Slice(in, n)
+	fakeAH := (*C.struct_ibv_ah)(unsafe.Pointer(in)) // any non-NULL pointer; never dereferenced
+	s[0] = C.rs_send{wr_id: 1, addr: 0x1000, length: 64, lkey: 11, imm: 0xdeadbeef, ah: fakeAH, remote_qpn: 0x1234,
+		dc_key: 0xdc01, opcode: ibvWRSendWithImm, send_flags: ibvSendSignaled}
+	s[1] = C.rs_send{wr_id: 2, addr: 0x2000, length: 16, remote_addr: 0x9000, rkey: 22, ah: fakeAH, remote_qpn: 0x1235,
+		dc_key: 0xdc02, opcode: ibvWRRDMAWrite, send_flags: ibvSendInline | ibvSendSignaled}
+	s[2] = C.rs_send{wr_id: 3, addr: 0x3000, length: 32, lkey: 33, remote_addr: 0xa000, rkey: 44, ah: fakeAH,
+		remote_qpn: 0x1236, dc_key: 0xdc03, opcode: ibvWRRDMARead}
+	s[3] = C.rs_send{wr_id: 4, ah: fakeAH, remote_qpn: 0x1237, dc_key: 0xdc04, opcode: ibvWRSend}
+	var bad []string
+	if r := int64(C.rs_t_post(in, n, 0)); r != n {
+		bad = append(bad, fmt.Sprintf("rs_post_send_dc returned %#x, want %d", r, n))
+	}
+	ah := C.uint64_t(uintptr(unsafe.Pointer(fakeAH)))
+	be := uint32(htonl(0xdeadbeef))
+	want := []C.rs_t_ev{
+		{kind: C.RS_T_START},
+		{kind: C.RS_T_SEND_IMM, wr_id: 1, flags: ibvSendSignaled, a: C.uint64_t(be)},
+		{kind: C.RS_T_DC, wr_id: 1, flags: ibvSendSignaled, a: ah, b: 0x1234, c: 0xdc01},
+		{kind: C.RS_T_SGE, wr_id: 1, flags: ibvSendSignaled, a: 11, b: 0x1000, c: 64},
+		{kind: C.RS_T_WRITE, wr_id: 2, flags: ibvSendSignaled, a: 22, b: 0x9000},
+		{kind: C.RS_T_DC, wr_id: 2, flags: ibvSendSignaled, a: ah, b: 0x1235, c: 0xdc02},
+		{kind: C.RS_T_INLINE, wr_id: 2, flags: ibvSendSignaled, a: 0x2000, b: 16},
+		{kind: C.RS_T_READ, wr_id: 3, a: 44, b: 0xa000},
+		{kind: C.RS_T_DC, wr_id: 3, a: ah, b: 0x1236, c: 0xdc03},
+		{kind: C.RS_T_SGE, wr_id: 3, a: 33, b: 0x3000, c: 32},
+		{kind: C.RS_T_SEND, wr_id: 4},
+		{kind: C.RS_T_DC, wr_id: 4, a: ah, b: 0x1237, c: 0xdc04},
+		{kind: C.RS_T_SGE_LIST, wr_id: 4, a: 0, b: 0},
+		{kind: C.RS_T_COMPLETE, wr_id: 4},
+	}
+	if got := int(C.rs_t_count()); got != len(want) {
+		bad = append(bad, fmt.Sprintf("%d calls, want %d", got, len(want)))
+	}
+	for i := 0; i < min(int(C.rs_t_count()), len(want)); i++ {
+		if got := C.rs_t_at(C.int(i)); got != want[i] {
+			bad = append(bad, fmt.Sprintf("call %d: %+v, want %+v", i, got, want[i]))
+		}
+	}
+	if r := int64(C.rs_t_post(in, n, C.ENOMEM)); r != int64(C.ENOMEM)<<32 {
+		bad = append(bad, fmt.Sprintf("a failed ibv_wr_complete: rs_post_send_dc returned %#x, want ENOMEM << 32 (nothing posted)", r))
+	}
+	s[0].opcode = 99
+	if r := int64(C.rs_t_post(in, 1, 0)); r != int64(C.EINVAL)<<32 || C.rs_t_at(C.rs_t_count()-1).kind != C.RS_T_ABORT {
+		bad = append(bad, fmt.Sprintf("an unknown opcode: rs_post_send_dc returned %#x, want EINVAL << 32 after ibv_wr_abort", r))
 	}
 	return bad
 }

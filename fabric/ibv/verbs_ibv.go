@@ -42,6 +42,7 @@ type device struct {
 	maxRd    int   // max_qp_rd_atom: incoming RDMA Reads per QP
 	maxInitR int   // max_qp_init_rd_atom: outgoing RDMA Reads per QP
 	maxSRQWR int   // max_srq_wr, 0 when the device has no shared receive queues
+	mlx5     bool  // the mlx5 provider drives it (mlx5dv_is_supported): it may have DC
 
 	mu     sync.Mutex
 	pds    map[*pd]bool
@@ -178,7 +179,8 @@ func openDevice(name string, port, gidIndex, nodeID int, route Path) (*device, e
 	if ctx == nil {
 		return nil, errnoErr("ibv_open_device("+names[pick]+")", err, "check permissions on /dev/infiniband")
 	}
-	d := &device{ctx: ctx, name: names[pick], port: port, nodeID: nodeID, route: route, pds: map[*pd]bool{}, cqs: map[*cq]bool{}, qps: map[uint32]*qp{}}
+	d := &device{ctx: ctx, name: names[pick], port: port, nodeID: nodeID, route: route, pds: map[*pd]bool{}, cqs: map[*cq]bool{}, qps: map[uint32]*qp{},
+		mlx5: isMLX5(devs[pick])}
 	if err := d.query(gidIndex); err != nil {
 		C.ibv_close_device(ctx)
 		return nil, err
