@@ -23,13 +23,14 @@ import (
 // Memory of the simulator per queue pair, apart from its rings
 // (calibrated on peak resident sizes, docs/performance.md "Scale" and
 // testdata/benchmem.txt): the queue pair (384 bytes), perftest's records
-// of it and its peer, the verbs checker's record of its receive range,
-// its share of the events and packets in flight at the all-to-all's
-// start, and of the completion queues.
+// of it and its peer (its sender's progress, 32 bytes), the verbs
+// checker's record of its receive range, its share of the events and
+// packets in flight at the all-to-all's start, and of the completion
+// queues.
 const (
 	benchBase      = 20 << 20 // the process: runtime, code, tables
 	benchPerNode   = 96 << 10 // a node: NIC, threads' stacks, queues
-	benchPerQP     = 800
+	benchPerQP     = 736
 	benchRecvEntry = 24  // bytes per receive-ring slot (rqe)
 	benchSendEntry = 256 // bytes per send-ring slot (sqe)
 )
@@ -81,7 +82,16 @@ func EstimateBenchMemory(cfg perftest.Config, nodes int, payload bool) (BenchMem
 	}
 	est.PerQP = benchPerQP + int64(ringSize(sends))*benchSendEntry
 	if recvs {
-		est.PerQP += int64(ringSize(cfg.RxDepth)) * benchRecvEntry
+		// perftest posts every receive of a queue pair on the same slot
+		// with the same wr_id, so the simulator's ring keeps one entry for
+		// those not yet taken and one for each taken and not yet polled:
+		// at most the messages in flight to it, -r, and the messages it
+		// receives in all, -n.
+		entries := cfg.RxDepth
+		if cfg.Iters > 0 {
+			entries = min(entries, cfg.Iters+1)
+		}
+		est.PerQP += int64(ringSize(entries)) * benchRecvEntry
 	}
 	// Registered memory has bytes behind it in payload mode and for the
 	// latency tests, which write their buffers; otherwise the simulator

@@ -93,6 +93,9 @@ func Exec(b Backend, cfg RunConfig) (*results.Record, error) {
 
 func dispatch(b Backend, cfg RunConfig) (*results.Record, error) {
 	s, onSim := b.(Simulator)
+	if ps, ok := b.(*Simulator); ok && ps != nil {
+		s, onSim = *ps, true
+	}
 	if !onSim && !cfg.Workload.IsShuffle() {
 		return nil, setting.New("Workload", cfg.Workload.Label(), "queries and I-Store points run on the simulator only; the %s backend runs the synthetic shuffle", b.Name()).Sentinel(ErrUnsupported)
 	}

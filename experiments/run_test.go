@@ -623,6 +623,19 @@ func TestExecEveryBackend(t *testing.T) {
 	if _, err := Exec(On(f), q); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("a TPC-H point on loopback: %v, want ErrUnsupported", err)
 	}
+	// The simulator given by pointer runs queries too, as by value.
+	byValue, err := Exec(Simulator{}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPointer, err := Exec(&Simulator{}, q)
+	if err != nil {
+		t.Fatalf("a TPC-H point on *Simulator: %v", err)
+	}
+	byValue.WallS, byPointer.WallS = 0, 0
+	if !reflect.DeepEqual(byValue, byPointer) {
+		t.Errorf("Exec(Simulator{}) and Exec(&Simulator{}) differ:\n%+v\n%+v", byValue, byPointer)
+	}
 }
 
 // TestHugeInputsRefused: inputs whose size overflows, or whose work

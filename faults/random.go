@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -45,10 +46,13 @@ func Random(r *rand.Rand, nodes int, span Phases) (*Schedule, []string) {
 	return s, names
 }
 
+// ErrUnknownScenario is a scenario name that is not one of Scenarios.
+var ErrUnknownScenario = errors.New("unknown fault scenario")
+
 // Scenario returns a schedule of one named scenario (Scenarios).
 func Scenario(r *rand.Rand, name string, nodes int, span Phases) (*Schedule, error) {
 	if !contains(Scenarios, name) && name != HighUDLoss {
-		return nil, fmt.Errorf("unknown fault scenario %q (scenarios: %v)", name, Scenarios)
+		return nil, fmt.Errorf("%w %q (scenarios: %v)", ErrUnknownScenario, name, Scenarios)
 	}
 	s := &Schedule{}
 	addScenario(r, s, name, nodes, span)

@@ -57,18 +57,18 @@ func ParseDuration(s string) (Duration, error) {
 		if num, ok := strings.CutSuffix(s, u.suffix); ok {
 			v, err := strconv.ParseFloat(num, 64)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return 0, fmt.Errorf("%q is not a duration: want a number and a unit, such as 500us", s)
+				return 0, invalid("%q is not a duration: want a number and a unit, such as 500us", s)
 			}
 			if v < 0 {
-				return 0, fmt.Errorf("%q: a duration must not be negative", s)
+				return 0, invalid("%q: a duration must not be negative", s)
 			}
 			if v*float64(u.d) > float64(1000*fabric.Second) {
-				return 0, fmt.Errorf("%q: longer than 1000 s of simulated time", s)
+				return 0, invalid("%q: longer than 1000 s of simulated time", s)
 			}
 			return Duration(math.Round(v * float64(u.d))), nil
 		}
 	}
-	return 0, fmt.Errorf("%q has no unit: write it as 500ns, 20us, 1.5ms or 2s", s)
+	return 0, invalid("%q has no unit: write it as 500ns, 20us, 1.5ms or 2s", s)
 }
 
 func (d Duration) String() string { return fabric.Duration(d).String() }
@@ -185,6 +185,28 @@ const maxMatch = 1<<31 - 1
 // ErrEmpty is a fault schedule file that injects no fault.
 var ErrEmpty = errors.New("injects no fault")
 
+// ErrInvalid is wrapped by every error that refuses what a schedule, a
+// fault spec or a duration says (a field out of range, a node outside the
+// cluster, a malformed value); the message names the field and the fix.
+var ErrInvalid = errors.New("invalid fault schedule")
+
+// invalidError is an error refusing a schedule's content: its message,
+// and ErrInvalid beside whatever the message wraps.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string { return e.err.Error() }
+
+func (e *invalidError) Unwrap() []error {
+	if inner := errors.Unwrap(e.err); inner != nil {
+		return []error{ErrInvalid, inner}
+	}
+	return []error{ErrInvalid}
+}
+
+// invalid formats an error refusing a schedule's content (fmt.Errorf's
+// verbs, %w included), wrapping ErrInvalid.
+func invalid(format string, a ...any) error { return &invalidError{fmt.Errorf(format, a...)} }
+
 // Load reads a schedule from a YAML file.
 func Load(path string) (*Schedule, error) {
 	data, err := os.ReadFile(path)
@@ -193,7 +215,7 @@ func Load(path string) (*Schedule, error) {
 	}
 	s, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("fault schedule %s: %s", path, strings.TrimPrefix(err.Error(), "fault schedule: "))
+		return nil, invalid("fault schedule %s: %s", path, strings.TrimPrefix(err.Error(), "fault schedule: "))
 	}
 	if s.Empty() {
 		return nil, fmt.Errorf("fault schedule %s: %w (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, qp_cache_entries (docs/reliability.md)", path, ErrEmpty)
@@ -215,13 +237,13 @@ var yamlTypeNames = map[string]string{
 // and out-of-range values are errors naming the field.
 func Parse(data []byte) (*Schedule, error) {
 	if err := yamldoc.One(data); err != nil {
-		return nil, fmt.Errorf("fault schedule: %w", err)
+		return nil, invalid("fault schedule: %w", err)
 	}
 	var s Schedule
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil && err.Error() != "EOF" {
-		return nil, fmt.Errorf("fault schedule: %s", yamldoc.Explain(err, data, yamlTypeNames))
+		return nil, invalid("fault schedule: %s", yamldoc.Explain(err, data, yamlTypeNames))
 	}
 	if err := s.Validate(0); err != nil {
 		return nil, err
@@ -234,10 +256,10 @@ func Parse(data []byte) (*Schedule, error) {
 func (s *Schedule) Validate(nodes int) error {
 	node := func(field string, v int) error {
 		if v < 0 {
-			return fmt.Errorf("fault schedule: %s: node %d is negative", field, v)
+			return invalid("fault schedule: %s: node %d is negative", field, v)
 		}
 		if nodes > 0 && v >= nodes {
-			return fmt.Errorf("fault schedule: %s: node %d outside the %d-node cluster (nodes 0..%d)", field, v, nodes, nodes-1)
+			return invalid("fault schedule: %s: node %d outside the %d-node cluster (nodes 0..%d)", field, v, nodes, nodes-1)
 		}
 		return nil
 	}
@@ -253,13 +275,13 @@ func (s *Schedule) Validate(nodes int) error {
 			}
 		}
 		if x.Transport != "" && !contains(Transports, x.Transport) {
-			return fmt.Errorf("fault schedule: %s.transport: %q is not one of %s", field, x.Transport, strings.Join(Transports, ", "))
+			return invalid("fault schedule: %s.transport: %q is not one of %s", field, x.Transport, strings.Join(Transports, ", "))
 		}
 		if x.Kind != "" && !contains(Kinds, x.Kind) {
-			return fmt.Errorf("fault schedule: %s.kind: %q is not one of %s", field, x.Kind, strings.Join(Kinds, ", "))
+			return invalid("fault schedule: %s.kind: %q is not one of %s", field, x.Kind, strings.Join(Kinds, ", "))
 		}
 		if x.To != 0 && x.To <= x.From {
-			return fmt.Errorf("fault schedule: %s: to %v is not after from %v", field, x.To, x.From)
+			return invalid("fault schedule: %s: to %v is not after from %v", field, x.To, x.From)
 		}
 		return nil
 	}
@@ -275,10 +297,10 @@ func (s *Schedule) Validate(nodes int) error {
 				return err
 			}
 			if !(f.Rate > 0 && f.Rate <= 1) {
-				return fmt.Errorf("fault schedule: %s.rate: %v is not a probability in (0, 1]", field, f.Rate)
+				return invalid("fault schedule: %s.rate: %v is not a probability in (0, 1]", field, f.Rate)
 			}
 			if f.Delay != 0 && name != "reorder" {
-				return fmt.Errorf("fault schedule: %s.delay: only reorder faults have a delay", field)
+				return invalid("fault schedule: %s.delay: only reorder faults have a delay", field)
 			}
 		}
 	}
@@ -289,17 +311,17 @@ func (s *Schedule) Validate(nodes int) error {
 			return err
 		}
 		if d.Nth < 0 || d.Count < 0 || d.Packet < 0 {
-			return fmt.Errorf("fault schedule: %s: nth %d, count %d and packet %d must not be negative", field, d.Nth, d.Count, d.Packet)
+			return invalid("fault schedule: %s: nth %d, count %d and packet %d must not be negative", field, d.Nth, d.Count, d.Packet)
 		}
 		if d.Nth > maxMatch || d.Count > maxMatch || d.Packet > maxMatch {
-			return fmt.Errorf("fault schedule: %s: nth %d, count %d and packet %d must be at most %d (no run sends more; larger values overflow the match window)", field, d.Nth, d.Count, d.Packet, maxMatch)
+			return invalid("fault schedule: %s: nth %d, count %d and packet %d must be at most %d (no run sends more; larger values overflow the match window)", field, d.Nth, d.Count, d.Packet, maxMatch)
 		}
 		if d.Packet > 0 {
 			if d.Nth > 0 || d.Kind != "" && d.Kind != "any" {
-				return fmt.Errorf("fault schedule: %s.packet: a packet index counts every packet of the link; it excludes nth and kind", field)
+				return invalid("fault schedule: %s.packet: a packet index counts every packet of the link; it excludes nth and kind", field)
 			}
 			if d.Src == nil || d.Dst == nil {
-				return fmt.Errorf("fault schedule: %s.packet: needs src and dst (the link the index counts on)", field)
+				return invalid("fault schedule: %s.packet: needs src and dst (the link the index counts on)", field)
 			}
 		}
 	}
@@ -314,10 +336,10 @@ func (s *Schedule) Validate(nodes int) error {
 				return err
 			}
 			if w.To == 0 {
-				return fmt.Errorf("fault schedule: %s.to: missing: when the window ends, after from, e.g. to: 300us", field)
+				return invalid("fault schedule: %s.to: missing: when the window ends, after from, e.g. to: 300us", field)
 			}
 			if w.To <= w.From {
-				return fmt.Errorf("fault schedule: %s: to %v is not after from %v", field, w.To, w.From)
+				return invalid("fault schedule: %s: to %v is not after from %v", field, w.To, w.From)
 			}
 		}
 	}
@@ -329,13 +351,13 @@ func (s *Schedule) Validate(nodes int) error {
 	for i, c := range s.CableDown {
 		field := fmt.Sprintf("cable_down[%d]", i)
 		if c.Switch == "" {
-			return fmt.Errorf("fault schedule: %s.switch: missing: the switch at one end of the cable, by name, GUID (0x...) or index (#N)", field)
+			return invalid("fault schedule: %s.switch: missing: the switch at one end of the cable, by name, GUID (0x...) or index (#N)", field)
 		}
 		if c.Port < 1 {
-			return fmt.Errorf("fault schedule: %s.port: %d: a switch port from 1", field, c.Port)
+			return invalid("fault schedule: %s.port: %d: a switch port from 1", field, c.Port)
 		}
 		if c.To != 0 && c.To <= c.From {
-			return fmt.Errorf("fault schedule: %s: to %v is not after from %v (leave to out for a cable that stays down)", field, c.To, c.From)
+			return invalid("fault schedule: %s: to %v is not after from %v (leave to out for a cable that stays down)", field, c.To, c.From)
 		}
 	}
 	return s.validateOverrides()
@@ -346,17 +368,17 @@ func (s *Schedule) Validate(nodes int) error {
 func (s *Schedule) validateOverrides() error {
 	if r := s.RCRetry; r != nil {
 		if r.RetryCnt < 0 || r.RetryCnt > 7 {
-			return fmt.Errorf("fault schedule: rc_retry.retry_cnt: %d outside 0..7", r.RetryCnt)
+			return invalid("fault schedule: rc_retry.retry_cnt: %d outside 0..7", r.RetryCnt)
 		}
 		if r.Timeout > 31 {
-			return fmt.Errorf("fault schedule: rc_retry.timeout: code %d outside 0..31 (4.096 us * 2^code)", r.Timeout)
+			return invalid("fault schedule: rc_retry.timeout: code %d outside 0..31 (4.096 us * 2^code)", r.Timeout)
 		}
 	}
 	if s.QPCacheEntries < 0 {
-		return fmt.Errorf("fault schedule: qp_cache_entries: %d is negative", s.QPCacheEntries)
+		return invalid("fault schedule: qp_cache_entries: %d is negative", s.QPCacheEntries)
 	}
 	if most := qpCacheMost(); float64(s.QPCacheEntries) > most {
-		return fmt.Errorf("fault schedule: qp_cache_entries: %d above the most a profile's nic.qp_cache_entries takes, %.0f", s.QPCacheEntries, most)
+		return invalid("fault schedule: qp_cache_entries: %d above the most a profile's nic.qp_cache_entries takes, %.0f", s.QPCacheEntries, most)
 	}
 	return nil
 }

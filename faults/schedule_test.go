@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -113,6 +114,9 @@ func TestParseErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: got %v, want %q", tc.yaml, err, tc.want)
 		}
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: %v does not wrap ErrInvalid", tc.yaml, err)
+		}
 	}
 }
 
@@ -131,8 +135,8 @@ func TestLoadEmpty(t *testing.T) {
 	}
 	path := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(path, []byte("crash: [{node: -1, at: 1us}]\n"), 0o644)
-	if _, err := Load(path); err == nil || strings.Count(err.Error(), "fault schedule") != 1 {
-		t.Errorf("prefix repeated: %v", err)
+	if _, err := Load(path); err == nil || strings.Count(err.Error(), "fault schedule") != 1 || !errors.Is(err, ErrInvalid) {
+		t.Errorf("prefix repeated, or ErrInvalid not wrapped: %v", err)
 	}
 }
 
@@ -156,8 +160,8 @@ func TestSpecs(t *testing.T) {
 		{"retry_cnt=1,timeout=40", "timeout=40 outside 0..31", func(s string) error { _, err := ParseRCRetry(s); return err }},
 		{"", "empty", func(s string) error { _, err := ParseCrash(s); return err }},
 	} {
-		if err := tc.parse(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: got %v, want %q", tc.spec, err, tc.want)
+		if err := tc.parse(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: got %v, want %q wrapping ErrInvalid", tc.spec, err, tc.want)
 		}
 	}
 	for _, s := range []string{"1.5ms", "20us", "500ns", "2s", "0us"} {
@@ -166,8 +170,8 @@ func TestSpecs(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"5", "-1us", "NaNus", "1e30s", "us"} {
-		if _, err := ParseDuration(s); err == nil {
-			t.Errorf("%s accepted", s)
+		if _, err := ParseDuration(s); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalid", s, err)
 		}
 	}
 }
@@ -263,5 +267,14 @@ func TestParseRefusesSecondDocument(t *testing.T) {
 	_, err := Parse([]byte("loss: [{rate: 1e-300}]\n---\ncrash: [{node: 1, at: 1us}]\n"))
 	if err == nil || !strings.Contains(err.Error(), "a second YAML document starts at line 3") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestUnknownScenario: a scenario name outside Scenarios is refused with
+// ErrUnknownScenario, and the message lists the names there are.
+func TestUnknownScenario(t *testing.T) {
+	_, err := Scenario(rand.New(rand.NewPCG(1, 1)), "earthquake", 4, Phases{Setup: fabric.Millisecond, Data: fabric.Millisecond})
+	if !errors.Is(err, ErrUnknownScenario) || !strings.Contains(err.Error(), Scenarios[0]) {
+		t.Errorf("got %v, want ErrUnknownScenario listing the scenarios", err)
 	}
 }

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -10,19 +9,19 @@ import (
 func keyValues(spec string, allowed ...string) (map[string]string, error) {
 	out := map[string]string{}
 	if strings.TrimSpace(spec) == "" {
-		return nil, fmt.Errorf("empty; want key=value pairs separated by commas (keys: %s)", strings.Join(allowed, ", "))
+		return nil, invalid("empty; want key=value pairs separated by commas (keys: %s)", strings.Join(allowed, ", "))
 	}
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not key=value (keys: %s)", kv, strings.Join(allowed, ", "))
+			return nil, invalid("%q is not key=value (keys: %s)", kv, strings.Join(allowed, ", "))
 		}
 		if !contains(allowed, k) {
-			return nil, fmt.Errorf("unknown key %q (keys: %s)", k, strings.Join(allowed, ", "))
+			return nil, invalid("unknown key %q (keys: %s)", k, strings.Join(allowed, ", "))
 		}
 		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("key %q given twice", k)
+			return nil, invalid("key %q given twice", k)
 		}
 		out[k] = v
 	}
@@ -32,10 +31,10 @@ func keyValues(spec string, allowed ...string) (map[string]string, error) {
 func atoi(key, v string) (int, error) {
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s=%q is not an integer", key, v)
+		return 0, invalid("%s=%q is not an integer", key, v)
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("%s=%d must not be negative", key, n)
+		return 0, invalid("%s=%d must not be negative", key, n)
 	}
 	return n, nil
 }
@@ -43,7 +42,7 @@ func atoi(key, v string) (int, error) {
 func dur(key, v string) (Duration, error) {
 	d, err := ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", key, err)
+		return 0, invalid("%s: %w", key, err)
 	}
 	return d, nil
 }
@@ -115,7 +114,7 @@ func ParseWindow(spec string) (Window, error) {
 	}
 	for _, k := range []string{"node", "from", "to"} {
 		if _, ok := kv[k]; !ok {
-			return w, fmt.Errorf("missing %s (want node=N,from=T,to=T)", k)
+			return w, invalid("missing %s (want node=N,from=T,to=T)", k)
 		}
 	}
 	if w.Node, err = atoi("node", kv["node"]); err != nil {
@@ -128,7 +127,7 @@ func ParseWindow(spec string) (Window, error) {
 		return w, err
 	}
 	if w.To <= w.From {
-		return w, fmt.Errorf("to %v is not after from %v", w.To, w.From)
+		return w, invalid("to %v is not after from %v", w.To, w.From)
 	}
 	return w, nil
 }
@@ -141,10 +140,10 @@ func ParseCrash(spec string) (Crash, error) {
 		return c, err
 	}
 	if _, ok := kv["node"]; !ok {
-		return c, fmt.Errorf("missing node (want node=N,at=T)")
+		return c, invalid("missing node (want node=N,at=T)")
 	}
 	if _, ok := kv["at"]; !ok {
-		return c, fmt.Errorf("missing at (want node=N,at=T)")
+		return c, invalid("missing at (want node=N,at=T)")
 	}
 	if c.Node, err = atoi("node", kv["node"]); err != nil {
 		return c, err
@@ -171,7 +170,7 @@ func ParseRCRetry(spec string) (RCRetry, error) {
 			return r, err
 		}
 		if t > 31 {
-			return r, fmt.Errorf("timeout=%d outside 0..31 (4.096 us * 2^code)", t)
+			return r, invalid("timeout=%d outside 0..31 (4.096 us * 2^code)", t)
 		}
 		r.Timeout = uint8(t)
 	}

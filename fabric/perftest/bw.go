@@ -17,23 +17,26 @@ type target struct {
 	local  fabric.SGE
 	remote peerQP
 	ah     fabric.AH
+}
+
+// target is where queue pair i of the mesh sends: computed when a request
+// is posted rather than kept per queue pair, whose count grows as the
+// square of the nodes (docs/performance.md "Scale").
+func (m *mesh) target(i, size int) target {
+	p, k := i/m.perPeer, i%m.perPeer
+	t := target{qp: m.all[i], local: m.slot(p, k, size), remote: m.remote[i]}
+	if m.ahs != nil {
+		t.ah = m.ahs[p]
+	}
+	return t
+}
+
+// sendState is a sender's progress on one queue pair.
+type sendState struct {
 	posted int
 	done   int
 	limit  int         // messages to send: Iters, or in duration mode unbounded until the run ends
 	last   fabric.Time // time of the previous completion
-}
-
-func (m *mesh) targets(size int) []target {
-	ts := make([]target, 0, len(m.all))
-	for i, qp := range m.all {
-		p, k := i/m.perPeer, i%m.perPeer
-		t := target{qp: qp, local: m.slot(p, k, size), remote: m.remote[i]}
-		if m.ahs != nil {
-			t.ah = m.ahs[p]
-		}
-		ts = append(ts, t)
-	}
-	return ts
 }
 
 func meshFor(th fabric.Thread, peers []int, cfg *Config) (*mesh, error) {
@@ -180,7 +183,7 @@ func allToAll(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 // each has carried Iters messages (in duration mode: until w ends and the
 // requests posted by then have completed), signaling one request in CQMod.
 func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window) (*nodeResult, error) {
-	ts := m.targets(cfg.Size)
+	ts := make([]sendState, len(m.all))
 	limit := cfg.Iters
 	if w.on {
 		limit = math.MaxInt
@@ -238,7 +241,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window
 		}
 		for pass := 0; pass < passes; pass++ {
 			for _, i := range cur {
-				n, err := postTarget(th, &ts[i], i, cfg, op, inline, batch, &wrs)
+				n, err := postTarget(th, m.target(i, cfg.Size), &ts[i], i, cfg, op, inline, batch, &wrs)
 				posted += n
 				if err != nil {
 					return nil, err
@@ -301,7 +304,7 @@ func sendLoop(th fabric.Thread, m *mesh, cfg *Config, op fabric.Opcode, w window
 // postTarget posts as many requests as target t (number i) has room for,
 // at most batch, signaling one in CQMod and its last; wrs is scratch
 // space. It returns how many were posted.
-func postTarget(th fabric.Thread, t *target, i int, cfg *Config, op fabric.Opcode, inline bool, batch int, wrs *[]fabric.SendWR) (int, error) {
+func postTarget(th fabric.Thread, tg target, t *sendState, i int, cfg *Config, op fabric.Opcode, inline bool, batch int, wrs *[]fabric.SendWR) (int, error) {
 	room := min(cfg.TxDepth-(t.posted-t.done), t.limit-t.posted, batch)
 	if room <= 0 {
 		return 0, nil
@@ -309,8 +312,8 @@ func postTarget(th fabric.Thread, t *target, i int, cfg *Config, op fabric.Opcod
 	*wrs = (*wrs)[:0]
 	for j := 0; j < room; j++ {
 		idx := t.posted + j
-		wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: t.local,
-			RemoteAddr: t.remote.Addr, RKey: t.remote.RKey, AH: t.ah, RemoteQPN: t.remote.QPN, QKey: qkey}
+		wr := fabric.SendWR{ID: uint64(i)<<32 | uint64(idx), Op: op, Local: tg.local,
+			RemoteAddr: tg.remote.Addr, RKey: tg.remote.RKey, AH: tg.ah, RemoteQPN: tg.remote.QPN, QKey: qkey}
 		if cfg.Spread > 0 {
 			wr.RemoteAddr += uint64(th.Rand().IntN((cfg.Spread-cfg.Size)/spreadAlign+1) * spreadAlign)
 		}
@@ -322,7 +325,7 @@ func postTarget(th fabric.Thread, t *target, i int, cfg *Config, op fabric.Opcod
 		}
 		*wrs = append(*wrs, wr)
 	}
-	n, err := t.qp.PostSend(*wrs)
+	n, err := tg.qp.PostSend(*wrs)
 	t.posted += n
 	return n, err
 }

@@ -28,7 +28,7 @@ func latency(th fabric.Thread, peer int, client bool, cfg *Config) (*nodeResult,
 	if err := oob.Barrier("lat-ready"); err != nil {
 		return nil, err
 	}
-	p := &pingPong{th: th, m: m, cfg: cfg, rx: rx, t: m.targets(cfg.Size)[0], wcs: make([]fabric.WC, 16)}
+	p := &pingPong{th: th, m: m, cfg: cfg, rx: rx, t: m.target(0, cfg.Size), wcs: make([]fabric.WC, 16)}
 	w := cfg.window(th.Now())
 	r := &nodeResult{ok: client, start: th.Now()}
 	ls := latSamples{w: w, r: r}
@@ -173,7 +173,7 @@ func readLatency(th fabric.Thread, m *mesh, client bool, cfg *Config) (*nodeResu
 	if !client {
 		return &nodeResult{setup: m.setup(cfg, false, 0)}, oob.Barrier("lat-done")
 	}
-	t := m.targets(cfg.Size)[0]
+	t := m.target(0, cfg.Size)
 	wcs := make([]fabric.WC, 1)
 	w := cfg.window(th.Now())
 	r := &nodeResult{ok: true, start: th.Now()}

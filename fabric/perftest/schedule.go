@@ -17,7 +17,6 @@ const (
 // at most cfg.Window messages in flight; before message k it calls
 // before(k), which may wait for the window to drain and synchronize.
 func orderedSend(th fabric.Thread, m *mesh, cfg *Config, order []int, phaseEnd func(k int) bool) error {
-	ts := m.targets(cfg.Size)
 	wcs := make([]fabric.WC, 32)
 	inflight := 0
 	poll := func(block bool) error {
@@ -48,7 +47,7 @@ func orderedSend(th fabric.Thread, m *mesh, cfg *Config, order []int, phaseEnd f
 				return err
 			}
 		}
-		tg := &ts[t]
+		tg := m.target(t, cfg.Size)
 		wr := fabric.SendWR{ID: uint64(k), Op: fabric.OpSend, Local: tg.local, Flags: fabric.Signaled,
 			AH: tg.ah, RemoteQPN: tg.remote.QPN, QKey: qkey}
 		if _, err := tg.qp.PostSend([]fabric.SendWR{wr}); err != nil {

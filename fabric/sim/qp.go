@@ -70,8 +70,82 @@ func reserved[E any](ring []E, from, to uint64, n int) []E {
 // sqAt is the send-queue slot of request index i.
 func (q *qp) sqAt(i uint64) *sqe { return &q.sq[i&uint64(len(q.sq)-1)] }
 
-// rqAt is the receive-queue slot of request index i.
-func (q *qp) rqAt(i uint64) *rqe { return &q.rq[i&uint64(len(q.rq)-1)] }
+// The receive ring keeps receives [rqFree, rqEnd()) as entries; the
+// rqRep receives posted after them, up to rqTail, repeat the last entry
+// (the template) exactly: a queue pair that reposts the same buffer (as
+// perftest and many servers do) keeps one entry for all of them. While
+// repeats follow it, the template has not been taken (rqHead < rqEnd()),
+// so whatever a take or a release changes in an entry is changed in an
+// entry of that receive's own (rqAt unfolds repeats first).
+
+// rqEnd is the index after the ring's last entry.
+func (q *qp) rqEnd() uint64 { return q.rqTail - uint64(q.rqRep) }
+
+// rqPeek is receive i as posted, to read only: for a repeat, the entry it
+// repeats.
+func (q *qp) rqPeek(i uint64) *rqe {
+	if end := q.rqEnd(); i >= end {
+		i = end - 1
+	}
+	return &q.rq[i&uint64(len(q.rq)-1)]
+}
+
+// rqAt is the receive-queue slot of request index i, an entry of its own
+// that the caller may change: repeats up to it become entries, and so
+// does the one after it if more follow (the template stays untaken).
+func (q *qp) rqAt(i uint64) *rqe {
+	if q.rqRep != 0 && i+1 >= q.rqEnd() {
+		q.rqUnfold(i)
+	}
+	return &q.rq[i&uint64(len(q.rq)-1)]
+}
+
+// rqUnfold turns repeats into entries until receive i has its own and is
+// not the template of repeats after it.
+func (q *qp) rqUnfold(i uint64) {
+	for q.rqRep != 0 && q.rqEnd() <= i+1 {
+		end := q.rqEnd()
+		q.rq = reserved(q.rq, q.rqFree, end, 1)
+		mask := uint64(len(q.rq) - 1)
+		q.rq[end&mask] = q.rq[(end-1)&mask]
+		q.rqRep--
+	}
+}
+
+// rqRepeats reports whether e, about to be posted, can be kept as a repeat
+// of the ring's last entry: one not taken yet, equal in every field but
+// the poster (kept by the checker only). When the posters differ the
+// entry's becomes severalPosters, so that a report on any of these
+// receives says that one of several threads posted it instead of naming
+// one that may not have.
+func (q *qp) rqRepeats(e *rqe) bool {
+	end := q.rqEnd()
+	if end <= q.rqHead {
+		return false
+	}
+	t := q.rqPeek(end - 1)
+	const posterBits = uint64(1<<(64-rqePoster)-1) << rqePoster
+	if t.id != e.id || t.n != e.n || t.mr != e.mr || t.at&^posterBits != e.at&^posterBits {
+		return false
+	}
+	if t.poster() != e.poster() {
+		t.setPoster(severalPosters)
+	}
+	return true
+}
+
+// rqPush appends e to the receive queue: a repeat when it repeats the
+// last entry, else an entry after the repeats, unfolded.
+func (q *qp) rqPush(e rqe) {
+	if q.rqRepeats(&e) {
+		q.rqRep++
+	} else {
+		q.rqUnfold(q.rqTail)
+		q.rq = reserved(q.rq, q.rqFree, q.rqTail, 1)
+		q.rq[q.rqTail&uint64(len(q.rq)-1)] = e
+	}
+	q.rqTail++
+}
 
 // taken is the receive taken for the message in progress (msgRecv). Its
 // slot stays valid until its completion is polled, which recvDone queues.
@@ -220,8 +294,9 @@ type qp struct {
 	sqTail    uint64 // next slot to post into
 	txPkt     int    // next packet of sq[sqTx]
 	nextPSN   fabric.PSN
-	rdOut     int32 // RDMA Reads in flight
-	rdHeld    int32 // RDMA Reads whose state the NIC holds (wrCache), at most max_rd_atomic
+	rdOut     int32  // RDMA Reads in flight
+	rdHeld    int32  // RDMA Reads whose state the NIC holds (wrCache), at most max_rd_atomic
+	rqRep     uint32 // receives after the receive ring's last entry that repeat it (rqEnd)
 
 	// RC requester reliability. (timerOn and timerEv are with the flags
 	// above, and so are the retry counts left, retries and rnrRetries.)
@@ -681,18 +756,15 @@ func (q *qp) PostRecv(wrs []fabric.RecvWR) (int, error) {
 				fabric.ErrQueueFull, q, q.caps.MaxRecvWR)
 		}
 		m, _, ok := q.nic.localBuf(q.pd, wrs[i].Local, fabric.AccessLocalWrite)
-		// Room for the rest of the batch that the queue accepts, at once.
-		q.rq = reserved(q.rq, q.rqFree, q.rqTail, min(len(wrs)-i, int(q.caps.MaxRecvWR)-int(q.rqTail-q.rqFree)))
 		e := rqe{id: wrs[i].ID}
 		e.set(rqeBad, !ok)
 		if m != nil {
 			e.at, e.n, e.mr = e.at|(wrs[i].Local.Addr-m.Base), wrs[i].Local.Length, m.num()
 		}
-		*q.rqAt(q.rqTail) = e
 		if ch := c.chk; ch != nil {
-			ch.recvPosted(q, q.rqAt(q.rqTail), m)
+			ch.recvPosted(q, &e, m)
 		}
-		q.rqTail++
+		q.rqPush(e)
 		if th := c.cur; th != nil {
 			th.Busy(ns(c.prof.Host.PostRecvNS))
 		}

@@ -61,8 +61,9 @@ func (q *qp) takeRecv(p *packet) bool {
 		return false
 	}
 	q.msgIdx, q.msgRecv = q.rqHead, true
+	e := q.rqAt(q.rqHead) // an entry of its own before it is taken
 	if ch := q.c.chk; ch != nil {
-		ch.recvFilling(q, q.rqAt(q.rqHead))
+		ch.recvFilling(q, e)
 	}
 	q.rqHead++
 	if e := q.taken(); e.broken(e.region(q.nic)) {

@@ -1,8 +1,11 @@
 package sim_test
 
 import (
+	"flag"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,14 +61,25 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
+var qpMemNodes = flag.String("qpmem-nodes", "64,128,256", "BenchmarkQPMemory: the cluster sizes, comma-separated")
+
 // BenchmarkQPMemory reports the simulator's live heap per queue pair after
 // the setup of an all-to-all of 4 KiB RC sends (-t 16 -r 16 -n 1): the Go
 // heap in use after the run and a garbage collection, over the cluster's
 // n*(n-1) queue pairs (so per-node state is included, spread over them).
 // Write -memprofile to see what it is made of. docs/performance.md
-// ("Scale") shows the results.
+// ("Scale") shows the results. -qpmem-nodes chooses the cluster sizes
+// (2048 nodes take minutes and about 5 GB).
 func BenchmarkQPMemory(b *testing.B) {
-	for _, nodes := range []int{64, 128, 256} {
+	var sizes []int
+	for _, f := range strings.Split(*qpMemNodes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 2 {
+			b.Fatalf("-qpmem-nodes %q: want a comma-separated list of node counts of at least 2", *qpMemNodes)
+		}
+		sizes = append(sizes, n)
+	}
+	for _, nodes := range sizes {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				runtime.GC()

@@ -210,6 +210,13 @@ func (q *qp) freeRecvs(to uint64) {
 	if q.srq != nil {
 		q.srq.out -= int(to - q.rqFree)
 	}
+	if q.rqRep != 0 && to >= q.rqEnd() { // repeats released, or their template
+		if to >= q.rqTail {
+			q.rqRep = 0
+		} else {
+			q.rqUnfold(to)
+		}
+	}
 	q.rqFree = to
 }
 

@@ -520,9 +520,18 @@ type threadNames struct {
 
 const maxNameID = 1<<(64-rqePoster) - 1
 
+// severalPosters is the number a receive keeps when it stands for
+// identical receives posted by different threads (rqRepeats); no name
+// has it.
+const severalPosters = maxNameID - 1
+
 // unnamedPoster names the poster of a receive whose thread had no number
 // of its own.
-var unnamedPoster = fmt.Sprintf("one of the threads after the first %d names", maxNameID-1)
+var unnamedPoster = fmt.Sprintf("one of the threads after the first %d names", severalPosters-1)
+
+// severalPostersName names the poster of receives that several threads
+// posted alike (same queue pair, wr_id and buffer, one after another).
+const severalPostersName = "one of the threads that posted this same receive (same wr_id and buffer) in turn"
 
 // id returns name's number, giving it the next one if it has none.
 func (t *threadNames) id(name string) uint32 {
@@ -533,7 +542,7 @@ func (t *threadNames) id(name string) uint32 {
 		t.ids, t.byID = map[string]uint32{}, []string{"driver"}
 	}
 	id := uint32(len(t.byID))
-	if id >= maxNameID {
+	if id >= severalPosters {
 		return maxNameID
 	}
 	t.byID = append(t.byID, name)
@@ -554,6 +563,8 @@ func (c *Cluster) threadNamed(id uint32) string {
 	switch {
 	case id == 0:
 		return threadName(nil)
+	case id == severalPosters:
+		return severalPostersName
 	case int(id) < len(c.names.byID):
 		return c.names.byID[id]
 	}

@@ -262,7 +262,7 @@ func (q *qp) rxTarget(p *packet) (*mr, uint64) {
 			return nil, false
 		}
 		rx.seen = i + 1
-		e := q.rqAt(i)
+		e := q.rqPeek(i)
 		return e, !e.has(rqeBad) && e.mr != 0
 	}
 	var cur *rxCursor

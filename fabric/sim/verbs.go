@@ -161,7 +161,7 @@ func (m *mr) named() bool {
 			continue
 		}
 		for i := q.rqFree; i < q.rqTail; i++ {
-			if q.rqAt(i).mr == m.num() {
+			if q.rqPeek(i).mr == m.num() {
 				return true
 			}
 		}
