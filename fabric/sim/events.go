@@ -31,10 +31,14 @@ type event struct {
 // argument, packet) wait in a slab, in a slot named by the key. Moving
 // 16-byte keys instead of 48-byte events is cheaper, and the order is
 // exactly that of (at, seq).
+//
+// An RC queue pair may hold a pending event of its own (its ACK timer),
+// so the slots must outnumber the largest cluster's queue pairs: 4096
+// nodes in an all-to-all have 16.8 M, which 24 bits did not hold.
 const (
-	slotBits = 24 // up to 16 M pending events
+	slotBits = 27 // up to 134 M pending events (about 6 GB of them)
 	slotMask = 1<<slotBits - 1
-	maxSeq   = 1<<(64-slotBits) - 1 // about 10^12 scheduled events per cluster
+	maxSeq   = 1<<(64-slotBits) - 1 // about 1.4 x 10^11 scheduled events per cluster
 )
 
 // evKey is a heap entry: the event's time, and its sequence number in the

@@ -150,3 +150,16 @@ func TestEventQueueMatchesReference(t *testing.T) {
 		})
 	}
 }
+
+// TestSlotsHoldLargestCluster: the event queue's slots outnumber the queue
+// pairs of a 4096-node all-to-all (each RC queue pair may hold its ACK
+// timer pending), and sequence numbers last far beyond the longest run's
+// events (a few times 10^8 at 4096 nodes).
+func TestSlotsHoldLargestCluster(t *testing.T) {
+	if slotMask+1 < 2*4096*4095 {
+		t.Errorf("%d event slots for %d queue pairs", slotMask+1, 4096*4095)
+	}
+	if maxSeq < 100_000_000_000 {
+		t.Errorf("%d sequence numbers per cluster", uint64(maxSeq))
+	}
+}
