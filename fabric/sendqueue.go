@@ -95,6 +95,21 @@ func (a DeviceAttr) SendLimitReason(t QPType, sges, inline int) string {
 	return fmt.Sprintf("%s's send queues hold %d blocks of %d bytes (max_qp_wr), %d per %s request", a.Name, l.Blocks, l.BlockBytes, e/l.BlockBytes, kind)
 }
 
+// CheckSendCaps refuses, with ErrLimit naming the limit, a send queue of
+// a queue pair of type t (one scatter/gather element per request) that
+// the device cannot create: a depth outside 1..MaxSendWR, or a negative
+// inline size.
+func (a DeviceAttr) CheckSendCaps(t QPType, caps QPCaps) error {
+	if most := a.MaxSendWR(t, 1, caps.MaxInline); caps.MaxSendWR < 1 || caps.MaxSendWR > most {
+		return fmt.Errorf("%w: send queue depth %d must be in 1..%d (%s)",
+			ErrLimit, caps.MaxSendWR, most, a.SendLimitReason(t, 1, caps.MaxInline))
+	}
+	if caps.MaxInline < 0 {
+		return fmt.Errorf("%w: max inline %d bytes is negative", ErrLimit, caps.MaxInline)
+	}
+	return nil
+}
+
 // roundUp rounds n up to a multiple of m (m > 0).
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
 

@@ -1,6 +1,8 @@
 package fabric
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -58,5 +60,30 @@ func TestSendQueueLayout(t *testing.T) {
 	}
 	if got := mlx5(32768).SendLimitReason(RC, 1, 0); got != "mlx5_0's send queues hold 32768 blocks of 64 bytes (max_qp_wr), 4 per RC request" {
 		t.Errorf("SendLimitReason = %q", got)
+	}
+}
+
+// TestCheckSendCaps: a send queue deeper than the device's limit for the
+// type, empty, or with a negative inline size is refused with ErrLimit
+// naming the limit; one within it passes.
+func TestCheckSendCaps(t *testing.T) {
+	a := DeviceAttr{Name: "mlx5_0", MaxQPWR: 32768, SendQueue: MLX5SendQueue(32768)}
+	most := a.MaxSendWR(RC, 1, 64)
+	for _, tc := range []struct {
+		caps QPCaps
+		want string // "" accepted
+	}{
+		{QPCaps{MaxSendWR: most, MaxInline: 64}, ""},
+		{QPCaps{MaxSendWR: most + 1, MaxInline: 64}, fmt.Sprintf("send queue depth %d must be in 1..%d (mlx5_0's send queues", most+1, most)},
+		{QPCaps{MaxSendWR: 0}, "send queue depth 0 must be in 1.."},
+		{QPCaps{MaxSendWR: 16, MaxInline: -1}, "max inline -1 bytes is negative"},
+	} {
+		err := a.CheckSendCaps(RC, tc.caps)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v refused: %v", tc.caps, err)
+		case tc.want != "" && (!errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want ErrLimit with %q", tc.caps, err, tc.want)
+		}
 	}
 }

@@ -128,12 +128,8 @@ func (p *pd) createDCI(init fabric.QPInit) (*qp, error) {
 		return nil, err
 	}
 	caps := fabric.QPCaps{MaxSendWR: init.Caps.MaxSendWR, MaxInline: init.Caps.MaxInline}
-	if most := d.attr.MaxSendWR(fabric.DCI, 1, caps.MaxInline); caps.MaxSendWR < 1 || caps.MaxSendWR > most {
-		return nil, fmt.Errorf("%w: send queue depth %d must be in 1..%d (%s)",
-			fabric.ErrLimit, caps.MaxSendWR, most, d.attr.SendLimitReason(fabric.DCI, 1, caps.MaxInline))
-	}
-	if caps.MaxInline < 0 {
-		return nil, fmt.Errorf("%w: max inline %d bytes is negative", fabric.ErrLimit, caps.MaxInline)
+	if err := d.attr.CheckSendCaps(fabric.DCI, caps); err != nil {
+		return nil, err
 	}
 	var got C.struct_ibv_qp_cap
 	h, cerr := C.rs_create_dci(d.ctx, p.pd, c.cq, C.uint32_t(caps.MaxSendWR), C.uint32_t(caps.MaxInline), &got)

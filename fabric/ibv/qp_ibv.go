@@ -99,12 +99,8 @@ func (p *pd) CreateQP(init fabric.QPInit) (fabric.QP, error) {
 	// The send queue's limit depends on the transport and the inline size
 	// (mlx5 sizes it in 64-byte blocks): refused here, naming the limit,
 	// rather than as the provider's EINVAL.
-	if most := d.attr.MaxSendWR(init.Type, 1, caps.MaxInline); caps.MaxSendWR < 1 || caps.MaxSendWR > most {
-		return nil, fmt.Errorf("%w: send queue depth %d must be in 1..%d (%s)",
-			fabric.ErrLimit, caps.MaxSendWR, most, d.attr.SendLimitReason(init.Type, 1, caps.MaxInline))
-	}
-	if caps.MaxInline < 0 {
-		return nil, fmt.Errorf("%w: max inline %d bytes is negative", fabric.ErrLimit, caps.MaxInline)
+	if err := d.attr.CheckSendCaps(init.Type, caps); err != nil {
+		return nil, err
 	}
 	var got C.struct_ibv_qp_cap
 	q, err := C.rs_create_qp(p.pd, scq.cq, rcq.cq, hs, C.int(typ), C.uint32_t(caps.MaxSendWR), C.uint32_t(caps.MaxRecvWR), C.uint32_t(caps.MaxInline), &got)

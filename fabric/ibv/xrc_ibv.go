@@ -187,12 +187,8 @@ func (p *pd) createXRCQP(init fabric.QPInit) (*qp, error) {
 			return nil, fmt.Errorf("%w: CreateQP with a destroyed CQ", fabric.ErrClosed)
 		}
 		caps = fabric.QPCaps{MaxSendWR: init.Caps.MaxSendWR, MaxInline: init.Caps.MaxInline}
-		if most := d.attr.MaxSendWR(init.Type, 1, caps.MaxInline); caps.MaxSendWR < 1 || caps.MaxSendWR > most {
-			return nil, fmt.Errorf("%w: send queue depth %d must be in 1..%d (%s)",
-				fabric.ErrLimit, caps.MaxSendWR, most, d.attr.SendLimitReason(init.Type, 1, caps.MaxInline))
-		}
-		if caps.MaxInline < 0 {
-			return nil, fmt.Errorf("%w: max inline %d bytes is negative", fabric.ErrLimit, caps.MaxInline)
+		if err := d.attr.CheckSendCaps(init.Type, caps); err != nil {
+			return nil, err
 		}
 	}
 	typ, _ := qpTypeOf(init.Type)
