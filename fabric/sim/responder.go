@@ -66,7 +66,7 @@ func (q *qp) takeRecv(p *packet) bool {
 		ch.recvFilling(q, e)
 	}
 	q.rqHead++
-	if e := q.taken(); e.broken(e.region(q.nic)) {
+	if e.broken(e.region(q.nic)) { // e is taken(): nothing moved the ring since
 		q.recvDone(fabric.WC{ID: e.id, Status: fabric.StatusLocalProtection, Op: fabric.OpRecv})
 		if q.typ.Reliable() {
 			q.responderError(nakInvalid, p.psn)
