@@ -286,25 +286,50 @@ func udNoRecv(th fabric.Thread) error {
 		})(th)
 }
 
+// cqOverrun overflows a CQ of depth 2 with four signaled RDMA Writes. The
+// sender polls only once the receiver has seen the fourth write land: a
+// software NIC that completes its requests in order has then queued at
+// least three completions, so the overrun does not depend on how soon the
+// NIC runs after the post (a fixed pause before polling did, under -race
+// on a loaded machine); hardware's acknowledgements follow within the
+// pause.
 func cqOverrun(th fabric.Thread) error {
+	const writes = 4
 	return both(Options{CQDepth: 2},
 		func(th fabric.Thread, c *Conn) error {
-			wrs := make([]fabric.SendWR, 4)
+			wrs := make([]fabric.SendWR, writes)
 			for i := range wrs {
-				wrs[i] = fabric.SendWR{ID: uint64(i), Op: fabric.OpWrite, Local: c.MR.SGE(0, 8), Flags: fabric.Signaled,
-					RemoteAddr: c.Peer.Addr, RKey: c.Peer.RKey}
+				fill(c.MR.Bytes()[i*8:i*8+8], i+1)
+				wrs[i] = fabric.SendWR{ID: uint64(i), Op: fabric.OpWrite, Local: c.MR.SGE(i*8, 8), Flags: fabric.Signaled,
+					RemoteAddr: c.Peer.Addr + uint64(i*8), RKey: c.Peer.RKey}
 			}
 			if _, err := c.QP.PostSend(wrs); err != nil {
 				return err
 			}
+			if err := c.Node.OOB().Barrier("landed"); err != nil {
+				return err
+			}
 			th.Busy(fabric.Millisecond)
-			_, err := Await(th, c.SCQ, 4, wait)
+			_, err := Await(th, c.SCQ, writes, wait)
 			if !errors.Is(err, fabric.ErrCQOverrun) {
-				return fmt.Errorf("4 completions on a CQ of depth 2: got %v, want ErrCQOverrun", err)
+				return fmt.Errorf("%d completions on a CQ of depth 2: got %v, want ErrCQOverrun", writes, err)
 			}
 			return nil
 		},
-		func(th fabric.Thread, c *Conn) error { return nil })(th)
+		func(th fabric.Thread, c *Conn) error {
+			deadline := th.Now().Add(wait)
+			for {
+				th.Sync()
+				if bytes.Equal(c.MR.Bytes()[(writes-1)*8:writes*8], pattern(8, writes)) {
+					break
+				}
+				if th.Now() >= deadline {
+					return fmt.Errorf("the last of %d RDMA Writes did not land within %v", writes, wait)
+				}
+				th.Wait(deadline, c.MR)
+			}
+			return c.Node.OOB().Barrier("landed")
+		})(th)
 }
 
 func udAboveMTU(th fabric.Thread) error {
