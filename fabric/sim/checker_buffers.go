@@ -413,12 +413,35 @@ func (m *mr) recvOf(b []byte) *recvRange {
 
 // findRecv returns where the range [lo, hi) is, or would be inserted, in
 // m.recvs, and whether it is there.
+//
+// It first tries where the last lookup ended (m.recvAt) and the place
+// after it: a receive is looked up again as its message arrives and when
+// it completes, and programs post their buffers in address order, so
+// most lookups of a region with thousands of posted ranges (a node's
+// receive ring for every peer) end there without a search.
 func (m *mr) findRecv(lo, hi uint64) (int, bool) {
-	i := sort.Search(len(m.recvs), func(i int) bool {
-		r := m.recvs[i]
-		return r.lo > lo || r.lo == lo && r.hi >= hi
-	})
+	for _, i := range [2]int{m.recvAt, m.recvAt + 1} {
+		if m.recvPlace(i, lo, hi) {
+			m.recvAt = i
+			return i, i < len(m.recvs) && m.recvs[i].lo == lo && m.recvs[i].hi == hi
+		}
+	}
+	i := sort.Search(len(m.recvs), func(i int) bool { return !recvBefore(m.recvs[i], lo, hi) })
+	m.recvAt = i
 	return i, i < len(m.recvs) && m.recvs[i].lo == lo && m.recvs[i].hi == hi
+}
+
+// recvBefore reports whether r sorts before the range [lo, hi).
+func recvBefore(r recvRange, lo, hi uint64) bool { return r.lo < lo || r.lo == lo && r.hi < hi }
+
+// recvPlace reports whether i is where sort.Search would put [lo, hi) in
+// m.recvs: every range before i sorts before it, and the one at i (if
+// any) does not.
+func (m *mr) recvPlace(i int, lo, hi uint64) bool {
+	if i < 0 || i > len(m.recvs) {
+		return false
+	}
+	return (i == 0 || recvBefore(m.recvs[i-1], lo, hi)) && (i == len(m.recvs) || !recvBefore(m.recvs[i], lo, hi))
 }
 
 // addRecv records b, whose bytes have the checker's sum sum, as posted
@@ -479,11 +502,29 @@ func (m *mr) isShared(b []byte) bool {
 // overlapRecv returns the index in m.recvs of the first posted receive
 // range overlapping [lo, hi).
 func (m *mr) overlapRecv(lo, hi uint64) (int, bool) {
+	// The ranges that start before [lo, hi)'s place and can reach into
+	// it start at most recvMax before lo; found from that place (where
+	// findRecv's first guess usually is) rather than by a second search.
+	// When no two posted ranges overlap (a range overlapping another is
+	// marked shared until it is removed), they are sorted by their ends
+	// too, and only the last of them can reach into [lo, hi).
+	i, _ := m.findRecv(lo, hi)
 	start := uint64(0)
 	if lo > m.recvMax {
 		start = lo - m.recvMax
 	}
-	i := sort.Search(len(m.recvs), func(i int) bool { return m.recvs[i].lo >= start })
+	first := -1
+	for j := i - 1; j >= 0 && m.recvs[j].lo >= start; j-- {
+		if m.recvs[j].lo < hi && m.recvs[j].hi > lo {
+			first = j
+		}
+		if m.shared == 0 {
+			break
+		}
+	}
+	if first >= 0 {
+		return first, true
+	}
 	for ; i < len(m.recvs) && m.recvs[i].lo < hi; i++ {
 		if m.recvs[i].hi > lo {
 			return i, true

@@ -118,6 +118,7 @@ type mr struct {
 	recvs   []recvRange
 	recvMax uint64
 	shared  int // ranges in recvs marked shared
+	recvAt  int // the index in recvs last found or added (findRecv's first guess)
 }
 
 // Bytes gives an unbacked region bytes of its own: its program may write
