@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -59,13 +60,38 @@ func MemoryEstimate(cfg RunConfig) int64 {
 		if msg == 0 {
 			msg = int64(d.MsgBytes)
 		}
-		registered := 2 * t * n * b * msg // per node: send and receive buffers
+		registered := satMul(2*t, n, b, msg) // per node: send and receive buffers
 		// Registered memory is mapped and costs only the pages written:
 		// a node's send buffers up to what it sends, its receive
 		// buffers up to what it receives (about as much).
-		est += n * min(registered, 2*payloadSent(cfg, n, t))
+		est = satAdd(est, satMul(n, min(registered, satMul(2, payloadSent(cfg, n, t)))))
 	}
 	return est
+}
+
+// satMul is the product of factors that are not negative, at most
+// math.MaxInt64.
+func satMul(factors ...int64) int64 {
+	f := 1.0
+	for _, x := range factors {
+		f *= float64(x)
+	}
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	p := int64(1)
+	for _, x := range factors {
+		p *= x
+	}
+	return p
+}
+
+// satAdd is a + b (neither negative), at most math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // payloadSent is about how many bytes a node of cfg's run sends (an
@@ -73,20 +99,20 @@ func MemoryEstimate(cfg RunConfig) int64 {
 // node from each of t threads, times the copies a broadcast or multicast
 // pattern makes.
 func payloadSent(cfg RunConfig, n, t int64) int64 {
-	sent := cfg.BytesPerNode
+	sent := max(cfg.BytesPerNode, 0)
 	if cfg.BytesPerPair > 0 {
-		sent = cfg.BytesPerPair * t * n
+		sent = satMul(cfg.BytesPerPair, t, n)
 	}
 	switch p := string(cfg.Pattern); {
 	case cfg.Pattern == algos.Broadcast:
-		sent *= n
+		sent = satMul(sent, n)
 	case strings.HasPrefix(p, string(algos.Multicast)+":"):
 		var k int64
 		if _, err := fmt.Sscanf(p, string(algos.Multicast)+":%d", &k); err == nil && k > 1 {
-			sent *= k
+			sent = satMul(sent, k)
 		}
 	}
-	return max(sent, 0)
+	return sent
 }
 
 // runMemory is what a design's simulated run keeps beyond a fixed part
@@ -99,9 +125,18 @@ type runMemory struct {
 	perPeer, perThread, perBuffer, perTwo int64
 }
 
-// bytes is the estimate for n nodes of t threads with b buffers.
+// bytes is the estimate for n nodes of t threads with b buffers,
+// computed in floating point so that an absurd size (a million nodes of
+// a thousand threads) is estimated as huge, at most math.MaxInt64, and
+// refused, not wrapped around to a small number.
 func (m runMemory) bytes(n, t, b int64) int64 {
-	return runMemoryBase + n*n*(m.perPeer+t*(m.perThread+b*m.perBuffer)+t*t*m.perTwo)*(100+runMemoryMargin)/100
+	nn, tf, bf := float64(n)*float64(n), float64(t), float64(b)
+	perPeer := float64(m.perPeer) + tf*(float64(m.perThread)+bf*float64(m.perBuffer)) + tf*tf*float64(m.perTwo)
+	est := runMemoryBase + nn*perPeer*(100+runMemoryMargin)/100
+	if est >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(est)
 }
 
 // runMemoryOf is design's runMemory: fitted to the peak resident sizes in
@@ -190,7 +225,7 @@ func QueryMemoryEstimate(qc QueryConfig) int64 {
 		return 64<<20 + int64(sf*(1<<20))
 	}
 	est := MemoryEstimate(RunConfig{Design: qc.Design, Nodes: qc.Nodes, Threads: int(t), Buffers: int(b), MsgBytes: qc.MsgBytes, Payload: qc.Payload})
-	est += n * t * queryPerThread
+	est = satAdd(est, satMul(n, t, queryPerThread))
 	perSF := float64(13 << 20)
 	if qc.Payload { // the columns' values and the operators' tuples are real
 		perSF = 60 << 20
@@ -200,7 +235,7 @@ func QueryMemoryEstimate(qc QueryConfig) int64 {
 		if msg == 0 {
 			msg = int64(DesignOf(qc.Design).MsgBytes)
 		}
-		est += n * n * t * b * msg
+		est = satAdd(est, satMul(n, n, t, b, msg))
 		perSF = max(perSF, float64(14<<20)+float64(n)*0.25*(1<<20))
 	}
 	return est + int64(sf*perSF)

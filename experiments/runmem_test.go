@@ -208,3 +208,21 @@ func solveLinear(a [][]float64) ([]float64, bool) {
 	}
 	return x, true
 }
+
+// TestRunMemoryHuge: sizes whose products overflow 64 bits are estimated
+// at the largest value, and refused, not wrapped around to a small one.
+func TestRunMemoryHuge(t *testing.T) {
+	for _, cfg := range []RunConfig{
+		{Design: "MEMQ/SR", Nodes: 100000, Threads: 256, Buffers: 1000},
+		{Design: "MESQ/SR", Nodes: 1 << 30, Threads: 1 << 20, Buffers: 1 << 20},
+		{Design: "MEMQ/SR", Nodes: 1 << 20, Threads: 64, Buffers: 64, MsgBytes: 1 << 30, BytesPerPair: 1 << 40, Payload: true, Pattern: "broadcast"},
+		{Design: "no such design", Nodes: 1 << 31, Threads: 1 << 31, Buffers: 1 << 31},
+	} {
+		if est := MemoryEstimate(cfg); est < 1<<50 {
+			t.Errorf("%d nodes x %d threads, %d buffers: estimate %d", cfg.Nodes, cfg.Threads, cfg.Buffers, est)
+		}
+		if err := CheckMemory(cfg, 1<<40); err == nil {
+			t.Errorf("%d nodes x %d threads, %d buffers: accepted with 1 TiB", cfg.Nodes, cfg.Threads, cfg.Buffers)
+		}
+	}
+}
