@@ -251,10 +251,11 @@ const queryPerThread = 460 << 10
 // jobs of a sweep, a figure or explore reproduce) so that their
 // MemoryEstimates together stay within a total, normally what the machine
 // has available when the command starts: a run waits until its estimate
-// is free. A run whose estimate alone exceeds the total is admitted alone
-// (its estimate counted as the whole total); steady-state growth asks
-// Fits first and does not start such a run. A nil budget admits every
-// run at once and fits everything. Safe for concurrent use.
+// is free. A run whose estimate alone exceeds the total is refused
+// (ErrMemory) rather than started: on a machine without that memory it
+// would swap or be killed, taking the runs beside it along; steady-state
+// growth asks Fits first and keeps the run it has. A nil budget admits
+// every run at once and fits everything. Safe for concurrent use.
 type MemoryBudget struct {
 	total int64 // bytes
 
@@ -283,6 +284,14 @@ func (b *MemoryBudget) Total() int64 {
 // by itself.
 func (b *MemoryBudget) Fits(est int64) bool { return b == nil || est <= b.total }
 
+// Refuse is the error of a run estimated at est bytes that does not fit
+// in the budget by itself: it matches ErrMemory and names both sizes and
+// what would let it run.
+func (b *MemoryBudget) Refuse(est int64) error {
+	return fmt.Errorf("%w: not run, estimated at %s, more than the %s the runs may take together (run it where there is more memory, raise the limit, or turn the memory check off)",
+		ErrMemory, GiB(est), GiB(b.Total()))
+}
+
 // acquire waits until est bytes (at most the total) are free and takes
 // them; the caller must release what it returns.
 func (b *MemoryBudget) acquire(est int64) int64 {
@@ -307,7 +316,9 @@ func (b *MemoryBudget) release(n int64) {
 
 // Admit wraps run so that each call first waits for its configuration's
 // MemoryEstimate to be free in the budget, and gives it back when the
-// run returns. A nil budget returns run itself.
+// run returns; a configuration whose estimate alone exceeds the budget is
+// refused with an error matching ErrMemory (Refuse), without running. A
+// nil budget returns run itself.
 //
 // A run of at least releaseAfterBytes also gives its memory back to the
 // operating system when it ends (debug.FreeOSMemory). Otherwise the Go
@@ -326,6 +337,9 @@ func (b *MemoryBudget) Admit(run func(RunConfig) (*results.Record, error)) func(
 	}
 	return func(cfg RunConfig) (*results.Record, error) {
 		est := MemoryEstimate(cfg)
+		if !b.Fits(est) {
+			return nil, b.Refuse(est)
+		}
 		n := b.acquire(est)
 		defer b.release(n)
 		if est >= releaseAfterBytes {

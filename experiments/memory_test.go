@@ -92,7 +92,7 @@ func TestQueryMemoryEstimate(t *testing.T) {
 }
 
 // TestMemoryBudget: runs whose estimates do not fit together wait for
-// each other; a run larger than the budget runs alone; nil admits all.
+// each other; a run larger than the budget is refused; nil admits all.
 func TestMemoryBudget(t *testing.T) {
 	cfg := RunConfig{Design: "MEMQ/SR", Nodes: 64, Threads: 2, Buffers: 2}
 	est := MemoryEstimate(cfg)
@@ -139,11 +139,18 @@ func TestMemoryBudget(t *testing.T) {
 	if b.used != 0 {
 		t.Errorf("%d bytes still admitted after both runs", b.used)
 	}
-	// Larger than the budget: admitted alone, counted as the whole budget.
-	if n := b.acquire(10 * est); n != b.total {
-		t.Errorf("an oversized run took %d of %d bytes", n, b.total)
+	// Larger than the budget by itself: refused, never started, nothing
+	// held.
+	big := cfg
+	big.Nodes *= 4
+	ran := false
+	_, err := b.Admit(func(RunConfig) (*results.Record, error) { ran = true; return &results.Record{}, nil })(big)
+	if !errors.Is(err, ErrMemory) || ran || b.used != 0 {
+		t.Errorf("an oversized run: err %v, ran %v, %d bytes held; want ErrMemory, not run, none", err, ran, b.used)
 	}
-	b.release(b.total)
+	if err != nil && !strings.Contains(err.Error(), GiB(MemoryEstimate(big))) {
+		t.Errorf("the refusal %q does not give the run's estimate", err)
+	}
 	var nilb *MemoryBudget
 	if !nilb.Fits(1<<62) || nilb.Total() != 0 {
 		t.Error("a nil budget must fit everything")

@@ -478,11 +478,20 @@ func TestValidatePointsChecksEndpointOptions(t *testing.T) {
 	}
 }
 
-// TestRunSweepMemoryBudget: with a memory budget smaller than every
-// point's estimate the points still all run (each admitted alone, never
-// two at once), and the file is the same as without one.
+// TestRunSweepMemoryBudget: with a memory budget that holds each point's
+// estimate but no two, the points all run one at a time, and the file is
+// the same as without one; with a budget below the larger points', those
+// are refused (failed, saying why) and the others run.
 func TestRunSweepMemoryBudget(t *testing.T) {
 	s := mustParse(t, "name: t\nvary: {nodes: [2, 4], seed: [1, 3]}\n")
+	var largest, smallest int64
+	for _, p := range s.Points() {
+		est := experiments.MemoryEstimate(p.Config)
+		largest = max(largest, est)
+		if smallest == 0 || est < smallest {
+			smallest = est
+		}
+	}
 	var calls, running, most atomic.Int32
 	run := func(c experiments.RunConfig) (*results.Record, error) {
 		if n := running.Add(1); n > most.Load() {
@@ -493,11 +502,21 @@ func TestRunSweepMemoryBudget(t *testing.T) {
 	}
 	dir := t.TempDir()
 	with, without := filepath.Join(dir, "with.jsonl"), filepath.Join(dir, "without.jsonl")
-	if _, err := RunSweep(context.Background(), s, SweepOptions{Out: with, Jobs: 4, Run: run, Memory: experiments.NewMemoryBudget(1)}); err != nil {
+	if _, err := RunSweep(context.Background(), s, SweepOptions{Out: with, Jobs: 4, Run: run, Memory: experiments.NewMemoryBudget(largest)}); err != nil {
 		t.Fatal(err)
 	}
 	if calls.Load() != 4 || most.Load() != 1 {
 		t.Errorf("%d runs, at most %d at once; want 4, one at a time", calls.Load(), most.Load())
+	}
+	calls.Store(0)
+	rep, err := RunSweep(context.Background(), s, SweepOptions{Out: filepath.Join(t.TempDir(), "small.jsonl"), Jobs: 4, Run: run, Memory: experiments.NewMemoryBudget(smallest)})
+	if !errors.Is(err, ErrPointsFailed) || calls.Load() != 2 {
+		t.Fatalf("budget of the smaller points: err %v after %d runs; want 2 runs and the 4-node points failed", err, calls.Load())
+	}
+	for _, r := range rep.Results {
+		if refused := r.Failed(); refused != strings.Contains(r.Key, "nodes=4") || refused && !strings.Contains(r.Error, "estimated at") {
+			t.Errorf("%s: failed %v (%q)", r.Key, refused, r.Error)
+		}
 	}
 	if _, err := RunSweep(context.Background(), s, SweepOptions{Out: without, Jobs: 4, Run: fakeRun(&calls)}); err != nil {
 		t.Fatal(err)
