@@ -11,8 +11,13 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // (MLX5_TOTAL_UUARS) of which 4 are low-latency ones
 // (MLX5_NUM_LOW_LAT_UUARS, at least the total less 12): the first queue
 // pairs created take one of those each and ring it without a lock; every
-// later queue pair shares one of the other 12, the least used, and
-// rings it holding that register's spinlock. With the switch off every
+// later queue pair shares one of 11 others, the least used, and rings it
+// holding that register's spinlock. The sixteenth, register 0, is never
+// given to a queue pair: the kernel driver keeps it for plain 64-bit
+// doorbells (Linux drivers/infiniband/hw/mlx5/qp.c: num_med_bfreg is the
+// total less the low-latency ones less NUM_NON_BLUE_FLAME_BFREGS, 1;
+// alloc_bfreg tries the low-latency class, then the least used medium
+// one). With the switch off every
 // queue pair rings a register of its own thread (a thread domain per
 // thread, ibv_alloc_td, or the two variables raised), which costs nothing
 // beyond host.post_send_ns: the model before doorbells.
@@ -28,7 +33,7 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 
 const (
 	mlx5LowLatencyRegs = 4  // lock-free registers, one queue pair each
-	mlx5SharedRegs     = 12 // registers shared behind a spinlock
+	mlx5SharedRegs     = 11 // registers shared behind a spinlock (16 less 4 less register 0)
 )
 
 // doorbells is one device context's registers: under the default

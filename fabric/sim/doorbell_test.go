@@ -9,7 +9,7 @@ import (
 
 // TestDoorbellAssign: libmlx5's default allocation, in creation order: the
 // first four queue pairs with a send queue get a low-latency register of
-// their own, later ones the least used of the twelve shared registers, and
+// their own, later ones the least used of the eleven shared registers, and
 // a destroyed queue pair's shared register is used less again.
 func TestDoorbellAssign(t *testing.T) {
 	p := mtProfile(t, "hdr-cx6", func(p *Profile) { p.Host.SharedDoorbells = 1 })
@@ -29,9 +29,11 @@ func TestDoorbellAssign(t *testing.T) {
 		{"first", qps[0], -1},
 		{"fourth", qps[3], -1},
 		{"fifth", qps[4], 0},
-		{"sixteenth", qps[15], 11},
-		{"seventeenth", qps[16], 0},
-		{"twenty-ninth", qps[28], 0},
+		{"fifteenth", qps[14], 10},
+		{"sixteenth", qps[15], 0},
+		{"seventeenth", qps[16], 1},
+		{"twenty-sixth", qps[25], 10},
+		{"twenty-seventh", qps[26], 0},
 		{"XRC target", target, -1},
 	}
 	for _, tt := range tests {

@@ -144,7 +144,8 @@ type HostProfile struct {
 	// SharedDoorbells 1: the send queues' doorbell (blue-flame) registers
 	// are allocated as libmlx5 does by default, 16 per device context,
 	// the first 4 queue pairs each with one of its own and later ones
-	// sharing the other 12 behind a spinlock (doorbell.go); 0 (the
+	// sharing 11 others behind a spinlock (the driver keeps register 0;
+	// doorbell.go); 0 (the
 	// default, omitted from the encoding): every queue pair rings a
 	// register no other thread uses, as with a thread domain per thread
 	// or libmlx5's MLX5_TOTAL_UUARS and MLX5_NUM_LOW_LAT_UUARS raised. A
