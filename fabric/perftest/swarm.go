@@ -21,9 +21,12 @@ import (
 // OneSided has node 0 issue and node 1 only serve (a requester NIC against
 // a responder NIC), and reports node 0's rate. Burst, if above 1, replaces
 // the random choice with the pattern of benchmarks that walk their queue
-// pairs: each worker posts Burst operations on each of its queue pairs in
-// turn, only the last signaled, then waits for one completion per queue
-// pair; Window is then Burst times the worker's queue pairs.
+// pairs: each worker posts a round, Burst operations on each of its queue
+// pairs in turn, only the last signaled; then, round after round, it posts
+// the next round before it waits for one completion per queue pair (the
+// previous round's), so up to two rounds are in flight on each queue pair
+// (g4197's scalability benchmark); Window is then twice Burst times the
+// worker's queue pairs.
 //
 // Sync makes each worker post a whole window, one operation per
 // PostSend (one doorbell each), and wait until all of it has completed
@@ -46,10 +49,16 @@ type SwarmConfig struct {
 // (at least a burst).
 const SwarmQPDepth = 16
 
-func (c SwarmConfig) depth() int { return max(SwarmQPDepth, c.Burst, c.PerQP) }
+func (c SwarmConfig) depth() int { return max(SwarmQPDepth, 2*c.Burst, c.PerQP) }
 
 // RunSwarm runs cfg on f (two nodes) and returns the mean over nodes of
-// the operations each issued per second, in millions. The swarm is what
+// the operations each issued per second, in millions: the operations its
+// workers completed until the first of them had done its OpsPerThread,
+// over that time. That is the rate while every worker runs, as the
+// benchmarks measure it (each thread counts what it does in a fixed time,
+// and the counts are added): workers that share a bottleneck unevenly (a
+// doorbell register, a context-cache set) finish at different times, and
+// the time of the slowest would make the fast ones look as slow. The swarm is what
 // shows a NIC's queue-pair context cache: many queue pairs used at random
 // by several threads, each with operations in flight (explore bench's
 // read_swarm and write_swarm; experiments/evidence fits the cache to it).
@@ -75,6 +84,23 @@ type swarmWorker struct {
 	qps    []fabric.QP
 	remote []fabric.QPInfo
 	out    []int // operations in flight per queue pair
+	tally  *swarmTally
+}
+
+// swarmTally counts a node's completed operations and keeps the count
+// and the time at which the first worker finished.
+type swarmTally struct {
+	ops      atomic.Int64
+	finished atomic.Bool
+	opsAt    int64       // ops when the first worker finished
+	at       fabric.Time // and when
+}
+
+// finish records the count at now if no worker finished before.
+func (t *swarmTally) finish(now fabric.Time) {
+	if t.finished.CompareAndSwap(false, true) {
+		t.opsAt, t.at = t.ops.Load(), now
+	}
 }
 
 func swarmNode(th fabric.Thread, cfg SwarmConfig) (float64, error) {
@@ -89,11 +115,12 @@ func swarmNode(th fabric.Thread, cfg SwarmConfig) (float64, error) {
 		return 0, err
 	}
 	ws := make([]*swarmWorker, cfg.Threads)
+	tally := &swarmTally{}
 	var blob []byte
 	for i := 0; i < cfg.QPs; i++ {
 		w := ws[i%cfg.Threads]
 		if w == nil {
-			w = &swarmWorker{}
+			w = &swarmWorker{tally: tally}
 			if w.cq, err = n.Device().CreateCQ(cfg.Window + 16); err != nil {
 				return 0, err
 			}
@@ -157,20 +184,22 @@ func swarmNode(th fabric.Thread, cfg SwarmConfig) (float64, error) {
 			} else {
 				errs[i] = w.run(wt, mr, slot, cfg)
 			}
+			if errs[i] == nil {
+				tally.finish(wt.Now())
+			}
 			return errs[i]
 		})
 	}
 	for left.Load() > 0 {
 		th.Wait(fabric.Forever, done)
 	}
-	end := th.Now()
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
 	if err := n.OOB().Barrier("swarm-done"); err != nil {
 		return 0, err
 	}
-	return float64(cfg.Threads*cfg.OpsPerThread) / end.Sub(start).Seconds() / 1e6, nil
+	return float64(tally.opsAt) / tally.at.Sub(start).Seconds() / 1e6, nil
 }
 
 // run keeps cfg.Window operations in flight on random queue pairs of w
@@ -203,6 +232,7 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg SwarmCon
 			completed++
 			inFlight--
 		}
+		w.tally.ops.Add(int64(n))
 		if n > 0 {
 			last = th.Now()
 			continue
@@ -215,13 +245,18 @@ func (w *swarmWorker) run(th fabric.Thread, mr fabric.MR, slot int, cfg SwarmCon
 	return nil
 }
 
-// runBursts walks w's queue pairs: Burst operations on each in turn, the
-// last signaled, then one completion per queue pair, until
-// cfg.OpsPerThread operations (rounded up to whole rounds) are done.
+// runBursts walks w's queue pairs in rounds of Burst operations on each,
+// the last signaled: it posts a round, then posts each next round before
+// it waits until no queue pair has more than that round in flight (one
+// completion per queue pair, the round before's: the benchmark polls a
+// completion queue per queue pair), and waits for the last round at the
+// end, until cfg.OpsPerThread operations (rounded up to whole rounds) are
+// done.
 func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg SwarmConfig) error {
 	wcs := make([]fabric.WC, 32)
 	wrs := make([]fabric.SendWR, cfg.Burst)
-	for done := 0; done < cfg.OpsPerThread; done += cfg.Burst * len(w.qps) {
+	inFlight := make([]int, len(w.qps)) // rounds posted and not yet completed, per queue pair
+	post := func() error {
 		for k, qp := range w.qps {
 			for j := range wrs {
 				wrs[j] = fabric.SendWR{ID: uint64(k), Op: cfg.Op, Local: mr.SGE(k*slot, cfg.Bytes),
@@ -231,24 +266,52 @@ func (w *swarmWorker) runBursts(th fabric.Thread, mr fabric.MR, slot int, cfg Sw
 			if _, err := qp.PostSend(wrs); err != nil {
 				return err
 			}
+			inFlight[k]++
+		}
+		return nil
+	}
+	// reap waits until every queue pair has at most keep rounds in flight.
+	reap := func(keep int) error {
+		over := 0
+		for _, r := range inFlight {
+			over += max(r-keep, 0)
 		}
 		last := th.Now()
-		for got := 0; got < len(w.qps); {
+		for over > 0 {
 			n, err := w.poll(th, wcs)
 			if err != nil {
 				return err
 			}
-			if got += n; n > 0 {
+			for _, wc := range wcs[:n] {
+				if inFlight[wc.ID]--; inFlight[wc.ID] >= keep {
+					over--
+				}
+			}
+			w.tally.ops.Add(int64(n * cfg.Burst))
+			if n > 0 {
 				last = th.Now()
 				continue
 			}
 			if th.Now().Sub(last) > fabric.Second {
-				return fmt.Errorf("perftest: swarm: node %d: no completion for a second (%d of %d queue pairs done this round)", th.Node().ID(), got, len(w.qps))
+				return fmt.Errorf("perftest: swarm: node %d: no completion for a second (%d rounds still to complete)", th.Node().ID(), over)
 			}
 			th.Wait(last.Add(fabric.Second+1), w.cq)
 		}
+		return nil
 	}
-	return nil
+	round := cfg.Burst * len(w.qps)
+	if err := post(); err != nil {
+		return err
+	}
+	for done := round; done < cfg.OpsPerThread; done += round {
+		if err := post(); err != nil {
+			return err
+		}
+		if err := reap(1); err != nil {
+			return err
+		}
+	}
+	return reap(0)
 }
 
 // poll reaps w's completions into wcs; a failed one is the run's error.
