@@ -124,7 +124,18 @@ Figures: ` + figureIDs() + `.`,
 					return err
 				}
 			}
-			if rep.Failed > 0 {
+			notRun := 0
+			for _, r := range rep.Results {
+				if r.NotRun {
+					notRun++
+				}
+			}
+			switch {
+			case rep.Failed > 0 && notRun == rep.Failed:
+				return fmt.Errorf("%d of %d points not run: each would need more memory than allowed (listed above with its estimate); run them on a machine with more memory, with a larger --max-memory, or with --no-memory-check", notRun, len(rep.Results))
+			case rep.Failed > 0 && notRun > 0:
+				return fmt.Errorf("%d of %d points failed and %d were not run for memory (see %s)", rep.Failed-notRun, len(rep.Results), notRun, ff.out)
+			case rep.Failed > 0:
 				return fmt.Errorf("%d of %d points failed (see %s)", rep.Failed, len(rep.Results), ff.out)
 			}
 			return nil
@@ -175,6 +186,9 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 			cols = append(cols, col)
 		}
 		v := "FAILED"
+		if r.NotRun {
+			v = "not run"
+		}
 		if !r.Failed() {
 			v = fmt.Sprintf("%.2f", metric(r.Record))
 			if r.Integrity != "ok" {
@@ -195,7 +209,10 @@ func printFigure(w io.Writer, rep *figures.FigureReport) {
 	fmt.Fprintf(w, "%s\n%s\n", wrapText(rep.Steady, tableWidth(), "  "), wrapText("files: "+strings.Join(rep.Files, " "), tableWidth(), "  "))
 	if rep.Failed > 0 {
 		for _, r := range rep.Results {
-			if r.Failed() {
+			switch {
+			case r.NotRun:
+				fmt.Fprintf(w, "not run: %s: %s\n", r.Key, r.Error)
+			case r.Failed():
 				fmt.Fprintf(w, "failed: %s: %s\n", r.Key, r.Error)
 			}
 		}

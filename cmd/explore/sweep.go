@@ -89,11 +89,23 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 			if sh.N > 0 {
 				what = fmt.Sprintf("%s shard %s: %d of %d points", sw.Name, sh, n, sw.Len())
 			}
-			fmt.Fprintln(w, wrapText(fmt.Sprintf("%s: %d run, %d already done, %d failed; %.1fs wall; results in %s",
-				what, rep.Ran, rep.Skipped, rep.Failed, rep.Wall.Seconds(), out), tableWidth(), "  "))
+			notRun := 0
+			for _, r := range rep.Results {
+				if r.NotRun {
+					notRun++
+				}
+			}
+			counts := fmt.Sprintf("%d run, %d already done, %d failed", rep.Ran-notRun, rep.Skipped, rep.Failed-notRun)
+			if notRun > 0 {
+				counts += fmt.Sprintf(", %d not run (more memory than allowed)", notRun)
+			}
+			fmt.Fprintln(w, wrapText(fmt.Sprintf("%s: %s; %.1fs wall; results in %s",
+				what, counts, rep.Wall.Seconds(), out), tableWidth(), "  "))
 			switch {
 			case errors.Is(err, context.Canceled):
 				return asInterrupted(t, err)
+			case errors.Is(err, sweep.ErrPointsFailed) && notRun == rep.Failed:
+				return fmt.Errorf("%d of %d points not run: each would need more memory than allowed (the error field in %s gives its estimate); run them on a machine with more memory, with a larger --max-memory, or with --no-memory-check", notRun, n, out)
 			case errors.Is(err, sweep.ErrPointsFailed):
 				return fmt.Errorf("%d of %d points failed (see the error field in %s)", rep.Failed, n, out)
 			}
@@ -145,7 +157,11 @@ func sweepProgress(t *task, w io.Writer) func(sweep.Progress) {
 		}
 		t.mu.Unlock()
 		if r.Failed() {
-			t.note(w, fmt.Sprintf("[%d/%d] %s FAILED: %s", pr.Done, pr.Total, r.Key, r.Error))
+			what := "FAILED"
+			if r.NotRun {
+				what = "NOT RUN"
+			}
+			t.note(w, fmt.Sprintf("[%d/%d] %s %s: %s", pr.Done, pr.Total, r.Key, what, r.Error))
 		}
 	}
 }

@@ -225,3 +225,20 @@ func TestSweepParamsMatchRunFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepPointNotRun: a point whose estimated memory alone is more than
+// --max-memory is not run; its record says so, the other point runs, and
+// the sweep names the flags that would let it run.
+func TestSweepPointNotRun(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, "name: m\nbase: {design: MESQ/SR, threads: 1, bytes-per-node: 1048576}\nvary: {nodes: [2, 256]}\n")
+	path := filepath.Join(dir, "m.jsonl")
+	out, err := run(t, "sweep", spec, "-o", path, "--max-memory", "256MiB")
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 points not run") || !strings.Contains(err.Error(), "--max-memory") ||
+		!strings.Contains(out, "1 run, 0 already done, 0 failed, 1 not run") || !strings.Contains(out, "nodes=256 NOT RUN: too much memory") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b := readFile(t, path); bytes.Count(b, []byte(`"not_run":true`)) != 1 || bytes.Count(b, []byte("\n")) != 2 {
+		t.Errorf("the refused point is not recorded as not run:\n%s", b)
+	}
+}

@@ -20,6 +20,10 @@ type Result struct {
 	Key     string `json:"key"`
 	*Record        // nil when the run failed
 	Error   string `json:"error,omitempty"`
+	// NotRun marks a point refused before it started (its estimated
+	// memory was more than the runs may take); Error says why. It counts
+	// as failed, so that a sweep resumed with more memory runs it.
+	NotRun bool `json:"not_run,omitempty"`
 
 	Wall  time.Duration `json:"-"` // wall-clock time of the run; 0 when read from a file
 	Sweep string        `json:"-"` // the sweep's name (RunSweep sets it; CSV's sweep column)

@@ -358,7 +358,7 @@ func runPoint(run func(experiments.RunConfig) (*results.Record, error), p Point)
 	}()
 	rec, err := run(p.Config)
 	if err != nil {
-		r.Error = inParamWords(err).Error()
+		r.Error, r.NotRun = inParamWords(err).Error(), errors.Is(err, experiments.ErrMemory)
 		return r
 	}
 	if rec == nil {

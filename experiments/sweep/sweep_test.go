@@ -514,8 +514,8 @@ func TestRunSweepMemoryBudget(t *testing.T) {
 		t.Fatalf("budget of the smaller points: err %v after %d runs; want 2 runs and the 4-node points failed", err, calls.Load())
 	}
 	for _, r := range rep.Results {
-		if refused := r.Failed(); refused != strings.Contains(r.Key, "nodes=4") || refused && !strings.Contains(r.Error, "estimated at") {
-			t.Errorf("%s: failed %v (%q)", r.Key, refused, r.Error)
+		if refused := r.Failed(); refused != strings.Contains(r.Key, "nodes=4") || refused != r.NotRun || refused && !strings.Contains(r.Error, "estimated at") {
+			t.Errorf("%s: failed %v, not run %v (%q)", r.Key, refused, r.NotRun, r.Error)
 		}
 	}
 	if _, err := RunSweep(context.Background(), s, SweepOptions{Out: without, Jobs: 4, Run: fakeRun(&calls)}); err != nil {
