@@ -124,15 +124,10 @@ Figures: ` + figureIDs() + `.`,
 					return err
 				}
 			}
-			notRun := 0
-			for _, r := range rep.Results {
-				if r.NotRun {
-					notRun++
-				}
-			}
+			notRun := results.CountNotRun(rep.Results)
 			switch {
 			case rep.Failed > 0 && notRun == rep.Failed:
-				return fmt.Errorf("%d of %d points not run: each would need more memory than allowed (listed above with its estimate); run them on a machine with more memory, with a larger --max-memory, or with --no-memory-check", notRun, len(rep.Results))
+				return fmt.Errorf("%d of %d points not run: each would need more memory than allowed (listed above with its estimate); %s", notRun, len(rep.Results), notRunAdvice)
 			case rep.Failed > 0 && notRun > 0:
 				return fmt.Errorf("%d of %d points failed and %d were not run for memory (see %s)", rep.Failed-notRun, len(rep.Results), notRun, ff.out)
 			case rep.Failed > 0:

@@ -89,12 +89,7 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 			if sh.N > 0 {
 				what = fmt.Sprintf("%s shard %s: %d of %d points", sw.Name, sh, n, sw.Len())
 			}
-			notRun := 0
-			for _, r := range rep.Results {
-				if r.NotRun {
-					notRun++
-				}
-			}
+			notRun := results.CountNotRun(rep.Results)
 			counts := fmt.Sprintf("%d run, %d already done, %d failed", rep.Ran-notRun, rep.Skipped, rep.Failed-notRun)
 			if notRun > 0 {
 				counts += fmt.Sprintf(", %d not run (more memory than allowed)", notRun)
@@ -105,7 +100,7 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 			case errors.Is(err, context.Canceled):
 				return asInterrupted(t, err)
 			case errors.Is(err, sweep.ErrPointsFailed) && notRun == rep.Failed:
-				return fmt.Errorf("%d of %d points not run: each would need more memory than allowed (the error field in %s gives its estimate); run them on a machine with more memory, with a larger --max-memory, or with --no-memory-check", notRun, n, out)
+				return fmt.Errorf("%d of %d points not run: each would need more memory than allowed (the error field in %s gives its estimate); %s", notRun, n, out, notRunAdvice)
 			case errors.Is(err, sweep.ErrPointsFailed):
 				return fmt.Errorf("%d of %d points failed (see the error field in %s)", rep.Failed, n, out)
 			}
@@ -120,6 +115,10 @@ Parameters (explore run's flag names): ` + strings.Join(sweep.Params(), ", ") + 
 	mem.register(fl)
 	return cmd
 }
+
+// notRunAdvice ends the refusal of points whose memory estimate exceeded
+// the budget (results.Result.NotRun): what would let them run.
+const notRunAdvice = "run them on a machine with more memory, with a larger --max-memory, or with --no-memory-check"
 
 func readSpec(path string) (*sweep.Sweep, error) {
 	data, err := os.ReadFile(path)

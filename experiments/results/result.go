@@ -30,6 +30,17 @@ type Result struct {
 	raw   []byte        // the line as read or written, without its newline (Line)
 }
 
+// CountNotRun is how many of rs were refused before they ran (NotRun).
+func CountNotRun(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.NotRun {
+			n++
+		}
+	}
+	return n
+}
+
 // Failed reports whether the point's run returned an error.
 func (r Result) Failed() bool { return r.Record == nil || r.Error != "" }
 
