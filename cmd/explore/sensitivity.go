@@ -46,7 +46,10 @@ hours for the whole analysis. Outcomes are saved as they
 finish in <out>/outcomes.jsonl and an interrupted analysis resumes (outcomes
 judged on other numbers of the model, before a change of a profile or a
 cost, are judged again); --so-far writes the report from the changes judged
-so far, naming the rest. Finished runs are kept in a cache (--cache,
+so far, naming the rest, and --resume-from goes on from such a report (for
+example docs/sensitivity.json written with --so-far --update-docs) when --out
+is gone: it judges the baseline again and, if every claim's verdict agrees
+with the report's, takes the changes the report judged. Finished runs are kept in a cache (--cache,
 results/cache) under the build's commit and the point's whole configuration,
 its profile's parameters included: an analysis run again on the same commit
 (in another --out, with more --figures, rejudged) takes the runs it has from
@@ -65,6 +68,7 @@ func sensitivityCmd() *cobra.Command {
 		rejudge       bool
 		mem           memoryLimits
 		soFar         bool
+		resumeFrom    string
 		list          bool
 		cf            cacheFlags
 	)
@@ -72,7 +76,7 @@ func sensitivityCmd() *cobra.Command {
 		Use:     "sensitivity",
 		Short:   "Which claims' verdicts flip when an estimated model parameter moves (x0.5, x2)",
 		Long:    sensitivityLong(),
-		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --change 'nic.rx_miss_blocks =1' --figures fig19\n  explore sensitivity --change 'host.shared_doorbells =1' --figures fig19\n  explore sensitivity --update-docs",
+		Example: "  explore sensitivity --list\n  explore sensitivity --change 'seed +1' --figures fig19\n  explore sensitivity --change 'host.lock_handoff_ns x2' --figures fig19\n  explore sensitivity --change 'mpi.call_cycles x0.5' --figures fig21\n  explore sensitivity --change 'nic.rx_miss_blocks =1' --figures fig19\n  explore sensitivity --change 'host.shared_doorbells =1' --figures fig19\n  explore sensitivity --update-docs\n  explore sensitivity --resume-from docs/sensitivity.json --update-docs",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
@@ -93,6 +97,14 @@ func sensitivityCmd() *cobra.Command {
 				return berr
 			}
 			o.Memory = budget
+			if resumeFrom != "" {
+				if rejudge {
+					return fmt.Errorf("--resume-from and --rejudge: rejudging reads the runs kept in --out, and a summary keeps verdicts, not runs; give one of them")
+				}
+				if o.Resume, err = sensitivity.ReadSummary(resumeFrom); err != nil {
+					return fmt.Errorf("--resume-from: %w", err)
+				}
+			}
 			if !soFar {
 				if o.Cache, err = cf.open(errw); err != nil {
 					return err
@@ -159,6 +171,7 @@ func sensitivityCmd() *cobra.Command {
 	fl.BoolVar(&updateDocs, "update-docs", false, "write docs/sensitivity.md and docs/sensitivity.json (read by explore reproduce)")
 	fl.BoolVar(&rejudge, "rejudge", false, "judge every change again from the runs kept in --out (after a change to the judge; runs only missing points) instead of reading the stored verdicts")
 	fl.BoolVar(&soFar, "so-far", false, "write the report from the changes judged so far in --out (an analysis still running or interrupted), running nothing; it names the changes not judged yet")
+	fl.StringVar(&resumeFrom, "resume-from", "", "take the changes judged in this summary (a sensitivity.json written by --update-docs or --so-far, of this model and these --figures) once the baseline, judged again, agrees with it: an analysis goes on after its --out is gone")
 	fl.BoolVar(&list, "list", false, "print the estimated parameters and what each rests on, and exit")
 	cf.register(fl)
 	return cmd

@@ -86,8 +86,10 @@ func Analyse(outs []Outcome) (*Summary, error) {
 		s.Model = ModelID()
 	}
 	for _, oc := range outs {
-		if !slices.Contains(s.Commits, oc.Commit) {
-			s.Commits = append(s.Commits, oc.Commit)
+		for _, c := range append([]string{oc.Commit}, oc.Commits...) {
+			if c != "" && !slices.Contains(s.Commits, c) {
+				s.Commits = append(s.Commits, c)
+			}
 		}
 	}
 	counts := map[string]int{}

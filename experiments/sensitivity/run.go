@@ -42,6 +42,11 @@ type Options struct {
 	// baseline's checked runs and the changes' unchecked ones apart): a
 	// point it holds is not run again (sweep.Cache). Nil: every point runs.
 	Cache *sweep.Cache
+	// Resume, if set, is a summary written earlier of this analysis (on
+	// this model, with these figures): the changes it judged are taken
+	// from it (FromSummary) once the baseline, judged again, agrees with
+	// its baseline on every claim. Changes already in OutDir win.
+	Resume *Summary
 
 	judged *figures.Judged // the microbenchmarks' verdicts, shared by every change (Run sets it)
 }
@@ -55,7 +60,10 @@ type Outcome struct {
 	Error    string            `json:"error,omitempty"`
 	Version  string            `json:"version"`
 	Commit   string            `json:"commit"`
-	Model    string            `json:"model,omitempty"` // ModelID when judged
+	// Commits, for an outcome taken from a summary (FromSummary), are the
+	// builds that judged that summary's analysis: one of them judged it.
+	Commits []string `json:"commits,omitempty"`
+	Model   string   `json:"model,omitempty"` // ModelID when judged
 }
 
 // ErrOtherModel is Run's refusal to rejudge runs another model made.
@@ -96,6 +104,20 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		return nil, err
 	}
 	defer f.Close()
+	var seedBase *Outcome
+	var seeds []Outcome
+	if o.Resume != nil {
+		b, cs, err := FromSummary(o.Resume, o.Figures)
+		if err != nil {
+			return nil, err
+		}
+		seedBase, seeds = &b, cs
+	}
+	write := func(oc Outcome) error {
+		b, _ := json.Marshal(oc)
+		_, err := f.Write(append(b, '\n'))
+		return err
+	}
 	o.judged = figures.NewJudged()
 	todo := append([]*Change{nil}, ptrs(o.Changes)...)
 	var outs []Outcome
@@ -104,22 +126,41 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 		if c != nil {
 			name = c.String()
 		}
-		if oc, ok := done[name]; ok {
-			outs = append(outs, oc)
-			continue
-		}
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, "sensitivity [%d/%d] %s\n", i+1, len(todo), orBaseline(name))
-		}
-		oc, err := judgeUnder(ctx, c, o)
-		if err != nil {
-			return outs, err // interrupted: what was done is saved
-		}
-		b, _ := json.Marshal(oc)
-		if _, err := f.Write(append(b, '\n')); err != nil {
-			return outs, err
+		oc, ok := done[name]
+		if !ok {
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "sensitivity [%d/%d] %s\n", i+1, len(todo), orBaseline(name))
+			}
+			if oc, err = judgeUnder(ctx, c, o); err != nil {
+				return outs, err // interrupted: what was done is saved
+			}
+			if err := write(oc); err != nil {
+				return outs, err
+			}
 		}
 		outs = append(outs, oc)
+		if c != nil || seedBase == nil {
+			continue
+		}
+		// The baseline is judged: take the summary's changes if it judged
+		// the same baseline.
+		if d := sameVerdicts(oc, *seedBase); d != "" || oc.Error != "" {
+			return outs, fmt.Errorf("%w: the baseline judged now differs from the summary's (%s%s): the judge or the runs changed since it was written; run the analysis without resuming from it", ErrSummaryMismatch, d, oc.Error)
+		}
+		taken := 0
+		for _, s := range seeds {
+			if _, ok := done[s.Change]; ok {
+				continue
+			}
+			if err := write(s); err != nil {
+				return outs, err
+			}
+			done[s.Change] = s
+			taken++
+		}
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "sensitivity: the baseline agrees with the summary's; %d judged changes taken from it\n", taken)
+		}
 	}
 	if o.Rejudge {
 		if err := f.Close(); err != nil {
@@ -148,6 +189,20 @@ func Stored(o Options) (outs []Outcome, pending []string, err error) {
 	done, other, err := readOutcomes(path, o.Figures)
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.Resume != nil {
+		b, cs, err := FromSummary(o.Resume, o.Figures)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := done[""]; !ok {
+			done[""] = b
+		}
+		for _, s := range cs {
+			if _, ok := done[s.Change]; !ok {
+				done[s.Change] = s
+			}
+		}
 	}
 	base, ok := done[""]
 	if !ok {
