@@ -48,6 +48,9 @@ func execute(root *cobra.Command, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	go onInterrupt(sigs, cancel, stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if perr := profiling.stop(); perr != nil && err == nil {
+		err = fmt.Errorf("--cpuprofile: %w", perr)
+	}
 	err = inFlagWords(cmd, err)
 	var ie *interruptedError
 	var status exitStatus

@@ -27,6 +27,8 @@ real hardware.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	profiling = cpuProfile{}
+	profiling.register(root)
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		cmd.SetOut(cmd.ErrOrStderr())
 		cmd.Help()
