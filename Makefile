@@ -100,7 +100,7 @@ FUZZ_MINIMIZE ?= 200x
 FUZZ_TARGETS = ./fabric/:FuzzQPInfo ./fabric/sim/:FuzzParseProfile ./fabric/host/:FuzzFrame ./algos/:FuzzHeader ./algos/:FuzzBcastMessage \
 	./flowctl/:FuzzCreditValues ./flowctl/:FuzzCount ./faults/:FuzzParseSchedule ./faults/:FuzzParseSpecs \
 	./experiments/sweep/:FuzzParseSweep ./experiments/sweep/:FuzzParseNodeCycles ./experiments/sweep/:FuzzParseShard ./experiments/sweep/:FuzzPattern \
-	./experiments/report/:FuzzParseValidation \
+	./experiments/report/:FuzzParseValidation ./experiments/sensitivity/:FuzzFromSummary \
 	./tcpshuffle/:FuzzParseHeader ./fabric/topo/ibnet/:FuzzReadIBNetDiscover ./fabric/topo/ibnet/:FuzzReadLFTs \
 	./fabric/topo/ibnet/:FuzzReadYAML ./fabric/netspec/:FuzzParseSpec ./fabric/sim/trace/:FuzzReader ./experiments/results/:FuzzParseLabel
 # The fuzzing engine sometimes reports "context deadline exceeded" as its

@@ -40,7 +40,10 @@ func FromSummary(s *Summary, figs []string) (base Outcome, changed []Outcome, er
 		failed[name] = true
 	}
 	var judged []string
-	for _, c := range s.Changes {
+	for i, c := range s.Changes {
+		if c == "" || slices.Contains(s.Changes[:i], c) {
+			return Outcome{}, nil, fmt.Errorf("%w: change %q is listed twice or has no name", ErrSummaryMismatch, c)
+		}
 		if !failed[c] {
 			judged = append(judged, c)
 		}
@@ -48,15 +51,18 @@ func FromSummary(s *Summary, figs []string) (base Outcome, changed []Outcome, er
 	// verdict[change][claim], from the flips; every other verdict is the
 	// baseline's.
 	flipped := map[string]map[string]string{}
-	for _, r := range s.Claims {
+	for i, r := range s.Claims {
+		if !isVerdict(r.Verdict) || slices.ContainsFunc(s.Claims[:i], func(o Robustness) bool { return o.Claim == r.Claim }) {
+			return Outcome{}, nil, fmt.Errorf("%w: claim %q (verdict %q) is listed twice or has no verdict", ErrSummaryMismatch, r.Claim, r.Verdict)
+		}
 		if r.Analysed != len(judged) {
 			return Outcome{}, nil, fmt.Errorf("%w: claim %s was judged under %d changes, the summary judged %d: it cannot say under which; run the analysis without resuming from it", ErrSummaryMismatch, r.Claim, r.Analysed, len(judged))
 		}
 		for _, f := range r.Flips {
 			change, fromTo, ok1 := strings.Cut(f, ": ")
 			from, to, ok2 := strings.Cut(fromTo, " -> ")
-			if !ok1 || !ok2 || from != r.Verdict || !slices.Contains(judged, change) || !isVerdict(to) {
-				return Outcome{}, nil, fmt.Errorf("%w: claim %s's flip %q is not \"<judged change>: %s -> <verdict>\"", ErrSummaryMismatch, r.Claim, f, r.Verdict)
+			if !ok1 || !ok2 || from != r.Verdict || !slices.Contains(judged, change) || !isVerdict(to) || to == from || flipped[change][r.Claim] != "" {
+				return Outcome{}, nil, fmt.Errorf("%w: claim %s's flip %q is not \"<judged change>: %s -> <another verdict>\" once", ErrSummaryMismatch, r.Claim, f, r.Verdict)
 			}
 			if flipped[change] == nil {
 				flipped[change] = map[string]string{}

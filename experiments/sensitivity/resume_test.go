@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,4 +188,48 @@ func sameFlips(a, b *Summary) bool {
 		}
 	}
 	return true
+}
+
+// FuzzFromSummary: whatever a summary file holds, FromSummary refuses it
+// or returns outcomes that analyse to the same flips and counts.
+func FuzzFromSummary(f *testing.F) {
+	defer func(m func() string) { currentModel = m }(currentModel)
+	currentModel = func() string { return "m1" }
+	s, err := Analyse(resumeOutcomes("m1"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, _ := json.Marshal(s)
+	f.Add(b)
+	f.Add([]byte(`{"model":"m1","changes":["a x2"],"claims":[{"claim":"C1","verdict":"pass","analysed":1,"flips":["a x2: pass -> fail"]}]}`))
+	f.Add([]byte(`{"model":"m1","changes":["a x2","a x2"],"claims":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var in Summary
+		if json.Unmarshal(data, &in) != nil {
+			return
+		}
+		base, changed, err := FromSummary(&in, nil)
+		if err != nil {
+			if !errors.Is(err, ErrSummaryMismatch) {
+				t.Fatalf("refused with %v, want ErrSummaryMismatch", err)
+			}
+			return
+		}
+		again, err := Analyse(append([]Outcome{base}, changed...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again.Claims) != len(in.Claims) {
+			t.Fatalf("%d claims, the summary %d", len(again.Claims), len(in.Claims))
+		}
+		for i, r := range again.Claims {
+			want := slices.Clone(in.Claims[i].Flips)
+			got := slices.Clone(r.Flips)
+			slices.Sort(want)
+			slices.Sort(got)
+			if r.Claim != in.Claims[i].Claim || r.Verdict != in.Claims[i].Verdict || r.Analysed != in.Claims[i].Analysed || !slices.Equal(got, want) {
+				t.Fatalf("claim %+v analysed again as %+v", in.Claims[i], r)
+			}
+		}
+	})
 }
