@@ -34,17 +34,25 @@ func resumeOutcomes(m string) []Outcome {
 	}
 }
 
-// TestFromSummary: the outcomes rebuilt from a summary analyse to the same
-// summary (flips, counts, builds), the failed change left out to be judged
-// again; summaries whose verdicts cannot be taken are refused.
-func TestFromSummary(t *testing.T) {
-	defer func(f func() string) { currentModel = f }(currentModel)
+// onModelM1 stands this build's model for "m1" until the test ends and
+// returns resumeOutcomes on it and their summary.
+func onModelM1(tb testing.TB) ([]Outcome, *Summary) {
+	old := currentModel
+	tb.Cleanup(func() { currentModel = old })
 	currentModel = func() string { return "m1" }
 	outs := resumeOutcomes("m1")
 	s, err := Analyse(outs)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return outs, s
+}
+
+// TestFromSummary: the outcomes rebuilt from a summary analyse to the same
+// summary (flips, counts, builds), the failed change left out to be judged
+// again; summaries whose verdicts cannot be taken are refused.
+func TestFromSummary(t *testing.T) {
+	outs, s := onModelM1(t)
 	path := filepath.Join(t.TempDir(), "sensitivity.json")
 	if err := s.WriteJSON(path); err != nil {
 		t.Fatal(err)
@@ -116,13 +124,7 @@ func TestFromSummary(t *testing.T) {
 // baseline, an analysis takes the changes a summary judged, runs none of
 // them, and saves them; one whose baseline now differs is refused.
 func TestRunResumesFromSummary(t *testing.T) {
-	defer func(f func() string) { currentModel = f }(currentModel)
-	currentModel = func() string { return "m1" }
-	outs := resumeOutcomes("m1")
-	s, err := Analyse(outs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	outs, s := onModelM1(t)
 	changes := []Change{{"host.lock_ns", 2}, {"host.lock_ns", 0.5}, SeedControls[0]}
 	for _, tc := range []struct {
 		name     string
@@ -193,12 +195,7 @@ func sameFlips(a, b *Summary) bool {
 // FuzzFromSummary: whatever a summary file holds, FromSummary refuses it
 // or returns outcomes that analyse to the same flips and counts.
 func FuzzFromSummary(f *testing.F) {
-	defer func(m func() string) { currentModel = m }(currentModel)
-	currentModel = func() string { return "m1" }
-	s, err := Analyse(resumeOutcomes("m1"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	_, s := onModelM1(f)
 	b, _ := json.Marshal(s)
 	f.Add(b)
 	f.Add([]byte(`{"model":"m1","changes":["a x2"],"claims":[{"claim":"C1","verdict":"pass","analysed":1,"flips":["a x2: pass -> fail"]}]}`))
