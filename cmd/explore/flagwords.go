@@ -39,6 +39,7 @@ var errorHints = []struct {
 	{sweep.ErrOutputBusy, "out", " (--out names the file)"},
 	{report.ErrNoFigures, "from", " (--from names the directory, --run runs the figures)"},
 	{sensitivity.ErrOtherModel, "rejudge", " (drop --rejudge, or give a new --out)"},
+	{sensitivity.ErrSummaryMismatch, "resume-from", " (--resume-from names the summary, --figures the figures)"},
 	{faults.ErrEmpty, "faults", ", or leave out --faults"},
 	{experiments.ErrFewCores, "cores", " (--cores 2 or more: threads then share the machine's CPUs)"},
 }

@@ -32,7 +32,7 @@ func FromSummary(s *Summary, figs []string) (base Outcome, changed []Outcome, er
 		return Outcome{}, nil, fmt.Errorf("%w: it was judged on model %s, this build's is %s: its verdicts describe other numbers; run the analysis without resuming from it", ErrSummaryMismatch, orUnknown(s.Model), currentModel())
 	}
 	if strings.Join(s.Figures, ",") != strings.Join(figs, ",") {
-		return Outcome{}, nil, fmt.Errorf("%w: it was judged with figures %q, this analysis with %q: give the same --figures", ErrSummaryMismatch, strings.Join(s.Figures, ","), strings.Join(figs, ","))
+		return Outcome{}, nil, fmt.Errorf("%w: it was judged with figures %q, this analysis with %q: judge with the same figures", ErrSummaryMismatch, strings.Join(s.Figures, ","), strings.Join(figs, ","))
 	}
 	failed := map[string]bool{}
 	for _, f := range s.Failed {

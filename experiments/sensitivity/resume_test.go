@@ -99,7 +99,7 @@ func TestFromSummary(t *testing.T) {
 		want   string
 	}{
 		{"another model", func(s *Summary) { s.Model = "m0" }, nil, ErrSummaryMismatch, "judged on model m0, this build's is m1"},
-		{"other figures", func(*Summary) {}, []string{"fig19"}, ErrSummaryMismatch, "give the same --figures"},
+		{"other figures", func(*Summary) {}, []string{"fig19"}, ErrSummaryMismatch, "judge with the same figures"},
 		{"claims judged under different changes", func(s *Summary) { s.Claims[1].Analysed-- }, nil, ErrSummaryMismatch, "claim C2 was judged under 2 changes, the summary judged 3"},
 		{"a flip of a change not judged", func(s *Summary) { s.Claims[0].Flips = []string{"host.lock_ns x9: pass -> fail"} }, nil, ErrSummaryMismatch, "flip \"host.lock_ns x9: pass -> fail\""},
 		{"a flip from another verdict", func(s *Summary) { s.Claims[0].Flips = []string{"host.lock_ns x2: fail -> pass"} }, nil, ErrSummaryMismatch, "is not"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -188,6 +189,7 @@ func (c *Cluster) Close() error {
 	if c.maps != nil {
 		c.maps.releaseAll()
 	}
+	runtime.KeepAlive(c) // no clean-up of c while its regions are being unmapped
 	return nil
 }
 

@@ -1,6 +1,9 @@
 package sim
 
-import "runtime"
+import (
+	"runtime"
+	"sync"
+)
 
 // Registered memory that is mapped, not allocated (regionmem_unix.go):
 // the cluster keeps every mapping of its regions and releases them all
@@ -9,20 +12,30 @@ import "runtime"
 // they held slices of heap memory before (which the collector kept). A
 // cluster that is never closed releases them when the collector finds it
 // unreachable (every region, queue pair and thread of a run refers to its
-// cluster, so none of them is in use then).
+// cluster, so none of them is in use then). Close and that clean-up may
+// run at once (the cluster can become unreachable while Close is still
+// unmapping), so the set takes a lock and each mapping is released once.
 type regionSet struct {
+	mu   sync.Mutex
 	maps [][]byte
 }
 
 // add keeps b, a mapping.
-func (s *regionSet) add(b []byte) { s.maps = append(s.maps, b) }
+func (s *regionSet) add(b []byte) {
+	s.mu.Lock()
+	s.maps = append(s.maps, b)
+	s.mu.Unlock()
+}
 
-// releaseAll unmaps every mapping (once).
+// releaseAll unmaps every mapping (once, whoever calls it first).
 func (s *regionSet) releaseAll() {
-	for _, b := range s.maps {
+	s.mu.Lock()
+	maps := s.maps
+	s.maps = nil
+	s.mu.Unlock()
+	for _, b := range maps {
 		releaseRegion(b)
 	}
-	s.maps = nil
 }
 
 // regions returns the cluster's set of mappings, made (with the release

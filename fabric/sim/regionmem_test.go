@@ -78,3 +78,30 @@ func mappings(c *Cluster) int {
 }
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// TestRegionsReleasedOnceAtOnce: a cluster's Close and the clean-up that
+// runs when it becomes unreachable can release its mappings at the same
+// time (a cluster may become unreachable while Close is unmapping); every
+// mapping is unmapped once (a second unmap of one fails, which panicked).
+func TestRegionsReleasedOnceAtOnce(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		s := &regionSet{}
+		for i := 0; i < 64; i++ {
+			b, mapped := regionBytes(lazyRegionMin)
+			if !mapped {
+				t.Skip("anonymous mappings not available")
+			}
+			s.add(b)
+		}
+		done := make(chan struct{})
+		go func() {
+			s.releaseAll()
+			close(done)
+		}()
+		s.releaseAll()
+		<-done
+		if len(s.maps) != 0 {
+			t.Fatalf("%d mappings kept after release", len(s.maps))
+		}
+	}
+}
