@@ -170,6 +170,10 @@ func TestRunResumesFromSummary(t *testing.T) {
 			if !sameFlips(a, s) {
 				t.Errorf("claims %+v, want %+v", a.Claims, s.Claims)
 			}
+			// Rejudging takes nothing from a summary.
+			if _, err := Run(context.Background(), Options{Changes: changes, OutDir: t.TempDir(), Resume: s, Rejudge: true}); !errors.Is(err, ErrSummaryMismatch) {
+				t.Errorf("rejudge with a summary: %v, want ErrSummaryMismatch", err)
+			}
 			// --so-far reads the summary's changes as judged too.
 			stored, pending, err := Stored(Options{Changes: append(changes, Change{"nic.wqe_ns", 2}), OutDir: t.TempDir(), Resume: s})
 			if err != nil || len(stored) != 4 || fmt.Sprint(pending) != "[nic.wqe_ns x2]" {

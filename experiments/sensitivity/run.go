@@ -79,6 +79,11 @@ func Run(ctx context.Context, o Options) ([]Outcome, error) {
 	if len(o.Changes) == 0 {
 		o.Changes = DefaultChanges(0.5, 2)
 	}
+	if o.Rejudge && o.Resume != nil {
+		// A rejudge judges every change from its runs; a summary has
+		// verdicts, not runs.
+		return nil, fmt.Errorf("%w: rejudging judges every change again from its runs, and a summary keeps only verdicts", ErrSummaryMismatch)
+	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
