@@ -18,6 +18,7 @@ var Mechanisms = []string{
 	"payload-fetch: a non-inline payload and an RDMA Read's data reach the NIC a PCIe round trip after the fetch starts; MPI eager messages up to 128 bytes go inline",
 	"rx-store-forward: the receive pipeline writes a packet's payload over PCIe after its last bit is in, and data and completion are visible rx_latency_ns after that write",
 	"doorbells-11: with shared doorbells a context's queue pairs share 11 registers beyond the 4 low-latency ones, not 12 (the kernel driver keeps register 0)",
+	"read-requests: a payload is fetched in PCIe read requests of pcie.read_request_bytes, and a packet leaves once the request holding its last byte is on the NIC",
 }
 
 // ModelID identifies the model: every built-in profile's parameters

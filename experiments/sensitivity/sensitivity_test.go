@@ -164,7 +164,7 @@ func TestMechanismSwitch(t *testing.T) {
 	if _, err := Apply(p, Change{"nic.rx_miss_blocks", 2}); err == nil {
 		t.Error("rx_miss_blocks =2 accepted")
 	}
-	for _, f := range []string{"switch.ar_ties", "host.shared_doorbells"} {
+	for _, f := range []string{"switch.ar_ties", "host.shared_doorbells", "pcie.read_request_bytes"} {
 		c, err := ParseChange(f + " =1")
 		if err != nil || !c.IsMechanism() {
 			t.Errorf("%s =1: %+v, %v", f, c, err)

@@ -1111,6 +1111,75 @@ func TestModelPayloadFetch(t *testing.T) {
 	}
 }
 
+// TestModelReadRequest: with pcie.read_request_bytes the NIC fetches a
+// message's payload in read requests of that size and a packet leaves once
+// the request holding its last byte is on the NIC. At a path MTU below the
+// request a 4 KiB message's first packet waits for the whole 4 KiB instead
+// of its own bytes, on a send and on an RDMA Read's responder alike; at an
+// MTU of the request's size nothing changes; and a stream still fills the
+// link, because the requests of later messages overlap earlier packets.
+func TestModelReadRequest(t *testing.T) {
+	prof := func(mtu, req int) *Profile {
+		return mtProfile(t, "edr-cx4", func(p *Profile) { p.Link.MTU, p.PCIe.ReadRequestBytes = mtu, req })
+	}
+	run := func(p *Profile, cfg perftest.Config) *perftest.Result {
+		c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
+		r, err := perftest.Run(c, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sendNS := func(p *Profile) float64 {
+		return 1000 * run(p, perftest.Config{Test: "send_lat", Size: 4096, Iters: 200}).TTypicalUS
+	}
+	readNS := func(p *Profile) float64 {
+		return 1000 / run(p, perftest.Config{Test: "read_bw", Size: 4096, Iters: 1}).MsgRateMpps
+	}
+	gbps := prof(256, 0).PCIe.GBps
+	want := (4096 - 256) / gbps // ns: the rest of the request, fetched before the first packet leaves
+	for name, lat := range map[string]func(*Profile) float64{"send": sendNS, "read": readNS} {
+		if step := lat(prof(256, 4096)) - lat(prof(256, 0)); math.Abs(step-want) > 30 {
+			t.Errorf("%s of 4 KiB at MTU 256: %.0f ns slower with 4 KiB read requests than per packet, want about %.0f", name, step, want)
+		}
+		if a, b := lat(prof(4096, 4096)), lat(prof(4096, 0)); a != b {
+			t.Errorf("%s of 4 KiB at MTU 4096: %.0f ns with 4 KiB read requests, %.0f per packet: want the same", name, a, b)
+		}
+	}
+	stream := perftest.Config{Test: "write_bw", Size: 65536, Iters: 2000}
+	if a, b := run(prof(1024, 4096), stream).BWAvgGbps, run(prof(1024, 0), stream).BWAvgGbps; a < 0.995*b || b < 97 {
+		t.Errorf("64 KiB writes at MTU 1024: %.2f Gb/s with 4 KiB read requests, %.2f per packet: want both the link's rate at that MTU (97.4)", a, b)
+	}
+}
+
+// TestFetchBytes: the bytes fetched before each packet leaves, by request
+// size; every message's packets fetch it exactly once in all.
+func TestFetchBytes(t *testing.T) {
+	for _, tc := range []struct {
+		length, mtu, unit int
+		want              []int
+	}{
+		{4096, 1024, 0, []int{1024, 1024, 1024, 1024}},
+		{4096, 1024, 1, []int{1024, 1024, 1024, 1024}},
+		{4096, 1024, 4096, []int{4096, 0, 0, 0}},
+		{5000, 1024, 4096, []int{4096, 0, 0, 0, 904}},
+		{9000, 2048, 4096, []int{4096, 0, 4096, 0, 808}},
+		{3000, 1024, 2048, []int{2048, 0, 952}},
+		{8192, 4096, 2048, []int{4096, 4096}},
+		{100, 4096, 4096, []int{100}},
+	} {
+		var got []int
+		sum := 0
+		for off := 0; off < tc.length; off += tc.mtu {
+			k := fetchBytes(off, min(tc.mtu, tc.length-off), tc.length, tc.unit)
+			got, sum = append(got, k), sum+k
+		}
+		if !slices.Equal(got, tc.want) || sum != tc.length {
+			t.Errorf("%d bytes, MTU %d, requests of %d: fetched %v, want %v", tc.length, tc.mtu, tc.unit, got, tc.want)
+		}
+	}
+}
+
 // TestModelReceiveStoreAndForward: a message of one packet crosses three
 // stages one after the other (its payload's fetch over PCIe, the wire, and
 // the receive pipeline's write over PCIe), so below one MTU its latency

@@ -44,6 +44,7 @@ type nic struct {
 	maxBlocks     int             // credit needed before sending any packet
 	rxPkt         fabric.Duration // the receive pipeline's least time per packet
 	rxMissBlocks  bool            // a packet waiting for a fetch holds the pipeline (NIC.RxMissBlocks)
+	readReq       int             // payload read request size (PCIe.ReadRequestBytes)
 	oooWindow     int32           // RC packets taken up to this many PSNs ahead of a gap (NIC.OOOWindow; 0: none)
 	pcieNS        float64         // ns per byte of DMA
 	dbs           *doorbells      // the context's doorbell registers when shared (host.shared_doorbells; nil: one per thread)
@@ -73,7 +74,7 @@ func newNIC(c *Cluster, n *node) *nic {
 		wrc:     newWRCache(p.NIC.WRCacheEntries),
 		puFree:  make([]fabric.Time, p.NIC.ProcessingUnits),
 		wqeCost: ns(p.NIC.WQENS), maxBlocks: maxPacketBlocks(p), tpt: newTPT(p),
-		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps, rxMissBlocks: p.NIC.RxMissBlocks == 1,
+		rxPkt: ns(p.NIC.RxPacketNS), pcieNS: 1 / p.PCIe.GBps, rxMissBlocks: p.NIC.RxMissBlocks == 1, readReq: p.PCIe.ReadRequestBytes,
 		oooWindow: int32(p.NIC.OOOWindow), dbs: newDoorbells(p)}
 	nc.use.units, nc.use.unitsWait = make([]fabric.Duration, len(nc.puFree)), make([]fabric.Duration, len(nc.puFree))
 	nc.cache.lookup = nc.lookupQP
@@ -147,6 +148,40 @@ func (n *nic) dmaRead(bytes int, notBefore fabric.Time) fabric.Time {
 	n.pcieRFree = start.Add(d)
 	n.use.pcieRead += d
 	return n.pcieRFree
+}
+
+// fetchBytes is how many bytes of a message of length bytes the NIC
+// reads from host memory before it sends the packet of n bytes at offset
+// off, when it reads in requests of unit bytes and a packet waits for the
+// whole request that holds its last byte: from where the requests of the
+// packets before it ended to the end of that request. A unit of 0 or 1 is
+// the packet's own bytes.
+func fetchBytes(off, n, length, unit int) int {
+	if unit <= 1 {
+		return n
+	}
+	end := min(length, (off+n+unit-1)/unit*unit)
+	done := 0
+	if off > 0 {
+		done = min(length, (off+unit-1)/unit*unit)
+	}
+	return max(end-done, 0)
+}
+
+// fetchPayload returns when the payload of the packet of n bytes at off in
+// a message of length bytes is on the NIC. *at is when the message's data
+// could first be fetched; once a read request covers later packets too, it
+// becomes that request's completion, which those packets then wait for.
+func (n *nic) fetchPayload(off, bytes, length int, at *fabric.Time) fabric.Time {
+	k := fetchBytes(off, bytes, length, n.readReq)
+	if k == 0 {
+		return *at
+	}
+	done := n.dmaRead(k, *at)
+	if k > bytes {
+		*at = done
+	}
+	return done
 }
 
 // alignedBytes returns n zero bytes whose first is aligned to
@@ -382,7 +417,7 @@ func (n *nic) send(q *qp, now fabric.Time) bool {
 	}
 	dma := now
 	if p.n > 0 && !p.noDMA {
-		dma = n.dmaRead(p.n, p.dataAt)
+		dma = p.dataAt // nextPacket fetched the payload (fetchPayload)
 	}
 	free := n.c.net.transmit(p, dma)
 	q.sent(free)

@@ -161,6 +161,17 @@ type HostProfile struct {
 type PCIeProfile struct {
 	GBps  float64 `yaml:"gbps"`   // effective DMA bandwidth per direction after TLP overhead, GB/s
 	RTTNS float64 `yaml:"rtt_ns"` // round trip of a DMA read (WQE fetch), ns
+	// ReadRequestBytes is the unit in which the NIC reads a message's
+	// payload from host memory before it sends it: a packet leaves once
+	// the read request holding its last byte has completed, so at a path
+	// MTU below it a message's first packets wait for a whole request
+	// (nic.go, fetchBytes). 0 (omitted from the encoding, so profiles
+	// without it keep their hash) or 1: each packet waits for its own
+	// bytes only, the NIC passing a request's completions on as they
+	// arrive. The request size is the PCIe device's maximum read request
+	// (docs/model.md); whether the NIC waits for all of it, no source
+	// says: a mechanism switch of the sensitivity analysis (=1).
+	ReadRequestBytes int `yaml:"read_request_bytes,omitempty"`
 }
 
 // SetupProfile holds the costs of control-path verbs, charged to the
@@ -311,6 +322,9 @@ func (p *Profile) Validate() error {
 	case 256, 512, 1024, 2048, 4096:
 	default:
 		bad("link.mtu", "must be one of 256, 512, 1024, 2048, 4096 bytes, got %d", p.Link.MTU)
+	}
+	if r := p.PCIe.ReadRequestBytes; r > 1 && (r < 128 || r&(r-1) != 0) {
+		bad("pcie.read_request_bytes", "must be one of 128, 256, 512, 1024, 2048, 4096 bytes (a PCIe maximum read request), or 0 or 1 for a packet's own bytes, got %d", r)
 	}
 	for _, f := range p.numbers() {
 		switch {
@@ -471,6 +485,7 @@ func (p *Profile) numbers() []profileNumber {
 		n("host.doorbell_ns", "ns", h.DoorbellNS, maxLatencyNS, false),
 		rate("pcie.gbps", "GB/s", p.PCIe.GBps, maxRateGB),
 		n("pcie.rtt_ns", "ns", p.PCIe.RTTNS, maxLatencyNS, false),
+		n("pcie.read_request_bytes", "bytes", float64(p.PCIe.ReadRequestBytes), 4096, false),
 		n("setup.reg_mr_us", "us", s.RegMRUS, maxSetupUS, false),
 		n("setup.reg_mr_per_page_ns", "ns", s.RegMRPerPageNS, maxLatencyNS, false),
 		n("setup.dereg_mr_us", "us", s.DeregMRUS, maxSetupUS, false),

@@ -101,6 +101,10 @@ func TestProfileRejected(t *testing.T) {
 		{"sockets-uneven", set("sockets: 2", "sockets: 3"), "host.sockets"},
 		{"sockets-many", set("sockets: 2", "sockets: 65"), "host.sockets"},
 		{"rtt-inf", set("rtt_us: 50", "rtt_us: .inf"), "oob.rtt_us"},
+		{"read-request-3000", set("read_request_bytes: 4096", "read_request_bytes: 3000"), "pcie.read_request_bytes"},
+		{"read-request-64", set("read_request_bytes: 4096", "read_request_bytes: 64"), "pcie.read_request_bytes"},
+		{"read-request-8192", set("read_request_bytes: 4096", "read_request_bytes: 8192"), "pcie.read_request_bytes"},
+		{"read-request-negative", set("read_request_bytes: 4096", "read_request_bytes: -1"), "pcie.read_request_bytes"},
 		{"name-empty", set("name: edr-cx4", `name: ""`), "name"},
 		{"unknown-field", set("  mtu: 4096", "  mtu: 4096\n  speed_gbps: 100"), "speed_gbps"},
 		{"unknown-section", func(s string) string { return s + "gpu:\n  count: 8\n" }, "gpu"},
@@ -114,7 +118,7 @@ func TestProfileRejected(t *testing.T) {
 	section := ""
 	for _, line := range strings.Split(base, "\n") {
 		k, _, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || strings.HasPrefix(line, "#") || k == "description" {
+		if !ok || strings.HasPrefix(line, "#") || k == "description" || k == "read_request_bytes" { // optional (omitempty)
 			continue
 		}
 		if !strings.HasPrefix(line, " ") {

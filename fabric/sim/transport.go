@@ -205,6 +205,12 @@ func (q *qp) nextPacket() *packet {
 		}
 		p.loadPayload(e.buf, off, e.length, !q.c.cfg.SizeOnly)
 		p.noDMA, p.dataAt = e.wr.Flags&fabric.Inline != 0, e.procAt
+		if !p.noDMA && p.n > 0 {
+			// After the first packet only this reads e.procAt (gate does
+			// not): it becomes the completion of a read request that
+			// covers later packets too.
+			p.dataAt = q.nic.fetchPayload(off, p.n, e.length, &e.procAt)
+		}
 		if p.last && e.wr.Op.HasImm() {
 			p.hasImm, p.imm = true, e.wr.Imm
 		}
@@ -277,6 +283,9 @@ func (q *qp) readResponse() *packet {
 	p.n = min(q.mtu, len(r.buf)-off)
 	p.loadPayload(r.buf, off, len(r.buf), !q.c.cfg.SizeOnly)
 	p.dataAt = r.at
+	if p.n > 0 {
+		p.dataAt = q.nic.fetchPayload(off, p.n, len(r.buf), &r.at)
+	}
 	p.setWire()
 	r.idx++
 	if r.idx == r.npkts {
