@@ -1171,11 +1171,24 @@ func TestFetchBytes(t *testing.T) {
 		var got []int
 		sum := 0
 		for off := 0; off < tc.length; off += tc.mtu {
-			k := fetchBytes(off, min(tc.mtu, tc.length-off), tc.length, tc.unit)
+			k := fetchBytes(off, min(tc.mtu, tc.length-off), tc.length, tc.unit, false)
 			got, sum = append(got, k), sum+k
 		}
 		if !slices.Equal(got, tc.want) || sum != tc.length {
 			t.Errorf("%d bytes, MTU %d, requests of %d: fetched %v, want %v", tc.length, tc.mtu, tc.unit, got, tc.want)
+		}
+	}
+	// Sent again from the middle of a request, a packet reads from its own
+	// offset to the end of that request; the next request as before.
+	for _, tc := range []struct{ off, n, length, unit, want int }{
+		{1024, 1024, 4096, 4096, 3072},
+		{3072, 1024, 4096, 4096, 1024},
+		{4096, 1024, 9000, 4096, 4096},
+		{2048, 1024, 3000, 4096, 952},
+		{1024, 1024, 4096, 0, 1024},
+	} {
+		if got := fetchBytes(tc.off, tc.n, tc.length, tc.unit, true); got != tc.want {
+			t.Errorf("sent again at %d of %d bytes, requests of %d: fetched %d, want %d", tc.off, tc.length, tc.unit, got, tc.want)
 		}
 	}
 }

@@ -154,26 +154,28 @@ func (n *nic) dmaRead(bytes int, notBefore fabric.Time) fabric.Time {
 // reads from host memory before it sends the packet of n bytes at offset
 // off, when it reads in requests of unit bytes and a packet waits for the
 // whole request that holds its last byte: from where the requests of the
-// packets before it ended to the end of that request. A unit of 0 or 1 is
-// the packet's own bytes.
-func fetchBytes(off, n, length, unit int) int {
+// packets before it ended (resent: from off, the NIC reading again what it
+// sends again) to the end of that request. A unit of 0 or 1 is the
+// packet's own bytes.
+func fetchBytes(off, n, length, unit int, resent bool) int {
 	if unit <= 1 {
 		return n
 	}
 	end := min(length, (off+n+unit-1)/unit*unit)
-	done := 0
-	if off > 0 {
+	done := off
+	if !resent {
 		done = min(length, (off+unit-1)/unit*unit)
 	}
 	return max(end-done, 0)
 }
 
 // fetchPayload returns when the payload of the packet of n bytes at off in
-// a message of length bytes is on the NIC. *at is when the message's data
-// could first be fetched; once a read request covers later packets too, it
+// a message of length bytes is on the NIC (resent: the first packet sent
+// again after a rewind, fetchBytes). *at is when the message's data could
+// first be fetched; once a read request covers later packets too, it
 // becomes that request's completion, which those packets then wait for.
-func (n *nic) fetchPayload(off, bytes, length int, at *fabric.Time) fabric.Time {
-	k := fetchBytes(off, bytes, length, n.readReq)
+func (n *nic) fetchPayload(off, bytes, length int, resent bool, at *fabric.Time) fabric.Time {
+	k := fetchBytes(off, bytes, length, n.readReq, resent)
 	if k == 0 {
 		return *at
 	}

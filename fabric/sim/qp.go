@@ -18,6 +18,7 @@ type sqe struct {
 	rdGot   int        // read responses received
 	rdGap   bool       // a missing read response was detected and the read asked for again
 	rdHeld  bool       // an RDMA Read whose state the NIC holds (wrCache)
+	resent  bool       // rewound into (goBack): the next packet reads its payload again from its own offset (fetchBytes)
 	bad     fabric.Status
 	done    bool
 	procAt  fabric.Time // when the NIC has processed this request and, unless inline, its payload's first byte is on the NIC

@@ -201,17 +201,24 @@ func TestRCReliableUnderFaults(t *testing.T) {
 	cases := []struct {
 		name   string
 		faults sim.Faults
+		mtu    int // 0: the profile's; below its 4 KiB read requests, go-back-N resends from inside one
 	}{
-		{"loss1%", sim.Faults{Loss: 0.01}},
-		{"loss5%", sim.Faults{Loss: 0.05}},
-		{"loss2%+dup+reorder", sim.Faults{Loss: 0.02, Duplicate: 0.02, Reorder: 0.05}},
-		{"dup+reorder", sim.Faults{Duplicate: 0.05, Reorder: 0.1}},
-		{"heavy", sim.Faults{Loss: 0.1, Duplicate: 0.1, Reorder: 0.3, ReorderDelay: 20 * fabric.Microsecond}},
+		{"loss1%", sim.Faults{Loss: 0.01}, 0},
+		{"loss5%", sim.Faults{Loss: 0.05}, 0},
+		{"loss5%/mtu1024", sim.Faults{Loss: 0.05}, 1024},
+		{"loss2%+dup+reorder", sim.Faults{Loss: 0.02, Duplicate: 0.02, Reorder: 0.05}, 0},
+		{"dup+reorder", sim.Faults{Duplicate: 0.05, Reorder: 0.1}, 0},
+		{"heavy", sim.Faults{Loss: 0.1, Duplicate: 0.1, Reorder: 0.3, ReorderDelay: 20 * fabric.Microsecond}, 0},
 	}
 	for _, tc := range cases {
 		for _, seed := range []uint64{1, 2, 3} {
 			t.Run(fmt.Sprintf("%s/seed=%d", tc.name, seed), func(t *testing.T) {
-				c := newCluster(t, sim.Config{Nodes: 2, Seed: seed})
+				cfg := sim.Config{Nodes: 2, Seed: seed}
+				if tc.mtu > 0 {
+					cfg.Profile = sim.DefaultProfile()
+					cfg.Profile.Link.MTU = tc.mtu
+				}
+				c := newCluster(t, cfg)
 				for i := 0; i < 2; i++ {
 					if err := c.SetFaults(i, tc.faults); err != nil {
 						t.Fatal(err)

@@ -209,8 +209,9 @@ func (q *qp) nextPacket() *packet {
 			// After the first packet only this reads e.procAt (gate does
 			// not): it becomes the completion of a read request that
 			// covers later packets too.
-			p.dataAt = q.nic.fetchPayload(off, p.n, e.length, &e.procAt)
+			p.dataAt = q.nic.fetchPayload(off, p.n, e.length, e.resent, &e.procAt)
 		}
+		e.resent = false
 		if p.last && e.wr.Op.HasImm() {
 			p.hasImm, p.imm = true, e.wr.Imm
 		}
@@ -284,7 +285,7 @@ func (q *qp) readResponse() *packet {
 	p.loadPayload(r.buf, off, len(r.buf), !q.c.cfg.SizeOnly)
 	p.dataAt = r.at
 	if p.n > 0 {
-		p.dataAt = q.nic.fetchPayload(off, p.n, len(r.buf), &r.at)
+		p.dataAt = q.nic.fetchPayload(off, p.n, len(r.buf), false, &r.at) // a repeated read is answered from its start
 	}
 	p.setWire()
 	r.idx++
@@ -434,6 +435,7 @@ func (q *qp) goBack(psn fabric.PSN) {
 			}
 		}
 		q.sqTx, q.txPkt = i, int(d)
+		e.resent = true // its payload is read again from the packet sent first
 		if e.wr.Op == fabric.OpRead {
 			q.txPkt = 0
 		}
