@@ -14,7 +14,7 @@ import (
 // keeps the list equal to it, and, while that analysis is written before
 // it finished, holds every estimate with three flips so far). Every
 // contender is rerun with each at half and double.
-var Decisive = []string{"host.hash_tuple_ns", "host.memcpy_gbps", "host.lock_ns", "host.poll_empty_ns", "nic.tx_latency_ns"}
+var Decisive = []string{"host.hash_tuple_ns", "host.memcpy_gbps", "host.lock_ns", "host.poll_empty_ns", "nic.tx_latency_ns", "switch.input_buffer_bytes"}
 
 // SetupEstimates are the estimated set-up costs that decide a design's
 // set-up time, which counts when set-up is per query: queue-pair creation
