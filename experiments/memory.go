@@ -314,6 +314,18 @@ func (b *MemoryBudget) release(n int64) {
 	b.cond.Broadcast()
 }
 
+// Hold waits until est bytes (at most the total) are free in the budget
+// and takes them for work that is not a run (explore reproduce's
+// microbenchmarks), returning the function that gives them back. A nil
+// budget holds nothing.
+func (b *MemoryBudget) Hold(est int64) (release func()) {
+	if b == nil {
+		return func() {}
+	}
+	n := b.acquire(est)
+	return func() { b.release(n) }
+}
+
 // Admit wraps run so that each call first waits for its configuration's
 // MemoryEstimate to be free in the budget, and gives it back when the
 // run returns; a configuration whose estimate alone exceeds the budget is

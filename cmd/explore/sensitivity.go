@@ -41,8 +41,9 @@ docs/validation.md's robustness column.
 Every change reruns every figure (but for the points it cannot reach: an MPI
 or IPoIB cost reruns only those designs' points): with the default %d estimates,
 2 factors, %d mechanism switch(es) and the %d controls that is %d quick
-reproductions of about 570 points, 3 to 5 minutes each on 2 cores, so several
-hours for the whole analysis. Outcomes are saved as they
+reproductions of about 570 points, about a minute and a half each on 2 cores
+(a change that reaches only MPI or IPoIB: a quarter of a minute or less), so
+about an hour and a half for the whole analysis. Outcomes are saved as they
 finish in <out>/outcomes.jsonl and an interrupted analysis resumes (outcomes
 judged on other numbers of the model, before a change of a profile or a
 cost, are judged again); --so-far writes the report from the changes judged

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/perftest"
@@ -24,6 +25,39 @@ type BenchJudge struct {
 	// column: such claims have no steady-state check).
 	What  string
 	judge func(o FigureOptions) []Verdict
+	// runs are the simulated perftest runs it makes (nodes and
+	// configuration) at o.Full's scale, for its memory estimate.
+	runs func(full bool) []benchRun
+}
+
+// benchRun is one simulated perftest run of a microbenchmark.
+type benchRun struct {
+	nodes int
+	cfg   perftest.Config
+}
+
+// memory estimates the peak memory of b's largest run at full's scale
+// (experiments.EstimateBenchMemory; 0 if it makes none).
+func (b BenchJudge) memory(full bool) int64 {
+	var most int64
+	for _, r := range b.runs(full) {
+		if est, err := experiments.EstimateBenchMemory(r.cfg, r.nodes, false); err == nil {
+			most = max(most, est.Bytes)
+		}
+	}
+	return most
+}
+
+// c23Run is C23's all-to-all (on qdr-cx3, each schedule in turn) and
+// c31Run C31's effective bisection bandwidth (on edr-cx4, static and
+// adaptive routing in turn).
+func c23Run(full bool) benchRun {
+	return benchRun{8, perftest.Config{Test: "alltoall_bw", Size: 512 << 10, Iters: scale(full, 40, 400)}}
+}
+
+func c31Run(full bool) benchRun {
+	radix := scale(full, 16, 32)
+	return benchRun{radix * radix / 2, perftest.Config{Test: "ebb", Iters: scale(full, 10, 20)}}
 }
 
 // BenchJudges lists them: C23 on perftest's all-to-all, C30 and C31 on
@@ -31,8 +65,9 @@ type BenchJudge struct {
 var BenchJudges = []BenchJudge{
 	{ID: "alltoall_bw", Claims: []string{"C23"}, What: "a perftest all-to-all", judge: func(o FigureOptions) []Verdict {
 		return []Verdict{o.judgeOnce("C23", "qdr-cx3", judgeC23)}
-	}},
-	{ID: "ebb", Claims: []string{"C30", "C31"}, What: "the effective bisection bandwidth of a fat tree", judge: judgeEBB},
+	}, runs: func(full bool) []benchRun { return []benchRun{c23Run(full)} }},
+	{ID: "ebb", Claims: []string{"C30", "C31"}, What: "the effective bisection bandwidth of a fat tree", judge: judgeEBB,
+		runs: func(full bool) []benchRun { return []benchRun{c31Run(full)} }},
 }
 
 // Judged keeps the verdicts of the microbenchmarks judged in one
@@ -116,9 +151,10 @@ func BenchJudgeOf(claim string) (BenchJudge, bool) {
 // profiles) and returns its claims' verdicts.
 func (b BenchJudge) Judge(o FigureOptions) []Verdict { return b.judge(o) }
 
-// apply replaces the verdicts of b's claims in vs by b's judgement.
-func (b BenchJudge) apply(vs []Verdict, o FigureOptions) []Verdict {
-	for _, w := range b.judge(o) {
+// applyVerdicts replaces the verdicts in vs of the claims that ws judges
+// by ws's.
+func applyVerdicts(vs, ws []Verdict) []Verdict {
+	for _, w := range ws {
 		for i := range vs {
 			if vs[i].Claim == w.Claim {
 				vs[i] = w
@@ -146,12 +182,14 @@ func judgeC23(o FigureOptions) Verdict {
 		if err != nil {
 			return 0, err
 		}
-		c, err := sim.New(sim.Config{Nodes: 8, Profile: prof, Seed: 1, SizeOnly: true})
+		b := c23Run(o.Full)
+		c, err := sim.New(sim.Config{Nodes: b.nodes, Profile: prof, Seed: 1, SizeOnly: true})
 		if err != nil {
 			return 0, err
 		}
 		defer c.Close()
-		r, err := perftest.Run(c, perftest.Config{Test: "alltoall_bw", Size: 512 << 10, Iters: scale(o.Full, 40, 400), Schedule: schedule})
+		b.cfg.Schedule = schedule
+		r, err := perftest.Run(c, b.cfg)
 		if err != nil {
 			return 0, err
 		}
@@ -231,8 +269,8 @@ func judgeC30(o FigureOptions) Verdict {
 
 func judgeC31(o FigureOptions) Verdict {
 	v := Verdict{Claim: "C31", Figure: "ebb", Expected: "adaptive routing about 77% (0.54-1.0) and about twice static routing (1.42-2.64x)"}
-	radix := scale(o.Full, 16, 32)
-	nodes := radix * radix / 2
+	radix, bench := scale(o.Full, 16, 32), c31Run(o.Full)
+	nodes := bench.nodes
 	prof, err := o.loadProfile("edr-cx4")
 	run := func(adaptive bool) (float64, error) {
 		if err != nil {
@@ -248,7 +286,7 @@ func judgeC31(o FigureOptions) Verdict {
 			return 0, err
 		}
 		defer c.Close()
-		r, err := perftest.Run(c, perftest.Config{Test: "ebb", Iters: scale(o.Full, 10, 20)})
+		r, err := perftest.Run(c, bench.cfg)
 		if err != nil {
 			return 0, err
 		}

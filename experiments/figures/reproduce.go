@@ -300,9 +300,24 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error
 	if o.Memo == nil {
 		o.Memo = sweep.NewMemo()
 	}
-	frs, err := runFigures(ctx, figs, o)
+	var benches []BenchJudge
+	for _, b := range BenchJudges {
+		if len(o.Figures) == 0 || contains(o.Figures, b.ID) {
+			benches = append(benches, b)
+		}
+	}
+	slots := o.Slots
+	if slots == nil && o.jobs() > 1 {
+		slots = sweep.NewSlots(o.jobs())
+	}
+	judged := startBenches(ctx, benches, o.FigureOptions, slots)
+	frs, err := runFigures(ctx, figs, o, slots)
+	benchVerdicts := judged()
 	rep.Shared = o.Memo.Reused()
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	for i, fr := range frs {
@@ -310,12 +325,55 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error
 		res[figs[i].ID] = fr.Results
 	}
 	rep.Verdicts = Judge(res)
-	for _, b := range BenchJudges {
-		if len(o.Figures) == 0 || contains(o.Figures, b.ID) {
-			rep.Verdicts = b.apply(rep.Verdicts, o.FigureOptions)
-		}
+	for _, vs := range benchVerdicts {
+		rep.Verdicts = applyVerdicts(rep.Verdicts, vs)
 	}
 	return rep, nil
+}
+
+// jobs is the number of runs at once: o.Jobs, or one per core.
+func (o ReproduceOptions) jobs() int {
+	if o.Jobs <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return o.Jobs
+}
+
+// startBenches starts the microbenchmarks that judge claims (BenchJudges)
+// before the figures' points, each holding one of slots while it runs, so
+// that the longest of them (C31's packet-level bisections, about 15 s at
+// the quick scale) runs beside the points instead of after them on one
+// core. With nil slots (one job) they run when the returned function is
+// called, after the figures, as one job would run them. The function waits
+// for them and returns each one's verdicts, in the order of benches; the
+// verdicts do not depend on when they ran.
+func startBenches(ctx context.Context, benches []BenchJudge, o FigureOptions, slots *sweep.Slots) func() [][]Verdict {
+	out := make([][]Verdict, len(benches))
+	if slots == nil {
+		return func() [][]Verdict {
+			for i, b := range benches {
+				out[i] = b.judge(o)
+			}
+			return out
+		}
+	}
+	var wg sync.WaitGroup
+	for i, b := range benches {
+		release, ok := slots.Hold(ctx) // taken here, in order, before any point's
+		if !ok {
+			break // cancelled: Reproduce returns ctx's error
+		}
+		free := o.Memory.Hold(b.memory(o.Full)) // after the slot, as a point takes them
+		wg.Go(func() {
+			defer release()
+			defer free()
+			out[i] = b.judge(o)
+		})
+	}
+	return func() [][]Verdict {
+		wg.Wait()
+		return out
+	}
 }
 
 // runFigures runs figs and returns their reports in the same order. With
@@ -325,7 +383,7 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error
 // no core waits for a sweep's last point while other figures have points
 // to run. Results are the same either way; only the order in which figures
 // finish, and so the order of o.Log's lines, differs.
-func runFigures(ctx context.Context, figs []Figure, o ReproduceOptions) ([]*FigureReport, error) {
+func runFigures(ctx context.Context, figs []Figure, o ReproduceOptions, slots *sweep.Slots) ([]*FigureReport, error) {
 	var logMu sync.Mutex
 	logged := func(f Figure, fr *FigureReport) {
 		if o.Log != nil {
@@ -335,11 +393,7 @@ func runFigures(ctx context.Context, figs []Figure, o ReproduceOptions) ([]*Figu
 		}
 	}
 	frs := make([]*FigureReport, len(figs))
-	jobs := o.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	if jobs == 1 || o.Slots != nil {
+	if slots == nil || o.Slots != nil {
 		for i, f := range figs {
 			fr, err := RunFigure(ctx, f, o.FigureOptions)
 			if err != nil {
@@ -351,7 +405,7 @@ func runFigures(ctx context.Context, figs []Figure, o ReproduceOptions) ([]*Figu
 		return frs, nil
 	}
 	fo := o.FigureOptions
-	fo.Slots = sweep.NewSlots(jobs)
+	fo.Slots = slots
 	var progMu sync.Mutex
 	planned, done := 0, 0
 	fo.Planned = func(n int) {

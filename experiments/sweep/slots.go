@@ -38,6 +38,17 @@ func (s *Slots) release() {
 	}
 }
 
+// Hold waits for a free slot and holds it for work that is not a point
+// (explore reproduce's microbenchmarks), returning the function that gives
+// it back; ok is false, and nothing is held, if ctx ends first. A nil
+// *Slots holds nothing.
+func (s *Slots) Hold(ctx context.Context) (release func(), ok bool) {
+	if !s.acquire(ctx) {
+		return func() {}, false
+	}
+	return s.release, true
+}
+
 // Gate wraps run so that each call holds a slot while it runs (for runs
 // made outside RunSweep, such as a figure's steady-state check). A nil
 // *Slots returns run itself.
