@@ -14,7 +14,7 @@ const (
 	DoorbellsProfile Doorbells = ""
 	// DoorbellsShared shares registers as libmlx5 allocates them by
 	// default: four queue pairs of a node ring registers of their own,
-	// the others share twelve behind spinlocks.
+	// the others share eleven behind spinlocks (the kernel driver keeps one of the sixteen).
 	DoorbellsShared Doorbells = "shared"
 	// DoorbellsPerThread gives every thread a register of its own (a
 	// thread domain per thread, or libmlx5's MLX5_TOTAL_UUARS and

@@ -60,7 +60,7 @@ var MechanismSwitches = []Estimate{
 	{"nic.rx_miss_blocks", "whether a packet waiting for its queue-pair context holds the NIC's receive pipeline (1) or the pipeline goes on with later packets (0, the profiles' choice)"},
 	{"switch.ar_ties", "whether adaptive routing breaks a tie between equally loaded minimal ports with the static table's port (0, the profiles' choice) or takes them in turn (1)"},
 	{"pcie.read_request_bytes", "whether a packet waits for the whole PCIe read request (4 KiB) that holds its last byte before it leaves (4096, the profiles' choice, which makes a message's latency independent of the path MTU as measured) or only for its own bytes (1: the NIC passes a request's completions on as they arrive)"},
-	{"host.shared_doorbells", "whether queue pairs share doorbell registers as libmlx5 allocates them by default (1: four of a context's queue pairs ring registers of their own, the rest share twelve behind spinlocks) or every thread rings its own (0, the profiles' choice: a thread domain per thread)"},
+	{"host.shared_doorbells", "whether queue pairs share doorbell registers as libmlx5 allocates them by default (1: four of a context's queue pairs ring registers of their own, the rest share eleven behind spinlocks) or every thread rings its own (0, the profiles' choice: a thread domain per thread)"},
 }
 
 // IsMechanism reports whether c sets a mechanism switch (MechanismSwitches).

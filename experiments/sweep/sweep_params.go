@@ -113,7 +113,7 @@ var params = []param{
 	uint64Param("qp-numbering", "simulator: the numbers the NICs give their queue pairs, which decide the queue pairs that share a set of a NIC's context cache (0: the numbering the profiles were fitted with; k > 0: a base per node drawn from k)",
 		func(c *experiments.RunConfig) *uint64 { return &c.QPNumbering }),
 	{key: "doorbells", expect: fmt.Sprintf("%s or %s (empty: the profile's choice)", experiments.DoorbellsShared, experiments.DoorbellsPerThread),
-		help: "simulator: whether queue pairs share doorbell registers as libmlx5 does by default (shared: four per node ring their own, the rest share twelve behind locks) or every thread rings its own (per-thread, as with thread domains); empty: the profile's host.shared_doorbells",
+		help: "simulator: whether queue pairs share doorbell registers as libmlx5 does by default (shared: four per node ring their own, the rest share eleven behind locks) or every thread rings its own (per-thread, as with thread domains); empty: the profile's host.shared_doorbells",
 		kind: asString,
 		set: func(c *experiments.RunConfig, v any) error {
 			d := experiments.Doorbells(v.(string))
