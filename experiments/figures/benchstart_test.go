@@ -45,24 +45,29 @@ func TestBenchesHoldSlotsBeforePoints(t *testing.T) {
 	}
 	release()
 	close(gates[0])
-	got := wait()
+	got := wait(false)
 	if ran.Load() != 2 || len(got) != 2 || got[0][0].Claim != "C1" || got[1][0].Claim != "C2" {
 		t.Fatalf("verdicts %+v after %d judgements, want C1's then C2's after 2", got, ran.Load())
 	}
 }
 
 // TestBenchesWithoutSlotsRunAfter: with one job (nil slots) nothing runs
-// until the figures are done and the verdicts are asked for.
+// until the figures are done and the verdicts are asked for, and nothing
+// at all when the figures failed.
 func TestBenchesWithoutSlotsRunAfter(t *testing.T) {
 	gate := make(chan struct{})
 	close(gate)
 	var ran atomic.Int32
-	wait := startBenches(context.Background(), []BenchJudge{fakeBench("C1", gate, &ran)}, FigureOptions{}, nil)
+	bench := []BenchJudge{fakeBench("C1", gate, &ran)}
+	wait := startBenches(context.Background(), bench, FigureOptions{}, nil)
 	if ran.Load() != 0 {
 		t.Fatal("a microbenchmark ran before the figures with one job")
 	}
-	if got := wait(); ran.Load() != 1 || got[0][0].Claim != "C1" {
+	if got := wait(false); ran.Load() != 1 || got[0][0].Claim != "C1" {
 		t.Fatalf("verdicts %+v after %d judgements", got, ran.Load())
+	}
+	if startBenches(context.Background(), bench, FigureOptions{}, nil)(true); ran.Load() != 1 {
+		t.Fatal("a microbenchmark ran after the figures had failed")
 	}
 }
 

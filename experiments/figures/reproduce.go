@@ -312,7 +312,7 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*ReproduceReport, error
 	}
 	judged := startBenches(ctx, benches, o.FigureOptions, slots)
 	frs, err := runFigures(ctx, figs, o, slots)
-	benchVerdicts := judged()
+	benchVerdicts := judged(err != nil || ctx.Err() != nil)
 	rep.Shared = o.Memo.Reused()
 	if err != nil {
 		return nil, err
@@ -344,13 +344,17 @@ func (o ReproduceOptions) jobs() int {
 // that the longest of them (C31's packet-level bisections, about 15 s at
 // the quick scale) runs beside the points instead of after them on one
 // core. With nil slots (one job) they run when the returned function is
-// called, after the figures, as one job would run them. The function waits
-// for them and returns each one's verdicts, in the order of benches; the
-// verdicts do not depend on when they ran.
-func startBenches(ctx context.Context, benches []BenchJudge, o FigureOptions, slots *sweep.Slots) func() [][]Verdict {
+// called, after the figures, as one job would run them, unless it is told
+// to skip them (the figures failed). The function waits for those running
+// and returns each one's verdicts, in the order of benches; the verdicts do
+// not depend on when they ran.
+func startBenches(ctx context.Context, benches []BenchJudge, o FigureOptions, slots *sweep.Slots) func(skip bool) [][]Verdict {
 	out := make([][]Verdict, len(benches))
 	if slots == nil {
-		return func() [][]Verdict {
+		return func(skip bool) [][]Verdict {
+			if skip {
+				return out
+			}
 			for i, b := range benches {
 				out[i] = b.judge(o)
 			}
@@ -370,7 +374,7 @@ func startBenches(ctx context.Context, benches []BenchJudge, o FigureOptions, sl
 			out[i] = b.judge(o)
 		})
 	}
-	return func() [][]Verdict {
+	return func(bool) [][]Verdict {
 		wg.Wait()
 		return out
 	}
