@@ -25,9 +25,9 @@ type BenchJudge struct {
 	// column: such claims have no steady-state check).
 	What  string
 	judge func(o FigureOptions) []Verdict
-	// runs are the simulated perftest runs it makes (nodes and
-	// configuration) at o.Full's scale, for its memory estimate.
-	runs func(full bool) []benchRun
+	// run is the simulated perftest run it makes (each routing or
+	// schedule in turn) at o.Full's scale, for its memory estimate.
+	run func(full bool) benchRun
 }
 
 // benchRun is one simulated perftest run of a microbenchmark.
@@ -36,16 +36,16 @@ type benchRun struct {
 	cfg   perftest.Config
 }
 
-// memory estimates the peak memory of b's largest run at full's scale
-// (experiments.EstimateBenchMemory; 0 if it makes none).
+// memory estimates the peak memory of b's run at full's scale
+// (experiments.EstimateBenchMemory; 0 if the estimate refuses it, and the
+// run then fails with the reason).
 func (b BenchJudge) memory(full bool) int64 {
-	var most int64
-	for _, r := range b.runs(full) {
-		if est, err := experiments.EstimateBenchMemory(r.cfg, r.nodes, false); err == nil {
-			most = max(most, est.Bytes)
-		}
+	r := b.run(full)
+	est, err := experiments.EstimateBenchMemory(r.cfg, r.nodes, false)
+	if err != nil {
+		return 0
 	}
-	return most
+	return est.Bytes
 }
 
 // c23Run is C23's all-to-all (on qdr-cx3, each schedule in turn) and
@@ -65,9 +65,9 @@ func c31Run(full bool) benchRun {
 var BenchJudges = []BenchJudge{
 	{ID: "alltoall_bw", Claims: []string{"C23"}, What: "a perftest all-to-all", judge: func(o FigureOptions) []Verdict {
 		return []Verdict{o.judgeOnce("C23", "qdr-cx3", judgeC23)}
-	}, runs: func(full bool) []benchRun { return []benchRun{c23Run(full)} }},
+	}, run: c23Run},
 	{ID: "ebb", Claims: []string{"C30", "C31"}, What: "the effective bisection bandwidth of a fat tree", judge: judgeEBB,
-		runs: func(full bool) []benchRun { return []benchRun{c31Run(full)} }},
+		run: c31Run},
 }
 
 // Judged keeps the verdicts of the microbenchmarks judged in one

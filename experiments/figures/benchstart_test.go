@@ -19,7 +19,7 @@ func fakeBench(claim string, gate <-chan struct{}, ran *atomic.Int32) BenchJudge
 			ran.Add(1)
 			return []Verdict{{Claim: claim, Verdict: Pass}}
 		},
-		runs: func(bool) []benchRun { return nil }}
+		run: func(bool) benchRun { return benchRun{} }}
 }
 
 // TestBenchesHoldSlotsBeforePoints: with slots, the microbenchmarks start
