@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +36,73 @@ type fabricReport struct {
 	// EBBEstimate is route.EstimateEBB over 20 random bisections.
 	EBBEstimate float64 `json:"ebb_estimate"`
 	FellBack    string  `json:"fell_back,omitempty"`
+	// Speeds counts the cables by width and speed, hosts' and switches'
+	// apart, those without one as the profile's ("4xEDR (profile)").
+	HostSpeeds   []speedCount `json:"host_cable_speeds"`
+	SwitchSpeeds []speedCount `json:"switch_cable_speeds"`
 	route.Analysis
+}
+
+// withProfileSpeeds is t with every cable that has no width and speed
+// given the profile's (a copy; t itself when the profile's lanes run at
+// no InfiniBand speed), so that a written fabric reads as one of the
+// profile's generation.
+func withProfileSpeeds(t *topo.Topology, prof *sim.Profile) *topo.Topology {
+	l, ok := sim.ProfileLink(prof)
+	if !ok {
+		return t
+	}
+	u := *t
+	u.Switches = slices.Clone(t.Switches)
+	for i := range u.Switches {
+		u.Switches[i].Ports = slices.Clone(t.Switches[i].Ports)
+		for p := range u.Switches[i].Ports {
+			if pe := &u.Switches[i].Ports[p]; pe.Kind != topo.None && pe.Link.IsZero() {
+				pe.Link = l
+			}
+		}
+	}
+	return &u
+}
+
+// speedCount is how many cables run at one width and speed.
+type speedCount struct {
+	Speed  string  `json:"speed"`
+	Gbps   float64 `json:"gbps"`
+	Cables int     `json:"cables"`
+}
+
+// countSpeeds counts t's host cables and cables between switches by width
+// and speed, fastest first; a cable without one runs at the profile's
+// port rate and is named so.
+func countSpeeds(t *topo.Topology, prof *sim.Profile) (hosts, switches []speedCount) {
+	count := func(list []speedCount, l topo.Link, n int) []speedCount {
+		name := l.String()
+		if l.IsZero() {
+			name = "profile " + prof.Name
+		}
+		for i := range list {
+			if list[i].Speed == name {
+				list[i].Cables += n
+				return list
+			}
+		}
+		return append(list, speedCount{Speed: name, Gbps: sim.LinkRateBps(l, prof) / 1e9, Cables: n})
+	}
+	for s := range t.Switches {
+		for i, pe := range t.Switches[s].Ports {
+			switch {
+			case pe.Kind == topo.ToHost:
+				hosts = count(hosts, pe.Link, 1)
+			case pe.Kind == topo.ToSwitch && (pe.Index > s || pe.Index == s && pe.Port > i+1):
+				switches = count(switches, pe.Link, 1)
+			}
+		}
+	}
+	for _, l := range [][]speedCount{hosts, switches} {
+		slices.SortStableFunc(l, func(a, b speedCount) int { return cmp.Compare(b.Gbps, a.Gbps) })
+	}
+	return hosts, switches
 }
 
 func fabricCmd() *cobra.Command {
@@ -98,7 +166,7 @@ no simulation: see explore bench ebb for measured bisection bandwidth (docs/topo
 				return err
 			}
 			t.setDetail(fmt.Sprintf("following %d shift stages and 20 bisections", nodes-1))
-			rep, err := describeFabric(spec, b)
+			rep, err := describeFabric(spec, b, prof)
 			if err != nil {
 				return err
 			}
@@ -107,7 +175,9 @@ no simulation: see explore bench ebb for measured bisection bandwidth (docs/topo
 				path  string
 				write func(io.Writer) error
 			}{
-				{writeTopo, func(w io.Writer) error { return ibnet.WriteIBNetDiscover(w, b.Fabric.Topology) }},
+				{writeTopo, func(w io.Writer) error {
+					return ibnet.WriteIBNetDiscover(w, withProfileSpeeds(b.Fabric.Topology, prof))
+				}},
 				{writeLFTs, func(w io.Writer) error { return ibnet.WriteLFTs(w, b.Fabric.Topology, b.Fabric.Tables) }},
 			} {
 				if w.path == "" {
@@ -143,7 +213,7 @@ no simulation: see explore bench ebb for measured bisection bandwidth (docs/topo
 }
 
 // describeFabric measures a built network.
-func describeFabric(spec netspec.Spec, b *netbuild.Built) (*fabricReport, error) {
+func describeFabric(spec netspec.Spec, b *netbuild.Built, prof *sim.Profile) (*fabricReport, error) {
 	t, tb := b.Fabric.Topology, b.Fabric.Tables
 	rep := &fabricReport{Name: t.Name, Network: spec.String(), Hosts: len(t.Hosts), Switches: len(t.Switches), FellBack: b.FellBack}
 	rep.Routing = spec.Engine.String()
@@ -181,6 +251,7 @@ func describeFabric(spec netspec.Spec, b *netbuild.Built) (*fabricReport, error)
 		}
 	}
 	rep.Cables /= 2
+	rep.HostSpeeds, rep.SwitchSpeeds = countSpeeds(t, prof)
 	minmax := func(v []int) []int { return []int{slices.Min(v), slices.Max(v)} }
 	rep.Radix, rep.HostsPer, rep.UplinksPer = minmax(radix), minmax(hostsPer), minmax(upPer)
 	stages := 0 // every stage: n^2 paths, a fraction of a second up to 4096 nodes
@@ -192,7 +263,7 @@ func describeFabric(spec netspec.Spec, b *netbuild.Built) (*fabricReport, error)
 		return nil, err
 	}
 	rep.Analysis = a
-	if rep.EBBEstimate, err = route.EstimateEBB(t, tb, b.Fabric.Hosts, 20, 1); err != nil {
+	if rep.EBBEstimate, err = route.EstimateEBB(t, tb, b.Fabric.Hosts, 20, 1, sim.LinkRateBps(topo.Link{}, prof)/1e9); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -210,6 +281,17 @@ func printFabric(w io.Writer, r *fabricReport) {
 		r.Hosts, r.Switches, r.ByLevel, span(r.Radix), r.Cables)
 	fmt.Fprintf(w, "  %d leaves: %s hosts and %s uplinks each; worst oversubscription %.2f:1\n",
 		r.Leaves, span(r.HostsPer), span(r.UplinksPer), r.Oversub)
+	speeds := func(l []speedCount) string {
+		var parts []string
+		for _, c := range l {
+			parts = append(parts, fmt.Sprintf("%d at %s (%.1f Gb/s)", c.Cables, c.Speed, c.Gbps))
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintln(w, "  "+wrapText(fmt.Sprintf("host cables: %s; cables between switches: %s", speeds(r.HostSpeeds), speeds(r.SwitchSpeeds)), tableWidth()-2, "    "))
 	fmt.Fprintf(w, "  routing %s", r.Routing)
 	if r.FellBack != "" {
 		fmt.Fprintf(w, " (fell back to minhop: %s)", r.FellBack)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/netbuild"
@@ -19,11 +20,12 @@ import (
 type netFlags struct {
 	topology, routing, placement, oversub string
 	radix, levels, hosts, vls             int
+	speeds, hostLink, switchLink          string
 }
 
 // netFlagNames are the network flags; the sweep parameter network (and
 // run's --network) says what they say in one string.
-var netFlagNames = []string{"topology", "routing", "placement", "radix", "levels", "oversubscription", "hosts", "vls"}
+var netFlagNames = []string{"topology", "routing", "placement", "radix", "levels", "oversubscription", "hosts", "vls", "speeds", "host-link", "switch-link"}
 
 func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.topology, "topology", "single", "simulator: the switches: single (one ideal crossbar, the default), fat-tree (two or three levels of the profile's switch), or file:PATH (ibnetdiscover output or YAML; docs/fabric-files.md)")
@@ -33,6 +35,9 @@ func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.levels, "levels", 0, "fat-tree: 2 or 3 levels (default: the fewest that hold the hosts)")
 	fl.StringVar(&f.oversub, "oversubscription", "1:1", "fat-tree: hosts to uplinks at each leaf, R:1")
 	fl.IntVar(&f.hosts, "hosts", 0, "fat-tree: hosts cabled (default: --nodes; more leaves hosts without a node)")
+	fl.StringVar(&f.speeds, "speeds", "file", "multi-switch: file (each cable at the width and speed a fabric file gives it, 4xEDR, 2xHDR; the profile's rate where none is given) or profile (every cable at the profile's rate)")
+	fl.StringVar(&f.hostLink, "host-link", "", "multi-switch: every host's cable at this width and speed, such as 2xHDR (HDR100) or 1xEDR (a cable that trained at one lane); no faster than the profile's port")
+	fl.StringVar(&f.switchLink, "switch-link", "", "multi-switch: every cable between switches at this width and speed, such as 4xHDR")
 	fl.IntVar(&f.vls, "vls", 1, "multi-switch: data virtual lanes per port, each with its share of every buffer and its credits, service levels mapped and lanes arbitrated as OpenSM does with quality of service on (1: one lane, OpenSM's default)")
 }
 
@@ -83,6 +88,24 @@ func (f *netFlags) spec(set func(string) bool) (netspec.Spec, error) {
 		return s, fmt.Errorf("--vls %d: a port has 1 to 15 data virtual lanes", f.vls)
 	}
 	s.Radix, s.Levels, s.Hosts, s.VLs = f.radix, f.levels, f.hosts, f.vls
+	switch f.speeds {
+	case "file":
+	case "profile":
+		s.ProfileSpeeds = true
+	default:
+		return s, fmt.Errorf("--speeds %q: file (the widths and speeds a fabric file gives) or profile (every cable at the profile's rate)", f.speeds)
+	}
+	for _, l := range []struct {
+		name, v string
+		to      *topo.Link
+	}{{"host-link", f.hostLink, &s.HostLink}, {"switch-link", f.switchLink, &s.SwitchLink}} {
+		if l.v == "" {
+			continue
+		}
+		if *l.to, err = topo.ParseLink(l.v); err != nil {
+			return s, fmt.Errorf("--%s: %w", l.name, err)
+		}
+	}
 	return s, nil
 }
 
@@ -103,4 +126,34 @@ func inOrderNote(s netspec.Spec, p *sim.Profile, conn fabric.QPType) string {
 		return ""
 	}
 	return fmt.Sprintf("note: RC packets adapt, but %s's NIC has no out-of-order placement (nic.ooo_window 0): a packet that overtakes another is a sequence error, answered by go-back-N (docs/topology.md)\n", p.Name)
+}
+
+// speedNote says when host cables of t run slower than the profile's
+// port: a fabric file of another generation than the profile, or a cable
+// that trained at fewer lanes. Those cables are simulated at their own
+// rate; the note says so and how to choose otherwise.
+func speedNote(t *topo.Topology, prof *sim.Profile) string {
+	port := prof.DataRateBps()
+	var kinds []topo.Link
+	count := map[topo.Link]int{}
+	slow := 0
+	for h := range t.Hosts {
+		l := t.HostLink(h)
+		if sim.LinkRateBps(l, prof) >= port*(1-1e-9) {
+			continue
+		}
+		if count[l] == 0 {
+			kinds = append(kinds, l)
+		}
+		count[l]++
+		slow++
+	}
+	if slow == 0 {
+		return ""
+	}
+	var parts []string
+	for _, l := range kinds {
+		parts = append(parts, fmt.Sprintf("%d at %s (%.1f Gb/s)", count[l], l, sim.LinkRateBps(l, prof)/1e9))
+	}
+	return wrapText(fmt.Sprintf("note: %d of %d host cables run slower than profile %s's port (%.1f Gb/s): %s. They are simulated at their own rate; --speeds profile runs every cable at the profile's, and a profile of the fabric's generation (--profile) may be what was meant", slow, len(t.Hosts), prof.Name, port/1e9, strings.Join(parts, ", ")), tableWidth(), "  ") + "\n"
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
+	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo/ibnet"
 )
 
 // runFlags are explore run's flags beyond the configuration's own.
@@ -178,6 +181,17 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results
 	} else if ok {
 		if err := experiments.CheckMemory(cfg, limit); err != nil {
 			return nil, err
+		}
+	}
+	if n := cfg.Network; n.Kind == netspec.File && !n.ProfileSpeeds && n.HostLink.IsZero() {
+		// A fabric file of another generation than the profile: say so
+		// before the run (an unreadable file is the run's error).
+		if tp, err := ibnet.Load(n.Path); err == nil {
+			if prof, err := sim.LoadProfile(cfg.Profile); err == nil {
+				if note := speedNote(tp, prof); note != "" {
+					t.note(cmd.ErrOrStderr(), strings.TrimSuffix(note, "\n"))
+				}
+			}
 		}
 	}
 	opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))

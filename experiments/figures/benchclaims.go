@@ -253,7 +253,7 @@ func judgeC30(o FigureOptions) Verdict {
 				hosts[i] = i
 			}
 			var e float64
-			if e, err = route.EstimateEBB(t, tb, hosts, scale(o.Full, 20, 200), 1); err == nil {
+			if e, err = route.EstimateEBB(t, tb, hosts, scale(o.Full, 20, 200), 1, 0); err == nil {
 				v.Measured = fmt.Sprintf("%.3f (flow-level, minhop, %d hosts on 36-port switches)", e, len(hosts))
 				v.Verdict = grade(e >= 0.385 && e <= 0.78, e < 0.95)
 				if v.Verdict != Pass {

@@ -80,6 +80,7 @@ func Build(s netspec.Spec, nodes int, p *sim.Profile, seed uint64) (*Built, erro
 	default:
 		return nil, fmt.Errorf("%w: topology kind %d", netspec.ErrSpec, s.Kind)
 	}
+	setLinks(t, s)
 	b := &Built{Name: t.Name}
 	var tb *topo.Tables
 	var err error
@@ -110,4 +111,27 @@ func Build(s netspec.Spec, nodes int, p *sim.Profile, seed uint64) (*Built, erro
 	}
 	b.Fabric = &sim.Fabric{Topology: t, Tables: tb, Hosts: hosts, Adaptive: s.Adaptive, AdaptiveRC: s.AdaptiveRC, Engine: engine, VLs: s.VLs}
 	return b, nil
+}
+
+// setLinks applies the spec's cable widths and speeds to t: none with
+// speeds=profile, then every host's cable and every cable between
+// switches the spec sets.
+func setLinks(t *topo.Topology, s netspec.Spec) {
+	if !s.ProfileSpeeds && s.HostLink.IsZero() && s.SwitchLink.IsZero() {
+		return
+	}
+	for i := range t.Switches {
+		for p := range t.Switches[i].Ports {
+			pe := &t.Switches[i].Ports[p]
+			if s.ProfileSpeeds {
+				pe.Link = topo.Link{}
+			}
+			switch {
+			case pe.Kind == topo.ToHost && !s.HostLink.IsZero():
+				pe.Link = s.HostLink
+			case pe.Kind == topo.ToSwitch && !s.SwitchLink.IsZero():
+				pe.Link = s.SwitchLink
+			}
+		}
+	}
 }

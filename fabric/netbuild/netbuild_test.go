@@ -294,7 +294,7 @@ func TestEBBMatchesFlowEstimate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		est, err := route.EstimateEBB(b.Fabric.Topology, b.Fabric.Tables, b.Fabric.Hosts, 40, 1)
+		est, err := route.EstimateEBB(b.Fabric.Topology, b.Fabric.Tables, b.Fabric.Hosts, 40, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,6 +43,13 @@ type Spec struct {
 	// VLs is the data virtual lanes of every port (0 or 1: one;
 	// sim.Fabric.VLs).
 	VLs int
+	// Cable widths and speeds (topo.Link): ProfileSpeeds runs every cable
+	// at the profile's rate, whatever a fabric file says ("speeds=profile");
+	// HostLink and SwitchLink, when given, set every host's cable and
+	// every cable between switches ("host-link=2xHDR",
+	// "switch-link=4xHDR"), after the file's.
+	ProfileSpeeds        bool
+	HostLink, SwitchLink topo.Link
 }
 
 // ErrSpec reports a network specification that cannot be built.
@@ -107,6 +114,15 @@ func (s *Spec) String() string {
 	if s.VLs > 1 {
 		fmt.Fprintf(&b, " vls=%d", s.VLs)
 	}
+	if s.ProfileSpeeds {
+		b.WriteString(" speeds=profile")
+	}
+	if !s.HostLink.IsZero() {
+		b.WriteString(" host-link=" + s.HostLink.String())
+	}
+	if !s.SwitchLink.IsZero() {
+		b.WriteString(" switch-link=" + s.SwitchLink.String())
+	}
 	return b.String()
 }
 
@@ -140,8 +156,9 @@ func (s Spec) IsZero() bool { return s.IsSingle() }
 // Parse reads the form String writes: "" (the single switch), or
 // "fat-tree [levels=L] [radix=R] [oversub=R:1] [hosts=H]" or
 // "file:PATH" (a PATH with spaces quoted as in Go), then "routing=ENGINE"
-// or "routing=lft:PATH", an optional "adaptive" or "adaptive+rc", and
-// "placement=P".
+// or "routing=lft:PATH", an optional "adaptive" or "adaptive+rc",
+// "placement=P", and optionally "vls=N", "speeds=profile",
+// "host-link=WxS" and "switch-link=WxS".
 func Parse(text string) (Spec, error) {
 	var s Spec
 	if strings.TrimSpace(text) == "" {
@@ -194,6 +211,20 @@ func Parse(text string) (Spec, error) {
 				err = fmt.Errorf("%w: %q in %q: 1 to 15 data virtual lanes", ErrSpec, w, text)
 			}
 			s.VLs = n
+		case "speeds":
+			if v != "profile" && v != "file" {
+				err = fmt.Errorf("%w: %q in %q: speeds=profile runs every cable at the profile's rate, speeds=file (the default) at the width and speed the fabric gives", ErrSpec, w, text)
+			}
+			s.ProfileSpeeds = v == "profile"
+		case "host-link", "switch-link":
+			var l topo.Link
+			if l, err = topo.ParseLink(v); err != nil {
+				err = fmt.Errorf("%w: %q in %q: %w", ErrSpec, w, text, err)
+			} else if k == "host-link" {
+				s.HostLink = l
+			} else {
+				s.SwitchLink = l
+			}
 		default:
 			err = fmt.Errorf("%w: unknown word %q in %q", ErrSpec, w, text)
 		}

@@ -17,6 +17,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 		{Kind: netspec.File, Path: "my fabric.txt", LFTPath: "dir/lfts dump", Placement: topo.Placement{Kind: topo.HostList, Hosts: []string{"node01 HCA-1", "b"}}},
 		{Kind: netspec.File, Path: "f.yaml", Engine: route.UpDn},
 		{Kind: netspec.FatTree, Engine: route.FTree, VLs: 4},
+		{Kind: netspec.File, Path: "f.txt", ProfileSpeeds: true, HostLink: topo.Link{Width: 2, Speed: topo.HDR}, SwitchLink: topo.Link{Width: 4, Speed: topo.HDR}},
 	} {
 		b, err := s.MarshalText()
 		if err != nil {
@@ -30,7 +31,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 			t.Errorf("%q read back as %q", b, got.String())
 		}
 	}
-	for _, bad := range []string{"single", "fat-tree radix=x", "fat-tree colour=red", `file:"open`, "file:x.txt radix=3", "torus", "fat-tree vls=16", "fat-tree vls=0"} {
+	for _, bad := range []string{"single", "fat-tree radix=x", "fat-tree colour=red", `file:"open`, "file:x.txt radix=3", "torus", "fat-tree vls=16", "fat-tree vls=0", "fat-tree speeds=fast", "fat-tree host-link=3xEDR", "fat-tree switch-link=4xGDR", "fat-tree host-link="} {
 		if _, err := netspec.Parse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -40,7 +41,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 // FuzzParseSpec: Parse never panics, and what it accepts writes and
 // reads back the same.
 func FuzzParseSpec(f *testing.F) {
-	for _, s := range []string{"", "fat-tree routing=minhop placement=contiguous", `file:"a b.txt" routing=lft:x adaptive+rc placement=list:a,b`, "fat-tree levels=3 radix=36 oversub=2:1 hosts=700 routing=ftree placement=random:9"} {
+	for _, s := range []string{"", "fat-tree routing=minhop placement=contiguous", `file:"a b.txt" routing=lft:x adaptive+rc placement=list:a,b`, "fat-tree levels=3 radix=36 oversub=2:1 hosts=700 routing=ftree placement=random:9", "file:f.txt routing=minhop placement=contiguous speeds=profile host-link=2xHDR switch-link=1xEDR"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {

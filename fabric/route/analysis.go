@@ -101,8 +101,12 @@ func Analyze(t *topo.Topology, tb *topo.Tables, hosts []int, maxStages int) (Ana
 // path; the estimate is the mean over flows and patterns. It ignores
 // everything but cable sharing (no dynamics, no back-pressure, no
 // leftover capacity of a faster flow passed to a slower one), so it is a
-// lower bound of what max-min fair sharing would give.
-func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, seed uint64) (float64, error) {
+// lower bound of what max-min fair sharing would give. When the topology
+// gives cables widths and speeds (topo.Peer.Link), a flow gets the least
+// of its cables' rates over their flows, its hosts' cables' rates
+// included, as a fraction of portGbps, the rate of a cable with none
+// given (the profile's port).
+func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, seed uint64, portGbps float64) (float64, error) {
 	n := len(hosts)
 	if n < 2 || patterns < 1 {
 		return 0, fmt.Errorf("%w: an estimate needs two ranks and a pattern (got %d and %d)", ErrUnroutable, n, patterns)
@@ -115,9 +119,29 @@ func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, s
 		base[s+1] = base[s] + len(t.Switches[s].Ports)
 	}
 	load := make([]int32, base[len(t.Switches)]+1)
+	var rate []float64 // each cable's, when any is given
+	for s := range t.Switches {
+		for i, pe := range t.Switches[s].Ports {
+			if pe.Link.IsZero() {
+				continue
+			}
+			if rate == nil {
+				if !(portGbps > 0) {
+					return 0, fmt.Errorf("%w: the fabric gives cable speeds, and the port rate they are a fraction of is %v", ErrUnroutable, portGbps)
+				}
+				rate = make([]float64, len(load))
+				for k := range rate {
+					rate[k] = portGbps
+				}
+			}
+			rate[base[s]+i] = pe.Link.Gbps()
+		}
+	}
+	hostRate := func(h int) float64 { return rate[base[t.Hosts[h].Switch]+t.Hosts[h].Port-1] }
 	rng := rand.New(rand.NewPCG(seed, 0x656262)) // "ebb"
 	perm := make([]int, n)
 	var paths [][]int
+	var ends [][2]int // each path's source and destination host
 	var sum float64
 	flows := 0
 	for p := 0; p < patterns; p++ {
@@ -126,7 +150,7 @@ func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, s
 		}
 		rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		clear(load)
-		paths = paths[:0]
+		paths, ends = paths[:0], ends[:0]
 		for i := 0; i+1 < n; i += 2 {
 			for _, d := range [2][2]int{{perm[i], perm[i+1]}, {perm[i+1], perm[i]}} {
 				var path []int
@@ -144,9 +168,19 @@ func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, s
 					load[c]++
 				}
 				paths = append(paths, path)
+				ends = append(ends, [2]int{hosts[d[0]], dst})
 			}
 		}
-		for _, path := range paths {
+		for k, path := range paths {
+			if rate != nil {
+				share := min(hostRate(ends[k][0]), hostRate(ends[k][1]))
+				for _, c := range path {
+					share = min(share, rate[c]/float64(load[c]))
+				}
+				sum += share / portGbps
+				flows++
+				continue
+			}
 			worst := int32(1)
 			for _, c := range path {
 				worst = max(worst, load[c])

@@ -11,7 +11,10 @@ import (
 // Fabric wires a cluster as a network of switches (Config.Fabric): a
 // topology, its switches' forwarding tables and the host each node runs
 // on. Every switch and link has the profile's parameters (switch latency
-// and input buffer, link rate and propagation).
+// and input buffer, link rate and propagation), except a cable whose
+// width and speed the topology gives (topo.Peer.Link), which runs at
+// their rate: a host's cable no faster than the profile's port, a cable
+// between switches at any speed.
 type Fabric struct {
 	Topology *topo.Topology
 	Tables   *topo.Tables
@@ -92,6 +95,9 @@ func (n *network) wire(f *Fabric, nodes int, p *Profile) error {
 	for r, h := range f.Hosts {
 		n.attach[r] = portRef{t.Hosts[h].Switch, t.Hosts[h].Port - 1}
 	}
+	if err := n.wireRates(t, f.Hosts, p); err != nil {
+		return err
+	}
 	for s := range t.Switches {
 		sw, ss := &t.Switches[s], &n.sws[s]
 		for i, pe := range sw.Ports {
@@ -114,6 +120,44 @@ func (n *network) wire(f *Fabric, nodes int, p *Profile) error {
 		n.wireAdaptive(t, f.Hosts)
 	}
 	return n.wireVLs(f, p)
+}
+
+// ErrLinkRate is returned by New for a host's cable faster than the
+// profile's port.
+var ErrLinkRate = errors.New("sim: a host's cable is faster than the profile's port")
+
+// LinkRateBps is the data rate of a cable of width and speed l (the
+// profile's port rate when l is not given), computed as a profile's
+// DataRateBps is, so that a cable of the profile's own width and speed
+// has exactly its rate.
+func LinkRateBps(l topo.Link, p *Profile) float64 {
+	if l.IsZero() {
+		return p.DataRateBps()
+	}
+	return float64(l.Width) * l.Speed.LaneGbaud() * 1e9 * encodings[l.Speed.Encoding()]
+}
+
+// wireRates gives every switch output and every node's uplink its cable's
+// rate, and notes whether any differs from the profile's.
+func (n *network) wireRates(t *topo.Topology, hosts []int, p *Profile) error {
+	for h := range t.Hosts {
+		l := t.HostLink(h)
+		if r := LinkRateBps(l, p); r > n.rate*(1+1e-12) {
+			return fmt.Errorf("%w: host %q is cabled at %s (%.1f Gb/s), faster than profile %s's port (%.1f Gb/s): choose a profile of that generation, or give the network speeds=profile to run every cable at the profile's rate", ErrLinkRate, t.Hosts[h].Name, l, r/1e9, p.Name, n.rate/1e9)
+		}
+	}
+	for s := range t.Switches {
+		for i, pe := range t.Switches[s].Ports {
+			if r := LinkRateBps(pe.Link, p); r != n.rate {
+				n.sws[s].out[i].rate = r
+				n.mixed = true
+			}
+		}
+	}
+	for r, h := range hosts {
+		n.up[r].rate = LinkRateBps(t.HostLink(h), p)
+	}
+	return nil
 }
 
 // wireAdaptive gives every switch, for each leaf that has a node, the
@@ -166,4 +210,17 @@ func (c *Cluster) ForwardingPort(sw, node int) (port int, ok bool) {
 		return 0, false
 	}
 	return int(n.sws[sw].lft[node]) + 1, true
+}
+
+// ProfileLink is the width and speed of the profile's port as the subnet
+// manager would report it (4xEDR for edr-cx4); false for a profile whose
+// lanes run at no InfiniBand speed (an Ethernet profile).
+func ProfileLink(p *Profile) (topo.Link, bool) {
+	for s := topo.SDR; s <= topo.XDR; s++ {
+		if s.LaneGbaud() == p.Link.LaneGbaud && s.Encoding() == p.Link.Encoding {
+			l := topo.Link{Width: uint8(p.Link.Lanes), Speed: s}
+			return l, LinkRateBps(l, p) == p.DataRateBps()
+		}
+	}
+	return topo.Link{}, false
 }

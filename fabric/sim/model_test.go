@@ -1217,7 +1217,7 @@ func TestModelReceiveStoreAndForward(t *testing.T) {
 			const a, b = 1024, 4096 // both one packet at MTU 4096, both fetched
 			perByte := (lat(b) - lat(a)) / (b - a)
 			c := mtCluster(t, Config{Nodes: 2, Seed: 1, SizeOnly: true, Profile: p})
-			wire := float64(c.net.serialization(1<<20)) / 1000 / (1 << 20) // ns per byte on the link
+			wire := float64(serialization(1<<20, c.net.rate)) / 1000 / (1 << 20) // ns per byte on the link
 			want := wire + 2/p.PCIe.GBps
 			if math.Abs(perByte-want) > 0.02 {
 				t.Errorf("latency grows %.3f ns per byte below one MTU, want %.3f (wire %.3f + 2 x PCIe %.3f)", perByte, want, wire, 1/p.PCIe.GBps)

@@ -56,6 +56,7 @@ type Filter func(PacketInfo) Verdict
 // wait in a FIFO with only its head in the event queue.
 type port struct {
 	freeAt fabric.Time
+	rate   float64         // bits/s of the node's cable
 	busy   fabric.Duration // time spent sending (Cluster.Usage)
 	faults Faults
 	faulty bool // faults.any(), kept with faults: every packet asks
@@ -92,6 +93,10 @@ type network struct {
 	sl2vl    [16]uint8
 	arb      VLArbitration
 	pcieRTT  fabric.Duration // a DMA read's round trip: a payload's first byte reaches the NIC this long after the fetch starts
+	// mixed: some cables run at another rate than the profile's (a fabric
+	// file's widths and speeds), so a packet leaving a faster link than it
+	// came in on waits until its last byte can follow (packet.tailAt).
+	mixed bool
 }
 
 // portRef is a switch's port: switch index and 0-based port.
@@ -119,6 +124,7 @@ func newNetwork(c *Cluster) (*network, error) {
 	n.up = make([]port, c.cfg.Nodes)
 	n.down = make([]port, c.cfg.Nodes)
 	for i := range n.up {
+		n.up[i].rate = n.rate
 		n.up[i].rng = c.rng(fmt.Sprintf("link/%d/up", i))
 		n.down[i].rng = c.rng(fmt.Sprintf("link/%d/down", i))
 	}
@@ -173,9 +179,10 @@ func (n *network) linkNICs() {
 	}
 }
 
-// serialization is the time a packet of wire bytes occupies a link.
-func (n *network) serialization(wire int) fabric.Duration {
-	return fabric.Duration(float64(wire)*8e12/n.rate + 0.5)
+// serialization is the time a packet of wire bytes occupies a link of
+// rate bits/s.
+func serialization(wire int, rate float64) fabric.Duration {
+	return fabric.Duration(float64(wire)*8e12/rate + 0.5)
 }
 
 // SetFaults sets the fault probabilities of node's link, both directions.

@@ -97,6 +97,7 @@ type packet struct {
 	noDMA          bool        // payload travels in the work request (inline)
 	vl             uint8       // the virtual lane its service level maps to (0 with one data VL)
 	dataAt         fabric.Time // when the payload could first be fetched
+	tailAt         fabric.Time // when its last byte reaches the next switch input (links at different rates only: network.mixed)
 }
 
 // PacketInfo is a read-only description of a packet, for filters and

@@ -316,3 +316,25 @@ func TestProfileRatesBounded(t *testing.T) {
 		}
 	}
 }
+
+// Every InfiniBand profile's port is a width and speed of the table of
+// link speeds, whose rate is exactly the profile's, so that a fabric
+// file's cables of the profile's generation change nothing.
+func TestProfileLinkRate(t *testing.T) {
+	for _, name := range sim.BuiltinProfiles() {
+		p, err := sim.LoadProfile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, ok := sim.ProfileLink(p)
+		if name == "iwarp-1g" {
+			if ok {
+				t.Errorf("%s: an Ethernet profile has link %v", name, l)
+			}
+			continue
+		}
+		if !ok || sim.LinkRateBps(l, p) != p.DataRateBps() {
+			t.Errorf("%s: link %v (%v), rate %v, want %v", name, l, ok, sim.LinkRateBps(l, p), p.DataRateBps())
+		}
+	}
+}

@@ -56,6 +56,7 @@ type swIn struct {
 // swOut is one output port.
 type swOut struct {
 	freeAt  fabric.Time
+	rate    float64         // bits/s of its cable
 	busy    fabric.Duration // time spent sending (Cluster.Usage)
 	waiting fifo[int]       // inputs with packets for this port, in round-robin order
 	queued  bool            // in swtch.work
@@ -80,7 +81,9 @@ type swOut struct {
 
 func newSwitch(id, base, ports int, p *Profile) swtch {
 	s := swtch{id: id, base: base, in: make([]swIn, ports), out: make([]swOut, ports)}
+	rate := p.DataRateBps()
 	for i := range s.in {
+		s.out[i].rate = rate
 		s.in[i].cr = newCredits(p.Switch.InputBufferBytes)
 		s.out[i].cr = newCredits(p.NIC.RxBufferBytes) // used when cabled to a node
 		s.in[i].upNode, s.in[i].upOut = -1, -1
@@ -99,8 +102,11 @@ func (n *network) transmit(p *packet, notBefore fabric.Time) fabric.Time {
 	c := n.c
 	up := &n.up[p.src]
 	start := max(c.now, up.freeAt, notBefore)
-	ser := n.serialization(p.wire)
+	ser := serialization(p.wire, up.rate)
 	up.freeAt = start.Add(ser)
+	if n.mixed {
+		p.tailAt = up.freeAt.Add(n.prop)
+	}
 	up.busy += ser
 	c.stats.PacketsSent++
 	c.stats.WireBytes += int64(p.wire)
@@ -325,10 +331,20 @@ func (n *network) wakeOut(s *swtch, o int, t fabric.Time) {
 func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	c := n.c
 	out := &s.out[o]
-	ser := n.serialization(p.wire)
-	out.freeAt = c.now.Add(ser)
+	ser := serialization(p.wire, out.rate)
+	start := c.now
+	if n.mixed {
+		// Cut-through onto a faster link than the packet came in on
+		// starts late enough that its last byte has arrived when it is
+		// to leave: a switch does not run out of a packet mid-way.
+		start = max(start, p.tailAt.Add(-ser))
+	}
+	out.freeAt = start.Add(ser)
 	out.busy += ser
 	left := out.freeAt.Add(n.prop)
+	if n.mixed {
+		p.tailAt = left
+	}
 	if in := &s.in[i]; p.vl == 0 && in.upNode >= 0 {
 		in.cr.give(left, b)
 		in.upNIC.creditReturned(left)
@@ -338,7 +354,7 @@ func (n *network) forward(s *swtch, i int, p *packet, o, b int) {
 	if out.toNode < 0 {
 		// Cut-through to the next switch.
 		n.sws[out.toSw].in[out.toIn].credit(p.vl).take(b)
-		c.schedule(c.now.Add(n.prop+n.swLat), n, evHop|uint64(n.sws[out.toSw].base+out.toIn)<<8, p)
+		c.schedule(start.Add(n.prop+n.swLat), n, evHop|uint64(n.sws[out.toSw].base+out.toIn)<<8, p)
 		return
 	}
 	dst, dn := out.toNode, out.down

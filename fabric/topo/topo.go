@@ -34,6 +34,9 @@ type Peer struct {
 	Kind  PeerKind
 	Index int // the host's or the switch's index in the Topology
 	Port  int // the peer switch's port number (ToSwitch only)
+	// Link is the cable's active width and speed (both ends of a cable
+	// between switches give the same); zero: not given, the profile's.
+	Link Link
 }
 
 // Host is one channel-adapter port and the switch port it is cabled to.
@@ -122,11 +125,21 @@ func (t *Topology) Validate() error {
 				if pe.Index == s {
 					return fmt.Errorf("%w: port %d of switch %q is cabled to the same switch", ErrBadLink, i+1, sw.Name)
 				}
-				if back := t.Switches[pe.Index].Ports[pe.Port-1]; back.Kind != ToSwitch || back.Index != s || back.Port != i+1 {
+				back := t.Switches[pe.Index].Ports[pe.Port-1]
+				if back.Kind != ToSwitch || back.Index != s || back.Port != i+1 {
 					return fmt.Errorf("%w: port %d of switch %q lists port %d of switch %q, which does not list it back", ErrBadLink, i+1, sw.Name, pe.Port, t.Switches[pe.Index].Name)
+				}
+				if back.Link != pe.Link {
+					return fmt.Errorf("%w: the cable from port %d of switch %q to port %d of switch %q runs at %s at one end and %s at the other; an active link has one width and speed", ErrBadLink, i+1, sw.Name, pe.Port, t.Switches[pe.Index].Name, linkName(pe.Link), linkName(back.Link))
 				}
 			default:
 				return fmt.Errorf("%w: port %d of switch %q has peer kind %d", ErrBadLink, i+1, sw.Name, pe.Kind)
+			}
+			if l := pe.Link; !l.IsZero() && (!widths[l.Width] || l.Speed == SpeedUnknown || int(l.Speed) >= len(lanes)) {
+				return fmt.Errorf("%w: port %d of switch %q: width %d, speed %d", ErrLink, i+1, sw.Name, l.Width, l.Speed)
+			}
+			if pe.Kind == None && !pe.Link.IsZero() {
+				return fmt.Errorf("%w: port %d of switch %q has a link speed but no cable", ErrBadLink, i+1, sw.Name)
 			}
 		}
 	}

@@ -55,24 +55,32 @@ func (p *ibParser) build() (*topo.Topology, error) {
 			}
 			s := swIndex[peer.key]
 			t.Hosts = append(t.Hosts, topo.Host{Name: name, GUID: g, LID: topo.LID(pt.lid), Switch: s, Port: pt.peerPort})
-			t.Switches[s].Ports[pt.peerPort-1] = topo.Peer{Kind: topo.ToHost, Index: h}
+			l, err := p.cableLink(nd, pt, peer, back)
+			if err != nil {
+				return nil, err
+			}
+			t.Switches[s].Ports[pt.peerPort-1] = topo.Peer{Kind: topo.ToHost, Index: h, Link: l}
 		}
 	}
 	// Switch-to-switch cables; cables to adapters were checked above
 	// from the adapter's side and are checked here from the switch's.
 	for i, nd := range p.switches {
 		for _, pt := range nd.ports {
-			peer, _, err := p.peer(nd, pt)
+			peer, back, err := p.peer(nd, pt)
 			if err != nil {
 				return nil, err
 			}
 			if peer.kind != 'S' {
 				continue
 			}
+			l, err := p.cableLink(nd, pt, peer, back)
+			if err != nil {
+				return nil, err
+			}
 			if peer == nd {
 				return nil, p.errf(pt.line, "%w: port %d of %s is cabled to its own port %d; a loopback cable carries no traffic between hosts, remove the line and its twin", topo.ErrBadLink, pt.port, nd.what(), pt.peerPort)
 			}
-			t.Switches[i].Ports[pt.port-1] = topo.Peer{Kind: topo.ToSwitch, Index: swIndex[peer.key], Port: pt.peerPort}
+			t.Switches[i].Ports[pt.port-1] = topo.Peer{Kind: topo.ToSwitch, Index: swIndex[peer.key], Port: pt.peerPort, Link: l}
 		}
 	}
 	setLevels(t)
@@ -80,6 +88,19 @@ func (p *ibParser) build() (*topo.Topology, error) {
 		return nil, &Error{File: p.file, Err: err}
 	}
 	return t, nil
+}
+
+// cableLink is the width and speed of the cable whose ends are pt (port
+// of nd) and back (of peer): the one either end gives, and an error when
+// both give one and they differ.
+func (p *ibParser) cableLink(nd *ibNode, pt *ibPort, peer *ibNode, back *ibPort) (topo.Link, error) {
+	switch {
+	case pt.link.IsZero():
+		return back.link, nil
+	case back.link.IsZero() || back.link == pt.link:
+		return pt.link, nil
+	}
+	return topo.Link{}, p.errf(pt.line, "%w: port %d of %s runs at %s here, but line %d (port %d of %s) says %s; the two ends of an active link have one width and speed (rerun ibnetdiscover, or fix the file)", topo.ErrBadLink, pt.port, nd.what(), pt.link, back.line, back.port, peer.what(), back.link)
 }
 
 // far checks that the node at the other end of pt exists and has the

@@ -31,8 +31,9 @@ type ibPort struct {
 	peerKind byte
 	peerKey  string
 	peerPort int
-	peerGUID uint64 // the peer's port GUID when the line gives it
-	lid      int    // a CA port's own LID
+	peerGUID uint64    // the peer's port GUID when the line gives it
+	lid      int       // a CA port's own LID
+	link     topo.Link // the cable's width and speed; zero when not given
 }
 
 func (n *ibNode) what() string {
@@ -63,7 +64,9 @@ type ibParser struct {
 // description (with " port N" appended when the adapter has more than one
 // cabled port) and carrying that port's GUID and LID. Both ends of every
 // cable must be listed and agree. Routers and adapters cabled back to back
-// are refused (ErrUnsupported). Link widths and speeds are ignored.
+// are refused (ErrUnsupported). Each cable's active width and speed ("4xEDR"
+// at the end of its port lines) becomes its Peer's Link; both ends must
+// agree.
 // Switch levels are inferred: 0 for switches with hosts, then the number
 // of switch hops to the nearest such switch. name becomes the Topology's
 // Name and prefixes errors. The result has passed Validate.
@@ -244,8 +247,13 @@ func (p *ibParser) portLine(n int, s string) error {
 		}
 		pt.lid = lid
 	}
-	if _, _, ok := quoted(comment); !ok {
+	_, after, ok := quoted(comment)
+	if !ok {
 		return p.errf(n, "%w: the comment has no quoted peer description; the line looks truncated", ErrSyntax)
+	}
+	var err error
+	if pt.link, err = linkAfter(after); err != nil {
+		return p.errf(n, "%w: the link's width and speed after the peer's LID: %w", ErrSyntax, err)
 	}
 	if port < 1 || port > nd.nports {
 		return p.errf(n, "%w: port %d of %s, but its %s line (line %d) gives it %d ports (numbered 1..%d); fix the port number or the port count", topo.ErrBadLink, port, nd.what(), map[byte]string{'S': "Switch", 'H': "Ca"}[nd.kind], nd.line, nd.nports, nd.nports)

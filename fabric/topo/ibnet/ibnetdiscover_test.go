@@ -11,6 +11,7 @@ import (
 func TestReadIBNetDiscoverSmall(t *testing.T) {
 	got := smallFabric(t)
 	const a, b = "MF0;switch-a:SX6036/U1", "MF0;switch-b:SX6036/U1"
+	fdr := topo.Link{Width: 4, Speed: topo.FDR}
 	ports := func(cabled map[int]topo.Peer) []topo.Peer {
 		p := make([]topo.Peer, 36)
 		for k, v := range cabled {
@@ -28,12 +29,12 @@ func TestReadIBNetDiscoverSmall(t *testing.T) {
 		},
 		Switches: []topo.Switch{
 			{Name: a, GUID: 0x0002c90200402c08, LID: 3, Level: 0, Ports: ports(map[int]topo.Peer{
-				1: {Kind: topo.ToHost, Index: 0}, 2: {Kind: topo.ToHost, Index: 1},
-				35: {Kind: topo.ToSwitch, Index: 1, Port: 35}, 36: {Kind: topo.ToSwitch, Index: 1, Port: 36},
+				1: {Kind: topo.ToHost, Index: 0, Link: fdr}, 2: {Kind: topo.ToHost, Index: 1, Link: fdr},
+				35: {Kind: topo.ToSwitch, Index: 1, Port: 35, Link: fdr}, 36: {Kind: topo.ToSwitch, Index: 1, Port: 36, Link: fdr},
 			})},
 			{Name: b, GUID: 0x0002c90200402d10, LID: 4, Level: 0, Ports: ports(map[int]topo.Peer{
-				1: {Kind: topo.ToHost, Index: 2}, 2: {Kind: topo.ToHost, Index: 3},
-				35: {Kind: topo.ToSwitch, Index: 0, Port: 35}, 36: {Kind: topo.ToSwitch, Index: 0, Port: 36},
+				1: {Kind: topo.ToHost, Index: 2, Link: fdr}, 2: {Kind: topo.ToHost, Index: 3, Link: fdr},
+				35: {Kind: topo.ToSwitch, Index: 0, Port: 35, Link: fdr}, 36: {Kind: topo.ToSwitch, Index: 0, Port: 36, Link: fdr},
 			})},
 		},
 	}

@@ -16,8 +16,9 @@ import (
 // every call. Consecutive hosts named "<desc> port N" (N distinct) are
 // written as one adapter with ports N, as ReadIBNetDiscover names the
 // ports of a multi-port adapter; every other host is a one-port adapter.
-// Link width and speed, which the simulator does not read, are written
-// as 4xEDR; vendor and device IDs as 0.
+// Each cable's width and speed is written as its Link ("4xEDR"), or as
+// ibnetdiscover writes one it cannot name ("?????") when the Link is not
+// given; vendor and device IDs as 0.
 func WriteIBNetDiscover(w io.Writer, t *topo.Topology) error {
 	if err := t.Validate(); err != nil {
 		return err
@@ -39,9 +40,9 @@ func WriteIBNetDiscover(w io.Writer, t *topo.Topology) error {
 			switch pe.Kind {
 			case topo.ToHost:
 				ca := g.caOf[pe.Index]
-				fmt.Fprintf(bw, "[%d]\t\"H-%016x\"[%d](%x) \t\t# \"%s\" lid %d 4xEDR\n", p+1, g.ca[ca].guid, g.port[pe.Index], g.host[pe.Index], g.ca[ca].desc, t.Hosts[pe.Index].LID)
+				fmt.Fprintf(bw, "[%d]\t\"H-%016x\"[%d](%x) \t\t# \"%s\" lid %d %s\n", p+1, g.ca[ca].guid, g.port[pe.Index], g.host[pe.Index], g.ca[ca].desc, t.Hosts[pe.Index].LID, linkText(pe.Link))
 			case topo.ToSwitch:
-				fmt.Fprintf(bw, "[%d]\t\"S-%016x\"[%d]\t\t# \"%s\" lid %d 4xEDR\n", p+1, g.sw[pe.Index], pe.Port, t.Switches[pe.Index].Name, t.Switches[pe.Index].LID)
+				fmt.Fprintf(bw, "[%d]\t\"S-%016x\"[%d]\t\t# \"%s\" lid %d %s\n", p+1, g.sw[pe.Index], pe.Port, t.Switches[pe.Index].Name, t.Switches[pe.Index].LID, linkText(pe.Link))
 			}
 		}
 	}
@@ -51,10 +52,19 @@ func WriteIBNetDiscover(w io.Writer, t *topo.Topology) error {
 		for _, h := range ca.hosts {
 			host := &t.Hosts[h]
 			sw := &t.Switches[host.Switch]
-			fmt.Fprintf(bw, "[%d](%x) \t\"S-%016x\"[%d]\t\t# lid %d lmc 0 \"%s\" lid %d 4xEDR\n", g.port[h], g.host[h], g.sw[host.Switch], host.Port, host.LID, sw.Name, sw.LID)
+			fmt.Fprintf(bw, "[%d](%x) \t\"S-%016x\"[%d]\t\t# lid %d lmc 0 \"%s\" lid %d %s\n", g.port[h], g.host[h], g.sw[host.Switch], host.Port, host.LID, sw.Name, sw.LID, linkText(t.HostLink(h)))
 		}
 	}
 	return bw.Flush()
+}
+
+// linkText is a cable's width and speed as ibnetdiscover prints them:
+// "??" and "???" for ones it cannot name, here the ones not given.
+func linkText(l topo.Link) string {
+	if l.IsZero() {
+		return "?????"
+	}
+	return l.String()
 }
 
 // oneLine makes s fit a comment line.

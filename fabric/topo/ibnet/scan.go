@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
 )
 
 // maxLine is the longest input line the readers accept.
@@ -84,6 +86,29 @@ func lidAfter(s string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// linkAfter reads the width and speed ibnetdiscover prints after the
+// peer's "lid N" at the end of a port line's comment ("4xEDR"). A line
+// without one gives the zero Link, as does one whose width or speed
+// ibnetdiscover could not name ("??", "???"); a width and speed that are
+// written but not known is an error.
+func linkAfter(s string) (topo.Link, error) {
+	f := strings.Fields(s)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] != "lid" {
+			continue
+		}
+		if i+2 >= len(f) {
+			return topo.Link{}, nil
+		}
+		w := f[i+2]
+		if strings.Contains(w, "?") {
+			return topo.Link{}, nil
+		}
+		return topo.ParseLink(w)
+	}
+	return topo.Link{}, nil
 }
 
 // cursor reads the left-hand side of an ibnetdiscover port line.

@@ -21,14 +21,18 @@ import (
 //	  - {name: leaf-0, ports: 36, lid: 1}
 //	  - {name: spine-0, ports: 36, lid: 2, guid: 0x0002c90200402c08, level: 1}
 //	hosts:
-//	  - {name: node01, lid: 10, switch: leaf-0, port: 1, guid: 0x0002c903000a1b2d}
+//	  - {name: node01, lid: 10, switch: leaf-0, port: 1, guid: 0x0002c903000a1b2d, link: 2xHDR}
 //	links:
 //	  - [leaf-0/19, spine-0/1]
+//	  - [leaf-0/20, spine-0/2, 4xHDR]
 //
 // A switch has a name (unique), a port count (1..255) and optionally a
 // LID, a GUID and a level (inferred when absent). A host names the switch
 // and port it is cabled to. A link joins two switch ports, each written
-// switch-name/port (the last '/' separates the port). LIDs are given to
+// switch-name/port (the last '/' separates the port). A host's cable and
+// a link may give their active width and speed (as ibnetdiscover prints
+// them: 4xEDR, 2xHDR, 1xSDR); without one a cable runs at the simulated
+// profile's rate. LIDs are given to
 // every device or to none (then assigned as OpenSM would: switches
 // first).
 type yamlFabric struct {
@@ -52,6 +56,7 @@ type yamlHost struct {
 	GUID   uint64 `yaml:"guid"`
 	Switch string `yaml:"switch"`
 	Port   int    `yaml:"port"`
+	Link   string `yaml:"link"`
 }
 
 var (
@@ -60,7 +65,7 @@ var (
 	yamlKinds    = map[string]string{
 		"yamlFabric": "the fabric (known: name, switches, hosts, links)",
 		"yamlSwitch": "a switch (known: name, ports, lid, guid, level)",
-		"yamlHost":   "a host (known: name, lid, guid, switch, port)",
+		"yamlHost":   "a host (known: name, lid, guid, switch, port, link)",
 	}
 	docStart = regexp.MustCompile(`(?m)^---(\s|$)`)
 	// yamlTypes names the Go types of yaml.v3's messages for users.
@@ -68,10 +73,10 @@ var (
 		"[]ibnet.yamlSwitch", "the list of switches",
 		"[]ibnet.yamlHost", "the list of hosts",
 		"[][]string", "the list of links",
-		"[]string", "a link ([switch/port, switch/port])",
+		"[]string", "a link ([switch/port, switch/port] or [switch/port, switch/port, 4xEDR])",
 		"ibnet.yamlFabric", "a fabric (a mapping with name, switches, hosts, links)",
 		"ibnet.yamlSwitch", "a switch ({name, ports, lid, guid, level})",
-		"ibnet.yamlHost", "a host ({name, lid, guid, switch, port})",
+		"ibnet.yamlHost", "a host ({name, lid, guid, switch, port, link})",
 	)
 )
 

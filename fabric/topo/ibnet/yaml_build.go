@@ -70,13 +70,28 @@ func (b *yamlBuilder) build() (*topo.Topology, error) {
 		if err := lids.add(h.LID, n, fmt.Sprintf("host %q", h.Name)); err != nil {
 			return nil, err
 		}
-		t.Switches[s].Ports[h.Port-1] = topo.Peer{Kind: topo.ToHost, Index: len(t.Hosts)}
+		var hl topo.Link
+		if h.Link != "" {
+			var err error
+			if hl, err = topo.ParseLink(h.Link); err != nil {
+				return nil, lineErr(b.file, n, "%w: host %q: link: %w", ErrSyntax, h.Name, err)
+			}
+		}
+		t.Switches[s].Ports[h.Port-1] = topo.Peer{Kind: topo.ToHost, Index: len(t.Hosts), Link: hl}
 		t.Hosts = append(t.Hosts, topo.Host{Name: h.Name, GUID: h.GUID, LID: topo.LID(h.LID), Switch: s, Port: h.Port})
 	}
 	for i, l := range b.f.Links {
 		n := b.line("links", i)
-		if len(l) != 2 {
-			return nil, lineErr(b.file, n, "%w: a link has two ends, [switch/port, switch/port]; this one has %d", ErrSyntax, len(l))
+		if len(l) != 2 && len(l) != 3 {
+			return nil, lineErr(b.file, n, "%w: a link has two ends and may give its width and speed, [switch/port, switch/port] or [switch/port, switch/port, 4xEDR]; this one has %d entries", ErrSyntax, len(l))
+		}
+		var ll topo.Link
+		if len(l) == 3 {
+			var err error
+			if ll, err = topo.ParseLink(l[2]); err != nil {
+				return nil, lineErr(b.file, n, "%w: link [%s, %s]: %w", ErrSyntax, l[0], l[1], err)
+			}
+			l = l[:2]
 		}
 		var s [2]int
 		var p [2]int
@@ -103,8 +118,8 @@ func (b *yamlBuilder) build() (*topo.Topology, error) {
 				return nil, err
 			}
 		}
-		t.Switches[s[0]].Ports[p[0]-1] = topo.Peer{Kind: topo.ToSwitch, Index: s[1], Port: p[1]}
-		t.Switches[s[1]].Ports[p[1]-1] = topo.Peer{Kind: topo.ToSwitch, Index: s[0], Port: p[0]}
+		t.Switches[s[0]].Ports[p[0]-1] = topo.Peer{Kind: topo.ToSwitch, Index: s[1], Port: p[1], Link: ll}
+		t.Switches[s[1]].Ports[p[1]-1] = topo.Peer{Kind: topo.ToSwitch, Index: s[0], Port: p[0], Link: ll}
 	}
 	setLevels(t)
 	for i, s := range b.f.Switches {
