@@ -136,6 +136,15 @@ type Cable struct {
 	To     Duration `yaml:"to,omitempty"`
 }
 
+// SwitchFault is a whole switch of a network down from From to To (0:
+// for the rest of the run), every cable of it with it: named as a
+// Cable's switch is.
+type SwitchFault struct {
+	Switch string   `yaml:"switch"`
+	From   Duration `yaml:"from"`
+	To     Duration `yaml:"to,omitempty"`
+}
+
 // Crash stops a node at At.
 type Crash struct {
 	Node int      `yaml:"node"`
@@ -152,17 +161,18 @@ type RCRetry struct {
 
 // Schedule is a fault schedule. The zero value injects nothing.
 type Schedule struct {
-	Loss         []RateFault `yaml:"loss,omitempty"`
-	Corrupt      []RateFault `yaml:"corrupt,omitempty"`
-	Duplicate    []RateFault `yaml:"duplicate,omitempty"`
-	Reorder      []RateFault `yaml:"reorder,omitempty"`
-	Drop         []Drop      `yaml:"drop,omitempty"`
-	LinkDown     []Window    `yaml:"link_down,omitempty"`
-	SlowReceiver []Window    `yaml:"slow_receiver,omitempty"`
-	Crash        []Crash     `yaml:"crash,omitempty"`
-	CableDown    []Cable     `yaml:"cable_down,omitempty"`
+	Loss         []RateFault   `yaml:"loss,omitempty"`
+	Corrupt      []RateFault   `yaml:"corrupt,omitempty"`
+	Duplicate    []RateFault   `yaml:"duplicate,omitempty"`
+	Reorder      []RateFault   `yaml:"reorder,omitempty"`
+	Drop         []Drop        `yaml:"drop,omitempty"`
+	LinkDown     []Window      `yaml:"link_down,omitempty"`
+	SlowReceiver []Window      `yaml:"slow_receiver,omitempty"`
+	Crash        []Crash       `yaml:"crash,omitempty"`
+	CableDown    []Cable       `yaml:"cable_down,omitempty"`
+	SwitchDown   []SwitchFault `yaml:"switch_down,omitempty"`
 	// RerouteAfter is how long the subnet manager takes to route around a
-	// cable that went down (and back over one that came up); empty: the
+	// cable or switch that went down (and back over one that came up); empty: the
 	// simulator's estimate (sim.DefaultReroute); "never" is not offered:
 	// give a time past the run's end.
 	RerouteAfter Duration `yaml:"reroute_after,omitempty"`
@@ -175,7 +185,7 @@ type Schedule struct {
 // Empty reports whether s injects nothing.
 func (s *Schedule) Empty() bool {
 	return s == nil || len(s.Loss)+len(s.Corrupt)+len(s.Duplicate)+len(s.Reorder)+len(s.Drop)+len(s.LinkDown)+
-		len(s.SlowReceiver)+len(s.Crash)+len(s.CableDown) == 0 && s.RCRetry == nil && s.QPCacheEntries == 0 && s.RerouteAfter == 0
+		len(s.SlowReceiver)+len(s.Crash)+len(s.CableDown)+len(s.SwitchDown) == 0 && s.RCRetry == nil && s.QPCacheEntries == 0 && s.RerouteAfter == 0
 }
 
 // maxMatch bounds a drop's nth, count and packet: 2^31-1 messages or
@@ -218,19 +228,20 @@ func Load(path string) (*Schedule, error) {
 		return nil, invalid("fault schedule %s: %s", path, strings.TrimPrefix(err.Error(), "fault schedule: "))
 	}
 	if s.Empty() {
-		return nil, fmt.Errorf("fault schedule %s: %w (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, qp_cache_entries (docs/reliability.md)", path, ErrEmpty)
+		return nil, fmt.Errorf("fault schedule %s: %w (the file is empty or every list in it is): give at least one of loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, switch_down, qp_cache_entries (docs/reliability.md)", path, ErrEmpty)
 	}
 	return s, nil
 }
 
 var yamlTypeNames = map[string]string{
-	"faults.Schedule":  "the schedule (fields: loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, reroute_after, rc_retry, qp_cache_entries)",
-	"faults.RateFault": "a rate fault (fields: rate, src, dst, transport, kind, from, to, delay)",
-	"faults.Drop":      "a drop (fields: src, dst, transport, kind, nth, count, packet, from, to)",
-	"faults.Window":    "a node window (fields: node, from, to)",
-	"faults.Crash":     "a crash (fields: node, at)",
-	"faults.Cable":     "a cable_down (fields: switch, port, from, to)",
-	"faults.RCRetry":   "rc_retry (fields: retry_cnt, timeout)",
+	"faults.Schedule":    "the schedule (fields: loss, corrupt, duplicate, reorder, drop, link_down, slow_receiver, crash, cable_down, switch_down, reroute_after, rc_retry, qp_cache_entries)",
+	"faults.RateFault":   "a rate fault (fields: rate, src, dst, transport, kind, from, to, delay)",
+	"faults.Drop":        "a drop (fields: src, dst, transport, kind, nth, count, packet, from, to)",
+	"faults.Window":      "a node window (fields: node, from, to)",
+	"faults.Crash":       "a crash (fields: node, at)",
+	"faults.Cable":       "a cable_down (fields: switch, port, from, to)",
+	"faults.SwitchFault": "a switch_down (fields: switch, from, to)",
+	"faults.RCRetry":     "rc_retry (fields: retry_cnt, timeout)",
 }
 
 // Parse reads a schedule from YAML, strictly: unknown fields, wrong types
@@ -360,6 +371,15 @@ func (s *Schedule) Validate(nodes int) error {
 			return invalid("fault schedule: %s: to %v is not after from %v (leave to out for a cable that stays down)", field, c.To, c.From)
 		}
 	}
+	for i, f := range s.SwitchDown {
+		field := fmt.Sprintf("switch_down[%d]", i)
+		if f.Switch == "" {
+			return invalid("fault schedule: %s.switch: missing: the switch, by name, GUID (0x...) or index (#N)", field)
+		}
+		if f.To != 0 && f.To <= f.From {
+			return invalid("fault schedule: %s: to %v is not after from %v (leave to out for a switch that stays down)", field, f.To, f.From)
+		}
+	}
 	return s.validateOverrides()
 }
 
@@ -479,6 +499,9 @@ func (s *Schedule) Plan(nodes int) (*sim.Plan, error) {
 	for _, c := range s.CableDown {
 		p.Rules = append(p.Rules, sim.Rule{Action: sim.CableDown, Switch: c.Switch, Port: c.Port, From: fabric.Time(c.From), To: fabric.Time(c.To)})
 	}
+	for _, f := range s.SwitchDown {
+		p.Rules = append(p.Rules, sim.Rule{Action: sim.SwitchDown, Switch: f.Switch, From: fabric.Time(f.From), To: fabric.Time(f.To)})
+	}
 	p.Reroute = fabric.Duration(s.RerouteAfter)
 	if r := s.RCRetry; r != nil {
 		p.RetryCnt, p.AckTimeout = r.RetryCnt, r.Timeout
@@ -523,6 +546,7 @@ func (s *Schedule) Merge(t *Schedule) {
 	s.SlowReceiver = append(s.SlowReceiver, t.SlowReceiver...)
 	s.Crash = append(s.Crash, t.Crash...)
 	s.CableDown = append(s.CableDown, t.CableDown...)
+	s.SwitchDown = append(s.SwitchDown, t.SwitchDown...)
 	if t.RerouteAfter != 0 {
 		s.RerouteAfter = t.RerouteAfter
 	}

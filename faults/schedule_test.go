@@ -106,6 +106,34 @@ var BadSchedules = []struct{ yaml, want string }{
 	{"qp_cache_entries: many\n", "field qp_cache_entries: cannot unmarshal"},
 	{"link_down:\n  - node: 1\n    from: 100us\n", "link_down[0].to: missing: when the window ends"},
 	{"slow_receiver:\n  - node: 1\n", "slow_receiver[0].to: missing"},
+	{"switch_down:\n  - from: 1ms\n", "switch_down[0].switch: missing"},
+	{"switch_down:\n  - switch: spine-0\n    from: 2ms\n    to: 1ms\n", "switch_down[0]: to 1.000ms is not after from 2.000ms"},
+	{"switch_down:\n  - switch: spine-0\n    port: 3\n", `unknown field "port" in a switch_down`},
+}
+
+// A switch_down becomes a SwitchDown rule of the plan, and the schedule's
+// YAML form reads back the same.
+func TestSwitchDownPlan(t *testing.T) {
+	s, err := Parse([]byte("switch_down:\n  - {switch: spine-1, from: 2ms, to: 5ms}\n  - {switch: '#3', from: 1ms}\nreroute_after: 300ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sim.Rule{
+		{Action: sim.SwitchDown, Switch: "spine-1", From: fabric.Time(2 * fabric.Millisecond), To: fabric.Time(5 * fabric.Millisecond)},
+		{Action: sim.SwitchDown, Switch: "#3", From: fabric.Time(fabric.Millisecond)},
+	}
+	if len(p.Rules) != 2 || p.Rules[0].Action != want[0].Action || p.Rules[0].Switch != want[0].Switch || p.Rules[0].From != want[0].From ||
+		p.Rules[0].To != want[0].To || p.Rules[1].Switch != want[1].Switch || p.Rules[1].To != 0 || p.Reroute != 300*fabric.Millisecond {
+		t.Fatalf("plan %+v", p)
+	}
+	back, err := Parse([]byte(s.YAML()))
+	if err != nil || back.YAML() != s.YAML() {
+		t.Fatalf("round trip: %v\n%s\n%s", err, s.YAML(), back.YAML())
+	}
 }
 
 func TestParseErrors(t *testing.T) {

@@ -245,6 +245,9 @@ func printRun(w io.Writer, r *results.Record) {
 	}
 	fmt.Fprintln(w, wrapText(fmt.Sprintf("%s, %d-byte messages, %s, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall",
 		r.Profile, r.MsgBytes, buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS), tableWidth(), "  "))
+	if r.Faults != "" {
+		fmt.Fprintln(w, wrapText("faults injected: "+r.Faults, tableWidth(), "  "))
+	}
 	if skew := results.SkewLine(r); skew != "" {
 		fmt.Fprintln(w, wrapText("skew: "+skew, tableWidth(), "  "))
 	}

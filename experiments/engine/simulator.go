@@ -181,6 +181,7 @@ func (s *SimCluster) Finish(rec *results.Record) error {
 	rec.Profile, rec.ProfileHash, rec.QPNumbering, rec.Network = ProfileLabel(prof), prof.Hash(), cfg.QPNumbering, cfg.Network
 	rec.Doorbells = string(cfg.Doorbells)
 	rec.SimEvents, rec.QPCacheMiss = c.Events(), c.Stats().QPCacheMissRate()
+	rec.Faults = c.FaultSummary()
 	if rec.NodeLeaf = nodeLeaves(s.net.Fabric); rec.NodeLeaf != nil {
 		rec.LeafFinishMS = results.LeafMeans(rec.NodeFinishMS, rec.NodeLeaf)
 	}

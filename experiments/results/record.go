@@ -145,6 +145,10 @@ type Record struct {
 	// Payload says the run moved real bytes (experiments.RunConfig.Payload); absent
 	// for a size-only run.
 	Payload bool `json:"payload,omitempty"`
+	// Faults is what a fault schedule injected into a run that
+	// succeeded all the same (sim.Cluster.FaultSummary: packets lost,
+	// links and cables down, reroutes); absent without faults.
+	Faults string `json:"faults,omitempty"`
 	// TimeoutS is the run's longest wait for progress, in simulated (or,
 	// on hardware, real) seconds, where it was not the default
 	// (algos.DefaultTimeout); absent for the default.

@@ -96,6 +96,9 @@ func fatTree(t *topo.Topology) (*topo.Tables, error) {
 		}
 	}
 	for s := range t.Switches {
+		if f.sw[s].rank < 0 {
+			continue // not connected to the hosts: not in the subnet, no table
+		}
 		for h := range t.Hosts {
 			if f.out.Out[s][h] == 0 {
 				return nil, notFatTree("switch %q is given no up/down route to host %q", t.Switches[s].Name, t.Hosts[h].Name)
@@ -175,6 +178,12 @@ func buildFTree(t *topo.Topology) (*ftree, []int, int, error) {
 	for s := range t.Switches {
 		sw := &f.sw[s]
 		f.cnt[s] = make([]uint32, len(t.Switches[s].Ports)+1)
+		if sw.rank < 0 {
+			// A switch no host can reach (every cable of it down) is not
+			// in the subnet the subnet manager discovers: it gets no
+			// table, as in OpenSM, where it would not be swept at all.
+			continue
+		}
 		for p, pe := range t.Switches[s].Ports {
 			switch pe.Kind {
 			case topo.ToHost:
@@ -234,6 +243,9 @@ func (f *ftree) validate(leafRank int) error {
 	}
 	for _, s := range switchOrder(t) {
 		sw := &f.sw[s]
+		if sw.rank < 0 {
+			continue // not connected to the hosts (buildFTree)
+		}
 		r := ref[sw.rank]
 		if r < 0 {
 			ref[sw.rank] = s

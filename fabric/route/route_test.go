@@ -496,3 +496,38 @@ func TestGolden(t *testing.T) {
 		}
 	}
 }
+
+// A switch whose every cable is down is not in the subnet: fat-tree
+// routing routes the rest (every leaf short of the same spine is still a
+// fat tree, as OpenSM finds it after a sweep) and gives the lone switch
+// no table, instead of refusing the fabric or failing on it.
+func TestFTreeWithoutASpine(t *testing.T) {
+	tp, err := topo.FatTree(topo.FatTreeSpec{Hosts: 8, Radix: 4, Levels: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spine := -1
+	for s := range tp.Switches {
+		if tp.Switches[s].Level == 1 {
+			spine = s
+			break
+		}
+	}
+	for p, pe := range tp.Switches[spine].Ports {
+		if pe.Kind == topo.ToSwitch {
+			tp.Switches[pe.Index].Ports[pe.Port-1] = topo.Peer{}
+			tp.Switches[spine].Ports[p] = topo.Peer{}
+		}
+	}
+	tb, err := Compute(tp, FTree, 1)
+	if err != nil {
+		t.Fatalf("ftree without %s: %v", tp.Switches[spine].Name, err)
+	}
+	for s := range tp.Switches {
+		for h := range tp.Hosts {
+			if p := tb.Port(s, h); s != spine && p == 0 || s == spine && p != 0 {
+				t.Errorf("switch %s, host %d: port %d", tp.Switches[s].Name, h, p)
+			}
+		}
+	}
+}

@@ -69,16 +69,17 @@ func resolveSwitch(t *topo.Topology, name string) (int, error) {
 	return found, nil
 }
 
-// setCables applies the plan's CableDown rules: it marks each cable's
-// outputs down for the rule's window and computes the tables the subnet
-// manager installs reroute after each change, with the engine the fabric
-// was routed with (minhop for tables read from a dump, as OpenSM's
-// default; ftree falls back to minhop on a tree with a cable missing, as
-// OpenSM does).
+// setCables applies the plan's CableDown and SwitchDown rules: it marks
+// each cable's outputs down for the rule's window (every cable of a
+// switch that is down, to switches and hosts alike) and computes the
+// tables the subnet manager installs reroute after each change, with the
+// engine the fabric was routed with (minhop for tables read from a dump,
+// as OpenSM's default; ftree falls back to minhop on a tree with a cable
+// or a switch missing, as OpenSM does).
 func (c *Cluster) setCables(p *Plan) (*cableFaults, error) {
 	var rules []int
 	for i, r := range p.Rules {
-		if r.Action == CableDown {
+		if r.Action == CableDown || r.Action == SwitchDown {
 			rules = append(rules, i)
 		}
 	}
@@ -92,14 +93,12 @@ func (c *Cluster) setCables(p *Plan) (*cableFaults, error) {
 	}
 	f := c.cfg.Fabric
 	if f == nil {
-		return nil, fmt.Errorf("%w: cable faults need a network of switches (a topology other than the single switch)", ErrCable)
+		return nil, fmt.Errorf("%w: cable and switch faults need a network of switches (a topology other than the single switch)", ErrCable)
 	}
 	t := f.Topology
-	type cable struct {
-		s, port int
-		w       window
-	}
-	var cables []cable
+	n := c.net
+	var cables []cableDown
+	var switches []switchDown
 	for _, i := range rules {
 		r := p.Rules[i]
 		s, err := resolveSwitch(t, r.Switch)
@@ -107,13 +106,25 @@ func (c *Cluster) setCables(p *Plan) (*cableFaults, error) {
 			return nil, fmt.Errorf("fault rule %d: %w", i+1, err)
 		}
 		sw := &t.Switches[s]
+		w := window{r.From, r.To}
+		if r.Action == SwitchDown {
+			switches = append(switches, switchDown{s, w})
+			for port, pe := range sw.Ports {
+				switch pe.Kind {
+				case topo.ToSwitch:
+					n.sws[pe.Index].out[pe.Port-1].downs = append(n.sws[pe.Index].out[pe.Port-1].downs, w)
+					fallthrough
+				case topo.ToHost:
+					n.sws[s].out[port].downs = append(n.sws[s].out[port].downs, w)
+				}
+			}
+			continue
+		}
 		if r.Port < 1 || r.Port > len(sw.Ports) || sw.Ports[r.Port-1].Kind != topo.ToSwitch {
-			return nil, fmt.Errorf("fault rule %d: %w: port %d of switch %q is not cabled to another switch (a host's own link is link-down of its node)", i+1, ErrCable, r.Port, sw.Name)
+			return nil, fmt.Errorf("fault rule %d: %w: port %d of switch %q is not cabled to another switch (a host's own link is link-down of its node; a whole switch is switch-down)", i+1, ErrCable, r.Port, sw.Name)
 		}
 		pe := sw.Ports[r.Port-1]
-		w := window{r.From, r.To}
-		cables = append(cables, cable{s, r.Port, w})
-		n := c.net
+		cables = append(cables, cableDown{s, r.Port, w})
 		n.sws[s].out[r.Port-1].downs = append(n.sws[s].out[r.Port-1].downs, w)
 		n.sws[pe.Index].out[pe.Port-1].downs = append(n.sws[pe.Index].out[pe.Port-1].downs, w)
 	}
@@ -125,55 +136,158 @@ func (c *Cluster) setCables(p *Plan) (*cableFaults, error) {
 	if reroute < 0 {
 		return cf, nil // the subnet manager never reroutes
 	}
-	// The subnet manager learns of every change (a cable going down or
-	// coming back) and has new tables in place reroute later.
+	// The subnet manager learns of every change (a cable or a switch
+	// going down or coming back) and has new tables in place reroute
+	// later.
 	var changes []fabric.Time
-	for _, cb := range cables {
-		changes = append(changes, cb.w.from)
-		if cb.w.to > 0 {
-			changes = append(changes, cb.w.to)
+	for _, w := range append(windowsOf(cables), windowsOfSwitches(switches)...) {
+		changes = append(changes, w.from)
+		if w.to > 0 {
+			changes = append(changes, w.to)
 		}
 	}
 	slices.Sort(changes)
 	changes = slices.Compact(changes)
-	engine := f.Engine
+	prev := make([][]uint8, len(t.Switches)) // the tables in force before each change
+	for s := range prev {
+		prev[s] = n.sws[s].lft
+	}
 	for _, at := range changes {
-		cut := copyTopology(t)
-		var names []string
-		for _, cb := range cables {
-			if cb.w.has(at) {
-				pe := cut.Switches[cb.s].Ports[cb.port-1]
-				if pe.Kind == topo.ToSwitch {
-					cut.Switches[pe.Index].Ports[pe.Port-1] = topo.Peer{}
-					cut.Switches[cb.s].Ports[cb.port-1] = topo.Peer{}
-				}
-				names = append(names, fmt.Sprintf("%s/%d", t.Switches[cb.s].Name, cb.port))
-			}
+		ep, ok := c.rerouted(t, f, cables, switches, at, prev)
+		if !ok {
+			continue // the fabric is cut in two: the old tables stay
 		}
-		tb, err := route.Compute(cut, engine, c.cfg.Seed)
-		if errors.Is(err, route.ErrNotFatTree) {
-			tb, err = route.Compute(cut, route.MinHop, c.cfg.Seed)
-		}
-		why := "all cables up"
-		if len(names) > 0 {
-			why = "without " + strings.Join(names, ", ")
-		}
-		if err != nil {
-			// The fabric is cut in two: no tables reach every host, and
-			// the subnet manager leaves the old ones in place.
-			continue
-		}
-		ep := epoch{at: at.Add(reroute), why: why}
-		for s := range t.Switches {
-			l := make([]uint8, len(f.Hosts))
-			for r, h := range f.Hosts {
-				l[r] = uint8(tb.Port(s, h) - 1)
-			}
-			ep.lfts = append(ep.lfts, l)
-		}
+		ep.at = at.Add(reroute)
 		cf.epochs = append(cf.epochs, ep)
+		prev = ep.lfts
 	}
 	return cf, nil
+}
+
+// cableDown is a CableDown rule resolved: switch s's port (from 1) and
+// its window; switchDown a SwitchDown rule.
+type cableDown struct {
+	s, port int
+	w       window
+}
+
+type switchDown struct {
+	s int
+	w window
+}
+
+func windowsOf(cs []cableDown) []window {
+	var ws []window
+	for _, c := range cs {
+		ws = append(ws, c.w)
+	}
+	return ws
+}
+
+func windowsOfSwitches(ss []switchDown) []window {
+	var ws []window
+	for _, s := range ss {
+		ws = append(ws, s.w)
+	}
+	return ws
+}
+
+// rerouted is the tables the subnet manager computes at a change at, on
+// the fabric without the cables and switches down then: the engine's
+// tables for every host still reachable, and for the hosts cabled to a
+// switch that is down (which no table reaches) the entries of prev, the
+// tables in force before. false when some host still up cannot reach
+// another: the subnet manager then leaves the old tables.
+func (c *Cluster) rerouted(t *topo.Topology, f *Fabric, cables []cableDown, switches []switchDown, at fabric.Time, prev [][]uint8) (epoch, bool) {
+	cut := copyTopology(t)
+	var names []string
+	for _, cb := range cables {
+		if cb.w.has(at) {
+			cutCable(cut, cb.s, cb.port)
+			names = append(names, fmt.Sprintf("%s/%d", t.Switches[cb.s].Name, cb.port))
+		}
+	}
+	dead := make([]bool, len(t.Hosts)) // hosts cabled to a switch that is down
+	for _, sd := range switches {
+		if !sd.w.has(at) {
+			continue
+		}
+		for port, pe := range cut.Switches[sd.s].Ports {
+			switch pe.Kind {
+			case topo.ToSwitch:
+				cutCable(cut, sd.s, port+1)
+			case topo.ToHost:
+				dead[pe.Index] = true
+			}
+		}
+		names = append(names, "switch "+t.Switches[sd.s].Name)
+	}
+	live, idx := withoutHosts(cut, dead)
+	if len(live.Hosts) < 2 {
+		return epoch{}, false
+	}
+	tb, err := route.Compute(live, f.Engine, c.cfg.Seed)
+	if errors.Is(err, route.ErrNotFatTree) {
+		tb, err = route.Compute(live, route.MinHop, c.cfg.Seed)
+	}
+	if err != nil {
+		return epoch{}, false
+	}
+	why := "all cables and switches up"
+	if len(names) > 0 {
+		why = "without " + strings.Join(names, ", ")
+	}
+	ep := epoch{why: why}
+	for s := range t.Switches {
+		l := slices.Clone(prev[s])
+		for r, h := range f.Hosts {
+			if k := idx[h]; k >= 0 {
+				if port := tb.Port(s, k); port > 0 {
+					l[r] = uint8(port - 1)
+				}
+			}
+		}
+		ep.lfts = append(ep.lfts, l)
+	}
+	return ep, true
+}
+
+// cutCable removes the cable at port (from 1) of switch s from t, at both
+// of its ends.
+func cutCable(t *topo.Topology, s, port int) {
+	pe := t.Switches[s].Ports[port-1]
+	if pe.Kind == topo.ToSwitch {
+		t.Switches[pe.Index].Ports[pe.Port-1] = topo.Peer{}
+		t.Switches[s].Ports[port-1] = topo.Peer{}
+	}
+}
+
+// withoutHosts is t without the hosts marked dead (their switch ports left
+// empty), and each host's index in it (-1: removed). t itself when none
+// is.
+func withoutHosts(t *topo.Topology, dead []bool) (*topo.Topology, []int) {
+	idx := make([]int, len(t.Hosts))
+	u := t
+	if slices.Contains(dead, true) {
+		c := *t
+		c.Hosts = nil
+		u = &c
+	}
+	for h := range t.Hosts {
+		if dead[h] {
+			idx[h] = -1
+			u.Switches[t.Hosts[h].Switch].Ports[t.Hosts[h].Port-1] = topo.Peer{}
+			continue
+		}
+		idx[h] = h
+		if u != t {
+			idx[h] = len(u.Hosts)
+			u.Hosts = append(u.Hosts, t.Hosts[h])
+			pe := &u.Switches[t.Hosts[h].Switch].Ports[t.Hosts[h].Port-1]
+			pe.Index = idx[h]
+		}
+	}
+	return u, idx
 }
 
 // copyTopology copies t deeply enough to cut cables in the copy.

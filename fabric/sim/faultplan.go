@@ -39,9 +39,15 @@ const (
 	// installs forwarding tables around it Plan.Reroute after it fails,
 	// and back Plan.Reroute after it returns.
 	CableDown
+	// SwitchDown takes switch Switch down from From to To: every cable
+	// of it, to switches and to hosts, drops what is sent into it, and
+	// the subnet manager routes around it Plan.Reroute after it fails
+	// (the hosts cabled to it are then unreachable) and back Plan.Reroute
+	// after it returns.
+	SwitchDown
 )
 
-var actionNames = [...]string{"?", "lose", "corrupt", "duplicate", "reorder", "link-down", "starve", "crash", "cable-down"}
+var actionNames = [...]string{"?", "lose", "corrupt", "duplicate", "reorder", "link-down", "starve", "crash", "cable-down", "switch-down"}
 
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
@@ -87,7 +93,8 @@ type Rule struct {
 	// Delay of a Delay rule; 0 means 2 microseconds.
 	Delay fabric.Duration
 	// Switch and Port of a CableDown rule: the switch by name, GUID
-	// ("0x...") or index ("#3"), and its port (from 1).
+	// ("0x...") or index ("#3"), and its port (from 1); Switch of a
+	// SwitchDown rule.
 	Switch string
 	Port   int
 	// Name describes the rule in reports; empty gives a generated one.
@@ -125,6 +132,8 @@ func (r *Rule) describe() string {
 		fmt.Fprintf(&b, " node %d", r.Node)
 	case CableDown:
 		fmt.Fprintf(&b, " %s port %d", r.Switch, r.Port)
+	case SwitchDown:
+		fmt.Fprintf(&b, " %s", r.Switch)
 	default:
 		if r.Src >= 0 || r.Dst >= 0 {
 			fmt.Fprintf(&b, " %s->%s", anyNode(r.Src), anyNode(r.Dst))
@@ -200,6 +209,10 @@ func (p *Plan) validate(nodes int) error {
 		case CableDown:
 			if r.Switch == "" || r.Port < 1 {
 				return bad("a cable is a switch and a port from 1, got %q port %d", r.Switch, r.Port)
+			}
+		case SwitchDown:
+			if r.Switch == "" {
+				return bad("no switch named (a name, a GUID 0x... or an index #N)")
 			}
 		default:
 			return bad("unknown action")
@@ -293,7 +306,7 @@ func (c *Cluster) SetPlan(p *Plan) error {
 			in.starve[r.Node] = append(in.starve[r.Node], w)
 		case Crash:
 			in.crashAt[r.Node] = min(in.crashAt[r.Node], r.From)
-		case CableDown: // setCables
+		case CableDown, SwitchDown: // setCables
 		default:
 			in.pkt = true
 			in.rules = append(in.rules, ruleState{Rule: r, rng: c.rng(fmt.Sprintf("fault/%d", i))})
@@ -460,7 +473,7 @@ func (c *Cluster) FaultSummary() string {
 	}
 	if cf := c.net.cables; cf != nil {
 		for _, r := range in.plan.Rules {
-			if r.Action == CableDown && c.now >= r.From {
+			if (r.Action == CableDown || r.Action == SwitchDown) && c.now >= r.From {
 				parts = append(parts, r.describe())
 			}
 		}
