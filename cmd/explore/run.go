@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmashuffle/rdmashuffle/algos"
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -181,6 +182,11 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results
 	} else if ok {
 		if err := experiments.CheckMemory(cfg, limit); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.Network.AdaptiveRC && (cfg.Notify == algos.NotifyBuffers || cfg.Notify == algos.NotifyQueue) {
+		if prof, err := sim.LoadProfile(cfg.Profile); err == nil && prof.NIC.OOOWindow > 0 {
+			t.note(cmd.ErrOrStderr(), wrapText(fmt.Sprintf("note: --notify %s polls memory for a seal written after the data; with RC packets routed adaptively, %s's NIC places packets as they arrive (out-of-order placement), so a seal can be in memory before the data it seals: expect a corrupt run, or one that stalls (docs/topology.md, \"RC under adaptive routing\"). --notify cq waits for the completion", cfg.Notify, prof.Name), tableWidth(), "  "))
 		}
 	}
 	if n := cfg.Network; n.Kind == netspec.File && !n.ProfileSpeeds && n.HostLink.IsZero() {

@@ -301,7 +301,8 @@ type Stats struct {
 	RCRetransmits     int64 // RC go-back-N rewinds (ACK timeouts, NAKs, missing read responses); each resends every unacknowledged packet
 	RNRNaks           int64
 	RCSeqNaks         int64           // RC sequence-error NAKs sent: a responder found a gap in the PSNs it could not hold
-	RCHeldAhead       int64           // RC packets held past a gap in their PSNs and placed when it filled (nic.ooo_window)
+	RCHeldAhead       int64           // RC packets held past a gap in their PSNs and taken when it filled (nic.ooo_window)
+	RCPlacedAhead     int64           // of those, RDMA Write packets whose payload was written to memory on arrival, before the gap filled
 	CQOverruns        int64           // completions lost to full CQs
 	LockHandoffs      int64           // a thread took a QP's or CQ's lock from another thread
 	LockWait          fabric.Duration // threads' time spent taking provider locks from other threads (spinning, and the cache-line hand-off)

@@ -52,19 +52,67 @@ func (q *qp) holdAhead(p *packet, d int32) bool {
 		return false
 	}
 	o := q.ooo()
-	o.req = q.c.insertHeld(o.req, p)
+	var taken *packet
+	o.req, taken = q.c.insertHeld(o.req, p)
+	if taken != nil && taken.op == pWrite {
+		taken.placed = q.placeAhead(taken, d)
+	}
+	return true
+}
+
+// placeAhead writes the payload of an RDMA Write packet held d PSNs past
+// the expected one into memory on arrival, as the hardware's out-of-order
+// placement does: only its completion (and the ACK) waits for the gap.
+// So a thread polling memory can see it before the bytes ahead of it,
+// which are still on their way. Its target is known when it is the first
+// packet of its message (its RETH gives the address), or a packet of the
+// message in progress (every packet but a message's last carries a whole
+// MTU); a packet of a later message whose first packet has not arrived is
+// placed when the gap fills, with the rest. When the gap fills, a packet
+// placed ahead is not written again (its bytes may have been overwritten
+// since, by a sender that reused the buffer after the receiver saw a
+// message's last bytes); it is checked as every write is. It reports
+// whether it placed p.
+func (q *qp) placeAhead(p *packet, d int32) bool {
+	if p.n == 0 || p.data == nil {
+		return false
+	}
+	var m *mr
+	var dst []byte
+	switch {
+	case p.first:
+		mm, buf := q.nic.remoteBuf(q, p.rkey, p.raddr, p.dmaLen, fabric.AccessRemoteWrite)
+		if mm == nil || len(buf) < p.n {
+			return false // refused when the gap fills, in order
+		}
+		m, dst = mm, buf[:p.n]
+	case q.inMsg && q.msgMR != nil && !q.msgMR.Dead():
+		off := uint64(q.msgOff) + uint64(d)*uint64(q.mtu)
+		if off+uint64(p.n) > uint64(q.msgLen) {
+			return false // a later message's
+		}
+		m = q.msgMR
+		dst = m.buf[q.msgAt+off : q.msgAt+off+uint64(p.n)]
+	default:
+		return false
+	}
+	q.c.stats.RCPlacedAhead++
+	storeInto(m, dst, p)
+	m.signal()
 	return true
 }
 
 // insertHeld adds a copy of p to held, kept in PSN order, unless a packet
-// of its PSN is there already (a duplicate).
-func (c *Cluster) insertHeld(held []*packet, p *packet) []*packet {
+// of its PSN is there already (a duplicate); it returns the copy, nil for
+// a duplicate.
+func (c *Cluster) insertHeld(held []*packet, p *packet) ([]*packet, *packet) {
 	i, found := slices.BinarySearchFunc(held, p.psn, func(h *packet, psn fabric.PSN) int { return int(h.psn.Sub(psn)) })
 	if found {
-		return held
+		return held, nil
 	}
 	c.stats.RCHeldAhead++
-	return slices.Insert(held, i, c.clonePacket(p))
+	cp := c.clonePacket(p)
+	return slices.Insert(held, i, cp), cp
 }
 
 // drainAhead takes, after a packet in sequence, the held requests that
@@ -98,7 +146,7 @@ func (q *qp) holdResp(p *packet, d int32) bool {
 		return false
 	}
 	o := q.ooo()
-	o.resp = q.c.insertHeld(o.resp, p)
+	o.resp, _ = q.c.insertHeld(o.resp, p)
 	return true
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/fabrictest"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -97,5 +98,78 @@ func TestOOOReadResponses(t *testing.T) {
 				t.Errorf("window %d: %d retransmissions, %d reordered", window, st.RCRetransmits, st.PacketsReordered)
 			}
 		})
+	}
+}
+
+// TestOOOPlacesWritesOnArrival: with out-of-order placement an RDMA
+// Write packet that overtakes an earlier one is written to memory when it
+// arrives, as the hardware places it; only its completion waits for the
+// gap. Node 0 writes 64 KiB (16 packets) and then an 8-byte flag behind
+// it on the same queue pair; the 5th packet of the data is held back 20
+// us on its way. Node 1 polls the flag: on a NIC with out-of-order
+// placement it sees the flag while the data ahead of it is still
+// missing, the hazard of polling memory for a message's last byte under
+// adaptive routing; in order only, the flag waits for go-back-N to bring
+// the data, and the data is whole when the flag shows.
+func TestOOOPlacesWritesOnArrival(t *testing.T) {
+	const data = 64 << 10
+	for _, tc := range []struct {
+		window  int
+		partial bool // the flag shows before the data is whole
+	}{{256, true}, {0, false}} {
+		c := newCluster(t, sim.Config{Nodes: 2, Seed: 1, Profile: oooProfile(t, tc.window)})
+		plan := sim.NewPlan()
+		plan.Rules = []sim.Rule{{Action: sim.Delay, Src: 0, Dst: 1, Transport: fabric.RC, Op: "WRITE", Nth: 5, Delay: 20 * fabric.Microsecond}}
+		if err := c.SetPlan(plan); err != nil {
+			t.Fatal(err)
+		}
+		missing := -1 // bytes of the data not yet there when the flag showed
+		err := c.Run(func(th fabric.Thread) error {
+			me := th.Node().ID()
+			conn, err := fabrictest.Connect(th, 1-me, fabrictest.Options{MRBytes: data + 64, Timeout: 8, MaxInline: 64})
+			if err != nil {
+				return err
+			}
+			buf := conn.MR.Bytes()
+			if me == 0 {
+				for i := range data {
+					buf[i] = 0xab
+				}
+				buf[data] = 1
+				wrs := []fabric.SendWR{
+					{ID: 1, Op: fabric.OpWrite, Local: conn.MR.SGE(0, data), RemoteAddr: conn.Peer.Addr, RKey: conn.Peer.RKey},
+					{ID: 2, Op: fabric.OpWrite, Local: conn.MR.SGE(data, 8), RemoteAddr: conn.Peer.Addr + data, RKey: conn.Peer.RKey, Flags: fabric.Inline | fabric.Signaled},
+				}
+				if _, err := conn.QP.PostSend(wrs); err != nil {
+					return err
+				}
+				if _, err := fabrictest.Await(th, conn.SCQ, 1, 100*fabric.Millisecond); err != nil {
+					return err
+				}
+				return th.Node().OOB().Barrier("done")
+			}
+			for buf[data] == 0 {
+				th.Wait(th.Now().Add(fabric.Millisecond), conn.MR)
+				th.Sync()
+			}
+			missing = 0
+			for _, b := range buf[:data] {
+				if b != 0xab {
+					missing++
+				}
+			}
+			return th.Node().OOB().Barrier("done")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := c.Stats()
+		t.Logf("window %d: %d bytes missing when the flag showed; %d packets held, %d placed on arrival, %d retransmitted", tc.window, missing, st.RCHeldAhead, st.RCPlacedAhead, st.RCRetransmits)
+		if (missing > 0) != tc.partial {
+			t.Errorf("window %d: %d bytes of the data missing when the flag showed; want some: %v", tc.window, missing, tc.partial)
+		}
+		if tc.partial && (missing != 4096 || st.RCPlacedAhead == 0) {
+			t.Errorf("want exactly the delayed packet's 4096 bytes missing and packets placed on arrival: %d, %d", missing, st.RCPlacedAhead)
+		}
 	}
 }

@@ -94,6 +94,7 @@ type packet struct {
 	segs           [2]span
 	nseg           int
 	held           bool
+	placed         bool        // an RDMA Write payload already written on arrival, ahead of a gap (ooo.go placeAhead)
 	noDMA          bool        // payload travels in the work request (inline)
 	vl             uint8       // the virtual lane its service level maps to (0 with one data VL)
 	dataAt         fabric.Time // when the payload could first be fetched

@@ -255,7 +255,7 @@ func (q *qp) deliverWrite(p *packet, reliable bool) bool {
 			return false
 		}
 	}
-	if p.n > 0 {
+	if p.n > 0 && !p.placed {
 		m := q.msgMR
 		storeInto(m, m.buf[q.msgAt+uint64(q.msgOff):q.msgAt+uint64(q.msgLen)], p)
 		m.signal()
