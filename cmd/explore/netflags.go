@@ -21,11 +21,12 @@ type netFlags struct {
 	topology, routing, placement, oversub string
 	radix, levels, hosts, vls             int
 	speeds, hostLink, switchLink          string
+	cables                                []string
 }
 
 // netFlagNames are the network flags; the sweep parameter network (and
 // run's --network) says what they say in one string.
-var netFlagNames = []string{"topology", "routing", "placement", "radix", "levels", "oversubscription", "hosts", "vls", "speeds", "host-link", "switch-link"}
+var netFlagNames = []string{"topology", "routing", "placement", "radix", "levels", "oversubscription", "hosts", "vls", "speeds", "host-link", "switch-link", "cable"}
 
 func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.topology, "topology", "single", "simulator: the switches: single (one ideal crossbar, the default), fat-tree (two or three levels of the profile's switch), or file:PATH (ibnetdiscover output or YAML; docs/fabric-files.md)")
@@ -38,6 +39,7 @@ func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.speeds, "speeds", "file", "multi-switch: file (each cable at the width and speed a fabric file gives it, 4xEDR, 2xHDR; the profile's rate where none is given) or profile (every cable at the profile's rate)")
 	fl.StringVar(&f.hostLink, "host-link", "", "multi-switch: every host's cable at this width and speed, such as 2xHDR (HDR100) or 1xEDR (a cable that trained at one lane); no faster than the profile's port")
 	fl.StringVar(&f.switchLink, "switch-link", "", "multi-switch: every cable between switches at this width and speed, such as 4xHDR")
+	fl.StringArrayVar(&f.cables, "cable", nil, "multi-switch: one cable at a width and speed of its own, SWITCH/PORT:WIDTHxSPEED (leaf-0/19:1xEDR: the cable at port 19 of leaf-0 trained at one lane); repeat for more")
 	fl.IntVar(&f.vls, "vls", 1, "multi-switch: data virtual lanes per port, each with its share of every buffer and its credits, service levels mapped and lanes arbitrated as OpenSM does with quality of service on (1: one lane, OpenSM's default)")
 }
 
@@ -105,6 +107,13 @@ func (f *netFlags) spec(set func(string) bool) (netspec.Spec, error) {
 		if *l.to, err = topo.ParseLink(l.v); err != nil {
 			return s, fmt.Errorf("--%s: %w", l.name, err)
 		}
+	}
+	for _, v := range f.cables {
+		c, err := netspec.ParseCableLink(v)
+		if err != nil {
+			return s, fmt.Errorf("--cable: %w", err)
+		}
+		s.Cables = append(s.Cables, c)
 	}
 	return s, nil
 }

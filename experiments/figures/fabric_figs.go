@@ -103,6 +103,7 @@ func fabricFigures() []Figure {
 			},
 		},
 		treeScaleFigure(),
+		cableFigure(),
 	}
 }
 

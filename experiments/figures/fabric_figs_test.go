@@ -99,3 +99,36 @@ func TestTreeSkewPlots(t *testing.T) {
 		t.Errorf("mixed records: %q, %v", names(ps), err)
 	}
 }
+
+// TestCableFigureNetworks: the trees-cable figure's networks each slow
+// the cable they say, at both scales: the first leaf's first uplink
+// (half the radix plus one) at 2x and 1x, once routed adaptively, and
+// the first host's cable at 1x, against a tree without a slow cable.
+func TestCableFigureNetworks(t *testing.T) {
+	f, err := FigureByID("trees-cable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, full := range []bool{false, true} {
+		ss, err := f.Sweeps(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var labels []string
+		for _, p := range ss[0].Points() {
+			r := &results.Record{Network: p.Config.Network}
+			if l := cableLabel(r); !strings.Contains(strings.Join(labels, ";"), l) {
+				labels = append(labels, l)
+			}
+			for _, c := range p.Config.Network.Cables {
+				if want := map[bool]int{false: 5, true: 19}[full]; c.Port != 1 && c.Port != want {
+					t.Errorf("full %v: cable at port %d, want the first uplink %d", full, c.Port, want)
+				}
+			}
+		}
+		want := "every cable at 4x;leaf-spine cable at 2x;leaf-spine cable at 1x;leaf-spine cable at 1x, adaptive (UD);a host's cable at 1x"
+		if got := strings.Join(labels, ";"); got != want || ss[0].Len() != 15 {
+			t.Errorf("full %v: %d points, networks %q, want 15 and %q", full, ss[0].Len(), got, want)
+		}
+	}
+}

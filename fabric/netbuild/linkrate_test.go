@@ -155,3 +155,54 @@ func TestFasterHostRefused(t *testing.T) {
 		}
 	}
 }
+
+// cable= sets one cable, at both ends when it joins two switches: one
+// leaf-spine cable of sixteen at 1x slows a whole all-to-all, which waits
+// for the flows through it; a switch or port that is not there is
+// refused.
+func TestOneSlowCable(t *testing.T) {
+	const nodes = 16
+	spec := netspec.Spec{Kind: netspec.FatTree, Radix: 8, Levels: 2, Engine: route.FTree}
+	healthy := build(t, spec, nodes)
+	c, err := netspec.ParseCableLink("leaf-0/5:1xEDR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Cables = []netspec.CableLink{c}
+	slow := build(t, spec, nodes)
+	tp := slow.Fabric.Topology
+	leaf, err := tp.FindSwitch("leaf-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe := tp.Switches[leaf].Ports[4]
+	if pe.Link != link(t, "1xEDR") || tp.Switches[pe.Index].Ports[pe.Port-1].Link != pe.Link {
+		t.Fatalf("cable leaf-0/5 at %q, its other end at %q", pe.Link, tp.Switches[pe.Index].Ports[pe.Port-1].Link)
+	}
+	all := func(b *netbuild.Built) float64 {
+		cfg := perftest.Config{Test: "alltoall_bw", Size: 65536, Iters: 20}
+		if err := cfg.Normalize(nodes); err != nil {
+			t.Fatal(err)
+		}
+		res, err := perftest.Run(cluster(t, nodes, b, 1), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.BWAvgGbps
+	}
+	h, s := all(healthy), all(slow)
+	t.Logf("all-to-all per node: %.1f Gb/s with every cable at 4x EDR, %.1f with leaf-0/5 at 1x (%.2f)", h, s, s/h)
+	if s > 0.6*h {
+		t.Errorf("one cable at a quarter of its rate cost the all-to-all only %.0f%%", 100*(1-s/h))
+	}
+	for _, bad := range []string{"nowhere/5:1xEDR", "leaf-0/9:1xEDR"} {
+		c, err := netspec.ParseCableLink(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Cables = []netspec.CableLink{c}
+		if _, err := netbuild.Build(spec, nodes, profile(t), 1); !errors.Is(err, netspec.ErrSpec) {
+			t.Errorf("cable=%s: %v", bad, err)
+		}
+	}
+}

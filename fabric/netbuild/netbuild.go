@@ -80,7 +80,9 @@ func Build(s netspec.Spec, nodes int, p *sim.Profile, seed uint64) (*Built, erro
 	default:
 		return nil, fmt.Errorf("%w: topology kind %d", netspec.ErrSpec, s.Kind)
 	}
-	setLinks(t, s)
+	if err := setLinks(t, s); err != nil {
+		return nil, err
+	}
 	b := &Built{Name: t.Name}
 	var tb *topo.Tables
 	var err error
@@ -115,23 +117,42 @@ func Build(s netspec.Spec, nodes int, p *sim.Profile, seed uint64) (*Built, erro
 
 // setLinks applies the spec's cable widths and speeds to t: none with
 // speeds=profile, then every host's cable and every cable between
-// switches the spec sets.
-func setLinks(t *topo.Topology, s netspec.Spec) {
-	if !s.ProfileSpeeds && s.HostLink.IsZero() && s.SwitchLink.IsZero() {
-		return
+// switches the spec sets, then its single cables (both ends of a cable
+// between switches).
+func setLinks(t *topo.Topology, s netspec.Spec) error {
+	at := make([]int, len(s.Cables)) // each single cable's switch
+	for i, c := range s.Cables {
+		sw, err := t.FindSwitch(c.Switch)
+		if err != nil {
+			return fmt.Errorf("%w: cable=%s: %w", netspec.ErrSpec, c, err)
+		}
+		if ports := len(t.Switches[sw].Ports); c.Port > ports || t.Switches[sw].Ports[c.Port-1].Kind == topo.None {
+			return fmt.Errorf("%w: cable=%s: port %d of switch %q has no cable (it has ports 1..%d)", netspec.ErrSpec, c, c.Port, t.Switches[sw].Name, ports)
+		}
+		at[i] = sw
 	}
-	for i := range t.Switches {
-		for p := range t.Switches[i].Ports {
-			pe := &t.Switches[i].Ports[p]
-			if s.ProfileSpeeds {
-				pe.Link = topo.Link{}
-			}
-			switch {
-			case pe.Kind == topo.ToHost && !s.HostLink.IsZero():
-				pe.Link = s.HostLink
-			case pe.Kind == topo.ToSwitch && !s.SwitchLink.IsZero():
-				pe.Link = s.SwitchLink
+	if s.ProfileSpeeds || !s.HostLink.IsZero() || !s.SwitchLink.IsZero() {
+		for i := range t.Switches {
+			for p := range t.Switches[i].Ports {
+				pe := &t.Switches[i].Ports[p]
+				if s.ProfileSpeeds {
+					pe.Link = topo.Link{}
+				}
+				switch {
+				case pe.Kind == topo.ToHost && !s.HostLink.IsZero():
+					pe.Link = s.HostLink
+				case pe.Kind == topo.ToSwitch && !s.SwitchLink.IsZero():
+					pe.Link = s.SwitchLink
+				}
 			}
 		}
 	}
+	for i, c := range s.Cables {
+		pe := &t.Switches[at[i]].Ports[c.Port-1]
+		pe.Link = c.Link
+		if pe.Kind == topo.ToSwitch {
+			t.Switches[pe.Index].Ports[pe.Port-1].Link = c.Link
+		}
+	}
+	return nil
 }

@@ -50,6 +50,54 @@ type Spec struct {
 	// "switch-link=4xHDR"), after the file's.
 	ProfileSpeeds        bool
 	HostLink, SwitchLink topo.Link
+	// Cables sets single cables' widths and speeds, after everything
+	// else ("cable=leaf-0/19:1xEDR": a cable that trained at one lane).
+	Cables []CableLink
+}
+
+// CableLink is one cable's width and speed: the cable at Port (from 1) of
+// Switch (a name, a GUID 0x... or an index #N), to a host or a switch.
+type CableLink struct {
+	Switch string
+	Port   int
+	Link   topo.Link
+}
+
+// String is the cable as the network's text form writes it,
+// "leaf-0/19:1xEDR".
+func (c CableLink) String() string { return fmt.Sprintf("%s/%d:%s", c.Switch, c.Port, c.Link) }
+
+// ParseCableLink reads "SWITCH/PORT:WIDTHxSPEED"; the switch's name may
+// itself hold '/' and ':' (the last of each separates).
+func ParseCableLink(v string) (CableLink, error) {
+	bad := func(why string, args ...any) (CableLink, error) {
+		return CableLink{}, fmt.Errorf("%w: cable %q: %s (give SWITCH/PORT:WIDTHxSPEED, such as leaf-0/19:1xEDR)", ErrSpec, v, fmt.Sprintf(why, args...))
+	}
+	at, l, ok := cutLast(v, ":")
+	if !ok {
+		return bad("no width and speed after a ':'")
+	}
+	sw, port, ok := cutLast(at, "/")
+	if !ok || sw == "" {
+		return bad("no switch and port before the ':'")
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 255 {
+		return bad("%q is not a port number (1 to 255)", port)
+	}
+	link, err := topo.ParseLink(l)
+	if err != nil {
+		return bad("%v", err)
+	}
+	return CableLink{Switch: sw, Port: p, Link: link}, nil
+}
+
+func cutLast(s, sep string) (string, string, bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+len(sep):], true
 }
 
 // ErrSpec reports a network specification that cannot be built.
@@ -123,6 +171,9 @@ func (s *Spec) String() string {
 	if !s.SwitchLink.IsZero() {
 		b.WriteString(" switch-link=" + s.SwitchLink.String())
 	}
+	for _, c := range s.Cables {
+		b.WriteString(" cable=" + quotePath(c.String()))
+	}
 	return b.String()
 }
 
@@ -158,7 +209,8 @@ func (s Spec) IsZero() bool { return s.IsSingle() }
 // "file:PATH" (a PATH with spaces quoted as in Go), then "routing=ENGINE"
 // or "routing=lft:PATH", an optional "adaptive" or "adaptive+rc",
 // "placement=P", and optionally "vls=N", "speeds=profile",
-// "host-link=WxS" and "switch-link=WxS".
+// "host-link=WxS", "switch-link=WxS" and any number of
+// "cable=SWITCH/PORT:WxS".
 func Parse(text string) (Spec, error) {
 	var s Spec
 	if strings.TrimSpace(text) == "" {
@@ -216,6 +268,11 @@ func Parse(text string) (Spec, error) {
 				err = fmt.Errorf("%w: %q in %q: speeds=profile runs every cable at the profile's rate, speeds=file (the default) at the width and speed the fabric gives", ErrSpec, w, text)
 			}
 			s.ProfileSpeeds = v == "profile"
+		case "cable":
+			var c CableLink
+			if c, err = ParseCableLink(v); err == nil {
+				s.Cables = append(s.Cables, c)
+			}
 		case "host-link", "switch-link":
 			var l topo.Link
 			if l, err = topo.ParseLink(v); err != nil {
@@ -242,7 +299,7 @@ func splitWords(text string) ([]string, error) {
 	rest := strings.TrimSpace(text)
 	for rest != "" {
 		prefix := ""
-		for _, p := range []string{"file:", "routing=lft:", "placement="} {
+		for _, p := range []string{"file:", "routing=lft:", "placement=", "cable="} {
 			if strings.HasPrefix(rest, p+`"`) {
 				prefix = p
 			}

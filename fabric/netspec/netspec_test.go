@@ -18,6 +18,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 		{Kind: netspec.File, Path: "f.yaml", Engine: route.UpDn},
 		{Kind: netspec.FatTree, Engine: route.FTree, VLs: 4},
 		{Kind: netspec.File, Path: "f.txt", ProfileSpeeds: true, HostLink: topo.Link{Width: 2, Speed: topo.HDR}, SwitchLink: topo.Link{Width: 4, Speed: topo.HDR}},
+		{Kind: netspec.File, Path: "f.txt", Cables: []netspec.CableLink{{Switch: "MF0;switch-a:SX6036/U1", Port: 35, Link: topo.Link{Width: 1, Speed: topo.FDR}}, {Switch: "leaf 0", Port: 2, Link: topo.Link{Width: 2, Speed: topo.EDR}}}},
 	} {
 		b, err := s.MarshalText()
 		if err != nil {
@@ -31,7 +32,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 			t.Errorf("%q read back as %q", b, got.String())
 		}
 	}
-	for _, bad := range []string{"single", "fat-tree radix=x", "fat-tree colour=red", `file:"open`, "file:x.txt radix=3", "torus", "fat-tree vls=16", "fat-tree vls=0", "fat-tree speeds=fast", "fat-tree host-link=3xEDR", "fat-tree switch-link=4xGDR", "fat-tree host-link="} {
+	for _, bad := range []string{"single", "fat-tree radix=x", "fat-tree colour=red", `file:"open`, "file:x.txt radix=3", "torus", "fat-tree vls=16", "fat-tree vls=0", "fat-tree speeds=fast", "fat-tree host-link=3xEDR", "fat-tree switch-link=4xGDR", "fat-tree host-link=", "fat-tree cable=leaf-0/5", "fat-tree cable=leaf-0:1xEDR", "fat-tree cable=leaf-0/0:1xEDR", "fat-tree cable=/5:1xEDR", "fat-tree cable=leaf-0/5:5xEDR"} {
 		if _, err := netspec.Parse(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -41,7 +42,7 @@ func TestSpecTextRoundTrip(t *testing.T) {
 // FuzzParseSpec: Parse never panics, and what it accepts writes and
 // reads back the same.
 func FuzzParseSpec(f *testing.F) {
-	for _, s := range []string{"", "fat-tree routing=minhop placement=contiguous", `file:"a b.txt" routing=lft:x adaptive+rc placement=list:a,b`, "fat-tree levels=3 radix=36 oversub=2:1 hosts=700 routing=ftree placement=random:9", "file:f.txt routing=minhop placement=contiguous speeds=profile host-link=2xHDR switch-link=1xEDR"} {
+	for _, s := range []string{"", "fat-tree routing=minhop placement=contiguous", `file:"a b.txt" routing=lft:x adaptive+rc placement=list:a,b`, "fat-tree levels=3 radix=36 oversub=2:1 hosts=700 routing=ftree placement=random:9", "file:f.txt routing=minhop placement=contiguous speeds=profile host-link=2xHDR switch-link=1xEDR", `fat-tree routing=ftree placement=contiguous cable=leaf-0/5:1xEDR cable="a b/1:2xHDR"`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {

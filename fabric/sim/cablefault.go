@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
@@ -38,35 +37,11 @@ type epoch struct {
 
 // resolveSwitch finds a switch by name, by GUID (0x...) or by index (#N).
 func resolveSwitch(t *topo.Topology, name string) (int, error) {
-	if rest, ok := strings.CutPrefix(name, "#"); ok {
-		i, err := strconv.Atoi(rest)
-		if err != nil || i < 0 || i >= len(t.Switches) {
-			return 0, fmt.Errorf("%w: switch %q: the fabric has switches #0..#%d", ErrCable, name, len(t.Switches)-1)
-		}
-		return i, nil
+	s, err := t.FindSwitch(name)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", ErrCable, strings.TrimPrefix(err.Error(), topo.ErrNoSwitch.Error()+": "))
 	}
-	if strings.HasPrefix(name, "0x") {
-		if g, err := strconv.ParseUint(name[2:], 16, 64); err == nil {
-			for i := range t.Switches {
-				if t.Switches[i].GUID == g && g != 0 {
-					return i, nil
-				}
-			}
-		}
-	}
-	found := -1
-	for i := range t.Switches {
-		if t.Switches[i].Name == name {
-			if found >= 0 {
-				return 0, fmt.Errorf("%w: two switches are named %q; name it by GUID (0x...) or index (#%d, #%d)", ErrCable, name, found, i)
-			}
-			found = i
-		}
-	}
-	if found < 0 {
-		return 0, fmt.Errorf("%w: no switch %q in the fabric (names such as %q, a GUID 0x..., or an index #N)", ErrCable, name, t.Switches[0].Name)
-	}
-	return found, nil
+	return s, nil
 }
 
 // setCables applies the plan's CableDown and SwitchDown rules: it marks

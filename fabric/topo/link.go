@@ -133,3 +133,39 @@ func (t *Topology) LinkOf(s, port int) Link { return t.Switches[s].Ports[port-1]
 
 // HostLink is the width and speed of host h's cable; zero when not given.
 func (t *Topology) HostLink(h int) Link { return t.LinkOf(t.Hosts[h].Switch, t.Hosts[h].Port) }
+
+// ErrNoSwitch reports a switch name that names no switch of a topology.
+var ErrNoSwitch = errors.New("topo: no such switch")
+
+// FindSwitch finds a switch by name, by GUID ("0x..." ) or by index ("#N").
+func (t *Topology) FindSwitch(name string) (int, error) {
+	if rest, ok := strings.CutPrefix(name, "#"); ok {
+		i, err := strconv.Atoi(rest)
+		if err != nil || i < 0 || i >= len(t.Switches) {
+			return 0, fmt.Errorf("%w: switch %q: the fabric has switches #0..#%d", ErrNoSwitch, name, len(t.Switches)-1)
+		}
+		return i, nil
+	}
+	if strings.HasPrefix(name, "0x") {
+		if g, err := strconv.ParseUint(name[2:], 16, 64); err == nil {
+			for i := range t.Switches {
+				if t.Switches[i].GUID == g && g != 0 {
+					return i, nil
+				}
+			}
+		}
+	}
+	found := -1
+	for i := range t.Switches {
+		if t.Switches[i].Name == name {
+			if found >= 0 {
+				return 0, fmt.Errorf("%w: two switches are named %q; name it by GUID (0x...) or index (#%d, #%d)", ErrNoSwitch, name, found, i)
+			}
+			found = i
+		}
+	}
+	if found < 0 {
+		return 0, fmt.Errorf("%w: no switch %q in the fabric (names such as %q, a GUID 0x..., or an index #N)", ErrNoSwitch, name, t.Switches[0].Name)
+	}
+	return found, nil
+}
