@@ -360,7 +360,9 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	if r0.Network != "" {
 		fmt.Fprintln(w, wrapText(fmt.Sprintf("network: %s (%s)", f.netBuilt.Name, r0.Network), tableWidth(), "  "))
 		fmt.Fprint(w, inOrderNote(f.netSpec, prof, rows[0].cfg.Conn))
-		fmt.Fprint(w, speedNote(f.netBuilt.Fabric.Topology, prof))
+		if f.netSpec.HostLink.IsZero() { // slow hosts asked for need no note
+			fmt.Fprint(w, speedNote(f.netBuilt.Fabric.Topology, prof))
+		}
 	}
 	t := newWrappedTable(w)
 	if r0.Test == "ebb" {

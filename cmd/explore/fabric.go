@@ -37,7 +37,7 @@ type fabricReport struct {
 	EBBEstimate float64 `json:"ebb_estimate"`
 	FellBack    string  `json:"fell_back,omitempty"`
 	// Speeds counts the cables by width and speed, hosts' and switches'
-	// apart, those without one as the profile's ("4xEDR (profile)").
+	// apart, those without one as the profile's ("profile edr-cx4").
 	HostSpeeds   []speedCount `json:"host_cable_speeds"`
 	SwitchSpeeds []speedCount `json:"switch_cable_speeds"`
 	route.Analysis

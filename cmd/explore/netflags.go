@@ -36,7 +36,7 @@ func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.levels, "levels", 0, "fat-tree: 2 or 3 levels (default: the fewest that hold the hosts)")
 	fl.StringVar(&f.oversub, "oversubscription", "1:1", "fat-tree: hosts to uplinks at each leaf, R:1")
 	fl.IntVar(&f.hosts, "hosts", 0, "fat-tree: hosts cabled (default: --nodes; more leaves hosts without a node)")
-	fl.StringVar(&f.speeds, "speeds", "file", "multi-switch: file (each cable at the width and speed a fabric file gives it, 4xEDR, 2xHDR; the profile's rate where none is given) or profile (every cable at the profile's rate)")
+	fl.StringVar(&f.speeds, "speeds", "file", "multi-switch: file (each cable at the width and speed a fabric file gives it, 4xEDR, 2xHDR; the profile's rate where none is given) or profile (every cable at the profile's rate, but for those --host-link, --switch-link and --cable set)")
 	fl.StringVar(&f.hostLink, "host-link", "", "multi-switch: every host's cable at this width and speed, such as 2xHDR (HDR100) or 1xEDR (a cable that trained at one lane); no faster than the profile's port")
 	fl.StringVar(&f.switchLink, "switch-link", "", "multi-switch: every cable between switches at this width and speed, such as 4xHDR")
 	fl.StringArrayVar(&f.cables, "cable", nil, "multi-switch: one cable at a width and speed of its own, SWITCH/PORT:WIDTHxSPEED (leaf-0/19:1xEDR: the cable at port 19 of leaf-0 trained at one lane); repeat for more")

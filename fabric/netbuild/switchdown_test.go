@@ -119,3 +119,45 @@ func TestSwitchFaultRefusals(t *testing.T) {
 		t.Errorf("a switch fault on the single switch: %v", err)
 	}
 }
+
+// Every engine routes around a spine that is down (the subnet manager
+// leaves switches it cannot reach out of its sweep: updn would find no
+// path from the lone spine otherwise), and a fault the remaining fabric
+// cannot route around (every spine down) keeps the old tables and says
+// so.
+func TestSwitchDownEveryEngine(t *testing.T) {
+	for _, e := range route.Engines() {
+		s := netspec.Spec{Kind: netspec.FatTree, Radix: 4, Levels: 2, Hosts: 8, Engine: e,
+			Placement: topo.Placement{Kind: topo.HostList, Hosts: []string{"host-0", "host-4"}}}
+		b := build(t, s, 2)
+		c := cluster(t, 2, b, 1)
+		plan := sim.NewPlan()
+		plan.Rules = []sim.Rule{{Action: sim.SwitchDown, Switch: "spine-0", From: fabric.Time(500 * fabric.Microsecond)}}
+		plan.Reroute = 100 * fabric.Microsecond
+		if err := c.SetPlan(plan); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runBW(t, c, "write_bw", fabric.RC); err != nil {
+			t.Errorf("%s: %v [%s]", e, err, c.FaultSummary())
+			continue
+		}
+		if sum := c.FaultSummary(); !strings.Contains(sum, "rerouted at 600.000us (without switch spine-0)") {
+			t.Errorf("%s: %s", e, sum)
+		}
+	}
+	b, _, _ := cableCase(t, false) // 8-port switches: 4 spines
+	c := cluster(t, 2, b, 1)
+	plan := sim.NewPlan()
+	for _, sp := range []string{"spine-0", "spine-1", "spine-2", "spine-3"} {
+		plan.Rules = append(plan.Rules, sim.Rule{Action: sim.SwitchDown, Switch: sp, From: fabric.Time(200 * fabric.Microsecond)})
+	}
+	plan.Reroute = 100 * fabric.Microsecond
+	plan.RetryCnt, plan.AckTimeout = 1, 8
+	if err := c.SetPlan(plan); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runBW(t, c, "write_bw", fabric.RC)
+	if sum := c.FaultSummary(); err == nil || !strings.Contains(sum, "not rerouted at 300.000us, old tables kept (without switch spine-0, switch spine-1, switch spine-2, switch spine-3:") {
+		t.Errorf("every spine down: %v [%s]", err, sum)
+	}
+}

@@ -103,9 +103,10 @@ func Analyze(t *topo.Topology, tb *topo.Tables, hosts []int, maxStages int) (Ana
 // leftover capacity of a faster flow passed to a slower one), so it is a
 // lower bound of what max-min fair sharing would give. When the topology
 // gives cables widths and speeds (topo.Peer.Link), a flow gets the least
-// of its cables' rates over their flows, its hosts' cables' rates
-// included, as a fraction of portGbps, the rate of a cable with none
-// given (the profile's port).
+// of its cables' rates over their flows, as a fraction of what its two
+// hosts' cables would carry alone (the slower of the two), as explore
+// bench ebb divides by what a pair gets alone; portGbps is the rate of a
+// cable with none given (the profile's port).
 func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, seed uint64, portGbps float64) (float64, error) {
 	n := len(hosts)
 	if n < 2 || patterns < 1 {
@@ -173,11 +174,12 @@ func EstimateEBB(t *topo.Topology, tb *topo.Tables, hosts []int, patterns int, s
 		}
 		for k, path := range paths {
 			if rate != nil {
-				share := min(hostRate(ends[k][0]), hostRate(ends[k][1]))
+				alone := min(hostRate(ends[k][0]), hostRate(ends[k][1]))
+				share := alone
 				for _, c := range path {
 					share = min(share, rate[c]/float64(load[c]))
 				}
-				sum += share / portGbps
+				sum += share / alone
 				flows++
 				continue
 			}

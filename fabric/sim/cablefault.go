@@ -26,6 +26,15 @@ var ErrCable = errors.New("sim: invalid cable fault")
 type cableFaults struct {
 	epochs []epoch // in time order
 	drops  int64   // packets sent to a cable that was down
+	// kept says, for each change after which the subnet manager found no
+	// tables and left the old ones, when and why (the fault summary).
+	kept []keptTables
+}
+
+// keptTables is a change the subnet manager could not route around.
+type keptTables struct {
+	at  fabric.Time
+	why string
 }
 
 // epoch is one set of forwarding tables, in force from at.
@@ -128,9 +137,12 @@ func (c *Cluster) setCables(p *Plan) (*cableFaults, error) {
 		prev[s] = n.sws[s].lft
 	}
 	for _, at := range changes {
-		ep, ok := c.rerouted(t, f, cables, switches, at, prev)
-		if !ok {
-			continue // the fabric is cut in two: the old tables stay
+		ep, err := c.rerouted(t, f, cables, switches, at, prev)
+		if err != nil {
+			// The hosts still up cannot all reach one another: the
+			// subnet manager leaves the old tables.
+			cf.kept = append(cf.kept, keptTables{at.Add(reroute), err.Error()})
+			continue
 		}
 		ep.at = at.Add(reroute)
 		cf.epochs = append(cf.epochs, ep)
@@ -171,9 +183,12 @@ func windowsOfSwitches(ss []switchDown) []window {
 // the fabric without the cables and switches down then: the engine's
 // tables for every host still reachable, and for the hosts cabled to a
 // switch that is down (which no table reaches) the entries of prev, the
-// tables in force before. false when some host still up cannot reach
-// another: the subnet manager then leaves the old tables.
-func (c *Cluster) rerouted(t *topo.Topology, f *Fabric, cables []cableDown, switches []switchDown, at fabric.Time, prev [][]uint8) (epoch, bool) {
+// tables in force before. Switches no host still up can reach (a switch
+// that is down, say) are left out of the routing, as a sweep does not
+// find them, and keep their entries. An error when the hosts still up
+// cannot all reach one another: the subnet manager then leaves the old
+// tables.
+func (c *Cluster) rerouted(t *topo.Topology, f *Fabric, cables []cableDown, switches []switchDown, at fabric.Time, prev [][]uint8) (epoch, error) {
 	cut := copyTopology(t)
 	var names []string
 	for _, cb := range cables {
@@ -197,34 +212,92 @@ func (c *Cluster) rerouted(t *topo.Topology, f *Fabric, cables []cableDown, swit
 		}
 		names = append(names, "switch "+t.Switches[sd.s].Name)
 	}
-	live, idx := withoutHosts(cut, dead)
-	if len(live.Hosts) < 2 {
-		return epoch{}, false
-	}
-	tb, err := route.Compute(live, f.Engine, c.cfg.Seed)
-	if errors.Is(err, route.ErrNotFatTree) {
-		tb, err = route.Compute(live, route.MinHop, c.cfg.Seed)
-	}
-	if err != nil {
-		return epoch{}, false
-	}
 	why := "all cables and switches up"
 	if len(names) > 0 {
 		why = "without " + strings.Join(names, ", ")
 	}
+	live, hostIdx := withoutHosts(cut, dead)
+	if len(live.Hosts) < 2 {
+		return epoch{}, fmt.Errorf("%s: fewer than two hosts left", why)
+	}
+	swept, swIdx := sweptSwitches(live)
+	tb, err := route.Compute(swept, f.Engine, c.cfg.Seed)
+	if errors.Is(err, route.ErrNotFatTree) {
+		tb, err = route.Compute(swept, route.MinHop, c.cfg.Seed)
+	}
+	if err != nil {
+		return epoch{}, fmt.Errorf("%s: %w", why, err)
+	}
 	ep := epoch{why: why}
 	for s := range t.Switches {
 		l := slices.Clone(prev[s])
-		for r, h := range f.Hosts {
-			if k := idx[h]; k >= 0 {
-				if port := tb.Port(s, k); port > 0 {
-					l[r] = uint8(port - 1)
+		if k := swIdx[s]; k >= 0 {
+			for r, h := range f.Hosts {
+				if hk := hostIdx[h]; hk >= 0 {
+					if port := tb.Port(k, hk); port > 0 {
+						l[r] = uint8(port - 1)
+					}
 				}
 			}
 		}
 		ep.lfts = append(ep.lfts, l)
 	}
-	return ep, true
+	return ep, nil
+}
+
+// sweptSwitches is t without the switches no host can reach (their
+// cables all down), as the subnet manager's sweep finds the subnet, and
+// each switch's index in it (-1: left out). t itself when every switch
+// is reached.
+func sweptSwitches(t *topo.Topology) (*topo.Topology, []int) {
+	reached := make([]bool, len(t.Switches))
+	var stack []int
+	for _, h := range t.Hosts {
+		if !reached[h.Switch] {
+			reached[h.Switch] = true
+			stack = append(stack, h.Switch)
+		}
+	}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, pe := range t.Switches[s].Ports {
+			if pe.Kind == topo.ToSwitch && !reached[pe.Index] {
+				reached[pe.Index] = true
+				stack = append(stack, pe.Index)
+			}
+		}
+	}
+	idx := make([]int, len(t.Switches))
+	if !slices.Contains(reached, false) {
+		for s := range idx {
+			idx[s] = s
+		}
+		return t, idx
+	}
+	u := *t
+	u.Switches = nil
+	for s := range t.Switches {
+		idx[s] = -1
+		if reached[s] {
+			idx[s] = len(u.Switches)
+			u.Switches = append(u.Switches, t.Switches[s])
+		}
+	}
+	for i := range u.Switches {
+		ports := slices.Clone(u.Switches[i].Ports)
+		for p, pe := range ports {
+			if pe.Kind == topo.ToSwitch {
+				ports[p].Index = idx[pe.Index]
+			}
+		}
+		u.Switches[i].Ports = ports
+	}
+	u.Hosts = slices.Clone(t.Hosts)
+	for h := range u.Hosts {
+		u.Hosts[h].Switch = idx[u.Hosts[h].Switch]
+	}
+	return &u, idx
 }
 
 // cutCable removes the cable at port (from 1) of switch s from t, at both

@@ -140,7 +140,7 @@ func LinkRateBps(l topo.Link, p *Profile) float64 {
 // wireRates gives every switch output and every node's uplink its cable's
 // rate, and notes whether any differs from the profile's.
 func (n *network) wireRates(t *topo.Topology, hosts []int, p *Profile) error {
-	for h := range t.Hosts {
+	for _, h := range hosts { // a host without a node carries no traffic
 		l := t.HostLink(h)
 		if r := LinkRateBps(l, p); r > n.rate*(1+1e-12) {
 			return fmt.Errorf("%w: host %q is cabled at %s (%.1f Gb/s), faster than profile %s's port (%.1f Gb/s): choose a profile of that generation, or give the network speeds=profile to run every cable at the profile's rate", ErrLinkRate, t.Hosts[h].Name, l, r/1e9, p.Name, n.rate/1e9)
@@ -216,6 +216,9 @@ func (c *Cluster) ForwardingPort(sw, node int) (port int, ok bool) {
 // manager would report it (4xEDR for edr-cx4); false for a profile whose
 // lanes run at no InfiniBand speed (an Ethernet profile).
 func ProfileLink(p *Profile) (topo.Link, bool) {
+	if !topo.ValidWidth(p.Link.Lanes) {
+		return topo.Link{}, false
+	}
 	for s := topo.SDR; s <= topo.XDR; s++ {
 		if s.LaneGbaud() == p.Link.LaneGbaud && s.Encoding() == p.Link.Encoding {
 			l := topo.Link{Width: uint8(p.Link.Lanes), Speed: s}

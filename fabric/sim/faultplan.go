@@ -485,6 +485,11 @@ func (c *Cluster) FaultSummary() string {
 				parts = append(parts, fmt.Sprintf("rerouted at %v (%s)", fabric.Duration(ep.at), ep.why))
 			}
 		}
+		for _, k := range cf.kept {
+			if c.now >= k.at {
+				parts = append(parts, fmt.Sprintf("not rerouted at %v, old tables kept (%s)", fabric.Duration(k.at), k.why))
+			}
+		}
 	}
 	f := in.counts
 	if f.LinkDrops > 0 {

@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// ValidWidth reports whether w lanes is an active link width (1x, 2x, 4x,
+// 8x, 12x).
+func ValidWidth(w int) bool { return w > 0 && w <= 255 && widths[uint8(w)] }
+
 // Speed is the signalling generation a link runs at, as the subnet manager
 // reports it (PortInfo LinkSpeedActive and LinkSpeedExtActive, printed by
 // ibnetdiscover as SDR, DDR, ..., XDR). SpeedUnknown means not given.
@@ -88,14 +92,16 @@ func (l Link) String() string {
 // ErrLink reports a link width and speed that cannot be read.
 var ErrLink = errors.New("topo: invalid link width and speed")
 
-// ParseLink reads a width and speed such as "4xEDR", "2xHDR" or "1xSDR".
+// ParseLink reads a width and speed such as "4xEDR", "2xHDR" or "1xSDR"
+// (or "4XEDR": the X in either case).
 func ParseLink(s string) (Link, error) {
-	w, sp, ok := strings.Cut(s, "x")
-	if !ok {
+	i := strings.IndexAny(s, "xX")
+	if i < 0 {
 		return Link{}, fmt.Errorf("%w: %q is not WIDTHxSPEED (such as 4xEDR or 2xHDR)", ErrLink, s)
 	}
+	w, sp := s[:i], s[i+1:]
 	n, err := strconv.Atoi(w)
-	if err != nil || n < 0 || n > 255 || !widths[uint8(n)] {
+	if err != nil || strings.TrimLeft(w, "0123456789") != "" || w[0] == '0' || n > 255 || !widths[uint8(n)] {
 		return Link{}, fmt.Errorf("%w: %q: the width is 1x, 2x, 4x, 8x or 12x", ErrLink, s)
 	}
 	for i := SDR; int(i) < len(lanes); i++ {

@@ -3,6 +3,7 @@ package topo
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -22,20 +23,21 @@ func TestParseLink(t *testing.T) {
 		{"12xDDR", Link{12, DDR}, 48},
 		{"8xNDR", Link{8, NDR}, 800},
 		{"4xXDR", Link{4, XDR}, 800},
+		{"4XEDR", Link{4, EDR}, 100},
 	} {
 		got, err := ParseLink(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("ParseLink(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 			continue
 		}
-		if got.String() != tc.in {
+		if want := strings.ToLower(tc.in[:strings.IndexAny(tc.in, "xX")+1]) + tc.in[strings.IndexAny(tc.in, "xX")+1:]; got.String() != want {
 			t.Errorf("%q reads back as %q", tc.in, got.String())
 		}
 		if g := got.Gbps(); math.Abs(g-tc.gbps) > 1e-9*tc.gbps {
 			t.Errorf("%s: %v Gb/s, want %v", tc.in, g, tc.gbps)
 		}
 	}
-	for _, bad := range []string{"", "EDR", "4x", "x4EDR", "3xEDR", "4xedr", "4xGDR", "-4xEDR", "4x???", "256xEDR"} {
+	for _, bad := range []string{"", "EDR", "4x", "x4EDR", "3xEDR", "4xedr", "4xGDR", "-4xEDR", "4x???", "256xEDR", "+4xEDR", "04xEDR", "0xEDR", " 4xEDR"} {
 		if l, err := ParseLink(bad); !errors.Is(err, ErrLink) {
 			t.Errorf("ParseLink(%q) = %v, %v; want ErrLink", bad, l, err)
 		}

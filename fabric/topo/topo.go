@@ -136,7 +136,7 @@ func (t *Topology) Validate() error {
 				return fmt.Errorf("%w: port %d of switch %q has peer kind %d", ErrBadLink, i+1, sw.Name, pe.Kind)
 			}
 			if l := pe.Link; !l.IsZero() && (!widths[l.Width] || l.Speed == SpeedUnknown || int(l.Speed) >= len(lanes)) {
-				return fmt.Errorf("%w: port %d of switch %q: width %d, speed %d", ErrLink, i+1, sw.Name, l.Width, l.Speed)
+				return fmt.Errorf("%w: port %d of switch %q: width %d and speed %v (widths 1x, 2x, 4x, 8x, 12x; speeds SDR to XDR)", ErrLink, i+1, sw.Name, l.Width, l.Speed)
 			}
 			if pe.Kind == None && !pe.Link.IsZero() {
 				return fmt.Errorf("%w: port %d of switch %q has a link speed but no cable", ErrBadLink, i+1, sw.Name)

@@ -71,7 +71,7 @@ func (b *yamlBuilder) build() (*topo.Topology, error) {
 			return nil, err
 		}
 		var hl topo.Link
-		if h.Link != "" {
+		if h.Link != "" && !strings.Contains(h.Link, "?") { // ibnetdiscover's ??/??? : not given
 			var err error
 			if hl, err = topo.ParseLink(h.Link); err != nil {
 				return nil, lineErr(b.file, n, "%w: host %q: link: %w", ErrSyntax, h.Name, err)
@@ -86,6 +86,9 @@ func (b *yamlBuilder) build() (*topo.Topology, error) {
 			return nil, lineErr(b.file, n, "%w: a link has two ends and may give its width and speed, [switch/port, switch/port] or [switch/port, switch/port, 4xEDR]; this one has %d entries", ErrSyntax, len(l))
 		}
 		var ll topo.Link
+		if len(l) == 3 && strings.Contains(l[2], "?") {
+			l = l[:2] // ibnetdiscover's ??/???: not given
+		}
 		if len(l) == 3 {
 			var err error
 			if ll, err = topo.ParseLink(l[2]); err != nil {
