@@ -49,11 +49,7 @@ func cableNetworks(radix, uplink int) []any {
 		tree(true, up+":1xEDR"),
 		tree(false, "leaf-0/1:1xEDR"),
 	}
-	out := make([]any, len(specs))
-	for i, s := range specs {
-		out[i] = s.String()
-	}
-	return out
+	return specTexts(specs)
 }
 
 // cableLabel names a record's network by its slow cable.

@@ -35,6 +35,11 @@ func treeNetworks(radix int) []any {
 		tree(route.FTree, false, 2, contiguous),
 		tree(route.FTree, false, 0, random),
 	}
+	return specTexts(specs)
+}
+
+// specTexts is the networks' text forms, as a sweep varies them.
+func specTexts(specs []netspec.Spec) []any {
 	out := make([]any, len(specs))
 	for i, s := range specs {
 		out[i] = s.String()
