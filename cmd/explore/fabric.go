@@ -40,6 +40,10 @@ type fabricReport struct {
 	// apart, those without one as the profile's ("profile edr-cx4").
 	HostSpeeds   []speedCount `json:"host_cable_speeds"`
 	SwitchSpeeds []speedCount `json:"switch_cable_speeds"`
+	// SlowCables names every cable slower than most cables of its kind
+	// (hosts' or between switches): in a real fabric, a cable that trained
+	// at fewer lanes or a lower speed than the rest.
+	SlowCables []string `json:"slow_cables,omitempty"`
 	route.Analysis
 }
 
@@ -103,6 +107,43 @@ func countSpeeds(t *topo.Topology, prof *sim.Profile) (hosts, switches []speedCo
 		slices.SortStableFunc(l, func(a, b speedCount) int { return cmp.Compare(b.Gbps, a.Gbps) })
 	}
 	return hosts, switches
+}
+
+// slowCables names the cables of t slower than the most common rate of
+// their kind (hosts' cables, cables between switches), in switch and
+// port order.
+func slowCables(t *topo.Topology, prof *sim.Profile) []string {
+	common := func(kind topo.PeerKind) float64 {
+		n := map[float64]int{}
+		best, rate := 0, 0.0
+		for s := range t.Switches {
+			for _, pe := range t.Switches[s].Ports {
+				if pe.Kind == kind {
+					r := sim.LinkRateBps(pe.Link, prof)
+					n[r]++
+					if n[r] > best || n[r] == best && r > rate {
+						best, rate = n[r], r
+					}
+				}
+			}
+		}
+		return rate
+	}
+	hostRate, switchRate := common(topo.ToHost), common(topo.ToSwitch)
+	var out []string
+	for s := range t.Switches {
+		sw := &t.Switches[s]
+		for i, pe := range sw.Ports {
+			r := sim.LinkRateBps(pe.Link, prof)
+			switch {
+			case pe.Kind == topo.ToHost && r < hostRate:
+				out = append(out, fmt.Sprintf("host %q on %s/%d at %s (%.1f of %.1f Gb/s)", t.Hosts[pe.Index].Name, sw.Name, i+1, pe.Link, r/1e9, hostRate/1e9))
+			case pe.Kind == topo.ToSwitch && (pe.Index > s || pe.Index == s && pe.Port > i+1) && r < switchRate:
+				out = append(out, fmt.Sprintf("%s/%d to %s/%d at %s (%.1f of %.1f Gb/s)", sw.Name, i+1, t.Switches[pe.Index].Name, pe.Port, pe.Link, r/1e9, switchRate/1e9))
+			}
+		}
+	}
+	return out
 }
 
 func fabricCmd() *cobra.Command {
@@ -252,6 +293,7 @@ func describeFabric(spec netspec.Spec, b *netbuild.Built, prof *sim.Profile) (*f
 	}
 	rep.Cables /= 2
 	rep.HostSpeeds, rep.SwitchSpeeds = countSpeeds(t, prof)
+	rep.SlowCables = slowCables(t, prof)
 	minmax := func(v []int) []int { return []int{slices.Min(v), slices.Max(v)} }
 	rep.Radix, rep.HostsPer, rep.UplinksPer = minmax(radix), minmax(hostsPer), minmax(upPer)
 	stages := 0 // every stage: n^2 paths, a fraction of a second up to 4096 nodes
@@ -292,6 +334,18 @@ func printFabric(w io.Writer, r *fabricReport) {
 		return strings.Join(parts, ", ")
 	}
 	fmt.Fprintln(w, "  "+wrapText(fmt.Sprintf("host cables: %s; cables between switches: %s", speeds(r.HostSpeeds), speeds(r.SwitchSpeeds)), tableWidth()-2, "    "))
+	if n := len(r.SlowCables); n > 0 {
+		shown := r.SlowCables[:min(n, 10)]
+		more := ""
+		if n > len(shown) {
+			more = fmt.Sprintf("; and %d more (--json lists them all)", n-len(shown))
+		}
+		what := fmt.Sprintf("%d cables slower than most of their kind", n)
+		if n == 1 {
+			what = "1 cable slower than most of its kind"
+		}
+		fmt.Fprintln(w, "  "+wrapText(fmt.Sprintf("%s: %s%s", what, strings.Join(shown, "; "), more), tableWidth()-2, "    "))
+	}
 	fmt.Fprintf(w, "  routing %s", r.Routing)
 	if r.FellBack != "" {
 		fmt.Fprintf(w, " (fell back to minhop: %s)", r.FellBack)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,6 +88,52 @@ func TestFabricRefuses(t *testing.T) {
 	} {
 		if _, err := runFabric(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// A written fabric carries the profile's width and speed on every cable;
+// one cable changed at both ends to 1x in the file is read back as the
+// one slow cable, named, and so is one set with --cable.
+func TestFabricNamesSlowCables(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tree.txt")
+	if _, err := runFabric(t, "--topology", "fat-tree", "--nodes", "16", "--radix", "8", "--write-ibnetdiscover", file); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if strings.Contains(text, "?") || strings.Count(text, "4xEDR") != 64 {
+		t.Fatalf("the written fabric does not give every cable edr-cx4's 4xEDR (%d)", strings.Count(text, "4xEDR"))
+	}
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, `"S-0200000100000005"[1]`) || strings.Contains(l, `"S-0200000100000001"[5]`) {
+			l = strings.Replace(l, "4xEDR", "1xEDR", 1)
+		}
+		lines = append(lines, l)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--topology", "file:" + file},
+		{"--topology", "fat-tree", "--nodes", "16", "--radix", "8", "--cable", "spine-0/1:1xEDR"},
+	} {
+		out, err := runFabric(t, append(args, "--json")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep fabricReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"leaf-0/5 to spine-0/1 at 1xEDR (25.0 of 100.0 Gb/s)"}
+		if !slices.Equal(rep.SlowCables, want) || len(rep.SwitchSpeeds) != 2 || rep.SwitchSpeeds[1] != (speedCount{Speed: "1xEDR", Gbps: 25, Cables: 1}) {
+			t.Errorf("%v: slow cables %q, speeds %+v; want %q and one cable at 1xEDR", args, rep.SlowCables, rep.SwitchSpeeds, want)
 		}
 	}
 }
