@@ -151,6 +151,9 @@ func (f *adviseFlags) check(cmd *cobra.Command) error {
 func (f *adviseFlags) run(cmd *cobra.Command) (*advise.Answer, error) {
 	t := newTask(cmd.ErrOrStderr(), "advise", "runs", 0)
 	defer t.finish()
+	if note := fileSpeedNote(f.q.Base.Network, f.q.Base.Profile); note != "" {
+		t.note(cmd.ErrOrStderr(), note)
+	}
 	return advise.Advise(f.q, f.options(cmd, t, nil))
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/fabric/route"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo/ibnet"
 )
 
 // netFlags are the simulator's network flags: topology, routing,
@@ -165,4 +166,23 @@ func speedNote(t *topo.Topology, prof *sim.Profile) string {
 		parts = append(parts, fmt.Sprintf("%d at %s (%.1f Gb/s)", count[l], l, sim.LinkRateBps(l, prof)/1e9))
 	}
 	return wrapText(fmt.Sprintf("note: %d of %d host cables run slower than profile %s's port (%.1f Gb/s): %s. They are simulated at their own rate; --speeds profile runs every cable at the profile's, and a profile of the fabric's generation (--profile) may be what was meant", slow, len(t.Hosts), prof.Name, port/1e9, strings.Join(parts, ", ")), tableWidth(), "  ") + "\n"
+}
+
+// fileSpeedNote is speedNote for a network read from a file whose host
+// cables' speeds the user did not set: a file of another generation than
+// the profile is said before the run. "" otherwise, and when the file or
+// the profile cannot be read (the run says why).
+func fileSpeedNote(n netspec.Spec, profile string) string {
+	if n.Kind != netspec.File || n.ProfileSpeeds || !n.HostLink.IsZero() {
+		return ""
+	}
+	tp, err := ibnet.Load(n.Path)
+	if err != nil {
+		return ""
+	}
+	prof, err := sim.LoadProfile(profile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(speedNote(tp, prof), "\n")
 }

@@ -12,9 +12,7 @@ import (
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
 	"github.com/rdmashuffle/rdmashuffle/fabric"
-	"github.com/rdmashuffle/rdmashuffle/fabric/netspec"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
-	"github.com/rdmashuffle/rdmashuffle/fabric/topo/ibnet"
 )
 
 // runFlags are explore run's flags beyond the configuration's own.
@@ -189,16 +187,8 @@ func (f *runFlags) run(cmd *cobra.Command, opt experiments.SimOptions) (*results
 			t.note(cmd.ErrOrStderr(), wrapText(fmt.Sprintf("note: --notify %s polls memory for a seal written after the data; with RC packets routed adaptively, %s's NIC places packets as they arrive (out-of-order placement), so a seal can be in memory before the data it seals: expect a corrupt run, or one that stalls (docs/topology.md, \"RC under adaptive routing\"). --notify cq waits for the completion", cfg.Notify, prof.Name), tableWidth(), "  "))
 		}
 	}
-	if n := cfg.Network; n.Kind == netspec.File && !n.ProfileSpeeds && n.HostLink.IsZero() {
-		// A fabric file of another generation than the profile: say so
-		// before the run (an unreadable file is the run's error).
-		if tp, err := ibnet.Load(n.Path); err == nil {
-			if prof, err := sim.LoadProfile(cfg.Profile); err == nil {
-				if note := speedNote(tp, prof); note != "" {
-					t.note(cmd.ErrOrStderr(), strings.TrimSuffix(note, "\n"))
-				}
-			}
-		}
+	if note := fileSpeedNote(cfg.Network, cfg.Profile); note != "" {
+		t.note(cmd.ErrOrStderr(), note)
 	}
 	opt.Progress = t.sim(fmt.Sprintf("%d nodes, %s", cfg.Nodes, cfg.Pattern))
 	opt.NoCheck = f.noCheck
