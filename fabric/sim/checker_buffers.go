@@ -139,7 +139,7 @@ func (ch *checker) sendPosted(q *qp, e *sqe) {
 // if empty; at a completion poll if whenPolled).
 func (ch *checker) sendOverlap(q *qp, e *sqe, when string) {
 	m := e.ck.mr
-	if len(m.recvs) == 0 || m.Dead() {
+	if m.live == 0 || m.Dead() {
 		return
 	}
 	lo, hi := m.span(e.ck.buf)
@@ -350,7 +350,7 @@ func (ch *checker) dropAll(q *qp) {
 
 // remoteWrite runs as an RDMA Write starts landing in buf of m.
 func (ch *checker) remoteWrite(q *qp, m *mr, buf []byte, p *packet) {
-	if len(m.recvs) == 0 || len(buf) == 0 {
+	if m.live == 0 || len(buf) == 0 {
 		return
 	}
 	lo, hi := m.span(buf)
@@ -454,7 +454,7 @@ func (m *mr) addRecv(b []byte, sum uint32) (recvRange, bool) {
 	if ok {
 		other = m.recvs[first]
 		for i := first; i < len(m.recvs) && m.recvs[i].lo < hi; i++ {
-			if m.recvs[i].hi > lo {
+			if m.recvs[i].hi > lo && m.recvs[i].n > 0 {
 				m.share(i)
 			}
 		}
@@ -463,8 +463,12 @@ func (m *mr) addRecv(b []byte, sum uint32) (recvRange, bool) {
 	if !found {
 		m.recvs = append(m.recvs, recvRange{})
 		copy(m.recvs[i+1:], m.recvs[i:])
-		m.recvs[i] = recvRange{lo: lo, hi: hi, sum: sum}
+		m.recvs[i] = recvRange{lo: lo, hi: hi}
 		m.recvMax = max(m.recvMax, hi-lo)
+	}
+	if m.recvs[i].n == 0 { // new, or posted again after it was taken
+		m.recvs[i].sum = sum
+		m.live++
 	}
 	m.recvs[i].n++
 	if !ok {
@@ -481,14 +485,20 @@ func (m *mr) share(i int) {
 	}
 }
 
+//
+// A range whose last receive is taken stays in m.recvs with no receive
+// (n 0), so that posting the same buffer again, as programs do, finds it
+// instead of moving every range after it twice; such a range takes part
+// in no overlap.
 func (m *mr) removeRecv(b []byte) {
 	lo, hi := m.span(b)
-	if i, found := m.findRecv(lo, hi); found {
+	if i, found := m.findRecv(lo, hi); found && m.recvs[i].n > 0 {
 		if m.recvs[i].n--; m.recvs[i].n == 0 {
 			if m.recvs[i].shared {
+				m.recvs[i].shared = false
 				m.shared--
 			}
-			m.recvs = append(m.recvs[:i], m.recvs[i+1:]...)
+			m.live--
 		}
 	}
 }
@@ -496,7 +506,7 @@ func (m *mr) removeRecv(b []byte) {
 // isShared reports whether the posted receive buffer b overlaps another.
 func (m *mr) isShared(b []byte) bool {
 	i, found := m.findRecv(m.span(b))
-	return found && m.recvs[i].shared
+	return found && m.recvs[i].n > 0 && m.recvs[i].shared
 }
 
 // overlapRecv returns the index in m.recvs of the first posted receive
@@ -515,6 +525,9 @@ func (m *mr) overlapRecv(lo, hi uint64) (int, bool) {
 	}
 	first := -1
 	for j := i - 1; j >= 0 && m.recvs[j].lo >= start; j-- {
+		if m.recvs[j].n == 0 {
+			continue // posted no more (removeRecv)
+		}
 		if m.recvs[j].lo < hi && m.recvs[j].hi > lo {
 			first = j
 		}
@@ -526,7 +539,7 @@ func (m *mr) overlapRecv(lo, hi uint64) (int, bool) {
 		return first, true
 	}
 	for ; i < len(m.recvs) && m.recvs[i].lo < hi; i++ {
-		if m.recvs[i].hi > lo {
+		if m.recvs[i].hi > lo && m.recvs[i].n > 0 {
 			return i, true
 		}
 	}

@@ -34,6 +34,15 @@ func TestRecvRangesAgainstScan(t *testing.T) {
 				m.removeRecv(slice(posted[k][0], posted[k][1]))
 				posted = append(posted[:k], posted[k+1:]...)
 			}
+			live := 0
+			for _, r := range m.recvs {
+				if r.n > 0 {
+					live++
+				}
+			}
+			if live != m.live {
+				t.Fatalf("seed %d step %d: %d ranges posted, live counts %d", seed, step, live, m.live)
+			}
 			for i := 1; i < len(m.recvs); i++ {
 				if !recvBefore(m.recvs[i-1], m.recvs[i].lo, m.recvs[i].hi) {
 					t.Fatalf("seed %d step %d: ranges out of order at %d: %+v", seed, step, i, m.recvs)
@@ -60,7 +69,7 @@ func TestRecvRangesAgainstScan(t *testing.T) {
 				m.recvAt = rng.IntN(len(m.recvs) + 3)
 				wantFirst, wantOK := 0, false
 				for i, r := range m.recvs {
-					if r.lo < hi && r.hi > lo {
+					if r.lo < hi && r.hi > lo && r.n > 0 {
 						wantFirst, wantOK = i, true
 						break
 					}

@@ -114,9 +114,12 @@ type mr struct {
 	freed []byte // once deregistered (buf nil): the bytes it had, which posted receives still name
 	zero  bool   // buf is a view of the zero mapping (zeromem.go)
 	busy  int    // outstanding work requests naming this region (counted by the checker)
-	// Byte ranges posted as receives, sorted, and the longest (checker).
+	// Byte ranges posted as receives, sorted, and the longest (checker);
+	// a range none of whose receives is posted any more stays, with n 0
+	// (removeRecv), and live counts the others.
 	recvs   []recvRange
 	recvMax uint64
+	live    int
 	shared  int // ranges in recvs marked shared
 	recvAt  int // the index in recvs last found or added (findRecv's first guess)
 }
