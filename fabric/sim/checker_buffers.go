@@ -485,8 +485,8 @@ func (m *mr) share(i int) {
 	}
 }
 
-//
-// A range whose last receive is taken stays in m.recvs with no receive
+// removeRecv takes one receive of the posted buffer b away. A range
+// whose last receive is taken stays in m.recvs with no receive
 // (n 0), so that posting the same buffer again, as programs do, finds it
 // instead of moving every range after it twice; such a range takes part
 // in no overlap.
