@@ -48,7 +48,7 @@ type epoch struct {
 func resolveSwitch(t *topo.Topology, name string) (int, error) {
 	s, err := t.FindSwitch(name)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", ErrCable, strings.TrimPrefix(err.Error(), topo.ErrNoSwitch.Error()+": "))
+		return 0, fmt.Errorf("%w: %w", ErrCable, err)
 	}
 	return s, nil
 }
@@ -124,11 +124,17 @@ func (c *Cluster) setCables(p *Plan) (*cableFaults, error) {
 	// going down or coming back) and has new tables in place reroute
 	// later.
 	var changes []fabric.Time
-	for _, w := range append(windowsOf(cables), windowsOfSwitches(switches)...) {
+	note := func(w window) {
 		changes = append(changes, w.from)
 		if w.to > 0 {
 			changes = append(changes, w.to)
 		}
+	}
+	for _, cb := range cables {
+		note(cb.w)
+	}
+	for _, sd := range switches {
+		note(sd.w)
 	}
 	slices.Sort(changes)
 	changes = slices.Compact(changes)
@@ -161,22 +167,6 @@ type cableDown struct {
 type switchDown struct {
 	s int
 	w window
-}
-
-func windowsOf(cs []cableDown) []window {
-	var ws []window
-	for _, c := range cs {
-		ws = append(ws, c.w)
-	}
-	return ws
-}
-
-func windowsOfSwitches(ss []switchDown) []window {
-	var ws []window
-	for _, s := range ss {
-		ws = append(ws, s.w)
-	}
-	return ws
 }
 
 // rerouted is the tables the subnet manager computes at a change at, on

@@ -134,7 +134,7 @@ func LinkRateBps(l topo.Link, p *Profile) float64 {
 	if l.IsZero() {
 		return p.DataRateBps()
 	}
-	return float64(l.Width) * l.Speed.LaneGbaud() * 1e9 * encodings[l.Speed.Encoding()]
+	return float64(l.Width) * l.Speed.LaneGbaud() * 1e9 * codeRate(l.Speed.Encoding())
 }
 
 // wireRates gives every switch output and every node's uplink its cable's

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmashuffle/rdmashuffle/fabric"
+	"github.com/rdmashuffle/rdmashuffle/fabric/topo"
 	"github.com/rdmashuffle/rdmashuffle/internal/yamldoc"
 )
 
@@ -315,7 +316,7 @@ func (p *Profile) Validate() error {
 	if p.Name == "" {
 		bad("name", "missing")
 	}
-	if _, ok := encodings[p.Link.Encoding]; !ok {
+	if _, ok := topo.CodeRate(p.Link.Encoding); !ok {
 		bad("link.encoding", "must be \"8b/10b\", \"64b/66b\" or \"rs-fec\", got %q", p.Link.Encoding)
 	}
 	switch p.Link.MTU {
@@ -497,15 +498,16 @@ func (p *Profile) numbers() []profileNumber {
 	}
 }
 
-// encodings maps a line code to the fraction of the signalling rate that
-// carries data. "rs-fec" is HDR's chain (64b/66b, 256b/257b transcoding,
-// RS(544,514) forward error correction): 53.125 Gb/s of signal per lane
-// carry 50 Gb/s of data.
-var encodings = map[string]float64{"64b/66b": 64.0 / 66.0, "8b/10b": 0.8, "rs-fec": 50 / 53.125}
+// codeRate is the fraction of the signalling rate line code enc leaves
+// for data (topo.CodeRate; 0 for a code not known, which Validate refuses).
+func codeRate(enc string) float64 {
+	r, _ := topo.CodeRate(enc)
+	return r
+}
 
 // DataRateBps is the port's data rate after line encoding, in bits/s.
 func (p *Profile) DataRateBps() float64 {
-	return float64(p.Link.Lanes) * p.Link.LaneGbaud * 1e9 * encodings[p.Link.Encoding]
+	return float64(p.Link.Lanes) * p.Link.LaneGbaud * 1e9 * codeRate(p.Link.Encoding)
 }
 
 func ns(v float64) fabric.Duration { return fabric.Duration(math.Round(v * 1000)) }

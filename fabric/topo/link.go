@@ -122,8 +122,18 @@ func (l Link) Gbps() float64 {
 }
 
 // codeRates is the fraction of the signalling rate each line code leaves
-// for data ("rs-fec": HDR and later, 50 Gb/s of data per 53.125 Gbaud).
+// for data. "rs-fec" is HDR's chain (64b/66b, 256b/257b transcoding,
+// RS(544,514) forward error correction): 53.125 Gb/s of signal per lane
+// carry 50 Gb/s of data.
 var codeRates = map[string]float64{"8b/10b": 0.8, "64b/66b": 64.0 / 66.0, "rs-fec": 50 / 53.125}
+
+// CodeRate is the fraction of the signalling rate that the line code
+// named enc ("8b/10b", "64b/66b", "rs-fec", as profiles name them) leaves
+// for data; false for a code not known.
+func CodeRate(enc string) (float64, bool) {
+	r, ok := codeRates[enc]
+	return r, ok
+}
 
 // linkName names a link for an error message: "not given" for the zero one.
 func linkName(l Link) string {
