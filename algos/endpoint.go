@@ -95,12 +95,16 @@ type EndpointInfo struct {
 	// CreditRepeats is the part of CreditWrites that SQ/SR sent as
 	// repeats on quiet connections (repeats.go).
 	CreditRepeats int64
-	CreditStalls  int64 // times a PutData had to wait for credit
-	Transfers     int64 // data messages posted (one per destination of a buffer)
-	Retransmits   int64 // UD loss recovery: messages sent again
-	Duplicates    int64 // UD loss recovery: duplicate messages dropped
-	NoticeWrites  int64 // MQ/WR poll-buffers and poll-queue: notification writes posted
-	FreeWrites    int64 // MQ/WR and MQ/RD: FreeArr entries written (a slot or buffer returned)
+	// CreditOwed is the part of CreditWrites that SQ/SR sent late: credit
+	// that found the credit queue pair's send queue full, sent once it
+	// had room (owed.go).
+	CreditOwed   int64
+	CreditStalls int64 // times a PutData had to wait for credit
+	Transfers    int64 // data messages posted (one per destination of a buffer)
+	Retransmits  int64 // UD loss recovery: messages sent again
+	Duplicates   int64 // UD loss recovery: duplicate messages dropped
+	NoticeWrites int64 // MQ/WR poll-buffers and poll-queue: notification writes posted
+	FreeWrites   int64 // MQ/WR and MQ/RD: FreeArr entries written (a slot or buffer returned)
 	// MQ/WR poll-buffers and poll-queue receivers: scans of the memory
 	// the notices arrive in, and the locations (cache lines) they read.
 	NoticeScans, NoticeLines int64
@@ -127,6 +131,7 @@ func (i *EndpointInfo) Add(o EndpointInfo) {
 	i.CreditNS += o.CreditNS
 	i.CreditWrites += o.CreditWrites
 	i.CreditRepeats += o.CreditRepeats
+	i.CreditOwed += o.CreditOwed
 	i.CreditStalls += o.CreditStalls
 	i.Transfers += o.Transfers
 	i.Retransmits += o.Retransmits

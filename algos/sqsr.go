@@ -51,6 +51,11 @@ type sqsr struct {
 	ackSent    []uint64 // with loss recovery: per source, the acknowledgement last sent
 	nextRepeat fabric.Time
 	lastScan   fabric.Time
+	// Credit owed (owed.go): sources whose latest credit found the credit
+	// queue pair's send queue full, in the order they were refused, and
+	// each source's place in that list (nil until the first).
+	owed      []int
+	owedState []uint8
 
 	sendOff, recvOff, crecvOff, csendOff int
 	recvBytes                            int // GRH + message
@@ -349,6 +354,9 @@ func (e *sqsr) receiving() receiving {
 	return receiving{
 		on: []fabric.Waitable{e.rcq},
 		progress: func(th fabric.Thread) (int, error) {
+			if _, err := e.payOwed(); err != nil {
+				return 0, err
+			}
 			n, err := e.pollData(th)
 			if err != nil {
 				return 0, err
@@ -381,6 +389,11 @@ func (e *sqsr) receiving() receiving {
 				}
 			}
 			next := max(quiet.Add(resendQuiet), e.nextRepeat)
+			if owed, err := e.payOwed(); err != nil {
+				return 0, quiet, err
+			} else if owed {
+				next = min(next, now.Add(owedRetry))
+			}
 			if e.unacked != nil { // this endpoint's sends need acknowledging too
 				_, due, err := e.senderTick(th)
 				if err != nil {
@@ -472,8 +485,35 @@ func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 }
 
 // sendCredit sends an absolute credit value to source src's credit queue
-// pair.
+// pair. Should the send queue be full even after polling its completions,
+// src is owed the credit instead (owed.go).
 func (e *sqsr) sendCredit(src int, v uint64) error {
+	wr := e.creditWR(src, v)
+	e.info.CreditWrites++
+	err := e.postSend1(e.cqp, wr)
+	if errors.Is(err, fabric.ErrQueueFull) {
+		// Every slot holds a credit message not yet known complete: poll,
+		// and try once more.
+		if _, err := e.reap(); err != nil {
+			return err
+		}
+		if err = e.postSend1(e.cqp, wr); errors.Is(err, fabric.ErrQueueFull) {
+			e.unpost(wr)
+			e.owe(src)
+			return nil
+		}
+	}
+	if err == nil {
+		e.sentCredit(src)
+	}
+	return err
+}
+
+// creditWR writes the credit message for source src (the absolute credit
+// v and, with loss recovery, the cumulative acknowledgement) and returns
+// the send request that carries it inline, signaled every
+// creditSignalEvery-th.
+func (e *sqsr) creditWR(src int, v uint64) fabric.SendWR {
 	m := e.mr.Bytes()[e.csendOff:]
 	m[0], m[1] = creditMagic, 0
 	binary.LittleEndian.PutUint16(m[2:], uint16(e.me))
@@ -485,27 +525,17 @@ func (e *sqsr) sendCredit(src int, v uint64) error {
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, e.creditLen()), Flags: fabric.Inline,
 		AH: e.cahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)
-	e.info.CreditWrites++
-	err := e.postSend1(e.cqp, wr)
-	if errors.Is(err, fabric.ErrQueueFull) {
-		// Every slot holds a credit message not yet known complete: poll,
-		// and try once more. Should the queue still be full, this value
-		// is dropped: credit is absolute, so the next credit message for
-		// src (the next write-back, or the repeat when the connection
-		// goes quiet) carries it.
-		if _, err := e.reap(); err != nil {
-			return err
-		}
-		if err = e.postSend1(e.cqp, wr); errors.Is(err, fabric.ErrQueueFull) {
-			e.info.CreditWrites--
-			if wr.Flags&fabric.Signaled != 0 {
-				e.signaled--
-				e.unsignaled = creditSignalEvery - 1 // signal the next one instead
-			}
-			return nil
-		}
+	return wr
+}
+
+// unpost takes back the count of a credit message that did not fit the
+// send queue; had it been the one to signal, the next one signals.
+func (e *sqsr) unpost(wr fabric.SendWR) {
+	e.info.CreditWrites--
+	if wr.Flags&fabric.Signaled != 0 {
+		e.signaled--
+		e.unsignaled = creditSignalEvery - 1
 	}
-	return err
 }
 
 func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
@@ -522,6 +552,9 @@ func (e *sqsr) Release(th fabric.Thread, d Delivery) error {
 		return fmt.Errorf("%w: Release of a delivery this endpoint did not make", ErrConfig)
 	}
 	if _, err := e.reap(); err != nil {
+		return err
+	}
+	if _, err := e.payOwed(); err != nil {
 		return err
 	}
 	if e.rlanes != nil {

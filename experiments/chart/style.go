@@ -113,6 +113,7 @@ var axisLabels = map[string]string{
 	"registered_bytes_per_node": "registered memory per node [bytes]",
 	"credit_writes":             "credit write-backs",
 	"credit_repeats":            "credit repeats (SQ/SR)",
+	"credit_owed":               "credit sent late (SQ/SR)",
 	"credit_stalls":             "credit stalls",
 	"qp_cache_miss_rate":        "QP-context cache miss rate",
 	"sender_idle":               "sending threads' idle fraction",

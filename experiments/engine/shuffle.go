@@ -309,6 +309,7 @@ func buildRecord(cfg Config, design catalogue.Entry, backend string, res []nodeR
 		creditNS += info.CreditNS
 		rec.CreditWrites += info.CreditWrites
 		rec.CreditRepeats += info.CreditRepeats
+		rec.CreditOwed += info.CreditOwed
 		rec.Retransmits += info.Retransmits
 		rec.Duplicates += info.Duplicates
 		rec.RecvBuffersMean += info.RecvBuffersMean / float64(n)

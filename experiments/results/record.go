@@ -90,6 +90,10 @@ type Record struct {
 	// CreditRepeats is the part of CreditWrites that the SQ/SR designs
 	// sent as repeats on quiet connections.
 	CreditRepeats int64 `json:"credit_repeats,omitempty"`
+	// CreditOwed is the part of CreditWrites that the SQ/SR designs sent
+	// late, once the credit queue pair's send queue had room for credit it
+	// had refused.
+	CreditOwed int64 `json:"credit_owed,omitempty"`
 	// RDMA Write designs: RDMA Writes per data transfer (the data, any
 	// notification write, and credit writes), over the cluster.
 	WritesPerTransfer float64 `json:"writes_per_transfer,omitempty"`
