@@ -1,10 +1,6 @@
 package algos
 
-import (
-	"errors"
-
-	"github.com/rdmashuffle/rdmashuffle/fabric"
-)
+import "github.com/rdmashuffle/rdmashuffle/fabric"
 
 // Credit owed, for SQ/SR.
 //
@@ -77,16 +73,13 @@ func (e *sqsr) payOwed() (bool, error) {
 	}
 	for i, s := range e.owed {
 		if e.owedState[s] == owed {
-			wr := e.creditWR(s, e.cr[s].Written())
-			e.info.CreditWrites++
-			err := e.postSend1(e.cqp, wr)
-			if errors.Is(err, fabric.ErrQueueFull) {
-				e.unpost(wr)
-				e.owed = append(e.owed[:0], e.owed[i:]...)
-				return true, nil
-			}
+			sent, err := e.tryCredit(s, e.cr[s].Written())
 			if err != nil {
 				return true, err
+			}
+			if !sent {
+				e.owed = append(e.owed[:0], e.owed[i:]...)
+				return true, nil
 			}
 			e.info.CreditOwed++
 		}

@@ -71,3 +71,76 @@ func TestOwedCreditArrives(t *testing.T) {
 		t.Fatalf("owed at most %d sources (want 1: one source, however many values), last value %d", owedAtMost, want)
 	}
 }
+
+// TestRepeatScanStopsAtAFullQueue: a repeat scan that finds the credit
+// queue pair's send queue full stops there (repeats.go): what it sent is
+// marked written and its connections' gaps grow; the connections left
+// keep their credit unwritten and stay due for the next look, a repeat
+// scan later, and nothing is owed, so that a burst of repeats never holds
+// up the credit a source needs.
+func TestRepeatScanStopsAtAFullQueue(t *testing.T) {
+	const nodes = 64
+	c, err := sim.New(sim.Config{Nodes: nodes, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Run(func(th fabric.Thread) error {
+		ep, err := OpenSQSR(th, Config{Nodes: nodes, MsgBytes: 1024, Buffers: 2, CreditEvery: 2, Timeout: 10 * fabric.Millisecond})
+		if err != nil {
+			return err
+		}
+		e := ep.(*sqsr)
+		if th.Node().ID() == 0 {
+			// Every other source sent its two messages; one buffer was
+			// released since: one credit posted and not yet written.
+			for s := 1; s < nodes; s++ {
+				for seq := uint64(1); seq <= 2; seq++ {
+					if err := e.counts[s].Add(seq, false); err != nil {
+						return err
+					}
+				}
+				e.cr[s].Posted(1)
+				e.heard[s], e.backoff[s] = 0, 0
+			}
+			now := th.Now()
+			if err := e.repeatQuiet(now); err != nil {
+				return err
+			}
+			sent := int(e.info.CreditRepeats)
+			if sent == 0 || sent >= nodes-1 {
+				return fmt.Errorf("a scan over %d due connections sent %d repeats; want fewer than all (the queue holds %d)", nodes-1, sent, 2*creditSignalEvery+8)
+			}
+			if len(e.owed) != 0 || e.nextRepeat != now.Add(repeatScan) {
+				return fmt.Errorf("after the scan: %d owed, next look at %v; want none owed and the next look at %v", len(e.owed), e.nextRepeat, now.Add(repeatScan))
+			}
+			repeated := 0
+			for s := 1; s < nodes; s++ {
+				switch {
+				case e.heard[s] == now && e.cr[s].Written() == 3 && e.backoff[s] == 1:
+					repeated++
+				case e.heard[s] == 0 && e.cr[s].Written() == 2 && e.repeatDue(s) <= now:
+				default:
+					return fmt.Errorf("source %d: heard %v, credit written %d, backoff %d: neither repeated nor left due", s, e.heard[s], e.cr[s].Written(), e.backoff[s])
+				}
+			}
+			if repeated != sent {
+				return fmt.Errorf("%d connections marked repeated, %d repeats sent", repeated, sent)
+			}
+			// The next look, once the queue has drained, repeats the rest.
+			th.Busy(100 * fabric.Microsecond)
+			if err := e.repeatQuiet(th.Now()); err != nil {
+				return err
+			}
+			for s := 1; s < nodes; s++ {
+				if e.heard[s] == 0 {
+					return fmt.Errorf("source %d not repeated by the next scan (%d repeats in all)", s, e.info.CreditRepeats)
+				}
+			}
+		}
+		return ep.Close(th)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -34,6 +34,14 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // may fall due, a lower bound kept in O(1) as data arrives and receives
 // are posted. A walk over the connections (O(sources)) happens at most
 // once per repeatScan.
+//
+// A walk stops when the credit queue pair's send queue is full (its
+// completions polled once as the walk begins): the connections left stay
+// due, the next walk, a repeatScan later, begins with them, and none is
+// owed (owed.go), so that a walk over a thousand connections never puts
+// a thousand guesses ahead of the credit a source is waiting for. Before,
+// a walk posted to every due connection and those that did not fit were
+// dropped after their credit had been counted as written.
 
 // mayStall reports whether source s may be waiting for credit that a
 // repeat would carry: it has not ended its stream, has sent at least its
@@ -77,24 +85,37 @@ func (e *sqsr) armRepeat(s int) {
 // repeat falls due.
 func (e *sqsr) repeatQuiet(now fabric.Time) error {
 	next, reaped := fabric.Forever, false
-	for s := 0; s < e.n; s++ {
+	for k := 0; k < e.n; k++ {
+		s := (e.scanFrom + k) % e.n
 		if !e.mayStall(s) {
 			continue
 		}
 		due := e.repeatDue(s)
 		if due <= now {
-			if v, ok := e.cr[s].Flush(); ok {
+			if v, ok := e.cr[s].FlushValue(); ok {
 				if !reaped { // credit messages free their send-queue slots as completions are polled
 					if _, err := e.reap(); err != nil {
 						return err
 					}
 					reaped = true
 				}
-				w := e.info.CreditWrites // sendCredit may drop it (a full queue)
-				if err := e.sendCredit(s, v); err != nil {
+				sent, err := e.tryCredit(s, v)
+				if err != nil {
 					return err
 				}
-				e.info.CreditRepeats += e.info.CreditWrites - w
+				if !sent {
+					// The queue is full: the connections left stay due
+					// and wait for the next look, which begins with them
+					// (so that every connection's turn comes under a
+					// queue that stays full). A repeat is a guess, so
+					// it is not owed (owed.go), where it would hold up
+					// the credit that releases send.
+					e.lastScan, e.scanFrom = now, s
+					e.nextRepeat = now.Add(repeatScan)
+					return nil
+				}
+				e.cr[s].Flush()
+				e.info.CreditRepeats++
 			}
 			e.heard[s] = now
 			e.backoff[s] = min(e.backoff[s]+1, maxBackoff)

@@ -51,6 +51,7 @@ type sqsr struct {
 	ackSent    []uint64 // with loss recovery: per source, the acknowledgement last sent
 	nextRepeat fabric.Time
 	lastScan   fabric.Time
+	scanFrom   int // the connection the next look begins with (repeatQuiet)
 	// Credit owed (owed.go): sources whose latest credit found the credit
 	// queue pair's send queue full, in the order they were refused, and
 	// each source's place in that list (nil until the first).
@@ -488,25 +489,37 @@ func (e *sqsr) received(th fabric.Thread, wc fabric.WC) error {
 // pair. Should the send queue be full even after polling its completions,
 // src is owed the credit instead (owed.go).
 func (e *sqsr) sendCredit(src int, v uint64) error {
+	sent, err := e.tryCredit(src, v)
+	if err != nil || sent {
+		return err
+	}
+	// Every slot holds a credit message not yet known complete: poll,
+	// and try once more.
+	if _, err := e.reap(); err != nil {
+		return err
+	}
+	if sent, err = e.tryCredit(src, v); err != nil || sent {
+		return err
+	}
+	e.owe(src)
+	return nil
+}
+
+// tryCredit posts a credit message with value v to source src, and
+// reports false, having posted nothing, when the send queue is full.
+func (e *sqsr) tryCredit(src int, v uint64) (bool, error) {
 	wr := e.creditWR(src, v)
 	e.info.CreditWrites++
 	err := e.postSend1(e.cqp, wr)
 	if errors.Is(err, fabric.ErrQueueFull) {
-		// Every slot holds a credit message not yet known complete: poll,
-		// and try once more.
-		if _, err := e.reap(); err != nil {
-			return err
-		}
-		if err = e.postSend1(e.cqp, wr); errors.Is(err, fabric.ErrQueueFull) {
-			e.unpost(wr)
-			e.owe(src)
-			return nil
-		}
+		e.unpost(wr)
+		return false, nil
 	}
-	if err == nil {
-		e.sentCredit(src)
+	if err != nil {
+		return false, err
 	}
-	return err
+	e.sentCredit(src)
+	return true, nil
 }
 
 // creditWR writes the credit message for source src (the absolute credit
@@ -528,13 +541,15 @@ func (e *sqsr) creditWR(src int, v uint64) fabric.SendWR {
 	return wr
 }
 
-// unpost takes back the count of a credit message that did not fit the
-// send queue; had it been the one to signal, the next one signals.
+// unpost takes back the counts of a credit message that did not fit the
+// send queue, as if creditWR had not run.
 func (e *sqsr) unpost(wr fabric.SendWR) {
 	e.info.CreditWrites--
 	if wr.Flags&fabric.Signaled != 0 {
 		e.signaled--
 		e.unsignaled = creditSignalEvery - 1
+	} else {
+		e.unsignaled--
 	}
 }
 

@@ -97,6 +97,15 @@ func (r *CreditReceiver) Flush() (value uint64, ok bool) {
 	return r.posted, true
 }
 
+// FlushValue is the value Flush would return, without marking it
+// written: a caller that may not be able to send it asks first.
+func (r *CreditReceiver) FlushValue() (value uint64, ok bool) {
+	if r.closed || r.posted == 0 {
+		return 0, false
+	}
+	return r.posted, true
+}
+
 // Close stops issuing credit once the source has announced the end of its
 // stream, so the parity target stops moving. It returns how many receives
 // were credited in total: the sender must send exactly that many.
