@@ -79,6 +79,28 @@ func TestCreditReceiverFlushAndClose(t *testing.T) {
 	}
 }
 
+// TestCreditReceiverFlushValue: FlushValue is what Flush would return,
+// and leaves the value unwritten, so that the write-back of the next
+// posting still falls due.
+func TestCreditReceiverFlushValue(t *testing.T) {
+	r, _ := NewCreditReceiver(2)
+	if _, ok := r.FlushValue(); ok {
+		t.Fatal("a value before any receive was posted")
+	}
+	r.Posted(2)
+	r.Posted(1)
+	if v, ok := r.FlushValue(); !ok || v != 3 || r.Written() != 2 {
+		t.Fatalf("FlushValue %d %v, written %d; want 3, true and 2 still written", v, ok, r.Written())
+	}
+	if v, ok := r.Posted(1); !ok || v != 4 {
+		t.Fatalf("after FlushValue the next write-back is %d %v, want 4 due", v, ok)
+	}
+	r.Close()
+	if _, ok := r.FlushValue(); ok {
+		t.Fatal("a value after close")
+	}
+}
+
 // TestCreditProtocolInvariants runs a sender and a receiver against a
 // credit channel that loses, delays and reorders write-backs, event by
 // event, for many seeds, and checks on every event that the sender never
