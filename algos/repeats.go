@@ -37,7 +37,9 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 //
 // A walk stops when the credit queue pair's send queue is full (its
 // completions polled once as the walk begins): the connections left stay
-// due, the next walk, a repeatScan later, begins with them, and none is
+// due, the next look, a repeatScan later and whether or not the thread
+// has been quiet since, walks them (only them: a new walk waits for the
+// thread's quiet again), and none is
 // owed (owed.go), so that a walk over a thousand connections never puts
 // a thousand guesses ahead of the credit a source is waiting for. Before,
 // a walk posted to every due connection and those that did not fit were
@@ -85,7 +87,11 @@ func (e *sqsr) armRepeat(s int) {
 // repeat falls due.
 func (e *sqsr) repeatQuiet(now fabric.Time) error {
 	next, reaped := fabric.Forever, false
-	for k := 0; k < e.n; k++ {
+	walk := e.n
+	if e.walkLeft > 0 { // the rest of a walk that stopped at a full queue
+		walk, next = e.walkLeft, now.Add(resendQuiet) // connections walked before are due no sooner
+	}
+	for k := 0; k < walk; k++ {
 		s := (e.scanFrom + k) % e.n
 		if !e.mayStall(s) {
 			continue
@@ -104,13 +110,14 @@ func (e *sqsr) repeatQuiet(now fabric.Time) error {
 					return err
 				}
 				if !sent {
-					// The queue is full: the connections left stay due
-					// and wait for the next look, which begins with them
-					// (so that every connection's turn comes under a
-					// queue that stays full). A repeat is a guess, so
-					// it is not owed (owed.go), where it would hold up
-					// the credit that releases send.
-					e.lastScan, e.scanFrom = now, s
+					// The queue is full: the connections left stay due,
+					// and the next look, whether or not the thread has
+					// been quiet since, walks them before it starts a
+					// new walk (so that every connection's turn comes
+					// under a queue that stays full). A repeat is a
+					// guess, so it is not owed (owed.go), where it would
+					// hold up the credit that releases send.
+					e.lastScan, e.scanFrom, e.walkLeft = now, s, walk-k
 					e.nextRepeat = now.Add(repeatScan)
 					return nil
 				}
@@ -123,7 +130,8 @@ func (e *sqsr) repeatQuiet(now fabric.Time) error {
 		}
 		next = min(next, due)
 	}
-	e.lastScan = now
+	e.lastScan, e.walkLeft = now, 0
+	e.scanFrom = (e.scanFrom + walk) % e.n
 	e.nextRepeat = max(next, now.Add(repeatScan))
 	return nil
 }

@@ -52,6 +52,7 @@ type sqsr struct {
 	nextRepeat fabric.Time
 	lastScan   fabric.Time
 	scanFrom   int // the connection the next look begins with (repeatQuiet)
+	walkLeft   int // connections left of a walk that stopped at a full queue
 	// Credit owed (owed.go): sources whose latest credit found the credit
 	// queue pair's send queue full, in the order they were refused, and
 	// each source's place in that list (nil until the first).
@@ -384,12 +385,17 @@ func (e *sqsr) receiving() receiving {
 		// A quiet connection gets its credit repeated: a credit message
 		// may have been lost (repeats.go).
 		idle: func(th fabric.Thread, now, quiet fabric.Time) (fabric.Time, fabric.Time, error) {
-			if now.Sub(quiet) >= resendQuiet && now >= e.nextRepeat {
+			// A walk that stopped at a full queue goes on at its next
+			// look whether or not the thread has been quiet since.
+			if (now.Sub(quiet) >= resendQuiet || e.walkLeft > 0) && now >= e.nextRepeat {
 				if err := e.repeatQuiet(now); err != nil {
 					return 0, quiet, err
 				}
 			}
 			next := max(quiet.Add(resendQuiet), e.nextRepeat)
+			if e.walkLeft > 0 {
+				next = max(now, e.nextRepeat)
+			}
 			if owed, err := e.payOwed(); err != nil {
 				return 0, quiet, err
 			} else if owed {
