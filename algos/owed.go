@@ -26,14 +26,14 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // however many were refused) as soon as slots free: after polling
 // completions as a receiving thread looks for data, as it releases a
 // buffer, and, while it waits with credit still owed, every owedRetry.
-// Repeats are not owed: a repeat walk stops at a full queue and takes up
-// where it stopped at its next look (repeats.go), so the list holds only
-// credit a source needs. On the run above, owing everything that did not
-// fit, repeats included, gave 3.01 GiB/s with 62,242 messages owed; with
-// walks that stop, 3.06 with none owed and 16,008 repeats instead of
-// 101,598. (A send queue with room for a message to every source gave
-// 3.00: the queue stays small, and an owed source gets one message with
-// its latest value where a deeper queue sends it every value in turn.)
+// Repeats are not owed: a repeat walk stops at a full queue and its next
+// look walks what it left (repeats.go), so the list holds only credit a
+// source needs. On the run above, owing everything that did not fit,
+// repeats included, gave 3.01 GiB/s with 62,242 messages owed; with walks
+// that stop, 3.04 with none owed and 75,391 repeats instead of 101,598.
+// (A send queue with room for a message to every source gave 3.00: the
+// queue stays small, and an owed source gets one message with its latest
+// value where a deeper queue sends it every value in turn.)
 
 // owedRetry is how often a waiting receiver with credit still owed polls
 // its send completions for room: a few turns of the NIC's round robin (a

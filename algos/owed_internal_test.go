@@ -72,12 +72,12 @@ func TestOwedCreditArrives(t *testing.T) {
 	}
 }
 
-// TestRepeatScanStopsAtAFullQueue: a repeat scan that finds the credit
+// TestRepeatScanStopsAtAFullQueue: a repeat walk that finds the credit
 // queue pair's send queue full stops there (repeats.go): what it sent is
 // marked written and its connections' gaps grow; the connections left
-// keep their credit unwritten and stay due for the next look, a repeat
-// scan later, and nothing is owed, so that a burst of repeats never holds
-// up the credit a source needs.
+// keep their credit unwritten and stay due, nothing is owed (so that a
+// burst of repeats never holds up the credit a source needs), and the
+// next look, a repeatScan later, walks exactly those it left.
 func TestRepeatScanStopsAtAFullQueue(t *testing.T) {
 	const nodes = 64
 	c, err := sim.New(sim.Config{Nodes: nodes, Seed: 1})
@@ -111,8 +111,9 @@ func TestRepeatScanStopsAtAFullQueue(t *testing.T) {
 			if sent == 0 || sent >= nodes-1 {
 				return fmt.Errorf("a scan over %d due connections sent %d repeats; want fewer than all (the queue holds %d)", nodes-1, sent, 2*creditSignalEvery+8)
 			}
-			if len(e.owed) != 0 || e.nextRepeat != now.Add(repeatScan) {
-				return fmt.Errorf("after the scan: %d owed, next look at %v; want none owed and the next look at %v", len(e.owed), e.nextRepeat, now.Add(repeatScan))
+			if len(e.owed) != 0 || e.nextRepeat != now.Add(repeatScan) || e.walkLeft != nodes-1-sent {
+				return fmt.Errorf("after the scan: %d owed, next look at %v, %d connections left to walk; want none owed, the next look at %v and %d left",
+					len(e.owed), e.nextRepeat, e.walkLeft, now.Add(repeatScan), nodes-1-sent)
 			}
 			repeated := 0
 			for s := 1; s < nodes; s++ {
@@ -136,6 +137,9 @@ func TestRepeatScanStopsAtAFullQueue(t *testing.T) {
 				if e.heard[s] == 0 {
 					return fmt.Errorf("source %d not repeated by the next scan (%d repeats in all)", s, e.info.CreditRepeats)
 				}
+			}
+			if e.walkLeft != 0 || int(e.info.CreditRepeats) != nodes-1 {
+				return fmt.Errorf("the next look walked beyond what was left (%d repeats in all, want %d), or left %d", e.info.CreditRepeats, nodes-1, e.walkLeft)
 			}
 		}
 		return ep.Close(th)
