@@ -37,13 +37,13 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 //
 // A walk stops when the credit queue pair's send queue is full (its
 // completions polled once as the walk begins): the connections left stay
-// due, the next look, a repeatScan later and whether or not the thread
-// has been quiet since, walks them (only them: a new walk waits for the
-// thread's quiet again), and none is
-// owed (owed.go), so that a walk over a thousand connections never puts
-// a thousand guesses ahead of the credit a source is waiting for. Before,
-// a walk posted to every due connection and those that did not fit were
-// dropped after their credit had been counted as written.
+// due, and the next look, a repeatScan later and whether or not the
+// thread has been quiet since, walks them (only them: a new walk waits
+// for the thread's quiet again). None is owed (owed.go), so that a walk
+// over a thousand connections never puts a thousand guesses ahead of the
+// credit a source is waiting for. Before, a walk posted to every due
+// connection, and those that did not fit were dropped after their credit
+// had been counted as written.
 
 // mayStall reports whether source s may be waiting for credit that a
 // repeat would carry: it has not ended its stream, has sent at least its
