@@ -192,6 +192,10 @@ type Config struct {
 	// Other designs ignore them.
 	MPI   *MPICosts
 	IPoIB *IPoIBCosts
+	// Credit (SQ/SR only), when set, replaces the credit timers
+	// (DefaultCreditTimers): design choices without a source, which
+	// sensitivity analysis moves. Other designs ignore it.
+	Credit *CreditTimers
 }
 
 // mpiCosts is c.MPI, or the defaults.
@@ -244,6 +248,11 @@ func (c *Config) check(maxMsg int) error {
 	}
 	if c.RTO < 0 {
 		return fmt.Errorf("%w: retransmission timeout %v", ErrConfig, c.RTO)
+	}
+	if c.Credit != nil {
+		if err := c.Credit.check(); err != nil {
+			return err
+		}
 	}
 	if c.RTO == 0 {
 		c.RTO = 500 * fabric.Microsecond

@@ -1,7 +1,5 @@
 package algos
 
-import "github.com/rdmashuffle/rdmashuffle/fabric"
-
 // Credit owed, for SQ/SR.
 //
 // A receiver's credit messages share one UD queue pair per endpoint, whose
@@ -25,8 +23,8 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // the receiver sends each owed source its latest credit (one message
 // however many were refused) as soon as slots free: after polling
 // completions as a receiving thread looks for data, as it releases a
-// buffer, and, while it waits with credit still owed, every owedRetry.
-// Repeats are not owed: a repeat walk stops at a full queue and its next
+// buffer, and, while it waits with credit still owed, every OwedRetry
+// (CreditTimers). Repeats are not owed: a repeat walk stops at a full queue and its next
 // look walks what it left (repeats.go), so the list holds only credit a
 // source needs. On the run above, owing everything that did not fit,
 // repeats included, gave 3.01 GiB/s with 62,242 messages owed; with walks
@@ -35,10 +33,9 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // queue stays small, and an owed source gets one message with its latest
 // value where a deeper queue sends it every value in turn.)
 
-// owedRetry is how often a waiting receiver with credit still owed polls
-// its send completions for room: a few turns of the NIC's round robin (a
-// 4 KiB packet takes 0.33 us at EDR's rate).
-const owedRetry = fabric.Microsecond
+// How often a waiting receiver with credit still owed polls its send
+// completions for room is CreditTimers.OwedRetry: by default a few turns
+// of the NIC's round robin (a 4 KiB packet takes 0.33 us at EDR's rate).
 
 // A source's place in the owed list (sqsr.owed).
 const (

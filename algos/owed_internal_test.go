@@ -77,7 +77,7 @@ func TestOwedCreditArrives(t *testing.T) {
 // marked written and its connections' gaps grow; the connections left
 // keep their credit unwritten and stay due, nothing is owed (so that a
 // burst of repeats never holds up the credit a source needs), and the
-// next look, a repeatScan later, walks exactly those it left.
+// next look, a RepeatScan later, walks exactly those it left.
 func TestRepeatScanStopsAtAFullQueue(t *testing.T) {
 	const nodes = 64
 	c, err := sim.New(sim.Config{Nodes: nodes, Seed: 1})
@@ -111,9 +111,9 @@ func TestRepeatScanStopsAtAFullQueue(t *testing.T) {
 			if sent == 0 || sent >= nodes-1 {
 				return fmt.Errorf("a scan over %d due connections sent %d repeats; want fewer than all (the queue holds %d)", nodes-1, sent, 2*creditSignalEvery+8)
 			}
-			if len(e.owed) != 0 || e.nextRepeat != now.Add(repeatScan) || e.walkLeft != nodes-1-sent {
+			if len(e.owed) != 0 || e.nextRepeat != now.Add(DefaultCreditTimers.RepeatScan) || e.walkLeft != nodes-1-sent {
 				return fmt.Errorf("after the scan: %d owed, next look at %v, %d connections left to walk; want none owed, the next look at %v and %d left",
-					len(e.owed), e.nextRepeat, e.walkLeft, now.Add(repeatScan), nodes-1-sent)
+					len(e.owed), e.nextRepeat, e.walkLeft, now.Add(DefaultCreditTimers.RepeatScan), nodes-1-sent)
 			}
 			repeated := 0
 			for s := 1; s < nodes; s++ {

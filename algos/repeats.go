@@ -8,9 +8,9 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // it may wait for credit forever. So a receiver repeats a source's credit
 // (its absolute value, Flush: the value last written, or more when
 // receives were posted since) once the connection from that source has
-// been quiet for its gap: no data from it for resendQuiet after its last
-// message, then a gap that doubles with every repeat up to
-// maxResendQuiet, back to resendQuiet when data arrives again. Only a
+// been quiet for its gap: no data from it for RepeatQuiet (CreditTimers) after its
+// last message, then a gap that doubles with every repeat up to 32 times
+// that (maxBackoff), back to RepeatQuiet when data arrives again. Only a
 // connection whose source may be waiting for credit counts (mayStall):
 // the source's credit is at least the initial Buffers and at least the
 // number of messages received from it, so while fewer than Buffers have
@@ -18,7 +18,7 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // has nothing to give until a Release), no repeat can help.
 //
 // Repeats go out only while the receiving thread waits, after it has
-// found nothing for resendQuiet (the thread's quiet, as before). A
+// found nothing for RepeatQuiet (the thread's quiet, as before). A
 // connection alone is quiet far more often than its thread: at 256 nodes
 // a connection carries four or five messages in a 4.5 ms shuffle while
 // its thread receives one every few microseconds, so repeating on every
@@ -33,11 +33,11 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // the acknowledgement last sent) and, per endpoint, when the next repeat
 // may fall due, a lower bound kept in O(1) as data arrives and receives
 // are posted. A walk over the connections (O(sources)) happens at most
-// once per repeatScan.
+// once per RepeatScan.
 //
 // A walk stops when the credit queue pair's send queue is full (its
 // completions polled once as the walk begins): the connections left stay
-// due, and the next look, a repeatScan later and whether or not the
+// due, and the next look, a RepeatScan later and whether or not the
 // thread has been quiet since, walks them (only them: a new walk waits
 // for the thread's quiet again). None is owed (owed.go), so that a walk
 // over a thousand connections never puts a thousand guesses ahead of the
@@ -63,7 +63,7 @@ func (e *sqsr) mayStall(s int) bool {
 
 // repeatDue is when source s's credit falls due for a repeat.
 func (e *sqsr) repeatDue(s int) fabric.Time {
-	return e.heard[s].Add(resendQuiet << e.backoff[s])
+	return e.heard[s].Add(e.ct.RepeatQuiet << e.backoff[s])
 }
 
 // heardFrom records data from source s at now: its connection is quiet
@@ -74,11 +74,11 @@ func (e *sqsr) heardFrom(s int, now fabric.Time) {
 }
 
 // armRepeat brings the next look at the connections forward to source
-// s's due repeat, if it may stall, but no earlier than repeatScan after
+// s's due repeat, if it may stall, but no earlier than RepeatScan after
 // the last look.
 func (e *sqsr) armRepeat(s int) {
 	if e.mayStall(s) {
-		e.nextRepeat = min(e.nextRepeat, max(e.repeatDue(s), e.lastScan.Add(repeatScan)))
+		e.nextRepeat = min(e.nextRepeat, max(e.repeatDue(s), e.lastScan.Add(e.ct.RepeatScan)))
 	}
 }
 
@@ -89,7 +89,7 @@ func (e *sqsr) repeatQuiet(now fabric.Time) error {
 	next, reaped := fabric.Forever, false
 	walk := e.n
 	if e.walkLeft > 0 { // the rest of a walk that stopped at a full queue
-		walk, next = e.walkLeft, now.Add(resendQuiet) // connections walked before are due no sooner
+		walk, next = e.walkLeft, now.Add(e.ct.RepeatQuiet) // connections walked before are due no sooner
 	}
 	for k := 0; k < walk; k++ {
 		s := (e.scanFrom + k) % e.n
@@ -118,7 +118,7 @@ func (e *sqsr) repeatQuiet(now fabric.Time) error {
 					// guess, so it is not owed (owed.go), where it would
 					// hold up the credit that releases send.
 					e.lastScan, e.scanFrom, e.walkLeft = now, s, walk-k
-					e.nextRepeat = now.Add(repeatScan)
+					e.nextRepeat = now.Add(e.ct.RepeatScan)
 					return nil
 				}
 				e.cr[s].Flush()
@@ -132,6 +132,6 @@ func (e *sqsr) repeatQuiet(now fabric.Time) error {
 	}
 	e.lastScan, e.walkLeft = now, 0
 	e.scanFrom = (e.scanFrom + walk) % e.n
-	e.nextRepeat = max(next, now.Add(repeatScan))
+	e.nextRepeat = max(next, now.Add(e.ct.RepeatScan))
 	return nil
 }

@@ -31,6 +31,7 @@ type sqsr struct {
 	waitList []fabric.Waitable // what Close's wait for acknowledgements watches, built on first use
 	ackWait  []fabric.Waitable // what the sender's wait for acknowledgements watches, likewise
 	endpointBase
+	ct    CreditTimers // the credit timers (repeats.go, owed.go)
 	pd    fabric.PD
 	rcq   fabric.CQ // data receives
 	ccq   fabric.CQ // credit receives
@@ -42,10 +43,10 @@ type sqsr struct {
 	peers []udPeer
 	// Credit repeats, per connection (repeats.go): when data from each
 	// source last arrived or its credit was last repeated, how often it
-	// has been repeated since data last arrived (its gap is resendQuiet
-	// doubled that often, at most maxResendQuiet), and when the next
+	// has been repeated since data last arrived (its gap is RepeatQuiet
+	// doubled that often, at most maxBackoff times), and when the next
 	// repeat may fall due on any connection (no earlier than
-	// repeatScan after the last look at them).
+	// RepeatScan after the last look at them).
 	heard      []fabric.Time
 	backoff    []uint8
 	ackSent    []uint64 // with loss recovery: per source, the acknowledgement last sent
@@ -96,19 +97,6 @@ const (
 	creditBytes    = 16
 	creditAckBytes = 24
 	creditMagic    = 0xc5
-	resendQuiet    = 50 * fabric.Microsecond
-	// maxResendQuiet bounds the doubling gap between repeats of the
-	// credit of a connection that stays quiet (32 x resendQuiet): a
-	// stalled cluster sent every source its credit from every receiving
-	// thread every 50 us (16,000 credit messages a second per thread at
-	// 4 nodes) for as long as the stall lasted.
-	maxResendQuiet = 32 * resendQuiet
-	maxBackoff     = 5 // maxResendQuiet = resendQuiet << maxBackoff
-	// repeatScan is the shortest time between two looks at the
-	// connections for repeats that fell due: a repeat goes out up to
-	// this much after its connection's gap has passed, and a receiving
-	// thread does not walk its 1024 connections after every message.
-	repeatScan = resendQuiet / 2
 )
 
 // OpenSQSR opens an SQ/SR endpoint on the calling thread's node; every node
@@ -117,7 +105,7 @@ func OpenSQSR(th fabric.Thread, cfg Config) (Endpoint, error) {
 	if err := cfg.check(th.Node().Device().Attr().MTU); err != nil {
 		return nil, err
 	}
-	e := &sqsr{}
+	e := &sqsr{ct: cfg.creditTimers()}
 	e.init("SQ/SR", th, cfg)
 	if err := e.setup(th); err != nil {
 		return nil, fmt.Errorf("algos: open SQ/SR endpoint %d on node %d: %w", cfg.Tag, e.me, freed(err, e.own.free()))
@@ -387,19 +375,19 @@ func (e *sqsr) receiving() receiving {
 		idle: func(th fabric.Thread, now, quiet fabric.Time) (fabric.Time, fabric.Time, error) {
 			// A walk that stopped at a full queue goes on at its next
 			// look whether or not the thread has been quiet since.
-			if (now.Sub(quiet) >= resendQuiet || e.walkLeft > 0) && now >= e.nextRepeat {
+			if (now.Sub(quiet) >= e.ct.RepeatQuiet || e.walkLeft > 0) && now >= e.nextRepeat {
 				if err := e.repeatQuiet(now); err != nil {
 					return 0, quiet, err
 				}
 			}
-			next := max(quiet.Add(resendQuiet), e.nextRepeat)
+			next := max(quiet.Add(e.ct.RepeatQuiet), e.nextRepeat)
 			if e.walkLeft > 0 {
 				next = max(now, e.nextRepeat)
 			}
 			if owed, err := e.payOwed(); err != nil {
 				return 0, quiet, err
 			} else if owed {
-				next = min(next, now.Add(owedRetry))
+				next = min(next, now.Add(e.ct.OwedRetry))
 			}
 			if e.unacked != nil { // this endpoint's sends need acknowledging too
 				_, due, err := e.senderTick(th)

@@ -28,7 +28,7 @@ func TestAckedOutOfOrder(t *testing.T) {
 		{[]uint64{7, 5, 6}, 4, []uint64{7, 5, 6}, nil},
 	} {
 		t.Run(fmt.Sprint(tc.queue, tc.ack), func(t *testing.T) {
-			e := &sqsr{}
+			e := &sqsr{ct: DefaultCreditTimers}
 			e.unacked = make([][]retained, 1)
 			for i, seq := range tc.queue {
 				e.unacked[0] = append(e.unacked[0], retained{seq: seq, id: i})
@@ -55,7 +55,7 @@ func TestAckedOutOfOrder(t *testing.T) {
 // sent at least its initial credit (Buffers) and the receiver has posted
 // receives beyond the messages received from it; with loss recovery also
 // when an acknowledgement is owed. A source that may stall brings the next
-// look forward to its due repeat, no earlier than repeatScan after the
+// look forward to its due repeat, no earlier than RepeatScan after the
 // last look.
 func TestRepeatEligibility(t *testing.T) {
 	const b = 2
@@ -78,7 +78,7 @@ func TestRepeatEligibility(t *testing.T) {
 		{"recovery, acknowledgement sent", 1, 0, false, true, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &sqsr{}
+			e := &sqsr{ct: DefaultCreditTimers}
 			e.n, e.cfg.Buffers, e.cfg.CreditEvery = 1, b, 2
 			cr, err := flowctl.NewCreditReceiver(e.cfg.CreditEvery)
 			if err != nil {
@@ -99,14 +99,14 @@ func TestRepeatEligibility(t *testing.T) {
 				}
 			}
 			now := fabric.Time(0).Add(fabric.Millisecond)
-			e.lastScan = now.Add(-repeatScan / 2)
+			e.lastScan = now.Add(-DefaultCreditTimers.RepeatScan / 2)
 			e.heardFrom(0, now)
 			if got := e.mayStall(0); got != tc.want {
 				t.Fatalf("mayStall %v, want %v", got, tc.want)
 			}
 			want := fabric.Forever
 			if tc.want {
-				want = now.Add(resendQuiet) // after lastScan + repeatScan
+				want = now.Add(DefaultCreditTimers.RepeatQuiet) // after lastScan + RepeatScan
 			}
 			if e.nextRepeat != want || e.backoff[0] != 0 {
 				t.Fatalf("next look at %v, backoff %d; want %v and 0", e.nextRepeat, e.backoff[0], want)

@@ -337,7 +337,7 @@ func ThreadsRefused(threads, cores int) error {
 
 // ApplySoftware sets s's costs in an endpoint configuration.
 func ApplySoftware(s results.SoftwareCosts, c *algos.Config) {
-	c.MPI, c.IPoIB = s.MPI, s.IPoIB
+	c.MPI, c.IPoIB, c.Credit = s.MPI, s.IPoIB, s.Credit
 	if s.PollLineCycles != 0 {
 		c.PollLineCycles = s.PollLineCycles
 	}

@@ -161,15 +161,20 @@ type Record struct {
 
 // SoftwareCosts replace, for one run, software costs that are estimates
 // (docs/model.md §2 and §4): the MPI and IPoIB baselines' costs (also
-// HyPer-TCP's kernel costs) and the cycles a polling loop pays per cache
-// line. The zero value keeps the defaults (algos.DefaultMPICosts,
-// algos.DefaultIPoIBCosts, algos.DefaultPollLineCycles). Sensitivity
+// HyPer-TCP's kernel costs), the cycles a polling loop pays per cache
+// line, and SQ/SR's credit timers (design choices without a source). The
+// zero value keeps the defaults (algos.DefaultMPICosts,
+// algos.DefaultIPoIBCosts, algos.DefaultPollLineCycles,
+// algos.DefaultCreditTimers). Sensitivity
 // analysis moves them; a record made with any of them says so.
 type SoftwareCosts struct {
-	MPI            *algos.MPICosts   `json:"mpi,omitempty"`
-	IPoIB          *algos.IPoIBCosts `json:"ipoib,omitempty"`
-	PollLineCycles int64             `json:"poll_line_cycles,omitempty"`
+	MPI            *algos.MPICosts     `json:"mpi,omitempty"`
+	IPoIB          *algos.IPoIBCosts   `json:"ipoib,omitempty"`
+	PollLineCycles int64               `json:"poll_line_cycles,omitempty"`
+	Credit         *algos.CreditTimers `json:"credit,omitempty"`
 }
 
 // IsZero says whether s keeps every default.
-func (s SoftwareCosts) IsZero() bool { return s.MPI == nil && s.IPoIB == nil && s.PollLineCycles == 0 }
+func (s SoftwareCosts) IsZero() bool {
+	return s.MPI == nil && s.IPoIB == nil && s.PollLineCycles == 0 && s.Credit == nil
+}

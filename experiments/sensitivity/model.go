@@ -26,7 +26,9 @@ var Mechanisms = []string{
 // package algos, and Mechanisms. An analysis made on another model does
 // not describe this model's verdicts. A change of mechanism that is not
 // listed in Mechanisms is not seen; the golden records are the check for
-// those.
+// those. SQ/SR's credit timers (algos.DefaultCreditTimers) are such
+// constants: their defaults are pinned by TestCreditTimerDefaults, and a
+// change of them is listed in Mechanisms.
 func ModelID() string {
 	h := sha256.New()
 	for _, name := range sim.BuiltinProfiles() {

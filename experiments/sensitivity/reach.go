@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmashuffle/rdmashuffle/experiments"
 	"github.com/rdmashuffle/rdmashuffle/experiments/results"
+	"github.com/rdmashuffle/rdmashuffle/fabric"
 	"github.com/rdmashuffle/rdmashuffle/fabric/sim"
 )
 
@@ -25,9 +26,13 @@ import (
 //     and only the MPI endpoint makes a sleeping mutex (MVAPICH2's global
 //     lock);
 //   - ipoib.*: the IPoIB baseline's kernel costs, read by the IPoIB
-//     endpoint and by HyPer over TCP (its multiplexer thread pays them).
+//     endpoint and by HyPer over TCP (its multiplexer thread pays them);
+//   - credit.*: SQ/SR's credit timers (algos.CreditTimers), read by the
+//     SQ/SR endpoint only, which every UD design opens.
 func Reach(field string) []string {
 	switch {
+	case strings.HasPrefix(field, "credit."):
+		return experiments.DesignNames(func(e experiments.CatalogueEntry) bool { return e.Design.Transport == fabric.UD })
 	case strings.HasPrefix(field, "mpi."):
 		return []string{"MPI"}
 	case field == "host.futex_wake_ns" || field == "host.wakeup_ns" || field == "host.wakeup_tail_ns" || field == "host.syscall_ns":

@@ -22,11 +22,11 @@ func TestReachIsExact(t *testing.T) {
 	groups := map[string][]Change{}
 	for _, e := range Estimates {
 		if r := Reach(e.Field); r != nil {
-			k := e.Field[:3] // mpi, ipo, hos: the reach groups
+			k := e.Field[:3] // mpi, ipo, hos, cre: the reach groups
 			groups[k] = append(groups[k], Change{e.Field, 2})
 		}
 	}
-	if len(groups) != 3 {
+	if len(groups) != 4 {
 		t.Fatalf("reach groups %v", groups)
 	}
 	designs := append(experiments.DesignNames(experiments.MovesTuples), "qperf")
@@ -34,10 +34,15 @@ func TestReachIsExact(t *testing.T) {
 		reach := Reach(changes[0].Field)
 		var sw results.SoftwareCosts
 		var profile []Change
-		mpi, ipoib := algos.DefaultMPICosts, algos.DefaultIPoIBCosts
+		mpi, ipoib, credit := algos.DefaultMPICosts, algos.DefaultIPoIBCosts, algos.DefaultCreditTimers
 		for _, c := range changes {
 			if !isSoftware(c.Field) {
 				profile = append(profile, c)
+				continue
+			}
+			if field, ok := creditTimer[c.Field]; ok {
+				*field(&credit) *= 2
+				sw.Credit = &credit
 				continue
 			}
 			v, err := algos.Cost(algos.DefaultMPICosts, algos.DefaultIPoIBCosts, c.Field)
