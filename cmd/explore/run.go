@@ -226,6 +226,22 @@ func reportRun(w io.Writer, rec *results.Record, jsonOut bool) error {
 	return nil
 }
 
+// creditParts names the parts of r's credit writes that SQ/SR sent as
+// repeats to quiet connections and late, as owed credit ("" when none).
+func creditParts(r *results.Record) string {
+	var parts []string
+	if r.CreditRepeats > 0 {
+		parts = append(parts, fmt.Sprintf("%d repeats", r.CreditRepeats))
+	}
+	if r.CreditOwed > 0 {
+		parts = append(parts, fmt.Sprintf("%d owed", r.CreditOwed))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 func printRun(w io.Writer, r *results.Record) {
 	renderOrNarrow(w, runTable(r, false), runTable(r, true))
 	if !r.Network.IsSingle() {
@@ -239,8 +255,8 @@ func printRun(w io.Writer, r *results.Record) {
 	if r.Adaptive {
 		buffers = fmt.Sprintf("adaptive buffers per destination (%d to start, at most %d; %.1f per node on average)", r.Buffers, r.MaxBuffers, r.RecvBuffersMean)
 	}
-	fmt.Fprintln(w, wrapText(fmt.Sprintf("%s, %d-byte messages, %s, credit every %d; %d tuples; %d credit writes, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall",
-		r.Profile, r.MsgBytes, buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS), tableWidth(), "  "))
+	fmt.Fprintln(w, wrapText(fmt.Sprintf("%s, %d-byte messages, %s, credit every %d; %d tuples; %d credit writes%s, %d credit stalls; QP-cache miss rate %.1f%%%s; %.2fs wall",
+		r.Profile, r.MsgBytes, buffers, r.CreditEvery, r.TuplesReceived, r.CreditWrites, creditParts(r), r.CreditStalls, 100*r.QPCacheMiss, numbering, r.WallS), tableWidth(), "  "))
 	if r.Faults != "" {
 		fmt.Fprintln(w, wrapText("faults injected: "+r.Faults, tableWidth(), "  "))
 	}

@@ -117,6 +117,15 @@ func TestRunSkewLine(t *testing.T) {
 	if strings.Contains(out.String(), "skew") {
 		t.Errorf("a record without finish times shows skew:\n%s", out.String())
 	}
+	if strings.Contains(out.String(), "repeats") || strings.Contains(out.String(), "owed") {
+		t.Errorf("a record without repeated or owed credit names them:\n%s", out.String())
+	}
+	rec.CreditWrites, rec.CreditRepeats, rec.CreditOwed = 900, 120, 3
+	out.Reset()
+	printRun(&out, rec)
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "900 credit writes (120 repeats, 3 owed)") {
+		t.Errorf("repeated and owed credit not shown:\n%s", out.String())
+	}
 }
 
 // TestOutputsFit100Columns: what the quick commands print (bench tables
