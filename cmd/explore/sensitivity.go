@@ -21,9 +21,9 @@ func sensitivityLong() string {
 	return fmt.Sprintf(`sensitivity moves each model parameter that is an estimate (docs/model.md's
 (E); --list prints them) by each factor: a profile parameter in every built-in
 profile, a software cost (the MPI and IPoIB baselines' cycles and thresholds,
-the cycles per polled cache line) in every run. It reruns the figures at the
-quick scale with the change, judges the claims and reports per claim which
-changes flip its verdict. It also switches on each mechanism of the model
+the cycles per polled cache line, the UD designs' credit timers) in every
+run. It reruns the figures at the quick scale with the change, judges the
+claims and reports per claim which changes flip its verdict. It also switches on each mechanism of the model
 that no source settles ('nic.rx_miss_blocks =1': whether a packet waiting
 for its queue-pair context holds the NIC's receive pipeline) or that a host
 may run either way ('host.shared_doorbells =1': queue pairs sharing doorbell
@@ -39,7 +39,8 @@ controls share is not that number's. It writes <out>/sensitivity.md and sensitiv
 docs/validation.md's robustness column.
 
 Every change reruns every figure (but for the points it cannot reach: an MPI
-or IPoIB cost reruns only those designs' points): with the default %d estimates,
+or IPoIB cost reruns only those designs' points, a credit timer only the UD
+designs'): with the default %d estimates,
 2 factors, %d mechanism switch(es) and the %d controls that is %d quick
 reproductions of about 570 points, about a minute and a half each on 2 cores
 (a change that reaches only MPI or IPoIB: a quarter of a minute or less), so

@@ -173,7 +173,7 @@ func (s *Summary) WriteMarkdown(w io.Writer, command string) error {
 	fmt.Fprintf(&b, "Written by `%s` from an analysis judged at %s; do not edit by hand. Each profile parameter that is an estimate "+
 		"(marked (E) in docs/model.md; the list is `sensitivity.Estimates`) was moved in every built-in profile, each "+
 		"estimated software cost outside the profiles (the MPI and IPoIB baselines' cycles and thresholds, the cycles per polled "+
-		"cache line) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
+		"cache line, and the UD designs' credit timers, design choices without a source) in every run, and the figures were rerun at the quick scale and judged. A claim whose verdict changes under some change is **fragile**: "+
 		"the model decides it on a number nobody measured (or, under a control, on the runs' random draws or on which queue pairs happen to share a context-cache set). docs/validation.md shows this column and does not count a fragile pass as a pass.\n\n", command, s.at())
 	seeds, numberings := controls(s.Changes, s.Pending)
 	if seeds > 0 {
