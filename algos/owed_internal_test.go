@@ -148,3 +148,55 @@ func TestRepeatScanStopsAtAFullQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRefusedCreditKeepsAckOwed: with loss recovery a credit message also
+// acknowledges; one that the full send queue refuses has acknowledged
+// nothing, so its source still counts as owed an acknowledgement
+// (mayStall) and the walk that goes on repeats it.
+func TestRefusedCreditKeepsAckOwed(t *testing.T) {
+	c, err := sim.New(sim.Config{Nodes: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Run(func(th fabric.Thread) error {
+		ep, err := OpenSQSR(th, Config{Nodes: 2, MsgBytes: 1024, Buffers: 4, CreditEvery: 2, Recover: true, Timeout: 10 * fabric.Millisecond})
+		if err != nil {
+			return err
+		}
+		e := ep.(*sqsr)
+		if th.Node().ID() == 1 {
+			var acked uint64
+			for seq := uint64(1); ; seq++ {
+				if err := e.counts[0].Add(seq, false); err != nil {
+					return err
+				}
+				sent, err := e.tryCredit(0, e.cr[0].Written())
+				if err != nil {
+					return err
+				}
+				if !sent {
+					if e.ackSent[0] != acked || !e.mayStall(0) {
+						return fmt.Errorf("after a refused post of acknowledgement %d: acknowledgement sent %d (last posted %d), owed %v",
+							seq, e.ackSent[0], acked, e.mayStall(0))
+					}
+					break
+				}
+				if acked = seq; e.ackSent[0] != acked {
+					return fmt.Errorf("posted acknowledgement %d, recorded %d", acked, e.ackSent[0])
+				}
+			}
+			for owed := true; owed; { // let the queue drain before closing
+				th.Busy(fabric.Microsecond)
+				if _, err := e.reap(); err != nil {
+					return err
+				}
+				owed = e.signaled > 0
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

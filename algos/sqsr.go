@@ -512,6 +512,13 @@ func (e *sqsr) tryCredit(src int, v uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// The acknowledgement counts as sent only once it is posted: a
+	// refused repeat leaves its connection owing one (mayStall), so the
+	// walk that goes on after it repeats it. (Marked before the post, a
+	// refused one was left to the sender's retransmission timer.)
+	if e.ackSent != nil {
+		e.ackSent[src] = e.counts[src].Contiguous()
+	}
 	e.sentCredit(src)
 	return true, nil
 }
@@ -526,9 +533,6 @@ func (e *sqsr) creditWR(src int, v uint64) fabric.SendWR {
 	binary.LittleEndian.PutUint16(m[2:], uint16(e.me))
 	binary.LittleEndian.PutUint64(m[8:], v)
 	binary.LittleEndian.PutUint64(m[16:], e.counts[src].Contiguous()) // sent only with loss recovery (creditLen)
-	if e.ackSent != nil {
-		e.ackSent[src] = e.counts[src].Contiguous()
-	}
 	wr := fabric.SendWR{ID: wrCredit, Op: fabric.OpSend, Local: e.mr.SGE(e.csendOff, e.creditLen()), Flags: fabric.Inline,
 		AH: e.cahs[src], RemoteQPN: e.peers[src].credit.QPN, QKey: udQKey}
 	e.signalSome(&wr, &e.unsignaled, false)
