@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,7 +68,10 @@ func benchCmd() *cobra.Command {
 		Short: "perftest-style microbenchmark: " + strings.Join(perftest.Tests, ", "),
 		Long: `bench runs one microbenchmark in the style of perftest (ib_send_bw, ib_write_bw,
 ib_read_bw, ib_send_lat, ib_write_lat, ib_read_lat) plus alltoall_bw, in which every
-node sends to every other node, and read_swarm and write_swarm, the two-node form of
+node sends to every other node, ebb, the effective bisection bandwidth of random
+bisections, shift_bw, the shift permutations of an ordered all-to-all one stage at a
+time (stage d: node i sends to node i+d; -n stages spread over the distances, default
+every one), and read_swarm and write_swarm, the two-node form of
 the rc-swarm benchmark (Kalia et al.): --threads threads per node keep --window
 operations each in flight on queue pairs chosen at random, which is what shows a
 NIC's queue-pair context cache (perftest's one posting thread keeps up with it).
@@ -83,7 +88,8 @@ per-packet headers for that message size.`,
   explore bench read_bw -a
   explore bench send_lat -s 8 --json
   explore bench write_lat -a --output plain | awk '/^ *8 /{print $8}'   # perftest's 99% percentile
-  explore bench alltoall_bw --nodes 8 -s 4096`,
+  explore bench alltoall_bw --nodes 8 -s 4096
+  explore bench shift_bw --nodes 64 --topology fat-tree --radix 8 --routing minhop`,
 		Args:              benchArgs,
 		ValidArgsFunction: fixed(tests),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -138,7 +144,7 @@ per-packet headers for that message size.`,
 	}
 	fl := cmd.Flags()
 	fl.VarP(perftestSize{&f.cfg.Size}, "size", "s", "message size in bytes, with perftest's K or M (64K: 65536), or with a unit: 4096, 64KiB, 1MB (default 65536 for bandwidth, 2 for latency)")
-	fl.IntVarP(&f.cfg.Iters, "iters", "n", 0, "messages per queue pair (default 5000 for bandwidth, 1000 for latency)")
+	fl.IntVarP(&f.cfg.Iters, "iters", "n", 0, "messages per queue pair (default 5000 for bandwidth, 1000 for latency); ebb: random bisections (default 20); shift_bw: stages (default every distance)")
 	fl.IntVarP(&f.cfg.QPs, "qp", "q", 1, "queue pairs per peer")
 	fl.StringVarP(&f.conn, "connection", "c", "RC", "transport: RC, UC or UD")
 	fl.IntVarP(&f.cfg.TxDepth, "tx-depth", "t", 128, "outstanding sends per queue pair")
@@ -349,6 +355,27 @@ func benchOnce(cfg perftest.Config, f *benchFlags, prof *sim.Profile, numbering 
 	return benchRow{cfg: cfg, res: res, bound: sim.GoodputBound(prof, cfg.Conn, op, cfg.Size), wall: time.Since(t0), stats: c.Stats()}, nil
 }
 
+// shiftStagesLine says how many of a shift_bw run's stages fell below 90%
+// of one pair alone and names the slowest few, by distance.
+func shiftStagesLine(x *perftest.Result) string {
+	if x.PairGbps <= 0 || len(x.ShiftStages) == 0 {
+		return ""
+	}
+	st := slices.Clone(x.ShiftStages)
+	slices.SortStableFunc(st, func(a, b perftest.ShiftStage) int { return cmp.Compare(a.MeanGbps, b.MeanGbps) })
+	slow := 0
+	for _, s := range st {
+		if s.MeanGbps < 0.9*x.PairGbps {
+			slow++
+		}
+	}
+	var names []string
+	for _, s := range st[:min(5, len(st))] {
+		names = append(names, fmt.Sprintf("distance %d at %.2f (lowest node %.2f)", s.Distance, s.MeanGbps, s.MinGbps))
+	}
+	return wrapText(fmt.Sprintf("%d of %d stages below 90%% of one pair; slowest, Gb/s per node: %s", slow, len(st), strings.Join(names, ", ")), tableWidth(), "  ") + "\n"
+}
+
 func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) error {
 	r0 := rows[0].res
 	fmt.Fprintf(w, "%s on %s (%s, %.2f Gb/s data rate, MTU %d), %d nodes, %s, seed %d\n",
@@ -370,6 +397,13 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 		for _, r := range rows {
 			x := r.res
 			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.EBBPairGbps), f2(x.BWAvgGbps), f2(x.EBBMinGbps), fmt.Sprintf("%.3f", x.EBB))
+		}
+	} else if r0.Test == "shift_bw" {
+		t.Header("#bytes", "#stages", "one pair[Gb/sec]", "mean[Gb/sec]", "slowest stage[Gb/sec]", "fastest stage[Gb/sec]", "slowest/pair")
+		for _, r := range rows {
+			x := r.res
+			t.Append(fmt.Sprint(x.Bytes), fmt.Sprint(x.Iterations), f2(x.PairGbps), f2(x.BWAvgGbps), f2(x.ShiftLowGbps), f2(x.ShiftHighGbps),
+				fmt.Sprintf("%.3f", x.ShiftLowGbps/x.PairGbps))
 		}
 	} else if r0.RunS > 0 && strings.HasSuffix(r0.Test, "_lat") {
 		// Spaces before the units let the headers wrap within the
@@ -399,6 +433,11 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	if r0.Test == "shift_bw" {
+		for _, r := range rows {
+			fmt.Fprint(w, shiftStagesLine(r.res))
+		}
 	}
 	printFalls(w, rows)
 	if f.sweepQPs && len(rows) > 1 && rows[0].res.MsgRateMpps > 0 {

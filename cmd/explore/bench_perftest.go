@@ -188,7 +188,7 @@ func (f *benchFlags) perftestText() bool { return f.output != "table" }
 // tests its preamble (from the first row's set-up), then the table's rule
 // and header, a row per size and the closing rule; with --report-both,
 // each direction's table after the sum's, as perftest. The others
-// (alltoall_bw, incast_bw, ebb, reg_mr) get the table alone.
+// (alltoall_bw, incast_bw, ebb, shift_bw, reg_mr) get the table alone.
 func printPlain(w io.Writer, f *benchFlags, rows []benchRow) error {
 	r0 := rows[0]
 	u := perftest.MiBPerSec

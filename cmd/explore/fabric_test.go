@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestFabricWritesWhatItReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	ra.Name, rb.Name, ra.Network, rb.Network, ra.Routing, rb.Routing = "", "", "", "", "", ""
-	if ra.Analysis != rb.Analysis || ra.Oversub != 2 || rb.Oversub != 2 || ra.Cables != rb.Cables {
+	if !reflect.DeepEqual(ra.Analysis, rb.Analysis) || len(ra.PerStage) == 0 || ra.Oversub != 2 || rb.Oversub != 2 || ra.Cables != rb.Cables {
 		t.Errorf("generated %+v, read back %+v", ra, rb)
 	}
 	if _, err := os.Stat(lfts); err != nil {

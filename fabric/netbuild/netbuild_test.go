@@ -305,6 +305,43 @@ func TestEBBMatchesFlowEstimate(t *testing.T) {
 	}
 }
 
+// The packet-level shift benchmark (explore bench shift_bw) sees, stage
+// by stage, what the tables predict (route.Analyze): on a three-level
+// tree routed by minhop, whose shift stages put up to 4 flows on one
+// cable, a stage's slowest node gets one pair's bandwidth over the most
+// flows a cable of the stage carries, and a stage free of conflicts gets
+// what one pair gets alone.
+func TestShiftStagesMatchTables(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 64-node shift over every stage")
+	}
+	b := build(t, netspec.Spec{Kind: netspec.FatTree, Radix: 8, Engine: route.MinHop}, 64)
+	a, err := route.Analyze(b.Fabric.Topology, b.Fabric.Tables, b.Fabric.Hosts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := perftest.Config{Test: "shift_bw", Size: 256 << 10}
+	if err := cfg.Normalize(64); err != nil {
+		t.Fatal(err)
+	}
+	res, err := perftest.Run(cluster(t, 64, b, 1), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ShiftStages) != 63 || len(a.PerStage) != 63 || a.ShiftWorst < 3 {
+		t.Fatalf("%d stages run, %d analysed, worst cable %d flows: want 63, 63 and a tree where routing matters", len(res.ShiftStages), len(a.PerStage), a.ShiftWorst)
+	}
+	for i, st := range res.ShiftStages {
+		want := a.PerStage[i]
+		if st.Distance != want.Distance {
+			t.Fatalf("stage %d: distance %d run, %d analysed", i, st.Distance, want.Distance)
+		}
+		if got, exp := st.MinGbps/res.PairGbps, 1/float64(want.Worst); got < 0.9*exp || got > 1.1*exp {
+			t.Errorf("distance %d: slowest node at %.3f of one pair, the tables put %d flows on a cable (%.3f)", st.Distance, got, want.Worst, exp)
+		}
+	}
+}
+
 // vlCase: a two-level tree of 4-port switches at 2:1 (two hosts and one
 // uplink per leaf), nodes 0 and 2 on leaf 0 and nodes 1 and 3 on leaf 1,
 // so that the flows 0->1 and 2->3 share leaf 0's one uplink.

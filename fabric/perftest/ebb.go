@@ -71,7 +71,7 @@ func ebb(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 	if me < 2 {
 		peer = me ^ 1
 	}
-	ref, err := e.exchange(th, "ebb-ref", peer, msgs)
+	ref, err := e.exchange(th, "ebb-ref", peer, peer, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func ebb(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 	}
 	for p := 0; p < cfg.Iters; p++ {
 		peer := partner(p)
-		d, err := e.exchange(th, fmt.Sprintf("ebb-%d", p), peer, msgs)
+		d, err := e.exchange(th, fmt.Sprintf("ebb-%d", p), peer, peer, msgs)
 		if err != nil {
 			return nil, err
 		}
@@ -161,15 +161,17 @@ func newEBBNode(th fabric.Thread, cfg *Config, chunk int) (*ebbNode, error) {
 }
 
 // exchange waits for every node at a barrier, then sends msgs datagrams
-// to peer while receiving as many from it, and returns how long receiving
-// them took (0 when peer is -1: the node only takes part in the barrier).
-func (e *ebbNode) exchange(th fabric.Thread, key string, peer, msgs int) (fabric.Duration, error) {
+// to node to while receiving as many (from node from: a pair's partner
+// is both), and returns how long receiving them took (0 when to is -1:
+// the node only takes part in the barrier).
+func (e *ebbNode) exchange(th fabric.Thread, key string, to, from, msgs int) (fabric.Duration, error) {
 	if err := e.node.OOB().Barrier(key); err != nil {
 		return 0, err
 	}
-	if peer < 0 {
+	if to < 0 {
 		return 0, nil
 	}
+	peer := to
 	if e.ahs[peer] == nil {
 		addr := e.peers[peer].Address()
 		addr.SL = e.cfg.SL
@@ -230,8 +232,8 @@ func (e *ebbNode) exchange(th fabric.Thread, key string, peer, msgs int) (fabric
 			continue
 		}
 		if now.Sub(last) > stall {
-			return 0, fmt.Errorf("perftest: ebb: node %d received %d of %d datagrams from node %d and %d of its %d sends completed in %v; a datagram that finds no receive is lost: raise -r (now %d)",
-				e.node.ID(), got, msgs, peer, acked, msgs, stall, e.cfg.RxDepth)
+			return 0, fmt.Errorf("perftest: %s: node %d received %d of %d datagrams from node %d and %d of its %d sends to node %d completed in %v; a datagram that finds no receive is lost: raise -r (now %d)",
+				e.cfg.Test, e.node.ID(), got, msgs, from, acked, msgs, to, stall, e.cfg.RxDepth)
 		}
 		th.Wait(last.Add(stall+1), e.onBoth...)
 	}

@@ -22,7 +22,7 @@ import (
 )
 
 // Tests lists the supported test names.
-var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "alltoall_bw", "incast_bw", "reg_mr", "ebb", "read_swarm", "write_swarm"}
+var Tests = []string{"send_bw", "write_bw", "read_bw", "send_lat", "write_lat", "read_lat", "alltoall_bw", "incast_bw", "reg_mr", "ebb", "shift_bw", "read_swarm", "write_swarm"}
 
 // Config is one benchmark run. Zero values take perftest's defaults.
 type Config struct {
@@ -127,6 +127,11 @@ func bad(name string, value any, problem string, args ...any) error {
 
 func (c *Config) bandwidth() bool { return strings.HasSuffix(c.Test, "_bw") }
 
+// patterned reports the tests that send Size bytes along every flow of a
+// traffic pattern at once, in datagrams of the MTU, one pattern after
+// another (ebb, shift_bw).
+func (c *Config) patterned() bool { return c.Test == "ebb" || c.Test == "shift_bw" }
+
 // swarm reports the two-node swarm tests (read_swarm, write_swarm).
 func (c *Config) swarm() bool { return strings.HasSuffix(c.Test, "_swarm") }
 
@@ -148,15 +153,23 @@ func (c *Config) Normalize(nodes int) error {
 		return err
 	}
 	c.defaults()
-	if c.Test == "ebb" {
-		if c.Iters > maxEBBPatterns {
-			return bad("Iters", c.Iters, "ebb runs at most %d random bisections (node 0 sends every pattern to every node)", maxEBBPatterns)
+	if c.Test == "ebb" && c.Iters > maxEBBPatterns {
+		return bad("Iters", c.Iters, "ebb runs at most %d random bisections (node 0 sends every pattern to every node)", maxEBBPatterns)
+	}
+	if c.Test == "shift_bw" {
+		if c.Iters == 0 {
+			c.Iters = max(1, nodes-1) // every stage
 		}
+		if nodes >= 2 && c.Iters > nodes-1 {
+			return bad("Iters", c.Iters, "%d nodes have %d shift stages (distances 1..%d); run at most that many", nodes, nodes-1, nodes-1)
+		}
+	}
+	if c.patterned() {
 		if c.Duration > 0 {
-			return bad("Duration", c.Duration, "ebb runs a number of random bisections (Iters), not for a time")
+			return bad("Duration", c.Duration, "%s runs a number of patterns (Iters), not for a time", c.Test)
 		}
 		if c.Conn != fabric.RC && c.Conn != fabric.UD {
-			return bad("Conn", c.Conn, "ebb runs over UD datagrams (the default)")
+			return bad("Conn", c.Conn, "%s runs over UD datagrams (the default)", c.Test)
 		}
 		c.Conn = fabric.UD
 	}
@@ -179,9 +192,9 @@ func (c *Config) Normalize(nodes int) error {
 		return bad("Inline", c.Inline, "inline size must not be negative")
 	case nodes < 2:
 		return bad("Nodes", nodes, "every test needs at least 2 nodes")
-	case c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "reg_mr" && c.Test != "ebb" && nodes%2 != 0:
+	case c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "reg_mr" && !c.patterned() && nodes%2 != 0:
 		return bad("Nodes", nodes, "%s pairs nodes (client 2i, server 2i+1); use an even count", c.Test)
-	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw" && c.Test != "ebb":
+	case c.Conn == fabric.UD && c.Test != "send_bw" && c.Test != "send_lat" && c.Test != "alltoall_bw" && c.Test != "incast_bw" && !c.patterned():
 		use := "use RC or UC"
 		if strings.HasPrefix(c.Test, "read_") {
 			use = "use RC (UC has no RDMA Read either)"
@@ -189,7 +202,7 @@ func (c *Config) Normalize(nodes int) error {
 		return bad("Conn", c.Conn, "%s needs RDMA operations, which UD does not have; %s", c.Test, use)
 	case c.Conn == fabric.UC && (c.Test == "read_bw" || c.Test == "read_lat"):
 		return bad("Conn", c.Conn, "RDMA Read needs RC")
-	case c.Conn == fabric.UD && c.Size > 4096 && c.Test != "ebb":
+	case c.Conn == fabric.UD && c.Size > 4096 && !c.patterned():
 		return bad("Size", c.Size, "a UD message is at most one MTU (4096 bytes)")
 	case c.Schedule != ScheduleSpread && c.Schedule != ScheduleRandom && c.Schedule != ScheduleRR:
 		return bad("Schedule", fmt.Sprintf("%q", c.Schedule), "choose random or rr (or leave it empty)")
@@ -235,7 +248,7 @@ func (c *Config) checkOptions() error {
 		return bad("Bidirectional", c.Bidirectional, "applies to send_bw, write_bw and read_bw (both nodes of a pair send), not %s", c.Test)
 	case c.MTU != 0 && c.MTU != 256 && c.MTU != 512 && c.MTU != 1024 && c.MTU != 2048 && c.MTU != 4096:
 		return bad("MTU", c.MTU, "a path MTU is 256, 512, 1024, 2048 or 4096 bytes")
-	case c.MTU != 0 && c.Conn == fabric.UD && c.Size > c.MTU && c.Test != "ebb":
+	case c.MTU != 0 && c.Conn == fabric.UD && c.Size > c.MTU && !c.patterned():
 		return bad("Size", c.Size, "a UD message is at most one MTU (%d bytes)", c.MTU)
 	case c.Outs < 0 || c.Outs > 255:
 		return bad("Outs", c.Outs, "RDMA Reads in flight per queue pair must be 1..255")
@@ -270,6 +283,10 @@ func (c *Config) defaults() {
 		// Hoefler et al.'s 1 MiB per direction; -n random bisections.
 		def(&c.Size, 1<<20)
 		def(&c.Iters, 20)
+	case c.Test == "shift_bw":
+		// 1 MiB per flow, as ebb and as Kerbyson et al.'s large
+		// messages; Iters 0 runs every stage (Normalize).
+		def(&c.Size, 1<<20)
 	case c.swarm():
 		// rc-swarm's 32-byte operations, 16 in flight per thread.
 		def(&c.Size, 32)
@@ -353,6 +370,14 @@ type Result struct {
 	EBB         float64 `json:"ebb,omitempty"`
 	EBBPairGbps float64 `json:"ebb_pair_gbps,omitempty"`
 	EBBMinGbps  float64 `json:"ebb_min_gbps,omitempty"`
+	// shift_bw only: what one pair gets alone (PairGbps), every stage
+	// run (distance, and the mean and lowest bandwidth into a node), and
+	// the lowest and highest stage mean; BWAvgGbps is the mean over every
+	// stage and node, and Iterations the stages run.
+	PairGbps      float64      `json:"pair_gbps,omitempty"`
+	ShiftStages   []ShiftStage `json:"shift_stages,omitempty"`
+	ShiftLowGbps  float64      `json:"shift_low_gbps,omitempty"`
+	ShiftHighGbps float64      `json:"shift_high_gbps,omitempty"`
 	// Network describes the simulator's switches, routing and placement
 	// when they are not the default single switch (netspec.Spec.String).
 	Network string `json:"network,omitempty"`
@@ -414,6 +439,9 @@ type nodeResult struct {
 	// (nodes 0 and 1) of the reference exchange alone, Gb/s.
 	ebbRates []float64
 	ebbRef   float64
+	// shift_bw: the bandwidth into this node in each stage, Gb/s (and
+	// ebbRef for the reference pair).
+	shiftRates []float64
 	// reg_mr: the times include allocating and zeroing the memory (the
 	// backend cannot time the registration alone).
 	regWithAlloc bool
@@ -455,6 +483,8 @@ func runNode(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 		return regMR(th, cfg)
 	case "ebb":
 		return ebb(th, nodes, cfg)
+	case "shift_bw":
+		return shift(th, nodes, cfg)
 	case "send_lat", "write_lat", "read_lat":
 		return latency(th, me^1, me%2 == 0, cfg)
 	default:
@@ -495,8 +525,11 @@ func summarize(f fabric.Fabric, cfg *Config, res []nodeResult) *Result {
 		out.Samples = slices.Clone(lats)
 		latencyFigures(out, lats)
 	}
-	if cfg.Test == "ebb" {
+	switch cfg.Test {
+	case "ebb":
 		summarizeEBB(out, res)
+	case "shift_bw":
+		summarizeShift(out, cfg, res)
 	}
 	if cfg.NoPeak {
 		out.BWPeakGbps = 0

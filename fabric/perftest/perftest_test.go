@@ -2,6 +2,7 @@ package perftest_test
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,6 +149,56 @@ func TestEBBPatternsBounded(t *testing.T) {
 	c = perftest.Config{Test: "ebb", Iters: most}
 	if err := c.Normalize(4); err != nil {
 		t.Errorf("-n %d: %v", c.Iters, err)
+	}
+}
+
+// TestShiftStages: shift_bw runs every distance by default, spreads -n
+// stages over the distances, refuses more stages than distances and a
+// time, and on one crossbar every stage gets what one pair gets alone.
+func TestShiftStages(t *testing.T) {
+	for _, tc := range []struct {
+		iters, nodes, want int
+		err                string
+	}{
+		{0, 7, 6, ""},
+		{3, 7, 3, ""},
+		{7, 7, 0, "7 nodes have 6 shift stages"},
+	} {
+		c := perftest.Config{Test: "shift_bw", Iters: tc.iters}
+		err := c.Normalize(tc.nodes)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("-n %d on %d nodes: %v; want %q", tc.iters, tc.nodes, err, tc.err)
+		case tc.err == "" && (err != nil || c.Iters != tc.want || c.Conn != fabric.UD || c.Size != 1<<20):
+			t.Errorf("-n %d on %d nodes: %v, %d stages over %v of %d bytes; want %d over UD, 1 MiB", tc.iters, tc.nodes, err, c.Iters, c.Conn, c.Size, tc.want)
+		}
+	}
+	c := perftest.Config{Test: "shift_bw", Duration: fabric.Millisecond}
+	if err := c.Normalize(4); err == nil || !strings.Contains(err.Error(), "not for a time") {
+		t.Errorf("shift_bw for a time: %v", err)
+	}
+	cl, err := sim.New(sim.Config{Nodes: 7, Seed: 1, SizeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cfg := perftest.Config{Test: "shift_bw", Iters: 3, Size: 64 << 10}
+	if err := cfg.Normalize(7); err != nil {
+		t.Fatal(err)
+	}
+	res, err := perftest.Run(cl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dist []int
+	for _, st := range res.ShiftStages {
+		dist = append(dist, st.Distance)
+		if st.MinGbps < 0.97*res.PairGbps || st.MinGbps > st.MeanGbps {
+			t.Errorf("distance %d on one crossbar: lowest %.2f, mean %.2f Gb/s; one pair %.2f", st.Distance, st.MinGbps, st.MeanGbps, res.PairGbps)
+		}
+	}
+	if !slices.Equal(dist, []int{1, 3, 5}) || res.ShiftLowGbps > res.ShiftHighGbps || res.BWAvgGbps < res.ShiftLowGbps {
+		t.Errorf("stages at distances %v (want 1, 3, 5), slowest %.2f, fastest %.2f, mean %.2f", dist, res.ShiftLowGbps, res.ShiftHighGbps, res.BWAvgGbps)
 	}
 }
 

@@ -71,7 +71,7 @@ var verbs = map[string]string{
 
 // IsPerftest says whether test is one of perftest's own tests, whose
 // report has perftest's preamble; the others (alltoall_bw, incast_bw,
-// ebb, reg_mr) have perftest's table only.
+// ebb, shift_bw, reg_mr) have perftest's table only.
 func IsPerftest(test string) bool { _, ok := verbs[test]; return ok }
 
 // printer writes formatted text and keeps the first error.

@@ -21,10 +21,17 @@ type Analysis struct {
 	ShiftWorstStage int
 	ShiftMeanWorst  float64
 	Stages          int
+	// PerStage is every stage looked at: its distance and the most flows
+	// one cable carries in it.
+	PerStage []StageLoad
 	// Switches on a path between two ranks: the mean and the most.
 	MeanSwitches float64
 	MaxSwitches  int
 }
+
+// StageLoad is one shift stage (rank i sends to rank i+Distance) and the
+// most flows one directed switch-to-switch cable carries in it.
+type StageLoad struct{ Distance, Worst int }
 
 // Analyze follows tb from every rank to every rank of the shift
 // permutations over hosts (the host of each rank): every stage, or with
@@ -86,6 +93,7 @@ func Analyze(t *topo.Topology, tb *topo.Tables, hosts []int, maxStages int) (Ana
 		}
 		sumWorst += worst
 		a.Stages++
+		a.PerStage = append(a.PerStage, StageLoad{Distance: k, Worst: worst})
 	}
 	a.ShiftMeanWorst = float64(sumWorst) / float64(a.Stages)
 	a.MeanSwitches = float64(sumHops) / float64(pairs)
