@@ -213,6 +213,8 @@ func TestGoldenPerftest(t *testing.T) {
 			nodes, cfg.Size = 4, 4096
 		case "reg_mr":
 			cfg.Iters = 2
+		case "shift_bw":
+			nodes, cfg.Size, cfg.Iters = 4, 65536, 3
 		}
 		cases = append(cases, pcase{nodes, cfg})
 	}

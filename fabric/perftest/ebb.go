@@ -66,17 +66,8 @@ func ebb(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 		return -1
 	}
 	r := &nodeResult{ok: true, start: th.Now()}
-	// The reference: one pair alone.
-	peer := -1
-	if me < 2 {
-		peer = me ^ 1
-	}
-	ref, err := e.exchange(th, "ebb-ref", peer, peer, msgs)
-	if err != nil {
+	if r.ebbRef, err = e.reference(th, "ebb-ref", msgs); err != nil {
 		return nil, err
-	}
-	if me < 2 {
-		r.ebbRef = float64(cfg.Size) * 8 / ref.Seconds() / 1e9
 	}
 	for p := 0; p < cfg.Iters; p++ {
 		peer := partner(p)
@@ -158,6 +149,21 @@ func newEBBNode(th fabric.Thread, cfg *Config, chunk int) (*ebbNode, error) {
 	}
 	e.ahs = make([]fabric.AH, len(all))
 	return e, nil
+}
+
+// reference is the bandwidth of one pair alone, Gb/s: nodes 0 and 1
+// exchange Size bytes while the others wait at the barrier (0 on every
+// node but those two).
+func (e *ebbNode) reference(th fabric.Thread, key string, msgs int) (float64, error) {
+	peer := -1
+	if me := e.node.ID(); me < 2 {
+		peer = me ^ 1
+	}
+	took, err := e.exchange(th, key, peer, peer, msgs)
+	if err != nil || peer < 0 {
+		return 0, err
+	}
+	return float64(e.cfg.Size) * 8 / took.Seconds() / 1e9, nil
 }
 
 // exchange waits for every node at a barrier, then sends msgs datagrams

@@ -47,16 +47,8 @@ func shift(th fabric.Thread, nodes int, cfg *Config) (*nodeResult, error) {
 		return nil, err
 	}
 	r := &nodeResult{ok: true, start: th.Now()}
-	peer := -1
-	if me < 2 {
-		peer = me ^ 1
-	}
-	ref, err := e.exchange(th, "shift-ref", peer, peer, msgs)
-	if err != nil {
+	if r.ebbRef, err = e.reference(th, "shift-ref", msgs); err != nil {
 		return nil, err
-	}
-	if me < 2 {
-		r.ebbRef = float64(cfg.Size) * 8 / ref.Seconds() / 1e9
 	}
 	for j := 0; j < cfg.Iters; j++ {
 		d := shiftDistance(j, cfg.Iters, nodes)
