@@ -54,12 +54,16 @@ func MemoryEstimate(cfg RunConfig) int64 {
 		b = 2
 	}
 	d := DesignOf(cfg.Design)
-	est := runMemoryOf(d.Name).bytes(n, t, b)
+	msg := int64(cfg.MsgBytes)
+	if msg == 0 {
+		msg = int64(d.MsgBytes)
+	}
+	var pages, steady float64
+	if !cfg.Payload {
+		pages, steady = inputReach(payloadSent(cfg, n, t)/satMul(n, t), msg, b)
+	}
+	est := runMemoryOf(d.Name).bytes(n, t, b, pages, steady)
 	if cfg.Payload {
-		msg := int64(cfg.MsgBytes)
-		if msg == 0 {
-			msg = int64(d.MsgBytes)
-		}
 		registered := satMul(2*t, n, b, msg) // per node: send and receive buffers
 		// Registered memory is mapped and costs only the pages written:
 		// a node's send buffers up to what it sends, its receive
@@ -117,21 +121,61 @@ func payloadSent(cfg RunConfig, n, t int64) int64 {
 
 // runMemory is what a design's simulated run keeps beyond a fixed part
 // (runMemoryBase): bytes per node and
-// peer node, per node, peer and thread, per buffer of those, and per
-// pair of threads on two nodes. The per-peer bytes include the garbage
-// collector's headroom (Go's default target, 100%) and the pages of
-// registered buffers that a size-only run writes (a message's header).
+// peer node, per node, peer and thread, per buffer of those, per
+// pair of threads on two nodes, and on each connection (a node's thread
+// sending to a peer) of a size-only run per page of registered buffers
+// written beyond the first and once it carries more than one message
+// (inputReach). The per-peer bytes include the garbage collector's
+// headroom (Go's default target, 100%) and the first page a connection
+// writes (a message's header).
 type runMemory struct {
-	perPeer, perThread, perBuffer, perTwo int64
+	perPeer, perThread, perBuffer, perTwo, perPage, perSteady, perTwoPage int64
 }
 
-// bytes is the estimate for n nodes of t threads with b buffers,
-// computed in floating point so that an absurd size (a million nodes of
-// a thousand threads) is estimated as huge, at most math.MaxInt64, and
-// refused, not wrapped around to a small number.
-func (m runMemory) bytes(n, t, b int64) int64 {
+// inputReach is what a size-only run's input reaches on one connection
+// (one node's thread sending to one peer), for perConn bytes in messages
+// of up to msg bytes with b buffers. pages is how many pages of its
+// registered buffers it writes beyond the first: its messages reach
+// min(b, messages) buffers, and in each a message moves a window at its
+// start and one at its end (fabric.SizeOnlyWindow), a page apart once
+// the message is longer than a page. steady is 1 when the connection
+// carries more than one message: it then reaches what its design keeps
+// whatever --buffers says (a pool, a multiplexer's buffers), which
+// designs with buffers of their own pay instead of pages (HyPer, RDMA-MW,
+// MPI, the shared-receive-queue designs; docs/performance.md). A
+// connection of one short message reaches neither.
+func inputReach(perConn, msg, b int64) (pages, steady float64) {
+	payload := msg - algos.HeaderBytes
+	if perConn <= 0 || payload <= 0 {
+		return 0, 0
+	}
+	msgs := (perConn + payload - 1) / payload
+	size := min(msg, perConn+algos.HeaderBytes)
+	windows := int64(1)
+	if size > pageBytes {
+		windows = 2
+	}
+	steady = min(float64(perConn)/steadyBytes, 1)
+	return float64(max(min(b, msgs)*windows-1, 0)), steady
+}
+
+// pageBytes is the size of a page of memory.
+const pageBytes = 4096
+
+// steadyBytes is the input per connection at which inputReach's steady
+// reaches 1: a design's own buffers (a 64 KiB ring, a multiplexer's
+// 64 KiB messages) are written through.
+const steadyBytes = 64 << 10
+
+// bytes is the estimate for n nodes of t threads with b buffers, and
+// what the input reaches on each connection (inputReach), computed in
+// floating point so that an absurd size (a million nodes of a thousand
+// threads) is estimated as huge, at most math.MaxInt64, and refused, not
+// wrapped around to a small number.
+func (m runMemory) bytes(n, t, b int64, pages, steady float64) int64 {
 	nn, tf, bf := float64(n)*float64(n), float64(t), float64(b)
-	perPeer := float64(m.perPeer) + tf*(float64(m.perThread)+bf*float64(m.perBuffer)) + tf*tf*float64(m.perTwo)
+	perConn := float64(m.perThread) + bf*float64(m.perBuffer) + pages*float64(m.perPage) + steady*float64(m.perSteady)
+	perPeer := float64(m.perPeer) + tf*perConn + tf*tf*(float64(m.perTwo)+pages*float64(m.perTwoPage))
 	est := runMemoryBase + nn*perPeer*(100+runMemoryMargin)/100
 	if est >= math.MaxInt64 {
 		return math.MaxInt64
@@ -154,6 +198,9 @@ func runMemoryOf(design string) runMemory {
 		top.perThread = max(top.perThread, m.perThread)
 		top.perBuffer = max(top.perBuffer, m.perBuffer)
 		top.perTwo = max(top.perTwo, m.perTwo)
+		top.perPage = max(top.perPage, m.perPage)
+		top.perSteady = max(top.perSteady, m.perSteady)
+		top.perTwoPage = max(top.perTwoPage, m.perTwoPage)
 	}
 	return top
 }
@@ -189,7 +236,7 @@ func CheckMemory(cfg RunConfig, available int64) error {
 	if est <= available {
 		return nil
 	}
-	return setting.New("Nodes", cfg.Nodes, "the simulated cluster would need about %s of memory (it grows with nodes squared times threads and buffers), more than the %s allowed: use fewer nodes, threads or buffers",
+	return setting.New("Nodes", cfg.Nodes, "the simulated cluster would need about %s of memory (it grows with nodes squared times threads, buffers and the input each connection carries), more than the %s allowed: use fewer nodes, threads, buffers or bytes per node",
 		GiB(est), GiB(available)).Sentinel(ErrMemory)
 }
 
@@ -392,26 +439,26 @@ const runMemoryFitNodes = 256
 // runMemoryBase; a weight that came out negative is 0 and the others
 // fitted again. runMemory.bytes adds runMemoryMargin to them.
 var runMemoryFits = map[string]runMemory{
-	"HyPer":         {15674, 5036, 88, 708},
-	"HyPer/unsched": {9683, 8381, 85, 70},
-	"IPoIB":         {1185, 4506, 5059, 0},
-	"MEMQ/RD":       {0, 16629, 470, 83},
-	"MEMQ/SR":       {0, 6172, 5220, 40},
-	"MEMQ/SR+dc":    {0, 10482, 217, 79},
-	"MEMQ/SR+srq":   {0, 10550, 218, 77},
-	"MEMQ/SR+xrc":   {1803, 9902, 231, 382},
-	"MEMQ/WR":       {1332, 9947, 225, 325},
-	"MEMQ/WR+cw":    {985, 9975, 206, 278},
-	"MEMQ/WR+dc":    {0, 10513, 226, 0},
-	"MESQ/SR":       {0, 10200, 343, 0},
-	"MPI":           {8642, 7722, 221, 361},
-	"RDMA-MW":       {7221, 9680, 19, 0},
-	"SEMQ/RD":       {12779, 10614, 240, 0},
-	"SEMQ/SR":       {1796, 4069, 5150, 7},
-	"SEMQ/WR":       {7057, 9176, 247, 26},
-	"SEMQ/WR+cw":    {6550, 8605, 186, 129},
-	"SESQ/SR":       {6175, 8661, 330, 115},
-	"qperf":         {1548, 929, 27, 183},
+	"HyPer":         {21085, 0, 126, 1599, 2621, 13222, 107},
+	"HyPer/unsched": {16555, 1298, 189, 1365, 2362, 13119, 177},
+	"IPoIB":         {1249, 4511, 5010, 10, 0, 8862, 0},
+	"MEMQ/RD":       {819, 15761, 478, 240, 1424, 4541, 467},
+	"MEMQ/SR":       {791, 5530, 5189, 125, 915, 7494, 361},
+	"MEMQ/SR+dc":    {278, 10119, 221, 145, 5, 9576, 54},
+	"MEMQ/SR+srq":   {0, 10480, 218, 84, 78, 9253, 25},
+	"MEMQ/SR+xrc":   {2324, 9297, 239, 495, 52, 8937, 28},
+	"MEMQ/WR":       {3704, 7501, 254, 782, 3399, 2817, 471},
+	"MEMQ/WR+cw":    {3451, 7268, 252, 785, 3292, 2957, 421},
+	"MEMQ/WR+dc":    {2072, 8255, 263, 410, 3255, 4469, 354},
+	"MESQ/SR":       {0, 10221, 339, 0, 2552, 1339, 1685},
+	"MPI":           {11117, 6666, 229, 275, 0, 14141, 0},
+	"RDMA-MW":       {7087, 9661, 6, 0, 0, 38338, 0},
+	"SEMQ/RD":       {12086, 10999, 245, 0, 2371, 2125, 218},
+	"SEMQ/SR":       {1643, 4126, 5154, 0, 1282, 8361, 176},
+	"SEMQ/WR":       {6645, 9456, 248, 0, 3608, 2779, 295},
+	"SEMQ/WR+cw":    {5664, 9418, 176, 0, 3613, 2625, 252},
+	"SESQ/SR":       {4571, 8923, 435, 113, 3362, 0, 188},
+	"qperf":         {2514, 0, 37, 348, 83, 501, 11},
 }
 
 // runMemoryMargin is what the estimate adds to the fitted weights, in

@@ -22,10 +22,10 @@ func TestCheckMemory(t *testing.T) {
 	}{
 		{RunConfig{Design: "MEMQ/SR", Nodes: 8, Threads: 2, Buffers: 2}, 1 * gib, ""},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 128, Threads: 2, Buffers: 2}, 4 * gib, ""},
-		{RunConfig{Design: "MEMQ/SR", Nodes: 1000, Threads: 2, Buffers: 2}, 23 * gib, "about 34.2 GiB of memory"},
+		{RunConfig{Design: "MEMQ/SR", Nodes: 1000, Threads: 2, Buffers: 2}, 23 * gib, "about 33.9 GiB of memory"},
 		{RunConfig{Design: "MESQ/SR", Nodes: 128, Threads: 2, Buffers: 2}, 1 * gib, ""},
-		{RunConfig{Design: "MESQ/SR", Nodes: 128, Threads: 2, Buffers: 2}, gib / 4, "Nodes 128: the simulated cluster would need about 400 MiB"},
-		{RunConfig{Design: "MESQ/SR", Nodes: 1024, Threads: 4, Buffers: 2}, 23 * gib, "about 46.8 GiB of memory"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 128, Threads: 2, Buffers: 2}, gib / 4, "Nodes 128: the simulated cluster would need about 401 MiB"},
+		{RunConfig{Design: "MESQ/SR", Nodes: 1024, Threads: 4, Buffers: 2}, 23 * gib, "about 46.9 GiB of memory"},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 64, Threads: 2, Buffers: 2, Payload: true}, 1 * gib, ""},
 		{RunConfig{Design: "MEMQ/SR", Nodes: 64, Threads: 2, Buffers: 2, BytesPerNode: 64 << 20, Payload: true}, 1 * gib, "fewer nodes"},
 	} {
