@@ -137,7 +137,9 @@ baseline design with its default costs: a one-directional stream from node 0 to 
 x.parallel threads (osu_bw below 1 MiB and multithreaded message rates with a window of
 non-blocking sends per thread, 64 unless the point says), or an IMB-style ping-pong, or, for
 set-up costs, the calls the point times (registration, deregistration, completion-queue
-creation) on one thread of node 0; the error is (model - measured) / measured. Points marked "fit" were used
+creation) on one thread of node 0, or, for points measured on a network of switches, the
+point's benchmark (explore bench shift_bw) on that network with the point's nodes; the error
+is (model - measured) / measured. Points marked "fit" were used
 to fit the profile fields named in experiments/evidence (`+"`fit_for`"+`; docs/model.md); every
 other point is held out.
 

@@ -206,9 +206,16 @@ func EvaluateOn(p Point, prof *sim.Profile, sw Software, numberings int) Result 
 		prof.Link.MTU = m
 		how += fmt.Sprintf(", MTU %d", m)
 	}
+	sc, on, _, err := networkOf(p, prof)
+	if err != nil {
+		r.How = how + ": " + err.Error()
+		return r
+	}
+	how += on
 	vs := make([]float64, max(numberings, 1))
 	for k := range vs {
-		c, err := sim.New(sim.Config{Nodes: 2, Seed: 1, Profile: prof, SizeOnly: true, QPNumbering: uint64(k)})
+		sc.Seed, sc.Profile, sc.SizeOnly, sc.QPNumbering = 1, prof, true, uint64(k)
+		c, err := sim.New(sc)
 		if err != nil {
 			r.How = err.Error()
 			return r
@@ -243,6 +250,13 @@ type runner func(c *sim.Cluster) (float64, error)
 func benchmarkOf(p Point, sw Software) (runner, string, string) {
 	if p.Profile == "" {
 		return nil, "", "no built-in profile of this NIC"
+	}
+	if p.Verb == "shift_bw" {
+		run, how, why := shiftOf(p)
+		if why != "" {
+			return nil, "", why
+		}
+		return run, how + " on " + p.Profile, ""
 	}
 	if run, how, why, ok := setupOf(p); ok {
 		if why != "" {

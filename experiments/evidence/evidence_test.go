@@ -99,6 +99,10 @@ func TestEvaluate(t *testing.T) {
 		{Point{ID: "t-cq-nosize", Verb: "create_cq", Profile: "edr-cx4", X: map[string]any{}, Y: 173, Unit: "us", Tolerance: 0.3}, false, "size is not stated"},
 		{Point{ID: "t-connect", Verb: "connect_verbs", Profile: "edr-cx4", X: map[string]any{"threads": 1}, Y: 49, Unit: "ms", Tolerance: 0.5}, false, "ibv_open_device"},
 		{Point{ID: "t-cm", Verb: "connect_rc", Profile: "edr-cx4", X: map[string]any{"connections": 1000}, Y: 890, Unit: "ms", Tolerance: 0.3}, false, "connection manager"},
+		{Point{ID: "t-shift", Metric: "shift_slowest_frac", Verb: "shift_bw", Profile: "edr-cx4", X: map[string]any{"nodes": 16, "bytes": 65536, "network": "fat-tree radix=4 routing=minhop"}, Y: 0.5, Unit: unitOfPair, Tolerance: 0.3}, true, "shift_bw -s 65536 over all 15 stages, the slowest node of any stage over one pair alone on edr-cx4, 16 nodes on fat-tree 3-level radix 4"},
+		{Point{ID: "t-shift-nonet", Metric: "shift_slowest_frac", Verb: "shift_bw", Profile: "edr-cx4", X: map[string]any{"nodes": 16, "bytes": 65536}, Y: 0.5, Unit: unitOfPair, Tolerance: 0.3}, false, "needs its network (x.network)"},
+		{Point{ID: "t-shift-unit", Metric: "shift_slowest_frac", Verb: "shift_bw", Profile: "edr-cx4", X: map[string]any{"nodes": 16, "bytes": 65536, "network": "fat-tree radix=4"}, Y: 0.5, Unit: "GB/s", Tolerance: 0.3}, false, "gives its slowest stage as shift_slowest_frac"},
+		{Point{ID: "t-shift-badnet", Metric: "shift_slowest_frac", Verb: "shift_bw", Profile: "edr-cx4", X: map[string]any{"nodes": 16, "bytes": 65536, "network": "fat-tree radix=4 routing=sideways"}, Y: 0.5, Unit: unitOfPair, Tolerance: 0.3}, false, "sideways"},
 	} {
 		r := Evaluate(tc.p)
 		if r.Modelled != tc.modelled || !strings.Contains(r.How, tc.how) {
