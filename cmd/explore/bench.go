@@ -385,7 +385,7 @@ func printBench(w io.Writer, f *benchFlags, prof *sim.Profile, rows []benchRow) 
 			secs(r0.RunS), secs(r0.RunS-2*r0.MarginS), secs(r0.MarginS)), tableWidth(), "  "))
 	}
 	if r0.Network != "" {
-		fmt.Fprintln(w, wrapText(fmt.Sprintf("network: %s (%s)", f.netBuilt.Name, r0.Network), tableWidth(), "  "))
+		fmt.Fprintln(w, wrapText(fmt.Sprintf("network: %s (%s)", f.netBuilt.Name, f.netSpec.Brief()), tableWidth(), "  "))
 		fmt.Fprint(w, inOrderNote(f.netSpec, prof, rows[0].cfg.Conn))
 		if f.netSpec.HostLink.IsZero() { // slow hosts asked for need no note
 			fmt.Fprint(w, speedNote(f.netBuilt.Fabric.Topology, prof))

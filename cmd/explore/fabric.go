@@ -23,6 +23,7 @@ import (
 type fabricReport struct {
 	Name       string  `json:"name"`
 	Network    string  `json:"network"`
+	brief      string  // Network for people (netspec.Spec.Brief)
 	Hosts      int     `json:"hosts"`
 	Switches   int     `json:"switches"`
 	ByLevel    []int   `json:"switches_by_level"` // switches per level, leaves first
@@ -256,7 +257,7 @@ no simulation: see explore bench ebb for measured bisection bandwidth (docs/topo
 // describeFabric measures a built network.
 func describeFabric(spec netspec.Spec, b *netbuild.Built, prof *sim.Profile) (*fabricReport, error) {
 	t, tb := b.Fabric.Topology, b.Fabric.Tables
-	rep := &fabricReport{Name: t.Name, Network: spec.String(), Hosts: len(t.Hosts), Switches: len(t.Switches), FellBack: b.FellBack}
+	rep := &fabricReport{Name: t.Name, Network: spec.String(), brief: spec.Brief(), Hosts: len(t.Hosts), Switches: len(t.Switches), FellBack: b.FellBack}
 	rep.Routing = spec.Engine.String()
 	if spec.LFTPath != "" {
 		rep.Routing = "lft:" + spec.LFTPath
@@ -350,7 +351,7 @@ func printFabric(w io.Writer, r *fabricReport) {
 	if r.FellBack != "" {
 		fmt.Fprintf(w, " (fell back to minhop: %s)", r.FellBack)
 	}
-	fmt.Fprintf(w, "\n%d nodes (%s):\n", r.Ranks, r.Network)
+	fmt.Fprintf(w, "\n%d nodes (%s):\n", r.Ranks, cmp.Or(r.brief, r.Network))
 	what := "every stage is free of conflicts"
 	if r.ShiftWorst > 1 {
 		what = fmt.Sprintf("first at stage %d; the mean stage's busiest cable carries %.2f flows", r.ShiftWorstStage, r.ShiftMeanWorst)

@@ -245,7 +245,7 @@ func creditParts(r *results.Record) string {
 func printRun(w io.Writer, r *results.Record) {
 	renderOrNarrow(w, runTable(r, false), runTable(r, true))
 	if !r.Network.IsSingle() {
-		fmt.Fprintf(w, "network: %s\n", r.Network.String())
+		fmt.Fprintf(w, "network: %s\n", r.Network.Brief())
 	}
 	numbering := ""
 	if r.QPNumbering != 0 {

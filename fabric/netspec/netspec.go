@@ -177,6 +177,23 @@ func (s *Spec) String() string {
 	return b.String()
 }
 
+// Brief is String for people: a placement that lists more than
+// briefHosts hosts shows its first three and its last, and how many
+// (String, which records carry and Parse reads back, lists them all).
+func (s *Spec) Brief() string {
+	full := s.String()
+	hosts := s.Placement.Hosts
+	if s.Placement.Kind != topo.HostList || len(hosts) <= briefHosts {
+		return full
+	}
+	long := " placement=" + quotePath(s.Placement.String())
+	short := fmt.Sprintf(" placement=list:%s,...,%s (%d hosts)", strings.Join(hosts[:3], ","), hosts[len(hosts)-1], len(hosts))
+	return strings.Replace(full, long, short, 1)
+}
+
+// briefHosts is the most hosts Brief lists in full.
+const briefHosts = 6
+
 // ParseOversub reads "1:1", "2:1", "3" and the like.
 func ParseOversub(v string) (int, error) {
 	num, den, has := strings.Cut(v, ":")

@@ -59,3 +59,25 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestBrief: Brief shortens a long host list for people and leaves every
+// other spec as String gives it.
+func TestBrief(t *testing.T) {
+	long, err := netspec.Parse("fat-tree radix=4 routing=ftree placement=list:host-0,host-1,host-2,host-3,host-4,host-5,host-6 vls=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := netspec.Parse("fat-tree radix=4 placement=list:host-0,host-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := long.Brief(), "fat-tree radix=4 routing=ftree placement=list:host-0,host-1,host-2,...,host-6 (7 hosts) vls=2"; got != want {
+		t.Errorf("Brief %q, want %q", got, want)
+	}
+	if short.Brief() != short.String() {
+		t.Errorf("a short list: Brief %q, String %q", short.Brief(), short.String())
+	}
+	if back, err := netspec.Parse(long.String()); err != nil || back.String() != long.String() {
+		t.Errorf("String no longer reads back: %v", err)
+	}
+}
