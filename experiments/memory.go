@@ -58,10 +58,7 @@ func MemoryEstimate(cfg RunConfig) int64 {
 	if msg == 0 {
 		msg = int64(d.MsgBytes)
 	}
-	var pages, steady float64
-	if !cfg.Payload {
-		pages, steady = inputReach(payloadSent(cfg, n, t)/satMul(n, t), msg, b)
-	}
+	pages, steady := runReach(cfg, n, t, b, msg)
 	est := runMemoryOf(d.Name).bytes(n, t, b, pages, steady)
 	if cfg.Payload {
 		registered := satMul(2*t, n, b, msg) // per node: send and receive buffers
@@ -122,10 +119,11 @@ func payloadSent(cfg RunConfig, n, t int64) int64 {
 // runMemory is what a design's simulated run keeps beyond a fixed part
 // (runMemoryBase): bytes per node and
 // peer node, per node, peer and thread, per buffer of those, per
-// pair of threads on two nodes, and on each connection (a node's thread
-// sending to a peer) of a size-only run per page of registered buffers
-// written beyond the first and once it carries more than one message
-// (inputReach). The per-peer bytes include the garbage collector's
+// pair of threads on two nodes, and, for what a size-only run's input
+// reaches (inputReach), per page of registered buffers written beyond
+// the first on each connection (a node's thread sending to a peer) and
+// on each pair of threads, and per connection as its input fills a
+// design's own buffers. The per-peer bytes include the garbage collector's
 // headroom (Go's default target, 100%) and the first page a connection
 // writes (a message's header).
 type runMemory struct {
@@ -138,12 +136,12 @@ type runMemory struct {
 // registered buffers it writes beyond the first: its messages reach
 // min(b, messages) buffers, and in each a message moves a window at its
 // start and one at its end (fabric.SizeOnlyWindow), a page apart once
-// the message is longer than a page. steady is 1 when the connection
-// carries more than one message: it then reaches what its design keeps
+// the message is longer than a page. steady is how far the connection's
+// bytes fill steadyBytes (1 from there on): what its design keeps
 // whatever --buffers says (a pool, a multiplexer's buffers), which
 // designs with buffers of their own pay instead of pages (HyPer, RDMA-MW,
 // MPI, the shared-receive-queue designs; docs/performance.md). A
-// connection of one short message reaches neither.
+// connection of one short message writes no extra page.
 func inputReach(perConn, msg, b int64) (pages, steady float64) {
 	payload := msg - algos.HeaderBytes
 	if perConn <= 0 || payload <= 0 {
@@ -157,6 +155,17 @@ func inputReach(perConn, msg, b int64) (pages, steady float64) {
 	}
 	steady = min(float64(perConn)/steadyBytes, 1)
 	return float64(max(min(b, msgs)*windows-1, 0)), steady
+}
+
+// runReach is inputReach for a run of cfg on n nodes of t threads with b
+// buffers in messages of up to msg bytes: what each connection carries
+// in a size-only run (nothing in payload mode, which MemoryEstimate
+// estimates by the pages its data can reach).
+func runReach(cfg RunConfig, n, t, b, msg int64) (pages, steady float64) {
+	if cfg.Payload {
+		return 0, 0
+	}
+	return inputReach(payloadSent(cfg, n, t)/satMul(n, t), msg, b)
 }
 
 // pageBytes is the size of a page of memory.
@@ -431,9 +440,11 @@ const runMemoryBase = 26 << 20
 // takes; the larger ones (512 and 1024 nodes) test it.
 const runMemoryFitNodes = 256
 
-// runMemoryFits are the fitted weights per design, in bytes: per node and
-// peer node, per node, peer and thread, per buffer of those, per pair of
-// threads on two nodes. They are the least-squares fit of the relative
+// runMemoryFits are the fitted weights per design, in bytes, in
+// runMemory's order: per node and peer node, per node, peer and thread,
+// per buffer of those, per pair of threads on two nodes, and for what the
+// input reaches per extra page on a connection, per connection filled
+// and per extra page on a pair of threads. They are the least-squares fit of the relative
 // error to the peaks in testdata/runmem.txt of up to runMemoryFitNodes
 // nodes (TestRunMemoryFits makes it again), with the fixed part at
 // runMemoryBase; a weight that came out negative is 0 and the others

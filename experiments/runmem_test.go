@@ -23,6 +23,13 @@ type runMeasure struct {
 	kib     int64
 }
 
+// reach is what the measured run's input reaches on each connection, as
+// MemoryEstimate counts it.
+func (m runMeasure) reach() (pages, steady float64) {
+	cfg := RunConfig{Design: m.design, BytesPerNode: m.bytes, Payload: m.payload}
+	return runReach(cfg, m.n, m.t, m.b, int64(DesignOf(m.design).MsgBytes))
+}
+
 func readRunMem(t *testing.T) []runMeasure {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "runmem.txt"))
@@ -80,7 +87,7 @@ func TestRunMemoryNearMeasured(t *testing.T) {
 		if m.payload {
 			high = 1.40
 		}
-		if pages, steady := inputReach(m.bytes/(m.n*m.t), int64(DesignOf(m.design).MsgBytes), m.b); !m.payload && pages+steady > 0 {
+		if pages, steady := m.reach(); pages+steady > 0 {
 			low, high = 0.80, 1.30 // what the input reaches: fewer runs, and a layout per design the weights approximate
 		}
 		r := float64(est) / float64(measured)
@@ -128,9 +135,10 @@ func TestRunMemoryFits(t *testing.T) {
 }
 
 // fitRunMemory fits the weights per peer, per thread, per buffer, per
-// pair of threads, per extra page written and per connection of more
-// than one message (inputReach) to measurements of one design: least squares on the relative error, the
-// fixed part at runMemoryBase, and a weight that comes out negative left
+// pair of threads, and for what the input reaches (inputReach: extra
+// pages per connection, the connection filled, extra pages per pair of
+// threads) to measurements of one design: least squares on the relative
+// error, the fixed part at runMemoryBase, and a weight that comes out negative left
 // out (0) and the rest fitted again. It needs three thread counts and two
 // buffer counts among them; without a measurement that reaches them the
 // input's weights are 0.
@@ -144,8 +152,7 @@ func fitRunMemory(ms []runMeasure) ([7]int64, bool) {
 	}
 	cols := func(m runMeasure) [7]float64 {
 		nn := float64(m.n * m.n)
-		d := DesignOf(m.design)
-		pages, steady := inputReach(m.bytes/(m.n*m.t), int64(d.MsgBytes), m.b)
+		pages, steady := m.reach()
 		return [7]float64{nn, nn * float64(m.t), nn * float64(m.t*m.b), nn * float64(m.t*m.t), nn * float64(m.t) * pages, nn * float64(m.t) * steady, nn * float64(m.t*m.t) * pages}
 	}
 	active := []int{0, 1, 2, 3}
