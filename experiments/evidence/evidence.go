@@ -206,7 +206,7 @@ func EvaluateOn(p Point, prof *sim.Profile, sw Software, numberings int) Result 
 		prof.Link.MTU = m
 		how += fmt.Sprintf(", MTU %d", m)
 	}
-	sc, on, _, err := networkOf(p, prof)
+	sc, on, err := networkOf(p, prof)
 	if err != nil {
 		r.How = how + ": " + err.Error()
 		return r

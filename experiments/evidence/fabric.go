@@ -23,27 +23,27 @@ import (
 // unitOfPair is the unit of a fraction of one pair's bandwidth.
 const unitOfPair = "of one pair"
 
-// networkOf is the cluster configuration of a point with x.network: its
-// nodes on the network built for prof, with a line saying which; ok is
-// false for a point without one (two nodes on one switch).
-func networkOf(p Point, prof *sim.Profile) (cfg sim.Config, how string, ok bool, err error) {
+// networkOf is the cluster configuration of a point: its x.nodes nodes on
+// the network x.network names, built for prof, with a line saying which;
+// two nodes on one switch for a point without x.network.
+func networkOf(p Point, prof *sim.Profile) (sim.Config, string, error) {
 	text, set := p.X["network"].(string)
 	if !set {
-		return sim.Config{Nodes: 2}, "", false, nil
+		return sim.Config{Nodes: 2}, "", nil
 	}
 	nodes, _ := p.X["nodes"].(int)
 	if nodes < 2 {
-		return cfg, "", true, fmt.Errorf("x.network needs x.nodes, at least 2 (got %v)", p.X["nodes"])
+		return sim.Config{}, "", fmt.Errorf("x.network needs x.nodes, at least 2 (got %v)", p.X["nodes"])
 	}
 	spec, err := netspec.Parse(text)
 	if err != nil {
-		return cfg, "", true, err
+		return sim.Config{}, "", err
 	}
 	b, err := netbuild.Build(spec, nodes, prof, 1)
 	if err != nil {
-		return cfg, "", true, err
+		return sim.Config{}, "", err
 	}
-	return sim.Config{Nodes: nodes, Fabric: b.Fabric}, fmt.Sprintf(", %d nodes on %s", nodes, b.Name), true, nil
+	return sim.Config{Nodes: nodes, Fabric: b.Fabric}, fmt.Sprintf(", %d nodes on %s", nodes, b.Name), nil
 }
 
 // shiftOf runs a shift_bw point: every stage, x.bytes per flow.
