@@ -8,14 +8,14 @@ import "github.com/rdmashuffle/rdmashuffle/fabric"
 // it may wait for credit forever. So a receiver repeats a source's credit
 // (its absolute value, Flush: the value last written, or more when
 // receives were posted since) once the connection from that source has
-// been quiet for its gap: no data from it for RepeatQuiet (CreditTimers) after its
-// last message, then a gap that doubles with every repeat up to 32 times
-// that (maxBackoff), back to RepeatQuiet when data arrives again. Only a
-// connection whose source may be waiting for credit counts (mayStall):
-// the source's credit is at least the initial Buffers and at least the
-// number of messages received from it, so while fewer than Buffers have
-// arrived, or every credit the receiver has given is used (the receiver
-// has nothing to give until a Release), no repeat can help.
+// been quiet for its gap: no data from it for RepeatQuiet (CreditTimers)
+// after its last message, then a gap that doubles with every repeat up
+// to 32 times that (maxBackoff), back to RepeatQuiet when data arrives
+// again. Only a connection whose source may be waiting for credit counts
+// (mayStall): the source's credit is at least the initial Buffers and at
+// least the number of messages received from it, so while fewer than
+// Buffers have arrived, or every credit the receiver has given is used
+// (the receiver has nothing to give until a Release), no repeat can help.
 //
 // Repeats go out only while the receiving thread waits, after it has
 // found nothing for RepeatQuiet (the thread's quiet, as before). A
